@@ -1,0 +1,37 @@
+// Package hostfuncs holds what every host capability shares. Each capability
+// lives in its own subpackage (fs, memory, lsp, net, env) and is served to
+// guests as the import warden.<Name> described in docs/abi.md.
+//
+// A capability has exactly one permission gate: Serve checks call.Grants
+// before it touches anything, and nothing else in the capability is reachable
+// from a guest.
+package hostfuncs
+
+import (
+	"context"
+
+	"github.com/warden-run/warden/tool"
+)
+
+// Call identifies the guest call that a host request belongs to. The runtime
+// builds one per call from the live config, so grants changed in config.yaml
+// apply from the next call on.
+type Call struct {
+	// Tool is the name of the tool being called.
+	Tool string
+	// Grants is what config grants this tool; nothing else is allowed.
+	Grants tool.Capabilities
+	// Observer receives the call's log lines and progress; never nil.
+	Observer tool.Observer
+}
+
+// Capability serves the requests of one warden.<Name> import.
+type Capability interface {
+	// Name is the import's field name in the "warden" module, e.g. "fs".
+	Name() string
+	// Serve handles one JSON request from the guest. The result is encoded
+	// as {"result": ...}; an error as {"error": {"kind", "message"}}, with
+	// its kind taken from a *tool.Error (tool.KindInternal otherwise).
+	// Serve must honour ctx: it is cancelled when the call ends.
+	Serve(ctx context.Context, call *Call, request []byte) (any, error)
+}
