@@ -26,6 +26,20 @@ type Result struct {
 	Details json.RawMessage `json:"details,omitempty"`
 	// NextCursor, when set, continues the listing on the next call.
 	NextCursor string `json:"nextCursor,omitempty"`
+	// Meta is what the host adds about the call (fuel consumed, duration,
+	// error kind); MCP clients receive it as _meta. Guests cannot set it.
+	Meta map[string]any `json:"-"`
+	// Captured holds what the guest wrote to stdout and stderr during the
+	// call, bounded; it is logged, never sent to the model. Guests cannot set it.
+	Captured *Captured `json:"-"`
+}
+
+// Captured is a guest's bounded stdout and stderr from one call.
+type Captured struct {
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// Dropped counts bytes written past the bound and discarded.
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
 // ErrorResult returns an error Result whose single text block is err's message.

@@ -1,0 +1,293 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/trap"
+	"github.com/warden-run/warden/tool"
+)
+
+// CallRequest is one call of a tool.
+type CallRequest struct {
+	// Arguments is the JSON object of arguments; empty means {}.
+	Arguments json.RawMessage
+	// Cursor continues a paginated tool's listing.
+	Cursor string
+	// CallID names the call in logs.
+	CallID string
+	// Session identifies the client session, for IsolationSession.
+	Session string
+	// Grants is what config grants the tool for this call.
+	Grants tool.Capabilities
+	// Observer receives the call's log lines and progress; nil discards them.
+	Observer tool.Observer
+	// Timeout lowers the tool's deadline for this call when non-zero.
+	Timeout time.Duration
+}
+
+// guestKinds are the error kinds a guest may report itself.
+var guestKinds = map[tool.Kind]bool{
+	tool.KindInvalidArguments: true, tool.KindNotFound: true, tool.KindDenied: true,
+	tool.KindFailed: true, tool.KindCancelled: true,
+}
+
+// Meta keys the runtime sets on every result.
+const (
+	MetaDuration = "warden/durationMs"
+	MetaKind     = "warden/kind"
+	MetaTrap     = "warden/trap"
+	MetaExitCode = "warden/exitCode"
+)
+
+// Call runs the tool. It never returns nil and never panics: every failure,
+// the guest's or the sandbox's, is an error Result with its tool.Kind, and
+// the next call works.
+func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
+	start := time.Now()
+	res := t.call(ctx, req)
+	if res.Meta == nil {
+		res.Meta = make(map[string]any, 2)
+	}
+	res.Meta[MetaDuration] = float64(time.Since(start).Microseconds()) / 1000
+	if res.Error != nil {
+		res.Meta[MetaKind] = string(res.Error.Kind)
+		if res.Error.Trap != "" {
+			res.Meta[MetaTrap] = string(res.Error.Trap)
+		}
+		if res.Error.ExitCode != nil {
+			res.Meta[MetaExitCode] = *res.Error.ExitCode
+		}
+	}
+	return res
+}
+
+func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
+	m := t.module
+	name := t.Descriptor.Name
+	if err := t.validateArguments(&req); err != nil {
+		return tool.ErrorResult(err)
+	}
+	timeout := m.limits.Timeout
+	if d := t.Descriptor.Timeout(); d > 0 && d < timeout {
+		timeout = d
+	}
+	if req.Timeout > 0 && req.Timeout < timeout {
+		timeout = req.Timeout
+	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	in, err := m.pool.acquire(callCtx, req.Session)
+	if err != nil {
+		if callCtx.Err() != nil {
+			return tool.ErrorResult(contextError(ctx, callCtx, name, timeout, "waiting for a free instance"))
+		}
+		m.rt.log.Error("instantiate failed", "module", m.name, "tool", name, "error", err)
+		return tool.ErrorResult(tool.Errorf(tool.KindInternal, "start an instance of %s: %v", m.name, err))
+	}
+
+	observer := req.Observer
+	if observer == nil {
+		observer = discardObserver{}
+	}
+	state := &callState{
+		call: &hostfuncs.Call{Tool: name, Grants: req.Grants, Observer: observer},
+		inst: in,
+	}
+	guestCtx := context.WithValue(callCtx, callStateKey{}, state)
+	in.callCtx.Store(&guestCtx)
+	in.memory.refused.Store(false)
+
+	request, _ := json.Marshal(tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor})
+	packed, err := in.invoke(guestCtx, request)
+	captured := t.collectOutput(in, req.CallID)
+	if err != nil {
+		m.pool.release(context.Background(), in, false)
+		res := tool.ErrorResult(t.failure(ctx, callCtx, in, err, timeout, captured))
+		res.Captured = captured
+		return res
+	}
+	res := t.decodeResponse(in, packed)
+	// A response the guest could not produce properly says nothing against
+	// the instance itself, but a fresh one is cheap insurance.
+	m.pool.release(context.Background(), in, !res.IsError || res.Error.Kind != tool.KindBadOutput)
+	res.Captured = captured
+	return res
+}
+
+// invoke writes the request into the guest and runs warden_call.
+func (in *instance) invoke(ctx context.Context, request []byte) (packed uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+			} else {
+				err = fmt.Errorf("%v", r)
+			}
+		}
+	}()
+	reqPacked := in.writeGuest(ctx, request)
+	results, err := in.call.Call(ctx, reqPacked)
+	if err != nil {
+		return 0, err
+	}
+	return results[0], nil
+}
+
+func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
+	if len(bytes.TrimSpace(req.Arguments)) == 0 || bytes.Equal(bytes.TrimSpace(req.Arguments), []byte("null")) {
+		req.Arguments = json.RawMessage("{}")
+	}
+	var args any
+	if err := json.Unmarshal(req.Arguments, &args); err != nil {
+		return tool.Errorf(tool.KindInvalidArguments, "arguments are not valid JSON: %v", err)
+	}
+	if _, ok := args.(map[string]any); !ok {
+		return tool.Errorf(tool.KindInvalidArguments, "arguments must be a JSON object")
+	}
+	if err := t.schemas.Input.Validate(args); err != nil {
+		return tool.Errorf(tool.KindInvalidArguments, "arguments do not match the input schema of %s: %v", t.Descriptor.Name, err)
+	}
+	return nil
+}
+
+// contextError explains a call whose context ended: its own deadline, or
+// the caller's cancellation (or the caller's own deadline).
+func contextError(parent, callCtx context.Context, name string, timeout time.Duration, doing string) *tool.Error {
+	if parent.Err() != nil {
+		if errors.Is(parent.Err(), context.DeadlineExceeded) {
+			return tool.Errorf(tool.KindTimeout, "%s: the caller's deadline passed while %s", name, doing)
+		}
+		return tool.Errorf(tool.KindCancelled, "%s: cancelled by the caller while %s", name, doing)
+	}
+	return tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while %s)", name, timeout, doing)
+}
+
+// failure classifies a failed guest call.
+func (t *Tool) failure(parent, callCtx context.Context, in *instance, err error, timeout time.Duration, captured *tool.Captured) *tool.Error {
+	m, name := t.module, t.Descriptor.Name
+	if in.memory.refused.Load() {
+		return tool.Errorf(tool.KindOutOfMemory, "%s needed more than its memory limit of %d MiB", name, m.limits.Memory>>20)
+	}
+	if callCtx.Err() != nil {
+		return contextError(parent, callCtx, name, timeout, "running")
+	}
+	o, ok := trap.Classify(err)
+	switch {
+	case !ok:
+		m.rt.log.Error("unclassified guest failure", "module", m.name, "tool", name, "error", err)
+		return tool.Errorf(tool.KindInternal, "%s failed in an unexpected way: %v", name, err)
+	case o.Host != nil:
+		return o.Host
+	case o.Trap != "":
+		return &tool.Error{Kind: tool.KindTrapped, Trap: o.Trap, Message: fmt.Sprintf("%s trapped: %s", name, o.Trap)}
+	default:
+		code := o.Exit.ExitCode()
+		msg := fmt.Sprintf("%s exited with code %d", name, code)
+		if captured != nil && captured.Stderr != "" {
+			msg += ": " + firstLines(captured.Stderr, 3)
+		}
+		return &tool.Error{Kind: tool.KindGuestExit, ExitCode: &code, Message: msg}
+	}
+}
+
+// guestResponse is the JSON a guest returns from warden_call.
+type guestResponse struct {
+	Content           []tool.Content  `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	Details           json.RawMessage `json:"details"`
+	NextCursor        string          `json:"nextCursor"`
+	Error             *tool.Error     `json:"error"`
+}
+
+func (t *Tool) decodeResponse(in *instance, packed uint64) *tool.Result {
+	m, name := t.module, t.Descriptor.Name
+	raw, terr := readResponse(in.mod, packed, m.limits.MaxOutput, name+" response")
+	if terr != nil {
+		return tool.ErrorResult(terr)
+	}
+	var resp guestResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return tool.ErrorResult(tool.Errorf(tool.KindBadOutput, "%s response is not valid JSON: %v", name, err))
+	}
+	if resp.Error != nil {
+		if !guestKinds[resp.Error.Kind] {
+			return tool.ErrorResult(tool.Errorf(tool.KindBadOutput, "%s reported error kind %q, which a tool may not report", name, resp.Error.Kind))
+		}
+		res := tool.ErrorResult(&tool.Error{Kind: resp.Error.Kind, Message: resp.Error.Message})
+		res.Content = append(res.Content, resp.Content...)
+		res.Details = resp.Details
+		return res
+	}
+	for i := range resp.Content {
+		if err := resp.Content[i].Validate(); err != nil {
+			return tool.ErrorResult(tool.Errorf(tool.KindBadOutput, "%s content[%d]: %v", name, i, err))
+		}
+	}
+	if err := t.checkStructured(resp.StructuredContent); err != nil {
+		return tool.ErrorResult(err)
+	}
+	if resp.NextCursor != "" && !t.Descriptor.Paginates {
+		return tool.ErrorResult(tool.Errorf(tool.KindBadOutput, "%s returned nextCursor but its descriptor does not declare paginates", name))
+	}
+	res := &tool.Result{Content: resp.Content, StructuredContent: resp.StructuredContent, Details: resp.Details, NextCursor: resp.NextCursor}
+	if res.Content == nil {
+		res.Content = []tool.Content{}
+	}
+	if len(res.Content) == 0 && len(res.StructuredContent) > 0 {
+		// MCP asks servers to mirror structured output as text for clients
+		// that do not read structuredContent.
+		res.Content = []tool.Content{tool.TextContent(string(res.StructuredContent))}
+	}
+	return res
+}
+
+func (t *Tool) checkStructured(raw json.RawMessage) *tool.Error {
+	name := t.Descriptor.Name
+	present := len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+	if !present {
+		if t.schemas.Output != nil {
+			return tool.Errorf(tool.KindBadOutput, "%s declares an outputSchema but returned no structuredContent", name)
+		}
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return tool.Errorf(tool.KindBadOutput, "%s structuredContent: %v", name, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return tool.Errorf(tool.KindBadOutput, "%s structuredContent must be a JSON object", name)
+	}
+	if t.schemas.Output != nil {
+		if err := t.schemas.Output.Validate(v); err != nil {
+			return tool.Errorf(tool.KindBadOutput, "%s structuredContent does not match its outputSchema: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// collectOutput takes what the guest wrote to stdout and stderr during the
+// call and logs it; it never reaches the process's stdout.
+func (t *Tool) collectOutput(in *instance, callID string) *tool.Captured {
+	stdout, droppedOut := in.stdout.take()
+	stderr, droppedErr := in.stderr.take()
+	if stdout == "" && stderr == "" && droppedOut == 0 && droppedErr == 0 {
+		return nil
+	}
+	c := &tool.Captured{Stdout: stdout, Stderr: stderr, Dropped: droppedOut + droppedErr}
+	t.module.rt.log.Info("guest output", "tool", t.Descriptor.Name, "call", callID,
+		"stdout", stdout, "stderr", stderr, "dropped", c.Dropped)
+	return c
+}
+
+type discardObserver struct{}
+
+func (discardObserver) Progress(tool.Progress) {}
+func (discardObserver) Log(slog.Level, string) {}

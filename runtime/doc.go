@@ -1,0 +1,13 @@
+// Package runtime loads warden tool modules and runs their calls in a sandbox.
+//
+// A Runtime compiles modules once (with an on-disk compilation cache), checks
+// them against the tool ABI (docs/abi.md), and keeps a pool of instances per
+// Module. Module.Call validates arguments against the tool's input schema,
+// runs the guest under its limits (deadline, memory, output size, fuel),
+// validates the output, and always returns a *tool.Result: every trap, exit,
+// bad pointer or oversized output becomes an error result of the matching
+// tool.Kind, the broken instance is discarded, and the next call gets a fresh
+// one. Nothing a guest does reaches the process's stdout.
+//
+// The runtime knows nothing of MCP; package mcpserver serves a Registry.
+package runtime

@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/tool"
+)
+
+// hostModuleName is the import module of every warden host function.
+const hostModuleName = "warden"
+
+// Bounds on what a guest may pass to a host function in one go.
+const (
+	maxLogBytes     = 16 << 10
+	maxRequestBytes = 4 << 20
+)
+
+// callStateKey carries the *callState of the running call to host functions.
+type callStateKey struct{}
+
+// callState is what host functions need to know about the call they serve.
+type callState struct {
+	call *hostfuncs.Call
+	inst *instance
+	// lastProgress enforces that progress only increases.
+	lastProgress float64
+	hasProgress  bool
+}
+
+func callStateFrom(ctx context.Context) *callState {
+	if s, ok := ctx.Value(callStateKey{}).(*callState); ok {
+		return s
+	}
+	// Host functions only run inside Module.Call, which always sets the
+	// state; reaching here is a warden bug, reported as such.
+	panic(tool.Errorf(tool.KindInternal, "host function called outside a call"))
+}
+
+// readGuest copies [ptr, ptr+len) out of the guest's memory. A range outside
+// memory fails the call with bad_output: a guest cannot make the host read
+// anything but its own memory.
+func readGuest(mod api.Module, packed uint64, limit int, what string) []byte {
+	ptr, size := uint32(packed>>32), uint32(packed)
+	if int64(size) > int64(limit) {
+		panic(tool.Errorf(tool.KindBadOutput, "%s is %d bytes, over the limit of %d", what, size, limit))
+	}
+	view, ok := mod.Memory().Read(ptr, size)
+	if !ok {
+		panic(tool.Errorf(tool.KindBadOutput, "%s at [%d, %d) lies outside guest memory (%d bytes)",
+			what, ptr, uint64(ptr)+uint64(size), mod.Memory().Size()))
+	}
+	return append([]byte(nil), view...)
+}
+
+func (r *Runtime) instantiateHostModule(ctx context.Context) error {
+	b := r.wz.NewHostModuleBuilder(hostModuleName)
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(r.hostLog), []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil).
+		WithParameterNames("level", "message").Export("log")
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(r.hostProgress), []api.ValueType{api.ValueTypeI64}, nil).
+		WithParameterNames("report").Export("progress")
+	names := make([]string, 0, len(r.capabilities))
+	for name := range r.capabilities {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		capability := r.capabilities[name]
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+				stack[0] = r.serveCapability(ctx, mod, capability, stack[0])
+			}), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).
+			WithParameterNames("request").Export(name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("instantiate host module %q: %w", hostModuleName, err)
+	}
+	return nil
+}
+
+// hostImports returns the host functions a module may import, with their
+// signatures, for load-time checks.
+func (r *Runtime) hostImports() map[string]funcSig {
+	sigs := map[string]funcSig{
+		"log":      {params: []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}},
+		"progress": {params: []api.ValueType{api.ValueTypeI64}},
+	}
+	for name := range r.capabilities {
+		sigs[name] = funcSig{params: []api.ValueType{api.ValueTypeI64}, results: []api.ValueType{api.ValueTypeI64}}
+	}
+	return sigs
+}
+
+var logLevels = []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}
+
+func (r *Runtime) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	state := callStateFrom(ctx)
+	level := int32(stack[0])
+	msg := readGuest(mod, stack[1], maxLogBytes, "log message")
+	slogLevel := slog.LevelInfo
+	if level >= 0 && int(level) < len(logLevels) {
+		slogLevel = logLevels[level]
+	}
+	state.call.Observer.Log(slogLevel, string(msg))
+	r.log.Log(ctx, slogLevel, "guest log", "tool", state.call.Tool, "message", string(msg))
+}
+
+func (r *Runtime) hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
+	state := callStateFrom(ctx)
+	raw := readGuest(mod, stack[0], maxLogBytes, "progress report")
+	var p tool.Progress
+	if err := json.Unmarshal(raw, &p); err != nil {
+		r.log.Debug("dropped malformed progress report", "tool", state.call.Tool, "error", err)
+		return
+	}
+	if state.hasProgress && p.Progress <= state.lastProgress {
+		r.log.Debug("dropped non-increasing progress report", "tool", state.call.Tool,
+			"progress", p.Progress, "previous", state.lastProgress)
+		return
+	}
+	state.lastProgress, state.hasProgress = p.Progress, true
+	state.call.Observer.Progress(p)
+}
+
+type hostReply struct {
+	Result any         `json:"result,omitempty"`
+	Error  *tool.Error `json:"error,omitempty"`
+}
+
+func (r *Runtime) serveCapability(ctx context.Context, mod api.Module, c hostfuncs.Capability, packed uint64) uint64 {
+	state := callStateFrom(ctx)
+	request := readGuest(mod, packed, maxRequestBytes, "warden."+c.Name()+" request")
+	result, err := c.Serve(ctx, state.call, request)
+	reply := hostReply{Result: result}
+	if err != nil {
+		reply = hostReply{Error: asToolError(err)}
+		if reply.Error.Kind == tool.KindInternal {
+			r.log.Error("capability failed", "capability", c.Name(), "tool", state.call.Tool, "error", err)
+		}
+	}
+	data, err := json.Marshal(reply)
+	if err != nil {
+		data, _ = json.Marshal(hostReply{Error: tool.Errorf(tool.KindInternal, "encode %s reply: %v", c.Name(), err)})
+	}
+	return state.inst.writeGuest(ctx, data)
+}
+
+// asToolError returns err's *tool.Error, or wraps it as internal.
+func asToolError(err error) *tool.Error {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return &tool.Error{Kind: tool.KindInternal, Message: err.Error()}
+}

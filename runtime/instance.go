@@ -1,0 +1,160 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/warden-run/warden/tool"
+)
+
+// instance is one instantiation of a Module, used by one call at a time.
+type instance struct {
+	mod            api.Module
+	alloc, call    api.Function
+	memory         *limitedMemory
+	stdout, stderr *boundedBuffer
+	// callCtx is the context of the call running on this instance, so that
+	// a guest asleep in poll_oneoff wakes when its call is cancelled.
+	callCtx atomic.Pointer[context.Context]
+	// session is the session this instance is bound to (IsolationSession).
+	session string
+	// globals caches the exported mutable globals a snapshot restores.
+	globals []api.MutableGlobal
+}
+
+// newInstance instantiates m's compiled code. It runs no guest code: the
+// caller either runs _initialize or restores a snapshot.
+func (m *Module) newInstance(ctx context.Context) (*instance, error) {
+	in := &instance{
+		memory: &limitedMemory{limit: m.limits.Memory},
+		stdout: &boundedBuffer{limit: m.limits.CaptureBytes},
+		stderr: &boundedBuffer{limit: m.limits.CaptureBytes},
+	}
+	background := context.Background()
+	in.callCtx.Store(&background)
+	config := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithStdout(in.stdout).
+		WithStderr(in.stderr).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithNanosleep(in.nanosleep).
+		WithRandSource(rand.Reader)
+	mod, err := m.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.memory), m.compiled, config)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	in.mod = mod
+	in.alloc = mod.ExportedFunction(exportAlloc)
+	in.call = mod.ExportedFunction(exportCall)
+	return in, nil
+}
+
+func (in *instance) nanosleep(ns int64) {
+	ctx := *in.callCtx.Load()
+	timer := time.NewTimer(time.Duration(ns))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}
+
+func (in *instance) close(ctx context.Context) {
+	_ = in.mod.Close(ctx)
+}
+
+// writeGuest copies data into memory the guest allocates for it and returns
+// the packed range. It is used for requests and for host replies; a guest
+// that cannot allocate fails the call.
+func (in *instance) writeGuest(ctx context.Context, data []byte) uint64 {
+	if len(data) == 0 {
+		return 0
+	}
+	results, err := in.alloc.Call(ctx, uint64(len(data)))
+	if err != nil {
+		panic(err) // a trap inside warden_alloc: classified like any other
+	}
+	ptr := uint32(results[0])
+	if ptr == 0 {
+		panic(tool.Errorf(tool.KindBadOutput, "warden_alloc(%d) returned 0", len(data)))
+	}
+	if !in.mod.Memory().Write(ptr, data) {
+		panic(tool.Errorf(tool.KindBadOutput, "warden_alloc(%d) returned %d, outside guest memory (%d bytes)",
+			len(data), ptr, in.mod.Memory().Size()))
+	}
+	return uint64(ptr)<<32 | uint64(len(data))
+}
+
+// limitedMemory backs a guest's linear memory and refuses to grow it past the
+// tool's limit, remembering that it did: that is how a call is known to have
+// run out of memory, whatever the guest did next.
+type limitedMemory struct {
+	buf     []byte
+	limit   uint64
+	refused atomic.Bool
+}
+
+var _ experimental.MemoryAllocator = (*limitedMemory)(nil)
+
+func (lm *limitedMemory) Allocate(capacity, _ uint64) experimental.LinearMemory {
+	lm.buf = make([]byte, 0, min(capacity, lm.limit))
+	return lm
+}
+
+func (lm *limitedMemory) Reallocate(size uint64) []byte {
+	if size > lm.limit {
+		lm.refused.Store(true)
+		return nil
+	}
+	if size <= uint64(cap(lm.buf)) {
+		// Capacity past the old length was never handed out, so it is zero.
+		lm.buf = lm.buf[:size]
+		return lm.buf
+	}
+	grown := make([]byte, size, min(max(size, 2*uint64(cap(lm.buf))), lm.limit))
+	copy(grown, lm.buf)
+	lm.buf = grown
+	return lm.buf
+}
+
+func (lm *limitedMemory) Free() { lm.buf = nil }
+
+// boundedBuffer keeps the first limit bytes written to it and counts the rest.
+type boundedBuffer struct {
+	mu      sync.Mutex
+	buf     []byte
+	limit   int
+	dropped int64
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.limit - len(b.buf)
+	if room >= len(p) {
+		b.buf = append(b.buf, p...)
+	} else {
+		b.buf = append(b.buf, p[:max(room, 0)]...)
+		b.dropped += int64(len(p) - max(room, 0))
+	}
+	return len(p), nil
+}
+
+// take returns what was captured and empties the buffer.
+func (b *boundedBuffer) take() (string, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, dropped := string(b.buf), b.dropped
+	b.buf, b.dropped = b.buf[:0], 0
+	return s, dropped
+}

@@ -1,0 +1,118 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+)
+
+// Isolation says which calls may observe state another call left behind.
+type Isolation string
+
+const (
+	// IsolationCall (the default) starts every call from the module's state
+	// right after _initialize: nothing one call leaves in memory or globals is
+	// visible to the next.
+	IsolationCall Isolation = "call"
+	// IsolationSession keeps one instance per client session: calls of the
+	// same session see each other's state, other sessions never do.
+	IsolationSession Isolation = "session"
+	// IsolationShared lets every call reuse pooled instances as they are. Only
+	// for tools that keep caches they mean to share.
+	IsolationShared Isolation = "shared"
+)
+
+// Limits bound what one module's calls may use. The zero value of each field
+// means its default.
+type Limits struct {
+	// Timeout is the deadline of one call (default 30 s). A descriptor's
+	// timeoutMs may lower it, never raise it.
+	Timeout time.Duration
+	// Memory caps the guest's linear memory in bytes (default 128 MiB).
+	Memory uint64
+	// MaxOutput caps the response JSON of one call in bytes (default 1 MiB).
+	MaxOutput int
+	// Fuel is the fuel budget of one call (default DefaultFuel).
+	Fuel int64
+	// LoadBudget bounds _initialize and describe at load (default 10 s).
+	LoadBudget time.Duration
+	// Isolation is the state model (default IsolationCall).
+	Isolation Isolation
+	// MaxInstances caps the instances alive at once (default 8).
+	MaxInstances int
+	// CaptureBytes caps what is kept of a call's stdout and of its stderr
+	// (default 64 KiB each).
+	CaptureBytes int
+}
+
+// Defaults of Limits.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultMemory       = 128 << 20
+	DefaultMaxOutput    = 1 << 20
+	DefaultLoadBudget   = 10 * time.Second
+	DefaultMaxInstances = 8
+	DefaultCaptureBytes = 64 << 10
+	// DefaultFuel is about ten seconds of guest work on this generation of
+	// hardware: no honest tool notices it, a runaway loop hits it.
+	DefaultFuel = 20_000_000_000
+)
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.Timeout == 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.Memory == 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.MaxOutput == 0 {
+		l.MaxOutput = DefaultMaxOutput
+	}
+	if l.Fuel == 0 {
+		l.Fuel = DefaultFuel
+	}
+	if l.LoadBudget == 0 {
+		l.LoadBudget = DefaultLoadBudget
+	}
+	if l.Isolation == "" {
+		l.Isolation = IsolationCall
+	}
+	if l.MaxInstances == 0 {
+		l.MaxInstances = DefaultMaxInstances
+	}
+	if l.CaptureBytes == 0 {
+		l.CaptureBytes = DefaultCaptureBytes
+	}
+	return l
+}
+
+// maxMemory is the most linear memory wasm32 can address.
+const maxMemory = 4 << 30
+
+// Validate reports the first out-of-range field, naming it.
+func (l Limits) Validate() error {
+	switch {
+	case l.Timeout < 0:
+		return fmt.Errorf("timeout: must not be negative, got %s", l.Timeout)
+	case l.Memory > maxMemory:
+		return fmt.Errorf("memory: at most 4GiB, got %d bytes", l.Memory)
+	case l.Memory != 0 && l.Memory < 64<<10:
+		return fmt.Errorf("memory: at least one 64KiB page, got %d bytes", l.Memory)
+	case l.MaxOutput < 0:
+		return fmt.Errorf("max_output: must not be negative, got %d", l.MaxOutput)
+	case l.Fuel < 0:
+		return fmt.Errorf("fuel: must not be negative, got %d", l.Fuel)
+	case l.LoadBudget < 0:
+		return fmt.Errorf("load_budget: must not be negative, got %s", l.LoadBudget)
+	case l.MaxInstances < 0:
+		return fmt.Errorf("max_instances: must not be negative, got %d", l.MaxInstances)
+	case l.CaptureBytes < 0:
+		return fmt.Errorf("capture_bytes: must not be negative, got %d", l.CaptureBytes)
+	}
+	switch l.Isolation {
+	case "", IsolationCall, IsolationSession, IsolationShared:
+	default:
+		return fmt.Errorf("isolation: must be call, session or shared, got %q", l.Isolation)
+	}
+	return nil
+}

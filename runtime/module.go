@@ -1,0 +1,356 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/warden-run/warden/runtime/internal/trap"
+	"github.com/warden-run/warden/tool"
+)
+
+// ABIVersion is the tool ABI this runtime speaks (docs/abi.md).
+const ABIVersion = 1
+
+// Export names of the tool ABI.
+const (
+	exportMemory     = "memory"
+	exportInitialize = "_initialize"
+	exportStart      = "_start"
+	exportABIVersion = "warden_abi_version"
+	exportAlloc      = "warden_alloc"
+	exportDescribe   = "warden_describe"
+	exportCall       = "warden_call"
+)
+
+type funcSig struct{ params, results []api.ValueType }
+
+func (s funcSig) String() string {
+	names := func(ts []api.ValueType) string {
+		parts := make([]string, len(ts))
+		for i, t := range ts {
+			parts[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("(%s) -> (%s)", names(s.params), names(s.results))
+}
+
+func (s funcSig) matches(def api.FunctionDefinition) bool {
+	return slices.Equal(s.params, def.ParamTypes()) && slices.Equal(s.results, def.ResultTypes())
+}
+
+var requiredExports = map[string]funcSig{
+	exportABIVersion: {results: []api.ValueType{api.ValueTypeI32}},
+	exportAlloc:      {params: []api.ValueType{api.ValueTypeI32}, results: []api.ValueType{api.ValueTypeI32}},
+	exportDescribe:   {results: []api.ValueType{api.ValueTypeI64}},
+	exportCall:       {params: []api.ValueType{api.ValueTypeI64}, results: []api.ValueType{api.ValueTypeI64}},
+}
+
+// Module is a loaded tool module: compiled, checked, described, and ready to
+// call. It is safe for concurrent use.
+type Module struct {
+	rt       *Runtime
+	name     string
+	sha256   string
+	compiled wazero.CompiledModule
+	limits   Limits
+	imports  []string
+	tools    []*Tool
+	rejected []Rejection
+	pool     *pool
+	// snapshot is the state after _initialize that IsolationCall restores;
+	// nil when the module cannot be snapshotted (it is then re-instantiated).
+	snapshot *snapshot
+}
+
+// Tool is one tool provided by a Module.
+type Tool struct {
+	Descriptor tool.Descriptor
+	schemas    *tool.Schemas
+	module     *Module
+}
+
+// Module returns the module that provides t.
+func (t *Tool) Module() *Module { return t.module }
+
+// Rejection is a tool a module describes but the runtime refused to load.
+type Rejection struct {
+	Name   string // as the module spelled it; may be invalid
+	Reason error
+}
+
+// Name is the module's name: its file name without .wasm, or as given to Load.
+func (m *Module) Name() string { return m.name }
+
+// SHA256 is the hex digest of the module's bytes as loaded.
+func (m *Module) SHA256() string { return m.sha256 }
+
+// Tools lists the module's valid tools in the order it describes them.
+func (m *Module) Tools() []*Tool { return m.tools }
+
+// Rejected lists the tools the module describes that failed validation.
+func (m *Module) Rejected() []Rejection { return m.rejected }
+
+// Imports lists the module's imports as "module.name", sorted.
+func (m *Module) Imports() []string { return m.imports }
+
+// Limits returns the module's limits, defaults filled in.
+func (m *Module) Limits() Limits { return m.limits }
+
+// LoadFile loads the module at path, named after the file.
+func (r *Runtime) LoadFile(ctx context.Context, path string, limits Limits) (*Module, error) {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".wasm")
+	m, err := r.Load(ctx, name, wasm, limits)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Load compiles, checks and describes a module. Invalid tools inside a valid
+// module are listed by Module.Rejected; an error means nothing was loaded.
+func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Limits) (*Module, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, fmt.Errorf("limits: %w", err)
+	}
+	limits = limits.WithDefaults()
+	sum := sha256.Sum256(wasm)
+	m := &Module{rt: r, name: name, sha256: hex.EncodeToString(sum[:]), limits: limits}
+
+	compiled, err := r.wz.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("malformed module: %w", err)
+	}
+	m.compiled = compiled
+	if err := m.checkABI(); err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	if err := m.initialize(ctx); err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkABI verifies exports, imports and the memory minimum before any guest
+// code runs, and reports every problem at once.
+func (m *Module) checkABI() error {
+	var problems []string
+	exports := m.compiled.ExportedFunctions()
+	for _, name := range slices.Sorted(maps.Keys(requiredExports)) {
+		want := requiredExports[name]
+		def, ok := exports[name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing export %s %s", name, want))
+		case !want.matches(def):
+			problems = append(problems, fmt.Sprintf("export %s has signature %s, want %s",
+				name, funcSig{def.ParamTypes(), def.ResultTypes()}, want))
+		}
+	}
+	if def, ok := exports[exportInitialize]; ok && (len(def.ParamTypes()) > 0 || len(def.ResultTypes()) > 0) {
+		problems = append(problems, "export _initialize must take and return nothing")
+	}
+	if _, ok := exports[exportStart]; ok {
+		problems = append(problems, "exports _start: a tool must be a reactor (build Go with -buildmode=c-shared, C with -mexec-model=reactor)")
+	}
+	memories := m.compiled.ExportedMemories()
+	if mem, ok := memories[exportMemory]; !ok {
+		problems = append(problems, "missing export memory")
+	} else if minBytes := uint64(mem.Min()) * 65536; minBytes > m.limits.Memory {
+		problems = append(problems, fmt.Sprintf("memory minimum %d pages (%d MiB) is above the tool's limit of %d MiB",
+			mem.Min(), minBytes>>20, m.limits.Memory>>20))
+	}
+	for _, mem := range m.compiled.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		problems = append(problems, fmt.Sprintf("imports memory %s.%s: a tool must define its own memory", mod, name))
+	}
+
+	host := m.rt.hostImports()
+	wasi := m.rt.wz.Module("wasi_snapshot_preview1").ExportedFunctionDefinitions()
+	for _, def := range m.compiled.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		m.imports = append(m.imports, mod+"."+name)
+		var want *funcSig
+		switch mod {
+		case hostModuleName:
+			if sig, ok := host[name]; ok {
+				want = &sig
+			}
+		case "wasi_snapshot_preview1":
+			if provided, ok := wasi[name]; ok {
+				want = &funcSig{provided.ParamTypes(), provided.ResultTypes()}
+			}
+		}
+		got := funcSig{def.ParamTypes(), def.ResultTypes()}
+		switch {
+		case want == nil:
+			problems = append(problems, fmt.Sprintf("imports %s.%s, which this host does not provide", mod, name))
+		case !want.matches(def):
+			problems = append(problems, fmt.Sprintf("imports %s.%s with signature %s, want %s", mod, name, got, *want))
+		}
+	}
+	slices.Sort(m.imports)
+	if len(problems) > 0 {
+		return fmt.Errorf("not a warden tool module (ABI v%d, docs/abi.md): %s", ABIVersion, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// initialize runs the module's first instance through _initialize and
+// describe within the load budget, and builds the pool around it.
+func (m *Module) initialize(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
+	defer cancel()
+	in, err := m.newInstance(ctx)
+	if err != nil {
+		return err
+	}
+	in.callCtx.Store(&ctx)
+	fail := func(stage string, err error) error {
+		in.close(context.Background())
+		return fmt.Errorf("%s: %w", stage, m.loadError(ctx, in, err))
+	}
+	if init := in.mod.ExportedFunction(exportInitialize); init != nil {
+		if _, err := init.Call(ctx); err != nil {
+			return fail("_initialize", err)
+		}
+	}
+	results, err := in.mod.ExportedFunction(exportABIVersion).Call(ctx)
+	if err != nil {
+		return fail(exportABIVersion, err)
+	}
+	if v := uint32(results[0]); v != ABIVersion {
+		in.close(context.Background())
+		return fmt.Errorf("module speaks tool ABI v%d; this warden speaks v%d", v, ABIVersion)
+	}
+	results, err = in.mod.ExportedFunction(exportDescribe).Call(ctx)
+	if err != nil {
+		return fail(exportDescribe, err)
+	}
+	raw, terr := readResponse(in.mod, results[0], m.limits.MaxOutput, "descriptor")
+	if terr != nil {
+		in.close(context.Background())
+		return fmt.Errorf("%s: %w", exportDescribe, terr)
+	}
+	if err := m.describe(raw); err != nil {
+		in.close(context.Background())
+		return err
+	}
+	in.stdout.take()
+	in.stderr.take()
+	m.pool = newPool(m, in)
+	return nil
+}
+
+// loadError explains why guest code failed during load.
+func (m *Module) loadError(ctx context.Context, in *instance, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("did not finish within the load budget of %s", m.limits.LoadBudget)
+	}
+	if in.memory.refused.Load() {
+		return fmt.Errorf("ran out of memory (limit %d MiB)", m.limits.Memory>>20)
+	}
+	if o, ok := trap.Classify(err); ok {
+		stderr, _ := in.stderr.take()
+		switch {
+		case o.Trap != "":
+			err = fmt.Errorf("trapped (%s)", o.Trap)
+		case o.Exit != nil:
+			err = fmt.Errorf("exited with code %d", o.Exit.ExitCode())
+		case o.Host != nil:
+			err = o.Host
+		}
+		if stderr = strings.TrimSpace(stderr); stderr != "" {
+			err = fmt.Errorf("%w; stderr: %s", err, firstLines(stderr, 5))
+		}
+	}
+	return err
+}
+
+// describe parses and validates the descriptor JSON. A bad descriptor
+// document fails the module; a bad tool inside it is rejected alone.
+func (m *Module) describe(raw []byte) error {
+	var doc struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("descriptor is not valid JSON of the form {\"tools\": [...]}: %w", err)
+	}
+	if len(doc.Tools) == 0 {
+		return errors.New(`descriptor lists no tools`)
+	}
+	seen := make(map[string]bool)
+	for i, rawTool := range doc.Tools {
+		var d tool.Descriptor
+		dec := json.NewDecoder(bytes.NewReader(rawTool))
+		if err := dec.Decode(&d); err != nil {
+			m.rejected = append(m.rejected, Rejection{Name: fmt.Sprintf("#%d", i), Reason: fmt.Errorf("tools[%d]: %w", i, err)})
+			continue
+		}
+		schemas, err := d.Validate()
+		if err == nil && seen[d.Name] {
+			err = fmt.Errorf("name %q is used by another tool of this module", d.Name)
+		}
+		if err != nil {
+			m.rejected = append(m.rejected, Rejection{Name: d.Name, Reason: fmt.Errorf("tool %q: %w", d.Name, err)})
+			continue
+		}
+		seen[d.Name] = true
+		m.tools = append(m.tools, &Tool{Descriptor: d, schemas: schemas, module: m})
+	}
+	if len(m.tools) == 0 {
+		reasons := make([]string, len(m.rejected))
+		for i, r := range m.rejected {
+			reasons[i] = r.Reason.Error()
+		}
+		return fmt.Errorf("no valid tools: %s", strings.Join(reasons, "; "))
+	}
+	return nil
+}
+
+// readResponse copies a packed range the guest returned, enforcing the bound.
+func readResponse(mod api.Module, packed uint64, limit int, what string) ([]byte, *tool.Error) {
+	ptr, size := uint32(packed>>32), uint32(packed)
+	if uint64(size) > uint64(limit) {
+		return nil, tool.Errorf(tool.KindBadOutput, "%s is %d bytes, over the output limit of %d", what, size, limit)
+	}
+	view, ok := mod.Memory().Read(ptr, size)
+	if !ok {
+		return nil, tool.Errorf(tool.KindBadOutput, "%s at [%d, %d) lies outside guest memory (%d bytes)",
+			what, ptr, uint64(ptr)+uint64(size), mod.Memory().Size())
+	}
+	return bytes.Clone(view), nil
+}
+
+// Close releases the module's instances and compiled code.
+func (m *Module) Close(ctx context.Context) error {
+	m.pool.close(ctx)
+	return m.compiled.Close(ctx)
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, " | ")
+}

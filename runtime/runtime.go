@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/warden-run/warden/hostfuncs"
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// CacheDir holds compiled code across processes. Empty means
+	// $XDG_CACHE_HOME/warden (os.UserCacheDir); "off" disables the disk cache.
+	CacheDir string
+	// Capabilities are served to guests as the imports warden.<Name>.
+	Capabilities []hostfuncs.Capability
+	// Logger receives load and call diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Interpreter selects wazero's interpreter instead of its compiler. The
+	// compiler is faster; the interpreter serves determinism tests.
+	Interpreter bool
+}
+
+// Runtime compiles and instantiates tool modules. It is safe for concurrent
+// use. Close releases everything it loaded.
+type Runtime struct {
+	wz           wazero.Runtime
+	cache        wazero.CompilationCache
+	capabilities map[string]hostfuncs.Capability
+	log          *slog.Logger
+}
+
+// New returns a Runtime with WASI and the warden host module instantiated.
+func New(ctx context.Context, opts Options) (*Runtime, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var config wazero.RuntimeConfig
+	if opts.Interpreter {
+		config = wazero.NewRuntimeConfigInterpreter()
+	} else {
+		config = wazero.NewRuntimeConfigCompiler()
+	}
+	// Guests may address all of wasm32; each instance's own allocator enforces
+	// its tool's memory limit, which lets the runtime tell out_of_memory apart
+	// from any other failure.
+	config = config.WithMemoryLimitPages(65536).WithCloseOnContextDone(true)
+
+	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger}
+	if opts.CacheDir != "off" {
+		dir := opts.CacheDir
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				return nil, fmt.Errorf("compilation cache: %w (set a cache dir)", err)
+			}
+			dir = filepath.Join(base, "warden")
+		}
+		cache, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", dir, err)
+		}
+		r.cache = cache
+		config = config.WithCompilationCache(cache)
+	}
+	for _, c := range opts.Capabilities {
+		if _, dup := r.capabilities[c.Name()]; dup {
+			return nil, fmt.Errorf("capability %q registered twice", c.Name())
+		}
+		if c.Name() == "log" || c.Name() == "progress" {
+			return nil, fmt.Errorf("capability name %q is reserved", c.Name())
+		}
+		r.capabilities[c.Name()] = c
+	}
+	r.wz = wazero.NewRuntimeWithConfig(ctx, config)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
+		r.wz.Close(ctx)
+		return nil, fmt.Errorf("instantiate WASI: %w", err)
+	}
+	if err := r.instantiateHostModule(ctx); err != nil {
+		r.wz.Close(ctx)
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close closes every module loaded by r and releases the compiler.
+func (r *Runtime) Close(ctx context.Context) error {
+	err := r.wz.Close(ctx)
+	if r.cache != nil {
+		if cerr := r.cache.Close(ctx); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

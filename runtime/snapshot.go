@@ -1,0 +1,69 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// snapshot is a module's state right after _initialize: its linear memory
+// and every mutable global. Restoring it into any instance of the module
+// gives the state _initialize would have produced, in the time of a memory
+// copy instead of a Go runtime start (milliseconds). The instrumentation pass
+// exports the module's mutable globals so that they can be read and set.
+type snapshot struct {
+	memory  []byte
+	globals []string // export names
+	values  []uint64
+	// virtualPages says memory.grow and memory.size were rewritten against a
+	// global, so an instance whose memory grew can still be reset: its extra
+	// pages are zeroed and the guest sees its initial size again.
+	virtualPages bool
+}
+
+func takeSnapshot(in *instance, globals []string, virtualPages bool) (*snapshot, error) {
+	s := &snapshot{globals: globals, virtualPages: virtualPages}
+	mem := in.mod.Memory()
+	view, ok := mem.Read(0, mem.Size())
+	if !ok {
+		return nil, fmt.Errorf("snapshot: cannot read memory")
+	}
+	s.memory = append([]byte(nil), view...)
+	for _, name := range globals {
+		g := in.mod.ExportedGlobal(name)
+		if g == nil {
+			return nil, fmt.Errorf("snapshot: global export %q missing", name)
+		}
+		if _, ok := g.(api.MutableGlobal); !ok {
+			return nil, fmt.Errorf("snapshot: global export %q is not mutable", name)
+		}
+		s.values = append(s.values, g.Get())
+	}
+	return s, nil
+}
+
+// restore resets in to the snapshot. It reports false when it cannot, and
+// the instance must then be discarded.
+func (s *snapshot) restore(in *instance) bool {
+	mem := in.mod.Memory()
+	size := mem.Size()
+	if uint64(size) < uint64(len(s.memory)) || (!s.virtualPages && int(size) != len(s.memory)) {
+		return false
+	}
+	view, ok := mem.Read(0, size)
+	if !ok {
+		return false
+	}
+	copy(view, s.memory)
+	clear(view[len(s.memory):])
+	if in.globals == nil {
+		in.globals = make([]api.MutableGlobal, len(s.globals))
+		for i, name := range s.globals {
+			in.globals[i] = in.mod.ExportedGlobal(name).(api.MutableGlobal)
+		}
+	}
+	for i, g := range in.globals {
+		g.Set(s.values[i])
+	}
+	return true
+}
