@@ -147,10 +147,10 @@ func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
 	}
 	var args any
 	if err := json.Unmarshal(req.Arguments, &args); err != nil {
-		return tool.Errorf(tool.KindInvalidArguments, "arguments are not valid JSON: %v", err)
+		return tool.Errorf(tool.KindInvalidArguments, "arguments of %s are not valid JSON: %v", t.Descriptor.Name, err)
 	}
 	if _, ok := args.(map[string]any); !ok {
-		return tool.Errorf(tool.KindInvalidArguments, "arguments must be a JSON object")
+		return tool.Errorf(tool.KindInvalidArguments, "arguments of %s must be a JSON object", t.Descriptor.Name)
 	}
 	if err := t.schemas.Input.Validate(args); err != nil {
 		return tool.Errorf(tool.KindInvalidArguments, "arguments do not match the input schema of %s: %v", t.Descriptor.Name, err)

@@ -73,3 +73,8 @@ func watString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+func watBytes(t testing.TB, src string) []byte {
+	t.Helper()
+	return testwasm.WATString(t, src)
+}
