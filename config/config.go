@@ -1,0 +1,404 @@
+// Package config reads warden's config.yaml (with viper), validates it with
+// the key path of every problem, and keeps it current as the file changes.
+//
+// Every scalar key can be overridden from the environment: WARDEN_ followed
+// by the key path in upper case with underscores, e.g. WARDEN_SERVER_TOKEN or
+// WARDEN_TOOLS_DEFAULTS_TIMEOUT.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
+)
+
+// Config is the whole of config.yaml.
+type Config struct {
+	Project  Project  `mapstructure:"project"`
+	Tools    Tools    `mapstructure:"tools"`
+	Security Security `mapstructure:"security"`
+	Server   Server   `mapstructure:"server"`
+	LSP      LSP      `mapstructure:"lsp"`
+	Net      Net      `mapstructure:"net"`
+	Env      Env      `mapstructure:"env"`
+	Memory   Memory   `mapstructure:"memory"`
+	Log      Log      `mapstructure:"log"`
+
+	// File is the config file this was read from ("" when none), and Dir the
+	// directory relative paths in it are resolved against.
+	File string `mapstructure:"-"`
+	Dir  string `mapstructure:"-"`
+}
+
+// Project locates the files tools may be granted.
+type Project struct {
+	// Root is the project root (default: the config file's directory).
+	Root string `mapstructure:"root"`
+	// Roots are extra named roots; grants address them as "name:path".
+	Roots map[string]string `mapstructure:"roots"`
+}
+
+// Tools says where modules live and what each may use.
+type Tools struct {
+	Dir      string            `mapstructure:"dir"`
+	CacheDir string            `mapstructure:"cache_dir"`
+	Defaults Limits            `mapstructure:"defaults"`
+	Limits   map[string]Limits `mapstructure:"limits"`
+	Grants   map[string]Grant  `mapstructure:"grants"`
+	// Pins maps a module name to the sha256 approved at install.
+	Pins map[string]string `mapstructure:"pins"`
+}
+
+// Limits mirror runtime.Limits with human units ("30s", "128MiB").
+type Limits struct {
+	Timeout      time.Duration `mapstructure:"timeout"`
+	Memory       ByteSize      `mapstructure:"memory"`
+	MaxOutput    ByteSize      `mapstructure:"max_output"`
+	Fuel         int64         `mapstructure:"fuel"`
+	LoadBudget   time.Duration `mapstructure:"load_budget"`
+	Isolation    string        `mapstructure:"isolation"`
+	MaxInstances int           `mapstructure:"max_instances"`
+}
+
+// Grant is what one tool may use. Nothing is granted unless listed.
+type Grant struct {
+	FS           FSGrant  `mapstructure:"fs"`
+	Memory       string   `mapstructure:"memory"`
+	MemoryTopics []string `mapstructure:"memory_topics"`
+	LSP          []string `mapstructure:"lsp"`
+	Net          []string `mapstructure:"net"`
+	Env          []string `mapstructure:"env"`
+}
+
+// FSGrant lists paths relative to a root.
+type FSGrant struct {
+	Read  []string `mapstructure:"read"`
+	Write []string `mapstructure:"write"`
+}
+
+// Security holds rules that override every grant.
+type Security struct {
+	// Deny lists extra path patterns no tool may touch, on top of the
+	// built-in deny-list.
+	Deny []string `mapstructure:"deny"`
+}
+
+// Server configures `warden serve`.
+type Server struct {
+	HTTP        string        `mapstructure:"http"`
+	Token       string        `mapstructure:"token"`
+	PageSize    int           `mapstructure:"page_size"`
+	MaxInFlight int           `mapstructure:"max_in_flight"`
+	QueueWait   time.Duration `mapstructure:"queue_wait"`
+}
+
+// LSP configures the language servers behind the lsp capability.
+type LSP struct {
+	Languages map[string]Language `mapstructure:"languages"`
+	IdleTTL   time.Duration       `mapstructure:"idle_ttl"`
+	Timeout   time.Duration       `mapstructure:"timeout"`
+}
+
+// Language is one language server.
+type Language struct {
+	Command    string   `mapstructure:"command"`
+	Args       []string `mapstructure:"args"`
+	Extensions []string `mapstructure:"extensions"`
+}
+
+// Net bounds the net capability.
+type Net struct {
+	MaxResponse ByteSize      `mapstructure:"max_response"`
+	Timeout     time.Duration `mapstructure:"timeout"`
+}
+
+// Env holds values tools may be granted by key.
+type Env struct {
+	Values map[string]EnvValue `mapstructure:"values"`
+}
+
+// EnvValue is a literal Value or the host variable FromEnv.
+type EnvValue struct {
+	Value   string `mapstructure:"value"`
+	FromEnv string `mapstructure:"from_env"`
+}
+
+// Memory bounds the project memory store.
+type Memory struct {
+	MaxValue ByteSize `mapstructure:"max_value"`
+}
+
+// Log configures warden's own log (always on stderr).
+type Log struct {
+	Level string `mapstructure:"level"`
+}
+
+// ByteSize is a size written "128MiB", "1 MB" or a plain byte count.
+type ByteSize uint64
+
+// String renders s in IEC units.
+func (s ByteSize) String() string { return humanize.IBytes(uint64(s)) }
+
+// defaults are the values a key has when config.yaml does not set it. They
+// double as the list of keys the environment may override.
+var defaults = map[string]any{
+	"project::root":                  "",
+	"tools::dir":                     "bin/tools",
+	"tools::cache_dir":               "",
+	"tools::defaults::timeout":       "30s",
+	"tools::defaults::memory":        "128MiB",
+	"tools::defaults::max_output":    "1MiB",
+	"tools::defaults::fuel":          runtime.DefaultFuel,
+	"tools::defaults::load_budget":   "10s",
+	"tools::defaults::isolation":     "call",
+	"tools::defaults::max_instances": runtime.DefaultMaxInstances,
+	"server::http":                   "127.0.0.1:7331",
+	"server::token":                  "",
+	"server::page_size":              100,
+	"server::max_in_flight":          32,
+	"server::queue_wait":             "10s",
+	"lsp::idle_ttl":                  "10m",
+	"lsp::timeout":                   "30s",
+	"net::max_response":              "4MiB",
+	"net::timeout":                   "30s",
+	"memory::max_value":              "256KiB",
+	"log::level":                     "info",
+}
+
+// Load reads the config file at path. An empty path means no file: defaults
+// and the environment only, relative to the working directory.
+func Load(path string) (*Config, error) {
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	for key, value := range defaults {
+		v.SetDefault(key, value)
+	}
+	v.SetEnvPrefix("WARDEN")
+	v.SetEnvKeyReplacer(strings.NewReplacer("::", "_"))
+	v.AutomaticEnv()
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		v.SetConfigFile(path)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		path, dir = abs, filepath.Dir(abs)
+	}
+	var c Config
+	if err := v.UnmarshalExact(&c, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
+		byteSizeHook, mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(","),
+	))); err != nil {
+		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
+	}
+	c.File, c.Dir = path, dir
+	c.resolvePaths()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
+	}
+	return &c, nil
+}
+
+func displayPath(path string) string {
+	if path == "" {
+		return "(defaults)"
+	}
+	return path
+}
+
+var byteSizeType = reflect.TypeOf(ByteSize(0))
+
+func byteSizeHook(from, to reflect.Type, data any) (any, error) {
+	if to != byteSizeType {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case string:
+		n, err := humanize.ParseBytes(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a size (write e.g. 128MiB)", v)
+		}
+		return ByteSize(n), nil
+	case int:
+		if v < 0 {
+			return nil, fmt.Errorf("size %d is negative", v)
+		}
+		return ByteSize(v), nil
+	}
+	return data, nil
+}
+
+// resolvePaths makes relative paths absolute against the config's directory.
+func (c *Config) resolvePaths() {
+	abs := func(p string) string {
+		if p == "" {
+			return c.Dir
+		}
+		if strings.HasPrefix(p, "~/") {
+			if home, err := os.UserHomeDir(); err == nil {
+				p = filepath.Join(home, p[2:])
+			}
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(c.Dir, p)
+		}
+		return filepath.Clean(p)
+	}
+	c.Project.Root = abs(c.Project.Root)
+	for name, root := range c.Project.Roots {
+		c.Project.Roots[name] = abs(root)
+	}
+	c.Tools.Dir = abs(c.Tools.Dir)
+	if c.Tools.CacheDir != "" && c.Tools.CacheDir != "off" {
+		c.Tools.CacheDir = abs(c.Tools.CacheDir)
+	}
+}
+
+// Validate reports every problem, each with its key path.
+func (c *Config) Validate() error {
+	var errs []error
+	fail := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if err := c.Tools.Defaults.runtime(runtime.Limits{}).Validate(); err != nil {
+		fail("tools.defaults", "%v", err)
+	}
+	for _, name := range sortedKeys(c.Tools.Limits) {
+		if err := c.Tools.Limits[name].runtime(runtime.Limits{}).Validate(); err != nil {
+			fail("tools.limits."+name, "%v", err)
+		}
+	}
+	for _, name := range sortedKeys(c.Tools.Grants) {
+		g := c.Tools.Grants[name]
+		key := "tools.grants." + name
+		switch tool.MemoryAccess(g.Memory) {
+		case tool.MemoryNone, tool.MemoryRead, tool.MemoryReadWrite:
+		default:
+			fail(key+".memory", "must be read or read-write, got %q", g.Memory)
+		}
+		for _, lang := range g.LSP {
+			if _, ok := c.LSP.Languages[lang]; !ok && lang != "go" {
+				fail(key+".lsp", "no language %q in lsp.languages", lang)
+			}
+		}
+		for _, p := range append(append([]string{}, g.FS.Read...), g.FS.Write...) {
+			if root, _, found := strings.Cut(p, ":"); found && len(root) > 1 {
+				if _, ok := c.Project.Roots[root]; !ok {
+					fail(key+".fs", "path %q names root %q, which project.roots does not define", p, root)
+				}
+			}
+		}
+	}
+	for name, sum := range c.Tools.Pins {
+		if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+			fail("tools.pins."+name, "must be a lowercase hex sha256, got %q", sum)
+		}
+	}
+	if c.Server.PageSize < 1 {
+		fail("server.page_size", "must be at least 1, got %d", c.Server.PageSize)
+	}
+	if c.Server.MaxInFlight < 1 {
+		fail("server.max_in_flight", "must be at least 1, got %d", c.Server.MaxInFlight)
+	}
+	for name, lang := range c.LSP.Languages {
+		if lang.Command == "" {
+			fail("lsp.languages."+name+".command", "must not be empty")
+		}
+	}
+	for name, ev := range c.Env.Values {
+		if (ev.Value == "") == (ev.FromEnv == "") {
+			fail("env.values."+name, "set exactly one of value or from_env")
+		}
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "warning", "error":
+	default:
+		fail("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	return errors.Join(errs...)
+}
+
+// ModuleLimits returns the runtime limits of a module: defaults, then the
+// module's own entry under tools.limits.
+func (c *Config) ModuleLimits(module string) runtime.Limits {
+	l := c.Tools.Defaults.runtime(runtime.Limits{})
+	if own, ok := c.Tools.Limits[strings.ToLower(module)]; ok {
+		l = own.runtime(l)
+	}
+	return l
+}
+
+// ToolTimeout returns a tool's own timeout from tools.limits, or 0.
+func (c *Config) ToolTimeout(name string) time.Duration {
+	return c.Tools.Limits[strings.ToLower(name)].Timeout
+}
+
+// Grants returns what the tool named name is granted. Viper folds keys to
+// lower case, so tool names in config match case-insensitively.
+func (c *Config) Grants(name string) tool.Capabilities {
+	g, ok := c.Tools.Grants[strings.ToLower(name)]
+	if !ok {
+		return tool.Capabilities{}
+	}
+	return tool.Capabilities{
+		FS:           tool.FSAccess{Read: g.FS.Read, Write: g.FS.Write},
+		Memory:       tool.MemoryAccess(g.Memory),
+		MemoryTopics: g.MemoryTopics,
+		LSP:          g.LSP,
+		Net:          g.Net,
+		Env:          g.Env,
+	}
+}
+
+// runtime overlays l's set fields on base.
+func (l Limits) runtime(base runtime.Limits) runtime.Limits {
+	if l.Timeout != 0 {
+		base.Timeout = l.Timeout
+	}
+	if l.Memory != 0 {
+		base.Memory = uint64(l.Memory)
+	}
+	if l.MaxOutput != 0 {
+		base.MaxOutput = int(l.MaxOutput)
+	}
+	if l.Fuel != 0 {
+		base.Fuel = l.Fuel
+	}
+	if l.LoadBudget != 0 {
+		base.LoadBudget = l.LoadBudget
+	}
+	if l.Isolation != "" {
+		base.Isolation = runtime.Isolation(l.Isolation)
+	}
+	if l.MaxInstances != 0 {
+		base.MaxInstances = l.MaxInstances
+	}
+	return base
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

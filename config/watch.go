@@ -1,0 +1,95 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Live holds the config in force. Readers take Current on every call, so a
+// change applies from the next call on; a file that fails to load or
+// validate is reported and the previous config stays in force.
+type Live struct {
+	current atomic.Pointer[Config]
+	log     *slog.Logger
+	changed func(*Config)
+}
+
+// NewLive returns a Live starting from c. changed, if not nil, is called
+// after every successful reload.
+func NewLive(c *Config, logger *slog.Logger, changed func(*Config)) *Live {
+	l := &Live{log: logger, changed: changed}
+	l.current.Store(c)
+	return l
+}
+
+// Current returns the config in force.
+func (l *Live) Current() *Config { return l.current.Load() }
+
+// Reload reads the file again; on error the previous config stays.
+func (l *Live) Reload() error {
+	prev := l.current.Load()
+	next, err := Load(prev.File)
+	if err != nil {
+		return err
+	}
+	l.current.Store(next)
+	if l.changed != nil {
+		l.changed(next)
+	}
+	return nil
+}
+
+// Watch reloads the config whenever its file changes, until ctx ends. It
+// watches the directory, not the file, because editors save by renaming a
+// new file over the old one.
+func (l *Live) Watch(ctx context.Context) error {
+	file := l.current.Load().File
+	if file == "" {
+		return nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch config: %w", err)
+	}
+	if err := w.Add(filepath.Dir(file)); err != nil {
+		w.Close()
+		return fmt.Errorf("watch config %s: %w", file, err)
+	}
+	go func() {
+		defer w.Close()
+		// Editors write in bursts; settle before reading.
+		var settle <-chan time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Clean(ev.Name) == file && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
+					settle = time.After(50 * time.Millisecond)
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				l.log.Warn("config watch", "error", err)
+			case <-settle:
+				settle = nil
+				if err := l.Reload(); err != nil {
+					l.log.Error("config change refused; the previous config stays in force", "error", err)
+				} else {
+					l.log.Info("config reloaded", "file", file)
+				}
+			}
+		}
+	}()
+	return nil
+}
