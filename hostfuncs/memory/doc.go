@@ -1,0 +1,49 @@
+// Package memory is the warden.memory capability: the project memory store,
+// a set of markdown notes that tools keep across calls and sessions.
+//
+// Each memory is a topic, a path-like name such as "arch/db" (see
+// ValidateTopic), stored as <project>/.warden/memories/<topic>.md. The files
+// are ordinary markdown that people may read, edit and commit; warden reads
+// them through an os.Root on the memories directory, so no topic and no
+// symlink resolves outside it.
+//
+// Writes are atomic and durable (temp file, fsync, rename, fsync of the
+// directory) and serialized across processes by an flock on
+// .warden/memories.lock: a writer killed at any instant leaves each memory
+// either as it was or as written, never torn or empty.
+//
+// # Grants
+//
+// Config grants a tool memory: read (get, list) or memory: read-write (also
+// set, append, delete). memoryTopics, when present, limits every operation
+// to topics within the listed prefixes; prefixes match whole components, so
+// "arch" covers "arch" and "arch/db" but not "archive". A tool without a
+// memory grant is denied every request.
+//
+// # Operations
+//
+// Requests are JSON objects with an "op"; unknown fields are refused.
+//
+//	get     {"op":"get","topic":"arch/db"}
+//	        → {"topic":"arch/db","value":"...","modified":"2026-01-02T15:04:05Z"}
+//	        "truncated": true is added when the file is larger than the value
+//	        limit (edited by hand) and value holds its first bytes.
+//	        not_found when the topic has no memory.
+//	set     {"op":"set","topic":"arch/db","value":"# DB\n..."}
+//	        → {"topic":"arch/db","size":123}
+//	append  {"op":"append","topic":"log","value":"- one more line\n"}
+//	        → {"topic":"log","size":456}   (creates the memory if missing;
+//	        value is appended as is, add your own newline)
+//	list    {"op":"list","prefix":"arch"}   (prefix optional)
+//	        → {"topics":[{"topic":"arch/db","size":123,"modified":"..."}]}
+//	        sorted by topic, at most 1000, with "truncated": true beyond;
+//	        only topics the grant covers are listed.
+//	delete  {"op":"delete","topic":"arch/db"}
+//	        → {"topic":"arch/db","deleted":true}   (false when there was none)
+//
+// Values are UTF-8 text of at most Config.MaxValueBytes (256 KiB by default)
+// after an append. Errors: invalid_arguments (bad request, bad topic, value
+// too large), denied (no grant, read-only grant writing, topic outside
+// memoryTopics), not_found (get of a missing topic), cancelled or timeout
+// (the call ended while waiting for the lock), failed (I/O).
+package memory

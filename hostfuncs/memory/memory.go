@@ -1,0 +1,272 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/tool"
+)
+
+// DefaultMaxValueBytes is the value limit when Config.MaxValueBytes is 0.
+const DefaultMaxValueBytes = 256 << 10
+
+// Config is the memory capability's configuration.
+type Config struct {
+	// ProjectRoot is the project directory; memories live in
+	// <ProjectRoot>/.warden/memories. It must be set.
+	ProjectRoot string
+	// MaxValueBytes bounds a stored value, appends included. 0 means
+	// DefaultMaxValueBytes.
+	MaxValueBytes int
+}
+
+func (c Config) store() (*store, error) {
+	if c.ProjectRoot == "" {
+		return nil, errors.New("memory: project root is not set")
+	}
+	if c.MaxValueBytes < 0 {
+		return nil, fmt.Errorf("memory: max value bytes must not be negative, got %d", c.MaxValueBytes)
+	}
+	s := &store{projectRoot: c.ProjectRoot, maxValue: c.MaxValueBytes}
+	if s.maxValue == 0 {
+		s.maxValue = DefaultMaxValueBytes
+	}
+	return s, nil
+}
+
+// Memory is the warden.memory capability.
+type Memory struct {
+	store  atomic.Pointer[store]
+	logger *slog.Logger
+}
+
+// New returns the capability for cfg. logger receives one debug line per
+// operation (tool, op, topic; never a value); nil discards them.
+func New(cfg Config, logger *slog.Logger) (*Memory, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Memory{logger: logger}
+	if err := m.SetConfig(cfg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// SetConfig replaces the configuration. Calls already running finish under
+// the old one; the next operation uses cfg. An invalid cfg changes nothing.
+func (m *Memory) SetConfig(cfg Config) error {
+	s, err := cfg.store()
+	if err != nil {
+		return err
+	}
+	m.store.Store(s)
+	return nil
+}
+
+// Name returns "memory".
+func (m *Memory) Name() string { return "memory" }
+
+// request is one guest request; see doc.go for each op's fields.
+type request struct {
+	Op     string  `json:"op"`
+	Topic  string  `json:"topic"`
+	Value  *string `json:"value"`
+	Prefix string  `json:"prefix"`
+}
+
+func (r *request) writes() bool { return r.Op == "set" || r.Op == "append" || r.Op == "delete" }
+
+// Replies, one per op.
+type (
+	getReply struct {
+		Topic     string    `json:"topic"`
+		Value     string    `json:"value"`
+		Truncated bool      `json:"truncated,omitempty"`
+		Modified  time.Time `json:"modified"`
+	}
+	putReply struct {
+		Topic string `json:"topic"`
+		Size  int    `json:"size"`
+	}
+	listReply struct {
+		Topics    []Entry `json:"topics"`
+		Truncated bool    `json:"truncated,omitempty"`
+	}
+	deleteReply struct {
+		Topic   string `json:"topic"`
+		Deleted bool   `json:"deleted"`
+	}
+)
+
+// Serve handles one warden.memory request.
+func (m *Memory) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
+	req, decodeErr := decode(raw)
+	if err := gate(call, req); err != nil {
+		m.logger.Info("memory denied", "tool", call.Tool, "op", req.op(), "topic", req.topic(), "reason", err)
+		return nil, err
+	}
+	if decodeErr != nil {
+		return nil, decodeErr
+	}
+	m.logger.Debug("memory", "tool", call.Tool, "op", req.Op, "topic", req.Topic, "prefix", req.Prefix)
+	s := m.store.Load()
+	switch req.Op {
+	case "get":
+		value, truncated, modified, err := s.get(req.Topic)
+		if err != nil {
+			return nil, s.storeError(req, err)
+		}
+		return getReply{Topic: req.Topic, Value: string(value), Truncated: truncated, Modified: modified.UTC()}, nil
+	case "set", "append":
+		size, err := s.put(ctx, req.Topic, []byte(*req.Value), req.Op == "append")
+		if err != nil {
+			return nil, s.storeError(req, err)
+		}
+		return putReply{Topic: req.Topic, Size: size}, nil
+	case "delete":
+		deleted, err := s.remove(ctx, req.Topic)
+		if err != nil {
+			return nil, s.storeError(req, err)
+		}
+		return deleteReply{Topic: req.Topic, Deleted: deleted}, nil
+	default: // "list"; decode accepts no other op
+		topics, truncated, err := s.list(req.Prefix, func(topic string) bool { return granted(call.Grants.MemoryTopics, topic) })
+		if err != nil {
+			return nil, s.storeError(req, err)
+		}
+		return listReply{Topics: topics, Truncated: truncated}, nil
+	}
+}
+
+func (r *request) op() string {
+	if r == nil {
+		return ""
+	}
+	return r.Op
+}
+
+func (r *request) topic() string {
+	if r == nil {
+		return ""
+	}
+	return r.Topic
+}
+
+// decode parses and validates a request without touching anything. On
+// failure it returns nil and an invalid_arguments error.
+func decode(raw []byte) (*request, error) {
+	var req request
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "memory: bad request: %v", err)
+	}
+	if dec.More() {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "memory: bad request: trailing data after the JSON object")
+	}
+	invalid := func(format string, args ...any) (*request, error) {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "memory %s: "+format, append([]any{req.Op}, args...)...)
+	}
+	switch req.Op {
+	case "get", "set", "append", "delete":
+		if err := ValidateTopic(req.Topic); err != nil {
+			return invalid("%v", err)
+		}
+		if req.Prefix != "" {
+			return invalid("takes no prefix")
+		}
+	case "list":
+		if req.Topic != "" {
+			return invalid("takes a prefix, not a topic")
+		}
+		if req.Prefix != "" {
+			if err := ValidateTopic(req.Prefix); err != nil {
+				return invalid("prefix: %v", err)
+			}
+		}
+	default:
+		return nil, tool.Errorf(tool.KindInvalidArguments, "memory: unknown op %q (want get, set, append, list or delete)", req.Op)
+	}
+	switch {
+	case req.Op == "set" || req.Op == "append":
+		if req.Value == nil {
+			return invalid("needs a value")
+		}
+	case req.Value != nil:
+		return invalid("takes no value")
+	}
+	return &req, nil
+}
+
+// gate is the capability's one permission check. It runs before anything is
+// touched; req is nil when the request did not decode, and then only the
+// access level is checked (a tool without a grant is denied whatever it sends).
+func gate(call *hostfuncs.Call, req *request) error {
+	g := call.Grants
+	switch g.Memory {
+	case tool.MemoryRead, tool.MemoryReadWrite:
+	default:
+		return tool.Errorf(tool.KindDenied, "memory: tool %q has no memory grant (config key memory: read or read-write)", call.Tool)
+	}
+	if req == nil {
+		return nil
+	}
+	if req.writes() && g.Memory != tool.MemoryReadWrite {
+		return tool.Errorf(tool.KindDenied, "memory %s: tool %q may only read memories (config key memory: read-write)", req.Op, call.Tool)
+	}
+	if len(g.MemoryTopics) == 0 {
+		return nil
+	}
+	if req.Op == "list" {
+		// A listing is allowed when it could show something granted: its
+		// prefix lies within a granted prefix, or contains one. Topics
+		// outside the grant are filtered out of the reply.
+		if req.Prefix == "" || slices.ContainsFunc(g.MemoryTopics, func(p string) bool {
+			return ValidateTopic(p) == nil && (within(req.Prefix, p) || within(p, req.Prefix))
+		}) {
+			return nil
+		}
+		return tool.Errorf(tool.KindDenied, "memory list: prefix %q is outside tool %q's topics %q (config key memoryTopics)", req.Prefix, call.Tool, g.MemoryTopics)
+	}
+	if !granted(g.MemoryTopics, req.Topic) {
+		return tool.Errorf(tool.KindDenied, "memory %s: topic %q is outside tool %q's topics %q (config key memoryTopics)", req.Op, req.Topic, call.Tool, g.MemoryTopics)
+	}
+	return nil
+}
+
+// granted reports whether topic lies within one of prefixes, or prefixes is
+// empty (no topic limit). Malformed prefixes grant nothing.
+func granted(prefixes []string, topic string) bool {
+	return len(prefixes) == 0 || slices.ContainsFunc(prefixes, func(p string) bool {
+		return ValidateTopic(p) == nil && within(topic, p)
+	})
+}
+
+// storeError maps a store failure onto an error kind. Messages name topics,
+// never host paths.
+func (s *store) storeError(req *request, err error) error {
+	var tooLarge errTooLarge
+	switch {
+	case errors.As(err, &tooLarge):
+		return tool.Errorf(tool.KindInvalidArguments, "memory %s %q: %v", req.Op, req.Topic, tooLarge)
+	case errors.Is(err, fs.ErrNotExist):
+		return tool.Errorf(tool.KindNotFound, "memory %s: no topic %q", req.Op, req.Topic)
+	case errors.Is(err, context.Canceled):
+		return tool.Errorf(tool.KindCancelled, "memory %s %q: cancelled waiting for the store lock", req.Op, req.Topic)
+	case errors.Is(err, context.DeadlineExceeded):
+		return tool.Errorf(tool.KindTimeout, "memory %s %q: deadline passed waiting for the store lock", req.Op, req.Topic)
+	}
+	msg := strings.ReplaceAll(err.Error(), s.projectRoot, "<project>")
+	return tool.Errorf(tool.KindFailed, "memory %s %q: %s", req.Op, req.Topic, msg)
+}
