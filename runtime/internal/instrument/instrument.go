@@ -1,0 +1,336 @@
+package instrument
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
+)
+
+// Export names of what the pass adds.
+const (
+	exportPrefix       = "warden:"
+	FuelExport         = exportPrefix + "fuel"
+	DepthExport        = exportPrefix + "depth"
+	PagesExport        = exportPrefix + "pages"
+	GlobalExportPrefix = exportPrefix + "global:"
+)
+
+// Costs of the dynamic part of variable-cost instructions.
+const (
+	// BulkBytesPerFuel: memory.copy, memory.fill and memory.init charge one
+	// unit per this many bytes (native memmove moves ~16 bytes in the time
+	// the compiler runs one simple instruction).
+	BulkBytesPerFuel = 16
+	bulkShift        = 4
+	// PageFuel is charged per 64 KiB page of a successful memory.grow
+	// (the engine zeroes it: 64 KiB / BulkBytesPerFuel).
+	PageFuel = 65536 / BulkBytesPerFuel
+	// Table bulk instructions and table.grow charge one unit per element.
+
+	// DefaultInitialFuel is the fuel global's value at instantiation, when
+	// Config.InitialFuel is 0: what a start function may use before the
+	// host first calls Meter.Start.
+	DefaultInitialFuel = 1 << 30
+	// DefaultMaxCallDepth is a depth bound that ordinary Go guests stay far
+	// below; see RATIONALE.md ("Fuel and instrumentation").
+	DefaultMaxCallDepth = 20000
+)
+
+// Config selects what Instrument adds.
+type Config struct {
+	// Fuel meters execution against the "warden:fuel" global.
+	Fuel bool
+	// InitialFuel is the fuel global's value at instantiation (0:
+	// DefaultInitialFuel). Only a start function runs before Meter.Start.
+	InitialFuel int64
+	// MaxCallDepth bounds nested guest calls (0: no bound).
+	MaxCallDepth uint32
+	// ExportGlobals exports every mutable global the module defines.
+	ExportGlobals bool
+	// VirtualMemory makes memory.size and memory.grow use the
+	// "warden:pages" global (modules with a memory of their own only).
+	VirtualMemory bool
+}
+
+// Result is an instrumented module and what the host needs to drive it.
+type Result struct {
+	Wasm []byte
+	// FuelGlobal is the export name of the mutable i64 fuel global ("" if
+	// !Fuel). The guest traps when a check finds it negative.
+	FuelGlobal string
+	// DepthGlobal is the export name of the mutable i32 call depth global
+	// ("" if MaxCallDepth is 0). After a depth trap it is MaxCallDepth+1.
+	DepthGlobal  string
+	MaxCallDepth uint32
+	// PagesGlobal is the export name of the mutable i32 virtual page count
+	// ("" if !VirtualMemory or the module has no memory). Its initial value
+	// is the memory's initial page count.
+	PagesGlobal string
+	// Globals are the export names of every mutable global the module
+	// defines, in index order (nil if !ExportGlobals).
+	Globals []string
+	// MutatesTables: the code contains table.set, table.grow, table.fill,
+	// table.copy, table.init or elem.drop, so tables are instance state.
+	MutatesTables bool
+	// DropsData: the code contains data.drop, so which data segments are
+	// still available is instance state that memory snapshots miss.
+	DropsData bool
+}
+
+// Instrument rewrites wasm according to cfg. The input is not modified.
+func Instrument(wasm []byte, cfg Config) (*Result, error) {
+	res, err := instrument(wasm, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("instrument: %w", err)
+	}
+	return res, nil
+}
+
+// module is what the pass reads from the original module.
+type module struct {
+	*wb.Module
+	types         []wb.FuncType
+	funcTypes     []uint32 // type index of every function, imports first
+	importedFuncs uint32
+	globals       []wb.GlobalType // every global, imports first
+	importedGlobs uint32
+	memory        *wb.Limits // nil: no memory
+	memImported   bool
+	exports       []wb.Export
+	codes         []wb.Code
+}
+
+func decode(wasm []byte) (*module, error) {
+	mod, err := wb.Parse(wasm)
+	if err != nil {
+		return nil, err
+	}
+	m := &module{Module: mod}
+	if s := mod.Section(wb.SectionType); s != nil {
+		if m.types, err = mod.SectionReader(s).Types(); err != nil {
+			return nil, err
+		}
+	}
+	if s := mod.Section(wb.SectionImport); s != nil {
+		imps, err := mod.SectionReader(s).Imports()
+		if err != nil {
+			return nil, err
+		}
+		for _, im := range imps {
+			switch im.Kind {
+			case wb.KindFunc:
+				m.funcTypes = append(m.funcTypes, im.TypeIndex)
+				m.importedFuncs++
+			case wb.KindGlobal:
+				m.globals = append(m.globals, im.Global)
+				m.importedGlobs++
+			case wb.KindMemory:
+				if m.memory != nil {
+					return nil, errors.New("multiple memories are not supported")
+				}
+				l := im.Limits
+				m.memory, m.memImported = &l, true
+			}
+		}
+	}
+	if s := mod.Section(wb.SectionFunction); s != nil {
+		fs, err := mod.SectionReader(s).Functions()
+		if err != nil {
+			return nil, err
+		}
+		m.funcTypes = append(m.funcTypes, fs...)
+	}
+	for i, t := range m.funcTypes {
+		if t >= uint32(len(m.types)) {
+			return nil, fmt.Errorf("function %d: type index %d out of range", i, t)
+		}
+	}
+	if s := mod.Section(wb.SectionMemory); s != nil {
+		ms, err := mod.SectionReader(s).Memories()
+		if err != nil {
+			return nil, err
+		}
+		if len(ms) > 1 || len(ms) == 1 && m.memory != nil {
+			return nil, errors.New("multiple memories are not supported")
+		}
+		if len(ms) == 1 {
+			m.memory = &ms[0]
+		}
+	}
+	if m.memory != nil && (m.memory.Min > 65536 || m.memory.HasMax && m.memory.Max > 65536) {
+		return nil, errors.New("memory limits exceed 65536 pages")
+	}
+	if s := mod.Section(wb.SectionGlobal); s != nil {
+		gs, err := mod.SectionReader(s).Globals()
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range gs {
+			m.globals = append(m.globals, g.Type)
+		}
+	}
+	if s := mod.Section(wb.SectionExport); s != nil {
+		if m.exports, err = mod.SectionReader(s).Exports(); err != nil {
+			return nil, err
+		}
+	}
+	if s := mod.Section(wb.SectionCode); s != nil {
+		if m.codes, err = mod.SectionReader(s).Codes(); err != nil {
+			return nil, err
+		}
+	}
+	if defined := len(m.funcTypes) - int(m.importedFuncs); len(m.codes) != defined {
+		return nil, fmt.Errorf("%d function bodies for %d functions", len(m.codes), defined)
+	}
+	for _, e := range m.exports {
+		if strings.HasPrefix(e.Name, exportPrefix) {
+			return nil, fmt.Errorf("module already exports %q: names starting with %q are reserved", e.Name, exportPrefix)
+		}
+		var n int
+		switch e.Kind {
+		case wb.KindFunc:
+			n = len(m.funcTypes)
+		case wb.KindGlobal:
+			n = len(m.globals)
+		default:
+			continue // tables are not counted; memory index is checked by the engine
+		}
+		if uint64(e.Index) >= uint64(n) {
+			return nil, fmt.Errorf("export %q: index %d out of range", e.Name, e.Index)
+		}
+	}
+	return m, nil
+}
+
+func instrument(wasm []byte, cfg Config) (*Result, error) {
+	m, err := decode(wasm)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.VirtualMemory && m.memImported {
+		return nil, errors.New("VirtualMemory needs a module-defined memory, this module imports its memory")
+	}
+	res := &Result{MaxCallDepth: cfg.MaxCallDepth}
+	p := &pass{m: m, cfg: cfg, res: res, nTypes: uint32(len(m.types))}
+	var (
+		globals []byte
+		nGlob   uint32
+		exports []byte
+		nExp    uint32
+	)
+	addGlobal := func(t wb.ValType, init []byte, name string) uint32 {
+		idx := uint32(len(m.globals)) + nGlob
+		globals = wb.AppendGlobal(globals, wb.Global{Type: wb.GlobalType{Type: t, Mutable: true}, Init: init})
+		nGlob++
+		exports = wb.AppendExport(exports, wb.Export{Name: name, Kind: wb.KindGlobal, Index: idx})
+		nExp++
+		return idx
+	}
+	if cfg.Fuel {
+		fuel := cfg.InitialFuel
+		if fuel == 0 {
+			fuel = DefaultInitialFuel
+		}
+		p.fuel = addGlobal(wb.I64, append(wb.AppendS64([]byte{byte(wb.OpI64Const)}, fuel), byte(wb.OpEnd)), FuelExport)
+		res.FuelGlobal = FuelExport
+	}
+	if cfg.MaxCallDepth > 0 {
+		p.depth = addGlobal(wb.I32, []byte{byte(wb.OpI32Const), 0, byte(wb.OpEnd)}, DepthExport)
+		res.DepthGlobal = DepthExport
+	}
+	if cfg.VirtualMemory && m.memory != nil {
+		init := append(wb.AppendS32([]byte{byte(wb.OpI32Const)}, int32(m.memory.Min)), byte(wb.OpEnd))
+		p.pages = addGlobal(wb.I32, init, PagesExport)
+		p.virtual = true
+		res.PagesGlobal = PagesExport
+	}
+	if cfg.ExportGlobals {
+		res.Globals = []string{}
+		for i := m.importedGlobs; i < uint32(len(m.globals)); i++ {
+			if m.globals[i].Mutable {
+				name := GlobalExportPrefix + strconv.FormatUint(uint64(i), 10)
+				exports = wb.AppendExport(exports, wb.Export{Name: name, Kind: wb.KindGlobal, Index: i})
+				nExp++
+				res.Globals = append(res.Globals, name)
+			}
+		}
+	}
+	// memory.grow becomes a call to an appended function when it must
+	// work on the virtual size or charge fuel for the pages it added.
+	var funcs, bodies []byte
+	var nFuncs uint32
+	if m.memory != nil && (p.virtual || cfg.Fuel) {
+		p.grow = uint32(len(m.funcTypes))
+		p.rewriteGrow = true
+		t := p.typeIndex(wb.FuncType{Params: []wb.ValType{wb.I32}, Results: []wb.ValType{wb.I32}})
+		funcs = wb.AppendU32(funcs, t)
+		body := p.growBody()
+		bodies = wb.AppendU32(bodies, uint32(len(body)))
+		bodies = append(bodies, body...)
+		nFuncs++
+	}
+
+	code, err := p.rewriteCode()
+	if err != nil {
+		return nil, err
+	}
+
+	// Nothing to add and no body changed: hand back the input unchanged.
+	if nGlob == 0 && nExp == 0 && nFuncs == 0 && code == nil {
+		res.Wasm = wasm
+		return res, nil
+	}
+	mod := m.Module
+	if len(p.newTypes) > 0 {
+		var extra []byte
+		for _, t := range p.newTypes {
+			extra = wb.AppendFuncType(extra, t)
+		}
+		mod.SetSection(wb.SectionType, wb.AppendVector(payload(mod, wb.SectionType), uint32(len(m.types)), uint32(len(p.newTypes)), extra))
+	}
+	defined := uint32(len(m.funcTypes)) - m.importedFuncs
+	if nFuncs > 0 {
+		mod.SetSection(wb.SectionFunction, wb.AppendVector(payload(mod, wb.SectionFunction), defined, nFuncs, funcs))
+	}
+	if nGlob > 0 {
+		mod.SetSection(wb.SectionGlobal, wb.AppendVector(payload(mod, wb.SectionGlobal), uint32(len(m.globals))-m.importedGlobs, nGlob, globals))
+	}
+	if nExp > 0 {
+		mod.SetSection(wb.SectionExport, wb.AppendVector(payload(mod, wb.SectionExport), uint32(len(m.exports)), nExp, exports))
+	}
+	if code != nil || nFuncs > 0 {
+		if code == nil {
+			code = payload(mod, wb.SectionCode)
+		}
+		mod.SetSection(wb.SectionCode, wb.AppendVector(code, defined, nFuncs, bodies))
+	}
+	res.Wasm = mod.Encode()
+	return res, nil
+}
+
+func payload(m *wb.Module, id byte) []byte {
+	if s := m.Section(id); s != nil {
+		return s.Payload
+	}
+	return nil
+}
+
+// typeIndex returns the index of a type equal to t, appending it if the
+// module has none.
+func (p *pass) typeIndex(t wb.FuncType) uint32 {
+	for i, u := range p.m.types {
+		if u.Equal(t) {
+			return uint32(i)
+		}
+	}
+	for i, u := range p.newTypes {
+		if u.Equal(t) {
+			return uint32(len(p.m.types) + i)
+		}
+	}
+	p.newTypes = append(p.newTypes, t)
+	return uint32(len(p.m.types) + len(p.newTypes) - 1)
+}

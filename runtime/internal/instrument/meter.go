@@ -1,0 +1,178 @@
+package instrument
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// MaxBudget is the largest budget Start honours; larger ones are clamped.
+// It leaves room below zero for the watchdog's offset and for overdraft.
+const MaxBudget int64 = 1 << 60
+
+// interruptOffset is what the watchdog subtracts from the fuel global: far
+// more than any budget, so the guest traps at its next check and the host
+// can still recover how much was consumed by adding it back.
+const interruptOffset int64 = 1 << 62
+
+// StopReason tells why a call under a Meter stopped early. It describes
+// the state after the call; it explains a trap, and is informational if
+// the call returned normally (a call may overdraw its fuel by the cost of
+// its last straight-line segment and still return).
+type StopReason int
+
+const (
+	// StopNone: neither fuel, depth nor the watchdog stopped the guest.
+	StopNone StopReason = iota
+	// StopFuel: the budget was exhausted.
+	StopFuel
+	// StopDeadline: the context's deadline passed.
+	StopDeadline
+	// StopCanceled: the context was canceled.
+	StopCanceled
+	// StopStackOverflow: the call depth exceeded Result.MaxCallDepth.
+	StopStackOverflow
+)
+
+func (r StopReason) String() string {
+	switch r {
+	case StopNone:
+		return "none"
+	case StopFuel:
+		return "out of fuel"
+	case StopDeadline:
+		return "deadline exceeded"
+	case StopCanceled:
+		return "canceled"
+	case StopStackOverflow:
+		return "stack overflow"
+	}
+	return fmt.Sprintf("StopReason(%d)", int(r))
+}
+
+// Meter drives the globals of one instrumented instance. Start and Charge
+// are for the goroutine that calls into the instance; only the watchdog
+// Start arms touches the instance from another goroutine.
+type Meter struct {
+	fuel     api.MutableGlobal
+	depth    api.MutableGlobal // nil without a depth bound
+	maxDepth uint32
+	budget   int64
+}
+
+// NewMeter binds a Meter to an instance of r.Wasm. The module must have
+// been instrumented with Config.Fuel.
+func NewMeter(mod api.Module, r *Result) (*Meter, error) {
+	if r.FuelGlobal == "" {
+		return nil, errors.New("meter: module was instrumented without fuel")
+	}
+	m := &Meter{maxDepth: r.MaxCallDepth}
+	var err error
+	if m.fuel, err = mutable(mod, r.FuelGlobal, api.ValueTypeI64); err != nil {
+		return nil, err
+	}
+	if r.DepthGlobal != "" {
+		if m.depth, err = mutable(mod, r.DepthGlobal, api.ValueTypeI32); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func mutable(mod api.Module, name string, t api.ValueType) (api.MutableGlobal, error) {
+	g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+	if !ok || g.Type() != t {
+		return nil, fmt.Errorf("meter: module %q has no mutable %s global %q", mod.Name(), api.ValueTypeName(t), name)
+	}
+	return g, nil
+}
+
+// Start sets the fuel to budget (clamped to [0, MaxBudget]), resets the
+// call depth and, if ctx can end, arms a watchdog: when ctx is done it
+// drives the fuel far negative so the guest traps at its next check
+// (function entry or loop header). Call stop exactly once, after the guest
+// call returned; it disarms the watchdog (waiting for it if it is
+// running) and reports the fuel consumed and the reason the guest stopped.
+func (m *Meter) Start(ctx context.Context, budget int64) (stop func() (consumed int64, reason StopReason)) {
+	budget = min(max(budget, 0), MaxBudget)
+	m.budget = budget
+	m.fuel.Set(uint64(budget))
+	if m.depth != nil {
+		m.depth.Set(0)
+	}
+	var w *watchdog
+	if ctx.Done() != nil {
+		w = &watchdog{fuel: m.fuel, done: make(chan struct{}), exited: make(chan struct{})}
+		w.disarm = context.AfterFunc(ctx, w.run)
+	}
+	return func() (int64, StopReason) {
+		fired := false
+		if w != nil {
+			if !w.disarm() { // run started (or is about to): stop it and wait
+				close(w.done)
+				<-w.exited
+			}
+			fired = w.fired.Load()
+		}
+		left := int64(m.fuel.Get())
+		if fired && left < -interruptOffset/2 {
+			left += interruptOffset
+		}
+		consumed := budget - left
+		switch {
+		case fired && errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return consumed, StopDeadline
+		case fired:
+			return consumed, StopCanceled
+		case left < 0:
+			return consumed, StopFuel
+		case m.depth != nil && uint32(m.depth.Get()) > m.maxDepth:
+			return consumed, StopStackOverflow
+		}
+		return consumed, StopNone
+	}
+}
+
+// Charge takes n units of fuel on behalf of a host function. It does not
+// trap: the guest does, at its next check, if the fuel went negative.
+func (m *Meter) Charge(n int64) {
+	m.fuel.Set(uint64(int64(m.fuel.Get()) - n))
+}
+
+// Remaining is the fuel left (negative when exhausted or interrupted).
+func (m *Meter) Remaining() int64 { return int64(m.fuel.Get()) }
+
+type watchdog struct {
+	fuel   api.MutableGlobal
+	disarm func() bool
+	done   chan struct{}
+	exited chan struct{}
+	fired  atomic.Bool
+}
+
+// run interrupts the guest. The guest updates the fuel global with a
+// plain read-modify-write, so a store landing between its read and its
+// write is lost; run therefore repeats the store until stop, with a short
+// backoff, and only while the fuel is not already interrupted.
+func (w *watchdog) run() {
+	defer close(w.exited)
+	w.fired.Store(true)
+	wait := 50 * time.Microsecond
+	for {
+		if v := int64(w.fuel.Get()); v > -interruptOffset/2 {
+			w.fuel.Set(uint64(v - interruptOffset))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-w.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, 10*time.Millisecond)
+	}
+}

@@ -1,0 +1,442 @@
+package instrument
+
+import (
+	"fmt"
+
+	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
+)
+
+// pass holds the state of one Instrument call; the slices are scratch
+// reused across function bodies.
+type pass struct {
+	m      *module
+	cfg    Config
+	res    *Result
+	nTypes uint32 // types of the original module; newTypes come after
+
+	newTypes             []wb.FuncType
+	fuel, depth, pages   uint32 // global indices
+	grow                 uint32 // function index replacing memory.grow
+	virtual, rewriteGrow bool
+	l64, l32             uint32 // scratch locals of the current body
+	insts                []wb.Instr
+	segs                 []segment
+	ctl                  []byte
+	out                  []byte
+}
+
+// A segment is straight-line code that begins after instruction `after`
+// (-1: function entry) and runs to the next point where control can enter
+// other than by falling through. Its cost is charged on entry; check says
+// whether to test the fuel there (function entry and loop headers only:
+// every unbounded execution passes through one of them).
+type segment struct {
+	after int
+	cost  int64
+	check bool
+}
+
+const (
+	ctlFunc byte = iota
+	ctlBlock
+	ctlLoop
+	ctlIf
+	ctlElse
+)
+
+func (p *pass) changesBodies() bool {
+	return p.cfg.Fuel || p.cfg.MaxCallDepth > 0 || p.rewriteGrow
+}
+
+// rewriteCode walks every body (to validate indices and collect flags) and
+// returns the new code section payload, or nil if bodies stay unchanged.
+func (p *pass) rewriteCode() ([]byte, error) {
+	m := p.m
+	change := p.changesBodies()
+	var out []byte
+	if change {
+		s := m.Section(wb.SectionCode)
+		out = make([]byte, 0, len(s.Payload)+len(s.Payload)/3+64)
+		out = wb.AppendU32(out, uint32(len(m.codes)))
+	}
+	for i, c := range m.codes {
+		fn := m.importedFuncs + uint32(i)
+		if err := p.walk(c, m.funcTypes[fn]); err != nil {
+			return nil, fmt.Errorf("function %d: %w", fn, err)
+		}
+		if change {
+			body := p.emit(c, m.funcTypes[fn])
+			out = wb.AppendU32(out, uint32(len(body)))
+			out = append(out, body...)
+		}
+	}
+	return out, nil
+}
+
+// walk decodes a body into p.insts and its fuel segments into p.segs,
+// checking the structure and the index immediates the rewrite relies on.
+func (p *pass) walk(c wb.Code, typeIdx uint32) error {
+	m := p.m
+	b := m.Bytes[:c.End]
+	r := wb.NewReader(b, c.Start, c.End)
+	_, nDecl, err := r.Locals()
+	if err != nil {
+		return err
+	}
+	nLocals := uint64(len(m.types[typeIdx].Params)) + nDecl
+	if nLocals > 50000 {
+		// wazero's limit; keeps the two scratch locals addressable.
+		return fmt.Errorf("%d locals (limit 50000)", nLocals)
+	}
+	p.l64, p.l32 = uint32(nLocals), uint32(nLocals)+1
+	nFuncs, nGlobals := uint32(len(m.funcTypes)), uint32(len(m.globals))
+
+	p.insts, p.segs, p.ctl = p.insts[:0], p.segs[:0], p.ctl[:0]
+	p.segs = append(p.segs, segment{after: -1, check: true})
+	p.ctl = append(p.ctl, ctlFunc)
+	dead := false
+	pos := r.Pos()
+	for {
+		in, err := wb.Decode(b, pos)
+		if err != nil {
+			return err
+		}
+		pos = in.End
+		idx := len(p.insts)
+		p.insts = append(p.insts, in)
+		cost, boundary, check, stops := int64(1), false, false, false
+		bad := func(what string, v, n uint32) error {
+			return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("%s: %s %d out of range (%d)", in.Op, what, v, n)}
+		}
+		switch in.Op {
+		case wb.OpBlock, wb.OpLoop, wb.OpIf:
+			if in.BlockType >= 0 && uint64(in.BlockType) >= uint64(p.nTypes) {
+				return bad("type", uint32(in.BlockType), p.nTypes)
+			}
+			switch in.Op {
+			case wb.OpBlock:
+				p.ctl = append(p.ctl, ctlBlock)
+				cost = 0
+			case wb.OpLoop:
+				p.ctl = append(p.ctl, ctlLoop)
+				cost, boundary, check = 0, true, true
+			default:
+				p.ctl = append(p.ctl, ctlIf)
+				boundary = true
+			}
+		case wb.OpElse:
+			if p.ctl[len(p.ctl)-1] != ctlIf {
+				return &wb.Error{Offset: in.Pos, Msg: "else without if"}
+			}
+			p.ctl[len(p.ctl)-1] = ctlElse
+			cost, boundary = 0, true
+		case wb.OpEnd:
+			cost = 0
+			k := p.ctl[len(p.ctl)-1]
+			p.ctl = p.ctl[:len(p.ctl)-1]
+			if k == ctlFunc {
+				if pos != c.End {
+					return &wb.Error{Offset: pos, Msg: "bytes after the end of the function body"}
+				}
+				return nil
+			}
+			// After a loop only its own fall-through arrives; after a
+			// block or if, branches arrive too.
+			boundary = k != ctlLoop
+		case wb.OpBr, wb.OpBrIf:
+			if in.Imm >= uint32(len(p.ctl)) {
+				return bad("label", in.Imm, uint32(len(p.ctl)))
+			}
+			stops = in.Op == wb.OpBr
+		case wb.OpBrTable:
+			if in.Imm2 >= uint32(len(p.ctl)) {
+				return bad("label", in.Imm2, uint32(len(p.ctl)))
+			}
+			stops = true
+		case wb.OpReturn, wb.OpUnreachable:
+			stops = true
+		case wb.OpCall, wb.OpReturnCall, wb.OpRefFunc:
+			if in.Imm >= nFuncs {
+				return bad("function", in.Imm, nFuncs)
+			}
+			stops = in.Op == wb.OpReturnCall
+		case wb.OpCallIndirect, wb.OpReturnCallIndirect:
+			if in.Imm >= p.nTypes {
+				return bad("type", in.Imm, p.nTypes)
+			}
+			stops = in.Op == wb.OpReturnCallIndirect
+		case wb.OpLocalGet, wb.OpLocalSet, wb.OpLocalTee:
+			if uint64(in.Imm) >= nLocals {
+				return bad("local", in.Imm, uint32(nLocals))
+			}
+		case wb.OpGlobalGet, wb.OpGlobalSet:
+			if in.Imm >= nGlobals {
+				return bad("global", in.Imm, nGlobals)
+			}
+		case wb.OpMemorySize, wb.OpMemoryGrow, wb.OpMemoryCopy, wb.OpMemoryFill, wb.OpMemoryInit:
+			if m.memory == nil {
+				return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("%s without a memory", in.Op)}
+			}
+		case wb.OpTableSet, wb.OpTableGrow, wb.OpTableFill, wb.OpTableCopy, wb.OpTableInit, wb.OpElemDrop:
+			p.res.MutatesTables = true
+		case wb.OpDataDrop:
+			p.res.DropsData = true
+		case wb.OpNop:
+			cost = 0
+		}
+		if !dead {
+			p.segs[len(p.segs)-1].cost += cost
+		}
+		if stops {
+			dead = true // the rest up to the next merge point never runs
+		}
+		if boundary {
+			p.segs = append(p.segs, segment{after: idx, check: check})
+			dead = false
+		}
+		if pos >= c.End {
+			return &wb.Error{Offset: c.End, Msg: "function body ends without end"}
+		}
+	}
+}
+
+// emit writes the instrumented body of the function p.walk just read.
+func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
+	m := p.m
+	b := m.Bytes
+	o := p.out[:0]
+	scratch := p.cfg.Fuel || p.cfg.MaxCallDepth > 0
+	first := p.insts[0].Pos // end of local declarations
+	if scratch {
+		r := wb.NewReader(b, c.Start, c.End)
+		n, _ := r.U32()
+		o = wb.AppendU32(o, n+2)
+		o = append(o, b[r.Pos():first]...)
+		o = append(o, 1, byte(wb.I64), 1, byte(wb.I32))
+	} else {
+		o = append(o, b[c.Start:first]...)
+	}
+	if p.cfg.MaxCallDepth > 0 {
+		o = p.depthEnter(o)
+	}
+	o = p.charge(o, p.segs[0])
+	if p.cfg.MaxCallDepth > 0 {
+		// Wrap the body in a block of the function's results, so that
+		// every branch to the function's label (a return in disguise)
+		// lands on the decrement below.
+		o = append(o, byte(wb.OpBlock))
+		o = p.blockType(o, m.types[typeIdx].Results)
+	}
+	si, last := 1, len(p.insts)-1
+	for i, in := range p.insts {
+		switch in.Op {
+		case wb.OpReturn, wb.OpReturnCall, wb.OpReturnCallIndirect:
+			if p.cfg.MaxCallDepth > 0 {
+				o = p.depthExit(o)
+			}
+			o = append(o, b[in.Pos:in.End]...)
+		case wb.OpMemorySize:
+			if p.virtual {
+				o = op32(o, wb.OpGlobalGet, p.pages)
+			} else {
+				o = append(o, b[in.Pos:in.End]...)
+			}
+		case wb.OpMemoryGrow:
+			if p.rewriteGrow {
+				o = op32(o, wb.OpCall, p.grow)
+			} else {
+				o = append(o, b[in.Pos:in.End]...)
+			}
+		case wb.OpMemoryCopy, wb.OpMemoryFill, wb.OpMemoryInit:
+			if p.cfg.Fuel {
+				o = p.chargeOperand(o, bulkShift)
+			}
+			o = append(o, b[in.Pos:in.End]...)
+		case wb.OpTableCopy, wb.OpTableFill, wb.OpTableInit, wb.OpTableGrow:
+			if p.cfg.Fuel {
+				o = p.chargeOperand(o, 0)
+			}
+			o = append(o, b[in.Pos:in.End]...)
+		default:
+			o = append(o, b[in.Pos:in.End]...)
+		}
+		if i == last {
+			if p.cfg.MaxCallDepth > 0 {
+				// The copied end closed the wrapper block.
+				o = p.depthExit(o)
+				o = append(o, byte(wb.OpEnd))
+			}
+			break
+		}
+		for si < len(p.segs) && p.segs[si].after == i {
+			o = p.charge(o, p.segs[si])
+			si++
+		}
+	}
+	p.out = o
+	return o
+}
+
+func (p *pass) blockType(o []byte, results []wb.ValType) []byte {
+	switch len(results) {
+	case 0:
+		return append(o, 0x40)
+	case 1:
+		return append(o, byte(results[0]))
+	}
+	return wb.AppendS64(o, int64(p.typeIndex(wb.FuncType{Results: results})))
+}
+
+func op32(o []byte, op wb.Op, v uint32) []byte {
+	return wb.AppendU32(append(o, byte(op)), v)
+}
+
+func i64Const(o []byte, v int64) []byte {
+	return wb.AppendS64(append(o, byte(wb.OpI64Const)), v)
+}
+
+func i32Const(o []byte, v int32) []byte {
+	return wb.AppendS32(append(o, byte(wb.OpI32Const)), v)
+}
+
+// trapIf traps if the i32 on the stack is non-zero.
+func trapIf(o []byte) []byte {
+	return append(o, byte(wb.OpIf), 0x40, byte(wb.OpUnreachable), byte(wb.OpEnd))
+}
+
+// charge subtracts s.cost from the fuel global and, if s.check, traps when
+// the result is negative.
+func (p *pass) charge(o []byte, s segment) []byte {
+	if !p.cfg.Fuel || s.cost == 0 && !s.check {
+		return o
+	}
+	o = op32(o, wb.OpGlobalGet, p.fuel)
+	if s.cost != 0 {
+		o = i64Const(o, s.cost)
+		o = append(o, byte(wb.OpI64Sub))
+	}
+	if !s.check {
+		return op32(o, wb.OpGlobalSet, p.fuel)
+	}
+	if s.cost != 0 {
+		o = op32(o, wb.OpLocalTee, p.l64)
+		o = op32(o, wb.OpGlobalSet, p.fuel)
+		o = op32(o, wb.OpLocalGet, p.l64)
+	}
+	o = i64Const(o, 0)
+	o = append(o, byte(wb.OpI64LtS))
+	return trapIf(o)
+}
+
+// chargeOperand charges the i32 size operand on top of the stack, shifted
+// right by shift, leaving the stack as it was, and traps if that exhausts
+// the fuel: the check comes before the operation runs.
+func (p *pass) chargeOperand(o []byte, shift int64) []byte {
+	o = op32(o, wb.OpLocalSet, p.l32)
+	o = op32(o, wb.OpGlobalGet, p.fuel)
+	o = op32(o, wb.OpLocalGet, p.l32)
+	o = append(o, byte(wb.OpI64ExtendI32U))
+	if shift != 0 {
+		o = i64Const(o, shift)
+		o = append(o, byte(wb.OpI64ShrU))
+	}
+	o = append(o, byte(wb.OpI64Sub))
+	o = op32(o, wb.OpLocalTee, p.l64)
+	o = op32(o, wb.OpGlobalSet, p.fuel)
+	o = op32(o, wb.OpLocalGet, p.l64)
+	o = i64Const(o, 0)
+	o = append(o, byte(wb.OpI64LtS))
+	o = trapIf(o)
+	return op32(o, wb.OpLocalGet, p.l32)
+}
+
+func (p *pass) depthEnter(o []byte) []byte {
+	o = op32(o, wb.OpGlobalGet, p.depth)
+	o = i32Const(o, 1)
+	o = append(o, byte(wb.OpI32Add))
+	o = op32(o, wb.OpLocalTee, p.l32)
+	o = op32(o, wb.OpGlobalSet, p.depth)
+	o = op32(o, wb.OpLocalGet, p.l32)
+	o = i32Const(o, int32(p.cfg.MaxCallDepth))
+	o = append(o, byte(wb.OpI32GtU))
+	return trapIf(o)
+}
+
+func (p *pass) depthExit(o []byte) []byte {
+	o = op32(o, wb.OpGlobalGet, p.depth)
+	o = i32Const(o, 1)
+	o = append(o, byte(wb.OpI32Sub))
+	return op32(o, wb.OpGlobalSet, p.depth)
+}
+
+// growBody is the function that replaces memory.grow: (delta i32) -> i32,
+// returning the old size or -1 exactly like memory.grow. With virtual
+// memory it grows the real memory only past its current size and
+// otherwise just moves the page count; with fuel it charges PageFuel per
+// page on success (never on failure, so probing with a huge delta costs
+// nothing, as it costs the engine nothing).
+func (p *pass) growBody() []byte {
+	const d, old, nw = 0, 1, 2
+	var o []byte
+	mem0 := func(op wb.Op) { o = append(o, byte(op), 0) }
+	fuel := func() {
+		if !p.cfg.Fuel {
+			return
+		}
+		o = op32(o, wb.OpGlobalGet, p.fuel)
+		o = op32(o, wb.OpLocalGet, d)
+		o = append(o, byte(wb.OpI64ExtendI32U))
+		o = i64Const(o, PageFuel)
+		o = append(o, byte(wb.OpI64Mul), byte(wb.OpI64Sub))
+		o = op32(o, wb.OpGlobalSet, p.fuel)
+	}
+	retNeg := func() { o = append(ifThen(o), byte(wb.OpI32Const), 0x7f, byte(wb.OpReturn), byte(wb.OpEnd)) }
+	if !p.virtual {
+		o = append(o, 1, 1, byte(wb.I32))
+		o = op32(o, wb.OpLocalGet, d)
+		mem0(wb.OpMemoryGrow)
+		o = op32(o, wb.OpLocalTee, old)
+		o = i32Const(o, -1)
+		o = append(o, 0x47, byte(wb.OpIf), 0x40) // i32.ne
+		fuel()
+		o = append(o, byte(wb.OpEnd))
+		o = op32(o, wb.OpLocalGet, old)
+		return append(o, byte(wb.OpEnd))
+	}
+	max := uint32(65536)
+	if p.m.memory.HasMax {
+		max = p.m.memory.Max
+	}
+	o = append(o, 1, 2, byte(wb.I32))
+	o = op32(o, wb.OpGlobalGet, p.pages)
+	o = op32(o, wb.OpLocalSet, old)
+	// if d > max-old: -1 (old <= max always holds)
+	o = op32(o, wb.OpLocalGet, d)
+	o = i32Const(o, int32(max))
+	o = op32(o, wb.OpLocalGet, old)
+	o = append(o, byte(wb.OpI32Sub), byte(wb.OpI32GtU))
+	retNeg()
+	// new = old+d; if new > real size: grow the real memory by the rest.
+	o = op32(o, wb.OpLocalGet, old)
+	o = op32(o, wb.OpLocalGet, d)
+	o = append(o, byte(wb.OpI32Add))
+	o = op32(o, wb.OpLocalTee, nw)
+	mem0(wb.OpMemorySize)
+	o = append(o, byte(wb.OpI32GtU), byte(wb.OpIf), 0x40)
+	o = op32(o, wb.OpLocalGet, nw)
+	mem0(wb.OpMemorySize)
+	o = append(o, byte(wb.OpI32Sub))
+	mem0(wb.OpMemoryGrow)
+	o = i32Const(o, -1)
+	o = append(o, byte(wb.OpI32Eq))
+	retNeg()
+	o = append(o, byte(wb.OpEnd))
+	o = op32(o, wb.OpLocalGet, nw)
+	o = op32(o, wb.OpGlobalSet, p.pages)
+	fuel()
+	o = op32(o, wb.OpLocalGet, old)
+	return append(o, byte(wb.OpEnd))
+}
+
+// ifThen opens an if without results; the caller writes its body and end.
+func ifThen(o []byte) []byte { return append(o, byte(wb.OpIf), 0x40) }
