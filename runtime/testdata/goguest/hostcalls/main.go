@@ -1,0 +1,82 @@
+// Command hostcalls is a runtime test fixture: it logs, reports progress and
+// calls the fs and env capabilities through the SDK, then returns what each
+// capability answered, so a test can check both the wiring and the grants.
+//
+// Arguments (all optional): "fs" and "env" are the requests to send, by
+// default {"op":"read","path":"README.md"} and {"op":"get","key":"HOME"}.
+// The result's structured content is
+//
+//	{"fs": {"result": ...} | {"error": {"kind", "message"}}, "env": ...}
+package main
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/tool"
+)
+
+func init() { warden.Register(fixture{}) }
+
+func main() {}
+
+type fixture struct{}
+
+func (fixture) Descriptor() tool.Descriptor {
+	return tool.Descriptor{
+		Name:        "hostcalls",
+		Description: "Runtime test fixture: calls log, progress, fs and env and reports the replies.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"fs":{"type":"object"},"env":{"type":"object"}}}`),
+		Capabilities: tool.Capabilities{
+			FS:  tool.FSAccess{Read: []string{"."}},
+			Env: []string{"HOME"},
+		},
+	}
+}
+
+type args struct {
+	FS  json.RawMessage `json:"fs"`
+	Env json.RawMessage `json:"env"`
+}
+
+// outcome is one capability's answer as the test sees it.
+type outcome struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *tool.Error     `json:"error,omitempty"`
+}
+
+func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
+	a, err := warden.Args[args](raw)
+	if err != nil {
+		return nil, err
+	}
+	if a.FS == nil {
+		a.FS = json.RawMessage(`{"op":"read","path":"README.md"}`)
+	}
+	if a.Env == nil {
+		a.Env = json.RawMessage(`{"op":"get","key":"HOME"}`)
+	}
+	ctx.Log(warden.LevelInfo, "hostcalls: starting "+ctx.CallID)
+	ctx.Progress(1, 3, "calling fs")
+	fs := ask(ctx, "fs", a.FS)
+	ctx.Progress(2, 3, "calling env")
+	env := ask(ctx, "env", a.Env)
+	ctx.Progress(3, 3, "done")
+	ctx.Log(warden.LevelDebug, "hostcalls: done")
+	return warden.JSON(map[string]outcome{"fs": fs, "env": env})
+}
+
+func ask(ctx *warden.Context, capability string, request json.RawMessage) outcome {
+	var result json.RawMessage
+	err := warden.Host(ctx, capability, request, &result)
+	var te *tool.Error
+	switch {
+	case err == nil:
+		return outcome{Result: result}
+	case errors.As(err, &te):
+		return outcome{Error: te}
+	default:
+		return outcome{Error: warden.Failed("%v", err)}
+	}
+}
