@@ -107,6 +107,19 @@ func (m *Module) Rejected() []Rejection { return m.rejected }
 // Imports lists the module's imports as "module.name", sorted.
 func (m *Module) Imports() []string { return m.imports }
 
+// Exports lists the module's exported functions and memories, sorted.
+func (m *Module) Exports() []string {
+	var names []string
+	for name := range m.compiled.ExportedFunctions() {
+		names = append(names, name)
+	}
+	for name := range m.compiled.ExportedMemories() {
+		names = append(names, name+" (memory)")
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Limits returns the module's limits, defaults filled in.
 func (m *Module) Limits() Limits { return m.limits }
 
@@ -209,6 +222,7 @@ func (m *Module) checkABI() error {
 		}
 	}
 	slices.Sort(m.imports)
+	m.imports = slices.Compact(m.imports)
 	if len(problems) > 0 {
 		return fmt.Errorf("not a warden tool module (ABI v%d, docs/abi.md): %s", ABIVersion, strings.Join(problems, "; "))
 	}

@@ -120,15 +120,6 @@ func (g *Registry) Close(ctx context.Context) {
 	}
 }
 
-// LoadError is a module file that failed to load.
-type LoadError struct {
-	Path string
-	Err  error
-}
-
-func (e *LoadError) Error() string { return e.Err.Error() }
-func (e *LoadError) Unwrap() error { return e.Err }
-
 // ModuleFiles lists the .wasm files directly in dir, sorted.
 func ModuleFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
@@ -142,30 +133,4 @@ func ModuleFiles(dir string) ([]string, error) {
 		}
 	}
 	return paths, nil
-}
-
-// LoadDir loads every .wasm file in dir into g, in name order. A file that
-// fails to load is reported and skipped; the others still load. limits gives
-// each module's limits by module name.
-func (r *Runtime) LoadDir(ctx context.Context, g *Registry, dir string, limits func(module string) Limits) []error {
-	paths, err := ModuleFiles(dir)
-	if err != nil {
-		return []error{err}
-	}
-	var errs []error
-	for _, path := range paths {
-		name := strings.TrimSuffix(filepath.Base(path), ".wasm")
-		m, err := r.LoadFile(ctx, path, limits(name))
-		if err != nil {
-			errs = append(errs, &LoadError{Path: path, Err: err})
-			continue
-		}
-		if old, _ := g.Put(m); old != nil {
-			old.Close(ctx)
-		}
-		for _, rej := range m.Rejected() {
-			errs = append(errs, &LoadError{Path: path, Err: fmt.Errorf("load %s: %w", path, rej.Reason)})
-		}
-	}
-	return errs
 }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/app"
+)
+
+// globalFlags are the flags every command takes.
+type globalFlags struct {
+	configPath string
+	logLevel   string
+}
+
+func newRoot() *cobra.Command {
+	var g globalFlags
+	root := &cobra.Command{
+		Use:   "warden",
+		Short: "Run WebAssembly tools in a sandbox and serve them over MCP",
+		Long: `warden loads tools compiled to WebAssembly, runs every call under fuel, a deadline and
+a memory limit, gives each tool only the capabilities config.yaml grants it, and serves
+them to AI agents as an MCP server.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", defaultConfigPath(),
+		"config file (env WARDEN_CONFIG; default ./config.yaml when present)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config)")
+	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g))
+	return root
+}
+
+func defaultConfigPath() string {
+	if p := os.Getenv("WARDEN_CONFIG"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("config.yaml"); err == nil {
+		return "config.yaml"
+	}
+	return ""
+}
+
+// cobraArgs wraps an argument validator so its failures are usage errors.
+func cobraArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// start loads the config and builds the app; logs go to stderr only.
+func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error) {
+	cfg, err := config.Load(g.configPath)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	level := cfg.Log.Level
+	if g.logLevel != "" {
+		level = g.logLevel
+	}
+	var slogLevel slog.Level
+	if err := slogLevel.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, nil, usagef("--log-level: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slogLevel}))
+	live := config.NewLive(cfg, logger, nil)
+	a, err := app.New(ctx, live, logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start: %w", err)
+	}
+	return a, logger, nil
+}

@@ -1,0 +1,220 @@
+// Package app wires warden together: the live config, the sandbox runtime,
+// the host capabilities and the registry of loaded tools. cmd/warden is a
+// thin command-line shell over it, and mcpserver serves it.
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
+)
+
+// App is a running warden: config, runtime and loaded tools.
+type App struct {
+	live     *config.Live
+	rt       *runtime.Runtime
+	registry *runtime.Registry
+	log      *slog.Logger
+	cursors  *cursorSigner
+
+	mu          sync.Mutex
+	subscribers map[int]func()
+	nextSub     int
+	// loadErrors holds the latest load failure of each module file.
+	loadErrors map[string]error
+}
+
+// New starts a runtime for the config in live. It loads no tools: call
+// LoadTools.
+func New(ctx context.Context, live *config.Live, logger *slog.Logger) (*App, error) {
+	cfg := live.Current()
+	caps, err := capabilities(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return &App{
+		live:        live,
+		rt:          rt,
+		registry:    runtime.NewRegistry(),
+		log:         logger,
+		cursors:     newCursorSigner(),
+		subscribers: make(map[int]func()),
+		loadErrors:  make(map[string]error),
+	}, nil
+}
+
+// capabilities builds the host capabilities from config.
+func capabilities(cfg *config.Config, logger *slog.Logger) ([]hostfuncs.Capability, error) {
+	return nil, nil
+}
+
+// Close stops every module and the runtime.
+func (a *App) Close(ctx context.Context) error {
+	a.registry.Close(ctx)
+	return a.rt.Close(ctx)
+}
+
+// Runtime returns the sandbox runtime, for commands that load a module
+// outside the tools dir (inspect, install).
+func (a *App) Runtime() *runtime.Runtime { return a.rt }
+
+// Registry returns the loaded tools.
+func (a *App) Registry() *runtime.Registry { return a.registry }
+
+// Config returns the config in force.
+func (a *App) Config() *config.Config { return a.live.Current() }
+
+// LoadTools loads every module in the tools dir. Each file that fails is
+// reported in the returned errors (naming the file) and skipped.
+func (a *App) LoadTools(ctx context.Context) []error {
+	paths, err := runtime.ModuleFiles(a.Config().Tools.Dir)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, path := range paths {
+		errs = append(errs, a.loadModule(ctx, path)...)
+	}
+	return errs
+}
+
+// loadModule loads or reloads one module file into the registry. A file
+// that fails to load leaves the module's previous version serving.
+func (a *App) loadModule(ctx context.Context, path string) []error {
+	cfg := a.Config()
+	name := ModuleName(path)
+	wasm, err := os.ReadFile(path)
+	if err == nil {
+		err = checkPin(cfg, name, wasm)
+	}
+	var m *runtime.Module
+	if err == nil {
+		m, err = a.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
+	}
+	a.mu.Lock()
+	if err != nil {
+		err = fmt.Errorf("load %s: %w", path, err)
+		a.loadErrors[path] = err
+	} else {
+		delete(a.loadErrors, path)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return []error{err}
+	}
+	old, _ := a.registry.Put(m)
+	if old != nil {
+		old.Close(ctx)
+	}
+	var errs []error
+	for _, r := range m.Rejected() {
+		errs = append(errs, fmt.Errorf("load %s: %w", path, r.Reason))
+	}
+	return errs
+}
+
+// ModuleName is the name a module file loads under: its base name without .wasm.
+func ModuleName(path string) string { return strings.TrimSuffix(filepath.Base(path), ".wasm") }
+
+// ErrPinMismatch marks a module whose bytes differ from the approved pin.
+var ErrPinMismatch = errors.New("module changed since it was approved")
+
+func checkPin(cfg *config.Config, name string, wasm []byte) error {
+	pin, ok := cfg.Tools.Pins[strings.ToLower(name)]
+	if !ok {
+		return nil
+	}
+	sum := sha256.Sum256(wasm)
+	if got := hex.EncodeToString(sum[:]); got != pin {
+		return fmt.Errorf("%w: tools.pins.%s is %s…, the file is %s…; review it and run `warden install` to approve it again",
+			ErrPinMismatch, name, pin[:12], got[:12])
+	}
+	return nil
+}
+
+// List implements mcpserver.Tools.
+func (a *App) List() []tool.Descriptor {
+	tools := a.registry.Tools()
+	out := make([]tool.Descriptor, len(tools))
+	for i, t := range tools {
+		out[i] = t.Descriptor
+	}
+	return out
+}
+
+// Call implements mcpserver.Tools: the tool runs with the grants and limits
+// of the config in force right now.
+func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
+	t, ok := a.registry.Tool(c.Name)
+	if !ok {
+		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q", c.Name)
+	}
+	cfg := a.Config()
+	cursor := ""
+	if c.Cursor != "" {
+		var err error
+		if cursor, err = a.cursors.open(c.Name, c.Cursor); err != nil {
+			return tool.ErrorResult(tool.Errorf(tool.KindInvalidArguments, "%v", err)), nil
+		}
+	}
+	res := t.Call(ctx, runtime.CallRequest{
+		Arguments: c.Arguments,
+		Cursor:    cursor,
+		Session:   c.Session,
+		Grants:    cfg.Grants(c.Name),
+		Observer:  c.Observer,
+		Timeout:   cfg.ToolTimeout(c.Name),
+	})
+	if res.NextCursor != "" {
+		res.NextCursor = a.cursors.seal(c.Name, res.NextCursor)
+	}
+	return res, nil
+}
+
+// Subscribe implements mcpserver.Tools.
+func (a *App) Subscribe(f func()) (cancel func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := a.nextSub
+	a.nextSub++
+	a.subscribers[id] = f
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		delete(a.subscribers, id)
+	}
+}
+
+func (a *App) notify() {
+	a.mu.Lock()
+	subs := make([]func(), 0, len(a.subscribers))
+	for _, f := range a.subscribers {
+		subs = append(subs, f)
+	}
+	a.mu.Unlock()
+	for _, f := range subs {
+		f()
+	}
+}
+
+// EndSession releases what a client session kept (IsolationSession).
+func (a *App) EndSession(ctx context.Context, session string) {
+	a.registry.EndSession(ctx, session)
+}
