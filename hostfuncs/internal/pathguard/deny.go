@@ -1,0 +1,240 @@
+package pathguard
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// BuiltinDeny is the deny-list that is always in force, before the user's
+// security.deny patterns. "~/" means the configured home directory. A
+// pattern without a slash matches any path component, so a directory named
+// ".env" hides its contents too.
+var BuiltinDeny = []string{
+	// Credentials under the home directory.
+	"~/.ssh", "~/.aws", "~/.azure", "~/.gnupg",
+	"~/.config/gcloud", "~/.config/gh", "~/.config/git/credentials", "~/.config/op",
+	"~/.docker/config.json", "~/.netrc", "~/.npmrc", "~/.yarnrc.yml", "~/.kube/config",
+	"~/.git-credentials", "~/.pypirc", "~/.cargo/credentials*", "~/.pgpass", "~/.my.cnf",
+	"~/.password-store", "~/.vault-token", "~/.terraform.d/credentials.tfrc.json",
+	// Shell and REPL history.
+	"~/.local/share/fish/fish_history", "~/.config/fish/fish_history",
+	"~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history",
+	"~/.sqlite_history", "~/.lesshst", "~/.viminfo",
+	".bash_history", ".zsh_history", ".zhistory", ".sh_history", ".histfile", "fish_history",
+	// System secrets and the process's own environment and memory.
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+	"/proc/*/environ", "/proc/*/mem", "/proc/*/task/*/environ", "/proc/*/task/*/mem",
+	// Project secrets, wherever they are.
+	".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*",
+}
+
+// Rule sources, as named in denial messages.
+const (
+	SourceBuiltin = "built-in"
+	SourceConfig  = "security.deny"
+)
+
+type ruleKind int
+
+const (
+	// ruleName matches any single component of a root-relative path.
+	ruleName ruleKind = iota
+	// ruleRel matches a root-relative path (or an ancestor of it).
+	ruleRel
+	// ruleAbs matches an absolute host path (or an ancestor of it).
+	ruleAbs
+)
+
+// Rule is one compiled deny pattern.
+type Rule struct {
+	// Pattern is the pattern as written, for messages.
+	Pattern string
+	// Source is SourceBuiltin or SourceConfig.
+	Source string
+	kind   ruleKind
+	// variants are lower-cased patterns: for absolute rules the expanded
+	// pattern and its canonical form (symlinks in its literal prefix
+	// evaluated), so that a symlinked $HOME cannot slip past.
+	variants []string
+	// prefixes are the literal (meta-free) leading parts of variants, a
+	// cheap filter before glob matching.
+	prefixes []string
+}
+
+// compileRules compiles the built-in list and the user's patterns. home is
+// the directory "~" stands for.
+func compileRules(home string, user []string) ([]Rule, error) {
+	var rules []Rule
+	var errs []error
+	add := func(pattern, source string) {
+		r, err := compileRule(home, pattern, source)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", source, pattern, err))
+			return
+		}
+		rules = append(rules, r)
+	}
+	for _, p := range BuiltinDeny {
+		add(p, SourceBuiltin)
+	}
+	for _, p := range user {
+		add(p, SourceConfig)
+	}
+	return rules, errors.Join(errs...)
+}
+
+func compileRule(home, pattern, source string) (Rule, error) {
+	r := Rule{Pattern: pattern, Source: source}
+	p := strings.TrimSpace(pattern)
+	switch {
+	case p == "" || strings.ContainsRune(p, 0):
+		return r, errors.New("empty or contains NUL")
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		if home == "" {
+			return r, errors.New("no home directory to expand ~ against")
+		}
+		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		r.kind = ruleAbs
+	case filepath.IsAbs(p):
+		r.kind = ruleAbs
+	case strings.Contains(strings.TrimSuffix(p, "/"), "/"):
+		r.kind = ruleRel
+	default:
+		r.kind = ruleName
+	}
+	p = strings.TrimSuffix(p, "/")
+	if r.kind != ruleName {
+		p = filepath.Clean(p)
+	}
+	if r.kind == ruleRel {
+		p = strings.TrimPrefix(p, "./")
+		if p == ".." || strings.HasPrefix(p, "../") {
+			return r, errors.New("relative pattern may not start with ..")
+		}
+	}
+	if !doublestar.ValidatePattern(p) {
+		return r, errors.New("not a valid glob pattern")
+	}
+	variants := []string{p}
+	if r.kind == ruleAbs {
+		if c := canonicalPattern(p); c != p {
+			variants = append(variants, c)
+		}
+	}
+	for _, v := range variants {
+		v = strings.ToLower(v)
+		r.variants = append(r.variants, v)
+		r.prefixes = append(r.prefixes, matchPrefix(v))
+	}
+	return r, nil
+}
+
+// canonicalPattern evaluates the symlinks of the longest existing literal
+// prefix of an absolute pattern: with HOME=/home/u a symlink to /data/u,
+// "~/.ssh" also becomes "/data/u/.ssh", which is what a real path shows.
+func canonicalPattern(p string) string {
+	lit := literalPrefix(p)
+	// Cut back to a whole component.
+	if lit != p {
+		lit = filepath.Dir(lit + "x")
+	}
+	for cur := lit; ; cur = filepath.Dir(cur) {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			rest := strings.TrimPrefix(p, cur)
+			return filepath.Clean(real + rest)
+		} else if !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
+			return p
+		}
+		if cur == "/" || cur == "." {
+			return p
+		}
+	}
+}
+
+func isNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
+
+// literalPrefix is the part of a pattern before its first glob
+// metacharacter.
+func literalPrefix(p string) string {
+	if i := strings.IndexAny(p, `*?[{\`); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// matchPrefix is a prefix that every path a pattern matches starts with:
+// its literal directories before the first metacharacter, without the last
+// slash ("a/**" also matches "a").
+func matchPrefix(p string) string {
+	lit := literalPrefix(p)
+	if lit == p {
+		return p
+	}
+	if j := strings.LastIndexByte(lit, '/'); j > 0 {
+		return lit[:j]
+	}
+	return ""
+}
+
+// matchTree reports whether subject is pattern v or lies beneath it.
+func matchTree(v, prefix, subject string) bool {
+	if !strings.HasPrefix(subject, prefix) {
+		return false
+	}
+	if doublestar.MatchUnvalidated(v, subject) {
+		return true
+	}
+	// Try every ancestor: "~/.ssh" denies "~/.ssh/id_ed25519" and "/proc/*/mem"
+	// denies nothing but the mem file itself.
+	for i := len(subject) - 1; i >= len(prefix); i-- {
+		if subject[i] == '/' {
+			if doublestar.MatchUnvalidated(v, subject[:i]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// matchRel applies the rule to a lower-cased, clean, root-relative path.
+func (r *Rule) matchRel(rel string) bool {
+	switch r.kind {
+	case ruleName:
+		if rel == "." {
+			return false
+		}
+		v := r.variants[0]
+		for rest := rel; ; {
+			comp, tail, more := strings.Cut(rest, "/")
+			if doublestar.MatchUnvalidated(v, comp) {
+				return true
+			}
+			if !more {
+				return false
+			}
+			rest = tail
+		}
+	case ruleRel:
+		return rel != "." && matchTree(r.variants[0], r.prefixes[0], rel)
+	}
+	return false
+}
+
+// matchAbs applies the rule to a lower-cased, clean, absolute path.
+func (r *Rule) matchAbs(abs string) bool {
+	if r.kind != ruleAbs {
+		return false
+	}
+	for i, v := range r.variants {
+		if matchTree(v, r.prefixes[i], abs) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,456 @@
+// Package pathguard is the path gate behind warden.fs (and the LSP
+// capability): it parses a guest's path, checks it against the deny-list and
+// the tool's grants, and resolves its real path so that symlinks cannot
+// launder a path past either check.
+//
+// The gate works in two steps. Check is purely lexical and touches no file,
+// so its answer, and the wording of a denial, is the same whether or not the
+// path exists. Resolve then follows symlinks and applies the same deny-list
+// and grants to the real path, with the same messages. All file access then
+// goes through an os.Root opened on the target's root, which the kernel-level
+// containment of os.Root backs up.
+package pathguard
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/warden-run/warden/tool"
+)
+
+// ProjectRoot is the name of the project root. Paths without a root prefix
+// are in it; "project:src" names it explicitly.
+const ProjectRoot = "project"
+
+// Limits on path syntax, enforced before any system call.
+const (
+	MaxPathBytes      = 4096
+	MaxComponentBytes = 255
+)
+
+// Access is the kind of grant an operation needs.
+type Access int
+
+const (
+	Read Access = iota
+	Write
+)
+
+func (a Access) key() string {
+	if a == Write {
+		return "write"
+	}
+	return "read"
+}
+
+// Config is what the guard is built from.
+type Config struct {
+	// ProjectDir is the project root (config project.root).
+	ProjectDir string
+	// Roots are the extra named roots (config project.roots): name to
+	// directory, relative directories taken from ProjectDir.
+	Roots map[string]string
+	// Deny holds the user's deny patterns (config security.deny).
+	Deny []string
+	// Home is the directory "~" stands for in deny patterns.
+	Home string
+}
+
+// Guard is an immutable, compiled Config. It is safe for concurrent use.
+type Guard struct {
+	roots []*Root // project root first, then extra roots by name
+	rules []Rule
+}
+
+// Root is one directory tree that guests may be granted.
+type Root struct {
+	// Name is ProjectRoot or the extra root's configured name.
+	Name string
+	// Dir is the directory as configured, absolute and clean.
+	Dir string
+	// Real is Dir with symlinks evaluated.
+	Real string
+}
+
+var rootName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
+// New compiles cfg. Every root must exist and be a directory.
+func New(cfg Config) (*Guard, error) {
+	if cfg.ProjectDir == "" {
+		return nil, errors.New("project root: empty")
+	}
+	var errs []error
+	g := &Guard{}
+	addRoot := func(name, dir string) {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cfg.ProjectDir, dir)
+		}
+		dir = filepath.Clean(dir)
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(real); err == nil && !fi.IsDir() {
+				err = errors.New("not a directory")
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("root %s (%s): %w", name, dir, err))
+			return
+		}
+		g.roots = append(g.roots, &Root{Name: name, Dir: dir, Real: real})
+	}
+	addRoot(ProjectRoot, cfg.ProjectDir)
+	names := make([]string, 0, len(cfg.Roots))
+	for name := range cfg.Roots {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !rootName.MatchString(name) || name == ProjectRoot {
+			errs = append(errs, fmt.Errorf("root name %q: must match %s and not be %q", name, rootName, ProjectRoot))
+			continue
+		}
+		addRoot(name, cfg.Roots[name])
+	}
+	rules, err := compileRules(cfg.Home, cfg.Deny)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	g.rules = rules
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return g, nil
+}
+
+// Roots returns the guard's roots, the project root first.
+func (g *Guard) Roots() []*Root { return slices.Clone(g.roots) }
+
+// Target is a path inside a root that passed the lexical gate.
+type Target struct {
+	Root *Root
+	// Rel is clean, slash-separated and relative to the root; "." is the
+	// root itself.
+	Rel string
+}
+
+// Path is the target in the form guests use: "src/a.go" in the project
+// root, "notes:todo.md" in an extra root.
+func (t Target) Path() string {
+	if t.Root.Name == ProjectRoot {
+		return t.Rel
+	}
+	return t.Root.Name + ":" + t.Rel
+}
+
+// Join returns the target for name inside t.
+func (t Target) Join(name string) Target {
+	return Target{Root: t.Root, Rel: path.Join(t.Rel, name)}
+}
+
+// abs is the target's lexical host path under the root's real directory.
+func (t Target) abs(dir string) string {
+	if t.Rel == "." {
+		return dir
+	}
+	return dir + "/" + t.Rel
+}
+
+// HostPath is the host path of the target, with the root's symlinks evaluated.
+func (t Target) HostPath() string { return t.abs(t.Root.Real) }
+
+func invalid(format string, args ...any) *tool.Error {
+	return tool.Errorf(tool.KindInvalidArguments, format, args...)
+}
+
+func denied(format string, args ...any) *tool.Error {
+	return tool.Errorf(tool.KindDenied, format, args...)
+}
+
+// checkSyntax rejects what no file name can hold before anything else looks
+// at the path.
+func checkSyntax(p string) *tool.Error {
+	if len(p) > MaxPathBytes {
+		return invalid("path is %d bytes long; the limit is %d", len(p), MaxPathBytes)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return invalid("path %q contains a NUL byte", p)
+	}
+	for rest := p; rest != ""; {
+		comp, tail, _ := strings.Cut(rest, "/")
+		if len(comp) > MaxComponentBytes {
+			return invalid("path component %.40q... is %d bytes long; the limit is %d", comp, len(comp), MaxComponentBytes)
+		}
+		rest = tail
+	}
+	return nil
+}
+
+// Parse turns a guest path into a target without touching the file system.
+// op names the operation in messages.
+func (g *Guard) Parse(op, p string) (Target, error) {
+	if err := checkSyntax(p); err != nil {
+		return Target{}, err
+	}
+	root := g.roots[0]
+	rest := p
+	if i := strings.IndexByte(p, ':'); i > 0 && rootName.MatchString(p[:i]) {
+		r := g.root(p[:i])
+		if r == nil {
+			return Target{}, invalid("%s %q: unknown root %q (roots: %s); write \"./%s\" for a file of that name in the project root",
+				op, p, p[:i], strings.Join(g.rootNames(), ", "), p)
+		}
+		// Inside a named root "/" means the root itself.
+		root, rest = r, strings.TrimLeft(p[i+1:], "/")
+	} else if filepath.IsAbs(p) {
+		abs := filepath.Clean(p)
+		if t, ok := g.Locate(abs); ok {
+			return t, nil
+		}
+		if rule := g.matchAbs(strings.ToLower(abs)); rule != nil {
+			return Target{}, denyRule(op, p, rule)
+		}
+		return Target{}, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
+			op, p, strings.Join(g.rootNames(), ", "))
+	}
+	rel := path.Clean(rest)
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return Target{}, denied("%s %q: outside root %q; paths may not leave their root", op, p, root.Name)
+	}
+	return Target{Root: root, Rel: rel}, nil
+}
+
+// Locate maps an absolute host path inside a root (by its configured or its
+// real directory) to a target. The project root wins over extra roots.
+func (g *Guard) Locate(abs string) (Target, bool) {
+	abs = filepath.Clean(abs)
+	for _, r := range g.roots {
+		for _, dir := range [2]string{r.Dir, r.Real} {
+			if rel, ok := within(dir, abs); ok {
+				return Target{Root: r, Rel: rel}, true
+			}
+		}
+	}
+	return Target{}, false
+}
+
+// within returns p relative to dir when p is dir or beneath it.
+func within(dir, p string) (string, bool) {
+	if p == dir {
+		return ".", true
+	}
+	if dir == "/" {
+		return p[1:], strings.HasPrefix(p, "/")
+	}
+	if strings.HasPrefix(p, dir) && p[len(dir)] == '/' {
+		return p[len(dir)+1:], true
+	}
+	return "", false
+}
+
+func (g *Guard) root(name string) *Root {
+	for _, r := range g.roots {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func (g *Guard) rootNames() []string {
+	names := make([]string, len(g.roots))
+	for i, r := range g.roots {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// Check is the lexical gate: it parses p and checks the deny-list, then the
+// grants. It never touches the file system. tool names the calling tool in
+// the hint of a denial.
+func (g *Guard) Check(op string, access Access, toolName string, grants []string, p string) (Target, error) {
+	t, err := g.Parse(op, p)
+	if err != nil {
+		return Target{}, err
+	}
+	if rule := g.Denied(t); rule != nil {
+		return Target{}, denyRule(op, p, rule)
+	}
+	if !g.granted(grants, t) {
+		return Target{}, denied("%s %q: not granted; grant it with tools.grants.%s.fs.%s: [%q]",
+			op, p, toolName, access.key(), suggest(t))
+	}
+	return t, nil
+}
+
+// Resolve is the real-path gate, run after Check: it follows the target's
+// symlinks (the last one only if followLast) and applies the deny-list and
+// the grants to where they lead. The messages are the ones Check gives, so
+// a symlink's target is never named. It returns the real host path.
+func (g *Guard) Resolve(op string, access Access, toolName string, grants []string, t Target, followLast bool) (string, error) {
+	real, err := resolve(t.Root.Real, t.Rel, followLast)
+	if err != nil {
+		return "", tool.Errorf(tool.KindFailed, "%s %q: %v", op, t.Path(), err)
+	}
+	rel, ok := within(t.Root.Real, real)
+	if !ok {
+		return "", denied("%s %q: resolves outside root %q; symlinks may not leave their root", op, t.Path(), t.Root.Name)
+	}
+	rt := Target{Root: t.Root, Rel: rel}
+	if rule := g.denied(rt, real); rule != nil {
+		return "", denyRule(op, t.Path(), rule)
+	}
+	if rel != t.Rel && !g.granted(grants, rt) {
+		return "", denied("%s %q: not granted: a symlink leads outside the granted paths; grant its target with tools.grants.%s.fs.%s",
+			op, t.Path(), toolName, access.key())
+	}
+	return real, nil
+}
+
+func denyRule(op, p string, r *Rule) *tool.Error {
+	return denied("%s %q: matches deny rule %q (%s); deny rules always win over grants and also apply to the real path behind symlinks",
+		op, p, r.Pattern, r.Source)
+}
+
+// suggest is the grant that would allow t: its top-level entry.
+func suggest(t Target) string {
+	top, _, _ := strings.Cut(t.Rel, "/")
+	if t.Root.Name == ProjectRoot {
+		return top
+	}
+	return t.Root.Name + ":" + top
+}
+
+// Denied returns the deny rule that the target's lexical path matches, or
+// nil. Listings use it to omit entries.
+func (g *Guard) Denied(t Target) *Rule {
+	return g.denied(t, "")
+}
+
+// denied checks t's root-relative path and its host paths (under the
+// configured and the real root directory, and real when set).
+func (g *Guard) denied(t Target, real string) *Rule {
+	rel := strings.ToLower(t.Rel)
+	for i := range g.rules {
+		r := &g.rules[i]
+		if r.kind == ruleAbs {
+			continue
+		}
+		if r.matchRel(rel) {
+			return r
+		}
+	}
+	if rule := g.matchAbs(strings.ToLower(t.abs(t.Root.Dir))); rule != nil {
+		return rule
+	}
+	if t.Root.Real != t.Root.Dir {
+		if rule := g.matchAbs(strings.ToLower(t.abs(t.Root.Real))); rule != nil {
+			return rule
+		}
+	}
+	if real != "" {
+		return g.matchAbs(strings.ToLower(real))
+	}
+	return nil
+}
+
+func (g *Guard) matchAbs(abs string) *Rule {
+	for i := range g.rules {
+		if g.rules[i].matchAbs(abs) {
+			return &g.rules[i]
+		}
+	}
+	return nil
+}
+
+// granted reports whether one of grants covers t. A grant is written like a
+// guest path ("src", "notes:drafts", "." for the whole project root); one
+// that does not parse grants nothing.
+func (g *Guard) granted(grants []string, t Target) bool {
+	for _, s := range grants {
+		gt, err := g.Parse("grant", s)
+		if err != nil || gt.Root != t.Root {
+			continue
+		}
+		if gt.Rel == "." || t.Rel == gt.Rel || (strings.HasPrefix(t.Rel, gt.Rel) && t.Rel[len(gt.Rel)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// Granted reports whether grants cover t lexically; walkers use it to skip
+// subtrees.
+func (g *Guard) Granted(grants []string, t Target) bool { return g.granted(grants, t) }
+
+// ValidateGrant reports whether s is a well-formed grant for this guard's
+// roots, for config validation.
+func (g *Guard) ValidateGrant(s string) error {
+	_, err := g.Parse("grant", s)
+	return err
+}
+
+const maxSymlinks = 40
+
+var errSymlinkLoop = errors.New("too many levels of symbolic links")
+
+// resolve returns the physical path that rel names under dir (itself a real
+// path): symlinks are followed (the last one only if followLast), and from
+// the first component that does not exist on, the rest is kept as written,
+// which is what creating it would create. Unlike filepath.EvalSymlinks it
+// follows dangling symlinks, since opening one with O_CREATE creates its
+// target.
+func resolve(dir, rel string, followLast bool) (string, error) {
+	done := dir
+	todo := strings.Split(rel, "/")
+	missing := false
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, c)
+		if missing || (len(todo) == 0 && !followLast) {
+			done = next
+			continue
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
+				return "", err
+			}
+			missing = true
+			done = next
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		if links++; links > maxSymlinks {
+			return "", errSymlinkLoop
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		todo = append(strings.Split(filepath.ToSlash(target), "/"), todo...)
+	}
+	return done, nil
+}
