@@ -91,7 +91,7 @@ func cFixture(t testing.TB, name string) []byte {
 	}
 	out := filepath.Join(t.TempDir(), name+".wasm")
 	cmd := exec.Command(clang, "--target=wasm32-wasi", "-nostdlib", "-Wl,--no-entry", "-Wl,--export-all",
-		"-O2", "-mbulk-memory", "-msimd128", "-mmultivalue", "-Xclang", "-target-abi", "-Xclang", "experimental-mv",
+		"-O2", "-mbulk-memory", "-msimd128",
 		"-o", out, filepath.Join("testdata", name+".c"))
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("clang %s: %v\n%s\n(needs clang and wasm-ld: apt-get install clang lld)", name, err, msg)
@@ -188,4 +188,3 @@ func noArgExports(t testing.TB, wasm []byte, prefix string) []string {
 	}
 	return names
 }
-

@@ -46,7 +46,9 @@ type Config struct {
 	// InitialFuel is the fuel global's value at instantiation (0:
 	// DefaultInitialFuel). Only a start function runs before Meter.Start.
 	InitialFuel int64
-	// MaxCallDepth bounds nested guest calls (0: no bound).
+	// MaxCallDepth bounds nested guest calls (0: no bound). A frame counts
+	// 1 plus 1 per 16 params and locals, so the bound also limits stack
+	// bytes: a guest traps when the sum over its live frames exceeds it.
 	MaxCallDepth uint32
 	// ExportGlobals exports every mutable global the module defines.
 	ExportGlobals bool

@@ -19,6 +19,7 @@ type pass struct {
 	grow                 uint32 // function index replacing memory.grow
 	virtual, rewriteGrow bool
 	l64, l32             uint32 // scratch locals of the current body
+	weight               int32  // what the current body's frame counts towards the depth
 	insts                []wb.Instr
 	segs                 []segment
 	ctl                  []byte
@@ -89,6 +90,7 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 		return fmt.Errorf("%d locals (limit 50000)", nLocals)
 	}
 	p.l64, p.l32 = uint32(nLocals), uint32(nLocals)+1
+	p.weight = frameWeight(nLocals)
 	nFuncs, nGlobals := uint32(len(m.funcTypes)), uint32(len(m.globals))
 
 	p.insts, p.segs, p.ctl = p.insts[:0], p.segs[:0], p.ctl[:0]
@@ -350,9 +352,14 @@ func (p *pass) chargeOperand(o []byte, shift int64) []byte {
 	return op32(o, wb.OpLocalGet, p.l32)
 }
 
+// frameWeight is what a frame with n params and locals adds to the call
+// depth: 1 plus 1 per 16 locals, so that the bound limits the engine's
+// stack in bytes (a frame spills its locals) and not just in frames.
+func frameWeight(n uint64) int32 { return int32(1 + n/16) }
+
 func (p *pass) depthEnter(o []byte) []byte {
 	o = op32(o, wb.OpGlobalGet, p.depth)
-	o = i32Const(o, 1)
+	o = i32Const(o, p.weight)
 	o = append(o, byte(wb.OpI32Add))
 	o = op32(o, wb.OpLocalTee, p.l32)
 	o = op32(o, wb.OpGlobalSet, p.depth)
@@ -364,7 +371,7 @@ func (p *pass) depthEnter(o []byte) []byte {
 
 func (p *pass) depthExit(o []byte) []byte {
 	o = op32(o, wb.OpGlobalGet, p.depth)
-	o = i32Const(o, 1)
+	o = i32Const(o, p.weight)
 	o = append(o, byte(wb.OpI32Sub))
 	return op32(o, wb.OpGlobalSet, p.depth)
 }
