@@ -1,0 +1,188 @@
+package net
+
+import (
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestParseGrant(t *testing.T) {
+	for _, tc := range []struct {
+		entry, want string // want "" means invalid
+	}{
+		{"api.github.com", "https://api.github.com"},
+		{"API.GitHub.com.", "https://api.github.com"},
+		{"https://api.github.com/", "https://api.github.com"},
+		{"http://example.com:8080", "http://example.com:8080"},
+		{"*.example.com", "https://*.example.com"},
+		{"*", "https://*"},
+		{"http://*:8080", "http://*:8080"},
+		{"127.0.0.1:8080", "https://127.0.0.1:8080"},
+		{"http://[::1]:8080", "http://[::1]:8080"},
+		{"[::ffff:10.0.0.1]", "https://10.0.0.1"},
+		{"localhost:3000", "https://localhost:3000"},
+		{"db.internal private", "https://db.internal private"},
+		{"  http://db.internal:5432   private ", "http://db.internal:5432 private"},
+		{"", ""},
+		{"ftp://example.com", ""},
+		{"example.com/path", ""},
+		{"example.com?x", ""},
+		{"user@example.com", ""},
+		{"example.com:0", ""},
+		{"example.com:65536", ""},
+		{"example.com:080", ""},
+		{"example.com:", ""},
+		{"example.com:*", ""},
+		{"::1", ""},
+		{"[::1", ""},
+		{"[10.0.0.1]", ""},
+		{"[fe80::1%eth0]", ""},
+		{"exa mple.com", ""},
+		{"api-*.example.com", ""},
+		{"*.*.example.com", ""},
+		{"*example.com", ""},
+		{"ex\\ample.com", ""},
+		{"bücher.de", ""},
+		{"example..com", ""},
+		{"example.com sometimes", ""},
+		{"* private", ""},
+		{"*.example.com private", ""},
+		{"10.0.0.1 private", ""},
+		{strings.Repeat("a", 64) + ".com", ""},
+	} {
+		g, err := parseGrant(tc.entry)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("parseGrant(%q) = %s, want an error", tc.entry, g.String())
+		case tc.want != "" && err != nil:
+			t.Errorf("parseGrant(%q): %v", tc.entry, err)
+		case tc.want != "" && g.String() != tc.want:
+			t.Errorf("parseGrant(%q) = %s, want %s", tc.entry, g.String(), tc.want)
+		}
+	}
+}
+
+func TestMatches(t *testing.T) {
+	for _, tc := range []struct {
+		entry, url string
+		want       bool
+	}{
+		{"api.github.com", "https://api.github.com/repos", true},
+		{"api.github.com", "https://API.GITHUB.COM./x", true},
+		{"api.github.com", "https://api.github.com:443/", true},
+		{"api.github.com", "http://api.github.com/", false},       // https only by default
+		{"api.github.com", "https://api.github.com:8443/", false}, // default port only
+		{"api.github.com", "https://github.com/", false},
+		{"api.github.com", "https://evil-api.github.com/", false},
+		{"api.github.com", "https://api.github.com.evil.com/", false},
+		{"http://example.com", "http://example.com/", true},
+		{"http://example.com", "https://example.com/", false},
+		{"http://example.com", "http://example.com:443/", false},
+		{"example.com:8443", "https://example.com:8443/", true},
+		{"example.com:8443", "https://example.com/", false},
+		{"*.example.com", "https://a.example.com/", true},
+		{"*.example.com", "https://a.b.example.com/", true},
+		{"*.example.com", "https://example.com/", false},
+		{"*.example.com", "https://badexample.com/", false},
+		{"*.example.com", "https://example.com.evil.org/", false},
+		{"*", "https://anything.org/", true},
+		{"*", "https://10.0.0.1/", true}, // the dial guard refuses it later
+		{"*", "http://anything.org/", false},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/", true},
+		{"http://127.0.0.1:8080", "http://[::ffff:127.0.0.1]:8080/", true},
+		{"http://127.0.0.1:8080", "http://127.0.0.2:8080/", false},
+		{"http://127.0.0.1:8080", "http://localhost:8080/", false},
+		{"http://127.0.0.1:8080", "http://127.1:8080/", false},
+		{"http://[::1]:8080", "http://[0:0::1]:8080/", true},
+		{"*.example.com", "https://10.0.0.1/", false},
+		{"localhost", "https://localhost/", true},
+	} {
+		g, err := parseGrant(tc.entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target, err := parseTarget(u)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		if got := g.matches(target); got != tc.want {
+			t.Errorf("%q matches %q = %v, want %v", tc.entry, tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestParseTargetRefuses(t *testing.T) {
+	for _, raw := range []string{
+		"ftp://example.com/", "file:///etc/passwd", "https://user:pw@example.com/", "https:///x",
+		"mailto:x@example.com", "https://bücher.de/", "https://[fe80::1%25eth0]/", "https://example.com:0/",
+		"//example.com/", "/relative",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		if _, err := parseTarget(u); err == nil {
+			t.Errorf("parseTarget(%q) accepted it", raw)
+		}
+	}
+}
+
+func TestPublic(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"8.8.8.8", true},
+		{"1.1.1.1", true},
+		{"2606:4700:4700::1111", true},
+		{"64:ff9b::808:808", true}, // NAT64 of 8.8.8.8
+		{"2002:808:808::1", true},  // 6to4 of 8.8.8.8
+		{"::ffff:8.8.8.8", true},
+		{"127.0.0.1", false},
+		{"127.255.255.254", false},
+		{"10.0.0.1", false},
+		{"172.16.0.1", false},
+		{"172.31.255.255", false},
+		{"192.168.1.1", false},
+		{"169.254.169.254", false},
+		{"100.64.0.1", false},
+		{"0.0.0.0", false},
+		{"0.1.2.3", false},
+		{"224.0.0.1", false},
+		{"239.255.255.250", false},
+		{"255.255.255.255", false},
+		{"198.18.0.1", false},
+		{"::", false},
+		{"::1", false},
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:10.0.0.1", false},
+		{"::127.0.0.1", false},    // IPv4-compatible
+		{"64:ff9b::a00:1", false}, // NAT64 of 10.0.0.1
+		{"64:ff9b::7f00:1", false},
+		{"2002:a00:1::1", false},       // 6to4 of 10.0.0.1
+		{"2002:7f00:1::1", false},      // 6to4 of 127.0.0.1
+		{"2001:0:4136:e378::1", false}, // Teredo
+		{"fc00::1", false},
+		{"fd12:3456::1", false},
+		{"fe80::1", false},
+		{"fec0::1", false},
+		{"ff02::1", false},
+		{"2001:db8::1", false},
+	} {
+		addr := netip.MustParseAddr(tc.addr)
+		if got := public(addr); got != tc.want {
+			t.Errorf("public(%s) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+	if public(netip.Addr{}) {
+		t.Error("the zero Addr is public")
+	}
+	if public(netip.MustParseAddr("fe80::1%eth0")) {
+		t.Error("a zoned address is public")
+	}
+}
