@@ -210,8 +210,9 @@ func (g *Guard) Parse(op, p string) (Target, error) {
 		// Inside a named root "/" means the root itself.
 		root, rest = r, strings.TrimLeft(p[i+1:], "/")
 	} else if filepath.IsAbs(p) {
+		// Lexically only: Parse touches no file.
 		abs := filepath.Clean(p)
-		if t, ok := g.Locate(abs); ok {
+		if t, ok := g.locate(abs); ok {
 			return t, nil
 		}
 		if rule := g.matchAbs(strings.ToLower(abs)); rule != nil {
@@ -228,9 +229,21 @@ func (g *Guard) Parse(op, p string) (Target, error) {
 }
 
 // Locate maps an absolute host path inside a root (by its configured or its
-// real directory) to a target. The project root wins over extra roots.
+// real directory, or through symlinks that lead into one) to a target. The
+// project root wins over extra roots.
 func (g *Guard) Locate(abs string) (Target, bool) {
 	abs = filepath.Clean(abs)
+	if t, ok := g.locate(abs); ok {
+		return t, true
+	}
+	// Through a symlinked directory, e.g. a symlinked $HOME.
+	if real, err := resolve("/", abs, true); err == nil && real != abs {
+		return g.locate(real)
+	}
+	return Target{}, false
+}
+
+func (g *Guard) locate(abs string) (Target, bool) {
 	for _, r := range g.roots {
 		for _, dir := range [2]string{r.Dir, r.Real} {
 			if rel, ok := within(dir, abs); ok {
