@@ -52,6 +52,7 @@ func TestEscapeCorpus(t *testing.T) {
 		{"symlink to deny-listed file", "all", req("op", "read", "path", "src/toenv"), tool.KindDenied},
 		{"symlink to ungranted file", "src", req("op", "read", "path", "src/todocs"), tool.KindDenied},
 		{"through symlinked dir", "src", req("op", "read", "path", "src/docsdir/a.md"), tool.KindDenied},
+		{"absolute symlink inside the root", "all", req("op", "read", "path", "docs/rooted/a.go"), tool.KindDenied},
 		{"through symlink to home", "all", req("op", "read", "path", "src/homedir/.ssh/id_ed25519"), tool.KindDenied},
 		{"dotenv", "all", req("op", "read", "path", "config/.env"), tool.KindDenied},
 		{"dotenv upper case", "all", req("op", "read", "path", "src/.ENV"), tool.KindDenied},

@@ -268,7 +268,7 @@ func fileError(op string, t pathguard.Target, err error) error {
 	case errors.Is(err, syscall.ENOTDIR):
 		return tool.Errorf(tool.KindNotFound, "%s %q: a parent is not a directory", op, t.Path())
 	case strings.Contains(inner.Error(), "path escapes from parent"):
-		return tool.Errorf(tool.KindDenied, "%s %q: resolves outside root %q; symlinks may not leave their root", op, t.Path(), t.Root.Name)
+		return tool.Errorf(tool.KindDenied, "%s %q: resolves outside root %q; symlinks may not leave their root nor be absolute", op, t.Path(), t.Root.Name)
 	case errors.Is(err, iofs.ErrPermission):
 		return tool.Errorf(tool.KindFailed, "%s %q: the operating system denied access", op, t.Path())
 	}

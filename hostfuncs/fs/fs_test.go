@@ -79,6 +79,7 @@ func newEnv(t *testing.T) *env {
 		"home/proj/src/dangling":  "../docs/new.md", // creating it would write docs/
 		"home/proj/out/linkedsrc": "../src",
 		"home/proj/src/homedir":   "../..",
+		"home/proj/docs/rooted":   filepath.Join(e.proj, "src"), // absolute, inside the root
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(tmp, name)); err != nil {

@@ -451,7 +451,7 @@ func TestCheckReadAndLocate(t *testing.T) {
 		t.Fatalf("CheckRead src/toenv: %v", err)
 	}
 	for abs, want := range map[string]string{
-		filepath.Join(e.proj, "src/b.go"):         "src/b.go",
+		filepath.Join(e.proj, "src/b.go"):          "src/b.go",
 		filepath.Join(e.homeLink, "proj/src/b.go"): "src/b.go",
 		filepath.Join(e.notes, "todo.md"):          "notes:todo.md",
 		e.proj:                                     ".",

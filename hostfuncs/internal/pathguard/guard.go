@@ -316,11 +316,15 @@ func (g *Guard) Resolve(op string, access Access, toolName string, grants []stri
 	if !ok {
 		return "", denied("%s %q: resolves outside root %q; symlinks may not leave their root", op, t.Path(), t.Root.Name)
 	}
+	if rel == t.Rel {
+		// No symlink on the way: Check has judged this very path.
+		return real, nil
+	}
 	rt := Target{Root: t.Root, Rel: rel}
 	if rule := g.denied(rt, real); rule != nil {
 		return "", denyRule(op, t.Path(), rule)
 	}
-	if rel != t.Rel && !g.granted(grants, rt) {
+	if !g.granted(grants, rt) {
 		return "", denied("%s %q: not granted: a symlink leads outside the granted paths; grant its target with tools.grants.%s.fs.%s",
 			op, t.Path(), toolName, access.key())
 	}

@@ -1,0 +1,378 @@
+// Package mcpserver serves a set of warden tools over the Model Context
+// Protocol, on stdio or streamable HTTP, using the official go-sdk.
+//
+// The package knows nothing of WebAssembly: it serves whatever implements
+// [Tools], and maps the tool contract (package tool) onto the protocol:
+// descriptors onto tools/list, results and typed failures onto tools/call,
+// a call's [tool.Observer] onto progress and log notifications, and a change
+// of the tool set onto notifications/tools/list_changed.
+//
+// Every failure of a tool, including every sandbox failure, reaches the client
+// as a result with isError set and its kind under _meta["warden/kind"]; only
+// a call to a tool that does not exist is a protocol error (-32602).
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/tool"
+)
+
+// Tools is the tool set a Server serves. The runtime's registry implements it.
+type Tools interface {
+	// List returns every tool, sorted by name. The server validates each
+	// descriptor and leaves out (and logs) those that are invalid.
+	List() []tool.Descriptor
+	// Call runs one call. It returns an error only when the named tool does
+	// not exist (tool.KindNotFound), which the server reports as the protocol
+	// error -32602. Every other failure must be a *tool.Result with IsError
+	// and Error set. Call must return soon after ctx ends.
+	Call(ctx context.Context, call Call) (*tool.Result, error)
+	// Subscribe registers f to be called after the tool set changed (for
+	// example on hot reload) and returns a function that unregisters it.
+	// f may be called from any goroutine; it must not be called while a
+	// lock that List needs is held.
+	Subscribe(f func()) (cancel func())
+}
+
+// Call is one tools/call request as the server hands it to [Tools].
+type Call struct {
+	// Name is the tool's name.
+	Name string
+	// Arguments is the client's arguments object, "{}" when it sent none.
+	// It has not been validated against the input schema.
+	Arguments json.RawMessage
+	// Cursor is the continuation token of a paginated tool, from the
+	// request's _meta["warden/cursor"]; empty on a first call. It comes from
+	// the client and must be verified before a tool sees it.
+	Cursor string
+	// Session identifies the client session: the Mcp-Session-Id of a
+	// streamable HTTP session, empty for stdio (one client per process) and
+	// for stateless HTTP requests.
+	Session string
+	// Observer receives the call's progress and log lines; never nil.
+	Observer tool.Observer
+}
+
+// Keys of the _meta objects the server reads and writes. Tool _meta carries
+// what MCP's Tool object has no field for; result _meta carries the typed
+// failure, so that a client can tell a timeout from a denied capability.
+const (
+	MetaVersion      = "warden/version"
+	MetaTags         = "warden/tags"
+	MetaCategory     = "warden/category"
+	MetaCapabilities = "warden/capabilities" // requested, not granted
+	MetaTimeoutMs    = "warden/timeoutMs"
+	MetaPaginates    = "warden/paginates"
+	MetaKind         = "warden/kind"
+	MetaTrap         = "warden/trap"
+	MetaExitCode     = "warden/exitCode"
+	MetaCursor       = "warden/cursor"     // in tools/call params
+	MetaNextCursor   = "warden/nextCursor" // in results
+)
+
+// Options configures a Server. The zero value is usable.
+type Options struct {
+	// Name and Version identify the server to clients. Name defaults to
+	// "warden", Version to "dev".
+	Name, Version string
+	// Instructions, if set, is sent to clients on connection.
+	Instructions string
+	// PageSize is the number of tools per tools/list page; 0 means 100.
+	PageSize int
+	// MaxInFlight bounds how many calls run at once across all clients;
+	// 0 means 4 × GOMAXPROCS.
+	MaxInFlight int
+	// QueueWait bounds how long a call waits for a free slot before it fails
+	// with a "timeout" result; 0 means 10 s.
+	QueueWait time.Duration
+	// Logger receives the server's own logs and every guest log line. It
+	// must not write to stdout when serving stdio. nil logs text to stderr.
+	Logger *slog.Logger
+}
+
+// Defaults applied by [New] to zero Options fields.
+const (
+	DefaultPageSize  = 100
+	DefaultQueueWait = 10 * time.Second
+)
+
+// Server serves a [Tools] over MCP. It is safe for concurrent use; one Server
+// may serve stdio and any number of HTTP clients at once.
+type Server struct {
+	tools  Tools
+	opts   Options
+	log    *slog.Logger
+	sdk    *mcp.Server
+	slots  chan struct{}
+	cancel func()
+
+	// syncMu serializes resyncs; registered is the tool set the go-sdk
+	// server holds, by name, with each descriptor's JSON to detect changes.
+	syncMu     sync.Mutex
+	registered map[string][]byte
+
+	resyncPending atomic.Bool
+	resyncRunning atomic.Bool
+	resyncs       atomic.Int64 // completed resyncs, for tests
+}
+
+// New returns a Server for tools, with the tool set already loaded. Call
+// [Server.Close] when done, to stop following changes of the tool set.
+func New(tools Tools, opts Options) *Server {
+	if opts.Name == "" {
+		opts.Name = "warden"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 4 * runtime.GOMAXPROCS(0)
+	}
+	if opts.QueueWait <= 0 {
+		opts.QueueWait = DefaultQueueWait
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	s := &Server{
+		tools:      tools,
+		opts:       opts,
+		log:        opts.Logger,
+		slots:      make(chan struct{}, opts.MaxInFlight),
+		registered: make(map[string][]byte),
+	}
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: opts.Instructions,
+		// The go-sdk logs every session connect at info; ours is the caller's
+		// logger one level down so that serve's stderr stays readable.
+		Logger:   slog.New(levelShift{opts.Logger.Handler()}),
+		PageSize: opts.PageSize,
+		// Advertised even while no tool is loaded, because tools may appear
+		// on a hot reload; logging because guest log lines are forwarded.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Logging: &mcp.LoggingCapabilities{},
+		},
+	})
+	s.resync()
+	s.cancel = tools.Subscribe(s.scheduleResync)
+	return s
+}
+
+// Close stops following changes of the tool set. It does not end sessions:
+// cancel the context given to ServeStdio or ListenAndServe for that.
+func (s *Server) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	return nil
+}
+
+// Serve serves one client over t until the client disconnects or ctx ends.
+// ServeStdio is Serve over the process's stdin and stdout; Serve itself is
+// for other transports, such as the go-sdk's in-memory one in tests.
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	err := s.sdk.Run(ctx, t)
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return nil // asked to stop: not a failure
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrClosedPipe):
+		return nil // the client hung up: the normal end of a session
+	}
+	return err
+}
+
+// scheduleResync coalesces bursts of change notifications into as few
+// resyncs as possible, off the notifier's goroutine: Subscribe's callback may
+// run inside the registry's reload, and List must not be called from there.
+func (s *Server) scheduleResync() {
+	s.resyncPending.Store(true)
+	if !s.resyncRunning.CompareAndSwap(false, true) {
+		return // the running loop will see the pending flag
+	}
+	go func() {
+		for {
+			for s.resyncPending.Swap(false) {
+				s.resync()
+			}
+			s.resyncRunning.Store(false)
+			// A change may have arrived between the last Swap and the Store.
+			if !s.resyncPending.Load() || !s.resyncRunning.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// resync makes the go-sdk server's tool set equal to s.tools.List(). The
+// go-sdk sends notifications/tools/list_changed (debounced) when it changed.
+func (s *Server) resync() {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	defer s.resyncs.Add(1)
+
+	seen := make(map[string]bool)
+	for _, d := range s.tools.List() {
+		if seen[d.Name] {
+			s.log.Error("tool listed twice; serving the first", "tool", d.Name)
+			continue
+		}
+		if _, err := d.Validate(); err != nil {
+			s.log.Error("skipping invalid tool", "tool", d.Name, "error", err)
+			continue
+		}
+		fingerprint, err := json.Marshal(d)
+		if err != nil {
+			s.log.Error("skipping tool", "tool", d.Name, "error", err)
+			continue
+		}
+		seen[d.Name] = true
+		if old, ok := s.registered[d.Name]; ok && bytes.Equal(old, fingerprint) {
+			continue
+		}
+		if err := s.addTool(&d); err != nil {
+			s.log.Error("skipping tool the protocol layer refused", "tool", d.Name, "error", err)
+			delete(seen, d.Name)
+			if _, ok := s.registered[d.Name]; ok {
+				s.sdk.RemoveTools(d.Name)
+				delete(s.registered, d.Name)
+			}
+			continue
+		}
+		s.registered[d.Name] = fingerprint
+	}
+	var gone []string
+	for name := range s.registered {
+		if !seen[name] {
+			gone = append(gone, name)
+			delete(s.registered, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveTools(gone...)
+	}
+}
+
+// addTool registers d with the go-sdk server. AddTool panics on what it
+// considers a bad tool (schema shape, x-mcp-header annotations); Validate has
+// already run, so a panic here is a disagreement between the two validators,
+// and it must cost one tool, never the server.
+func (s *Server) addTool(d *tool.Descriptor) (err error) {
+	t := toolFor(d)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	s.sdk.AddTool(t, s.handler(d.Name))
+	return nil
+}
+
+// handler returns the go-sdk handler of the tool called name.
+func (s *Server) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		release, busy := s.acquire(ctx)
+		if busy != nil {
+			return s.resultFor(name, busy), nil
+		}
+		defer release()
+
+		obs := newObserver(ctx, s.log, name, req)
+		res, err := s.tools.Call(ctx, Call{
+			Name:      name,
+			Arguments: arguments(req.Params.Arguments),
+			Cursor:    cursor(req.Params.Meta),
+			Session:   req.Session.ID(),
+			Observer:  obs,
+		})
+		obs.finish()
+		if err != nil {
+			if tool.KindOf(err) == tool.KindNotFound {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+			}
+			// Outside the contract; still the tool's failure, not the protocol's.
+			s.log.Error("tool call returned an error instead of a result", "tool", name, "error", err)
+			res = tool.ErrorResult(tool.Errorf(tool.KindInternal, "%v", err))
+		}
+		if res == nil {
+			res = tool.ErrorResult(tool.Errorf(tool.KindInternal, "tool %s returned no result", name))
+		}
+		return s.resultFor(name, res), nil
+	}
+}
+
+// acquire takes a call slot, waiting at most QueueWait. It returns a non-nil
+// result instead when the call must fail.
+func (s *Server) acquire(ctx context.Context) (release func(), fail *tool.Result) {
+	release = func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	timer := time.NewTimer(s.opts.QueueWait)
+	defer timer.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	case <-timer.C:
+		// Waiting ran out: the call timed out before it could start.
+		return nil, tool.ErrorResult(tool.Errorf(tool.KindTimeout,
+			"server busy: %d calls already running and none finished within %s; retry later",
+			cap(s.slots), s.opts.QueueWait))
+	case <-ctx.Done():
+		return nil, tool.ErrorResult(tool.Errorf(tool.KindCancelled, "cancelled while waiting for a free call slot"))
+	}
+}
+
+// arguments normalizes a missing or null arguments object to "{}": MCP makes
+// arguments optional, and every input schema is an object schema.
+func arguments(raw json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+func cursor(meta mcp.Meta) string {
+	c, _ := meta[MetaCursor].(string)
+	return c
+}
+
+// levelShift lowers every record by one slog level step (4), so that the
+// go-sdk's chatty info logs are debug logs of ours and its errors warnings.
+type levelShift struct{ h slog.Handler }
+
+func (l levelShift) Enabled(ctx context.Context, level slog.Level) bool {
+	return l.h.Enabled(ctx, level-4)
+}
+
+func (l levelShift) Handle(ctx context.Context, r slog.Record) error {
+	r.Level -= 4
+	return l.h.Handle(ctx, r)
+}
+
+func (l levelShift) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelShift{l.h.WithAttrs(attrs)}
+}
+
+func (l levelShift) WithGroup(name string) slog.Handler { return levelShift{l.h.WithGroup(name)} }
