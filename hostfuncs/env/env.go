@@ -1,0 +1,239 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/tool"
+)
+
+// Value is where one key's value comes from: the literal Value, or the host
+// environment variable FromEnv, read at each request. Exactly one is set.
+//
+// Value prints as "[redacted]" (or "from_env:NAME") in fmt, slog and JSON
+// alike, so that logging a Config can never leak a secret.
+type Value struct {
+	Value   string
+	FromEnv string
+}
+
+const redacted = "[redacted]"
+
+func (v Value) String() string { return v.describe() }
+
+// GoString keeps %#v from printing the fields.
+func (v Value) GoString() string { return v.describe() }
+
+// LogValue keeps slog from printing the fields.
+func (v Value) LogValue() slog.Value { return slog.StringValue(v.describe()) }
+
+// MarshalJSON keeps JSON encoders, slog's JSON handler among them, from
+// printing the fields. A Value is never meant to be serialized.
+func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.describe()) }
+
+func (v Value) describe() string {
+	if v.FromEnv != "" {
+		return "from_env:" + v.FromEnv
+	}
+	return redacted
+}
+
+// Config maps each key a tool may be granted to its Value.
+type Config struct {
+	Values map[string]Value
+}
+
+// Validate reports every problem in c, naming keys, never values.
+func (c Config) Validate() error {
+	var errs []error
+	seen := map[string]string{}
+	for _, key := range sortedKeys(c.Values) {
+		v := c.Values[key]
+		if !validKey(key) {
+			errs = append(errs, fmt.Errorf("env.values.%s: key must be A-Z a-z 0-9 _ and not start with a digit", key))
+		}
+		if other, dup := seen[strings.ToUpper(key)]; dup {
+			errs = append(errs, fmt.Errorf("env.values.%s: same key as %s (keys are case-insensitive)", key, other))
+		}
+		seen[strings.ToUpper(key)] = key
+		switch {
+		case (v.Value == "") == (v.FromEnv == ""):
+			errs = append(errs, fmt.Errorf("env.values.%s: set exactly one of value or from_env", key))
+		case v.FromEnv != "" && (strings.ContainsAny(v.FromEnv, "=\x00")):
+			// Not quoted: a value pasted into the wrong field is still a secret.
+			errs = append(errs, fmt.Errorf("env.values.%s: from_env is not a variable name (it contains = or NUL)", key))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validKey(key string) bool {
+	if key == "" || len(key) > 128 || '0' <= key[0] && key[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]Value) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Env is the warden.env capability.
+type Env struct {
+	// values is keyed by upper-cased key.
+	values atomic.Pointer[map[string]Value]
+	logger *slog.Logger
+}
+
+// New returns the capability for cfg. logger receives a debug line per
+// request and an info line per denial, naming tools and keys only; nil
+// discards them.
+func New(cfg Config, logger *slog.Logger) (*Env, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Env{logger: logger}
+	if err := e.SetConfig(cfg); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// SetConfig replaces the configuration; the next request uses it. An
+// invalid cfg changes nothing.
+func (e *Env) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	values := make(map[string]Value, len(cfg.Values))
+	for k, v := range cfg.Values {
+		values[strings.ToUpper(k)] = v
+	}
+	e.values.Store(&values)
+	return nil
+}
+
+// Name returns "env".
+func (e *Env) Name() string { return "env" }
+
+type request struct {
+	Op  string `json:"op"`
+	Key string `json:"key"`
+}
+
+type (
+	getReply struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	listReply struct {
+		Keys []string `json:"keys"`
+	}
+)
+
+// Serve handles one warden.env request.
+func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
+	req, decodeErr := decode(raw)
+	if err := gate(call, req); err != nil {
+		e.logger.Info("env denied", "tool", call.Tool, "reason", err)
+		return nil, err
+	}
+	if decodeErr != nil {
+		return nil, decodeErr
+	}
+	values := *e.values.Load()
+	if req.Op == "list" {
+		keys := []string{}
+		for _, key := range call.Grants.Env {
+			if _, ok := resolve(values, key); ok && validKey(key) &&
+				!slices.ContainsFunc(keys, func(k string) bool { return strings.EqualFold(k, key) }) {
+				keys = append(keys, key)
+			}
+		}
+		sort.Strings(keys)
+		e.logger.Debug("env list", "tool", call.Tool, "keys", len(keys))
+		return listReply{Keys: keys}, nil
+	}
+	value, ok := resolve(values, req.Key)
+	e.logger.Debug("env get", "tool", call.Tool, "key", req.Key, "found", ok)
+	if !ok {
+		return nil, tool.Errorf(tool.KindNotFound, "env: key %q has no value on this host (config key env.values.%[1]s)", req.Key)
+	}
+	return getReply{Key: req.Key, Value: value}, nil
+}
+
+// resolve returns key's value: the literal, or the host variable's current
+// value. A host variable that is unset has no value.
+func resolve(values map[string]Value, key string) (string, bool) {
+	v, ok := values[strings.ToUpper(key)]
+	switch {
+	case !ok:
+		return "", false
+	case v.FromEnv != "":
+		return os.LookupEnv(v.FromEnv)
+	}
+	return v.Value, true
+}
+
+func decode(raw []byte) (*request, error) {
+	var req request
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "env: bad request: %v", err)
+	}
+	if dec.More() {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "env: bad request: trailing data after the JSON object")
+	}
+	switch req.Op {
+	case "get":
+		if !validKey(req.Key) {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "env get: key %q must be A-Z a-z 0-9 _ and not start with a digit", req.Key)
+		}
+	case "list":
+		if req.Key != "" {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "env list: takes no key")
+		}
+	default:
+		return nil, tool.Errorf(tool.KindInvalidArguments, "env: unknown op %q (want get or list)", req.Op)
+	}
+	return &req, nil
+}
+
+// gate is the capability's one permission check: the tool needs an env
+// grant, and a get needs a grant for its key. Whether a key that is not
+// granted has a value is never revealed. req is nil when the request did
+// not decode; then only the presence of a grant is checked.
+func gate(call *hostfuncs.Call, req *request) error {
+	if len(call.Grants.Env) == 0 {
+		return tool.Errorf(tool.KindDenied, "env: tool %q has no env grant (config key tools.grants.%[1]s.env)", call.Tool)
+	}
+	if req == nil || req.Op != "get" {
+		return nil
+	}
+	if !slices.ContainsFunc(call.Grants.Env, func(k string) bool { return strings.EqualFold(k, req.Key) }) {
+		return tool.Errorf(tool.KindDenied, "env: key %q is not granted to tool %q (config key tools.grants.%[2]s.env)", req.Key, call.Tool)
+	}
+	return nil
+}
