@@ -87,18 +87,15 @@ func NewGuard(args json.RawMessage) (*Guard, error) {
 // set when items remain after the page.
 func Page[T any](g *Guard, items []T, hint string) ([]T, *Overflow) {
 	total := len(items)
+	skip, count := g.Window()
 	if g.Mode == Exploring {
-		limit := g.MaxResults
-		if g.limitSet && g.Limit < limit {
-			limit = g.Limit
-		}
-		if limit <= 0 || total <= limit {
+		if count <= 0 || total <= count {
 			return items, nil
 		}
-		return items[:limit], &Overflow{Shown: limit, Total: total, Hint: hint}
+		return items[:count], &Overflow{Shown: count, Total: total, Hint: hint}
 	}
-	start := min(g.Offset, total)
-	end := min(start+max(g.Limit, 1), total)
+	start := min(skip, total)
+	end := min(start+count, total)
 	page := items[start:end]
 	if len(page) == total {
 		return page, nil
@@ -109,6 +106,20 @@ func Page[T any](g *Guard, items []T, hint string) ([]T, *Overflow) {
 		o.NextOffset = &next
 	}
 	return page, o
+}
+
+// Window returns which items Page lets through, for a tool that produces
+// items one at a time and wants to stop early: items [skip, skip+count) of
+// the full sequence. (Page itself also computes the Overflow.)
+func (g *Guard) Window() (skip, count int) {
+	if g.Mode == Focused {
+		return g.Offset, max(g.Limit, 1)
+	}
+	count = g.MaxResults
+	if g.limitSet && g.Limit < count {
+		count = g.Limit
+	}
+	return 0, count
 }
 
 // paginationProperties are the input-schema properties NewGuard reads.
