@@ -8,6 +8,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -253,6 +254,25 @@ func (o *opCall) gate(op string, a pathguard.Access, p string, followLast bool) 
 		return t, nil, tool.Errorf(tool.KindFailed, "%s %q: root %q is not available: %v", op, t.Path(), t.Root.Name, unwrapPath(err))
 	}
 	return t, root, nil
+}
+
+// verifyOpened runs the real-path half of the gate again on what f
+// actually is, where the platform can tell (/proc/self/fd on Linux). That
+// closes the window in which another process swaps a checked component for
+// a symlink between Resolve and the open. It must run after the file type
+// is known to be regular or a directory (Fd makes a FIFO blocking).
+func (o *opCall) verifyOpened(op string, a pathguard.Access, t pathguard.Target, f *os.File) error {
+	opened, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return nil // no /proc: the check before the open stands alone
+	}
+	if opened == t.HostPath() {
+		return nil // no symlink on the way: the lexical check judged this path
+	}
+	if strings.HasSuffix(opened, " (deleted)") {
+		return tool.Errorf(tool.KindFailed, "%s %q: removed while being opened", op, t.Path())
+	}
+	return o.st.guard.CheckReal(op, a, o.call.Tool, o.grants(a), t, opened)
 }
 
 // fileError maps an error from an os.Root operation to a tool error that

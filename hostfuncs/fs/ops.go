@@ -71,6 +71,9 @@ func (o *opCall) read() (any, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if err := o.verifyOpened(op, pathguard.Read, t, f); err != nil {
+		return nil, err
+	}
 	maxBytes := lower(o.req.MaxBytes, o.st.limits.MaxReadBytes)
 	reply := &ReadReply{Path: t.Path(), Size: fi.Size()}
 	if o.req.Offset == nil && o.req.Limit <= 0 {
@@ -295,6 +298,9 @@ func (o *opCall) list() (any, error) {
 	if !fi.IsDir() {
 		return nil, invalid("list %q: not a directory", t.Path())
 	}
+	if err := o.verifyOpened(op, pathguard.Read, t, d); err != nil {
+		return nil, err
+	}
 	limit := lower(o.req.Limit, o.st.limits.MaxListEntries)
 	reply := &ListReply{Path: t.Path(), Entries: []Entry{}}
 	for {
@@ -381,7 +387,8 @@ type WriteReply struct {
 
 func (o *opCall) write(appending bool) (any, error) {
 	op := "write"
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	// Truncation waits until the opened file has passed verifyOpened.
+	flags := os.O_WRONLY | os.O_CREATE
 	if appending {
 		op, flags = "append", os.O_WRONLY|os.O_CREATE|os.O_APPEND
 	}
@@ -419,6 +426,14 @@ func (o *opCall) write(appending bool) (any, error) {
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil, invalid("%s %q: not a regular file", op, t.Path())
+	}
+	if err := o.verifyOpened(op, pathguard.Write, t, f); err != nil {
+		return nil, err
+	}
+	if !appending {
+		if err := f.Truncate(0); err != nil {
+			return nil, fileError(op, t, err)
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		return nil, fileError(op, t, err)

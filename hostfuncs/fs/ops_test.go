@@ -472,3 +472,39 @@ func TestCheckReadAndLocate(t *testing.T) {
 		t.Errorf("ProjectRoot = %q", got)
 	}
 }
+
+// TestVerifyOpened stands in for a race: the gate judged src/a.go, but what
+// got opened is config/.env (as if src/a.go had been swapped for a symlink
+// in between). The check on the opened file must refuse it.
+func TestVerifyOpened(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	e := newEnv(t)
+	c := call("r", []string{"."}, nil)
+	o := &opCall{ctx: context.Background(), call: c, st: e.fs.state.Load(), req: &request{}}
+	tg, err := o.st.guard.Check("read", 0, "r", []string{"."}, "src/a.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, kind := range map[string]tool.Kind{"config/.env": tool.KindDenied, "src/a.go": ""} {
+		f, err := os.Open(filepath.Join(e.proj, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = o.verifyOpened("read", 0, tg, f)
+		f.Close()
+		if tool.KindOf(err) != kind {
+			t.Errorf("opened %s: %v, want kind %q", name, err, kind)
+		}
+	}
+	// Opened outside the root altogether.
+	f, err := os.Open(filepath.Join(e.home, "public.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := o.verifyOpened("read", 0, tg, f); tool.KindOf(err) != tool.KindDenied {
+		t.Errorf("opened outside the root: %v", err)
+	}
+}

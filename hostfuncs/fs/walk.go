@@ -255,6 +255,9 @@ func (o *opCall) search() (any, error) {
 			return nil // not a regular file, or gone: nothing to search
 		}
 		defer f.Close()
+		if o.verifyOpened(op, pathguard.Read, t, f) != nil {
+			return nil // swapped for something the tool may not read
+		}
 		reply.FilesScanned++
 		return o.searchFile(f, t, re, maxMatches, maxBytes, reply)
 	})

@@ -312,23 +312,34 @@ func (g *Guard) Resolve(op string, access Access, toolName string, grants []stri
 	if err != nil {
 		return "", tool.Errorf(tool.KindFailed, "%s %q: %v", op, t.Path(), err)
 	}
-	rel, ok := within(t.Root.Real, real)
-	if !ok {
-		return "", denied("%s %q: resolves outside root %q; symlinks may not leave their root", op, t.Path(), t.Root.Name)
-	}
-	if rel == t.Rel {
+	if real == t.abs(t.Root.Real) {
 		// No symlink on the way: Check has judged this very path.
 		return real, nil
 	}
-	rt := Target{Root: t.Root, Rel: rel}
-	if rule := g.denied(rt, real); rule != nil {
-		return "", denyRule(op, t.Path(), rule)
-	}
-	if !g.granted(grants, rt) {
-		return "", denied("%s %q: not granted: a symlink leads outside the granted paths; grant its target with tools.grants.%s.fs.%s",
-			op, t.Path(), toolName, access.key())
+	if err := g.CheckReal(op, access, toolName, grants, t, real); err != nil {
+		return "", err
 	}
 	return real, nil
+}
+
+// CheckReal applies the real-path half of the gate to real, a physical host
+// path that t led to: it must lie in t's root, match no deny rule and be
+// granted. Callers use it after Resolve on the path of what they actually
+// opened, which closes the window between check and open.
+func (g *Guard) CheckReal(op string, access Access, toolName string, grants []string, t Target, real string) error {
+	rel, ok := within(t.Root.Real, real)
+	if !ok {
+		return denied("%s %q: resolves outside root %q; symlinks may not leave their root", op, t.Path(), t.Root.Name)
+	}
+	rt := Target{Root: t.Root, Rel: rel}
+	if rule := g.denied(rt, real); rule != nil {
+		return denyRule(op, t.Path(), rule)
+	}
+	if !g.granted(grants, rt) {
+		return denied("%s %q: not granted: a symlink leads outside the granted paths; grant its target with tools.grants.%s.fs.%s",
+			op, t.Path(), toolName, access.key())
+	}
+	return nil
 }
 
 func denyRule(op, p string, r *Rule) *tool.Error {
