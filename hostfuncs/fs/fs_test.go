@@ -29,7 +29,7 @@ type env struct {
 	fs                               *FS
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	tmp, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -159,7 +159,7 @@ func (e *env) fail(t *testing.T, c *hostfuncs.Call, req string, kind tool.Kind) 
 }
 
 // noLeak asserts that s holds no secret content and no host path.
-func (e *env) noLeak(t *testing.T, what, s string) {
+func (e *env) noLeak(t testing.TB, what, s string) {
 	t.Helper()
 	if strings.Contains(s, secret) {
 		t.Fatalf("%s: secret content leaked: %s", what, s)
