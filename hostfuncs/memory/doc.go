@@ -15,7 +15,8 @@
 // # Grants
 //
 // Config grants a tool memory: read (get, list) or memory: read-write (also
-// set, append, delete). memoryTopics, when present, limits every operation
+// set, append, delete) under tools.grants.<tool>.memory. memory_topics
+// (Capabilities.MemoryTopics), when present, limits every operation
 // to topics within the listed prefixes; prefixes match whole components, so
 // "arch" covers "arch" and "arch/db" but not "archive". A tool without a
 // memory grant is denied every request.
@@ -44,6 +45,7 @@
 // Values are UTF-8 text of at most Config.MaxValueBytes (256 KiB by default)
 // after an append. Errors: invalid_arguments (bad request, bad topic, value
 // too large), denied (no grant, read-only grant writing, topic outside
-// memoryTopics), not_found (get of a missing topic), cancelled or timeout
-// (the call ended while waiting for the lock), failed (I/O).
+// memory_topics; the message names the config key that would grant it),
+// not_found (get of a missing topic), cancelled or timeout (the call ended
+// while waiting for the lock), failed (I/O).
 package memory

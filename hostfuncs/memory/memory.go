@@ -217,13 +217,13 @@ func gate(call *hostfuncs.Call, req *request) error {
 	switch g.Memory {
 	case tool.MemoryRead, tool.MemoryReadWrite:
 	default:
-		return tool.Errorf(tool.KindDenied, "memory: tool %q has no memory grant (config key memory: read or read-write)", call.Tool)
+		return tool.Errorf(tool.KindDenied, "memory: tool %q has no memory grant (config key tools.grants.%[1]s.memory: read or read-write)", call.Tool)
 	}
 	if req == nil {
 		return nil
 	}
 	if req.writes() && g.Memory != tool.MemoryReadWrite {
-		return tool.Errorf(tool.KindDenied, "memory %s: tool %q may only read memories (config key memory: read-write)", req.Op, call.Tool)
+		return tool.Errorf(tool.KindDenied, "memory %s: tool %q may only read memories (config key tools.grants.%[2]s.memory: read-write)", req.Op, call.Tool)
 	}
 	if len(g.MemoryTopics) == 0 {
 		return nil
@@ -237,10 +237,10 @@ func gate(call *hostfuncs.Call, req *request) error {
 		}) {
 			return nil
 		}
-		return tool.Errorf(tool.KindDenied, "memory list: prefix %q is outside tool %q's topics %q (config key memoryTopics)", req.Prefix, call.Tool, g.MemoryTopics)
+		return tool.Errorf(tool.KindDenied, "memory list: prefix %q is outside tool %q's topics %q (config key tools.grants.%[2]s.memory_topics)", req.Prefix, call.Tool, g.MemoryTopics)
 	}
 	if !granted(g.MemoryTopics, req.Topic) {
-		return tool.Errorf(tool.KindDenied, "memory %s: topic %q is outside tool %q's topics %q (config key memoryTopics)", req.Op, req.Topic, call.Tool, g.MemoryTopics)
+		return tool.Errorf(tool.KindDenied, "memory %s: topic %q is outside tool %q's topics %q (config key tools.grants.%[3]s.memory_topics)", req.Op, req.Topic, call.Tool, g.MemoryTopics)
 	}
 	return nil
 }

@@ -188,19 +188,19 @@ func TestDenied(t *testing.T) {
 		req  any
 		want string // in the message
 	}{
-		{"no grant get", none, req{"op": "get", "topic": "arch/db"}, "config key memory"},
-		{"no grant list", none, req{"op": "list"}, "config key memory"},
-		{"no grant set", none, req{"op": "set", "topic": "arch/db", "value": "x"}, "config key memory"},
-		{"no grant garbage", none, "not an object", "config key memory"},
-		{"unknown access level", bogus, req{"op": "get", "topic": "arch/db"}, "config key memory"},
-		{"read-only set", ro, req{"op": "set", "topic": "arch/db", "value": "x"}, "memory: read-write"},
-		{"read-only append", ro, req{"op": "append", "topic": "arch/db", "value": "x"}, "memory: read-write"},
-		{"read-only delete", ro, req{"op": "delete", "topic": "arch/db"}, "memory: read-write"},
-		{"outside prefix get", arch, req{"op": "get", "topic": "notes"}, "memoryTopics"},
-		{"outside prefix set", arch, req{"op": "set", "topic": "notes", "value": "x"}, "memoryTopics"},
-		{"prefix is not a string prefix", arch, req{"op": "set", "topic": "archive", "value": "x"}, "memoryTopics"},
-		{"outside prefix delete", arch, req{"op": "delete", "topic": "notes"}, "memoryTopics"},
-		{"outside prefix list", arch, req{"op": "list", "prefix": "notes"}, "memoryTopics"},
+		{"no grant get", none, req{"op": "get", "topic": "arch/db"}, "tools.grants.t.memory:"},
+		{"no grant list", none, req{"op": "list"}, "tools.grants.t.memory:"},
+		{"no grant set", none, req{"op": "set", "topic": "arch/db", "value": "x"}, "tools.grants.t.memory:"},
+		{"no grant garbage", none, "not an object", "tools.grants.t.memory:"},
+		{"unknown access level", bogus, req{"op": "get", "topic": "arch/db"}, "tools.grants.t.memory:"},
+		{"read-only set", ro, req{"op": "set", "topic": "arch/db", "value": "x"}, "tools.grants.t.memory: read-write"},
+		{"read-only append", ro, req{"op": "append", "topic": "arch/db", "value": "x"}, "tools.grants.t.memory: read-write"},
+		{"read-only delete", ro, req{"op": "delete", "topic": "arch/db"}, "tools.grants.t.memory: read-write"},
+		{"outside prefix get", arch, req{"op": "get", "topic": "notes"}, "tools.grants.t.memory_topics"},
+		{"outside prefix set", arch, req{"op": "set", "topic": "notes", "value": "x"}, "tools.grants.t.memory_topics"},
+		{"prefix is not a string prefix", arch, req{"op": "set", "topic": "archive", "value": "x"}, "tools.grants.t.memory_topics"},
+		{"outside prefix delete", arch, req{"op": "delete", "topic": "notes"}, "tools.grants.t.memory_topics"},
+		{"outside prefix list", arch, req{"op": "list", "prefix": "notes"}, "tools.grants.t.memory_topics"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reply, err := serve(t, m, tc.call, tc.req)

@@ -73,3 +73,39 @@ func FuzzValidateTopic(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecode checks the request parser: it never panics, and what it
+// accepts names only valid topics and prefixes.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"op":"get","topic":"arch/db"}`, `{"op":"set","topic":"a","value":"v"}`, `{"op":"list","prefix":"arch"}`,
+		`{"op":"list"}`, `{"op":"delete","topic":"../x"}`, `{"op":"append","topic":"a","value":null}`, `{}`, `[]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		req, err := decode(raw)
+		if err != nil {
+			if req != nil {
+				t.Fatal("decode returned a request and an error")
+			}
+			return
+		}
+		switch req.Op {
+		case "list":
+			if req.Prefix != "" && ValidateTopic(req.Prefix) != nil || req.Topic != "" || req.Value != nil {
+				t.Fatalf("accepted %+v", req)
+			}
+		case "get", "delete":
+			if ValidateTopic(req.Topic) != nil || req.Value != nil {
+				t.Fatalf("accepted %+v", req)
+			}
+		case "set", "append":
+			if ValidateTopic(req.Topic) != nil || req.Value == nil {
+				t.Fatalf("accepted %+v", req)
+			}
+		default:
+			t.Fatalf("accepted op %q", req.Op)
+		}
+	})
+}
