@@ -1,0 +1,313 @@
+package lsp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/tool"
+)
+
+// ReadGate is the fs capability's read check. The LSP capability asks it
+// about every path a guest names and every location it would return, so a
+// tool learns nothing through a language server about a file it may not
+// read.
+type ReadGate interface {
+	// CheckRead returns nil when call may read relPath (slash-separated,
+	// relative to the project root), else the error a read would get.
+	CheckRead(call *hostfuncs.Call, relPath string) error
+}
+
+// Capability serves the warden.lsp import for one project root.
+type Capability struct {
+	m    *Manager
+	root string
+	gate ReadGate
+}
+
+// MaxResults caps the locations, symbols or diagnostics of one reply; a
+// reply that was cut says "truncated": true.
+const MaxResults = 1000
+
+// NewCapability returns the warden.lsp capability for the project at root,
+// querying m's servers and checking paths with gate.
+func NewCapability(m *Manager, root string, gate ReadGate) (*Capability, error) {
+	if m == nil || gate == nil {
+		return nil, errors.New("lsp: NewCapability needs a Manager and a ReadGate")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("lsp: project root %s: %w", root, err)
+	}
+	return &Capability{m: m, root: abs, gate: gate}, nil
+}
+
+// Name implements hostfuncs.Capability.
+func (c *Capability) Name() string { return "lsp" }
+
+// request is one guest request; see doc.go.
+type request struct {
+	Op                 string  `json:"op"`
+	Language           string  `json:"language"`
+	Path               string  `json:"path"`
+	Line               int     `json:"line"`
+	Column             int     `json:"column"`
+	Query              *string `json:"query"`
+	IncludeDeclaration *bool   `json:"includeDeclaration"`
+}
+
+const (
+	opDocumentSymbol  = "documentSymbol"
+	opWorkspaceSymbol = "workspaceSymbol"
+	opDefinition      = "definition"
+	opReferences      = "references"
+	opHover           = "hover"
+	opDiagnostics     = "diagnostics"
+)
+
+// parseRequest decodes and checks a guest request. It does not look at
+// grants or files.
+func parseRequest(raw []byte) (*request, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var req request
+	if err := dec.Decode(&req); err != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: trailing data after the JSON object")
+	}
+	needPath, needPos := false, false
+	switch req.Op {
+	case opDocumentSymbol:
+		needPath = true
+	case opDefinition, opHover:
+		needPath, needPos = true, true
+	case opReferences:
+		needPath, needPos = true, true
+	case opWorkspaceSymbol:
+		if req.Query == nil {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "workspaceSymbol needs a query (it may be empty)")
+		}
+	case opDiagnostics:
+	case "":
+		return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: op is required")
+	default:
+		return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: unknown op %q", req.Op)
+	}
+	if req.Op != opWorkspaceSymbol && req.Query != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "%s takes no query", req.Op)
+	}
+	if req.Op != opReferences && req.IncludeDeclaration != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "%s takes no includeDeclaration", req.Op)
+	}
+	if needPath && req.Path == "" {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "%s needs a path", req.Op)
+	}
+	if !needPath && req.Op == opWorkspaceSymbol && req.Path != "" {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "workspaceSymbol takes no path")
+	}
+	if needPos {
+		if req.Line < 1 || req.Column < 1 {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "%s needs line and column, both 1-based", req.Op)
+		}
+	} else if req.Line != 0 || req.Column != 0 {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "%s takes no line or column", req.Op)
+	}
+	if req.Path != "" {
+		p, err := cleanPath(req.Path)
+		if err != nil {
+			return nil, err
+		}
+		req.Path = p
+	}
+	return &req, nil
+}
+
+// Replies. Lines and columns are 1-based; columns count UTF-8 bytes.
+type (
+	symbolsReply struct {
+		Path      string   `json:"path,omitempty"`
+		Symbols   []Symbol `json:"symbols"`
+		Truncated bool     `json:"truncated,omitempty"`
+	}
+	locationsReply struct {
+		Locations []Location `json:"locations"`
+		Truncated bool       `json:"truncated,omitempty"`
+	}
+	hoverReply struct {
+		Hover *Hover `json:"hover"`
+	}
+	diagnosticsReply struct {
+		Diagnostics []Diagnostic `json:"diagnostics"`
+		// Complete is false when the server had not yet diagnosed the
+		// file's current content when the wait ran out.
+		Complete  bool `json:"complete"`
+		Truncated bool `json:"truncated,omitempty"`
+	}
+)
+
+// Serve implements hostfuncs.Capability.
+func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
+	if len(call.Grants.LSP) == 0 {
+		return nil, tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access", call.Tool)
+	}
+	req, err := parseRequest(raw)
+	if err != nil {
+		return nil, err
+	}
+	lang, err := c.language(call, req)
+	if err != nil {
+		return nil, err
+	}
+	g := &gate{call: call, gate: c.gate, seen: map[string]error{}}
+	if req.Path != "" {
+		if err := g.check(req.Path); err != nil {
+			return nil, err
+		}
+	}
+	t := Target{Language: lang, Root: c.root}
+	pos := Position{Line: req.Line, Column: req.Column}
+
+	switch req.Op {
+	case opDocumentSymbol:
+		syms, err := c.m.DocumentSymbols(ctx, t, req.Path)
+		if err != nil {
+			return nil, err
+		}
+		syms, cut := capped(syms)
+		return symbolsReply{Path: req.Path, Symbols: nonNil(syms), Truncated: cut}, nil
+
+	case opWorkspaceSymbol:
+		syms, err := c.m.WorkspaceSymbols(ctx, t, *req.Query)
+		if err != nil {
+			return nil, err
+		}
+		syms = slices.DeleteFunc(syms, func(s Symbol) bool { return !g.allows(s.Path) })
+		syms, cut := capped(syms)
+		return symbolsReply{Symbols: nonNil(syms), Truncated: cut}, nil
+
+	case opDefinition:
+		locs, err := c.m.Definition(ctx, t, req.Path, pos)
+		if err != nil {
+			return nil, err
+		}
+		locs, cut := capped(g.locations(locs))
+		return locationsReply{Locations: nonNil(locs), Truncated: cut}, nil
+
+	case opReferences:
+		include := req.IncludeDeclaration != nil && *req.IncludeDeclaration
+		locs, err := c.m.References(ctx, t, req.Path, pos, include)
+		if err != nil {
+			return nil, err
+		}
+		locs, cut := capped(g.locations(locs))
+		return locationsReply{Locations: nonNil(locs), Truncated: cut}, nil
+
+	case opHover:
+		// Hover text is mostly the definition's signature and doc
+		// comment: withhold it when the definition is in a file the tool
+		// may not read. Definitions outside the project (the standard
+		// library, dependencies) are not project files and don't.
+		defs, err := c.m.Definition(ctx, t, req.Path, pos)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range defs {
+			if !g.allows(d.Path) {
+				return hoverReply{}, nil
+			}
+		}
+		h, err := c.m.Hover(ctx, t, req.Path, pos)
+		if err != nil {
+			return nil, err
+		}
+		return hoverReply{Hover: h}, nil
+
+	case opDiagnostics:
+		diags, complete, err := c.m.Diagnostics(ctx, t, req.Path)
+		if err != nil {
+			return nil, err
+		}
+		diags = slices.DeleteFunc(diags, func(d Diagnostic) bool { return !g.allows(d.Path) })
+		for i := range diags {
+			diags[i].Related = g.locations(diags[i].Related)
+		}
+		diags, cut := capped(diags)
+		return diagnosticsReply{Diagnostics: nonNil(diags), Complete: complete, Truncated: cut}, nil
+	}
+	return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: unknown op %q", req.Op)
+}
+
+// language picks the request's language and checks it is granted.
+func (c *Capability) language(call *hostfuncs.Call, req *request) (string, error) {
+	lang := req.Language
+	switch {
+	case lang != "":
+	case req.Path != "":
+		var ok bool
+		if lang, ok = c.m.LanguageFor(req.Path); !ok {
+			return "", tool.Errorf(tool.KindInvalidArguments, "no configured language claims %s; pass language", req.Path)
+		}
+	case len(call.Grants.LSP) == 1:
+		lang = call.Grants.LSP[0]
+	default:
+		return "", tool.Errorf(tool.KindInvalidArguments, "%s needs a language (granted: %s)", req.Op, strings.Join(call.Grants.LSP, ", "))
+	}
+	if !slices.Contains(call.Grants.LSP, lang) {
+		return "", tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access to %s", call.Tool, lang)
+	}
+	return lang, nil
+}
+
+// gate asks the ReadGate once per path per request.
+type gate struct {
+	call *hostfuncs.Call
+	gate ReadGate
+	seen map[string]error
+}
+
+// check returns the gate's error for rel as a denial.
+func (g *gate) check(rel string) error {
+	err, ok := g.seen[rel]
+	if !ok {
+		err = g.gate.CheckRead(g.call, rel)
+		if err != nil {
+			var te *tool.Error
+			if !errors.As(err, &te) {
+				err = tool.Errorf(tool.KindDenied, "%v", err)
+			}
+		}
+		g.seen[rel] = err
+	}
+	return err
+}
+
+func (g *gate) allows(rel string) bool { return g.check(rel) == nil }
+
+// locations drops the locations the tool may not read.
+func (g *gate) locations(locs []Location) []Location {
+	return slices.DeleteFunc(locs, func(l Location) bool { return !g.allows(l.Path) })
+}
+
+func capped[T any](s []T) ([]T, bool) {
+	if len(s) > MaxResults {
+		return s[:MaxResults], true
+	}
+	return s, false
+}
+
+// nonNil makes empty results encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

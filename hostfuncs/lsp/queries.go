@@ -1,0 +1,518 @@
+package lsp
+
+import (
+	"context"
+	"io"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.lsp.dev/protocol"
+	"go.lsp.dev/uri"
+
+	"github.com/warden-run/warden/tool"
+)
+
+// cleanPath checks a guest's project-relative path and returns it in
+// canonical form: slash-separated, no "." or ".." elements, not absolute.
+func cleanPath(p string) (string, error) {
+	if p == "" {
+		return "", tool.Errorf(tool.KindInvalidArguments, "path is required")
+	}
+	if strings.ContainsRune(p, 0) || strings.Contains(p, `\`) {
+		return "", tool.Errorf(tool.KindInvalidArguments, "path %q: must be a slash-separated path relative to the project root", p)
+	}
+	c := path.Clean(p)
+	if first, _, _ := strings.Cut(c, "/"); strings.Contains(first, ":") {
+		// The fs capability reads "name:path" as a path in another root;
+		// language servers serve the project root only.
+		return "", tool.Errorf(tool.KindInvalidArguments, "path %q: only paths in the project root are served", p)
+	}
+	if !filepath.IsLocal(filepath.FromSlash(c)) {
+		return "", tool.Errorf(tool.KindInvalidArguments, "path %q: must be relative to the project root and stay inside it", p)
+	}
+	return c, nil
+}
+
+// checkFile validates rel for the language of t.
+func (m *Manager) checkFile(t Target, rel string) (string, error) {
+	rel, err := cleanPath(rel)
+	if err != nil {
+		return "", err
+	}
+	if lang, ok := m.cfg.Languages[t.Language]; ok && !slices.Contains(lang.Extensions, path.Ext(rel)) {
+		return "", tool.Errorf(tool.KindInvalidArguments, "%s is not a %s file (%s)", rel, t.Language, strings.Join(lang.Extensions, ", "))
+	}
+	return rel, nil
+}
+
+// checkPosition validates p against the document and converts it for the
+// server.
+func checkPosition(s *server, doc *document, rel string, p Position) (protocol.Position, error) {
+	if p.Line < 1 || p.Line > len(doc.lines) {
+		return protocol.Position{}, tool.Errorf(tool.KindInvalidArguments, "line %d is outside %s (lines 1-%d)", p.Line, rel, len(doc.lines))
+	}
+	if n := len(doc.lines[p.Line-1]); p.Column < 1 || p.Column > n+1 {
+		return protocol.Position{}, tool.Errorf(tool.KindInvalidArguments, "column %d is outside line %d of %s (columns 1-%d)", p.Column, p.Line, rel, n+1)
+	}
+	return toServer(doc.lines, p, s.encoding), nil
+}
+
+// DocumentSymbols returns the symbols of one file, nested as the server
+// nests them.
+func (m *Manager) DocumentSymbols(ctx context.Context, t Target, file string) ([]Symbol, error) {
+	rel, err := m.checkFile(t, file)
+	if err != nil {
+		return nil, err
+	}
+	var out []Symbol
+	err = m.do(ctx, t, func(ctx context.Context, s *server) error {
+		doc, err := s.sync(ctx, rel)
+		if err != nil {
+			return err
+		}
+		res, err := s.rpc.DocumentSymbol(ctx, &protocol.DocumentSymbolParams{TextDocument: protocol.TextDocumentIdentifier{URI: doc.uri}})
+		if err != nil {
+			return s.describe("textDocument/documentSymbol", ctx, err)
+		}
+		c := s.converter()
+		switch r := res.(type) {
+		case protocol.DocumentSymbolSlice:
+			out = c.documentSymbols(rel, r)
+		case protocol.SymbolInformationSlice:
+			for _, si := range r {
+				if sym, ok := c.symbolInformation(si); ok && sym.Path == rel {
+					sym.Path = ""
+					out = append(out, sym)
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// WorkspaceSymbols returns the server's matches for query across the
+// project. Symbols outside the project root are left out.
+func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) ([]Symbol, error) {
+	var out []Symbol
+	err := m.do(ctx, t, func(ctx context.Context, s *server) error {
+		res, err := s.rpc.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: query})
+		if err != nil {
+			return s.describe("workspace/symbol", ctx, err)
+		}
+		c := s.converter()
+		out = out[:0]
+		switch r := res.(type) {
+		case protocol.SymbolInformationSlice:
+			for _, si := range r {
+				if sym, ok := c.symbolInformation(si); ok {
+					out = append(out, sym)
+				}
+			}
+		case protocol.WorkspaceSymbolSlice:
+			for _, ws := range r {
+				if sym, ok := c.workspaceSymbol(ws); ok {
+					out = append(out, sym)
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Definition returns where the symbol at pos in file is defined.
+// Definitions outside the project root are left out.
+func (m *Manager) Definition(ctx context.Context, t Target, file string, pos Position) ([]Location, error) {
+	rel, err := m.checkFile(t, file)
+	if err != nil {
+		return nil, err
+	}
+	var out []Location
+	err = m.do(ctx, t, func(ctx context.Context, s *server) error {
+		params, err := positionParams(ctx, s, rel, pos)
+		if err != nil {
+			return err
+		}
+		res, err := s.rpc.Definition(ctx, &protocol.DefinitionParams{TextDocumentPositionParams: params})
+		if err != nil {
+			return s.describe("textDocument/definition", ctx, err)
+		}
+		out = s.converter().definitions(res)
+		return nil
+	})
+	return out, err
+}
+
+// References returns the references to the symbol at pos in file, sorted
+// by path and position. References outside the project root are left out.
+func (m *Manager) References(ctx context.Context, t Target, file string, pos Position, includeDeclaration bool) ([]Location, error) {
+	rel, err := m.checkFile(t, file)
+	if err != nil {
+		return nil, err
+	}
+	var out []Location
+	err = m.do(ctx, t, func(ctx context.Context, s *server) error {
+		params, err := positionParams(ctx, s, rel, pos)
+		if err != nil {
+			return err
+		}
+		res, err := s.rpc.References(ctx, &protocol.ReferenceParams{
+			TextDocumentPositionParams: params,
+			Context:                    protocol.ReferenceContext{IncludeDeclaration: includeDeclaration},
+		})
+		if err != nil {
+			return s.describe("textDocument/references", ctx, err)
+		}
+		c := s.converter()
+		out = out[:0]
+		for _, l := range res {
+			if loc, ok := c.location(l.URI, l.Range); ok {
+				out = append(out, loc)
+			}
+		}
+		sortLocations(out)
+		return nil
+	})
+	return out, err
+}
+
+// Hover returns what the server says about the symbol at pos in file, or
+// nil when it says nothing.
+func (m *Manager) Hover(ctx context.Context, t Target, file string, pos Position) (*Hover, error) {
+	rel, err := m.checkFile(t, file)
+	if err != nil {
+		return nil, err
+	}
+	var out *Hover
+	err = m.do(ctx, t, func(ctx context.Context, s *server) error {
+		params, err := positionParams(ctx, s, rel, pos)
+		if err != nil {
+			return err
+		}
+		res, err := s.rpc.Hover(ctx, &protocol.HoverParams{TextDocumentPositionParams: params})
+		if err != nil {
+			return s.describe("textDocument/hover", ctx, err)
+		}
+		out = nil
+		if res == nil {
+			return nil
+		}
+		text, format := hoverText(res.Contents)
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
+		out = &Hover{Text: text, Format: format}
+		if res.Range != nil {
+			if loc, ok := s.converter().location(params.TextDocument.URI, *res.Range); ok {
+				out.Range = &loc
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Diagnostics returns the diagnostics the server published. With a file,
+// it syncs the file and waits up to Config.DiagnosticsWait for diagnostics
+// of its current content; complete is false when they did not come and
+// older ones (or none) are returned. Without a file it returns everything
+// published so far in the project, without waiting: servers diagnose the
+// workspace in the background after they start.
+func (m *Manager) Diagnostics(ctx context.Context, t Target, file string) (diags []Diagnostic, complete bool, err error) {
+	rel := ""
+	if file != "" {
+		if rel, err = m.checkFile(t, file); err != nil {
+			return nil, false, err
+		}
+	}
+	err = m.do(ctx, t, func(ctx context.Context, s *server) error {
+		diags, complete = nil, true
+		if rel == "" {
+			s.diagMu.Lock()
+			all := make(map[string]published, len(s.diags))
+			for k, v := range s.diags {
+				all[k] = v
+			}
+			s.diagMu.Unlock()
+			c := s.converter()
+			for p, pub := range all {
+				diags = append(diags, c.diagnostics(p, pub.diags)...)
+			}
+			sortDiagnostics(diags)
+			return nil
+		}
+		doc, err := s.sync(ctx, rel)
+		if err != nil {
+			return err
+		}
+		pub, fresh := s.waitDiagnostics(ctx, rel, doc, m.cfg.DiagnosticsWait)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		complete = fresh
+		diags = s.converter().diagnostics(rel, pub.diags)
+		sortDiagnostics(diags)
+		return nil
+	})
+	return diags, complete, err
+}
+
+// waitDiagnostics waits up to wait for diagnostics of doc's version.
+func (s *server) waitDiagnostics(ctx context.Context, rel string, doc *document, wait time.Duration) (published, bool) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		s.diagMu.Lock()
+		pub, ok := s.diags[rel]
+		signal := s.diagSignal
+		s.diagMu.Unlock()
+		if ok && (pub.version >= doc.version || (pub.version == 0 && pub.seq > doc.sentSeq)) {
+			return pub, true
+		}
+		select {
+		case <-signal:
+		case <-timer.C:
+			return pub, false
+		case <-ctx.Done():
+			return pub, false
+		case <-s.exited:
+			return pub, false
+		}
+	}
+}
+
+func positionParams(ctx context.Context, s *server, rel string, pos Position) (protocol.TextDocumentPositionParams, error) {
+	doc, err := s.sync(ctx, rel)
+	if err != nil {
+		return protocol.TextDocumentPositionParams{}, err
+	}
+	p, err := checkPosition(s, doc, rel, pos)
+	if err != nil {
+		return protocol.TextDocumentPositionParams{}, err
+	}
+	return protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: doc.uri}, Position: p}, nil
+}
+
+// converter turns server results into guest results. For servers that
+// speak UTF-16 it reads the lines it needs, once per file.
+type converter struct {
+	s     *server
+	files map[string][][]byte
+}
+
+func (s *server) converter() *converter { return &converter{s: s, files: map[string][][]byte{}} }
+
+// lines returns the lines of rel for column conversion, or nil when the
+// columns need none or the file cannot be read.
+func (c *converter) lines(rel string) [][]byte {
+	if c.s.encoding == protocol.PositionEncodingKindUTF8 {
+		return nil
+	}
+	if l, ok := c.files[rel]; ok {
+		return l
+	}
+	c.s.docMu.Lock()
+	doc := c.s.docs[rel]
+	c.s.docMu.Unlock()
+	var lines [][]byte
+	if doc != nil {
+		lines = doc.lines
+	} else if f, err := c.s.rootFS.Open(filepath.FromSlash(rel)); err == nil {
+		content, err := io.ReadAll(io.LimitReader(f, maxDocumentSize))
+		f.Close()
+		if err == nil {
+			lines = splitLines(content)
+		}
+	}
+	c.files[rel] = lines
+	return lines
+}
+
+func (c *converter) pos(rel string, p protocol.Position) Position {
+	var line []byte
+	if lines := c.lines(rel); int(p.Line) < len(lines) {
+		line = lines[p.Line]
+	}
+	return fromServer(p, line, c.s.encoding)
+}
+
+func (c *converter) rangeIn(rel string, r protocol.Range) Location {
+	start, end := c.pos(rel, r.Start), c.pos(rel, r.End)
+	return Location{Path: rel, Line: start.Line, Column: start.Column, EndLine: end.Line, EndColumn: end.Column}
+}
+
+// location converts a server location; false when it is outside the root.
+func (c *converter) location(u uri.URI, r protocol.Range) (Location, bool) {
+	rel, ok := c.s.relOf(u)
+	if !ok {
+		return Location{}, false
+	}
+	return c.rangeIn(rel, r), true
+}
+
+func (c *converter) documentSymbols(rel string, syms []protocol.DocumentSymbol) []Symbol {
+	out := make([]Symbol, 0, len(syms))
+	for _, ds := range syms {
+		name := c.rangeIn(rel, ds.SelectionRange)
+		full := c.rangeIn(rel, ds.Range)
+		sym := Symbol{
+			Name:    ds.Name,
+			Kind:    symbolKindName(ds.Kind),
+			Line:    name.Line,
+			Column:  name.Column,
+			EndLine: full.EndLine,
+		}
+		if ds.Detail != nil {
+			sym.Detail = *ds.Detail
+		}
+		if full.Line != name.Line {
+			sym.StartLine = full.Line
+		}
+		if len(ds.Children) > 0 {
+			sym.Children = c.documentSymbols(rel, ds.Children)
+		}
+		out = append(out, sym)
+	}
+	return out
+}
+
+func (c *converter) symbolInformation(si protocol.SymbolInformation) (Symbol, bool) {
+	loc, ok := c.location(si.Location.URI, si.Location.Range)
+	if !ok {
+		return Symbol{}, false
+	}
+	sym := Symbol{Name: si.Name, Kind: symbolKindName(si.Kind), Path: loc.Path, Line: loc.Line, Column: loc.Column, EndLine: loc.EndLine}
+	if si.ContainerName != nil {
+		sym.Container = *si.ContainerName
+	}
+	return sym, true
+}
+
+func (c *converter) workspaceSymbol(ws protocol.WorkspaceSymbol) (Symbol, bool) {
+	sym := Symbol{Name: ws.Name, Kind: symbolKindName(ws.Kind)}
+	if ws.ContainerName != nil {
+		sym.Container = *ws.ContainerName
+	}
+	switch l := ws.Location.(type) {
+	case *protocol.Location:
+		loc, ok := c.location(l.URI, l.Range)
+		if !ok {
+			return Symbol{}, false
+		}
+		sym.Path, sym.Line, sym.Column, sym.EndLine = loc.Path, loc.Line, loc.Column, loc.EndLine
+	case *protocol.LocationUriOnly:
+		rel, ok := c.s.relOf(l.URI)
+		if !ok {
+			return Symbol{}, false
+		}
+		sym.Path = rel
+	default:
+		return Symbol{}, false
+	}
+	return sym, true
+}
+
+func (c *converter) definitions(res protocol.DefinitionResult) []Location {
+	var out []Location
+	add := func(u uri.URI, r protocol.Range) {
+		if loc, ok := c.location(u, r); ok {
+			out = append(out, loc)
+		}
+	}
+	switch r := res.(type) {
+	case *protocol.Location:
+		if r != nil {
+			add(r.URI, r.Range)
+		}
+	case protocol.LocationSlice:
+		for _, l := range r {
+			add(l.URI, l.Range)
+		}
+	case protocol.DefinitionLinkSlice:
+		for _, l := range r {
+			add(l.TargetURI, l.TargetSelectionRange)
+		}
+	}
+	return out
+}
+
+func (c *converter) diagnostics(rel string, in []protocol.Diagnostic) []Diagnostic {
+	out := make([]Diagnostic, 0, len(in))
+	for _, d := range in {
+		diag := Diagnostic{Location: c.rangeIn(rel, d.Range), Severity: severityName(d.Severity)}
+		switch msg := d.Message.(type) {
+		case protocol.String:
+			diag.Message = string(msg)
+		case *protocol.MarkupContent:
+			diag.Message = msg.Value
+		}
+		if src, ok := d.Source.Get(); ok {
+			diag.Source = src
+		}
+		switch code := d.Code.(type) {
+		case protocol.String:
+			diag.Code = string(code)
+		case protocol.Integer:
+			diag.Code = strconv.Itoa(int(code))
+		}
+		for _, ri := range d.RelatedInformation {
+			if loc, ok := c.location(ri.Location.URI, ri.Location.Range); ok {
+				diag.Related = append(diag.Related, loc)
+			}
+		}
+		out = append(out, diag)
+	}
+	return out
+}
+
+// hoverText flattens hover contents into one text and its format.
+func hoverText(contents protocol.HoverContents) (text, format string) {
+	marked := func(ms protocol.MarkedString) string {
+		switch v := ms.(type) {
+		case protocol.String:
+			return string(v)
+		case *protocol.MarkedStringWithLanguage:
+			return "```" + v.Language + "\n" + v.Value + "\n```"
+		}
+		return ""
+	}
+	switch v := contents.(type) {
+	case *protocol.MarkupContent:
+		return v.Value, string(v.Kind)
+	case protocol.String:
+		return string(v), string(protocol.MarkupKindMarkdown)
+	case *protocol.MarkedStringWithLanguage:
+		return marked(v), string(protocol.MarkupKindMarkdown)
+	case protocol.MarkedStringSlice:
+		parts := make([]string, 0, len(v))
+		for _, ms := range v {
+			parts = append(parts, marked(ms))
+		}
+		return strings.Join(parts, "\n\n"), string(protocol.MarkupKindMarkdown)
+	}
+	return "", string(protocol.MarkupKindPlainText)
+}
+
+func lessLocation(a, b Location) bool {
+	if a.Path != b.Path {
+		return a.Path < b.Path
+	}
+	if a.Line != b.Line {
+		return a.Line < b.Line
+	}
+	return a.Column < b.Column
+}
+
+func sortLocations(ls []Location) {
+	sort.SliceStable(ls, func(i, j int) bool { return lessLocation(ls[i], ls[j]) })
+}
+
+func sortDiagnostics(ds []Diagnostic) {
+	sort.SliceStable(ds, func(i, j int) bool { return lessLocation(ds[i].Location, ds[j].Location) })
+}
