@@ -146,10 +146,17 @@ func (c *FS) Name() string { return "fs" }
 func (c *FS) ProjectRoot() string { return c.state.Load().guard.Roots()[0].Dir }
 
 // CheckRead is the read gate for other capabilities (the LSP one): it
-// answers whether the calling tool may read path, with the error warden.fs
-// would give, and returns the path's real host path. path is in the guest
-// form ("src/a.go", "notes:x.md") or absolute inside a root.
-func (c *FS) CheckRead(call *hostfuncs.Call, path string) (string, error) {
+// returns nil when the calling tool may read path, else the error warden.fs
+// would give for a read. path is in the guest form ("src/a.go",
+// "notes:x.md") or absolute inside a root. It satisfies lsp.ReadGate.
+func (c *FS) CheckRead(call *hostfuncs.Call, path string) error {
+	_, err := c.ResolveRead(call, path)
+	return err
+}
+
+// ResolveRead is CheckRead that also returns the path's real host path,
+// for handing to a process that needs one (a language server).
+func (c *FS) ResolveRead(call *hostfuncs.Call, path string) (string, error) {
 	g := c.state.Load().guard
 	t, err := g.Check("read", pathguard.Read, call.Tool, call.Grants.FS.Read, path)
 	if err != nil {

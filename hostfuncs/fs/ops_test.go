@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -440,14 +441,17 @@ func TestSetConfigSwap(t *testing.T) {
 func TestCheckReadAndLocate(t *testing.T) {
 	e := newEnv(t)
 	c := call("lsp", []string{"src", "notes:"}, nil)
-	abs, err := e.fs.CheckRead(c, "src/a.go")
+	abs, err := e.fs.ResolveRead(c, "src/a.go")
 	if err != nil || abs != filepath.Join(e.proj, "src/a.go") {
-		t.Fatalf("CheckRead src/a.go = %q, %v", abs, err)
+		t.Fatalf("ResolveRead src/a.go = %q, %v", abs, err)
 	}
-	if _, err := e.fs.CheckRead(c, "docs/a.md"); tool.KindOf(err) != tool.KindDenied {
+	if err := e.fs.CheckRead(c, "src/a.go"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.CheckRead(c, "docs/a.md"); tool.KindOf(err) != tool.KindDenied {
 		t.Fatalf("CheckRead docs/a.md: %v", err)
 	}
-	if _, err := e.fs.CheckRead(c, "src/toenv"); tool.KindOf(err) != tool.KindDenied {
+	if err := e.fs.CheckRead(c, "src/toenv"); tool.KindOf(err) != tool.KindDenied {
 		t.Fatalf("CheckRead src/toenv: %v", err)
 	}
 	for abs, want := range map[string]string{
@@ -465,7 +469,7 @@ func TestCheckReadAndLocate(t *testing.T) {
 		t.Errorf("Locate outside roots = %q", p)
 	}
 	// A located path goes back through the gate: an absolute path works too.
-	if _, err := e.fs.CheckRead(c, filepath.Join(e.notes, "todo.md")); err != nil {
+	if err := e.fs.CheckRead(c, filepath.Join(e.notes, "todo.md")); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.fs.ProjectRoot(); got != e.proj {
@@ -508,3 +512,8 @@ func TestVerifyOpened(t *testing.T) {
 		t.Errorf("opened outside the root: %v", err)
 	}
 }
+
+// The LSP capability takes *FS as its read gate.
+var _ interface {
+	CheckRead(*hostfuncs.Call, string) error
+} = (*FS)(nil)
