@@ -484,3 +484,29 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal("New accepted a negative limit")
 	}
 }
+
+// BenchmarkRequest measures one loopback GET through the whole capability,
+// including the per-call transport and the guard.
+func BenchmarkRequest(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	n, _ := New(Config{}, nil)
+	call := callWith("http://" + srv.Listener.Addr().String())
+	raw := []byte(`{"op":"request","url":"` + srv.URL + `/"}`)
+	for b.Loop() {
+		if _, err := n.Serve(b.Context(), call, raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGuard(b *testing.B) {
+	g, _ := parseGrant("http://127.0.0.1:8080")
+	grants := []grant{g}
+	addrs := []netip.Addr{netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("2606:4700::1")}
+	for b.Loop() {
+		for _, a := range addrs {
+			checkAddr("t", grants, "example.com", 443, a)
+		}
+	}
+}
