@@ -319,3 +319,49 @@ func settledGoroutines(t *testing.T, want int) int {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// endingTools is a fakeTools that records ended sessions.
+type endingTools struct {
+	*fakeTools
+	ended chan string
+}
+
+func (e endingTools) EndSession(_ context.Context, session string) { e.ended <- session }
+
+func TestEndedSessionsAreReported(t *testing.T) {
+	tools := endingTools{newFakeTools(desc("a")), make(chan string, 4)}
+	s, _ := newServer(t, tools, Options{})
+	hs := httptest.NewServer(s.Handler(HTTPOptions{}))
+	defer hs.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL + PathMCP},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cs.ID()
+	for range 2 {
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case got := <-tools.ended:
+		t.Fatalf("session %q ended while open", got)
+	default:
+	}
+	cs.Close()
+	select {
+	case got := <-tools.ended:
+		if got != id || id == "" {
+			t.Errorf("ended %q, want %q", got, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("EndSession never called")
+	}
+	select {
+	case got := <-tools.ended:
+		t.Errorf("session %q ended twice", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

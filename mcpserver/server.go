@@ -49,6 +49,14 @@ type Tools interface {
 	Subscribe(f func()) (cancel func())
 }
 
+// SessionEnder is implemented by Tools that keep state per client session
+// (the runtime's session isolation). The server calls EndSession once, after
+// a session that made at least one call has ended. Sessionless clients
+// (stdio, stateless HTTP) have Call.Session "" and are never ended.
+type SessionEnder interface {
+	EndSession(ctx context.Context, session string)
+}
+
 // Call is one tools/call request as the server hands it to [Tools].
 type Call struct {
 	// Name is the tool's name.
@@ -125,6 +133,10 @@ type Server struct {
 	// server holds, by name, with each descriptor's JSON to detect changes.
 	syncMu     sync.Mutex
 	registered map[string][]byte
+
+	// sessions holds the IDs of live sessions that made calls, watched so
+	// that a SessionEnder hears when they end.
+	sessions sync.Map
 
 	resyncPending atomic.Bool
 	resyncRunning atomic.Bool
@@ -295,12 +307,14 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		defer release()
 
+		session := req.Session.ID()
+		s.watchSession(session, req.Session)
 		obs := newObserver(ctx, s.log, name, req)
 		res, err := s.tools.Call(ctx, Call{
 			Name:      name,
 			Arguments: arguments(req.Params.Arguments),
 			Cursor:    cursor(req.Params.Meta),
-			Session:   req.Session.ID(),
+			Session:   session,
 			Observer:  obs,
 		})
 		obs.finish()
@@ -317,6 +331,24 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		return s.resultFor(name, res), nil
 	}
+}
+
+// watchSession arranges for a SessionEnder to hear when session ends.
+func (s *Server) watchSession(id string, ss *mcp.ServerSession) {
+	ender, ok := s.tools.(SessionEnder)
+	if !ok || id == "" {
+		return
+	}
+	if _, loaded := s.sessions.LoadOrStore(id, struct{}{}); loaded {
+		return
+	}
+	go func() {
+		ss.Wait()
+		s.sessions.Delete(id)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ender.EndSession(ctx, id)
+	}()
 }
 
 // acquire takes a call slot, waiting at most QueueWait. It returns a non-nil
