@@ -22,9 +22,16 @@ type engine struct {
 	cfg  func() wazero.RuntimeConfig
 }
 
+// compileCache spares the tests compiling the same (large) module twice.
+var compileCache = wazero.NewCompilationCache()
+
 var engines = []engine{
-	{"compiler", func() wazero.RuntimeConfig { return wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features) }},
-	{"interpreter", func() wazero.RuntimeConfig { return wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(features) }},
+	{"compiler", func() wazero.RuntimeConfig {
+		return wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(compileCache)
+	}},
+	{"interpreter", func() wazero.RuntimeConfig {
+		return wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(features).WithCompilationCache(compileCache)
+	}},
 }
 
 // buildCache keeps one build of each fixture per test binary run.
@@ -121,10 +128,14 @@ type instance struct {
 
 func instantiate(t testing.TB, e engine, wasm []byte) instance {
 	t.Helper()
-	ctx := context.Background()
+	return instantiateCtx(t, context.Background(), e, wasm)
+}
+
+func instantiateCtx(t testing.TB, ctx context.Context, e engine, wasm []byte) instance {
+	t.Helper()
 	rt := wazero.NewRuntimeWithConfig(ctx, e.cfg())
 	t.Cleanup(func() { rt.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	wasiInstantiate(ctx, rt)
 	mod, err := rt.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		t.Fatalf("%s: instantiate: %v", e.name, err)
@@ -187,4 +198,8 @@ func noArgExports(t testing.TB, wasm []byte, prefix string) []string {
 		t.Fatalf("no exports starting with %q", prefix)
 	}
 	return names
+}
+
+func wasiInstantiate(ctx context.Context, rt wazero.Runtime) {
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 }

@@ -53,7 +53,7 @@ func (p *pass) changesBodies() bool {
 // returns the new code section payload, or nil if bodies stay unchanged.
 func (p *pass) rewriteCode() ([]byte, error) {
 	m := p.m
-	change := p.changesBodies()
+	change := p.changesBodies() && len(m.codes) > 0
 	var out []byte
 	if change {
 		s := m.Section(wb.SectionCode)

@@ -1,0 +1,171 @@
+package instrument
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Modes compared by the guest benchmarks (benchstat -col /mode):
+//
+//	plain: uninstrumented, no deadline enforcement at all
+//	close: uninstrumented, WithCloseOnContextDone and a deadline context
+//	fuel:  Config{Fuel}, Meter with a deadline context
+//	full:  fuel + default depth bound + VirtualMemory + ExportGlobals,
+//	       Meter with a deadline context (what the runtime runs)
+var benchModes = []string{"plain", "close", "fuel", "full"}
+
+type benchGuest struct {
+	mod  api.Module
+	fn   api.Function
+	m    *Meter
+	mode string
+}
+
+func newBenchGuest(b *testing.B, wasm []byte, mode, export string, initialize bool) *benchGuest {
+	ctx := context.Background()
+	cfg := wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(compileCache)
+	var r *Result
+	switch mode {
+	case "close":
+		cfg = cfg.WithCloseOnContextDone(true)
+	case "fuel":
+		r = mustInstrument(b, wasm, Config{Fuel: true})
+	case "full":
+		r = mustInstrument(b, wasm, Config{Fuel: true, MaxCallDepth: DefaultMaxCallDepth, VirtualMemory: true, ExportGlobals: true})
+	}
+	if r != nil {
+		wasm = r.Wasm
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	b.Cleanup(func() { rt.Close(ctx) })
+	wasiInstantiate(ctx, rt)
+	mod, err := rt.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithStartFunctions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := &benchGuest{mod: mod, fn: mod.ExportedFunction(export), mode: mode}
+	if r != nil {
+		if g.m, err = NewMeter(mod, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if initialize {
+		if _, err := g.call(mod.ExportedFunction("_initialize")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return g
+}
+
+// call makes one call the way the runtime would in this mode.
+func (g *benchGuest) call(fn api.Function, args ...uint64) ([]uint64, error) {
+	if g.mode == "plain" {
+		return fn.Call(context.Background(), args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if g.m == nil {
+		return fn.Call(ctx, args...)
+	}
+	stop := g.m.Start(ctx, MaxBudget)
+	res, err := fn.Call(ctx, args...)
+	stop()
+	return res, err
+}
+
+func benchGuestCalls(b *testing.B, wasm []byte, export string, initialize bool, args ...uint64) {
+	for _, mode := range benchModes {
+		b.Run("mode="+mode, func(b *testing.B) {
+			g := newBenchGuest(b, wasm, mode, export, initialize)
+			if _, err := g.call(g.fn, args...); err != nil { // warm up
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := g.call(g.fn, args...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLoop: a tight arithmetic loop of 10^6 iterations in WAT.
+func BenchmarkLoop(b *testing.B) {
+	benchGuestCalls(b, watFixture(b, "loops"), "count", false, 1_000_000)
+}
+
+// BenchmarkSHA256: sha256 of 1 MiB in a standard Go guest.
+func BenchmarkSHA256(b *testing.B) {
+	benchGuestCalls(b, goFixture(b, "goguest"), "sha", true, 1<<20)
+}
+
+// BenchmarkJSON: encode, decode and re-encode 200 records in a Go guest.
+func BenchmarkJSON(b *testing.B) {
+	benchGuestCalls(b, goFixture(b, "goguest"), "json", true, 200)
+}
+
+// BenchmarkInstrumentGo: the pass itself on a ~3.5 MB Go module.
+func BenchmarkInstrumentGo(b *testing.B) {
+	wasm := goFixture(b, "goguest")
+	b.SetBytes(int64(len(wasm)))
+	b.ReportAllocs()
+	cfg := Config{Fuel: true, MaxCallDepth: DefaultMaxCallDepth, VirtualMemory: true, ExportGlobals: true}
+	for b.Loop() {
+		if _, err := Instrument(wasm, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRecursionBomb: unbounded recursion under the default depth
+// bound on the compiler engine; reports the RSS the first bomb added.
+func BenchmarkRecursionBomb(b *testing.B) {
+	r := mustInstrument(b, watFixture(b, "recursion"), Config{Fuel: true, MaxCallDepth: DefaultMaxCallDepth})
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features))
+	defer rt.Close(ctx)
+	mod, err := rt.Instantiate(ctx, r.Wasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, _ := NewMeter(mod, r)
+	before := rssKiB(b)
+	first := true
+	for b.Loop() {
+		stop := m.Start(ctx, MaxBudget)
+		_, err := mod.ExportedFunction("bomb").Call(ctx)
+		if _, reason := stop(); err == nil || reason != StopStackOverflow {
+			b.Fatalf("err %v, reason %v", err, reason)
+		}
+		if first {
+			b.ReportMetric(float64(rssKiB(b)-before)/1024, "MiB-rss-added")
+			first = false
+		}
+	}
+}
+
+func rssKiB(b *testing.B) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
