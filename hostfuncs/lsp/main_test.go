@@ -333,8 +333,8 @@ func (g fakeGate) CheckRead(call *hostfuncs.Call, rel string) error {
 
 type nopObserver struct{}
 
-func (nopObserver) Progress(tool.Progress)         {}
-func (nopObserver) Log(slog.Level, string)         {}
+func (nopObserver) Progress(tool.Progress) {}
+func (nopObserver) Log(slog.Level, string) {}
 func callWith(langs ...string) *hostfuncs.Call {
 	return &hostfuncs.Call{Tool: "probe", Grants: tool.Capabilities{LSP: langs}, Observer: nopObserver{}}
 }

@@ -78,8 +78,9 @@ func toServer(lines [][]byte, p Position, enc protocol.PositionEncodingKind) pro
 }
 
 // fromServer converts a server position into a guest one. line is the
-// text of that line, or nil when unknown; without it a non-UTF-8 column is
-// passed through unconverted, which is exact for ASCII lines.
+// text of that line, or nil when unknown; without it the column is passed
+// through unconverted, which is exact for UTF-8 servers and ASCII lines.
+// With it, the column is clamped to the line and lands on a rune start.
 func fromServer(p protocol.Position, line []byte, enc protocol.PositionEncodingKind) Position {
 	col := int(p.Character)
 	if line != nil {
@@ -88,6 +89,8 @@ func fromServer(p protocol.Position, line []byte, enc protocol.PositionEncodingK
 			col = utf16ToByte(line, col)
 		case protocol.PositionEncodingKindUTF32:
 			col = runesToByte(line, col)
+		default:
+			col = runeStart(line, min(col, len(line)))
 		}
 	}
 	return Position{Line: int(p.Line) + 1, Column: col + 1}

@@ -26,13 +26,14 @@ func cleanPath(p string) (string, error) {
 	if strings.ContainsRune(p, 0) || strings.Contains(p, `\`) {
 		return "", tool.Errorf(tool.KindInvalidArguments, "path %q: must be a slash-separated path relative to the project root", p)
 	}
-	c := path.Clean(p)
+	// "project:src/a.go" is how the fs capability names the project root.
+	c := path.Clean(strings.TrimPrefix(p, "project:"))
 	if first, _, _ := strings.Cut(c, "/"); strings.Contains(first, ":") {
 		// The fs capability reads "name:path" as a path in another root;
 		// language servers serve the project root only.
 		return "", tool.Errorf(tool.KindInvalidArguments, "path %q: only paths in the project root are served", p)
 	}
-	if !filepath.IsLocal(filepath.FromSlash(c)) {
+	if c == "." || !filepath.IsLocal(filepath.FromSlash(c)) {
 		return "", tool.Errorf(tool.KindInvalidArguments, "path %q: must be relative to the project root and stay inside it", p)
 	}
 	return c, nil
