@@ -64,6 +64,10 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true, // a closed stream cancels the call
 	})
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		// A 2025-11-25 client whose stream drops mid-call resumes it with
+		// Last-Event-ID instead of losing the result; the store keeps at
+		// most 10 MiB across sessions and forgets a session when it ends.
+		EventStore:          mcp.NewMemoryEventStore(nil),
 		Logger:              s.log,
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,

@@ -175,4 +175,14 @@ var fixtures = []warden.Tool{
 			return warden.Text("Log attempted; warden forwards it only at the client's level."), nil
 		},
 	},
+	fixture{
+		name:        "test_x_mcp_header",
+		description: "Mirrors the region argument into the Mcp-Param-Region header (SEP-2243)",
+		schema: json.RawMessage(`{"type":"object","properties":{
+			"region":{"type":"string","description":"mirrored into Mcp-Param-Region","x-mcp-header":"Region"},
+			"level":{"type":"integer","description":"non-mirrored argument"}}}`),
+		call: func(_ *warden.Context, args json.RawMessage) (*tool.Result, error) {
+			return warden.Textf("Received: %s", args), nil
+		},
+	},
 }

