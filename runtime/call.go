@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/runtime/internal/trap"
 	"github.com/warden-run/warden/tool"
 )
@@ -41,6 +42,7 @@ var guestKinds = map[tool.Kind]bool{
 // Meta keys the runtime sets on every result.
 const (
 	MetaDuration = "warden/durationMs"
+	MetaFuel     = "warden/fuel"
 	MetaKind     = "warden/kind"
 	MetaTrap     = "warden/trap"
 	MetaExitCode = "warden/exitCode"
@@ -53,7 +55,7 @@ func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	start := time.Now()
 	res := t.call(ctx, req)
 	if res.Meta == nil {
-		res.Meta = make(map[string]any, 2)
+		res.Meta = make(map[string]any, 3)
 	}
 	res.Meta[MetaDuration] = float64(time.Since(start).Microseconds()) / 1000
 	if res.Error != nil {
@@ -87,7 +89,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	in, err := m.pool.acquire(callCtx, req.Session)
 	if err != nil {
 		if callCtx.Err() != nil {
-			return tool.ErrorResult(contextError(ctx, callCtx, name, timeout, "waiting for a free instance"))
+			return tool.ErrorResult(contextError(ctx, name, timeout, "waiting for a free instance"))
 		}
 		m.rt.log.Error("instantiate failed", "module", m.name, "tool", name, "error", err)
 		return tool.ErrorResult(tool.Errorf(tool.KindInternal, "start an instance of %s: %v", m.name, err))
@@ -106,15 +108,19 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	in.memory.refused.Store(false)
 
 	request, _ := json.Marshal(tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor})
+	stop := in.meter.Start(guestCtx, m.limits.Fuel)
 	packed, err := in.invoke(guestCtx, request)
+	consumed, reason := stop()
 	captured := t.collectOutput(in, req.CallID)
 	if err != nil {
 		m.pool.release(context.Background(), in, false)
-		res := tool.ErrorResult(t.failure(ctx, callCtx, in, err, timeout, captured))
+		res := tool.ErrorResult(t.failure(ctx, in, err, reason, timeout, captured))
 		res.Captured = captured
+		res.Meta = map[string]any{MetaFuel: consumed}
 		return res
 	}
 	res := t.decodeResponse(in, packed)
+	res.Meta = map[string]any{MetaFuel: consumed}
 	// A response the guest could not produce properly says nothing against
 	// the instance itself, but a fresh one is cheap insurance.
 	m.pool.release(context.Background(), in, !res.IsError || res.Error.Kind != tool.KindBadOutput)
@@ -160,7 +166,7 @@ func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
 
 // contextError explains a call whose context ended: its own deadline, or
 // the caller's cancellation (or the caller's own deadline).
-func contextError(parent, callCtx context.Context, name string, timeout time.Duration, doing string) *tool.Error {
+func contextError(parent context.Context, name string, timeout time.Duration, doing string) *tool.Error {
 	if parent.Err() != nil {
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
 			return tool.Errorf(tool.KindTimeout, "%s: the caller's deadline passed while %s", name, doing)
@@ -170,14 +176,22 @@ func contextError(parent, callCtx context.Context, name string, timeout time.Dur
 	return tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while %s)", name, timeout, doing)
 }
 
-// failure classifies a failed guest call.
-func (t *Tool) failure(parent, callCtx context.Context, in *instance, err error, timeout time.Duration, captured *tool.Captured) *tool.Error {
+// failure classifies a failed guest call. The meter's reason comes first: a
+// fuel or depth trap and the watchdog's interrupt all surface from wazero as
+// a plain trap, and only the meter knows which it was.
+func (t *Tool) failure(parent context.Context, in *instance, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
 	m, name := t.module, t.Descriptor.Name
 	if in.memory.refused.Load() {
 		return tool.Errorf(tool.KindOutOfMemory, "%s needed more than its memory limit of %d MiB", name, m.limits.Memory>>20)
 	}
-	if callCtx.Err() != nil {
-		return contextError(parent, callCtx, name, timeout, "running")
+	switch reason {
+	case instrument.StopDeadline, instrument.StopCanceled:
+		return contextError(parent, name, timeout, "running")
+	case instrument.StopFuel:
+		return tool.Errorf(tool.KindOutOfFuel, "%s used up its fuel budget of %d", name, m.limits.Fuel)
+	case instrument.StopStackOverflow:
+		return &tool.Error{Kind: tool.KindTrapped, Trap: tool.TrapStackOverflow,
+			Message: fmt.Sprintf("%s trapped: %s (call depth over %d)", name, tool.TrapStackOverflow, m.instrumented.MaxCallDepth)}
 	}
 	o, ok := trap.Classify(err)
 	switch {

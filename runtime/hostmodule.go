@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -22,6 +23,18 @@ const (
 	maxLogBytes     = 16 << 10
 	maxRequestBytes = 4 << 20
 )
+
+// Fuel charged for host work done on a guest's behalf: a fixed cost per
+// call (the transition out of the guest and back) plus the bytes moved, at
+// the rate the pass charges guest bulk-memory instructions.
+const (
+	hostCallFuel     = 1000
+	hostBytesPerFuel = instrument.BulkBytesPerFuel
+)
+
+func chargeHost(state *callState, bytes int) {
+	state.inst.meter.Charge(hostCallFuel + int64(bytes/hostBytesPerFuel))
+}
 
 // callStateKey carries the *callState of the running call to host functions.
 type callStateKey struct{}
@@ -106,6 +119,7 @@ func (r *Runtime) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	state := callStateFrom(ctx)
 	level := int32(stack[0])
 	msg := readGuest(mod, stack[1], maxLogBytes, "log message")
+	chargeHost(state, len(msg))
 	slogLevel := slog.LevelInfo
 	if level >= 0 && int(level) < len(logLevels) {
 		slogLevel = logLevels[level]
@@ -117,6 +131,7 @@ func (r *Runtime) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 func (r *Runtime) hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 	state := callStateFrom(ctx)
 	raw := readGuest(mod, stack[0], maxLogBytes, "progress report")
+	chargeHost(state, len(raw))
 	var p tool.Progress
 	if err := json.Unmarshal(raw, &p); err != nil {
 		r.log.Debug("dropped malformed progress report", "tool", state.call.Tool, "error", err)
@@ -151,6 +166,7 @@ func (r *Runtime) serveCapability(ctx context.Context, mod api.Module, c hostfun
 	if err != nil {
 		data, _ = json.Marshal(hostReply{Error: tool.Errorf(tool.KindInternal, "encode %s reply: %v", c.Name(), err)})
 	}
+	chargeHost(state, len(request)+len(data))
 	return state.inst.writeGuest(ctx, data)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -28,6 +29,8 @@ type instance struct {
 	session string
 	// globals caches the exported mutable globals a snapshot restores.
 	globals []api.MutableGlobal
+	// meter drives the instance's fuel and call-depth globals.
+	meter *instrument.Meter
 }
 
 // newInstance instantiates m's compiled code. It runs no guest code: the
@@ -56,6 +59,10 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	in.mod = mod
 	in.alloc = mod.ExportedFunction(exportAlloc)
 	in.call = mod.ExportedFunction(exportCall)
+	if in.meter, err = instrument.NewMeter(mod, m.instrumented); err != nil {
+		mod.Close(ctx)
+		return nil, err
+	}
 	return in, nil
 }
 

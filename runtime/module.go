@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/runtime/internal/trap"
 	"github.com/warden-run/warden/tool"
 )
@@ -74,6 +75,9 @@ type Module struct {
 	// snapshot is the state after _initialize that IsolationCall restores;
 	// nil when the module cannot be snapshotted (it is then re-instantiated).
 	snapshot *snapshot
+	// instrumented tells where the pass put the fuel, depth and snapshot
+	// globals.
+	instrumented *instrument.Result
 }
 
 // Tool is one tool provided by a Module.
@@ -114,6 +118,8 @@ func (m *Module) Exports() []string {
 		names = append(names, name)
 	}
 	for name := range m.compiled.ExportedMemories() {
+		// The instrumentation pass adds no memories, only "warden:" globals,
+		// which this list leaves out.
 		names = append(names, name+" (memory)")
 	}
 	slices.Sort(names)
@@ -147,9 +153,21 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 	sum := sha256.Sum256(wasm)
 	m := &Module{rt: r, name: name, sha256: hex.EncodeToString(sum[:]), limits: limits}
 
-	compiled, err := r.wz.CompileModule(ctx, wasm)
+	// Instrument before anything else parses the module: a malformed module
+	// is refused by the pass, with the offset, before the compiler sees it.
+	instrumented, err := instrument.Instrument(wasm, instrument.Config{
+		Fuel:          true,
+		MaxCallDepth:  instrument.DefaultMaxCallDepth,
+		ExportGlobals: true,
+		VirtualMemory: true,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("malformed module: %w", err)
+		return nil, fmt.Errorf("invalid module: %w", err)
+	}
+	m.instrumented = instrumented
+	compiled, err := r.wz.CompileModule(ctx, instrumented.Wasm)
+	if err != nil {
+		return nil, fmt.Errorf("invalid module: %w", err)
 	}
 	m.compiled = compiled
 	if err := m.checkABI(); err != nil {
@@ -191,10 +209,6 @@ func (m *Module) checkABI() error {
 	} else if minBytes := uint64(mem.Min()) * 65536; minBytes > m.limits.Memory {
 		problems = append(problems, fmt.Sprintf("memory minimum %d pages (%d MiB) is above the tool's limit of %d MiB",
 			mem.Min(), minBytes>>20, m.limits.Memory>>20))
-	}
-	for _, mem := range m.compiled.ImportedMemories() {
-		mod, name, _ := mem.Import()
-		problems = append(problems, fmt.Sprintf("imports memory %s.%s: a tool must define its own memory", mod, name))
 	}
 
 	host := m.rt.hostImports()
@@ -239,26 +253,26 @@ func (m *Module) initialize(ctx context.Context) error {
 		return err
 	}
 	in.callCtx.Store(&ctx)
-	fail := func(stage string, err error) error {
+	fail := func(stage string, err error, reason instrument.StopReason) error {
 		in.close(context.Background())
-		return fmt.Errorf("%s: %w", stage, m.loadError(ctx, in, err))
+		return fmt.Errorf("%s: %w", stage, m.loadError(ctx, in, err, reason))
 	}
-	if init := in.mod.ExportedFunction(exportInitialize); init != nil {
-		if _, err := init.Call(ctx); err != nil {
-			return fail("_initialize", err)
-		}
+	if reason, err := m.runInit(ctx, in); err != nil {
+		return fail(exportInitialize, err, reason)
 	}
+	stop := in.meter.Start(ctx, m.limits.Fuel)
 	results, err := in.mod.ExportedFunction(exportABIVersion).Call(ctx)
-	if err != nil {
-		return fail(exportABIVersion, err)
+	if _, reason := stop(); err != nil {
+		return fail(exportABIVersion, err, reason)
 	}
 	if v := uint32(results[0]); v != ABIVersion {
 		in.close(context.Background())
 		return fmt.Errorf("module speaks tool ABI v%d; this warden speaks v%d", v, ABIVersion)
 	}
+	stop = in.meter.Start(ctx, m.limits.Fuel)
 	results, err = in.mod.ExportedFunction(exportDescribe).Call(ctx)
-	if err != nil {
-		return fail(exportDescribe, err)
+	if _, reason := stop(); err != nil {
+		return fail(exportDescribe, err, reason)
 	}
 	raw, terr := readResponse(in.mod, results[0], m.limits.MaxOutput, "descriptor")
 	if terr != nil {
@@ -271,16 +285,46 @@ func (m *Module) initialize(ctx context.Context) error {
 	}
 	in.stdout.take()
 	in.stderr.take()
+	// Snapshot the state right after _initialize (describe only reads), so
+	// later instances and resets skip the guest's own start-up. Tables and
+	// dropped data segments are instance state a memory snapshot misses;
+	// modules that change them are re-instantiated instead.
+	if !m.instrumented.MutatesTables && !m.instrumented.DropsData {
+		globals := append(slices.Clone(m.instrumented.Globals), m.instrumented.PagesGlobal)
+		snap, err := takeSnapshot(in, globals, true)
+		if err != nil {
+			in.close(context.Background())
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		m.snapshot = snap
+	}
 	m.pool = newPool(m, in)
 	return nil
 }
 
-// loadError explains why guest code failed during load.
-func (m *Module) loadError(ctx context.Context, in *instance, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("did not finish within the load budget of %s", m.limits.LoadBudget)
+// runInit runs _initialize, if the module exports it, under the load
+// budget's fuel and deadline.
+func (m *Module) runInit(ctx context.Context, in *instance) (instrument.StopReason, error) {
+	init := in.mod.ExportedFunction(exportInitialize)
+	if init == nil {
+		return instrument.StopNone, nil
 	}
-	if in.memory.refused.Load() {
+	stop := in.meter.Start(ctx, m.limits.Fuel)
+	_, err := init.Call(ctx)
+	_, reason := stop()
+	return reason, err
+}
+
+// loadError explains why guest code failed during load.
+func (m *Module) loadError(ctx context.Context, in *instance, err error, reason instrument.StopReason) error {
+	switch {
+	case reason == instrument.StopDeadline || reason == instrument.StopCanceled || ctx.Err() != nil:
+		return fmt.Errorf("did not finish within the load budget of %s", m.limits.LoadBudget)
+	case reason == instrument.StopFuel:
+		return fmt.Errorf("ran out of fuel (budget %d)", m.limits.Fuel)
+	case reason == instrument.StopStackOverflow:
+		return fmt.Errorf("trapped (%s)", tool.TrapStackOverflow)
+	case in.memory.refused.Load():
 		return fmt.Errorf("ran out of memory (limit %d MiB)", m.limits.Memory>>20)
 	}
 	if o, ok := trap.Classify(err); ok {
@@ -354,6 +398,9 @@ func readResponse(mod api.Module, packed uint64, limit int, what string) ([]byte
 	}
 	return bytes.Clone(view), nil
 }
+
+// EndSession discards the instance kept for a client session (IsolationSession).
+func (m *Module) EndSession(ctx context.Context, session string) { m.pool.endSession(ctx, session) }
 
 // Close releases the module's instances and compiled code.
 func (m *Module) Close(ctx context.Context) error {

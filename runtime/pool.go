@@ -158,18 +158,19 @@ func (m *Module) freshInstance(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	if m.snapshot != nil {
-		m.snapshot.restore(in)
+		if !m.snapshot.restore(in) {
+			in.close(context.Background())
+			return nil, tool.Errorf(tool.KindInternal, "instantiate %s: cannot restore its initial state", m.name)
+		}
 		return in, nil
 	}
-	if init := in.mod.ExportedFunction(exportInitialize); init != nil {
-		initCtx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
-		defer cancel()
-		in.callCtx.Store(&initCtx)
-		if _, err := init.Call(initCtx); err != nil {
-			err = m.loadError(initCtx, in, err)
-			in.close(context.Background())
-			return nil, tool.Errorf(tool.KindInternal, "instantiate %s: _initialize: %v", m.name, err)
-		}
+	initCtx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
+	defer cancel()
+	in.callCtx.Store(&initCtx)
+	if reason, err := m.runInit(initCtx, in); err != nil {
+		err = m.loadError(initCtx, in, err, reason)
+		in.close(context.Background())
+		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: _initialize: %v", m.name, err)
 	}
 	return in, nil
 }

@@ -50,8 +50,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	// Guests may address all of wasm32; each instance's own allocator enforces
 	// its tool's memory limit, which lets the runtime tell out_of_memory apart
-	// from any other failure.
-	config = config.WithMemoryLimitPages(65536).WithCloseOnContextDone(true)
+	// from any other failure. Deadlines and cancellation reach guests through
+	// the fuel check the instrumentation pass inserts (see Meter), not through
+	// WithCloseOnContextDone, which costs a Go exit at every loop header.
+	config = config.WithMemoryLimitPages(65536)
 
 	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger}
 	if opts.CacheDir != "off" {

@@ -47,7 +47,15 @@ func takeSnapshot(in *instance, globals []string, virtualPages bool) (*snapshot,
 func (s *snapshot) restore(in *instance) bool {
 	mem := in.mod.Memory()
 	size := mem.Size()
-	if uint64(size) < uint64(len(s.memory)) || (!s.virtualPages && int(size) != len(s.memory)) {
+	if want := uint32(len(s.memory)); size < want {
+		// A new instance starts at the module's declared minimum; _initialize
+		// grew the snapshotted one.
+		if _, ok := mem.Grow((want - size) / 65536); !ok {
+			return false
+		}
+		size = mem.Size()
+	}
+	if !s.virtualPages && int(size) != len(s.memory) {
 		return false
 	}
 	view, ok := mem.Read(0, size)
