@@ -20,6 +20,8 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 
+	"github.com/warden-run/warden/hostfuncs/memory"
+	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -300,10 +302,20 @@ func (c *Config) Validate() error {
 			}
 		}
 		for _, p := range append(append([]string{}, g.FS.Read...), g.FS.Write...) {
-			if root, _, found := strings.Cut(p, ":"); found && len(root) > 1 {
+			if root, _, found := strings.Cut(p, ":"); found && len(root) > 1 && root != "project" {
 				if _, ok := c.Project.Roots[root]; !ok {
 					fail(key+".fs", "path %q names root %q, which project.roots does not define", p, root)
 				}
+			}
+		}
+		for _, host := range g.Net {
+			if err := net.ValidateGrant(host); err != nil {
+				fail(key+".net", "%v", err)
+			}
+		}
+		for _, topic := range g.MemoryTopics {
+			if err := memory.ValidateTopic(topic); err != nil {
+				fail(key+".memory_topics", "%v", err)
 			}
 		}
 	}

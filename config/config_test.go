@@ -35,7 +35,7 @@ tools:
     jq: {timeout: 2s, isolation: shared}
   grants:
     symbols: {fs: {read: [src, "notes:daily"]}, lsp: [go]}
-    Notes: {memory: read-write, memory_topics: [arch/]}
+    Notes: {memory: read-write, memory_topics: [arch]}
     fetch: {net: [api.github.com]}
 security:
   deny: ["**/secrets/**"]

@@ -73,8 +73,7 @@ func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error)
 		return nil, nil, usagef("--log-level: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slogLevel}))
-	live := config.NewLive(cfg, logger, nil)
-	a, err := app.New(ctx, live, logger)
+	a, err := app.New(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start: %w", err)
 	}

@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/warden-run/warden/config"
-	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -25,6 +24,7 @@ import (
 // App is a running warden: config, runtime and loaded tools.
 type App struct {
 	live     *config.Live
+	caps     *capabilities
 	rt       *runtime.Runtime
 	registry *runtime.Registry
 	log      *slog.Logger
@@ -37,32 +37,39 @@ type App struct {
 	loadErrors map[string]error
 }
 
-// New starts a runtime for the config in live. It loads no tools: call
-// LoadTools.
-func New(ctx context.Context, live *config.Live, logger *slog.Logger) (*App, error) {
-	cfg := live.Current()
-	caps, err := capabilities(cfg, logger)
+// New starts a runtime for cfg. It loads no tools: call LoadTools.
+func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, error) {
+	caps, err := newCapabilities(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps, Logger: logger})
+	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps.list(), Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	return &App{
-		live:        live,
+	a := &App{
+		caps:        caps,
 		rt:          rt,
 		registry:    runtime.NewRegistry(),
 		log:         logger,
 		cursors:     newCursorSigner(),
 		subscribers: make(map[int]func()),
 		loadErrors:  make(map[string]error),
-	}, nil
+	}
+	a.live = config.NewLive(cfg, logger, a.configChanged)
+	return a, nil
 }
 
-// capabilities builds the host capabilities from config.
-func capabilities(cfg *config.Config, logger *slog.Logger) ([]hostfuncs.Capability, error) {
-	return nil, nil
+// WatchConfig applies every valid change of the config file from the next
+// call on, until ctx ends.
+func (a *App) WatchConfig(ctx context.Context) error { return a.live.Watch(ctx) }
+
+// configChanged reconfigures the capabilities for a reloaded config. Grants
+// and per-call limits need nothing: calls read them from the live config.
+func (a *App) configChanged(cfg *config.Config) {
+	if err := a.caps.apply(cfg); err != nil {
+		a.log.Error("config change not fully applied to the capabilities", "error", err)
+	}
 }
 
 // Close stops every module and the runtime.

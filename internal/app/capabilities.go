@@ -1,0 +1,84 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/hostfuncs/env"
+	"github.com/warden-run/warden/hostfuncs/fs"
+	"github.com/warden-run/warden/hostfuncs/memory"
+	"github.com/warden-run/warden/hostfuncs/net"
+)
+
+// capabilities are the host capabilities, built once from config and
+// reconfigured in place when the config changes, so that a module loaded
+// earlier sees the new settings from its next call on.
+type capabilities struct {
+	fs     *fs.FS
+	memory *memory.Memory
+	net    *net.Net
+	env    *env.Env
+}
+
+func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, error) {
+	var c capabilities
+	var err error
+	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
+		return nil, fmt.Errorf("fs capability: %w", err)
+	}
+	if c.memory, err = memory.New(memoryConfig(cfg), logger); err != nil {
+		return nil, fmt.Errorf("memory capability: %w", err)
+	}
+	if c.net, err = net.New(netConfig(cfg), logger); err != nil {
+		return nil, fmt.Errorf("net capability: %w", err)
+	}
+	if c.env, err = env.New(envConfig(cfg), logger); err != nil {
+		return nil, fmt.Errorf("env capability: %w", err)
+	}
+	return &c, nil
+}
+
+func (c *capabilities) list() []hostfuncs.Capability {
+	return []hostfuncs.Capability{c.fs, c.memory, c.net, c.env}
+}
+
+// apply reconfigures every capability; all of them are tried, and every
+// refusal reported.
+func (c *capabilities) apply(cfg *config.Config) error {
+	return errors.Join(
+		wrap("fs", c.fs.SetConfig(fsConfig(cfg))),
+		wrap("memory", c.memory.SetConfig(memoryConfig(cfg))),
+		wrap("net", c.net.SetConfig(netConfig(cfg))),
+		wrap("env", c.env.SetConfig(envConfig(cfg))),
+	)
+}
+
+func wrap(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s capability: %w", what, err)
+	}
+	return nil
+}
+
+func fsConfig(cfg *config.Config) fs.Config {
+	return fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Deny: cfg.Security.Deny}
+}
+
+func memoryConfig(cfg *config.Config) memory.Config {
+	return memory.Config{ProjectRoot: cfg.Project.Root, MaxValueBytes: int(cfg.Memory.MaxValue)}
+}
+
+func netConfig(cfg *config.Config) net.Config {
+	return net.Config{MaxResponseBytes: int64(cfg.Net.MaxResponse), Timeout: cfg.Net.Timeout}
+}
+
+func envConfig(cfg *config.Config) env.Config {
+	values := make(map[string]env.Value, len(cfg.Env.Values))
+	for key, v := range cfg.Env.Values {
+		values[key] = env.Value{Value: v.Value, FromEnv: v.FromEnv}
+	}
+	return env.Config{Values: values}
+}
