@@ -1,0 +1,294 @@
+// Package bench measures warden end to end, as an MCP client sees it:
+// tools/call of the bundled echo tool through `warden serve`, side by side
+// in one run with a native go-sdk server that implements the same tool in
+// plain Go. Both servers run as child processes and are driven by the go-sdk
+// client, over stdio and over streamable HTTP.
+//
+//	go test ./bench -run '^$' -bench Echo -benchtime 2000x
+//
+// Each sub-benchmark reports p50 and p99 latency of one tools/call and
+// calls/s; BenchmarkEcho logs warden's p50 as a multiple of the native
+// server's (the goal is at most 1.2x). WARDEN_BIN selects the warden binary;
+// by default ./cmd/warden is built into a temporary directory.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMain lets the test binary act as the native server in a child process.
+func TestMain(m *testing.M) {
+	switch mode := os.Getenv("BENCH_NATIVE_SERVER"); {
+	case mode == "stdio":
+		if err := nativeServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	case strings.HasPrefix(mode, "http:"):
+		s := nativeServer()
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", h)
+		fmt.Fprintln(os.Stderr, http.ListenAndServe(strings.TrimPrefix(mode, "http:"), mux))
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+// nativeServer is the baseline: the echo tool in plain Go on the go-sdk,
+// with the same schemas and the same result as tools-wasm/echo.
+func nativeServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "native", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:         "echo",
+		Description:  "Returns the given text unchanged.",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoArgs, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, a, nil
+	})
+	return s
+}
+
+// server is one running child process serving echo.
+type server struct {
+	name    string
+	stdio   func() mcp.Transport // a new stdio transport (starts a process)
+	httpURL string               // the /mcp endpoint when serving HTTP
+	stop    func()
+}
+
+// fixture builds warden and the echo module once per run.
+type fixture struct {
+	once   sync.Once
+	err    error
+	warden string
+	config string
+}
+
+var fx fixture
+
+func (f *fixture) setup(b *testing.B) {
+	f.once.Do(func() {
+		dir, err := os.MkdirTemp("", "warden-bench")
+		if err != nil {
+			f.err = err
+			return
+		}
+		f.warden = os.Getenv("WARDEN_BIN")
+		if f.warden == "" {
+			f.warden = filepath.Join(dir, "warden")
+			if f.err = goBuild(nil, "-o", f.warden, "./cmd/warden"); f.err != nil {
+				return
+			}
+		} else if f.warden, err = filepath.Abs(f.warden); err != nil {
+			f.err = err
+			return
+		}
+		tools := filepath.Join(dir, "tools")
+		if f.err = goBuild([]string{"GOOS=wasip1", "GOARCH=wasm"}, "-buildmode=c-shared", "-o", filepath.Join(tools, "echo.wasm"), "./tools-wasm/echo"); f.err != nil {
+			return
+		}
+		f.config = filepath.Join(dir, "config.yaml")
+		f.err = os.WriteFile(f.config, []byte(fmt.Sprintf(
+			"tools:\n  dir: %s\n  cache_dir: %s\n  grants:\n    echo: {}\nlog:\n  level: warn\n",
+			tools, filepath.Join(dir, "cache"))), 0o644)
+		if f.err == nil {
+			if out, err := exec.Command(f.warden, "serve", "--help").CombinedOutput(); err != nil {
+				f.err = fmt.Errorf("%s has no serve command: %v\n%s", f.warden, err, out)
+			}
+		}
+	})
+	if f.err != nil {
+		b.Skipf("cannot run warden: %v", f.err)
+	}
+}
+
+func goBuild(env []string, args ...string) error {
+	cmd := exec.Command("go", append([]string{"build"}, args...)...)
+	cmd.Dir = ".." // the module root
+	cmd.Env = append(append(os.Environ(), "GOTOOLCHAIN=local"), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startHTTP(b *testing.B, name string, cmd *exec.Cmd, addr string) *server {
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	s := &server{name: name, httpURL: "http://" + addr + "/mcp", stop: func() { cmd.Process.Kill(); cmd.Wait() }}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if cs, err := connect(s); err == nil {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"ready"}})
+			cs.Close()
+			if err == nil {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			b.Fatalf("%s did not start serving echo on %s", name, addr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func servers(b *testing.B, transport string) []*server {
+	fx.setup(b)
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if transport == "stdio" {
+		native := func() mcp.Transport {
+			cmd := exec.Command(self)
+			cmd.Env = append(os.Environ(), "BENCH_NATIVE_SERVER=stdio")
+			return &mcp.CommandTransport{Command: cmd}
+		}
+		warden := func() mcp.Transport {
+			cmd := exec.Command(fx.warden, "serve", "--config", fx.config)
+			cmd.Stderr = os.Stderr
+			return &mcp.CommandTransport{Command: cmd}
+		}
+		return []*server{{name: "native", stdio: native, stop: func() {}}, {name: "warden", stdio: warden, stop: func() {}}}
+	}
+	nativeAddr := freeAddr(b)
+	native := exec.Command(self)
+	native.Env = append(os.Environ(), "BENCH_NATIVE_SERVER=http:"+nativeAddr)
+	wardenAddr := freeAddr(b)
+	warden := exec.Command(fx.warden, "serve", "--config", fx.config, "--http", wardenAddr)
+	return []*server{startHTTP(b, "native", native, nativeAddr), startHTTP(b, "warden", warden, wardenAddr)}
+}
+
+func connect(s *server) (*mcp.ClientSession, error) {
+	var t mcp.Transport
+	if s.stdio != nil {
+		t = s.stdio()
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: s.httpURL}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	return client.Connect(context.Background(), t, nil)
+}
+
+// BenchmarkEcho runs native and warden one after the other under identical
+// load and reports warden's p50 relative to native's.
+func BenchmarkEcho(b *testing.B) {
+	for _, transport := range []string{"stdio", "http"} {
+		clientCounts := []int{1}
+		if transport == "http" {
+			clientCounts = []int{1, 16}
+		}
+		b.Run(transport, func(b *testing.B) {
+			srvs := servers(b, transport)
+			defer func() {
+				for _, s := range srvs {
+					s.stop()
+				}
+			}()
+			for _, clients := range clientCounts {
+				p50 := map[string]time.Duration{}
+				for _, s := range srvs {
+					b.Run(fmt.Sprintf("%s/clients=%d", s.name, clients), func(b *testing.B) {
+						p50[s.name] = runEcho(b, s, clients)
+					})
+				}
+				if p50["native"] > 0 && p50["warden"] > 0 {
+					b.Logf("%s, %d client(s): warden p50 %v = %.2fx native p50 %v (goal <= 1.2x)", transport, clients,
+						p50["warden"], float64(p50["warden"])/float64(p50["native"]), p50["native"])
+				}
+			}
+		})
+	}
+}
+
+// runEcho makes b.N echo calls spread over clients concurrent sessions and
+// reports latency percentiles and throughput. It returns the p50.
+func runEcho(b *testing.B, s *server, clients int) time.Duration {
+	sessions := make([]*mcp.ClientSession, clients)
+	for i := range sessions {
+		cs, err := connect(s)
+		if err != nil {
+			b.Fatalf("connect to %s: %v", s.name, err)
+		}
+		defer cs.Close()
+		sessions[i] = cs
+		// Warm up: the first call of a session pays for setup that is not
+		// the steady state being measured.
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"warm"}}); err != nil {
+			b.Fatalf("%s: %v", s.name, err)
+		}
+	}
+	latencies := make([][]time.Duration, clients)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for c := range clients {
+		n := b.N / clients
+		if c < b.N%clients {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			params := &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"hello, warden"}}
+			lat := make([]time.Duration, 0, n)
+			for range n {
+				t0 := time.Now()
+				res, err := sessions[c].CallTool(context.Background(), params)
+				lat = append(lat, time.Since(t0))
+				if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hello, warden" {
+					b.Errorf("%s: echo failed: %+v %v", s.name, res, err)
+					return
+				}
+			}
+			latencies[c] = lat
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	all := slices.Concat(latencies...)
+	if len(all) == 0 {
+		return 0
+	}
+	slices.Sort(all)
+	p50 := all[len(all)/2]
+	p99 := all[min(len(all)-1, len(all)*99/100)]
+	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
+	return p50
+}
