@@ -14,21 +14,21 @@ import (
 type Language struct {
 	// Command is the server executable, looked up in PATH unless it contains
 	// a slash. The server must speak LSP over stdin and stdout.
-	Command string `json:"command" yaml:"command"`
+	Command string
 	// Args are passed to Command.
-	Args []string `json:"args,omitempty" yaml:"args"`
+	Args []string
 	// Extensions are the file extensions this language claims, with the dot
 	// (".go"). A request naming a path but no language picks the language
 	// by extension.
-	Extensions []string `json:"extensions" yaml:"extensions"`
+	Extensions []string
 	// LanguageID is the LSP languageId sent in didOpen; the language's name
 	// when empty.
-	LanguageID string `json:"languageId,omitempty" yaml:"languageId"`
+	LanguageID string
 	// Env is added to warden's own environment when the server starts
 	// ("KEY=value").
-	Env []string `json:"env,omitempty" yaml:"env"`
+	Env []string
 	// InitializationOptions is sent as-is in the initialize request.
-	InitializationOptions json.RawMessage `json:"initializationOptions,omitempty" yaml:"-"`
+	InitializationOptions json.RawMessage
 }
 
 // DefaultLanguages returns the languages warden knows without any config:
@@ -49,8 +49,11 @@ func DefaultLanguages() map[string]Language {
 // Config configures a Manager. Zero durations take the defaults below.
 type Config struct {
 	// Languages maps a language name (the name tools are granted, as in
-	// `lsp: [go]`) to its server. Nil means DefaultLanguages; a non-nil map
-	// is used as is, so include "go" to keep it.
+	// `lsp: [go]`) to its server, on top of DefaultLanguages. An entry
+	// named like a default language overrides it field by field: empty
+	// fields keep the default's, so {"go": {Command: "/opt/gopls"}} only
+	// swaps the binary. A default language that shares an extension with a
+	// configured one is dropped.
 	Languages map[string]Language
 
 	// IdleTimeout stops a server nobody has queried for this long (default
@@ -98,12 +101,10 @@ const (
 
 // withDefaults validates c and fills in its defaults.
 func (c Config) withDefaults() (Config, error) {
-	if c.Languages == nil {
-		c.Languages = DefaultLanguages()
-	}
+	merged := mergeLanguages(DefaultLanguages(), c.Languages)
 	seen := map[string]string{}
-	langs := make(map[string]Language, len(c.Languages))
-	for name, l := range c.Languages {
+	langs := make(map[string]Language, len(merged))
+	for name, l := range merged {
 		if name == "" || strings.ContainsAny(name, " \t\n/") {
 			return c, fmt.Errorf("lsp: language name %q: must be a non-empty word", name)
 		}
@@ -153,6 +154,42 @@ func (c Config) withDefaults() (Config, error) {
 		c.now = time.Now
 	}
 	return c, nil
+}
+
+// mergeLanguages lays configured over defaults; see Config.Languages.
+func mergeLanguages(defaults, configured map[string]Language) map[string]Language {
+	out := make(map[string]Language, len(defaults)+len(configured))
+	claimed := map[string]bool{}
+	for name, l := range configured {
+		if def, ok := defaults[name]; ok {
+			if l.Command == "" {
+				l.Command = def.Command
+				if l.Args == nil {
+					l.Args = def.Args
+				}
+			}
+			if len(l.Extensions) == 0 {
+				l.Extensions = def.Extensions
+			}
+			if l.LanguageID == "" {
+				l.LanguageID = def.LanguageID
+			}
+			if l.InitializationOptions == nil {
+				l.InitializationOptions = def.InitializationOptions
+			}
+		}
+		out[name] = l
+		for _, ext := range l.Extensions {
+			claimed[ext] = true
+		}
+	}
+	for name, def := range defaults {
+		if _, ok := out[name]; ok || slices.ContainsFunc(def.Extensions, func(ext string) bool { return claimed[ext] }) {
+			continue
+		}
+		out[name] = def
+	}
+	return out
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

@@ -25,8 +25,8 @@
 // kills the process group.
 //
 // Languages are configured by name (Config.Languages): a command, its
-// arguments and the file extensions it serves. Without config, "go" runs
-// gopls from PATH.
+// arguments and the file extensions it serves. "go" runs gopls from PATH
+// unless configured otherwise; a "go" entry overrides it field by field.
 //
 // # Permission
 //

@@ -328,8 +328,8 @@ func (s *server) stop(grace time.Duration) {
 	s.stopping.Store(true)
 	if grace > 0 && !s.dead() {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		// gopls answers shutdown only once its initial workspace load is
-		// done, which can take longer than grace on a big module.
+		// A busy server (gopls loading its workspace) may answer shutdown
+		// late or never: grace bounds the whole goodbye.
 		if err := s.rpc.Shutdown(ctx); err == nil {
 			_ = s.rpc.Exit(ctx)
 		}
