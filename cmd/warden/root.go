@@ -13,6 +13,9 @@ import (
 	"github.com/warden-run/warden/internal/app"
 )
 
+// version is stamped at release builds with -ldflags "-X main.version=...".
+var version = "dev"
+
 // globalFlags are the flags every command takes.
 type globalFlags struct {
 	configPath string
@@ -27,6 +30,7 @@ func newRoot() *cobra.Command {
 		Long: `warden loads tools compiled to WebAssembly, runs every call under fuel, a deadline and
 a memory limit, gives each tool only the capabilities config.yaml grants it, and serves
 them to AI agents as an MCP server.`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -34,7 +38,7 @@ them to AI agents as an MCP server.`,
 	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", defaultConfigPath(),
 		"config file (env WARDEN_CONFIG; default ./config.yaml when present)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config)")
-	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g))
+	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g))
 	return root
 }
 

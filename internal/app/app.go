@@ -97,14 +97,17 @@ func (a *App) LoadTools(ctx context.Context) []error {
 	}
 	var errs []error
 	for _, path := range paths {
-		errs = append(errs, a.loadModule(ctx, path)...)
+		_, moduleErrs := a.loadModule(ctx, path)
+		errs = append(errs, moduleErrs...)
 	}
 	return errs
 }
 
 // loadModule loads or reloads one module file into the registry. A file
-// that fails to load leaves the module's previous version serving.
-func (a *App) loadModule(ctx context.Context, path string) []error {
+// that fails to load leaves the module's previous version serving. The
+// errors name the file; loaded tells whether the module is now in the
+// registry (possibly with some of its tools rejected).
+func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []error) {
 	cfg := a.Config()
 	name := ModuleName(path)
 	wasm, err := os.ReadFile(path)
@@ -124,17 +127,16 @@ func (a *App) loadModule(ctx context.Context, path string) []error {
 	}
 	a.mu.Unlock()
 	if err != nil {
-		return []error{err}
+		return false, []error{err}
 	}
 	old, _ := a.registry.Put(m)
 	if old != nil {
 		old.Close(ctx)
 	}
-	var errs []error
 	for _, r := range m.Rejected() {
 		errs = append(errs, fmt.Errorf("load %s: %w", path, r.Reason))
 	}
-	return errs
+	return true, errs
 }
 
 // ModuleName is the name a module file loads under: its base name without .wasm.

@@ -1,0 +1,37 @@
+# The two commands of the README:
+#   make demo   builds warden and the bundled tools, lists them, and calls a few
+#   make test   runs every test: Go tests (unit, sandbox, real gopls, real MCP
+#               clients), the MCP conformance suite and the MCP Inspector CLI
+# `make serve` builds everything and serves the bundled tools over stdio.
+
+export GOTOOLCHAIN := local
+GO ?= go
+
+.PHONY: all build tools demo serve test test-go test-conformance
+
+all: build tools
+
+build:
+	$(GO) build -o bin/warden ./cmd/warden
+
+tools:
+	$(GO) run ./cmd/build-tools -o bin/tools
+
+demo: all
+	bin/warden tools
+	bin/warden call echo '{"text":"hello from the sandbox"}'
+	bin/warden call jq '{"filter":"[.[] | select(.stars > 100) | .name]","input":[{"name":"wazero","stars":5000},{"name":"toy","stars":3}]}'
+	bin/warden call hash '{"algorithm":"sha256","text":"warden"}'
+
+serve: all
+	bin/warden serve
+
+test: all test-go test-conformance
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+test-conformance: all
+	WARDEN=$(CURDIR)/bin/warden .ci/conformance/run.sh
+	WARDEN=$(CURDIR)/bin/warden .ci/conformance/inspector.sh

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warden-run/warden/mcpserver"
+)
+
+// useConfigAddr is what --http means without a value: server.http from config.
+const useConfigAddr = "config"
+
+func newServeCmd(g *globalFlags) *cobra.Command {
+	var addr, token string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the tools as an MCP server (stdio, or streamable HTTP with --http)",
+		Long: `Serve the loaded tools to an MCP client. By default over stdio: stdout carries the
+protocol and nothing else, logs go to stderr. With --http, over streamable HTTP at /mcp
+(both stateless 2026-07-28 requests and 2025-11-25 sessions) with /healthz beside it.
+A bearer token (--token, server.token or WARDEN_SERVER_TOKEN) is required to listen on
+anything but a loopback address.
+
+Tools, grants and limits follow config.yaml and the tools directory while serving: a
+changed config applies to the next call, and a .wasm file added, replaced or removed in
+the tools directory is (re)loaded and clients are told the tool list changed.`,
+		Example: `  warden serve
+  warden serve --http                 # server.http from config, 127.0.0.1:7331 by default
+  warden serve --http 0.0.0.0:7331 --token "$(cat token)"`,
+		Args: cobraArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			a, logger, err := g.start(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close(ctx)
+			for _, err := range a.LoadTools(ctx) {
+				logger.Error("tool not loaded", "error", err)
+			}
+			if err := a.WatchConfig(ctx); err != nil {
+				logger.Warn("config changes will need a restart", "error", err)
+			}
+			if err := a.WatchTools(ctx); err != nil {
+				logger.Warn("tools dir changes will need a restart", "error", err)
+			}
+			cfg := a.Config()
+			srv := mcpserver.New(a, mcpserver.Options{
+				Name:        "warden",
+				Version:     version,
+				PageSize:    cfg.Server.PageSize,
+				MaxInFlight: cfg.Server.MaxInFlight,
+				QueueWait:   cfg.Server.QueueWait,
+				Logger:      logger,
+			})
+			defer srv.Close()
+			if addr == "" {
+				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()))
+				return srv.ServeStdio(ctx)
+			}
+			if addr == useConfigAddr {
+				addr = cfg.Server.HTTP
+			}
+			if token == "" {
+				token = cfg.Server.Token
+			}
+			logger.Info("serving MCP over HTTP", "url", "http://"+addr+mcpserver.PathMCP, "tools", len(a.Registry().Tools()))
+			err = srv.ListenAndServe(ctx, addr, mcpserver.HTTPOptions{Token: token})
+			if errors.Is(err, mcpserver.ErrTokenRequired) {
+				return usagef("%v: pass --token, or set server.token or WARDEN_SERVER_TOKEN", err)
+			}
+			if err != nil {
+				return fmt.Errorf("serve %s: %w", addr, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on this address instead of stdio (no value: server.http)")
+	cmd.Flags().Lookup("http").NoOptDefVal = useConfigAddr
+	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN)")
+	return cmd
+}
