@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/tool"
@@ -25,28 +26,46 @@ type ReadGate interface {
 	CheckRead(call *hostfuncs.Call, relPath string) error
 }
 
-// Capability serves the warden.lsp import for one project root.
+// Capability serves the warden.lsp import for the project root.
 type Capability struct {
 	m    *Manager
-	root string
+	root func() string
 	gate ReadGate
+
+	mu      sync.Mutex
+	lastRaw string // root() as last seen, and its absolute form
+	lastAbs string
 }
 
 // MaxResults caps the locations, symbols or diagnostics of one reply; a
 // reply that was cut says "truncated": true.
 const MaxResults = 1000
 
-// NewCapability returns the warden.lsp capability for the project at root,
-// querying m's servers and checking paths with gate.
-func NewCapability(m *Manager, root string, gate ReadGate) (*Capability, error) {
-	if m == nil || gate == nil {
-		return nil, errors.New("lsp: NewCapability needs a Manager and a ReadGate")
+// NewCapability returns the warden.lsp capability, querying m's servers
+// and checking paths with gate. root returns the project root and is asked
+// on every request, so that the root the gate judges paths against and the
+// one servers run in cannot drift apart on a config reload: pass the fs
+// capability's ProjectRoot.
+func NewCapability(m *Manager, root func() string, gate ReadGate) (*Capability, error) {
+	if m == nil || root == nil || gate == nil {
+		return nil, errors.New("lsp: NewCapability needs a Manager, a root and a ReadGate")
 	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, fmt.Errorf("lsp: project root %s: %w", root, err)
+	return &Capability{m: m, root: root, gate: gate}, nil
+}
+
+// projectRoot returns the current project root, absolute and clean.
+func (c *Capability) projectRoot() (string, error) {
+	raw := c.root()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if raw != c.lastRaw || c.lastAbs == "" {
+		abs, err := filepath.Abs(raw)
+		if err != nil || raw == "" {
+			return "", fmt.Errorf("lsp: project root %q: %v", raw, err)
+		}
+		c.lastRaw, c.lastAbs = raw, abs
 	}
-	return &Capability{m: m, root: abs, gate: gate}, nil
+	return c.lastAbs, nil
 }
 
 // Name implements hostfuncs.Capability.
@@ -173,7 +192,11 @@ func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte
 			return nil, err
 		}
 	}
-	t := Target{Language: lang, Root: c.root}
+	root, err := c.projectRoot()
+	if err != nil {
+		return nil, err
+	}
+	t := Target{Language: lang, Root: root}
 	pos := Position{Line: req.Line, Column: req.Column}
 
 	switch req.Op {

@@ -328,7 +328,7 @@ func TestDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
-	c, err := NewCapability(m, root, fakeGate{allow: []string{"shapes", "main.go"}, deny: []string{"shapes/private.go"}})
+	c, err := NewCapability(m, func() string { return root }, fakeGate{allow: []string{"shapes", "main.go"}, deny: []string{"shapes/private.go"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestConcurrentStartAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCapability(m, root, fakeGate{allow: []string{""}})
+	c, err := NewCapability(m, func() string { return root }, fakeGate{allow: []string{""}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -301,3 +301,31 @@ func TestUTF16Server(t *testing.T) {
 		t.Fatalf("server saw:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestRootFollowsConfig: the capability asks for the project root on every
+// request, so a reload that moves the root moves the queries with it.
+func TestRootFollowsConfig(t *testing.T) {
+	a, b := newFakeEnv(t), newFakeEnv(t)
+	b.log = a.log
+	m := newManager(t, Config{Languages: a.languages("ok")})
+	var mu sync.Mutex
+	root := a.root
+	c, err := NewCapability(m, func() string { mu.Lock(); defer mu.Unlock(); return root }, fakeGate{allow: []string{""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func() {
+		t.Helper()
+		if _, err := c.Serve(context.Background(), callWith("fake"), []byte(`{"op":"documentSymbol","path":"a.fk"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	query()
+	mu.Lock()
+	root = b.root
+	mu.Unlock()
+	query()
+	if serverPID(m, a.target()) == 0 || serverPID(m, b.target()) == 0 {
+		t.Fatal("want one server per root")
+	}
+}

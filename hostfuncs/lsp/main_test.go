@@ -447,7 +447,7 @@ func sharedGopls(t testing.TB) *goplsEnv {
 			shared.err = err
 			return
 		}
-		c, err := NewCapability(m, root, fakeGate{allow: []string{""}, deny: []string{"secret"}})
+		c, err := NewCapability(m, func() string { return root }, fakeGate{allow: []string{""}, deny: []string{"secret"}})
 		if err != nil {
 			shared.err = err
 			return
