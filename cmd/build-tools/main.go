@@ -30,12 +30,13 @@ func main() {
 	src := flag.String("src", "tools-wasm", "directory holding one folder per tool")
 	force := flag.Bool("f", false, "rebuild even if the output is up to date")
 	jobs := flag.Int("j", runtime.GOMAXPROCS(0), "builds to run at once")
+	skip := flag.String("skip", "conformance", "comma-separated folders that are test fixtures, not bundled tools, built only when named")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./cmd/build-tools [-o dir] [-f] [-j n] [tool ...]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	b := &builder{src: *src, out: *out, force: *force, log: os.Stderr}
+	b := &builder{src: *src, out: *out, force: *force, log: os.Stderr, skip: strings.Split(*skip, ",")}
 	if err := b.run(flag.Args(), max(*jobs, 1)); err != nil {
 		fmt.Fprintf(os.Stderr, "build-tools: %v\n", err)
 		os.Exit(1)
@@ -45,6 +46,7 @@ func main() {
 type builder struct {
 	src, out string
 	force    bool
+	skip     []string // fixture folders, built only when named
 	log      io.Writer
 	mu       sync.Mutex // serializes log lines
 }
@@ -62,7 +64,11 @@ func (b *builder) run(names []string, jobs int) error {
 		return err
 	}
 	if len(names) == 0 {
-		names = all
+		for _, n := range all {
+			if !slices.Contains(b.skip, n) {
+				names = append(names, n)
+			}
+		}
 	}
 	for _, n := range names {
 		if !slices.Contains(all, n) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/mcpserver"
@@ -72,10 +73,12 @@ func (a *App) configChanged(cfg *config.Config) {
 	}
 }
 
-// Close stops every module and the runtime.
+// Close stops every module, the runtime and the language servers.
 func (a *App) Close(ctx context.Context) error {
 	a.registry.Close(ctx)
-	return a.rt.Close(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return errors.Join(a.caps.close(ctx), a.rt.Close(ctx))
 }
 
 // Runtime returns the sandbox runtime, for commands that load a module

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/env"
 	"github.com/warden-run/warden/hostfuncs/fs"
+	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 )
@@ -21,6 +23,9 @@ type capabilities struct {
 	memory *memory.Memory
 	net    *net.Net
 	env    *env.Env
+	lsp    *lsp.Capability
+	// servers runs the language servers behind lsp; Close stops them.
+	servers *lsp.Manager
 }
 
 func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, error) {
@@ -38,11 +43,26 @@ func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, er
 	if c.env, err = env.New(envConfig(cfg), logger); err != nil {
 		return nil, fmt.Errorf("env capability: %w", err)
 	}
+	if c.servers, err = lsp.NewManager(lspConfig(cfg, logger)); err != nil {
+		return nil, fmt.Errorf("lsp capability: %w", err)
+	}
+	// Every path a tool asks the language servers about, and every location
+	// they answer with, passes the fs read gate.
+	if c.lsp, err = lsp.NewCapability(c.servers, c.fs.ProjectRoot, c.fs); err != nil {
+		c.servers.Close(context.Background())
+		return nil, fmt.Errorf("lsp capability: %w", err)
+	}
 	return &c, nil
 }
 
 func (c *capabilities) list() []hostfuncs.Capability {
-	return []hostfuncs.Capability{c.fs, c.memory, c.net, c.env}
+	return []hostfuncs.Capability{c.fs, c.memory, c.net, c.env, c.lsp}
+}
+
+// close stops the language servers: shutdown, exit, then kill after a grace
+// period, so that none outlives warden.
+func (c *capabilities) close(ctx context.Context) error {
+	return c.servers.Close(ctx)
 }
 
 // apply reconfigures every capability; all of them are tried, and every
@@ -73,6 +93,14 @@ func memoryConfig(cfg *config.Config) memory.Config {
 
 func netConfig(cfg *config.Config) net.Config {
 	return net.Config{MaxResponseBytes: int64(cfg.Net.MaxResponse), Timeout: cfg.Net.Timeout}
+}
+
+func lspConfig(cfg *config.Config, logger *slog.Logger) lsp.Config {
+	languages := make(map[string]lsp.Language, len(cfg.LSP.Languages))
+	for name, l := range cfg.LSP.Languages {
+		languages[name] = lsp.Language{Command: l.Command, Args: l.Args, Extensions: l.Extensions}
+	}
+	return lsp.Config{Languages: languages, IdleTimeout: cfg.LSP.IdleTTL, RequestTimeout: cfg.LSP.Timeout, Logger: logger}
 }
 
 func envConfig(cfg *config.Config) env.Config {
