@@ -238,3 +238,31 @@ func (c *namedCapability) Name() string { return c.name }
 func (c *namedCapability) Serve(context.Context, *hostfuncs.Call, []byte) (any, error) {
 	return c.result, c.err
 }
+
+// TestConcurrentCalls: many calls at once on one module get their own
+// instances (created from the snapshot while others run), each with the
+// right answer, and every instance returns to the pool or is closed.
+func TestConcurrentCalls(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	tl := loadTool(t, rt, "echo", testwasm.BuildGo(t, "../tools-wasm/echo"), runtime.Limits{MaxInstances: 6})
+	const workers, calls = 24, 10
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range calls {
+				text := fmt.Sprintf("w%d-c%d", w, i)
+				res := call(t, tl, fmt.Sprintf(`{"text":%q}`, text))
+				if res.IsError || res.Content[0].Text != text {
+					errs <- fmt.Errorf("%s: %+v %v", text, res.Error, res.Content)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -124,8 +124,9 @@ func (r *Runtime) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	if level >= 0 && int(level) < len(logLevels) {
 		slogLevel = logLevels[level]
 	}
+	// The observer logs it (the MCP server also forwards it to the client);
+	// logging here too would print every line twice.
 	state.call.Observer.Log(slogLevel, string(msg))
-	r.log.Log(ctx, slogLevel, "guest log", "tool", state.call.Tool, "message", string(msg))
 }
 
 func (r *Runtime) hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
