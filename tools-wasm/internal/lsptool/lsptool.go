@@ -1,0 +1,133 @@
+// Package lsptool is what warden's language tools (symbols, definition,
+// references, hover, workspace_symbols) share: the warden.lsp and warden.fs
+// request and reply shapes, paging with continuation cursors, reading
+// source lines, and the pieces of their descriptors.
+//
+// It lives under tools-wasm/internal so that cmd/build-tools, which builds
+// every folder of tools-wasm/ holding Go files, does not take it for a tool.
+package lsptool
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/tool"
+)
+
+// Language is the language every tool asks for. The host picks the server
+// from the file extension when a path is given; workspace queries name it.
+const Language = "go"
+
+// Location is a range in a project file, as warden.lsp returns it: 1-based
+// lines, columns counting bytes.
+type Location struct {
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column"`
+	EndLine   int    `json:"endLine"`
+	EndColumn int    `json:"endColumn"`
+}
+
+// Symbol is a document or workspace symbol, as warden.lsp returns it.
+type Symbol struct {
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Detail    string   `json:"detail,omitempty"`
+	Container string   `json:"container,omitempty"`
+	Path      string   `json:"path,omitempty"`
+	Line      int      `json:"line,omitempty"`
+	Column    int      `json:"column,omitempty"`
+	StartLine int      `json:"startLine,omitempty"`
+	EndLine   int      `json:"endLine,omitempty"`
+	Children  []Symbol `json:"children,omitempty"`
+}
+
+// Hover is warden.lsp's hover reply.
+type Hover struct {
+	Text   string    `json:"text"`
+	Format string    `json:"format"`
+	Range  *Location `json:"range,omitempty"`
+}
+
+// LSP sends one warden.lsp request and decodes its result into reply.
+func LSP(ctx *warden.Context, request map[string]any, reply any) error {
+	return warden.Host(ctx, "lsp", request, reply)
+}
+
+// Request is a warden.lsp request naming a position.
+func PositionRequest(op, path string, line, column int) map[string]any {
+	return map[string]any{"op": op, "path": path, "line": line, "column": column}
+}
+
+// DocumentSymbols returns the outline of one file.
+func DocumentSymbols(ctx *warden.Context, path string) ([]Symbol, error) {
+	var reply struct {
+		Symbols []Symbol `json:"symbols"`
+	}
+	if err := LSP(ctx, map[string]any{"op": "documentSymbol", "path": path}, &reply); err != nil {
+		return nil, err
+	}
+	return reply.Symbols, nil
+}
+
+// Overflow is the overflow object of the tools' output schemas.
+const overflowSchema = `{"type": "object", "description": "Present when results were left out: how many are shown, how many exist, and how to see the rest.",
+	"properties": {"shown": {"type": "integer"}, "total": {"type": "integer"}, "hint": {"type": "string"},
+		"next_offset": {"type": "integer", "description": "With detail_level \"full\": the offset of the next page."}},
+	"required": ["shown", "total", "hint"]}`
+
+// OutputSchema returns an object schema with the given properties (a JSON
+// object's members, without braces) plus "overflow", requiring required.
+func OutputSchema(properties string, required ...string) json.RawMessage {
+	req, _ := json.Marshal(required)
+	return json.RawMessage(`{"type": "object", "properties": {` + properties +
+		`, "overflow": ` + overflowSchema + `}, "required": ` + string(req) + `}`)
+}
+
+// PositionProperties are the input-schema properties of a position in a
+// file; the schema should require path and line, and column or name.
+const PositionProperties = `
+	"path": {"type": "string", "description": "Project-relative file path, e.g. \"pkg/server/handler.go\"."},
+	"line": {"type": "integer", "minimum": 1, "description": "1-based line number."},
+	"column": {"type": "integer", "minimum": 1, "description": "1-based column in bytes, as Go's compiler and the symbols tool report it. Omit it and give name instead if unsure."},
+	"name": {"type": "string", "description": "The identifier at that line (e.g. \"ServeHTTP\"); used to find the column when column is omitted. Its first whole-word occurrence on the line is taken."}`
+
+// PositionRequired is the part of an input schema that asks for line and
+// either column or name.
+const PositionRequired = `"required": ["path", "line"], "anyOf": [{"required": ["column"]}, {"required": ["name"]}]`
+
+var yes = true
+
+// Descriptor fills in what the five tools' descriptors have in common:
+// read-only and idempotent, paginated, asking for the Go language server
+// and for reading the project (requests only: config grants).
+func Descriptor(d tool.Descriptor) tool.Descriptor {
+	d.Annotations = &tool.Annotations{ReadOnlyHint: &yes, IdempotentHint: &yes}
+	d.Paginates = true
+	d.Capabilities = tool.Capabilities{LSP: []string{Language}, FS: tool.FSAccess{Read: []string{"."}}}
+	d.Version = "1.0.0"
+	d.Category = "code"
+	d.Tags = append([]string{"lsp", "go", "code-navigation"}, d.Tags...)
+	return d
+}
+
+// Text joins rendered lines and, when o is set, appends the overflow as a
+// final "# overflow:" line, so that a model reading only the text sees it.
+func Text(lines []string, o *warden.Overflow) string {
+	text := strings.Join(lines, "\n")
+	if o != nil {
+		b, _ := json.Marshal(o)
+		if text != "" {
+			text += "\n"
+		}
+		text += "# overflow: " + string(b)
+	}
+	return text
+}
+
+// Pos renders a position as path:line:column.
+func Pos(path string, line, column int) string {
+	return fmt.Sprintf("%s:%d:%d", path, line, column)
+}
