@@ -164,7 +164,7 @@ var defaults = map[string]any{
 	"tools::defaults::max_output":    "1MiB",
 	"tools::defaults::fuel":          runtime.DefaultFuel,
 	"tools::defaults::load_budget":   "10s",
-	"tools::defaults::isolation":     "call",
+	"tools::defaults::isolation":     "session",
 	"tools::defaults::max_instances": runtime.DefaultMaxInstances,
 	"server::http":                   "127.0.0.1:7331",
 	"server::token":                  "",

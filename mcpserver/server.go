@@ -134,6 +134,8 @@ type Server struct {
 	syncMu     sync.Mutex
 	registered map[string][]byte
 
+	// connections counts the clients Serve has connected, to name them.
+	connections atomic.Int64
 	// sessions holds the IDs of live sessions that made calls, watched so
 	// that a SessionEnder hears when they end.
 	sessions sync.Map
@@ -201,8 +203,14 @@ func (s *Server) Close() error {
 // Serve serves one client over t until the client disconnects or ctx ends.
 // ServeStdio is Serve over the process's stdin and stdout; Serve itself is
 // for other transports, such as the go-sdk's in-memory one in tests.
+//
+// A transport that carries one client, like stdio, has no session ID of its
+// own; Serve gives it one ("conn-N"), so that the client gets what an HTTP
+// session gets: per-session tool state (isolation: session) that ends when
+// the client disconnects.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	err := s.sdk.Run(ctx, t)
+	id := fmt.Sprintf("conn-%d", s.connections.Add(1))
+	err := s.sdk.Run(ctx, &sessionTransport{Transport: t, id: id})
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return nil // asked to stop: not a failure
@@ -211,6 +219,30 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	}
 	return err
 }
+
+// sessionTransport gives the connections of a session-less transport an ID.
+type sessionTransport struct {
+	mcp.Transport
+	id string
+}
+
+func (t *sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c.SessionID() != "" {
+		return c, nil
+	}
+	return &sessionConnection{Connection: c, id: t.id}, nil
+}
+
+type sessionConnection struct {
+	mcp.Connection
+	id string
+}
+
+func (c *sessionConnection) SessionID() string { return c.id }
 
 // scheduleResync coalesces bursts of change notifications into as few
 // resyncs as possible, off the notifier's goroutine: Subscribe's callback may

@@ -318,8 +318,13 @@ func TestCallPassesArgumentsCursorAndSession(t *testing.T) {
 			if c.Name != "echo" || c.Cursor != "c-1" || c.Observer == nil {
 				t.Errorf("call = %+v", c)
 			}
-			if want := cs.ID(); c.Session != want {
+			// HTTP sessions carry their Mcp-Session-Id; a one-client
+			// transport gets a connection ID from Serve.
+			if want := cs.ID(); want != "" && c.Session != want {
 				t.Errorf("session %q, want the client's %q", c.Session, want)
+			}
+			if !tr.http && !strings.HasPrefix(c.Session, "conn-") {
+				t.Errorf("stdio session %q, want a connection ID", c.Session)
 			}
 			if tr.http && tr.protocol != "" && c.Session == "" {
 				t.Errorf("an HTTP session call has no session ID")

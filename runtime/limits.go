@@ -9,15 +9,17 @@ import (
 type Isolation string
 
 const (
-	// IsolationCall (the default) starts every call from the module's state
-	// right after _initialize: nothing one call leaves in memory or globals is
-	// visible to the next.
-	IsolationCall Isolation = "call"
-	// IsolationSession keeps one instance per client session: calls of the
-	// same session see each other's state, other sessions never do.
+	// IsolationSession (the default) keeps one instance per client session:
+	// calls of the same MCP session may see each other's state, as they
+	// would with any long-running MCP server, and no other session ever
+	// does. A call with no session (stateless HTTP) gets IsolationCall.
 	IsolationSession Isolation = "session"
+	// IsolationCall starts every call from the module's state right after
+	// _initialize: nothing one call leaves in memory or globals is visible
+	// to any later call.
+	IsolationCall Isolation = "call"
 	// IsolationShared lets every call reuse pooled instances as they are. Only
-	// for tools that keep caches they mean to share.
+	// for tools that keep caches they mean to share across clients.
 	IsolationShared Isolation = "shared"
 )
 
@@ -35,7 +37,7 @@ type Limits struct {
 	Fuel int64
 	// LoadBudget bounds _initialize and describe at load (default 10 s).
 	LoadBudget time.Duration
-	// Isolation is the state model (default IsolationCall).
+	// Isolation is the state model (default IsolationSession).
 	Isolation Isolation
 	// MaxInstances caps the instances alive at once (default 8).
 	MaxInstances int
@@ -75,7 +77,7 @@ func (l Limits) WithDefaults() Limits {
 		l.LoadBudget = DefaultLoadBudget
 	}
 	if l.Isolation == "" {
-		l.Isolation = IsolationCall
+		l.Isolation = IsolationSession
 	}
 	if l.MaxInstances == 0 {
 		l.MaxInstances = DefaultMaxInstances

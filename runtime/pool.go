@@ -106,7 +106,9 @@ func (p *pool) release(ctx context.Context, in *instance, healthy bool) {
 		<-s.lock
 		return
 	}
-	if healthy && p.m.limits.Isolation == IsolationCall {
+	// Only IsolationShared reuses an instance as it is: a sessionless call
+	// under IsolationSession is isolated like IsolationCall.
+	if healthy && p.m.limits.Isolation != IsolationShared {
 		healthy = p.m.reset(in)
 	}
 	p.mu.Lock()
@@ -153,6 +155,9 @@ func (p *pool) close(ctx context.Context) {
 
 // freshInstance makes an instance in the module's initial state.
 func (m *Module) freshInstance(ctx context.Context) (*instance, error) {
+	if m.plugin != nil {
+		return m.plugin.freshInstance(ctx)
+	}
 	in, err := m.newInstance(ctx)
 	if err != nil {
 		return nil, err
@@ -177,6 +182,9 @@ func (m *Module) freshInstance(ctx context.Context) (*instance, error) {
 
 // reset returns in to the module's initial state, or reports that it cannot.
 func (m *Module) reset(in *instance) bool {
+	if m.plugin != nil {
+		return m.plugin.reset(in)
+	}
 	if m.snapshot == nil {
 		return false
 	}
