@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,8 @@ const useConfigAddr = "config"
 
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var addr, token string
+	var pageSize, maxInFlight int
+	var queueWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the tools as an MCP server (stdio, or streamable HTTP with --http)",
@@ -47,14 +50,27 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				logger.Warn("tools dir changes will need a restart", "error", err)
 			}
 			cfg := a.Config()
-			srv := mcpserver.New(a, mcpserver.Options{
+			opts := mcpserver.Options{
 				Name:        "warden",
 				Version:     version,
 				PageSize:    cfg.Server.PageSize,
 				MaxInFlight: cfg.Server.MaxInFlight,
 				QueueWait:   cfg.Server.QueueWait,
 				Logger:      logger,
-			})
+			}
+			if cmd.Flags().Changed("page-size") {
+				opts.PageSize = pageSize
+			}
+			if cmd.Flags().Changed("max-in-flight") {
+				opts.MaxInFlight = maxInFlight
+			}
+			if cmd.Flags().Changed("queue-wait") {
+				opts.QueueWait = queueWait
+			}
+			if opts.PageSize < 1 || opts.MaxInFlight < 1 || opts.QueueWait < 0 {
+				return usagef("--page-size and --max-in-flight must be at least 1, --queue-wait not negative")
+			}
+			srv := mcpserver.New(a, opts)
 			defer srv.Close()
 			if addr == "" {
 				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()))
@@ -79,6 +95,9 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on this address instead of stdio (no value: server.http)")
 	cmd.Flags().Lookup("http").NoOptDefVal = useConfigAddr
+	cmd.Flags().IntVar(&pageSize, "page-size", 0, "tools per tools/list page (default: server.page_size)")
+	cmd.Flags().IntVar(&maxInFlight, "max-in-flight", 0, "calls running at once across clients (default: server.max_in_flight)")
+	cmd.Flags().DurationVar(&queueWait, "queue-wait", 0, "how long an extra call waits for a slot (default: server.queue_wait)")
 	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN)")
 	return cmd
 }
