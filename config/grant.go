@@ -1,0 +1,318 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/warden-run/warden/hostfuncs/memory"
+	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/tool"
+)
+
+// GrantChange is one KEY or KEY=VALUE[,VALUE...] argument of `warden grant`
+// and `warden revoke`.
+type GrantChange struct {
+	Key    string   // one of GrantKeys
+	Values []string // empty: the whole key (revoke only)
+}
+
+// GrantKeys are the keys of a tool's grant, as `warden grant` spells them.
+var GrantKeys = []string{"fs.read", "fs.write", "memory", "memory.topics", "lsp", "net", "env"}
+
+// grantKey is where a GrantKeys entry lives under tools.grants.<tool> and
+// how its values are checked and compared.
+type grantKey struct {
+	path  []string
+	list  bool
+	check func(string) error
+	fold  bool // values compare ignoring case
+}
+
+var grantKeys = map[string]grantKey{
+	"fs.read":       {path: []string{"fs", "read"}, list: true, check: checkFSPath},
+	"fs.write":      {path: []string{"fs", "write"}, list: true, check: checkFSPath},
+	"memory":        {path: []string{"memory"}, check: checkMemory},
+	"memory.topics": {path: []string{"memory_topics"}, list: true, check: memory.ValidateTopic},
+	"lsp":           {path: []string{"lsp"}, list: true, check: checkLanguage, fold: true},
+	"net":           {path: []string{"net"}, list: true, check: net.ValidateGrant, fold: true},
+	"env":           {path: []string{"env"}, list: true, check: checkEnvKey, fold: true},
+}
+
+// ParseGrantChange parses "fs.read=src,docs", "memory=read" or, for
+// revoke, a bare key. Values are split at commas.
+func ParseGrantChange(s string) (GrantChange, error) {
+	key, value, hasValue := strings.Cut(s, "=")
+	key = strings.ToLower(strings.TrimSpace(key))
+	if _, ok := grantKeys[key]; !ok {
+		return GrantChange{}, fmt.Errorf("unknown grant key %q (known: %s)", key, strings.Join(GrantKeys, ", "))
+	}
+	c := GrantChange{Key: key}
+	if !hasValue {
+		return c, nil
+	}
+	for _, v := range strings.Split(value, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			c.Values = append(c.Values, v)
+		}
+	}
+	if len(c.Values) == 0 {
+		return GrantChange{}, fmt.Errorf("%s=: no value", key)
+	}
+	if k := grantKeys[key]; !k.list && len(c.Values) > 1 {
+		return GrantChange{}, fmt.Errorf("%s takes one value, got %d", key, len(c.Values))
+	}
+	return c, nil
+}
+
+func (c GrantChange) String() string {
+	if len(c.Values) == 0 {
+		return c.Key
+	}
+	return c.Key + "=" + strings.Join(c.Values, ",")
+}
+
+func checkFSPath(p string) error {
+	if strings.ContainsRune(p, 0) {
+		return errors.New("path contains a NUL byte")
+	}
+	return nil
+}
+
+func checkMemory(level string) error {
+	switch tool.MemoryAccess(level) {
+	case tool.MemoryRead, tool.MemoryReadWrite:
+		return nil
+	}
+	return fmt.Errorf("must be read or read-write, got %q", level)
+}
+
+var languagePattern = regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`)
+
+func checkLanguage(lang string) error {
+	if !languagePattern.MatchString(lang) {
+		return fmt.Errorf("%q is not a language name", lang)
+	}
+	return nil
+}
+
+var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func checkEnvKey(key string) error {
+	if !envKeyPattern.MatchString(key) {
+		return fmt.Errorf("%q is not a key (A-Z a-z 0-9 _, not starting with a digit)", key)
+	}
+	return nil
+}
+
+// grantPath is the key path of a grant key of a tool.
+func grantPath(toolName string, k grantKey) []string {
+	return append([]string{"tools", "grants", toolName}, k.path...)
+}
+
+func checkToolName(name string) error {
+	if !tool.ValidName(name) {
+		return fmt.Errorf("%q is not a tool name (1-128 of A-Z a-z 0-9 _ - .)", name)
+	}
+	return nil
+}
+
+// values reads a list (or a comma-separated string, as viper reads one).
+func (d *Document) values(p []string) ([]string, error) {
+	n, err := d.Get(p...)
+	if err != nil || n == nil || isNull(n) {
+		return nil, err
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Value == "" {
+			return nil, nil
+		}
+		return strings.Split(n.Value, ","), nil
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, item := range n.Content {
+			if item.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("%s: items must be strings", keyPath(p))
+			}
+			out = append(out, item.Value)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: is %s, not a list", keyPath(p), kindName(n))
+}
+
+func (k grantKey) same(a, b string) bool {
+	if k.fold {
+		return strings.EqualFold(a, b)
+	}
+	if strings.HasPrefix(k.path[0], "fs") {
+		return path.Clean(a) == path.Clean(b)
+	}
+	return a == b
+}
+
+// Grant adds changes to what the tool named toolName is granted. Each value
+// is checked first, and every refusal names its key path; a value already
+// granted is left as it is, and memory=read does not lower read-write.
+func (d *Document) Grant(toolName string, changes ...GrantChange) error {
+	if err := checkToolName(toolName); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		k, ok := grantKeys[c.Key]
+		if !ok {
+			return fmt.Errorf("tools.grants.%s: unknown grant key %q (known: %s)", toolName, c.Key, strings.Join(GrantKeys, ", "))
+		}
+		p := grantPath(toolName, k)
+		if len(c.Values) == 0 {
+			return fmt.Errorf("%s: grant %s needs a value (%s=...)", keyPath(p), c.Key, c.Key)
+		}
+		for _, v := range c.Values {
+			if err := k.check(v); err != nil {
+				return fmt.Errorf("%s: %w", keyPath(p), err)
+			}
+		}
+		if !k.list {
+			cur, err := d.values(p)
+			if err != nil {
+				return err
+			}
+			if len(cur) == 1 && cur[0] == string(tool.MemoryReadWrite) {
+				continue
+			}
+			if err := d.Set(Str(c.Values[0]), p...); err != nil {
+				return err
+			}
+			continue
+		}
+		cur, err := d.values(p)
+		if err != nil {
+			return err
+		}
+		next := slices.Clone(cur)
+		for _, v := range c.Values {
+			if !slices.ContainsFunc(next, func(have string) bool { return k.same(have, v) }) {
+				next = append(next, v)
+			}
+		}
+		if len(next) == len(cur) {
+			continue
+		}
+		if err := d.Set(List(next...), p...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Revoke removes changes from the tool's grant: the values listed, or the
+// whole key when none are. Revoking memory=read-write leaves read. A value
+// that is not granted is an error naming what is. Keys left empty are
+// removed, and a tool left with nothing keeps an empty entry ({}).
+func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
+	if err := checkToolName(toolName); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		k, ok := grantKeys[c.Key]
+		if !ok {
+			return fmt.Errorf("tools.grants.%s: unknown grant key %q (known: %s)", toolName, c.Key, strings.Join(GrantKeys, ", "))
+		}
+		p := grantPath(toolName, k)
+		cur, err := d.values(p)
+		if err != nil {
+			return err
+		}
+		next := cur[:0:0]
+		if !k.list && len(c.Values) > 0 && len(cur) > 0 {
+			// read is part of read-write: revoking it revokes both.
+			switch {
+			case c.Values[0] == string(tool.MemoryReadWrite) && cur[0] == string(tool.MemoryReadWrite):
+				next = []string{string(tool.MemoryRead)}
+			case c.Values[0] == string(tool.MemoryRead):
+			default:
+				return fmt.Errorf("%s: %s is not granted (granted: %s)", keyPath(p), c.Values[0], cur[0])
+			}
+		} else if len(c.Values) > 0 {
+			for _, v := range c.Values {
+				if !slices.ContainsFunc(cur, func(have string) bool { return k.same(have, v) }) {
+					return fmt.Errorf("%s: %s is not granted (granted: %s)", keyPath(p), v, listOrNone(cur))
+				}
+			}
+			for _, have := range cur {
+				if !slices.ContainsFunc(c.Values, func(v string) bool { return k.same(have, v) }) {
+					next = append(next, have)
+				}
+			}
+		} else if len(cur) == 0 {
+			return fmt.Errorf("%s: nothing is granted", keyPath(p))
+		}
+		switch {
+		case len(next) == 0:
+			if err := d.Delete(p...); err != nil {
+				return err
+			}
+		case k.list:
+			err = d.Set(List(next...), p...)
+		default:
+			err = d.Set(Str(next[0]), p...)
+		}
+		if err != nil {
+			return err
+		}
+		// fs: {} with nothing left goes too.
+		if len(p) > 4 {
+			parent := p[:len(p)-1]
+			if n, err := d.Get(parent...); err == nil && n != nil && n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+				if err := d.Delete(parent...); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// RevokeAll leaves the tool's grant empty ({}).
+func (d *Document) RevokeAll(toolName string) error {
+	if err := checkToolName(toolName); err != nil {
+		return err
+	}
+	n, err := d.Get("tools", "grants", toolName)
+	if err != nil || n == nil {
+		return err
+	}
+	return d.Set(EmptyMap(), "tools", "grants", toolName)
+}
+
+func listOrNone(values []string) string {
+	if len(values) == 0 {
+		return "nothing"
+	}
+	return strings.Join(values, ", ")
+}
+
+var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Pin records sum, a lowercase hex sha256, as the approved content of the
+// module named module (tools.pins.<module>).
+func (d *Document) Pin(module, sum string) error {
+	if !sha256Pattern.MatchString(sum) {
+		return fmt.Errorf("tools.pins.%s: %q is not a lowercase hex sha256", module, sum)
+	}
+	if module == "" || strings.ContainsAny(module, "/\\\x00") {
+		return fmt.Errorf("tools.pins: %q is not a module name", module)
+	}
+	return d.Set(Str(sum), "tools", "pins", strings.ToLower(module))
+}
+
+// Unpin removes the pin of module.
+func (d *Document) Unpin(module string) error {
+	return d.Delete("tools", "pins", strings.ToLower(module))
+}
