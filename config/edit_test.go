@@ -266,7 +266,7 @@ func TestEditRefusesLayout(t *testing.T) {
 		t.Error("document changed")
 	}
 	for _, in := range []string{
-		"tools:\n  pins: &p {}\nother: *p\n",                // an anchored value
+		"tools:\n  pins: &p {}\nother: *p\n",                 // an anchored value
 		"tools:\n  pins:\n    a: one\n      two\n  dir: x\n", // a multi-line plain scalar
 	} {
 		d, _ := ParseDocument([]byte(in))
