@@ -1,0 +1,186 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
+)
+
+// ErrNameTaken marks a module whose tool names another installed module
+// already provides.
+var ErrNameTaken = errors.New("tool name already installed")
+
+// Review is what installing a module would do, for a person to approve
+// before Install does it.
+type Review struct {
+	Module string // the module name (file name without .wasm)
+	Source string // the file it was read from
+	Dest   string // where it will be installed
+	SHA256 string // of the bytes reviewed, which are the bytes installed
+	Size   int
+	// Previous is the sha256 of the installed file this replaces, "" if none.
+	Previous string
+	Imports  []string
+	Tools    []ToolReview
+	Rejected []runtime.Rejection
+
+	wasm []byte
+}
+
+// ToolReview is one tool of a reviewed module.
+type ToolReview struct {
+	Descriptor tool.Descriptor
+	// Granted is what config grants a tool of this name today.
+	Granted tool.Capabilities
+	// Missing is what the tool requests beyond Granted.
+	Missing tool.Capabilities
+}
+
+// ReviewInstall reads the module at path once and loads those bytes in the
+// sandbox (only _initialize and describe run) to show what it is. name is
+// the module name to install under ("" for the file's name). It refuses a
+// module with no valid tool, and one whose tool names another module loaded
+// in a already provides (call LoadTools first); a module replacing one of
+// the same name may reuse its tool names.
+func (a *App) ReviewInstall(ctx context.Context, path, name string) (*Review, error) {
+	if name == "" {
+		name = ModuleName(path)
+	}
+	if !tool.ValidName(name) {
+		return nil, fmt.Errorf("install %s: module name %q must be 1-128 of A-Z a-z 0-9 _ - .", path, name)
+	}
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("install: %w", err)
+	}
+	cfg := a.Config()
+	m, err := a.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
+	if err != nil {
+		return nil, fmt.Errorf("install %s: %w", path, err)
+	}
+	defer m.Close(ctx)
+	sum := sha256.Sum256(wasm)
+	r := &Review{
+		Module:   name,
+		Source:   path,
+		Dest:     filepath.Join(cfg.Tools.Dir, name+".wasm"),
+		SHA256:   hex.EncodeToString(sum[:]),
+		Size:     len(wasm),
+		Imports:  m.Imports(),
+		Rejected: m.Rejected(),
+		wasm:     wasm,
+	}
+	for _, t := range m.Tools() {
+		granted := cfg.Grants(t.Descriptor.Name)
+		r.Tools = append(r.Tools, ToolReview{
+			Descriptor: t.Descriptor,
+			Granted:    granted,
+			Missing:    Missing(t.Descriptor.Capabilities, granted),
+		})
+	}
+	if len(r.Tools) == 0 {
+		return nil, fmt.Errorf("install %s: the module provides no valid tool (%d rejected)", path, len(r.Rejected))
+	}
+	if err := a.checkNames(r); err != nil {
+		return nil, fmt.Errorf("install %s: %w", path, err)
+	}
+	if old, err := os.ReadFile(r.Dest); err == nil {
+		oldSum := sha256.Sum256(old)
+		r.Previous = hex.EncodeToString(oldSum[:])
+	}
+	return r, nil
+}
+
+// checkNames refuses tool names another loaded module provides.
+func (a *App) checkNames(r *Review) error {
+	var taken []string
+	for _, t := range r.Tools {
+		if other, ok := a.registry.Tool(t.Descriptor.Name); ok && other.Module().Name() != r.Module {
+			taken = append(taken, fmt.Sprintf("%q (module %s)", t.Descriptor.Name, other.Module().Name()))
+		}
+	}
+	if len(taken) > 0 {
+		return fmt.Errorf("%w: %s; remove that module first, or install this one under its name to replace it",
+			ErrNameTaken, strings.Join(taken, ", "))
+	}
+	return nil
+}
+
+// Install does what r describes: it pins r.SHA256 under tools.pins in the
+// config file (validated and replaced atomically, comments kept), then
+// writes the reviewed bytes into the tools dir (a temporary file renamed
+// over the old one, so a watcher never loads half a file). The pin goes
+// first so that a running server reloading the new file finds it approved;
+// if the copy fails, the previous pin is put back. The app's config is
+// reloaded. A serving app loads the module through its tools-dir watcher;
+// otherwise call LoadTools.
+func (a *App) Install(ctx context.Context, r *Review) error {
+	cfg := a.Config()
+	if cfg.File == "" {
+		return errors.New("install: no config file to pin the module in: create config.yaml or pass --config")
+	}
+	if err := a.checkNames(r); err != nil {
+		return fmt.Errorf("install %s: %w", r.Source, err)
+	}
+	previousPin, hadPin := cfg.Tools.Pins[strings.ToLower(r.Module)]
+	if _, err := config.EditFile(cfg.File, func(d *config.Document) error { return d.Pin(r.Module, r.SHA256) }); err != nil {
+		return fmt.Errorf("install %s: pin: %w", r.Source, err)
+	}
+	if err := a.live.Reload(); err != nil {
+		return fmt.Errorf("install %s: reload config: %w", r.Source, err)
+	}
+	if err := writeModule(r.Dest, r.wasm); err != nil {
+		_, rerr := config.EditFile(cfg.File, func(d *config.Document) error {
+			if hadPin {
+				return d.Pin(r.Module, previousPin)
+			}
+			return d.Unpin(r.Module)
+		})
+		if rerr == nil {
+			rerr = a.live.Reload()
+		}
+		return errors.Join(fmt.Errorf("install %s: %w", r.Source, err), rerr)
+	}
+	return nil
+}
+
+// writeModule writes wasm to dest atomically. The temporary name does not
+// end in .wasm, so the tools-dir watcher ignores it.
+func writeModule(dest string, wasm []byte) error {
+	dir := filepath.Dir(dest)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".install-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(wasm)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dest)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", dest, err)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/testwasm"
+)
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+const installConfig = `# install test
+tools:
+  dir: tools
+  cache_dir: CACHE
+  grants:
+    echo: {}   # reviewed
+  # approved modules
+  pins: {}
+`
+
+func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
+	ctx := context.Background()
+	src := testwasm.BuildGoFile(t, "../../tools-wasm/echo")
+	wasm, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	body := strings.Replace(installConfig, "CACHE", userCacheDir, 1)
+	a, cfgPath := startApp(t, dir, body, nil)
+
+	r, err := a.ReviewInstall(ctx, src, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(dir, "tools", "echo.wasm")
+	if r.Module != "echo" || r.Dest != dest || r.SHA256 != sha(wasm) || r.Previous != "" ||
+		len(r.Tools) != 1 || r.Tools[0].Descriptor.Name != "echo" || !r.Tools[0].Missing.IsZero() {
+		t.Fatalf("review: %+v", r)
+	}
+	if err := a.Install(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(dest); sha(got) != sha(wasm) {
+		t.Fatal("installed file differs from the reviewed one")
+	}
+	text, _ := os.ReadFile(cfgPath)
+	wantText := strings.Replace(body, "  pins: {}\n", "  pins:\n    echo: "+sha(wasm)+"\n", 1)
+	if string(text) != wantText {
+		t.Errorf("config after install:\n%s\nwant:\n%s", text, wantText)
+	}
+	if a.Config().Tools.Pins["echo"] != sha(wasm) {
+		t.Error("the app's config was not reloaded")
+	}
+	if errs := a.LoadTools(ctx); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if res := call(t, a, "echo", `{"text":"hi"}`); res.IsError || res.Content[0].Text != "hi" {
+		t.Fatalf("installed echo: %+v", res)
+	}
+
+	// A different module under the same tool name is refused; the same
+	// module name may replace it.
+	other := filepath.Join(t.TempDir(), "other.wasm")
+	os.WriteFile(other, wasm, 0o644)
+	if _, err := a.ReviewInstall(ctx, other, ""); !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), `"echo" (module echo)`) {
+		t.Errorf("collision: %v", err)
+	}
+	if r, err := a.ReviewInstall(ctx, other, "echo"); err != nil || r.Previous != sha(wasm) {
+		t.Errorf("same module name: %v %+v", err, r)
+	}
+
+	// Change the installed file: a custom section keeps it a valid module,
+	// so only the pin can refuse it.
+	changed := append(append([]byte{}, wasm...), 0x00, 0x06, 0x04, 'n', 'o', 't', 'e', '!')
+	if err := os.WriteFile(dest, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := startApp(t, dir, body2(t, cfgPath), nil)
+	errs := b.LoadTools(ctx)
+	if len(errs) != 1 || !errors.Is(errs[0], ErrPinMismatch) || !strings.Contains(errs[0].Error(), "changed since it was approved") {
+		t.Fatalf("changed module loaded: %v", errs)
+	}
+	if _, ok := b.Registry().Tool("echo"); ok {
+		t.Fatal("the changed module's tool is served")
+	}
+
+	// Re-installing the file in place approves it again.
+	r, err = b.ReviewInstall(ctx, dest, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Previous != sha(changed) || r.SHA256 != sha(changed) {
+		t.Errorf("re-review: %+v", r)
+	}
+	if err := b.Install(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startApp(t, dir, body2(t, cfgPath), nil)
+	if errs := c.LoadTools(ctx); len(errs) != 0 {
+		t.Fatalf("re-approved module: %v", errs)
+	}
+	if res := call(t, c, "echo", `{"text":"again"}`); res.IsError || res.Content[0].Text != "again" {
+		t.Fatalf("re-approved echo: %+v", res)
+	}
+}
+
+// body2 returns the config file's current text, so a second app starts
+// from what install wrote.
+func body2(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestInstallCopyFailureRestoresPin: when the module cannot be written,
+// the pin written just before is put back as it was.
+func TestInstallCopyFailureRestoresPin(t *testing.T) {
+	ctx := context.Background()
+	src := testwasm.BuildGoFile(t, "../../tools-wasm/echo")
+	dir := t.TempDir()
+	old := strings.Repeat("ab", 32)
+	body := strings.Replace(installConfig, "CACHE", userCacheDir, 1)
+	body = strings.Replace(body, "pins: {}", "pins: {echo: "+old+"}", 1)
+	a, cfgPath := startApp(t, dir, body, nil)
+	r, err := a.ReviewInstall(ctx, src, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A non-empty directory where the module goes: the rename fails.
+	if err := os.MkdirAll(filepath.Join(r.Dest, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Install(ctx, r); err == nil {
+		t.Fatal("install over a directory succeeded")
+	}
+	if got := body2(t, cfgPath); got != body {
+		t.Errorf("pin not restored:\n%s", got)
+	}
+	if a.Config().Tools.Pins["echo"] != old {
+		t.Errorf("app config pin = %q", a.Config().Tools.Pins["echo"])
+	}
+	entries, _ := os.ReadDir(filepath.Dir(r.Dest))
+	if len(entries) != 1 {
+		t.Errorf("left in tools dir: %v", entries)
+	}
+}
+
+func TestInstallNeedsConfigFile(t *testing.T) {
+	ctx := context.Background()
+	src := testwasm.BuildGoFile(t, "../../tools-wasm/echo")
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tools.Dir = t.TempDir()
+	cfg.Tools.CacheDir = userCacheDir
+	a, err := New(ctx, cfg, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	r, err := a.ReviewInstall(ctx, src, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Install(ctx, r); err == nil || !strings.Contains(err.Error(), "no config file") {
+		t.Errorf("install without config: %v", err)
+	}
+	if entries, _ := os.ReadDir(cfg.Tools.Dir); len(entries) != 0 {
+		t.Errorf("installed anyway: %v", entries)
+	}
+}
