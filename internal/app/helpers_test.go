@@ -79,7 +79,7 @@ func call(t *testing.T, a *App, name, args string) *tool.Result {
 
 type nopObserver struct{}
 
-func (nopObserver) Progress(tool.Progress)   {}
+func (nopObserver) Progress(tool.Progress) {}
 func (nopObserver) Log(slog.Level, string) {}
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(&syncBuffer{}, nil)) }
