@@ -57,10 +57,10 @@ func newEscapeWorld(t *testing.T) *escapeWorld {
 		}
 	}
 	links := map[string]string{
-		"project/src/up":       "../../home/.ssh/id_rsa",           // relative, out of the root
+		"project/src/up":       "../../home/.ssh/id_rsa",             // relative, out of the root
 		"project/src/abs":      filepath.Join(w.home, ".ssh/id_rsa"), // absolute
-		"project/src/dotenv":   "../.env",                          // inside the root, to a denied file
-		"project/src/homedir":  "../../home",                       // a directory out of the root
+		"project/src/dotenv":   "../.env",                            // inside the root, to a denied file
+		"project/src/homedir":  "../../home",                         // a directory out of the root
 		"project/src/innocent": "../keys/server.pem",
 	}
 	for name, target := range links {
