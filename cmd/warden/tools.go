@@ -40,11 +40,14 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 func printTools(w io.Writer, a *app.App) {
 	cfg := a.Config()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED")
+	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
 	for _, t := range a.Registry().Tools() {
 		m := t.Module()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Descriptor.Name, m.Name(), m.SHA256()[:12],
-			t.Descriptor.Capabilities.Summary(), cfg.Grants(t.Descriptor.Name).Summary())
+		requested, granted := t.Descriptor.Capabilities, cfg.Grants(t.Descriptor.Name)
+		// The last column is what a reviewer must decide on: requested,
+		// not granted (`warden grant` it, or leave the tool without it).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Descriptor.Name, m.Name(), m.SHA256()[:12],
+			requested.Summary(), granted.Summary(), app.Missing(requested, granted).Summary())
 	}
 	tw.Flush()
 }

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/tool"
+)
+
+func newInstallCmd(g *globalFlags) *cobra.Command {
+	var yes bool
+	var name string
+	cmd := &cobra.Command{
+		Use:   "install FILE.wasm",
+		Short: "Review a module, copy it into the tools dir and pin its sha256 in config",
+		Long: `Load a module in the sandbox (only _initialize and describe run), show its tools, what
+each requests and what config grants it, then, once you confirm, copy it into the tools
+dir and record its sha256 under tools.pins in config.yaml. A pinned module whose file
+later changes is refused at load until it is installed (approved) again.
+
+Installing grants nothing: use ` + "`warden grant`" + ` for what a tool should be allowed.
+A tool name another installed module already provides is refused.`,
+		Example: `  warden install ./echo.wasm
+  warden install --yes --name fetch ./fetch-v2.wasm
+  warden install bin/tools/echo.wasm     # approve a changed module again`,
+		Args: cobraArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, _, err := g.start(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close(ctx)
+			// Installed tools are loaded to find name collisions; those that
+			// fail to load cannot collide, so their errors are only noted.
+			for _, err := range a.LoadTools(ctx) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", err)
+			}
+			r, err := a.ReviewInstall(ctx, args[0], name)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			printReview(out, r)
+			if !yes {
+				if !isTerminal(cmd.InOrStdin()) {
+					return usagef("not installed: confirm on a terminal, or pass --yes to install without asking")
+				}
+				fmt.Fprintf(out, "\nInstall %s as %s and pin it? [y/N] ", args[0], r.Dest)
+				if !confirmed(out, cmd.InOrStdin()) {
+					return fmt.Errorf("not installed")
+				}
+			}
+			if err := a.Install(ctx, r); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "\ninstalled %s (sha256 %s pinned as tools.pins.%s in %s)\n",
+				r.Dest, r.SHA256[:12], strings.ToLower(r.Module), a.Config().File)
+			for _, t := range r.Tools {
+				if !t.Missing.IsZero() {
+					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s\n",
+						t.Descriptor.Name, t.Descriptor.Name, strings.Join(grantArgs(t.Missing), " "))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "install without asking for confirmation")
+	cmd.Flags().StringVar(&name, "name", "", "module name to install under (default: the file name without .wasm)")
+	return cmd
+}
+
+func printReview(w io.Writer, r *app.Review) {
+	fmt.Fprintf(w, "Module   %s (%d bytes, sha256 %s)\n", r.Module, r.Size, r.SHA256)
+	fmt.Fprintf(w, "From     %s\n", r.Source)
+	switch {
+	case r.Previous == "":
+		fmt.Fprintf(w, "Into     %s (new)\n", r.Dest)
+	case r.Previous == r.SHA256:
+		fmt.Fprintf(w, "Into     %s (the same file is installed)\n", r.Dest)
+	default:
+		fmt.Fprintf(w, "Into     %s (replaces sha256 %s)\n", r.Dest, r.Previous)
+	}
+	fmt.Fprintf(w, "Imports  %s\n", summarizeImports(r.Imports))
+	for _, t := range r.Tools {
+		d := t.Descriptor
+		fmt.Fprintf(w, "\nTool %s", d.Name)
+		if d.Title != "" {
+			fmt.Fprintf(w, " — %s", d.Title)
+		}
+		if d.Version != "" {
+			fmt.Fprintf(w, " (version %s)", d.Version)
+		}
+		fmt.Fprintf(w, "\n  %s\n", strings.ReplaceAll(strings.TrimSpace(d.Description), "\n", "\n  "))
+		if hints := annotationHints(d.Annotations); hints != "" {
+			fmt.Fprintf(w, "  hints: %s (claimed by the tool, not enforced)\n", hints)
+		}
+		printCapabilities(w, "  ", d.Capabilities, t.Granted, t.Missing)
+	}
+	for _, rj := range r.Rejected {
+		fmt.Fprintf(w, "\nRejected tool %q: %v\n", rj.Name, rj.Reason)
+	}
+}
+
+// summarizeImports lists the warden host functions a module imports and
+// only counts its WASI imports, which every toolchain adds.
+func summarizeImports(imports []string) string {
+	var out []string
+	wasi := 0
+	for _, imp := range imports {
+		if strings.HasPrefix(imp, "wasi_snapshot_preview1.") {
+			wasi++
+			continue
+		}
+		out = append(out, imp)
+	}
+	if wasi > 0 {
+		out = append(out, fmt.Sprintf("wasi_snapshot_preview1 (%d functions)", wasi))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+func annotationHints(a *tool.Annotations) string {
+	if a == nil {
+		return ""
+	}
+	var hints []string
+	for _, h := range []struct {
+		name string
+		v    *bool
+	}{{"read-only", a.ReadOnlyHint}, {"destructive", a.DestructiveHint}, {"idempotent", a.IdempotentHint}, {"open-world", a.OpenWorldHint}} {
+		if h.v != nil {
+			if *h.v {
+				hints = append(hints, h.name)
+			} else {
+				hints = append(hints, "not "+h.name)
+			}
+		}
+	}
+	return strings.Join(hints, ", ")
+}
+
+// printCapabilities shows, per grant key, what the tool requests, what
+// config grants it and whether a request is not granted.
+func printCapabilities(w io.Writer, indent string, requested, granted, missing tool.Capabilities) {
+	req, gr, miss := capabilityRows(requested), capabilityRows(granted), capabilityRows(missing)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%sCAPABILITY\tREQUESTED\tGRANTED\t\n", indent)
+	rows := 0
+	for _, key := range config.GrantKeys {
+		if req[key] == "" && gr[key] == "" {
+			continue
+		}
+		rows++
+		mark := ""
+		if miss[key] != "" {
+			mark = "← not granted: " + miss[key]
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, key, dash(req[key]), dash(gr[key]), mark)
+	}
+	if rows == 0 {
+		fmt.Fprintf(tw, "%s(none)\t-\t-\t\n", indent)
+	}
+	tw.Flush()
+}
+
+func capabilityRows(c tool.Capabilities) map[string]string {
+	return map[string]string{
+		"fs.read":       strings.Join(c.FS.Read, ", "),
+		"fs.write":      strings.Join(c.FS.Write, ", "),
+		"memory":        string(c.Memory),
+		"memory.topics": strings.Join(c.MemoryTopics, ", "),
+		"lsp":           strings.Join(c.LSP, ", "),
+		"net":           strings.Join(c.Net, ", "),
+		"env":           strings.Join(c.Env, ", "),
+	}
+}
+
+// grantArgs renders c as `warden grant` arguments, quoted for a shell
+// when needed.
+func grantArgs(c tool.Capabilities) []string {
+	var args []string
+	add := func(key string, values []string) {
+		if len(values) > 0 {
+			args = append(args, shellQuote(key+"="+strings.Join(values, ",")))
+		}
+	}
+	add("fs.read", c.FS.Read)
+	add("fs.write", c.FS.Write)
+	if c.Memory != tool.MemoryNone {
+		add("memory", []string{string(c.Memory)})
+	}
+	add("memory.topics", c.MemoryTopics)
+	add("lsp", c.LSP)
+	add("net", c.Net)
+	add("env", c.Env)
+	return args
+}
+
+func shellQuote(s string) string {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,=/:-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// isTerminal reports whether r is a terminal, where a person can answer a
+// question: a character device other than /dev/null (which is how
+// non-interactive runs often close stdin).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	if err != nil || info.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(info, null)
+}
+
+// confirmed reads one answer line (bounded, whatever stdin is).
+func confirmed(w io.Writer, r io.Reader) bool {
+	line, err := bufio.NewReader(io.LimitReader(r, 256)).ReadString('\n')
+	if err != nil {
+		fmt.Fprintln(w) // no answer: end the prompt's line
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/testwasm"
+)
+
+// run runs warden with args and stdin, returning stdout and the error.
+func run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetArgs(args)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func setup(t *testing.T) (cfgPath, echo string) {
+	t.Helper()
+	echo = testwasm.BuildGoFile(t, "../../tools-wasm/echo")
+	dir := t.TempDir()
+	cache, _ := os.UserCacheDir()
+	cfgPath = filepath.Join(dir, "config.yaml")
+	body := "tools:\n  dir: tools\n  cache_dir: " + filepath.Join(cache, "warden") + "\n  grants: {}   # none yet\n  pins: {}\n"
+	if err := os.WriteFile(cfgPath, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath, echo
+}
+
+// TestInstallNonInteractive: without --yes and without a terminal nothing
+// is installed and the config is untouched; with --yes it is.
+func TestInstallNonInteractive(t *testing.T) {
+	cfgPath, echo := setup(t)
+	before, _ := os.ReadFile(cfgPath)
+	out, err := run(t, "y\n", "-c", cfgPath, "install", "--name", "echo", echo)
+	var usage usageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "pass --yes") {
+		t.Fatalf("non-interactive install: %v", err)
+	}
+	if !strings.Contains(out, "Tool echo — Echo (version 1.0.0)") {
+		t.Errorf("review not shown:\n%s", out)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Error("config changed")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(cfgPath), "tools", "echo.wasm")); err == nil {
+		t.Error("module copied")
+	}
+
+	out, err = run(t, "", "-c", cfgPath, "install", "--yes", "--name", "echo", echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "pinned as tools.pins.echo") {
+		t.Errorf("output:\n%s", out)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil || len(cfg.Tools.Pins["echo"]) != 64 {
+		t.Fatalf("pin: %v %v", cfg.Tools.Pins, err)
+	}
+	out, err = run(t, "", "-c", cfgPath, "tools")
+	if err != nil || !strings.Contains(out, "NOT GRANTED") {
+		t.Errorf("tools: %v\n%s", err, out)
+	}
+}
+
+func TestGrantCLI(t *testing.T) {
+	cfgPath, _ := setup(t)
+	out, err := run(t, "", "-c", cfgPath, "grant", "fetch", "net=api.github.com,*.example.com", "env=TOKEN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"net         api.github.com, *.example.com", "env         TOKEN", "no installed tool is named fetch"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("grant output lacks %q:\n%s", want, out)
+		}
+	}
+	before, _ := os.ReadFile(cfgPath)
+	if !strings.Contains(string(before), "  grants:      # none yet\n    fetch:\n      net: [api.github.com, \"*.example.com\"]\n      env: [TOKEN]\n") {
+		t.Errorf("config:\n%s", before)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"grant", "fetch", "net=exa mple.com"}, "tools.grants.fetch.net"},
+		{[]string{"grant", "fetch", "shell=yes"}, `tools.grants.fetch: unknown grant key "shell"`},
+		{[]string{"revoke", "fetch", "env=OTHER"}, "tools.grants.fetch.env: OTHER is not granted (granted: TOKEN)"},
+		{[]string{"revoke", "fetch"}, "--all"},
+	} {
+		_, err := run(t, "", append([]string{"-c", cfgPath}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+		if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+			t.Errorf("%v changed the config", c.args)
+		}
+	}
+	if out, err := run(t, "", "-c", cfgPath, "revoke", "fetch", "--all"); err != nil || !strings.Contains(out, "nothing granted") {
+		t.Errorf("revoke --all: %v\n%s", err, out)
+	}
+}
