@@ -32,8 +32,16 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 		Example: `  warden serve
   warden serve --http                 # server.http from config, 127.0.0.1:7331 by default
   warden serve --http 0.0.0.0:7331 --token "$(cat token)"`,
-		Args: cobraArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobraArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// --http takes an optional value, so pflag reads "--http ADDR" as
+			// "--http" followed by the argument ADDR: take it back.
+			if len(args) == 1 {
+				if addr != useConfigAddr {
+					return usagef("serve takes no arguments (did you mean --http %s?)", args[0])
+				}
+				addr = args[0]
+			}
 			ctx := cmd.Context()
 			a, logger, err := g.start(ctx)
 			if err != nil {
@@ -82,7 +90,6 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 			if token == "" {
 				token = cfg.Server.Token
 			}
-			logger.Info("serving MCP over HTTP", "url", "http://"+addr+mcpserver.PathMCP, "tools", len(a.Registry().Tools()))
 			err = srv.ListenAndServe(ctx, addr, mcpserver.HTTPOptions{Token: token})
 			if errors.Is(err, mcpserver.ErrTokenRequired) {
 				return usagef("%v: pass --token, or set server.token or WARDEN_SERVER_TOKEN", err)

@@ -71,6 +71,25 @@ func (a *App) configChanged(cfg *config.Config) {
 	if err := a.caps.apply(cfg); err != nil {
 		a.log.Error("config change not fully applied to the capabilities", "error", err)
 	}
+	// A module refused for its pin (or its limits) may be acceptable under
+	// the new config: try the files that failed again.
+	a.mu.Lock()
+	var failed []string
+	for path := range a.loadErrors {
+		failed = append(failed, path)
+	}
+	a.mu.Unlock()
+	loadedAny := false
+	for _, path := range failed {
+		loaded, errs := a.loadModule(context.Background(), path)
+		loadedAny = loadedAny || loaded
+		for _, err := range errs {
+			a.log.Warn("module still not loaded after the config change", "error", err)
+		}
+	}
+	if loadedAny {
+		a.notify()
+	}
 }
 
 // Close stops every module, the runtime and the language servers.

@@ -38,7 +38,7 @@ func (s *cursorSigner) seal(toolName, state string) string {
 var errBadCursor = errors.New("cursor is not one this server issued for this tool (it may be from before a restart)")
 
 func (s *cursorSigner) open(toolName, cursor string) (string, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil || len(raw) < sha256.Size {
 		return "", errBadCursor
 	}

@@ -68,6 +68,9 @@ func (a *App) WatchTools(ctx context.Context) error {
 // reload brings the registry in line with the file at path.
 func (a *App) reload(ctx context.Context, path string) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		a.mu.Lock()
+		delete(a.loadErrors, path)
+		a.mu.Unlock()
 		if m := a.registry.Remove(ModuleName(path)); m != nil {
 			m.Close(ctx)
 			a.log.Info("module removed", "file", path)

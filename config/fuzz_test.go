@@ -1,0 +1,43 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzLoad: any bytes as config.yaml either load into a config that
+// validates or fail with an error naming the file; Load never panics.
+func FuzzLoad(f *testing.F) {
+	root, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(root))
+	f.Add("tools: {grants: {a: {fs: {read: [src]}, net: [api.github.com], memory: read}}}")
+	f.Add("tools: {defaults: {timeout: 1s, memory: 1MiB, isolation: call}, limits: {x: {fuel: 5}}}")
+	f.Add("server: {page_size: -1}\nenv: {values: {K: {from_env: HOME}}}")
+	f.Add("project: {roots: {notes: /tmp}}\nsecurity: {deny: ['**/x/**']}")
+	f.Add("{{{")
+	f.Fuzz(func(t *testing.T, body string) {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("Load returned a config that does not validate: %v", err)
+		}
+		for name := range c.Tools.Grants {
+			_ = c.Grants(name)
+			_ = c.ModuleLimits(name)
+		}
+	})
+}
