@@ -13,6 +13,7 @@ import (
 const (
 	exportPrefix       = "warden:"
 	FuelExport         = exportPrefix + "fuel"
+	ReserveExport      = exportPrefix + "fuel-reserve"
 	DepthExport        = exportPrefix + "depth"
 	PagesExport        = exportPrefix + "pages"
 	GlobalExportPrefix = exportPrefix + "global:"
@@ -29,6 +30,12 @@ const (
 	// (the engine zeroes it: 64 KiB / BulkBytesPerFuel).
 	PageFuel = 65536 / BulkBytesPerFuel
 	// Table bulk instructions and table.grow charge one unit per element.
+
+	// FuelSlice is the most fuel the guest takes from the reserve at a
+	// time: about a millisecond of compiled code between two passes
+	// through Go, where the Go runtime can preempt the goroutine (see
+	// RATIONALE.md, "Fuel and instrumentation").
+	FuelSlice = 1 << 20
 
 	// DefaultInitialFuel is the fuel global's value at instantiation, when
 	// Config.InitialFuel is 0: what a start function may use before the
@@ -61,8 +68,13 @@ type Config struct {
 type Result struct {
 	Wasm []byte
 	// FuelGlobal is the export name of the mutable i64 fuel global ("" if
-	// !Fuel). The guest traps when a check finds it negative.
-	FuelGlobal string
+	// !Fuel): the fuel of the current slice, which the guest decrements.
+	// ReserveGlobal holds the rest of the budget. When a check finds the
+	// fuel negative the guest moves up to FuelSlice from the reserve,
+	// passing through the engine's Go code on the way, and traps if fuel
+	// plus reserve is negative. Meter drives both; fuel left is their sum.
+	FuelGlobal    string
+	ReserveGlobal string
 	// DepthGlobal is the export name of the mutable i32 call depth global
 	// ("" if MaxCallDepth is 0). After a depth trap it is MaxCallDepth+1.
 	DepthGlobal  string
@@ -237,7 +249,8 @@ func instrument(wasm []byte, cfg Config) (*Result, error) {
 			fuel = DefaultInitialFuel
 		}
 		p.fuel = addGlobal(wb.I64, append(wb.AppendS64([]byte{byte(wb.OpI64Const)}, fuel), byte(wb.OpEnd)), FuelExport)
-		res.FuelGlobal = FuelExport
+		p.reserve = addGlobal(wb.I64, []byte{byte(wb.OpI64Const), 0, byte(wb.OpEnd)}, ReserveExport)
+		res.FuelGlobal, res.ReserveGlobal = FuelExport, ReserveExport
 	}
 	if cfg.MaxCallDepth > 0 {
 		p.depth = addGlobal(wb.I32, []byte{byte(wb.OpI32Const), 0, byte(wb.OpEnd)}, DepthExport)
@@ -264,15 +277,23 @@ func instrument(wasm []byte, cfg Config) (*Result, error) {
 	// work on the virtual size or charge fuel for the pages it added.
 	var funcs, bodies []byte
 	var nFuncs uint32
-	if m.memory != nil && (p.virtual || cfg.Fuel) {
-		p.grow = uint32(len(m.funcTypes))
-		p.rewriteGrow = true
-		t := p.typeIndex(wb.FuncType{Params: []wb.ValType{wb.I32}, Results: []wb.ValType{wb.I32}})
-		funcs = wb.AppendU32(funcs, t)
-		body := p.growBody()
+	addFunc := func(t wb.FuncType, body []byte) uint32 {
+		idx := uint32(len(m.funcTypes)) + nFuncs
+		funcs = wb.AppendU32(funcs, p.typeIndex(t))
 		bodies = wb.AppendU32(bodies, uint32(len(body)))
 		bodies = append(bodies, body...)
 		nFuncs++
+		return idx
+	}
+	if m.memory != nil && (p.virtual || cfg.Fuel) {
+		p.rewriteGrow = true
+		p.grow = addFunc(wb.FuncType{Params: []wb.ValType{wb.I32}, Results: []wb.ValType{wb.I32}}, p.growBody())
+	}
+	if cfg.Fuel {
+		// The refill function needs a memory.grow to pass through Go; a
+		// module without memory gets a private one of zero pages.
+		p.ownMemory = m.memory == nil
+		p.refill = addFunc(wb.FuncType{}, p.refillBody())
 	}
 
 	code, err := p.rewriteCode()
@@ -296,6 +317,9 @@ func instrument(wasm []byte, cfg Config) (*Result, error) {
 	defined := uint32(len(m.funcTypes)) - m.importedFuncs
 	if nFuncs > 0 {
 		mod.SetSection(wb.SectionFunction, wb.AppendVector(payload(mod, wb.SectionFunction), defined, nFuncs, funcs))
+	}
+	if p.ownMemory {
+		mod.SetSection(wb.SectionMemory, []byte{1, 1, 0, 0}) // one memory, min 0, max 0
 	}
 	if nGlob > 0 {
 		mod.SetSection(wb.SectionGlobal, wb.AppendVector(payload(mod, wb.SectionGlobal), uint32(len(m.globals))-m.importedGlobs, nGlob, globals))

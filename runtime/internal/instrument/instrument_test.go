@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,34 @@ func TestWatchdog(t *testing.T) {
 				t.Fatalf("reason %v, remaining %d after used %d", reason, m.Remaining(), used)
 			}
 		})
+	}
+}
+
+// TestWatchdogDuringGC: compiled guest code cannot be preempted, so a
+// stop-the-world waits for the spinning guest; the guest must pass through
+// Go often enough (at each fuel refill) for GC, and then the watchdog, to
+// run. Without that this test deadlocks.
+func TestWatchdogDuringGC(t *testing.T) {
+	r := mustInstrument(t, watFixture(t, "loops"), fuelOnly) // no memory of its own
+	inst := instantiate(t, engines[0], r.Wasm)
+	m, _ := NewMeter(inst.mod, r)
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		gcs := make(chan struct{})
+		go func() {
+			defer close(gcs)
+			for j := 0; j < 5; j++ {
+				runtime.GC()
+			}
+		}()
+		stop := m.Start(ctx, MaxBudget)
+		out := callExport(ctx, inst.mod, "spin")
+		_, reason := stop()
+		cancel()
+		<-gcs
+		if reason != StopDeadline || out.err == "" {
+			t.Fatalf("got %+v %v", out, reason)
+		}
 	}
 }
 
@@ -264,6 +293,13 @@ func TestPreservesSections(t *testing.T) {
 			t.Fatal(err)
 		}
 		changed := map[byte]bool{wb.SectionType: true, wb.SectionFunction: true, wb.SectionGlobal: true, wb.SectionExport: true, wb.SectionCode: true}
+		if before.Section(wb.SectionMemory) == nil {
+			// A module without memory gets a private one of zero pages.
+			changed[wb.SectionMemory] = true
+			if s := after.Section(wb.SectionMemory); s == nil || !bytes.Equal(s.Payload, []byte{1, 1, 0, 0}) {
+				t.Errorf("%s: added memory section %v", fx, s)
+			}
+		}
 		var ids []byte
 		for _, s := range after.Sections {
 			if !changed[s.ID] {

@@ -59,6 +59,7 @@ func (r StopReason) String() string {
 // Start arms touches the instance from another goroutine.
 type Meter struct {
 	fuel     api.MutableGlobal
+	reserve  api.MutableGlobal
 	depth    api.MutableGlobal // nil without a depth bound
 	maxDepth uint32
 	budget   int64
@@ -73,6 +74,9 @@ func NewMeter(mod api.Module, r *Result) (*Meter, error) {
 	m := &Meter{maxDepth: r.MaxCallDepth}
 	var err error
 	if m.fuel, err = mutable(mod, r.FuelGlobal, api.ValueTypeI64); err != nil {
+		return nil, err
+	}
+	if m.reserve, err = mutable(mod, r.ReserveGlobal, api.ValueTypeI64); err != nil {
 		return nil, err
 	}
 	if r.DepthGlobal != "" {
@@ -100,13 +104,15 @@ func mutable(mod api.Module, name string, t api.ValueType) (api.MutableGlobal, e
 func (m *Meter) Start(ctx context.Context, budget int64) (stop func() (consumed int64, reason StopReason)) {
 	budget = min(max(budget, 0), MaxBudget)
 	m.budget = budget
-	m.fuel.Set(uint64(budget))
+	slice := min(budget, FuelSlice)
+	m.fuel.Set(uint64(slice))
+	m.reserve.Set(uint64(budget - slice))
 	if m.depth != nil {
 		m.depth.Set(0)
 	}
 	var w *watchdog
 	if ctx.Done() != nil {
-		w = &watchdog{fuel: m.fuel, done: make(chan struct{}), exited: make(chan struct{})}
+		w = &watchdog{globals: [2]api.MutableGlobal{m.reserve, m.fuel}, done: make(chan struct{}), exited: make(chan struct{})}
 		w.disarm = context.AfterFunc(ctx, w.run)
 	}
 	return func() (int64, StopReason) {
@@ -118,10 +124,7 @@ func (m *Meter) Start(ctx context.Context, budget int64) (stop func() (consumed 
 			}
 			fired = w.fired.Load()
 		}
-		left := int64(m.fuel.Get())
-		if fired && left < -interruptOffset/2 {
-			left += interruptOffset
-		}
+		left := unoffset(m.fuel) + unoffset(m.reserve)
 		consumed := budget - left
 		switch {
 		case fired && errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -137,34 +140,49 @@ func (m *Meter) Start(ctx context.Context, budget int64) (stop func() (consumed 
 	}
 }
 
+// unoffset reads g, removing the watchdog's offset if it was applied.
+func unoffset(g api.MutableGlobal) int64 {
+	v := int64(g.Get())
+	if v < -interruptOffset/2 {
+		v += interruptOffset
+	}
+	return v
+}
+
 // Charge takes n units of fuel on behalf of a host function. It does not
-// trap: the guest does, at its next check, if the fuel went negative.
+// trap: the guest does, at its next check, if fuel plus reserve went
+// negative.
 func (m *Meter) Charge(n int64) {
 	m.fuel.Set(uint64(int64(m.fuel.Get()) - n))
 }
 
 // Remaining is the fuel left (negative when exhausted or interrupted).
-func (m *Meter) Remaining() int64 { return int64(m.fuel.Get()) }
+func (m *Meter) Remaining() int64 { return int64(m.fuel.Get()) + int64(m.reserve.Get()) }
 
 type watchdog struct {
-	fuel   api.MutableGlobal
-	disarm func() bool
-	done   chan struct{}
-	exited chan struct{}
-	fired  atomic.Bool
+	globals [2]api.MutableGlobal // reserve, fuel
+	disarm  func() bool
+	done    chan struct{}
+	exited  chan struct{}
+	fired   atomic.Bool
 }
 
-// run interrupts the guest. The guest updates the fuel global with a
-// plain read-modify-write, so a store landing between its read and its
-// write is lost; run therefore repeats the store until stop, with a short
-// backoff, and only while the fuel is not already interrupted.
+// run interrupts the guest by driving fuel and reserve far negative. The
+// reserve changes only when the guest refills, so that store sticks and
+// the guest traps at its next refill, within FuelSlice. The fuel makes it
+// trap at its next check, but the guest updates it with a plain
+// read-modify-write, so a store landing between its read and its write is
+// lost: run repeats the stores until stop, with a short backoff, and only
+// where the value is not already interrupted.
 func (w *watchdog) run() {
 	defer close(w.exited)
 	w.fired.Store(true)
 	wait := 50 * time.Microsecond
 	for {
-		if v := int64(w.fuel.Get()); v > -interruptOffset/2 {
-			w.fuel.Set(uint64(v - interruptOffset))
+		for _, g := range w.globals {
+			if v := int64(g.Get()); v > -interruptOffset/2 {
+				g.Set(uint64(v - interruptOffset))
+			}
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -15,26 +15,44 @@ type pass struct {
 	nTypes uint32 // types of the original module; newTypes come after
 
 	newTypes             []wb.FuncType
-	fuel, depth, pages   uint32 // global indices
-	grow                 uint32 // function index replacing memory.grow
+	fuel, reserve        uint32 // global indices
+	depth, pages         uint32
+	grow, refill         uint32 // appended functions: memory.grow, fuel refill
 	virtual, rewriteGrow bool
+	ownMemory            bool   // the pass adds a memory (for refill's memory.grow)
 	l64, l32             uint32 // scratch locals of the current body
 	weight               int32  // what the current body's frame counts towards the depth
 	insts                []wb.Instr
 	segs                 []segment
-	ctl                  []byte
+	ctl                  []frame
 	out                  []byte
 }
 
-// A segment is straight-line code that begins after instruction `after`
-// (-1: function entry) and runs to the next point where control can enter
-// other than by falling through. Its cost is charged on entry; check says
-// whether to test the fuel there (function entry and loop headers only:
-// every unbounded execution passes through one of them).
+// A segment is code whose cost is charged at one point, the instruction
+// index `after` which the charge goes (-1: function entry). Charge points
+// are the places control can reach other than by falling through from
+// code that was already charged: function entry, loop headers, the start
+// of then and else branches, and the end of a block or if that a branch
+// targets. Code after the end of a construct no branch targets resumes the
+// segment that was open before the construct: whenever that code runs, the
+// construct's first instruction ran after the same charge. A segment is
+// overcharged only when control leaves it early (a branch outwards, a
+// return or a trap). check says whether to test the fuel at the charge
+// point: at function entry and loop headers, which every unbounded
+// execution passes through.
 type segment struct {
 	after int
 	cost  int64
 	check bool
+}
+
+// frame is an open construct during the walk.
+type frame struct {
+	kind     byte
+	outer    int  // segment open before the construct
+	deadOut  bool // whether the code before it was unreachable
+	targeted bool // a branch targets its end (blocks and ifs)
+	thenDead bool // an if's then branch ended unreachable
 }
 
 const (
@@ -95,8 +113,17 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 
 	p.insts, p.segs, p.ctl = p.insts[:0], p.segs[:0], p.ctl[:0]
 	p.segs = append(p.segs, segment{after: -1, check: true})
-	p.ctl = append(p.ctl, ctlFunc)
-	dead := false
+	p.ctl = append(p.ctl, frame{kind: ctlFunc})
+	cur, dead := 0, false // open segment; whether the code here is unreachable
+	// prologue: no control flow or call since the entry. A loop reached
+	// that way checks the fuel right after the entry charge, which then
+	// needs no check of its own (Go wraps every function in such a loop).
+	prologue := true
+	open := func(idx int, check bool) {
+		p.segs = append(p.segs, segment{after: idx, check: check})
+		cur, dead = len(p.segs)-1, false
+	}
+	target := func(label uint32) { p.ctl[len(p.ctl)-1-int(label)].targeted = true }
 	pos := r.Pos()
 	for {
 		in, err := wb.Decode(b, pos)
@@ -106,7 +133,7 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 		pos = in.End
 		idx := len(p.insts)
 		p.insts = append(p.insts, in)
-		cost, boundary, check, stops := int64(1), false, false, false
+		cost, stops := int64(1), false
 		bad := func(what string, v, n uint32) error {
 			return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("%s: %s %d out of range (%d)", in.Op, what, v, n)}
 		}
@@ -115,45 +142,70 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			if in.BlockType >= 0 && uint64(in.BlockType) >= uint64(p.nTypes) {
 				return bad("type", uint32(in.BlockType), p.nTypes)
 			}
+			f := frame{outer: cur, deadOut: dead}
 			switch in.Op {
 			case wb.OpBlock:
-				p.ctl = append(p.ctl, ctlBlock)
-				cost = 0
+				f.kind = ctlBlock
+				p.ctl = append(p.ctl, f)
+				continue // costs nothing, stays in the open segment
 			case wb.OpLoop:
-				p.ctl = append(p.ctl, ctlLoop)
-				cost, boundary, check = 0, true, true
-			default:
-				p.ctl = append(p.ctl, ctlIf)
-				boundary = true
+				f.kind = ctlLoop
+				p.ctl = append(p.ctl, f)
+				if prologue {
+					p.segs[0].check, prologue = false, false
+				}
+				open(idx, true)
+				continue
 			}
+			prologue = false
+			f.kind = ctlIf
+			p.ctl = append(p.ctl, f)
+			if !dead {
+				p.segs[cur].cost++ // the if itself runs before its branches
+			}
+			open(idx, false)
+			continue
 		case wb.OpElse:
-			if p.ctl[len(p.ctl)-1] != ctlIf {
+			prologue = false
+			f := &p.ctl[len(p.ctl)-1]
+			if f.kind != ctlIf {
 				return &wb.Error{Offset: in.Pos, Msg: "else without if"}
 			}
-			p.ctl[len(p.ctl)-1] = ctlElse
-			cost, boundary = 0, true
+			f.kind, f.thenDead = ctlElse, dead
+			open(idx, false)
+			continue
 		case wb.OpEnd:
-			cost = 0
-			k := p.ctl[len(p.ctl)-1]
+			prologue = false
+			f := p.ctl[len(p.ctl)-1]
 			p.ctl = p.ctl[:len(p.ctl)-1]
-			if k == ctlFunc {
+			switch {
+			case f.kind == ctlFunc:
 				if pos != c.End {
 					return &wb.Error{Offset: pos, Msg: "bytes after the end of the function body"}
 				}
 				return nil
+			case f.targeted && f.kind != ctlLoop:
+				open(idx, false)
+			default:
+				// Reached only by falling through (from the construct, or
+				// past an if without else): resume the outer segment.
+				// After a block or loop whose end is unreachable, or an
+				// if/else both of whose branches are, nothing runs.
+				endDead := dead && (f.kind != ctlIf) && (f.kind != ctlElse || f.thenDead)
+				cur, dead = f.outer, f.deadOut || endDead
 			}
-			// After a loop only its own fall-through arrives; after a
-			// block or if, branches arrive too.
-			boundary = k != ctlLoop
+			continue
 		case wb.OpBr, wb.OpBrIf:
 			if in.Imm >= uint32(len(p.ctl)) {
 				return bad("label", in.Imm, uint32(len(p.ctl)))
 			}
+			target(in.Imm)
 			stops = in.Op == wb.OpBr
 		case wb.OpBrTable:
 			if in.Imm2 >= uint32(len(p.ctl)) {
 				return bad("label", in.Imm2, uint32(len(p.ctl)))
 			}
+			wb.BrTableLabels(b, in, target)
 			stops = true
 		case wb.OpReturn, wb.OpUnreachable:
 			stops = true
@@ -187,14 +239,15 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			cost = 0
 		}
 		if !dead {
-			p.segs[len(p.segs)-1].cost += cost
+			p.segs[cur].cost += cost
+		}
+		switch in.Op {
+		case wb.OpBr, wb.OpBrIf, wb.OpBrTable, wb.OpReturn, wb.OpUnreachable, wb.OpCall, wb.OpCallIndirect,
+			wb.OpReturnCall, wb.OpReturnCallIndirect:
+			prologue = false
 		}
 		if stops {
-			dead = true // the rest up to the next merge point never runs
-		}
-		if boundary {
-			p.segs = append(p.segs, segment{after: idx, check: check})
-			dead = false
+			dead = true // the rest up to the next charge point never runs
 		}
 		if pos >= c.End {
 			return &wb.Error{Offset: c.End, Msg: "function body ends without end"}
@@ -327,7 +380,49 @@ func (p *pass) charge(o []byte, s segment) []byte {
 	}
 	o = i64Const(o, 0)
 	o = append(o, byte(wb.OpI64LtS))
-	return trapIf(o)
+	return p.refillIf(o)
+}
+
+// refillIf calls the refill function if the i32 on the stack is non-zero.
+func (p *pass) refillIf(o []byte) []byte {
+	o = append(o, byte(wb.OpIf), 0x40)
+	o = op32(o, wb.OpCall, p.refill)
+	return append(o, byte(wb.OpEnd))
+}
+
+// refillBody is the function a check calls when the fuel is negative: it
+// traps if fuel plus reserve is negative (out of fuel, or interrupted by
+// the watchdog), else it moves up to FuelSlice from the reserve into the
+// fuel. On the way it runs memory.grow 0, which wazero's compiler
+// implements in Go: the Go runtime can preempt the goroutine there (a
+// stop-the-world for GC, or a single P the watchdog needs), which it
+// cannot do while compiled guest code runs.
+func (p *pass) refillBody() []byte {
+	const total = 0
+	o := []byte{1, 1, byte(wb.I64)}
+	o = op32(o, wb.OpGlobalGet, p.reserve)
+	o = op32(o, wb.OpGlobalGet, p.fuel)
+	o = append(o, byte(wb.OpI64Add))
+	o = op32(o, wb.OpLocalTee, total)
+	o = i64Const(o, 0)
+	o = append(o, byte(wb.OpI64LtS))
+	o = trapIf(o)
+	if p.m.memory != nil || p.ownMemory {
+		o = i32Const(o, 0)
+		o = append(o, byte(wb.OpMemoryGrow), 0, byte(wb.OpDrop))
+	}
+	// fuel = min(total, FuelSlice); reserve = total - fuel
+	o = op32(o, wb.OpLocalGet, total)
+	o = i64Const(o, FuelSlice)
+	o = op32(o, wb.OpLocalGet, total)
+	o = i64Const(o, FuelSlice)
+	o = append(o, byte(wb.OpI64LtS), byte(wb.OpSelect))
+	o = op32(o, wb.OpGlobalSet, p.fuel)
+	o = op32(o, wb.OpLocalGet, total)
+	o = op32(o, wb.OpGlobalGet, p.fuel)
+	o = append(o, byte(wb.OpI64Sub))
+	o = op32(o, wb.OpGlobalSet, p.reserve)
+	return append(o, byte(wb.OpEnd))
 }
 
 // chargeOperand charges the i32 size operand on top of the stack, shifted
@@ -348,7 +443,7 @@ func (p *pass) chargeOperand(o []byte, shift int64) []byte {
 	o = op32(o, wb.OpLocalGet, p.l64)
 	o = i64Const(o, 0)
 	o = append(o, byte(wb.OpI64LtS))
-	o = trapIf(o)
+	o = p.refillIf(o)
 	return op32(o, wb.OpLocalGet, p.l32)
 }
 

@@ -276,3 +276,15 @@ func Decode(b []byte, pos int) (Instr, error) {
 	in.End = p
 	return in, nil
 }
+
+// BrTableLabels calls f with every label of a br_table that Decode
+// returned, the default last.
+func BrTableLabels(b []byte, in Instr, f func(uint32)) {
+	p := in.Pos + 1
+	_, p, _ = readUleb(b, p, 32)
+	for i := uint32(0); i <= in.Imm; i++ {
+		var l uint64
+		l, p, _ = readUleb(b, p, 32)
+		f(uint32(l))
+	}
+}
