@@ -107,9 +107,9 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	in.callCtx.Store(&guestCtx)
 	in.memory.refused.Store(false)
 
-	request, _ := json.Marshal(tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor})
+	request := tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor}
 	stop := in.meter.Start(guestCtx, m.limits.Fuel)
-	packed, err := in.invoke(guestCtx, request)
+	raw, respErr, err := m.run(guestCtx, in, request)
 	consumed, reason := stop()
 	captured := t.collectOutput(in, req.CallID)
 	if err != nil {
@@ -119,13 +119,29 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 		res.Meta = map[string]any{MetaFuel: consumed}
 		return res
 	}
-	res := t.decodeResponse(in, packed)
+	res := t.decodeResponse(raw, respErr)
 	res.Meta = map[string]any{MetaFuel: consumed}
 	// A response the guest could not produce properly says nothing against
 	// the instance itself, but a fresh one is cheap insurance.
 	m.pool.release(context.Background(), in, !res.IsError || res.Error.Kind != tool.KindBadOutput)
 	res.Captured = captured
 	return res
+}
+
+// run runs one request on in and returns the response in the native shape
+// (docs/abi.md, "Response"), or respErr when warden refuses the response
+// itself. err is a failure of the guest, for Tool.failure to classify.
+func (m *Module) run(ctx context.Context, in *instance, req tool.Request) (raw []byte, respErr *tool.Error, err error) {
+	if m.plugin != nil {
+		return m.plugin.run(ctx, in, req)
+	}
+	request, _ := json.Marshal(req)
+	packed, err := in.invoke(ctx, request)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, respErr = readResponse(in.mod, packed, m.limits.MaxOutput, req.Tool+" response")
+	return raw, respErr, nil
 }
 
 // invoke writes the request into the guest and runs warden_call.
@@ -221,11 +237,10 @@ type guestResponse struct {
 	Error             *tool.Error     `json:"error"`
 }
 
-func (t *Tool) decodeResponse(in *instance, packed uint64) *tool.Result {
-	m, name := t.module, t.Descriptor.Name
-	raw, terr := readResponse(in.mod, packed, m.limits.MaxOutput, name+" response")
-	if terr != nil {
-		return tool.ErrorResult(terr)
+func (t *Tool) decodeResponse(raw []byte, respErr *tool.Error) *tool.Result {
+	name := t.Descriptor.Name
+	if respErr != nil {
+		return tool.ErrorResult(respErr)
 	}
 	var resp guestResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {

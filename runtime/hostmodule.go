@@ -46,6 +46,10 @@ type callState struct {
 	// lastProgress enforces that progress only increases.
 	lastProgress float64
 	hasProgress  bool
+	// denial is the last capability request refused during the call whose
+	// refusal the guest saw as an ordinary failure (an Extism plugin's file
+	// or config access); a failed call is then reported as denied.
+	denial *tool.Error
 }
 
 func callStateFrom(ctx context.Context) *callState {

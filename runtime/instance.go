@@ -31,6 +31,9 @@ type instance struct {
 	globals []api.MutableGlobal
 	// meter drives the instance's fuel and call-depth globals.
 	meter *instrument.Meter
+	// ext is the Extism side of a plugin's instance (nil for a native
+	// module); mod is then the plugin's main module.
+	ext *extismInstance
 }
 
 // newInstance instantiates m's compiled code. It runs no guest code: the
@@ -77,6 +80,10 @@ func (in *instance) nanosleep(ns int64) {
 }
 
 func (in *instance) close(ctx context.Context) {
+	if in.ext != nil {
+		in.ext.close(ctx)
+		return
+	}
 	_ = in.mod.Close(ctx)
 }
 

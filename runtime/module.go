@@ -78,6 +78,10 @@ type Module struct {
 	// instrumented tells where the pass put the fuel, depth and snapshot
 	// globals.
 	instrumented *instrument.Result
+	// plugin is set when the module is an Extism plugin (extism.go): its
+	// instances are made and called through the Extism SDK, everything else
+	// is shared with the native ABI.
+	plugin *extismPlugin
 }
 
 // Tool is one tool provided by a Module.
@@ -152,6 +156,12 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 	limits = limits.WithDefaults()
 	sum := sha256.Sum256(wasm)
 	m := &Module{rt: r, name: name, sha256: hex.EncodeToString(sum[:]), limits: limits}
+	if isExtismPlugin(wasm) {
+		if err := r.loadExtism(ctx, m, wasm); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
 
 	// Instrument before anything else parses the module: a malformed module
 	// is refused by the pass, with the offset, before the compiler sees it.
@@ -405,7 +415,13 @@ func (m *Module) EndSession(ctx context.Context, session string) { m.pool.endSes
 // Close releases the module's instances and compiled code.
 func (m *Module) Close(ctx context.Context) error {
 	m.pool.close(ctx)
-	return m.compiled.Close(ctx)
+	err := m.compiled.Close(ctx)
+	if m.plugin != nil {
+		if perr := m.plugin.close(ctx); err == nil {
+			err = perr
+		}
+	}
+	return err
 }
 
 func firstLines(s string, n int) string {

@@ -16,7 +16,8 @@ import (
 // Options configure a Runtime.
 type Options struct {
 	// CacheDir holds compiled code across processes. Empty means
-	// $XDG_CACHE_HOME/warden (os.UserCacheDir); "off" disables the disk cache.
+	// $XDG_CACHE_HOME/warden (os.UserCacheDir); "off" disables the disk cache
+	// (compiled code is then shared in memory only).
 	CacheDir string
 	// Capabilities are served to guests as the imports warden.<Name>.
 	Capabilities []hostfuncs.Capability
@@ -30,7 +31,10 @@ type Options struct {
 // Runtime compiles and instantiates tool modules. It is safe for concurrent
 // use. Close releases everything it loaded.
 type Runtime struct {
-	wz           wazero.Runtime
+	wz wazero.Runtime
+	// wzConfig is wz's configuration, for the engines Extism plugins get
+	// (the SDK makes one per plugin; the compilation cache is shared).
+	wzConfig     wazero.RuntimeConfig
 	cache        wazero.CompilationCache
 	capabilities map[string]hostfuncs.Capability
 	log          *slog.Logger
@@ -71,6 +75,12 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		r.cache = cache
 		config = config.WithCompilationCache(cache)
+	} else {
+		// No disk cache, but engines still share compiled code in memory:
+		// an Extism plugin's engine (the SDK makes its own) then finds the
+		// code this runtime compiled for the load-time checks.
+		r.cache = wazero.NewCompilationCache()
+		config = config.WithCompilationCache(r.cache)
 	}
 	for _, c := range opts.Capabilities {
 		if _, dup := r.capabilities[c.Name()]; dup {
@@ -81,6 +91,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		r.capabilities[c.Name()] = c
 	}
+	r.wzConfig = config
 	r.wz = wazero.NewRuntimeWithConfig(ctx, config)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
 		r.wz.Close(ctx)
