@@ -3,8 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzLoad: any bytes as config.yaml either load into a config that
@@ -25,7 +27,23 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := Load(path)
+		type loaded struct {
+			c   *Config
+			err error
+		}
+		done := make(chan loaded, 1)
+		go func() {
+			c, err := Load(path)
+			done <- loaded{c, err}
+		}()
+		var l loaded
+		select {
+		case l = <-done:
+		case <-time.After(10 * time.Second):
+			buf := make([]byte, 1<<20)
+			t.Fatalf("Load hangs on %q:\n%s", body, buf[:goruntime.Stack(buf, true)])
+		}
+		c, err := l.c, l.err
 		if err != nil {
 			if !strings.Contains(err.Error(), path) {
 				t.Fatalf("error does not name the file: %v", err)
