@@ -147,9 +147,29 @@ func startHTTP(b *testing.B, name string, cmd *exec.Cmd, addr string) *server {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	s := &server{name: name, httpURL: "http://" + addr + "/mcp", stop: func() { cmd.Process.Kill(); cmd.Wait() }}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	var once sync.Once
+	s := &server{name: name, httpURL: "http://" + addr + "/mcp", stop: func() {
+		once.Do(func() {
+			cmd.Process.Kill()
+			<-exited
+		})
+	}}
+	// Stopped even when a later step fails the benchmark (say, the next
+	// server does not start): a child left behind serves forever, orphaned.
+	b.Cleanup(s.stop)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		select {
+		case <-exited:
+			b.Fatalf("%s exited before serving on %s (%v); its stderr is above", name, addr, waitErr)
+		default:
+		}
 		if cs, err := connect(s); err == nil {
 			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"ready"}})
 			cs.Close()
