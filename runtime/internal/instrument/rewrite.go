@@ -151,10 +151,15 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			case wb.OpLoop:
 				f.kind = ctlLoop
 				p.ctl = append(p.ctl, f)
-				if prologue {
-					p.segs[0].check, prologue = false, false
-				}
 				open(idx, true)
+				if prologue {
+					// Charge the prologue with the loop's first pass: one
+					// charge and check per call instead of two (a Go
+					// function's own code costs a few units more per
+					// iteration of its dispatch loop).
+					p.segs[len(p.segs)-1].cost, p.segs[0] = p.segs[0].cost, segment{after: -1}
+					prologue = false
+				}
 				continue
 			}
 			prologue = false
