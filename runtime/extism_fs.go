@@ -490,6 +490,10 @@ type readDir struct {
 	info    fileInfo
 	entries []fs.FileInfo
 	listed  bool
+	// listedIn is the call generation the listing was made in: the root,
+	// which outlives calls, lists itself again in a later call, under that
+	// call's grants.
+	listedIn uint64
 }
 
 func (d *readDir) live() error {
@@ -508,7 +512,8 @@ func (d *readDir) Readdir(n int) ([]fs.FileInfo, error) {
 	if err := d.live(); err != nil {
 		return nil, err
 	}
-	if !d.listed {
+	if gen := d.g.gen.Load(); !d.listed || d.listedIn != gen {
+		d.listed, d.listedIn, d.entries = false, gen, nil
 		var reply struct {
 			Entries []struct {
 				Name string `json:"name"`

@@ -412,3 +412,43 @@ func TestExtismSDKOnWazero112(t *testing.T) {
 		t.Fatalf("go list -m:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestExtismDiscard: a trap discards the instance (its state is gone), a
+// failure the plugin reports does not.
+func TestExtismDiscard(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	m := extismPlugin(t, rt, "v1", runtime.Limits{Isolation: runtime.IsolationShared, MaxInstances: 1})
+	state := toolNamed(t, m, "v1_state")
+	wantOK(t, call(t, state, `{}`), "global=1 var=1")
+	wantKind(t, call(t, toolNamed(t, m, "v1_fail"), `{"how":"error_set"}`), tool.KindFailed)
+	wantOK(t, call(t, state, `{}`), "global=2 var=2")
+	wantKind(t, call(t, toolNamed(t, m, "v1_trap"), `{}`), tool.KindTrapped)
+	wantOK(t, call(t, state, `{}`), "global=1 var=1")
+}
+
+// TestExtismConcurrentCalls: concurrent calls share a bounded pool of
+// plugin instances, each call with its own answer.
+func TestExtismConcurrentCalls(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	upper := toolNamed(t, extismPlugin(t, rt, "v2", runtime.Limits{MaxInstances: 3}), "v2_upper")
+	const workers, calls = 8, 5
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range calls {
+				text := fmt.Sprintf("w%d-c%d", w, i)
+				res := upper.Call(context.Background(), runtime.CallRequest{Arguments: json.RawMessage(fmt.Sprintf(`{"text":%q}`, text))})
+				if res.IsError || res.Content[0].Text != strings.ToUpper(text) {
+					errs <- fmt.Errorf("%s: %+v %v", text, res.Error, res.Content)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
