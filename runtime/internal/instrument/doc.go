@@ -1,11 +1,13 @@
 // Package instrument rewrites a WebAssembly module once, before it is
 // compiled, so that the host can meter and bound every call into it:
 //
-//   - Fuel: every function entry and loop header charges the static cost of
-//     the code up to the next merge point against an exported mutable i64
-//     global and traps when it goes negative; bulk memory and table
-//     instructions and memory.grow charge their size operand at run time.
-//     Host functions charge in Go through Meter.Charge.
+//   - Fuel: code is charged its static cost where control merges, against
+//     an exported mutable i64 global; function entries and loop headers
+//     check it, and when it is negative refill it in slices from a reserve
+//     global (passing through the engine's Go code, so the Go runtime can
+//     stop the goroutine for GC) or trap when the budget is spent. Bulk
+//     memory and table instructions and memory.grow charge their size
+//     operand at run time. Host functions charge in Go (Meter.Charge).
 //   - Call depth: an exported i32 global counts nested calls and traps
 //     when it exceeds Config.MaxCallDepth, long before the engine's own
 //     stack (hundreds of MiB under wazero's compiler) runs out.
@@ -22,10 +24,12 @@
 // the fuel consumed and why the guest stopped.
 //
 // Everything added is appended (globals, functions, types, exports, two
-// scratch locals per function), so no index the module uses shifts, and
+// scratch locals per function, and a private zero-page memory for a module
+// without one, used only by the refill), so no index the module uses shifts, and
 // every section the pass does not need to change is copied byte for byte.
 // The pass adds no imports. Exports it adds are named "warden:fuel",
-// "warden:depth", "warden:pages" and "warden:global:N" (N the global's
+// "warden:fuel-reserve", "warden:depth", "warden:pages" and
+// "warden:global:N" (N the global's
 // index); a module that already exports a name starting with "warden:" is
 // rejected.
 //
