@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,14 +12,21 @@ import (
 )
 
 // TestCancellation: a client that gives up on a call (its context ends) gets
-// its cancellation at once, the server stops the guest — a CPU-bound loop
-// (stopped by the instrumented checks) and a guest blocked in sleep — long
-// before the tool's 60 s timeout, and keeps serving. Over stdio and a
-// 2025-11-25 HTTP session the client sends notifications/cancelled; a
-// stateless 2026-07-28 client closes the request's stream instead.
+// its cancellation at once, the server stops the guest long before the
+// tool's 60 s timeout, and keeps serving. Over stdio and a 2025-11-25 HTTP
+// session the client sends notifications/cancelled; a stateless 2026-07-28
+// client closes the request's stream instead.
+//
+// The loop and sleep fixtures are cancelled 200 ms after the call; whether
+// the guest had started by then is not observable (a call the server has
+// not dispatched yet is dropped without running), so for them the test
+// logs when the server stopped the guest but asserts only the client's side.
+// The busy fixture reports progress once it runs, so the test cancels it
+// while it certainly runs — spinning (stopped by the instrumented checks) or
+// blocked in sleep — and asserts that the server stops it.
 func TestCancellation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "loop: {timeout: 60s}\nsleep: {timeout: 60s}", "echo", "loop", "sleep")
+	e := newEnv(t, "loop: {timeout: 60s}\nsleep: {timeout: 60s}\nbusy: {timeout: 60s}", "echo", "loop", "sleep", "busy")
 	hs := startHTTP(t, e)
 	for _, tc := range []struct{ transport, protocol string }{
 		{"stdio", "2025-11-25"},
@@ -26,35 +35,91 @@ func TestCancellation(t *testing.T) {
 		{"http", "2026-07-28"},
 	} {
 		t.Run(tc.transport+"/"+tc.protocol, func(t *testing.T) {
+			var mu sync.Mutex
+			running := map[string]chan struct{}{} // by progress token
+			opts := &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					defer mu.Unlock()
+					if ch, ok := running[fmt.Sprint(req.Params.ProgressToken)]; ok && req.Params.Message == "running" {
+						close(ch)
+						delete(running, fmt.Sprint(req.Params.ProgressToken))
+					}
+				},
+			}
 			var cs *mcp.ClientSession
 			var stderr *logBuffer
 			if tc.transport == "stdio" {
-				cs, stderr = stdioServer(t, e, tc.protocol, nil)
+				cs, stderr = stdioServer(t, e, tc.protocol, opts)
 			} else {
-				cs, stderr = hs.connect(t, tc.protocol, nil, nil), hs.stderr
+				cs, stderr = hs.connect(t, tc.protocol, opts, nil), hs.stderr
 			}
-			for _, name := range []string{"loop", "sleep", "loop"} {
-				stopped := len(stderr.lines(`msg="tool call failed"`, "tool="+name, "kind=cancelled"))
+			stoppedLines := func(name string) int {
+				return len(stderr.lines(`msg="tool call failed"`, "tool="+name, "kind=cancelled"))
+			}
+
+			for i, c := range []struct {
+				tool string
+				mode string // busy's mode; "" for loop and sleep
+			}{{"loop", ""}, {"sleep", ""}, {"busy", "loop"}, {"busy", "sleep"}, {"loop", ""}, {"busy", "loop"}} {
+				what := c.tool
+				if c.mode != "" {
+					what += "/" + c.mode
+				}
+				before := stoppedLines(c.tool)
 				ctx, cancel := context.WithCancel(context.Background())
+				params := &mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{}}
+				var started chan struct{}
+				if c.mode != "" {
+					params.Arguments = map[string]any{"mode": c.mode}
+					token := fmt.Sprintf("busy-%d", i)
+					params.SetProgressToken(token)
+					started = make(chan struct{})
+					mu.Lock()
+					running[token] = started
+					mu.Unlock()
+				}
 				var cancelled time.Time
-				timer := time.AfterFunc(200*time.Millisecond, func() {
+				go func() {
+					if started != nil {
+						select {
+						case <-started:
+						case <-time.After(30 * time.Second):
+						}
+					} else {
+						time.Sleep(200 * time.Millisecond)
+					}
 					cancelled = time.Now()
 					cancel()
-				})
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+				}()
+				res, err := cs.CallTool(ctx, params)
 				returned := time.Now()
-				timer.Stop()
 				cancel()
 				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("%s cancelled by the client: %s, %v; want context.Canceled", name, dump(res), err)
+					t.Fatalf("%s cancelled by the client: %s, %v; want context.Canceled", what, dump(res), err)
 				}
-				// The server logs the cancelled call once the guest stopped.
-				eventually(t, name+" stopped by the server", func() bool {
-					return len(stderr.lines(`msg="tool call failed"`, "tool="+name, "kind=cancelled")) > stopped
-				})
-				t.Logf("%s: client returned %v after cancel; server had stopped the guest by %v after cancel",
-					name, returned.Sub(cancelled), time.Since(cancelled))
-				wantEcho(t, cs, "served after cancelling "+name)
+				if started != nil {
+					select {
+					case <-started:
+					default:
+						t.Fatalf("%s: cancelled without having reported that it runs", what)
+					}
+				}
+				// The server logs the call as cancelled once the guest stopped.
+				stopped := func() bool { return stoppedLines(c.tool) > before }
+				if started != nil {
+					eventually(t, what+" stopped by the server", stopped)
+				} else {
+					for deadline := time.Now().Add(5 * time.Second); !stopped() && time.Now().Before(deadline); {
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				stop := "not logged within 5 s (the call may not have started)"
+				if stopped() {
+					stop = fmt.Sprintf("logged as cancelled by %v after cancel", time.Since(cancelled))
+				}
+				t.Logf("%s: client returned %v after cancel; server stop %s", what, returned.Sub(cancelled), stop)
+				wantEcho(t, cs, "served after cancelling "+what)
 			}
 		})
 	}

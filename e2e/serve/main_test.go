@@ -44,6 +44,7 @@ var fixtures = map[string]string{
 	"panic":       "runtime/testdata/goguest/panic",
 	"hostcalls":   "runtime/testdata/goguest/hostcalls",
 	"stdoutflood": "runtime/testdata/goguest/stdoutflood",
+	"busy":        "e2e/serve/testdata/busy",
 }
 
 // built is what TestMain built: the warden binary and each fixture's module
@@ -119,7 +120,39 @@ func build(tmp string) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return warmCache(tmp)
+}
+
+// warmCache loads every fixture once with `warden tools`, which compiles
+// them into the shared cache: otherwise the parallel tests' servers would
+// each compile the same modules at once on a cold cache (as on a fresh CI
+// machine), which can take minutes on two cores.
+func warmCache(tmp string) error {
+	var names []string
+	for name := range fixtures {
+		names = append(names, name)
+	}
+	e, err := makeEnv(filepath.Join(tmp, "warm"), "", names...)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	cmd := exec.Command(built.warden, "tools", "--config", e.config)
+	cmd.Env = childEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("warden tools (loading every fixture): %v\n%s", err, out)
+	}
+	for _, name := range names {
+		if !strings.Contains(string(out), name) {
+			return fmt.Errorf("warden tools does not list fixture %s:\n%s", name, out)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "e2e/serve: fixtures loaded (and compiled into %s) in %v\n", built.cacheDir, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // buildGuest runs testwasm.BuildGoFile outside any test.
@@ -163,13 +196,22 @@ type env struct {
 // tools.limits, one "name: {...}" per line ("" for none).
 func newEnv(t *testing.T, limits string, names ...string) *env {
 	t.Helper()
-	e := &env{dir: t.TempDir()}
-	e.tools = filepath.Join(e.dir, "tools")
-	if err := os.Mkdir(e.tools, 0o755); err != nil {
+	e, err := makeEnv(t.TempDir(), limits, names...)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+func makeEnv(dir, limits string, names ...string) (*env, error) {
+	e := &env{dir: dir, tools: filepath.Join(dir, "tools"), config: filepath.Join(dir, "config.yaml")}
+	if err := os.MkdirAll(e.tools, 0o755); err != nil {
+		return nil, err
+	}
 	for _, name := range names {
-		e.install(t, name)
+		if err := e.copyIn(name); err != nil {
+			return nil, err
+		}
 	}
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "project:\n  root: %s\n", e.dir)
@@ -185,28 +227,28 @@ func newEnv(t *testing.T, limits string, names ...string) *env {
 		fmt.Fprintf(&cfg, "    %s: {}\n", name)
 	}
 	cfg.WriteString("log:\n  level: info\n")
-	e.config = filepath.Join(e.dir, "config.yaml")
-	if err := os.WriteFile(e.config, []byte(cfg.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return e, os.WriteFile(e.config, []byte(cfg.String()), 0o644)
 }
 
 // install copies fixture name into the tools dir the way cp does: the file is
 // created in place and written, so a watcher sees it grow.
 func (e *env) install(t *testing.T, name string) {
 	t.Helper()
+	if err := e.copyIn(name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) copyIn(name string) error {
 	src, ok := built.wasm[name]
 	if !ok {
-		t.Fatalf("no fixture %q", name)
+		return fmt.Errorf("no fixture %q", name)
 	}
 	wasm, err := os.ReadFile(src)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(e.tools, name+".wasm"), wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return os.WriteFile(filepath.Join(e.tools, name+".wasm"), wasm, 0o644)
 }
 
 // childEnv is the environment of a warden child process: the test's own,
