@@ -163,13 +163,6 @@ func TestExtismFailures(t *testing.T) {
 				healthy, healthyArgs, want = "v2_upper", `{"text":"ok"}`, "OK"
 			}
 			for range 2 {
-				if c.kind == tool.KindTimeout {
-					// A garbage collection that starts while the guest spins
-					// waits for it (compiled wasm has no preemption point),
-					// and the watchdog waits with it, until the fuel runs
-					// out. Collect first so the deadline is what stops it.
-					goruntime.GC()
-				}
 				e := wantKind(t, call(t, failing, c.args), c.kind)
 				if e.Trap != c.trap {
 					t.Fatalf("trap = %q, want %q (%v)", e.Trap, c.trap, e)
