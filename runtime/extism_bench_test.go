@@ -14,7 +14,7 @@ import (
 // (tools-wasm/echo) and as a hyper-mcp v2 Extism plugin (v2_echo), side by
 // side, under fresh state per call (call) and pooled state (shared).
 func BenchmarkExtismVsNative(b *testing.B) {
-	rt := newRuntime(b, runtime.Options{})
+	rt := extismRuntime(b, runtime.Options{})
 	native := testwasm.BuildGo(b, "../tools-wasm/echo")
 	for _, isolation := range []runtime.Isolation{runtime.IsolationCall, runtime.IsolationShared} {
 		limits := runtime.Limits{Isolation: isolation, MaxInstances: 1}

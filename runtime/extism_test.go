@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +25,39 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
+// extismRuntime is newRuntime with a compilation cache on disk shared by
+// every Extism test (and kept between runs, like testwasm's builds): the
+// fixtures are multi-megabyte Go modules, compiled once instead of per test.
+func extismRuntime(t testing.TB, opts runtime.Options) *runtime.Runtime {
+	t.Helper()
+	if opts.CacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		opts.CacheDir = filepath.Join(base, "warden-test", "wazero")
+	}
+	return newRuntime(t, opts)
+}
+
+// extismFixtures holds each fixture's bytes once built: asking testwasm
+// again costs a `go list` per load.
+var extismFixtures sync.Map
+
+func extismFixture(t testing.TB, shape string) []byte {
+	t.Helper()
+	if b, ok := extismFixtures.Load(shape); ok {
+		return b.([]byte)
+	}
+	b := testwasm.BuildGo(t, "testdata/extism/"+shape)
+	extismFixtures.Store(shape, b)
+	return b
+}
+
 // extismPlugin loads the Extism plugin fixture testdata/extism/<shape>.
 func extismPlugin(t testing.TB, rt *runtime.Runtime, shape string, limits runtime.Limits) *runtime.Module {
 	t.Helper()
-	m, err := rt.Load(context.Background(), shape, testwasm.BuildGo(t, "testdata/extism/"+shape), limits)
+	m, err := rt.Load(context.Background(), shape, extismFixture(t, shape), limits)
 	if err != nil {
 		t.Fatalf("load %s: %v", shape, err)
 	}
@@ -88,7 +118,7 @@ func descOf(names ...string) string {
 }
 
 func TestExtismV1Compute(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	m := extismPlugin(t, rt, "v1", runtime.Limits{})
 	add := toolNamed(t, m, "v1_add")
 	for range 3 {
@@ -109,7 +139,7 @@ func TestExtismV1Compute(t *testing.T) {
 }
 
 func TestExtismV2(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	m := extismPlugin(t, rt, "v2", runtime.Limits{})
 	upper := toolNamed(t, m, "v2_upper")
 	if upper.Descriptor.OutputSchema == nil {
@@ -134,7 +164,7 @@ func TestExtismV2(t *testing.T) {
 // TestExtismFailures: each failure has its kind, and the next call of the
 // same module works.
 func TestExtismFailures(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	cases := []struct {
 		shape, tool, args string
 		limits            runtime.Limits
@@ -177,7 +207,7 @@ func TestExtismFailures(t *testing.T) {
 }
 
 func TestExtismNotifications(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	v1 := extismPlugin(t, rt, "v1", runtime.Limits{})
 	rec := &recorder{}
 	wantOK(t, callWith(t, toolNamed(t, v1, "v1_notify"), `{}`, runtime.CallRequest{Observer: rec}), "notified")
@@ -211,7 +241,7 @@ func TestExtismHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{netCap}})
+	rt := extismRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{netCap}})
 	v1 := extismPlugin(t, rt, "v1", runtime.Limits{})
 	fetch := toolNamed(t, v1, "v1_fetch")
 	args := fmt.Sprintf(`{"url":%q}`, srv.URL+"/x?token=secret")
@@ -251,7 +281,7 @@ func TestExtismFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{fsCap}})
+	rt := extismRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{fsCap}})
 	file := toolNamed(t, extismPlugin(t, rt, "v1", runtime.Limits{}), "v1_file")
 	grants := runtime.CallRequest{Grants: tool.Capabilities{FS: tool.FSAccess{Read: []string{"docs"}, Write: []string{"out"}}}}
 
@@ -282,7 +312,7 @@ func TestExtismConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{envCap}})
+	rt := extismRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{envCap}})
 	cfg := toolNamed(t, extismPlugin(t, rt, "v1", runtime.Limits{}), "v1_config")
 	wantOK(t, callWith(t, cfg, `{"key":"API_BASE"}`, runtime.CallRequest{Grants: tool.Capabilities{Env: []string{"API_BASE"}}}), "true https://api.example")
 	// Not granted: absent to the plugin, which here does not fail.
@@ -290,7 +320,7 @@ func TestExtismConfig(t *testing.T) {
 }
 
 func TestExtismIsolation(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	for _, c := range []struct {
 		isolation runtime.Isolation
 		session   string
@@ -310,7 +340,7 @@ func TestExtismIsolation(t *testing.T) {
 }
 
 func TestExtismLoad(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	load := func(wasm []byte) (*runtime.Module, error) {
 		m, err := rt.Load(context.Background(), "wat", wasm, runtime.Limits{})
 		if err == nil {
@@ -377,7 +407,7 @@ func TestExtismToolsDir(t *testing.T) {
 	if err != nil || len(files) != 1 {
 		t.Fatalf("module files %v, %v", files, err)
 	}
-	rt := newRuntime(t, runtime.Options{CacheDir: t.TempDir()})
+	rt := extismRuntime(t, runtime.Options{CacheDir: t.TempDir()})
 	m, err := rt.LoadFile(context.Background(), files[0], runtime.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +439,7 @@ func TestExtismSDKOnWazero112(t *testing.T) {
 // TestExtismDiscard: a trap discards the instance (its state is gone), a
 // failure the plugin reports does not.
 func TestExtismDiscard(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	m := extismPlugin(t, rt, "v1", runtime.Limits{Isolation: runtime.IsolationShared, MaxInstances: 1})
 	state := toolNamed(t, m, "v1_state")
 	wantOK(t, call(t, state, `{}`), "global=1 var=1")
@@ -422,7 +452,7 @@ func TestExtismDiscard(t *testing.T) {
 // TestExtismConcurrentCalls: concurrent calls share a bounded pool of
 // plugin instances, each call with its own answer.
 func TestExtismConcurrentCalls(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := extismRuntime(t, runtime.Options{})
 	upper := toolNamed(t, extismPlugin(t, rt, "v2", runtime.Limits{MaxInstances: 3}), "v2_upper")
 	const workers, calls = 8, 5
 	errs := make(chan error, workers)
