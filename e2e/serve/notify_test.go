@@ -76,6 +76,15 @@ func TestProgressAndLogging(t *testing.T) {
 			}
 			stateless := tc.protocol >= "2026-07-28"
 
+			// The capabilities a tool requests (not what it is granted) are
+			// listed under _meta, for a client to show before granting.
+			for tl, err := range cs.Tools(context.Background(), nil) {
+				if err != nil {
+					t.Fatalf("tools/list: %v", err)
+				}
+				sameJSON(t, "hostcalls _meta", tl.Meta, `{"warden/capabilities":{"fs":{"read":["."]},"env":["HOME"]}}`)
+			}
+
 			hostcalls := func(level mcp.LoggingLevel, token any) *mcp.CallToolResult {
 				t.Helper()
 				params := &mcp.CallToolParams{Name: "hostcalls", Arguments: map[string]any{}}
