@@ -223,7 +223,12 @@ func (x *extismPlugin) httpRequest(ctx context.Context, cp *extism.CurrentPlugin
 	reqJSON, _ := json.Marshal(req)
 	result, err := net.Serve(ctx, state.call, reqJSON)
 	if err != nil {
-		panic(asToolError(err))
+		te := asToolError(err)
+		if te.Kind == tool.KindInvalidArguments {
+			// The plugin built the request, not the caller.
+			te = tool.Errorf(tool.KindFailed, "%s made an invalid HTTP request: %s", state.call.Tool, te.Message)
+		}
+		panic(te)
 	}
 	var reply netReply
 	if b, err := json.Marshal(result); err != nil || json.Unmarshal(b, &reply) != nil {

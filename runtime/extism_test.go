@@ -258,6 +258,10 @@ func TestExtismHTTP(t *testing.T) {
 	// host glob).
 	wantKind(t, callWith(t, fetch, args, runtime.CallRequest{Grants: tool.Capabilities{Net: []string{"*"}}}), tool.KindDenied)
 	wantOK(t, callWith(t, fetch, args, granted), "200 yes GET ")
+	// A request the plugin got wrong is its failure, not the caller's.
+	if e := wantKind(t, callWith(t, fetch, `{"url":"ftp://127.0.0.1/x"}`, granted), tool.KindFailed); !strings.Contains(e.Message, "invalid HTTP request") {
+		t.Fatalf("message = %q", e.Message)
+	}
 
 	v2 := extismPlugin(t, rt, "v2", runtime.Limits{})
 	res := callWith(t, toolNamed(t, v2, "v2_fetch"), fmt.Sprintf(`{"url":%q,"body":"ping"}`, srv.URL), granted)
