@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
+	mathrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,12 +36,46 @@ type instance struct {
 	// ext is the Extism side of a plugin's instance (nil for a native
 	// module); mod is then the plugin's main module.
 	ext *extismInstance
+	// pool counts the instance among its module's live ones.
+	pool *pool
+	// random is the instance's WASI random source.
+	random *guestRandom
 }
+
+// guestRandom is an instance's WASI random source. While the guest
+// initializes, it is a ChaCha8 stream seeded by the module's digest: the Go
+// runtime draws its hash and scheduler seeds there, and everything they
+// steer (map layout, probe lengths) then is the same on every load and both
+// engines, so fuel per call is deterministic. Once initialized (settle), it
+// is crypto/rand, so a tool generating a key or token at call time gets an
+// unpredictable one.
+type guestRandom struct {
+	settled atomic.Bool
+	mu      sync.Mutex
+	stream  *mathrand.ChaCha8
+}
+
+func newGuestRandom(moduleDigest string) *guestRandom {
+	return &guestRandom{stream: mathrand.NewChaCha8(sha256.Sum256([]byte(moduleDigest)))}
+}
+
+func (r *guestRandom) Read(p []byte) (int, error) {
+	if r.settled.Load() {
+		return rand.Read(p)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stream.Read(p)
+}
+
+// settle switches to crypto/rand for good.
+func (r *guestRandom) settle() { r.settled.Store(true) }
 
 // newInstance instantiates m's compiled code. It runs no guest code: the
 // caller either runs _initialize or restores a snapshot.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	in := &instance{
+		random: newGuestRandom(m.sha256),
 		memory: &limitedMemory{limit: m.limits.Memory},
 		stdout: &boundedBuffer{limit: m.limits.CaptureBytes},
 		stderr: &boundedBuffer{limit: m.limits.CaptureBytes},
@@ -54,12 +90,14 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		WithSysWalltime().
 		WithSysNanotime().
 		WithNanosleep(in.nanosleep).
-		WithRandSource(rand.Reader)
+		WithRandSource(in.random)
 	mod, err := m.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.memory), m.compiled, config)
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	in.mod = mod
+	in.pool = m.pool
+	m.pool.live.Add(1)
 	in.alloc = mod.ExportedFunction(exportAlloc)
 	in.call = mod.ExportedFunction(exportCall)
 	if in.meter, err = instrument.NewMeter(mod, m.instrumented); err != nil {
@@ -80,6 +118,9 @@ func (in *instance) nanosleep(ns int64) {
 }
 
 func (in *instance) close(ctx context.Context) {
+	if in.pool != nil {
+		in.pool.live.Add(-1)
+	}
 	if in.ext != nil {
 		in.ext.close(ctx)
 		return

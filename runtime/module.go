@@ -258,6 +258,7 @@ func (m *Module) checkABI() error {
 func (m *Module) initialize(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
 	defer cancel()
+	m.pool = newPool(m)
 	in, err := m.newInstance(ctx)
 	if err != nil {
 		return err
@@ -308,7 +309,8 @@ func (m *Module) initialize(ctx context.Context) error {
 		}
 		m.snapshot = snap
 	}
-	m.pool = newPool(m, in)
+	in.random.settle()
+	m.pool.idle = append(m.pool.idle, in)
 	return nil
 }
 
@@ -328,7 +330,9 @@ func (m *Module) runInit(ctx context.Context, in *instance) (instrument.StopReas
 // loadError explains why guest code failed during load.
 func (m *Module) loadError(ctx context.Context, in *instance, err error, reason instrument.StopReason) error {
 	switch {
-	case reason == instrument.StopDeadline || reason == instrument.StopCanceled || ctx.Err() != nil:
+	case reason == instrument.StopCanceled || errors.Is(ctx.Err(), context.Canceled):
+		return errors.New("cancelled while loading")
+	case reason == instrument.StopDeadline || ctx.Err() != nil:
 		return fmt.Errorf("did not finish within the load budget of %s", m.limits.LoadBudget)
 	case reason == instrument.StopFuel:
 		return fmt.Errorf("ran out of fuel (budget %d)", m.limits.Fuel)

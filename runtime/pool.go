@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warden-run/warden/tool"
 )
@@ -10,8 +11,10 @@ import (
 // pool keeps a module's instances. Slots bound how many calls run at once;
 // idle instances wait, already reset, for the next call.
 type pool struct {
-	m        *Module
-	slots    chan struct{}
+	m     *Module
+	slots chan struct{}
+	// live counts instances not yet closed, busy or idle.
+	live     atomic.Int64
 	mu       sync.Mutex
 	idle     []*instance
 	sessions map[string]*sessionInstance
@@ -25,15 +28,17 @@ type sessionInstance struct {
 	in   *instance
 }
 
-func newPool(m *Module, first *instance) *pool {
-	p := &pool{
+func newPool(m *Module) *pool {
+	return &pool{
 		m:        m,
 		slots:    make(chan struct{}, m.limits.MaxInstances),
 		sessions: make(map[string]*sessionInstance),
 	}
-	p.idle = append(p.idle, first)
-	return p
 }
+
+// Live reports how many instances of the module exist (idle, busy or kept
+// by a session).
+func (m *Module) Live() int { return int(m.pool.live.Load()) }
 
 // acquire returns an instance for one call, waiting for a free slot as long
 // as ctx allows. release must follow.
@@ -163,6 +168,7 @@ func (m *Module) freshInstance(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	if m.snapshot != nil {
+		in.random.settle()
 		if !m.snapshot.restore(in) {
 			in.close(context.Background())
 			return nil, tool.Errorf(tool.KindInternal, "instantiate %s: cannot restore its initial state", m.name)
@@ -177,6 +183,7 @@ func (m *Module) freshInstance(ctx context.Context) (*instance, error) {
 		in.close(context.Background())
 		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: _initialize: %v", m.name, err)
 	}
+	in.random.settle()
 	return in, nil
 }
 

@@ -1,0 +1,20 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// PooledInstance makes sure t's module has an idle instance and returns its
+// wazero module, for tests that drive a guest's memory and globals directly
+// between calls. With MaxInstances 1 and IsolationShared, the next call runs
+// on exactly this instance.
+func PooledInstance(t *Tool) api.Module {
+	in, err := t.module.pool.acquire(context.Background(), "")
+	if err != nil {
+		panic(err)
+	}
+	t.module.pool.release(context.Background(), in, true)
+	return in.mod
+}
