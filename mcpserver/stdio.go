@@ -2,10 +2,14 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +28,64 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	defer restore()
-	return s.Serve(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{out}})
+	return s.Serve(ctx, &drainTransport{Transport: &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{out}}})
+}
+
+// maxDrain bounds how long a stdio session whose input ended waits for the
+// replies to the requests it already read.
+const maxDrain = time.Minute
+
+// drainTransport keeps a connection whose input has ended open until every
+// request read from it has been answered (at most maxDrain). Without it, a
+// client that writes its requests and closes stdin at once, as a shell
+// pipeline does, would lose every reply still being computed.
+type drainTransport struct{ mcp.Transport }
+
+func (t *drainTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &drainConnection{Connection: c}, nil
+}
+
+type drainConnection struct {
+	mcp.Connection
+	pending atomic.Int64 // requests read and not yet answered
+}
+
+func (c *drainConnection) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+			c.pending.Add(1)
+		}
+		return msg, nil
+	}
+	if errors.Is(err, io.EOF) {
+		deadline := time.NewTimer(maxDrain)
+		defer deadline.Stop()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for c.pending.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-deadline.C:
+				return nil, err
+			case <-tick.C:
+			}
+		}
+	}
+	return nil, err
+}
+
+func (c *drainConnection) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		c.pending.Add(-1)
+	}
+	return err
 }
 
 // nopCloser keeps the session's end from closing the protocol's stdout: the

@@ -122,3 +122,41 @@ func TestStdioCarriesOnlyProtocolBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioAnswersRequestsReadBeforeEOF: a client that writes its requests
+// and closes stdin at once (a shell pipeline) still gets every reply.
+func TestStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MCPSERVER_STDIO_CHILD=1")
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"noisy","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	}, "\n") + "\n")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\nstderr:\n%s", err, stderr.String())
+	}
+	answered := map[float64]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		var msg struct {
+			ID     *float64        `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &msg) == nil && msg.ID != nil && msg.Result != nil {
+			answered[*msg.ID] = true
+		}
+	}
+	for _, id := range []float64{1, 2, 3} {
+		if !answered[id] {
+			t.Errorf("request %v got no reply; stdout:\n%s", id, out)
+		}
+	}
+}
