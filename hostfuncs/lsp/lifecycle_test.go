@@ -295,8 +295,16 @@ func TestUTF16Server(t *testing.T) {
 		"hover 0:3",
 		"initialize encodings=[utf-8 utf-16]",
 	}
-	got := e.lines()[1:]
-	sort.Strings(got)
+	// didChange is a notification: the fake may log it after it answered
+	// the request that followed it, so wait (boundedly) for the log to settle.
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got = e.lines()[1:]
+		sort.Strings(got)
+		if reflect.DeepEqual(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("server saw:\n%q\nwant\n%q", got, want)
 	}
