@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,7 +279,7 @@ func (x *extismPlugin) initialize(ctx context.Context) error {
 	m := x.m
 	ctx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
 	defer cancel()
-	m.pool = &pool{m: m, slots: make(chan struct{}, m.limits.MaxInstances), sessions: make(map[string]*sessionInstance)}
+	m.pool = newPool(m)
 	in, err := x.newInstance(ctx)
 	if err != nil {
 		return err
@@ -314,6 +313,7 @@ func (x *extismPlugin) initialize(ctx context.Context) error {
 		view, _ := kmem.Read(0, kmem.Size())
 		m.snapshot, x.kernel = snap, bytes.Clone(view)
 	}
+	in.random.settle()
 	m.pool.idle = append(m.pool.idle, in)
 	return nil
 }
@@ -363,20 +363,7 @@ func isPluginError(in *instance, err error) bool {
 // running any of its code.
 func (x *extismPlugin) newInstance(ctx context.Context) (*instance, error) {
 	m := x.m
-	in := &instance{
-		memory: &limitedMemory{limit: m.limits.Memory},
-		stdout: &boundedBuffer{limit: m.limits.CaptureBytes},
-		stderr: &boundedBuffer{limit: m.limits.CaptureBytes},
-	}
-	background := context.Background()
-	in.callCtx.Store(&background)
-	config := wazero.NewModuleConfig().
-		WithStdout(in.stdout).
-		WithStderr(in.stderr).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(in.nanosleep).
-		WithRandSource(rand.Reader)
+	in, config := m.newShell()
 	ext := &extismInstance{}
 	if x.fs != nil {
 		// One preopen, "/", whose every operation is a warden.fs request
@@ -399,8 +386,7 @@ func (x *extismPlugin) newInstance(ctx context.Context) (*instance, error) {
 		in.close(ctx)
 		return nil, err
 	}
-	if in.meter, err = instrument.NewMeter(in.mod, m.instrumented); err != nil {
-		in.close(ctx)
+	if err := m.adopt(ctx, in); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -439,6 +425,7 @@ func (x *extismPlugin) freshInstance(ctx context.Context) (*instance, error) {
 		in.close(context.Background())
 		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: %v", m.name, err)
 	}
+	in.random.settle()
 	if m.snapshot != nil && !x.restore(in) {
 		in.close(context.Background())
 		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: cannot restore its initial state", m.name)

@@ -74,6 +74,25 @@ func (r *guestRandom) settle() { r.settled.Store(true) }
 // newInstance instantiates m's compiled code. It runs no guest code: the
 // caller either runs _initialize or restores a snapshot.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
+	in, config := m.newShell()
+	mod, err := m.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.memory), m.compiled,
+		config.WithName("").WithStartFunctions())
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	in.mod = mod
+	in.alloc = mod.ExportedFunction(exportAlloc)
+	in.call = mod.ExportedFunction(exportCall)
+	if err := m.adopt(ctx, in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// newShell returns an instance's host side (memory allocator, captured
+// output, random source, interruptible sleep) and the WASI module config
+// that wires it in. Both loaders instantiate with it.
+func (m *Module) newShell() (*instance, wazero.ModuleConfig) {
 	in := &instance{
 		random: newGuestRandom(m.sha256),
 		memory: &limitedMemory{limit: m.limits.Memory},
@@ -83,28 +102,26 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	background := context.Background()
 	in.callCtx.Store(&background)
 	config := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions().
 		WithStdout(in.stdout).
 		WithStderr(in.stderr).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithNanosleep(in.nanosleep).
 		WithRandSource(in.random)
-	mod, err := m.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.memory), m.compiled, config)
-	if err != nil {
-		return nil, fmt.Errorf("instantiate: %w", err)
-	}
-	in.mod = mod
+	return in, config
+}
+
+// adopt counts an instantiated in among the module's live instances and
+// binds its meter; on failure in is closed.
+func (m *Module) adopt(ctx context.Context, in *instance) error {
 	in.pool = m.pool
 	m.pool.live.Add(1)
-	in.alloc = mod.ExportedFunction(exportAlloc)
-	in.call = mod.ExportedFunction(exportCall)
-	if in.meter, err = instrument.NewMeter(mod, m.instrumented); err != nil {
-		mod.Close(ctx)
-		return nil, err
+	var err error
+	if in.meter, err = instrument.NewMeter(in.mod, m.instrumented); err != nil {
+		in.close(ctx)
+		return err
 	}
-	return in, nil
+	return nil
 }
 
 func (in *instance) nanosleep(ns int64) {
