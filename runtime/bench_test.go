@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -36,6 +37,7 @@ func BenchmarkEchoRaw(b *testing.B) {
 	request, _ := json.Marshal(map[string]any{"tool": "echo", "arguments": echoRequest})
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer reportCPU(b)()
 	for b.Loop() {
 		res, err := alloc.Call(ctx, uint64(len(request)))
 		if err != nil {
@@ -62,6 +64,7 @@ func benchEcho(b *testing.B, isolation runtime.Isolation) {
 	req := runtime.CallRequest{Arguments: echoRequest}
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer reportCPU(b)()
 	for b.Loop() {
 		if res := tl.Call(ctx, req); res.IsError {
 			b.Fatal(res.Error)
@@ -110,4 +113,22 @@ func BenchmarkCompile(b *testing.B) {
 			load(b, dir)
 		}
 	})
+}
+
+// reportCPU adds the process's CPU time per operation (user + system, all
+// threads) as a metric: on a shared machine it is far steadier than wall
+// time. Call the returned function after the loop.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime(b)
+	return func() {
+		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func cpuTime(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
