@@ -306,9 +306,12 @@ func (s *server) initialize(ctx context.Context) error {
 // and the cause: the process died, the deadline passed, or it answered an
 // error.
 func (s *server) describe(method string, ctx context.Context, err error) error {
-	if s.dead() || errors.Is(err, io.EOF) || errors.Is(err, jsonrpc2.ErrClientClosing) {
-		// The connection broke because the process is going away; wait
-		// briefly for the reaper so the message can say why.
+	var answered *jsonrpc2.Error
+	if s.dead() || (!errors.As(err, &answered) && ctx.Err() == nil) {
+		// Not an answer from the server and not our own deadline: the
+		// connection broke (EOF, a closed pipe), because the process is
+		// going away. Wait briefly for the reaper, so that the error says
+		// why and the manager sees a crash it may retry.
 		select {
 		case <-s.exited:
 			return s.exitError()

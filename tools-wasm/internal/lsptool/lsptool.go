@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/hostfuncs/lsp/lspwire"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -20,36 +21,12 @@ import (
 // from the file extension when a path is given; workspace queries name it.
 const Language = "go"
 
-// Location is a range in a project file, as warden.lsp returns it: 1-based
-// lines, columns counting bytes.
-type Location struct {
-	Path      string `json:"path"`
-	Line      int    `json:"line"`
-	Column    int    `json:"column"`
-	EndLine   int    `json:"endLine"`
-	EndColumn int    `json:"endColumn"`
-}
-
-// Symbol is a document or workspace symbol, as warden.lsp returns it.
-type Symbol struct {
-	Name      string   `json:"name"`
-	Kind      string   `json:"kind"`
-	Detail    string   `json:"detail,omitempty"`
-	Container string   `json:"container,omitempty"`
-	Path      string   `json:"path,omitempty"`
-	Line      int      `json:"line,omitempty"`
-	Column    int      `json:"column,omitempty"`
-	StartLine int      `json:"startLine,omitempty"`
-	EndLine   int      `json:"endLine,omitempty"`
-	Children  []Symbol `json:"children,omitempty"`
-}
-
-// Hover is warden.lsp's hover reply.
-type Hover struct {
-	Text   string    `json:"text"`
-	Format string    `json:"format"`
-	Range  *Location `json:"range,omitempty"`
-}
+// The reply shapes of warden.lsp, shared with the host.
+type (
+	Location = lspwire.Location
+	Symbol   = lspwire.Symbol
+	Hover    = lspwire.Hover
+)
 
 // LSP sends one warden.lsp request and decodes its result into reply.
 func LSP(ctx *warden.Context, request map[string]any, reply any) error {
