@@ -9,5 +9,9 @@
 // tool.Kind, the broken instance is discarded, and the next call gets a fresh
 // one. Nothing a guest does reaches the process's stdout.
 //
+// Two loaders share everything above them: native tool modules (the ABI of
+// docs/abi.md) and Extism plugins (hyper-mcp and mcp.run shapes), told apart
+// by their imports.
+//
 // The runtime knows nothing of MCP; package mcpserver serves a Registry.
 package runtime
