@@ -21,19 +21,6 @@ const (
 
 type definition struct{}
 
-type args struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-	Name   string `json:"name"`
-}
-
-type query struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-}
-
 // Definition is where an identifier is defined, with the text of that
 // line; in focused mode also the declaration it names and its source.
 type Definition struct {
@@ -89,16 +76,16 @@ func (definition) Descriptor() tool.Descriptor {
 }
 
 func (definition) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
-	a, err := warden.Args[args](raw)
+	a, err := warden.Args[lsptool.At](raw)
 	if err != nil {
 		return nil, err
 	}
 	src := lsptool.NewSources(ctx)
-	col, err := lsptool.ResolveColumn(src, a.Path, a.Line, a.Column, a.Name)
+	at, err := a.Resolve(src)
 	if err != nil {
 		return nil, err
 	}
-	pager, err := lsptool.NewPager(ctx, raw, query{Path: a.Path, Line: a.Line, Column: col}, exploreMax)
+	pager, err := lsptool.NewPager(ctx, raw, at, exploreMax)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +93,7 @@ func (definition) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, 
 	var reply struct {
 		Locations []lsptool.Location `json:"locations"`
 	}
-	if err := lsptool.LSP(ctx, lsptool.PositionRequest("definition", a.Path, a.Line, col), &reply); err != nil {
+	if err := lsptool.LSP(ctx, at.Request("definition"), &reply); err != nil {
 		return nil, err
 	}
 	page, overflow, next := lsptool.Page(pager, reply.Locations, "the identifier has several definitions")
@@ -131,7 +118,7 @@ func (definition) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, 
 	}
 	if len(reply.Locations) == 0 {
 		lines = append(lines, fmt.Sprintf("no definition found in the project for the identifier at %s "+
-			"(it may be a builtin, in the standard library or a dependency, or in a file you may not read)", lsptool.Pos(a.Path, a.Line, col)))
+			"(it may be a builtin, in the standard library or a dependency, or in a file you may not read)", at))
 	}
 	res, err := warden.WithStructured(warden.Text(lsptool.Text(lines, overflow)), out)
 	if err != nil {

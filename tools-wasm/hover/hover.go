@@ -16,19 +16,6 @@ const exploreLines = 30
 
 type hover struct{}
 
-type args struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-	Name   string `json:"name"`
-}
-
-type query struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-}
-
 type output struct {
 	// Found is false when gopls has nothing to say about the position, or
 	// the identifier is defined in a file the tool may not read.
@@ -63,15 +50,15 @@ func (hover) Descriptor() tool.Descriptor {
 }
 
 func (hover) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
-	a, err := warden.Args[args](raw)
+	a, err := warden.Args[lsptool.At](raw)
 	if err != nil {
 		return nil, err
 	}
-	col, err := lsptool.ResolveColumn(lsptool.NewSources(ctx), a.Path, a.Line, a.Column, a.Name)
+	at, err := a.Resolve(lsptool.NewSources(ctx))
 	if err != nil {
 		return nil, err
 	}
-	pager, err := lsptool.NewPager(ctx, raw, query{Path: a.Path, Line: a.Line, Column: col}, exploreLines)
+	pager, err := lsptool.NewPager(ctx, raw, at, exploreLines)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +66,11 @@ func (hover) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error
 		Hover *lsptool.Hover `json:"hover"`
 	}
 	pager.Unit = "lines"
-	if err := lsptool.LSP(ctx, lsptool.PositionRequest("hover", a.Path, a.Line, col), &reply); err != nil {
+	if err := lsptool.LSP(ctx, at.Request("hover"), &reply); err != nil {
 		return nil, err
 	}
 	if reply.Hover == nil || strings.TrimSpace(reply.Hover.Text) == "" {
-		msg := fmt.Sprintf("no hover information for %s (not an identifier, or defined in a file you may not read)", lsptool.Pos(a.Path, a.Line, col))
+		msg := fmt.Sprintf("no hover information for %s (not an identifier, or defined in a file you may not read)", at)
 		return warden.WithStructured(warden.Text(msg), output{})
 	}
 	h := reply.Hover

@@ -15,20 +15,15 @@ const exploreMax = 100
 type references struct{}
 
 type args struct {
-	Path               string `json:"path"`
-	Line               int    `json:"line"`
-	Column             int    `json:"column"`
-	Name               string `json:"name"`
-	IncludeDeclaration bool   `json:"include_declaration"`
+	lsptool.At
+	IncludeDeclaration bool `json:"include_declaration"`
 }
 
 // query identifies the list a cursor continues: the position, resolved to
 // a column, whether it was given as a column or a name.
 type query struct {
-	Path               string `json:"path"`
-	Line               int    `json:"line"`
-	Column             int    `json:"column"`
-	IncludeDeclaration bool   `json:"decl,omitempty"`
+	lsptool.Spot
+	IncludeDeclaration bool `json:"decl,omitempty"`
 }
 
 // Reference is one use, with the text of its line.
@@ -83,17 +78,17 @@ func (references) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, 
 		return nil, err
 	}
 	src := lsptool.NewSources(ctx)
-	col, err := lsptool.ResolveColumn(src, a.Path, a.Line, a.Column, a.Name)
+	at, err := a.Resolve(src)
 	if err != nil {
 		return nil, err
 	}
-	q := query{Path: a.Path, Line: a.Line, Column: col, IncludeDeclaration: a.IncludeDeclaration}
+	q := query{Spot: at, IncludeDeclaration: a.IncludeDeclaration}
 	pager, err := lsptool.NewPager(ctx, raw, q, exploreMax)
 	if err != nil {
 		return nil, err
 	}
 	pager.Unit = "references"
-	req := lsptool.PositionRequest("references", a.Path, a.Line, col)
+	req := at.Request("references")
 	req["includeDeclaration"] = a.IncludeDeclaration
 	var reply struct {
 		Locations []lsptool.Location `json:"locations"`

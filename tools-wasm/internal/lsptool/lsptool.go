@@ -108,3 +108,39 @@ func Text(lines []string, o *warden.Overflow) string {
 func Pos(path string, line, column int) string {
 	return fmt.Sprintf("%s:%d:%d", path, line, column)
 }
+
+// At is the position argument of the position tools (definition,
+// references, hover): a file, a 1-based line, and a column or the name to
+// find on that line.
+type At struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	Name   string `json:"name"`
+}
+
+// Spot is a resolved position: what a position tool queries, and what its
+// cursor remembers.
+type Spot struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
+// Resolve pins a down to a column: Column when given, else the first
+// whole-word match of Name on the line.
+func (a At) Resolve(s *Sources) (Spot, error) {
+	col, err := ResolveColumn(s, a.Path, a.Line, a.Column, a.Name)
+	if err != nil {
+		return Spot{}, err
+	}
+	return Spot{Path: a.Path, Line: a.Line, Column: col}, nil
+}
+
+// Request is the warden.lsp request for op at sp.
+func (sp Spot) Request(op string) map[string]any {
+	return PositionRequest(op, sp.Path, sp.Line, sp.Column)
+}
+
+// String is sp as path:line:column.
+func (sp Spot) String() string { return Pos(sp.Path, sp.Line, sp.Column) }
