@@ -88,7 +88,7 @@ func fsConfig(cfg *config.Config) fs.Config {
 }
 
 func memoryConfig(cfg *config.Config) memory.Config {
-	return memory.Config{ProjectRoot: cfg.Project.Root, MaxValueBytes: int(cfg.Memory.MaxValue)}
+	return memory.Config{ProjectRoot: cfg.Project.Root, MaxValueBytes: int(cfg.Memory.MaxValue), Deny: cfg.Security.Deny}
 }
 
 func netConfig(cfg *config.Config) net.Config {
