@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/runtime/internal/trap"
 	"github.com/warden-run/warden/tool"
@@ -333,7 +334,7 @@ func (t *Tool) collectOutput(in *instance, callID string) *tool.Captured {
 	}
 	c := &tool.Captured{Stdout: stdout, Stderr: stderr, Dropped: droppedOut + droppedErr}
 	t.module.rt.log.Info("guest output", "tool", t.Descriptor.Name, "call", callID,
-		"stdout", stdout, "stderr", stderr, "dropped", c.Dropped)
+		"stdout", termsafe.Escape(stdout), "stderr", termsafe.Escape(stderr), "dropped", c.Dropped)
 	return c
 }
 
