@@ -10,6 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/warden-run/warden/hostfuncs/env"
+	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/tool"
@@ -92,23 +94,11 @@ func checkMemory(level string) error {
 	return fmt.Errorf("must be read or read-write, got %q", level)
 }
 
-var languagePattern = regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`)
+// The grammar of each grant value is the capability's own, so that a grant
+// and a tool's request for it (checked at load) accept the same strings.
+func checkLanguage(lang string) error { return lsp.ValidateLanguage(lang) }
 
-func checkLanguage(lang string) error {
-	if !languagePattern.MatchString(lang) {
-		return fmt.Errorf("%q is not a language name", lang)
-	}
-	return nil
-}
-
-var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func checkEnvKey(key string) error {
-	if !envKeyPattern.MatchString(key) {
-		return fmt.Errorf("%q is not a key (A-Z a-z 0-9 _, not starting with a digit)", key)
-	}
-	return nil
-}
+func checkEnvKey(key string) error { return env.ValidateKey(key) }
 
 // grantPath is the key path of a grant key of a tool.
 func grantPath(toolName string, k grantKey) []string {

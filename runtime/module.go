@@ -379,6 +379,9 @@ func (m *Module) describe(raw []byte) error {
 			continue
 		}
 		schemas, err := d.Validate()
+		if err == nil {
+			err = validateRequested(&d.Capabilities)
+		}
 		if err == nil && seen[d.Name] {
 			err = fmt.Errorf("name %q is used by another tool of this module", d.Name)
 		}

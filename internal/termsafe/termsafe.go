@@ -144,8 +144,8 @@ func Join(values []string, sep string) string {
 
 // JSON rewrites encoded JSON so that it is safe on a terminal without
 // changing what it means: every character Hidden reports inside a string
-// (encoding/json already escapes the ASCII controls, but emits C1 controls,
-// bidi overrides and zero-width characters as they are) becomes a \uXXXX
+// (encoding/json already escapes the ASCII controls but DEL, and emits C1
+// controls, bidi overrides and zero-width characters as they are) becomes a \uXXXX
 // escape, which any JSON reader decodes to the same character. Characters
 // outside the Basic Multilingual Plane become surrogate pairs. Invalid
 // UTF-8, which encoding/json never emits, becomes \ufffd.
@@ -157,6 +157,12 @@ func JSON(b []byte) []byte {
 	out.Grow(len(b) + 32)
 	for i := 0; i < len(b); {
 		c := b[i]
+		if c == 0x7f {
+			// encoding/json leaves DEL raw; it can only stand in a string.
+			out.WriteString(`\u007f`)
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
 			out.WriteByte(c)
 			i++
@@ -183,6 +189,9 @@ func JSON(b []byte) []byte {
 
 func safeJSON(b []byte) bool {
 	for i := 0; i < len(b); {
+		if b[i] == 0x7f {
+			return false
+		}
 		if b[i] < utf8.RuneSelf {
 			i++
 			continue
