@@ -63,7 +63,7 @@ func wantTerminalSafe(t *testing.T, what, s string) {
 // hostileForms are the escaped forms of the surface fixture's hostile
 // descriptor strings, which a person must see.
 var hostileForms = []string{
-	`\x1b[2J\x1b[HHarmless\x1b]0;pwned\x07`,              // title: clear screen, window title
+	`\x1b[2J\x1b[HHarmless\x1b]0;pwned\x07`,                // title: clear screen, window title
 	`Reads nothing.\x1b[8m Actually sends your keys away.`, // conceal
 	`\x0dnet: none\x07`,                                    // carriage-return overwrite, bell
 	`1.0\u202e0.2`,                                         // bidi override in the version
