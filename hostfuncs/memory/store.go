@@ -40,6 +40,30 @@ type store struct {
 	// guard holds the deny-list of the fs capability; it is applied to the
 	// path every topic is stored at.
 	guard *pathguard.Guard
+	// reached, when set, is told each step of a write as it completes. Only
+	// the crash test sets it, to kill the writer at an exact step.
+	reached func(step writeStep)
+}
+
+// writeStep names a point inside an atomic write.
+type writeStep string
+
+// The steps of a write, in order.
+const (
+	stepTempCreated writeStep = "temp-created" // the temp file exists, empty
+	stepHalfWritten writeStep = "half-written" // half the value is in the temp file
+	stepSynced      writeStep = "synced"       // the whole value is in the temp file, synced
+	stepRenamed     writeStep = "renamed"      // the temp file replaced the topic file
+	stepDirSynced   writeStep = "dir-synced"   // the directories holding it are synced
+)
+
+// writeSteps lists every step, in order.
+var writeSteps = []writeStep{stepTempCreated, stepHalfWritten, stepSynced, stepRenamed, stepDirSynced}
+
+func (s *store) reach(step writeStep) {
+	if s.reached != nil {
+		s.reached(step)
+	}
 }
 
 // Entry describes one stored memory.
@@ -246,10 +270,14 @@ func (s *store) put(ctx context.Context, topic string, value []byte, appending b
 	if len(value) > s.maxValue {
 		return 0, errTooLarge{size: len(value), limit: s.maxValue}
 	}
-	if err := writeAtomic(dir, base, value); err != nil {
+	if err := s.writeAtomic(dir, base, value); err != nil {
 		return 0, err
 	}
-	return len(value), syncChain(chain, created)
+	if err := syncChain(chain, created); err != nil {
+		return 0, err
+	}
+	s.reach(stepDirSynced)
+	return len(value), nil
 }
 
 // readExisting reads the current value of a memory for an append; one over
@@ -276,7 +304,7 @@ func (e errTooLarge) Error() string {
 // then syncs the directory so the rename itself survives a power loss. The
 // caller holds the lock, so any temp file it finds was left by a writer that
 // died, and is removed.
-func writeAtomic(dir *os.Root, name string, data []byte) error {
+func (s *store) writeAtomic(dir *os.Root, name string, data []byte) error {
 	removeStaleTemps(dir)
 	var suffix [8]byte
 	rand.Read(suffix[:])
@@ -286,7 +314,13 @@ func writeAtomic(dir *os.Root, name string, data []byte) error {
 	if err != nil {
 		return unwrapPath(err)
 	}
-	_, err = f.Write(data)
+	s.reach(stepTempCreated)
+	half := len(data) / 2
+	_, err = f.Write(data[:half])
+	if err == nil {
+		s.reach(stepHalfWritten)
+		_, err = f.Write(data[half:])
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -294,12 +328,14 @@ func writeAtomic(dir *os.Root, name string, data []byte) error {
 		err = closeErr
 	}
 	if err == nil {
+		s.reach(stepSynced)
 		err = dir.Rename(tmp, name)
 	}
 	if err != nil {
 		dir.Remove(tmp)
 		return unwrapPath(err)
 	}
+	s.reach(stepRenamed)
 	return nil
 }
 
