@@ -54,7 +54,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("Load returned a config that does not validate: %v", err)
 		}
 		for name := range c.Tools.Grants {
-			_ = c.Grants(name)
+			_, _ = c.Grants(name, name)
 			_ = c.ModuleLimits(name)
 		}
 	})
