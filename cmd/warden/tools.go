@@ -62,7 +62,7 @@ func printTools(w io.Writer, a *app.App) {
 // several modules describe their name, and the grant entries that give a
 // served tool nothing because they belong to another module. Names in them
 // are validated tool and module names, safe to print.
-func printRefusals(w io.Writer, refused []runtime.Refusal, elsewhere []error) {
+func printRefusals(w io.Writer, refused []mcpserver.Refusal, elsewhere []error) {
 	if len(refused) > 0 {
 		fmt.Fprintf(w, "\nREFUSED (%d; not served):\n", len(refused))
 		for _, r := range refused {

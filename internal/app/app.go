@@ -132,9 +132,15 @@ func (a *App) LoadTools(ctx context.Context) []error {
 	return errs
 }
 
-// Refused lists the tools not served because several modules describe
-// their name (see runtime.Registry).
-func (a *App) Refused() []runtime.Refusal { return a.registry.Refused() }
+// Refused implements mcpserver.Refuser: the tools not served because
+// several modules describe their name (see runtime.Registry).
+func (a *App) Refused() []mcpserver.Refusal {
+	var out []mcpserver.Refusal
+	for _, r := range a.registry.Refused() {
+		out = append(out, mcpserver.Refusal{Tool: r.Tool, Module: r.Module, Modules: r.Modules, Reason: r.Reason})
+	}
+	return out
+}
 
 // repin brings each loaded module's pinned state in line with cfg's pins
 // and reports whether the tool table may have changed. A module whose pin
