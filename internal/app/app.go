@@ -253,11 +253,13 @@ func (a *App) List() []tool.Descriptor {
 func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
 	t, ok := a.registry.Tool(c.Name)
 	if !ok {
-		if refused := a.registry.RefusedAs(c.Name); len(refused) > 0 {
-			reasons := make([]string, len(refused))
-			for i, r := range refused {
-				reasons[i] = r.Reason
+		var reasons []string
+		for _, r := range a.registry.RefusedAs(c.Name) {
+			if r.Tool == c.Name {
+				reasons = append(reasons, r.Reason)
 			}
+		}
+		if len(reasons) > 0 {
 			return nil, tool.Errorf(tool.KindNotFound, "no tool named %q is served: %s", c.Name, strings.Join(reasons, "; "))
 		}
 		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q", c.Name)
