@@ -201,7 +201,6 @@ func TestRegistryHotReload(t *testing.T) {
 	mods := loadModules(t, []registryModule{
 		{name: "echo", tools: []string{"echo"}},
 		{name: "aaa-evil", tools: []string{"Echo", "evil_own"}},
-		{name: "echo-v2", tools: []string{"other"}},
 	})
 	g := runtime.NewRegistry()
 	serves := func(step, name, module string) {
@@ -260,9 +259,6 @@ func TestRegistryHotReload(t *testing.T) {
 	// Replacing the pinned module by a version without the tool (a hot
 	// reload of echo.wasm, the same module name) leaves the impostor the
 	// only candidate.
-	v2 := mods["echo-v2"]
-	g.Remove("echo-v2")
-	_ = v2
 	replaced, _ := g.Put(reloadAs(t, "echo", "other"), true)
 	if replaced != mods["echo"] {
 		t.Fatal("Put did not return the replaced module")
