@@ -62,6 +62,15 @@ func (a *App) ReviewInstall(ctx context.Context, path, name string) (*Review, er
 	if !tool.ValidName(name) {
 		return nil, fmt.Errorf("install %s: module name %q must be %s", path, name, tool.NameRule)
 	}
+	// Config keys (tools.pins, tools.limits) ignore case: a second module
+	// named like an installed one in other case would take over its pin.
+	for _, m := range a.registry.Modules() {
+		if m.Name() != name && strings.EqualFold(m.Name(), name) {
+			return nil, fmt.Errorf("install %s: module name %q differs only in case from installed module %q, and config keys ignore case "+
+				"(tools.pins.%s); install it as %q to replace that module, or under another name",
+				path, name, m.Name(), strings.ToLower(name), m.Name())
+		}
+	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)

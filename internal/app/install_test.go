@@ -79,6 +79,9 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 	if _, err := a.ReviewInstall(ctx, other, ""); !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), `"echo" (module echo describes "echo")`) {
 		t.Errorf("collision: %v", err)
 	}
+	if _, err := a.ReviewInstall(ctx, other, "ECHO"); err == nil || !strings.Contains(err.Error(), `module name "ECHO" differs only in case from installed module "echo"`) {
+		t.Errorf("a module name in other case: %v", err)
+	}
 	if r, err := a.ReviewInstall(ctx, other, "echo"); err != nil || r.Previous != sha(wasm) {
 		t.Errorf("same module name: %v %+v", err, r)
 	}
