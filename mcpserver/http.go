@@ -103,7 +103,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	s.syncMu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": n})
+	// refused: tools not served because several modules describe the name.
+	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": n, "refused": nonNil(s.refused())})
 }
 
 // requireBearer refuses requests without the token. The comparison takes the

@@ -186,6 +186,7 @@ func New(tools Tools, opts Options) *Server {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
 	s.resync()
 	s.cancel = tools.Subscribe(s.scheduleResync)
 	return s

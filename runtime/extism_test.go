@@ -379,7 +379,8 @@ func TestExtismLoad(t *testing.T) {
 	}
 
 	// Tools are exposed under their own names; a name another module
-	// already provides is refused like a native one.
+	// also describes is refused like a native one: neither is pinned, so
+	// neither module serves it.
 	reg := runtime.NewRegistry()
 	a, _ := load(extismWAT(t, descOf("same", "only_a"), `{"content":[]}`, ""))
 	b, err := rt.Load(context.Background(), "other", extismWAT(t, descOf("same", "only_b"), `{"content":[]}`, ""), runtime.Limits{})
@@ -387,9 +388,12 @@ func TestExtismLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close(context.Background())
-	reg.Put(a)
-	if _, collisions := reg.Put(b); len(collisions) != 1 || collisions[0].Name != "same" {
-		t.Fatalf("collisions = %v", collisions)
+	reg.Put(a, false)
+	if _, refused := reg.Put(b, false); len(refused) != 2 || refused[0].Tool != "same" || refused[1].Tool != "same" {
+		t.Fatalf("refused = %v", refused)
+	}
+	if _, ok := reg.Tool("same"); ok {
+		t.Fatal("a name two unpinned modules describe is served")
 	}
 	if tl, ok := reg.Tool("only_b"); !ok || tl.Module() != b {
 		t.Fatal("only_b not registered")

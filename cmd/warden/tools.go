@@ -42,9 +42,14 @@ func printTools(w io.Writer, a *app.App) {
 	cfg := a.Config()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
+	var elsewhere []error
 	for _, t := range a.Registry().Tools() {
 		m := t.Module()
-		requested, granted := t.Descriptor.Capabilities, cfg.Grants(t.Descriptor.Name)
+		granted, err := cfg.Grants(t.Descriptor.Name, m.Name())
+		if err != nil {
+			elsewhere = append(elsewhere, err)
+		}
+		requested := t.Descriptor.Capabilities
 		// The last column is what a reviewer must decide on: requested,
 		// not granted (`warden grant` it, or leave the tool without it).
 		// Every field but the hash comes from the module or its file name:
@@ -53,6 +58,26 @@ func printTools(w io.Writer, a *app.App) {
 			summary(requested), summary(granted), summary(app.Missing(requested, granted)))
 	}
 	tw.Flush()
+	printRefusals(w, a.Refused(), elsewhere)
+}
+
+// printRefusals lists, under the table, the tools not served because
+// several modules describe their name, and the grant entries that give a
+// served tool nothing because they belong to another module. Names in them
+// are validated tool and module names, safe to print.
+func printRefusals(w io.Writer, refused []mcpserver.Refusal, elsewhere []error) {
+	if len(refused) > 0 {
+		fmt.Fprintf(w, "\nREFUSED (%d; not served):\n", len(refused))
+		for _, r := range refused {
+			fmt.Fprintf(w, "  %s (module %s): %s\n", r.Tool, r.Module, r.Reason)
+		}
+	}
+	if len(elsewhere) > 0 {
+		fmt.Fprintf(w, "\nGRANTS OF ANOTHER MODULE (%d; nothing granted):\n", len(elsewhere))
+		for _, err := range elsewhere {
+			fmt.Fprintf(w, "  %v\n", err)
+		}
+	}
 }
 
 // summary is c.Summary() escaped for a terminal, bounded like a description.
