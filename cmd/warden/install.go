@@ -122,6 +122,11 @@ func printReview(w io.Writer, r *app.Review) {
 			fmt.Fprintf(w, "  hints: %s (claimed by the tool, not enforced)\n", hints)
 		}
 		printCapabilities(w, "  ", d.Capabilities, t.Granted, t.Missing)
+		if t.Elsewhere != nil {
+			// The entry of this tool's name belongs to another module: say
+			// so, or "nothing granted" would read as a config mistake.
+			fmt.Fprintf(w, "  note: %s\n", termsafe.Text(t.Elsewhere.Error()))
+		}
 	}
 	for _, rj := range r.Rejected {
 		fmt.Fprintf(w, "\nRejected tool %s: %s\n", termsafe.Line(strconv.Quote(rj.Name)), termsafe.Text(rj.Reason.Error()))

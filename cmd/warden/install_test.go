@@ -127,3 +127,20 @@ func TestGrantCLI(t *testing.T) {
 		t.Errorf("revoke --all did not keep the module:\n%s", after)
 	}
 }
+
+// TestInstallReviewSaysWhereTheGrantBelongs: a grant entry of the tool's name
+// that belongs to another module grants the new module nothing, and the
+// review says why rather than leaving "not granted" to look like a mistake.
+func TestInstallReviewSaysWhereTheGrantBelongs(t *testing.T) {
+	cfgPath, echo := setup(t)
+	if _, err := run(t, "", "-c", cfgPath, "grant", "echo", "--module", "real-echo", "env=TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "", "-c", cfgPath, "install", "--yes", "--name", "echo", echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "note: tools.grants.echo is bound to module real-echo (its module field); tool \"echo\" is served by module echo") {
+		t.Errorf("review does not say where the grant belongs:\n%s", out)
+	}
+}
