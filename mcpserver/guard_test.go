@@ -54,6 +54,8 @@ type rawClient struct {
 	t     *testing.T
 	in    *io.PipeWriter
 	lines chan string
+	// patience bounds each wait for the server; not an assertion on speed.
+	patience time.Duration
 }
 
 func newRawClient(t *testing.T, s *Server, maxMessage int) *rawClient {
@@ -66,7 +68,7 @@ func newRawClient(t *testing.T, s *Server, maxMessage int) *rawClient {
 		done <- s.Serve(ctx, &GuardedTransport{Reader: inR, Writer: outW, MaxMessage: maxMessage})
 		outW.Close()
 	}()
-	c := &rawClient{t: t, in: inW, lines: make(chan string, 64)}
+	c := &rawClient{t: t, in: inW, lines: make(chan string, 64), patience: time.Minute}
 	go func() {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 64<<20)
@@ -83,7 +85,7 @@ func newRawClient(t *testing.T, s *Server, maxMessage int) *rawClient {
 			if err != nil {
 				t.Errorf("Serve: %v", err)
 			}
-		case <-time.After(time.Minute):
+		case <-time.After(c.patience):
 			t.Errorf("Serve did not return after its input closed")
 		}
 	})
@@ -106,7 +108,7 @@ func (c *rawClient) next() string {
 			c.t.Fatal("the server closed its output")
 		}
 		return line
-	case <-time.After(time.Minute):
+	case <-time.After(c.patience):
 		c.t.Fatal("no reply")
 	}
 	return ""

@@ -175,16 +175,21 @@ func (s *rawStdio) running() {
 }
 
 func TestHostileStdioLines(t *testing.T) {
-	e := newEnv(t, "busy: {timeout: 3s}", "echo", "busy")
+	t.Parallel()
+	e := newEnv(t, "busy: {timeout: 15s}", "echo", "busy")
 	s := startRawStdio(t, e)
 	// A call in flight while the hostile lines arrive: busy reports
-	// progress once it runs, then sleeps until its 3 s timeout.
+	// progress once it runs, then sleeps until its 15 s timeout (ample time
+	// for what follows; if not, the test says so instead of passing).
 	s.send(`{"jsonrpc":"2.0","id":"inflight","method":"tools/call","params":{"name":"busy","arguments":{"mode":"sleep"},"_meta":{"progressToken":"p"}}}`)
 	for {
 		if r := parseRaw(t, s.next()); r.Method == "notifications/progress" {
 			break
 		}
 	}
+	// The duplicate of the call in flight is refused; the call is not lost.
+	s.send(`{"jsonrpc":"2.0","id":"inflight","method":"tools/call","params":{"name":"echo","arguments":{"text":"dup"}}}`)
+	wantRawError(t, s.reply(), -32600, `"inflight"`)
 	for i, h := range hostileLines() {
 		s.send(h.line)
 		r := s.reply()
@@ -195,9 +200,6 @@ func TestHostileStdioLines(t *testing.T) {
 		s.running()
 		s.wantEchoRaw(strconv.Itoa(100 + i))
 	}
-	// The duplicate of the call in flight is refused; the call is not lost.
-	s.send(`{"jsonrpc":"2.0","id":"inflight","method":"tools/call","params":{"name":"echo","arguments":{"text":"dup"}}}`)
-	wantRawError(t, s.reply(), -32600, `"inflight"`)
 	r := s.reply()
 	if string(r.ID) != `"inflight"` || r.Error != nil || !strings.Contains(string(r.Result), `"timeout"`) {
 		t.Fatalf("the call in flight did not get its own reply (a timeout result): id %s %+v %.300s", r.ID, r.Error, r.Result)
@@ -208,6 +210,7 @@ func TestHostileStdioLines(t *testing.T) {
 }
 
 func TestHostileStdioHugeLineIsBoundedInMemory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "", "echo")
 	appendConfig(t, e, "server:\n  max_message: 1MiB\n")
 	s := startRawStdio(t, e)
@@ -237,6 +240,7 @@ func TestHostileStdioHugeLineIsBoundedInMemory(t *testing.T) {
 }
 
 func TestHostileStdioIDsEchoedExactly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "", "echo")
 	s := startRawStdio(t, e)
 	// Ids the go-sdk alone would mangle are refused with the id as sent...
@@ -324,6 +328,7 @@ func postRaw(t *testing.T, url, protocol, session, body string) (int, http.Heade
 }
 
 func TestHostileHTTPBodies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "", "echo")
 	srv := startHTTP(t, e)
 	url := srv.url()
@@ -402,6 +407,7 @@ func healthz(t *testing.T, srv *httpServer) {
 // cap of 32 with no effective body timeout. The server evicts the stalest,
 // and /healthz and real sessions are served while the rest stay open.
 func TestHostileSlowlorisAtTheCap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "", "echo")
 	appendConfig(t, e, "server:\n  max_connections: 32\n  body_timeout: 1h\n  header_timeout: 1h\n")
 	srv := startHTTP(t, e)
@@ -425,6 +431,7 @@ func TestHostileSlowlorisAtTheCap(t *testing.T) {
 // TestHostileSlowBodiesTimedOut: with a short body timeout every stalled
 // body is answered 408 and its connection closed.
 func TestHostileSlowBodiesTimedOut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "", "echo")
 	appendConfig(t, e, "server:\n  body_timeout: 200ms\n")
 	srv := startHTTP(t, e)
