@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +151,43 @@ func countReplies(t *testing.T, line string) int {
 		t.Fatalf("a response needs exactly one of result and error: %.300s", line)
 	}
 	return 1
+}
+
+// FuzzHTTPBody posts arbitrary bytes to /mcp, at both protocol generations.
+// Invariants: nothing panics, no body is a server error (5xx), and every
+// refusal of the guard is one JSON-RPC error response.
+func FuzzHTTPBody(f *testing.F) {
+	for _, h := range hostileLines() {
+		f.Add([]byte(h.line), false)
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), true)
+	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`), false)
+	s := New(newFakeTools(desc("echo")), Options{Logger: slog.New(slog.DiscardHandler)})
+	defer s.Close()
+	const max = 64 << 10
+	h := s.Handler(HTTPOptions{MaxRequestBytes: max})
+	f.Fuzz(func(t *testing.T, body []byte, stateless bool) {
+		req := httptest.NewRequest(http.MethodPost, PathMCP, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if stateless {
+			req.Header.Set("Mcp-Protocol-Version", firstStatelessVersion)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		if rec.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
+		}
+		if len(body) > max {
+			if r := parseReply(t, rec.Body.String()); rec.Code != http.StatusRequestEntityTooLarge || r.Error == nil || r.Error.Code != -32600 {
+				t.Fatalf("a body over the bound got %d: %s", rec.Code, rec.Body)
+			}
+		} else if _, refused := inspect(body); refused != nil {
+			if r := parseReply(t, rec.Body.String()); r.Error == nil || r.Error.Code != refused.code {
+				t.Fatalf("refusal is not the JSON-RPC error %d: %s", refused.code, rec.Body)
+			}
+		}
+	})
 }
