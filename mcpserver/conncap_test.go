@@ -131,3 +131,60 @@ func TestSlowHeadersAreTimedOut(t *testing.T) {
 	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 	closedByServer(t, c)
 }
+
+// TestConnCapEvictsTheStalestAndSparesServing drives the cap's Accept
+// directly: eviction takes the connection evictable longest, never one
+// serving a complete request, and a new connection is closed only when
+// every connection is serving.
+func TestConnCapEvictsTheStalestAndSparesServing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, buf := testLogger()
+	l := newConnCap(ln, 2, logs)
+	defer l.Close()
+	type pair struct {
+		client net.Conn
+		server *cappedConn
+	}
+	accepted := make(chan *cappedConn)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c.(*cappedConn)
+		}
+	}()
+	// open dials one connection the cap accepts and returns both ends.
+	open := func() pair {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return pair{client: c, server: <-accepted}
+	}
+	a, b := open(), open()
+	doneA := a.server.serve() // a serves a request; b is idle
+	c := open()               // evicts b, the only evictable one
+	closedByServer(t, b.client)
+	doneC := c.server.serve()
+	// Every connection serves: a new one is closed, and Accept goes on.
+	d, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	closedByServer(t, d)
+	doneA() // a is evictable again, and the stalest
+	open()
+	closedByServer(t, a.client)
+	doneC()
+	if l.evicted.Load() != 2 || l.refused.Load() != 1 {
+		t.Errorf("evicted %d, refused %d; want 2, 1\n%s", l.evicted.Load(), l.refused.Load(), buf)
+	}
+}
