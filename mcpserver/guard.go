@@ -128,10 +128,12 @@ func (g *guard) readLines(r *bufio.Reader) error {
 				dropped += n
 				err = derr
 			}
+			if err == nil {
+				dropped-- // the newline is not part of the message
+			}
 			g.refuse(&refusal{code: jsonrpc.CodeInvalidRequest,
-				message: fmt.Sprintf("invalid request: message of %d bytes or more exceeds the %d-byte bound (server.max_message); it was discarded", dropped, g.max),
+				message: fmt.Sprintf("invalid request: a message of %d bytes exceeds the %d-byte bound (server.max_message); it was discarded", dropped, g.max),
 				id:      salvageID(line)})
-			line = line[:0]
 		case errors.Is(err, bufio.ErrBufferFull):
 			line = append(line, chunk...)
 			continue
@@ -140,10 +142,10 @@ func (g *guard) readLines(r *bufio.Reader) error {
 			if serr := g.handle(line); serr != nil {
 				return serr
 			}
-			line = line[:0]
-			if cap(line) > 1<<20 {
-				line = nil // do not hold a large buffer between messages
-			}
+		}
+		line = line[:0]
+		if cap(line) > 1<<20 {
+			line = nil // do not hold a large buffer between messages
 		}
 		if err != nil {
 			return err

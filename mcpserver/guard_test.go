@@ -188,7 +188,7 @@ func TestGuardRefusesALineTooLongWithoutHoldingIt(t *testing.T) {
 	c.send(long)
 	line := c.next()
 	wantError(t, line, -32600, `"big"`)
-	if want := fmt.Sprintf("message of %d bytes", len(long)+1); !strings.Contains(line, want) || !strings.Contains(line, "server.max_message") {
+	if want := fmt.Sprintf("message of %d bytes", len(long)); !strings.Contains(line, want) || !strings.Contains(line, "server.max_message") {
 		t.Errorf("refusal does not say what was dropped (%q) and which setting bounds it: %s", want, line)
 	}
 	c.wantEchoCall("2")

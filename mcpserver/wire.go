@@ -35,8 +35,6 @@ type refusal struct {
 	id json.RawMessage
 }
 
-func (r *refusal) Error() string { return r.message }
-
 // response renders the refusal as one JSON-RPC response, without a newline.
 func (r *refusal) response() []byte {
 	id := r.id

@@ -227,7 +227,7 @@ func TestHostileStdioHugeLineIsBoundedInMemory(t *testing.T) {
 	go io.WriteString(s.in, huge+"\n") // warden reads as it is written
 	r := s.reply()
 	wantRawError(t, r, -32600, `"huge"`)
-	if want := fmt.Sprintf("message of %d bytes", len(huge)+1); !strings.Contains(r.Error.Message, want) {
+	if want := fmt.Sprintf("message of %d bytes", len(huge)); !strings.Contains(r.Error.Message, want) {
 		t.Errorf("the refusal does not say what was dropped (%s): %s", want, r.Error.Message)
 	}
 	after := vmHWM(t, s.cmd.Process.Pid)
