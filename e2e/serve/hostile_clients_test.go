@@ -391,7 +391,7 @@ func serverClosed(t *testing.T, c net.Conn) string {
 	return string(b)
 }
 
-func healthz(t *testing.T, srv *httpServer) {
+func wantHealthz(t *testing.T, srv *httpServer) {
 	t.Helper()
 	resp, err := http.Get("http://" + srv.addr + "/healthz")
 	if err != nil {
@@ -419,7 +419,7 @@ func TestHostileSlowlorisAtTheCap(t *testing.T) {
 	for _, c := range stalled[:32] {
 		serverClosed(t, c)
 	}
-	healthz(t, srv)
+	wantHealthz(t, srv)
 	wantEcho(t, live, "live session at the cap")
 	wantEcho(t, srv.connect(t, "", nil, nil), "new stateless client at the cap")
 	wantEcho(t, srv.connect(t, "2025-11-25", nil, nil), "new session at the cap")
@@ -439,7 +439,7 @@ func TestHostileSlowBodiesTimedOut(t *testing.T) {
 	for range 64 {
 		stalled = append(stalled, dribbler(t, srv.addr))
 	}
-	healthz(t, srv)
+	wantHealthz(t, srv)
 	wantEcho(t, srv.connect(t, "", nil, nil), "while bodies stall")
 	for _, c := range stalled {
 		if got := serverClosed(t, c); !strings.HasPrefix(got, "HTTP/1.1 408") {
