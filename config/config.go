@@ -108,6 +108,16 @@ type Server struct {
 	PageSize    int           `mapstructure:"page_size"`
 	MaxInFlight int           `mapstructure:"max_in_flight"`
 	QueueWait   time.Duration `mapstructure:"queue_wait"`
+	// MaxMessage bounds one inbound MCP message: a stdio line or an HTTP body.
+	MaxMessage ByteSize `mapstructure:"max_message"`
+	// HeaderTimeout, BodyTimeout and IdleTimeout bound how long an HTTP
+	// client may take to send a request's headers, its body, and how long
+	// an idle keep-alive connection stays open.
+	HeaderTimeout time.Duration `mapstructure:"header_timeout"`
+	BodyTimeout   time.Duration `mapstructure:"body_timeout"`
+	IdleTimeout   time.Duration `mapstructure:"idle_timeout"`
+	// MaxConnections caps the open HTTP connections.
+	MaxConnections int `mapstructure:"max_connections"`
 }
 
 // LSP configures the language servers behind the lsp capability.
@@ -175,6 +185,11 @@ var defaults = map[string]any{
 	"server::page_size":              100,
 	"server::max_in_flight":          32,
 	"server::queue_wait":             "10s",
+	"server::max_message":            "16MiB",
+	"server::header_timeout":         "10s",
+	"server::body_timeout":           "30s",
+	"server::idle_timeout":           "2m",
+	"server::max_connections":        256,
 	"lsp::idle_ttl":                  "10m",
 	"lsp::timeout":                   "30s",
 	"net::max_response":              "4MiB",
@@ -346,6 +361,21 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxInFlight < 1 {
 		fail("server.max_in_flight", "must be at least 1, got %d", c.Server.MaxInFlight)
+	}
+	if c.Server.MaxMessage < 1<<10 || c.Server.MaxMessage > 1<<30 {
+		fail("server.max_message", "must be between 1KiB and 1GiB, got %s", c.Server.MaxMessage)
+	}
+	for key, d := range map[string]time.Duration{
+		"server.header_timeout": c.Server.HeaderTimeout,
+		"server.body_timeout":   c.Server.BodyTimeout,
+		"server.idle_timeout":   c.Server.IdleTimeout,
+	} {
+		if d <= 0 {
+			fail(key, "must be positive, got %s", d)
+		}
+	}
+	if c.Server.MaxConnections < 1 {
+		fail("server.max_connections", "must be at least 1, got %d", c.Server.MaxConnections)
 	}
 	for name, lang := range c.LSP.Languages {
 		if lang.Command == "" {

@@ -108,6 +108,9 @@ type Options struct {
 	// QueueWait bounds how long a call waits for a free slot before it fails
 	// with a "timeout" result; 0 means 10 s.
 	QueueWait time.Duration
+	// MaxMessage bounds one inbound stdio message (a line) in bytes; 0 means
+	// DefaultMaxMessage. HTTP bodies are bounded by HTTPOptions.
+	MaxMessage int
 	// Logger receives the server's own logs and every guest log line. It
 	// must not write to stdout when serving stdio. nil logs text to stderr.
 	Logger *slog.Logger
