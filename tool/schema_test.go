@@ -50,6 +50,7 @@ var hostileSchemas = []struct {
 	{"unsupported $schema", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}`, `$schema "http://json-schema.org/draft-04/schema#" is not supported`},
 	{"too big", `{"type":"object","description":"` + strings.Repeat("x", 300<<10) + `"}`, "over the limit of 262144"},
 	{"too deep JSON", `{"type":"object","const":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`, "more than 256 deep"},
+	{"nested too much", `{"type":"object"` + strings.Repeat(`,"not":{"type":"string"`, 40) + `,"enum":[` + strings.Repeat(`{"a":[1,2,3]},`, 9000) + `{}]` + strings.Repeat("}", 41), "objects' sizes add up to more than 4194304 bytes"},
 	{"too deep schema", `{"type":"object"` + strings.Repeat(`,"not":{"type":"string"`, 130) + strings.Repeat("}", 131), "subschemas nest more than 128 deep"},
 	{"too many subschemas", `{"type":"object","anyOf":[` + strings.TrimSuffix(strings.Repeat("true,", 10_001), ",") + `]}`, "more than 10000 subschemas"},
 	{"in-place chain too long", `{"type":"object","$ref":"#/$defs/c0","$defs":{` + chain(300) + `}}`, "over the limit of 256"},

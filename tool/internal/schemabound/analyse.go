@@ -28,8 +28,11 @@ import (
 
 // Limits bound a schema at load and every validation against it.
 type Limits struct {
-	MaxBytes        int   // raw schema document
-	MaxJSONDepth    int   // nesting of the raw JSON document (objects and arrays)
+	MaxBytes     int // raw schema document
+	MaxJSONDepth int // nesting of the raw JSON document (objects and arrays)
+	// MaxNestedBytes bounds the sum of the sizes of all JSON objects of the
+	// document, which is what decoding it into a jsonschema.Schema costs.
+	MaxNestedBytes  int64
 	MaxNodes        int   // subschemas, the root included
 	MaxSchemaDepth  int   // subschemas nested in subschemas
 	MaxPointerBytes int64 // the JSON pointers of all subschemas together
@@ -49,6 +52,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxBytes:         256 << 10,
 		MaxJSONDepth:     256,
+		MaxNestedBytes:   4 << 20,
 		MaxNodes:         10_000,
 		MaxSchemaDepth:   128,
 		MaxPointerBytes:  4 << 20,
@@ -139,9 +143,11 @@ func CheckRaw(raw []byte, lim Limits) error {
 	if len(raw) > lim.MaxBytes {
 		return fmt.Errorf("is %d bytes, over the limit of %d", len(raw), lim.MaxBytes)
 	}
-	depth, max := 0, 0
+	var objects []bool // per open container: is it an object
+	depth, nested := int64(0), int64(0)
 	inString, escaped := false, false
 	for _, c := range raw {
+		nested += depth
 		switch {
 		case inString:
 			switch {
@@ -155,15 +161,25 @@ func CheckRaw(raw []byte, lim Limits) error {
 		case c == '"':
 			inString = true
 		case c == '{' || c == '[':
-			depth++
-			if depth > max {
-				max = depth
-				if max > lim.MaxJSONDepth {
-					return fmt.Errorf("nests JSON objects and arrays more than %d deep", lim.MaxJSONDepth)
-				}
+			if len(objects) == lim.MaxJSONDepth {
+				return fmt.Errorf("nests JSON objects and arrays more than %d deep", lim.MaxJSONDepth)
+			}
+			objects = append(objects, c == '{')
+			if c == '{' {
+				depth++
+				nested++
 			}
 		case c == '}' || c == ']':
-			depth--
+			if len(objects) > 0 {
+				if objects[len(objects)-1] {
+					depth--
+				}
+				objects = objects[:len(objects)-1]
+			}
+		}
+		if nested > lim.MaxNestedBytes {
+			return fmt.Errorf("nests too much: its objects' sizes add up to more than %d bytes (each byte counts once per object around it); "+
+				"move deep subschemas to $defs, or shrink large enum/const/default values", lim.MaxNestedBytes)
 		}
 	}
 	return nil
