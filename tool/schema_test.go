@@ -263,3 +263,34 @@ func TestEveryChildField(t *testing.T) {
 		}
 	}
 }
+
+// TestValidatorRecursionIsBounded: a chain of 200 in-place references
+// (under the chain limit) that recurses through the value multiplies the
+// validator's depth by the value's; past 2048 frames the value is refused
+// before jsonschema-go recurses.
+func TestValidatorRecursionIsBounded(t *testing.T) {
+	var defs []string
+	for i := 0; i < 200; i++ {
+		defs = append(defs, fmt.Sprintf(`"c%d":{"$ref":"#/$defs/c%d"}`, i, i+1))
+	}
+	defs = append(defs, `"c200":{"type":"object","properties":{"c":{"$ref":"#/$defs/c0"}}}`)
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"c":{"$ref":"#/$defs/c0"}},"$defs":{` + strings.Join(defs, ",") + `}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nest := func(depth int) any {
+		var v any = map[string]any{}
+		for range depth {
+			v = map[string]any{"c": v}
+		}
+		return v
+	}
+	if err := s.Validate(nest(5)); err != nil {
+		t.Fatalf("depth 5: %v", err)
+	}
+	_, err = s.check(nest(20))
+	var limit *SchemaLimitError
+	if !errors.As(err, &limit) || limit.Reason != "schema evaluations nest more than 2048 deep" {
+		t.Fatalf("depth 20: %v", err)
+	}
+}
