@@ -176,6 +176,10 @@ func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
 		return tool.Errorf(tool.KindInvalidArguments, "arguments of %s must be a JSON object", t.Descriptor.Name)
 	}
 	if err := t.schemas.Input.Validate(args); err != nil {
+		var limit *tool.SchemaLimitError
+		if errors.As(err, &limit) {
+			return tool.Errorf(tool.KindInvalidArguments, "arguments too complex to validate against the inputSchema of %s: %v", t.Descriptor.Name, limit)
+		}
 		return tool.Errorf(tool.KindInvalidArguments, "arguments do not match the input schema of %s: %v", t.Descriptor.Name, err)
 	}
 	return nil
@@ -318,6 +322,10 @@ func (t *Tool) checkStructured(raw json.RawMessage) *tool.Error {
 	}
 	if t.schemas.Output != nil {
 		if err := t.schemas.Output.Validate(v); err != nil {
+			var limit *tool.SchemaLimitError
+			if errors.As(err, &limit) {
+				return tool.Errorf(tool.KindBadOutput, "%s structuredContent too complex to validate against its outputSchema: %v", name, limit)
+			}
 			return tool.Errorf(tool.KindBadOutput, "%s structuredContent does not match its outputSchema: %v", name, err)
 		}
 	}

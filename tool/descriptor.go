@@ -4,12 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Descriptor is everything a tool declares about itself. A module returns one
@@ -175,28 +172,6 @@ func (d *Descriptor) Validate() (*Schemas, error) {
 
 // Schemas holds a descriptor's compiled schemas.
 type Schemas struct {
-	Input  *jsonschema.Resolved
-	Output *jsonschema.Resolved // nil when the tool declares none
-}
-
-// CompileSchema parses and resolves a JSON Schema whose root must be an object
-// schema, as MCP requires of tool input and output schemas. References are
-// resolved only within the schema itself: loading one never touches the network.
-func CompileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("not a JSON Schema: %w", err)
-	}
-	if s.Type != "object" {
-		return nil, fmt.Errorf(`root must have "type": "object", got %q`, s.Type)
-	}
-	resolved, err := s.Resolve(&jsonschema.ResolveOptions{
-		Loader: func(uri *url.URL) (*jsonschema.Schema, error) {
-			return nil, fmt.Errorf("external reference %s is not allowed", uri)
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return resolved, nil
+	Input  *Schema
+	Output *Schema // nil when the tool declares none
 }

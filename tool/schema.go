@@ -1,0 +1,108 @@
+package tool
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/warden-run/warden/tool/internal/schemabound"
+)
+
+// Schema is a compiled tool schema (an inputSchema or outputSchema). A guest
+// chooses it, so it is checked at load against the limits of docs/abi.md and
+// every validation against it runs under a budget: a schema can make a
+// validation fail, never crash or stall the host.
+type Schema struct {
+	resolved *jsonschema.Resolved
+	graph    *schemabound.Graph
+}
+
+// SchemaLimitError reports a value that would cost more to validate than a
+// tool schema's budget allows. The value is neither valid nor invalid: it is
+// refused unchecked.
+type SchemaLimitError struct {
+	// Reason says which bound, e.g. "more than 1048576 schema evaluation steps".
+	Reason string
+	// Steps is the work the bounding pre-pass did before it stopped.
+	Steps int64
+}
+
+func (e *SchemaLimitError) Error() string { return e.Reason }
+
+// maxReportBytes bounds the validator's error text kept in a call's error:
+// it is meant for a model, which needs the first problems, not all of them.
+const maxReportBytes = 8 << 10
+
+// CompileSchema parses and resolves a JSON Schema whose root must be an object
+// schema, as MCP requires of tool input and output schemas. References are
+// resolved only within the schema itself: loading one never touches the
+// network. It refuses a schema past the limits of docs/abi.md ("Schema
+// limits"), and one that jsonschema-go could not validate without recursing
+// forever.
+func CompileSchema(raw json.RawMessage) (*Schema, error) {
+	lim := schemabound.DefaultLimits()
+	if err := schemabound.CheckRaw(raw, lim); err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("not a JSON Schema: %w", err)
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf(`root must have "type": "object", got %q`, s.Type)
+	}
+	g, err := schemabound.Analyse(&s, lim)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := s.Resolve(&jsonschema.ResolveOptions{
+		Loader: func(uri *url.URL) (*jsonschema.Schema, error) {
+			return nil, fmt.Errorf("external reference %s is not allowed", uri)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{resolved: resolved, graph: g}, nil
+}
+
+// Validate validates instance, a JSON value as encoding/json decodes it into
+// any. It returns a *SchemaLimitError when validating instance would pass the
+// schema's budget, and otherwise the validator's error (its text bounded).
+func (s *Schema) Validate(instance any) error {
+	_, err := s.check(instance)
+	return err
+}
+
+func (s *Schema) check(instance any) (stats schemabound.Stats, err error) {
+	stats, err = s.graph.Check(instance)
+	if err != nil {
+		var le *schemabound.LimitError
+		if errors.As(err, &le) {
+			return stats, &SchemaLimitError{Reason: le.Reason, Steps: le.Steps}
+		}
+		return stats, err
+	}
+	defer func() {
+		// The pre-pass bounds the recursion, so only a bug can panic here;
+		// it must cost one call, not the process.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the schema validator failed: %v", r)
+		}
+	}()
+	if err := s.resolved.Validate(instance); err != nil {
+		if msg := err.Error(); len(msg) > maxReportBytes {
+			cut := maxReportBytes
+			for cut > 0 && !utf8.RuneStart(msg[cut]) {
+				cut--
+			}
+			return stats, fmt.Errorf("%s… (%d more bytes of errors)", msg[:cut], len(msg)-cut)
+		}
+		return stats, err
+	}
+	return stats, nil
+}
