@@ -96,6 +96,10 @@ func (p *pass) rewriteCode() ([]byte, error) {
 // checking the structure and the index immediates the rewrite relies on.
 func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 	m := p.m
+	lim := p.cfg.Limits
+	if size := c.End - c.Start; uint64(size) > uint64(lim.MaxBodyBytes) {
+		return fmt.Errorf("body is %d bytes, over the limit of %d", size, lim.MaxBodyBytes)
+	}
 	b := m.Bytes[:c.End]
 	r := wb.NewReader(b, c.Start, c.End)
 	_, nDecl, err := r.Locals()
@@ -103,9 +107,8 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 		return err
 	}
 	nLocals := uint64(len(m.types[typeIdx].Params)) + nDecl
-	if nLocals > 50000 {
-		// wazero's limit; keeps the two scratch locals addressable.
-		return fmt.Errorf("%d locals (limit 50000)", nLocals)
+	if nLocals > uint64(lim.MaxLocals) {
+		return fmt.Errorf("%d locals, over the limit of %d", nLocals, lim.MaxLocals)
 	}
 	p.l64, p.l32 = uint32(nLocals), uint32(nLocals)+1
 	p.weight = frameWeight(nLocals)
@@ -141,6 +144,11 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 		case wb.OpBlock, wb.OpLoop, wb.OpIf:
 			if in.BlockType >= 0 && uint64(in.BlockType) >= uint64(p.nTypes) {
 				return bad("type", uint32(in.BlockType), p.nTypes)
+			}
+			if depth := uint32(len(p.ctl)); depth > lim.MaxNesting {
+				return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("control nesting %d, over the limit of %d", depth, lim.MaxNesting)}
+			} else if depth > p.res.Deepest {
+				p.res.Deepest = depth
 			}
 			f := frame{outer: cur, deadOut: dead}
 			switch in.Op {
@@ -209,6 +217,9 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 		case wb.OpBrTable:
 			if in.Imm2 >= uint32(len(p.ctl)) {
 				return bad("label", in.Imm2, uint32(len(p.ctl)))
+			}
+			if n := uint64(in.Imm) + 1; n > uint64(lim.MaxBrTableTargets) {
+				return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("br_table of %d targets, over the limit of %d", n, lim.MaxBrTableTargets)}
 			}
 			wb.BrTableLabels(b, in, target)
 			stops = true
