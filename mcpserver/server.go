@@ -186,9 +186,43 @@ func New(tools Tools, opts Options) *Server {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	if l, ok := tools.(Loader); ok {
+		s.sdk.AddReceivingMiddleware(loadingMeta(l))
+	}
 	s.resync()
 	s.cancel = tools.Subscribe(s.scheduleResync)
 	return s
+}
+
+// Loader is implemented by Tools that load modules in the background. While
+// Loading is not empty, every tools/list result names those modules in its
+// _meta under MetaLoading, so that a client can tell a partial list from a
+// complete one; the tools appear with notifications/tools/list_changed.
+type Loader interface {
+	Loading() []string
+}
+
+// MetaLoading is the tools/list _meta key naming modules still loading.
+const MetaLoading = "warden/loading"
+
+func loadingMeta(l Loader) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "tools/list" || err != nil {
+				return res, err
+			}
+			if lr, ok := res.(*mcp.ListToolsResult); ok {
+				if loading := l.Loading(); len(loading) > 0 {
+					if lr.Meta == nil {
+						lr.Meta = mcp.Meta{}
+					}
+					lr.Meta[MetaLoading] = loading
+				}
+			}
+			return res, err
+		}
+	}
 }
 
 // Close stops following changes of the tool set. It does not end sessions:
