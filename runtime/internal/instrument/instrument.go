@@ -62,6 +62,9 @@ type Limits struct {
 	MaxLocals uint32
 	// MaxNesting bounds open blocks, loops and ifs inside one function.
 	MaxNesting uint32
+	// MaxLoopNesting bounds open loops inside one function: with the fuel
+	// check at every loop header, compile time grows with the cube of it.
+	MaxLoopNesting uint32
 	// MaxBrTableTargets bounds the labels of one br_table, default included.
 	MaxBrTableTargets uint32
 }
@@ -71,12 +74,15 @@ type Limits struct {
 // our own: no engine bounds nesting, but wazero compiles a function in
 // time quadratic in it (10,000 levels: 0.4 s; 150,000: minutes), while
 // compilers emit far less (the deepest function of a Go guest nests 549,
-// of the Haskell Extism sample 1,706).
+// of the Haskell Extism sample 1,706). Loops get a lower bound of their
+// own: instrumented, 1,000 nested loops compile in 0.17 s, 4,000 in 4 s,
+// 10,000 in 80 s (cubic), and real code nests loops a few levels deep.
 var DefaultLimits = Limits{
 	MaxFunctions:      1_000_000,
 	MaxBodyBytes:      7_654_321,
 	MaxLocals:         50_000,
 	MaxNesting:        10_000,
+	MaxLoopNesting:    1_000,
 	MaxBrTableTargets: 65_520,
 }
 
@@ -95,6 +101,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxNesting == 0 {
 		l.MaxNesting = d.MaxNesting
+	}
+	if l.MaxLoopNesting == 0 {
+		l.MaxLoopNesting = d.MaxLoopNesting
 	}
 	if l.MaxBrTableTargets == 0 {
 		l.MaxBrTableTargets = d.MaxBrTableTargets

@@ -66,15 +66,17 @@ func manyFuncs(n int) []byte {
 var fullConfig = Config{Fuel: true, MaxCallDepth: DefaultMaxCallDepth, VirtualMemory: true, ExportGlobals: true, DeferStart: true}
 
 func TestStructuralLimits(t *testing.T) {
-	small := Limits{MaxFunctions: 10, MaxBodyBytes: 1000, MaxLocals: 100, MaxNesting: 50, MaxBrTableTargets: 20}
+	small := Limits{MaxFunctions: 10, MaxBodyBytes: 1000, MaxLocals: 100, MaxNesting: 50, MaxLoopNesting: 30, MaxBrTableTargets: 20}
 	for _, tc := range []struct {
-		name, want string
+		name, want  string
 		under, over []byte
 	}{
 		{"nesting", "function 0: wasm offset 0x7d: control nesting 51, over the limit of 50",
 			shaped(50, byte(wb.OpBlock), nil, 0), shaped(51, byte(wb.OpBlock), nil, 0)},
-		{"nesting of loops", "control nesting 51, over the limit of 50",
-			shaped(50, byte(wb.OpLoop), nil, 0), shaped(51, byte(wb.OpLoop), nil, 0)},
+		{"nesting of loops", "loop nesting 31, over the limit of 30",
+			shaped(30, byte(wb.OpLoop), nil, 0), shaped(31, byte(wb.OpLoop), nil, 0)},
+		{"loops in blocks", "control nesting 51, over the limit of 50",
+			shaped(25, byte(wb.OpLoop), nil, 0), loopsInBlocks(30, 21)},
 		{"body", "function 0: body is 1001 bytes, over the limit of 1000",
 			shaped(0, 0, []byte(strings.Repeat("\x01", 997)), 0), shaped(0, 0, []byte(strings.Repeat("\x01", 999)), 0)},
 		{"locals", "function 0: 101 locals, over the limit of 100", shaped(0, 0, nil, 100), shaped(0, 0, nil, 101)},
@@ -118,7 +120,8 @@ func BenchmarkCompileWorstCase(b *testing.B) {
 		wasm []byte
 	}{
 		{"nesting=max/blocks", shaped(int(d.MaxNesting), byte(wb.OpBlock), nil, 0)},
-		{"nesting=max/loops", shaped(int(d.MaxNesting), byte(wb.OpLoop), nil, 0)},
+		{"loops=max", shaped(int(d.MaxLoopNesting), byte(wb.OpLoop), nil, 0)},
+		{"loops=max/in-blocks=max", loopsInBlocks(int(d.MaxNesting-d.MaxLoopNesting), int(d.MaxLoopNesting))},
 		{"nesting=max/br_table=max", shaped(int(d.MaxNesting), byte(wb.OpBlock), brTable(int(d.MaxBrTableTargets), int(d.MaxNesting)), 0)},
 		{"br_table=max", shaped(2, byte(wb.OpBlock), brTable(int(d.MaxBrTableTargets), 2), 0)},
 		{"locals=max/set-each", shaped(0, 0, setEach(d.MaxLocals-2), d.MaxLocals-2)},
@@ -150,4 +153,16 @@ func setEach(n uint32) []byte {
 		m = wb.AppendU32(m, i)
 	}
 	return m
+}
+
+// loopsInBlocks nests loops inside blocks.
+func loopsInBlocks(blocks, loops int) []byte {
+	var middle []byte
+	for range loops {
+		middle = append(middle, byte(wb.OpLoop), 0x40)
+	}
+	for range loops {
+		middle = append(middle, byte(wb.OpEnd))
+	}
+	return shaped(blocks, byte(wb.OpBlock), middle, 0)
 }

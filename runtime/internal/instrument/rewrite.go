@@ -97,6 +97,7 @@ func (p *pass) rewriteCode() ([]byte, error) {
 func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 	m := p.m
 	lim := p.cfg.Limits
+	loops := uint32(0) // open loops
 	if size := c.End - c.Start; uint64(size) > uint64(lim.MaxBodyBytes) {
 		return fmt.Errorf("body is %d bytes, over the limit of %d", size, lim.MaxBodyBytes)
 	}
@@ -157,6 +158,9 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 				p.ctl = append(p.ctl, f)
 				continue // costs nothing, stays in the open segment
 			case wb.OpLoop:
+				if loops++; loops > lim.MaxLoopNesting {
+					return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("loop nesting %d, over the limit of %d", loops, lim.MaxLoopNesting)}
+				}
 				f.kind = ctlLoop
 				p.ctl = append(p.ctl, f)
 				open(idx, true)
@@ -191,6 +195,9 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			prologue = false
 			f := p.ctl[len(p.ctl)-1]
 			p.ctl = p.ctl[:len(p.ctl)-1]
+			if f.kind == ctlLoop {
+				loops--
+			}
 			switch {
 			case f.kind == ctlFunc:
 				if pos != c.End {
