@@ -187,7 +187,7 @@ func New(tools Tools, opts Options) *Server {
 		},
 	})
 	if l, ok := tools.(Loader); ok {
-		s.sdk.AddReceivingMiddleware(loadingMeta(l))
+		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
 	}
 	s.resync()
 	s.cancel = tools.Subscribe(s.scheduleResync)
@@ -197,17 +197,33 @@ func New(tools Tools, opts Options) *Server {
 // Loader is implemented by Tools that load modules in the background. While
 // Loading is not empty, every tools/list result names those modules in its
 // _meta under MetaLoading, so that a client can tell a partial list from a
-// complete one; the tools appear with notifications/tools/list_changed.
+// complete one (the tools appear with notifications/tools/list_changed),
+// and a tools/call of a tool not known yet waits for the loads to end
+// before it is answered "unknown tool".
 type Loader interface {
 	Loading() []string
+	// AwaitLoad waits for the next background load to end and reports
+	// true, or reports false at once if none is running (or when ctx ends).
+	AwaitLoad(ctx context.Context) bool
 }
 
 // MetaLoading is the tools/list _meta key naming modules still loading.
 const MetaLoading = "warden/loading"
 
-func loadingMeta(l Loader) mcp.Middleware {
+func (s *Server) whileLoading(l Loader) mcp.Middleware {
+	known := func(name string) bool {
+		s.syncMu.Lock()
+		defer s.syncMu.Unlock()
+		_, ok := s.registered[name]
+		return ok
+	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
+				for !known(p.Name) && l.AwaitLoad(ctx) {
+					s.resync()
+				}
+			}
 			res, err := next(ctx, method, req)
 			if method != "tools/list" || err != nil {
 				return res, err

@@ -42,6 +42,7 @@ type App struct {
 	// loading holds the modules a background load has not finished yet,
 	// for tools/list to name (Loading); loads counts those goroutines.
 	loading     map[string]bool
+	loadedOne   chan struct{} // closed and replaced whenever a background load ends
 	loads       sync.WaitGroup
 	cancelLoads []context.CancelFunc
 }
@@ -65,6 +66,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		subscribers: make(map[int]func()),
 		loadErrors:  make(map[string]error),
 		loading:     make(map[string]bool),
+		loadedOne:   make(chan struct{}),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
 	return a, nil
@@ -176,6 +178,8 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 			<-slots
 			a.mu.Lock()
 			delete(a.loading, ModuleName(path))
+			close(a.loadedOne)
+			a.loadedOne = make(chan struct{})
 			a.mu.Unlock()
 			for _, err := range errs {
 				report(err)
@@ -184,6 +188,24 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 				a.notify()
 			}
 		}()
+	}
+}
+
+// AwaitLoad implements mcpserver.Loader: it waits for the next background
+// load to end and reports true, or reports false at once when nothing is
+// loading or when ctx ends.
+func (a *App) AwaitLoad(ctx context.Context) bool {
+	a.mu.Lock()
+	loading, next := len(a.loading) > 0, a.loadedOne
+	a.mu.Unlock()
+	if !loading {
+		return false
+	}
+	select {
+	case <-next:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
