@@ -287,3 +287,53 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 func toolDesc(name string) string {
 	return fmt.Sprintf(`{"tools":[{"name":%q,"description":"x","inputSchema":{"type":"object"}}]}`, name)
 }
+
+// An Extism plugin's log functions share the per-call log budget.
+func TestExtismLogFloodBounded(t *testing.T) {
+	rt := extismRuntime(t, runtime.Options{})
+	desc := descOf("xflood")
+	out := `{"content":[{"type":"text","text":"flooded"}]}`
+	wasm := watBytes(t, fmt.Sprintf(`(module
+  (import "extism:host/env" "alloc" (func $alloc (param i64) (result i64)))
+  (import "extism:host/env" "store_u8" (func $store_u8 (param i64 i32)))
+  (import "extism:host/env" "output_set" (func $output_set (param i64 i64)))
+  (import "extism:host/env" "log_info" (func $log_info (param i64)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) %s)
+  (data (i32.const 32768) %s)
+  (func $out (param $ptr i32) (param $len i32)
+    (local $off i64) (local $i i32)
+    (local.set $off (call $alloc (i64.extend_i32_u (local.get $len))))
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $i) (local.get $len)))
+      (call $store_u8 (i64.add (local.get $off) (i64.extend_i32_u (local.get $i)))
+        (i32.load8_u (i32.add (local.get $ptr) (local.get $i))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $next)))
+    (call $output_set (local.get $off) (i64.extend_i32_u (local.get $len))))
+  (func (export "describe") (result i32) (call $out (i32.const 0) (i32.const %d)) (i32.const 0))
+  (func (export "call") (result i32)
+    (local $i i32) (local $off i64)
+    (loop $again
+      (local.set $off (call $alloc (i64.const 1)))
+      (call $store_u8 (local.get $off) (i32.const 120))
+      (call $log_info (local.get $off))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $again (i32.lt_u (local.get $i) (i32.const 2000))))
+    (call $out (i32.const 32768) (i32.const %d)) (i32.const 0)))`,
+		watString(desc), watString(out), len(desc), len(out)))
+	m, err := rt.Load(context.Background(), "xflood", wasm, runtime.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &countingObserver{}
+	res := callWith(t, toolNamed(t, m, "xflood"), `{}`, runtime.CallRequest{Observer: obs})
+	wantOK(t, res, "flooded")
+	if len(obs.lines) != runtime.DefaultLogLines+1 {
+		t.Fatalf("observer got %d lines, want %d and a note", len(obs.lines), runtime.DefaultLogLines)
+	}
+	if note := obs.lines[len(obs.lines)-1]; !strings.HasPrefix(note, "dropped 1000 log lines (1000 bytes) over the per-call limit") {
+		t.Fatalf("note = %q", note)
+	}
+	wantOK(t, call(t, pingTool(t, rt), `{}`), "pong")
+}
