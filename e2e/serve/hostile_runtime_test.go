@@ -110,7 +110,7 @@ func TestHostileSlowLoadServesOthers(t *testing.T) {
 	// is still loading when the test ends, and the server must stop anyway.
 	e := newEnv(t, "slowinit: {load_budget: 1h, fuel: 1000000000000000}", "echo")
 	e.putWAT(t, "slowinit")
-	cs, _ := stdioServer(t, e, "", nil)
+	cs, _ := stdioServerLoading(t, e, "", nil)
 	var listed *mcp.ListToolsResult
 	eventually(t, "echo listed", func() bool {
 		res, err := cs.ListTools(context.Background(), nil)

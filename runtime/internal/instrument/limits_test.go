@@ -166,3 +166,22 @@ func loopsInBlocks(blocks, loops int) []byte {
 	}
 	return shaped(blocks, byte(wb.OpBlock), middle, 0)
 }
+
+// FuzzLimits runs the pass over arbitrary modules under small structural
+// limits: it must refuse or accept without panicking, and whatever it
+// accepts stays within the limits' measure.
+func FuzzLimits(f *testing.F) {
+	f.Add(shaped(3, byte(wb.OpBlock), nil, 2))
+	f.Add(shaped(3, byte(wb.OpLoop), brTable(4, 3), 0))
+	f.Add(loopsInBlocks(2, 3))
+	f.Add(manyFuncs(3))
+	small := Limits{MaxFunctions: 8, MaxBodyBytes: 256, MaxLocals: 16, MaxNesting: 6, MaxLoopNesting: 3, MaxBrTableTargets: 5}
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		cfg := fullConfig
+		cfg.Limits = small
+		r, err := Instrument(wasm, cfg)
+		if err == nil && r.Deepest > small.MaxNesting {
+			t.Fatalf("accepted nesting %d over the limit %d", r.Deepest, small.MaxNesting)
+		}
+	})
+}
