@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/env"
@@ -334,6 +335,24 @@ func TestExtismLogFloodBounded(t *testing.T) {
 	}
 	if note := obs.lines[len(obs.lines)-1]; !strings.HasPrefix(note, "dropped 1000 log lines (1000 bytes) over the per-call limit") {
 		t.Fatalf("note = %q", note)
+	}
+	wantOK(t, call(t, pingTool(t, rt), `{}`), "pong")
+}
+
+// A compile past the compile budget is refused at once, naming the config
+// key, and other modules still load.
+func TestCompileBudget(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	// 2,000 functions: some milliseconds of compiling at least, far more
+	// than a budget of a microsecond.
+	var funcs strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&funcs, "(func $f%d (param i32) (result i32) (i32.add (local.get 0) (i32.const %d)))\n", i, i)
+	}
+	f := watFixture{name: "bigmodule", funcs: funcs.String()}
+	_, err := rt.Load(context.Background(), "bigmodule", f.build(t), runtime.Limits{CompileBudget: time.Microsecond})
+	if err == nil || !strings.Contains(err.Error(), "did not finish within the compile budget of 1µs (tools.defaults.compile_budget") {
+		t.Fatalf("load error = %v", err)
 	}
 	wantOK(t, call(t, pingTool(t, rt), `{}`), "pong")
 }
