@@ -342,14 +342,16 @@ func (m *Module) runInit(ctx context.Context, in *instance) (instrument.StopReas
 // context, so a compile past the budget is abandoned: it finishes in the
 // background (the structural limits of the instrumentation pass keep that
 // bounded) and its result is closed, while Load reports the refusal at
-// once and other modules load meanwhile.
+// once and other modules load meanwhile. Runtime.Close waits for it.
 func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration) (wazero.CompiledModule, error) {
 	type outcome struct {
 		compiled wazero.CompiledModule
 		err      error
 	}
 	done := make(chan outcome, 1)
+	r.compiles.Add(1)
 	go func() {
+		defer r.compiles.Done()
 		c, err := r.wz.CompileModule(context.WithoutCancel(ctx), wasm)
 		done <- outcome{c, err}
 	}()
@@ -364,7 +366,9 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 	case <-timer.C:
 	case <-ctx.Done():
 	}
+	r.compiles.Add(1)
 	go func() {
+		defer r.compiles.Done()
 		if o := <-done; o.err == nil {
 			o.compiled.Close(context.Background())
 		}
