@@ -84,7 +84,7 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 			srv := mcpserver.New(a, opts)
 			defer srv.Close()
 			if addr == "" {
-				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()))
+				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()), "loading", len(a.Loading()))
 				return srv.ServeStdio(ctx)
 			}
 			if addr == useConfigAddr {

@@ -104,13 +104,17 @@ func TestHostileDeepNesting(t *testing.T) {
 }
 
 // A module still loading does not hold up initialize or the other tools:
-// tools/list answers with what is ready and names the rest in _meta.
+// tools/list answers with what is ready and names the rest in _meta, and a
+// call of a tool not loaded yet waits for it.
 func TestHostileSlowLoadServesOthers(t *testing.T) {
 	// slowinit spins in _initialize; its budgets are large enough that it
 	// is still loading when the test ends, and the server must stop anyway.
 	e := newEnv(t, "slowinit: {load_budget: 1h, fuel: 1000000000000000}", "echo")
 	e.putWAT(t, "slowinit")
 	cs, _ := stdioServerLoading(t, e, "", nil)
+	// Called at once, before echo may have loaded: the call waits for the
+	// background loads instead of answering "unknown tool".
+	wantEcho(t, cs, "right after initialize")
 	var listed *mcp.ListToolsResult
 	eventually(t, "echo listed", func() bool {
 		res, err := cs.ListTools(context.Background(), nil)
