@@ -219,9 +219,16 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
-				for !known(p.Name) && l.AwaitLoad(ctx) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" &&
+				!known(p.Name) && len(l.Loading()) > 0 {
+				// Resync after every load that ends, and once more after the
+				// last: its change notification may not have been applied yet.
+				for {
+					more := l.AwaitLoad(ctx)
 					s.resync()
+					if !more || known(p.Name) {
+						break
+					}
 				}
 			}
 			res, err := next(ctx, method, req)

@@ -126,6 +126,8 @@ func BenchmarkCompileWorstCase(b *testing.B) {
 		{"br_table=max", shaped(2, byte(wb.OpBlock), brTable(int(d.MaxBrTableTargets), 2), 0)},
 		{"locals=max/set-each", shaped(0, 0, setEach(d.MaxLocals-2), d.MaxLocals-2)},
 		{"nesting=1000/locals=max", shaped(1000, byte(wb.OpBlock), setEach(d.MaxLocals-2), d.MaxLocals-2)},
+		{"functions=100k", manyFuncs(100_000)},
+		{"body=max", shaped(0, 0, []byte(strings.Repeat("\x41\x01\x1a", int(d.MaxBodyBytes-16)/3)), 0)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportMetric(float64(len(bc.wasm)), "bytes")
