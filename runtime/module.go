@@ -120,11 +120,14 @@ func (m *Module) Imports() []string { return m.imports }
 func (m *Module) Exports() []string {
 	var names []string
 	for name := range m.compiled.ExportedFunctions() {
+		if name == instrument.StartExport {
+			continue // the module's start function, exported by the pass
+		}
 		names = append(names, name)
 	}
 	for name := range m.compiled.ExportedMemories() {
-		// The instrumentation pass adds no memories, only "warden:" globals,
-		// which this list leaves out.
+		// The instrumentation pass adds no memories, only "warden:" globals
+		// (and warden:start, skipped above), which this list leaves out.
 		names = append(names, name+" (memory)")
 	}
 	slices.Sort(names)

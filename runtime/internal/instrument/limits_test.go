@@ -3,6 +3,7 @@ package instrument
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,3 +188,40 @@ func FuzzLimits(f *testing.F) {
 		}
 	})
 }
+
+// DeferStart moves the start section to an export the host calls metered.
+func TestDeferStart(t *testing.T) {
+	typ := section(1, []byte{2, 0x60, 0, 0, 0x60, 1, byte(wb.I32), 0})
+	code := section(10, []byte{2, 2, 0, byte(wb.OpEnd), 2, 0, byte(wb.OpEnd)})
+	withStart := func(fn byte) []byte {
+		return wasmModule(typ, section(3, []byte{2, 0, 1}), section(8, []byte{fn}), code)
+	}
+	r, err := Instrument(withStart(0), fullConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StartExport != StartExport {
+		t.Fatalf("StartExport = %q", r.StartExport)
+	}
+	m, err := wb.Parse(r.Wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Section(wb.SectionStart) != nil {
+		t.Fatal("start section still present")
+	}
+	exports, err := m.SectionReader(m.Section(wb.SectionExport)).Exports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(exports, func(e wb.Export) bool { return e.Name == StartExport && e.Index == 0 && e.Kind == wb.KindFunc }) {
+		t.Fatalf("exports %v lack %s", exports, StartExport)
+	}
+	if _, err := Instrument(withStart(1), fullConfig); err == nil || !strings.Contains(err.Error(), "start function 1 must take and return nothing") {
+		t.Fatalf("start function with a param: %v", err)
+	}
+	if _, err := Instrument(withStart(5), fullConfig); err == nil || !strings.Contains(err.Error(), "start function 5 out of range") {
+		t.Fatalf("start function out of range: %v", err)
+	}
+}
+
