@@ -224,4 +224,3 @@ func TestDeferStart(t *testing.T) {
 		t.Fatalf("start function out of range: %v", err)
 	}
 }
-
