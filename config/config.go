@@ -81,6 +81,10 @@ type Limits struct {
 
 // Grant is what one tool may use. Nothing is granted unless listed.
 type Grant struct {
+	// Module is the module the grant belongs to: it applies only while the
+	// tool is served by the module of exactly this name. Empty means the
+	// module named like the tool (its key under tools.grants).
+	Module       string   `mapstructure:"module"`
 	FS           FSGrant  `mapstructure:"fs"`
 	Memory       string   `mapstructure:"memory"`
 	MemoryTopics []string `mapstructure:"memory_topics"`
@@ -109,6 +113,16 @@ type Server struct {
 	PageSize    int           `mapstructure:"page_size"`
 	MaxInFlight int           `mapstructure:"max_in_flight"`
 	QueueWait   time.Duration `mapstructure:"queue_wait"`
+	// MaxMessage bounds one inbound MCP message: a stdio line or an HTTP body.
+	MaxMessage ByteSize `mapstructure:"max_message"`
+	// HeaderTimeout, BodyTimeout and IdleTimeout bound how long an HTTP
+	// client may take to send a request's headers, its body, and how long
+	// an idle keep-alive connection stays open.
+	HeaderTimeout time.Duration `mapstructure:"header_timeout"`
+	BodyTimeout   time.Duration `mapstructure:"body_timeout"`
+	IdleTimeout   time.Duration `mapstructure:"idle_timeout"`
+	// MaxConnections caps the open HTTP connections.
+	MaxConnections int `mapstructure:"max_connections"`
 }
 
 // LSP configures the language servers behind the lsp capability.
@@ -179,6 +193,11 @@ var defaults = map[string]any{
 	"server::page_size":               100,
 	"server::max_in_flight":           32,
 	"server::queue_wait":              "10s",
+	"server::max_message":             "16MiB",
+	"server::header_timeout":          "10s",
+	"server::body_timeout":            "30s",
+	"server::idle_timeout":            "2m",
+	"server::max_connections":         256,
 	"lsp::idle_ttl":                   "10m",
 	"lsp::timeout":                    "30s",
 	"net::max_response":               "4MiB",
@@ -292,6 +311,9 @@ func (c *Config) Validate() error {
 		fail("tools.defaults", "%v", err)
 	}
 	for _, name := range sortedKeys(c.Tools.Limits) {
+		if !tool.ValidName(name) {
+			fail("tools.limits."+name, "%q is not a module or tool name (%s)", name, tool.NameRule)
+		}
 		if err := c.Tools.Limits[name].runtime(runtime.Limits{}).Validate(); err != nil {
 			fail("tools.limits."+name, "%v", err)
 		}
@@ -299,6 +321,12 @@ func (c *Config) Validate() error {
 	for _, name := range sortedKeys(c.Tools.Grants) {
 		g := c.Tools.Grants[name]
 		key := "tools.grants." + name
+		if !tool.ValidName(name) {
+			fail(key, "%q is not a tool name (%s)", name, tool.NameRule)
+		}
+		if g.Module != "" && !runtime.ValidModuleName(g.Module) {
+			fail(key+".module", "%q is not a module name (%s; the module's file name without .wasm)", g.Module, tool.NameRule)
+		}
 		switch tool.MemoryAccess(g.Memory) {
 		case tool.MemoryNone, tool.MemoryRead, tool.MemoryReadWrite:
 		default:
@@ -327,7 +355,11 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	for name, sum := range c.Tools.Pins {
+	for _, name := range sortedKeys(c.Tools.Pins) {
+		sum := c.Tools.Pins[name]
+		if !runtime.ValidModuleName(name) {
+			fail("tools.pins."+name, "%q is not a module name (%s)", name, tool.NameRule)
+		}
 		if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
 			fail("tools.pins."+name, "must be a lowercase hex sha256, got %q", sum)
 		}
@@ -337,6 +369,21 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxInFlight < 1 {
 		fail("server.max_in_flight", "must be at least 1, got %d", c.Server.MaxInFlight)
+	}
+	if c.Server.MaxMessage < 1<<10 || c.Server.MaxMessage > 1<<30 {
+		fail("server.max_message", "must be between 1KiB and 1GiB, got %s", c.Server.MaxMessage)
+	}
+	for key, d := range map[string]time.Duration{
+		"server.header_timeout": c.Server.HeaderTimeout,
+		"server.body_timeout":   c.Server.BodyTimeout,
+		"server.idle_timeout":   c.Server.IdleTimeout,
+	} {
+		if d <= 0 {
+			fail(key, "must be positive, got %s", d)
+		}
+	}
+	if c.Server.MaxConnections < 1 {
+		fail("server.max_connections", "must be at least 1, got %d", c.Server.MaxConnections)
 	}
 	for name, lang := range c.LSP.Languages {
 		if lang.Command == "" {
@@ -371,12 +418,20 @@ func (c *Config) ToolTimeout(name string) time.Duration {
 	return c.Tools.Limits[strings.ToLower(name)].Timeout
 }
 
-// Grants returns what the tool named name is granted. Viper folds keys to
-// lower case, so tool names in config match case-insensitively.
-func (c *Config) Grants(name string) tool.Capabilities {
-	g, ok := c.Tools.Grants[strings.ToLower(name)]
+// Grants returns what the tool named toolName is granted while the module
+// named module serves it. Viper folds keys to lower case, so the entry
+// tools.grants.<tool> matches the tool name ignoring case; the module it is
+// bound to (GrantModule) must equal module exactly. An entry bound to
+// another module grants nothing: the error, a *GrantElsewhereError, says
+// so and names the config line, for the refusals the tool then meets.
+func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
+	key := strings.ToLower(toolName)
+	g, ok := c.Tools.Grants[key]
 	if !ok {
-		return tool.Capabilities{}
+		return tool.Capabilities{}, nil
+	}
+	if bound, _, _ := c.GrantModule(toolName); bound != module {
+		return tool.Capabilities{}, &GrantElsewhereError{Tool: toolName, Key: key, BoundTo: bound, ServedBy: module, Explicit: g.Module != ""}
 	}
 	return tool.Capabilities{
 		FS:           tool.FSAccess{Read: g.FS.Read, Write: g.FS.Write},
@@ -385,7 +440,42 @@ func (c *Config) Grants(name string) tool.Capabilities {
 		LSP:          g.LSP,
 		Net:          g.Net,
 		Env:          g.Env,
+	}, nil
+}
+
+// GrantModule returns the module the grant entry of toolName is bound to:
+// its module field (explicit), else the entry's key, i.e. the tool name in
+// lower case. ok is false when config has no entry for the tool.
+func (c *Config) GrantModule(toolName string) (module string, explicit, ok bool) {
+	key := strings.ToLower(toolName)
+	g, ok := c.Tools.Grants[key]
+	if !ok {
+		return "", false, false
 	}
+	if g.Module != "" {
+		return g.Module, true, true
+	}
+	return key, false, true
+}
+
+// GrantElsewhereError is why a tool gets nothing from a grant entry of its
+// name: the entry belongs to another module.
+type GrantElsewhereError struct {
+	Tool     string // as the tool spells it
+	Key      string // tools.grants.<Key>
+	BoundTo  string // the module the entry belongs to
+	ServedBy string // the module serving the tool
+	Explicit bool   // BoundTo comes from the entry's module field
+}
+
+func (e *GrantElsewhereError) Error() string {
+	why := "its module field"
+	if !e.Explicit {
+		why = "no module field: the module named like the tool"
+	}
+	return fmt.Sprintf("tools.grants.%s is bound to module %s (%s); tool %q is served by module %s, so that entry grants it nothing "+
+		"(if you reviewed %s and want it to have the grant: warden grant %s --module %s ...)",
+		e.Key, e.BoundTo, why, e.Tool, e.ServedBy, e.ServedBy, e.Key, e.ServedBy)
 }
 
 // runtime overlays l's set fields on base.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -55,13 +56,13 @@ security:
 	if l != want {
 		t.Errorf("limits of jq = %+v\nwant %+v", l, want)
 	}
-	if g := c.Grants("symbols"); len(g.FS.Read) != 2 || g.LSP[0] != "go" {
+	if g := granted(c, "symbols"); len(g.FS.Read) != 2 || g.LSP[0] != "go" {
 		t.Errorf("grants of symbols = %+v", g)
 	}
-	if g := c.Grants("notes"); g.Memory != tool.MemoryReadWrite {
+	if g := granted(c, "notes"); g.Memory != tool.MemoryReadWrite {
 		t.Errorf("grant keys match case-insensitively: %+v", g)
 	}
-	if g := c.Grants("unlisted"); !g.IsZero() {
+	if g := granted(c, "unlisted"); !g.IsZero() {
 		t.Errorf("an unlisted tool is granted %+v", g)
 	}
 	if c.Security.Deny[0] != "**/secrets/**" {
@@ -131,7 +132,7 @@ func TestWatch(t *testing.T) {
 	if err := live.Reload(); err == nil || !strings.Contains(err.Error(), "tools.grants.echo.memory") {
 		t.Fatalf("Reload of an invalid file: %v", err)
 	}
-	if g := live.Current().Grants("echo"); len(g.LSP) != 1 {
+	if g := granted(live.Current(), "echo"); len(g.LSP) != 1 {
 		t.Fatalf("the invalid config replaced the previous one: %+v", g)
 	}
 	// A valid edit (written by rename, as editors do) applies.
@@ -144,13 +145,104 @@ func TestWatch(t *testing.T) {
 	}
 	select {
 	case next := <-changes:
-		if g := next.Grants("echo"); len(g.Net) != 1 || len(g.LSP) != 0 {
+		if g := granted(next, "echo"); len(g.Net) != 1 || len(g.LSP) != 0 {
 			t.Fatalf("reloaded grants %+v", g)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no reload after the file changed")
 	}
-	if g := live.Current().Grants("echo"); len(g.Net) != 1 {
+	if g := granted(live.Current(), "echo"); len(g.Net) != 1 {
 		t.Fatalf("Current() = %+v", g)
+	}
+}
+
+// granted is what the tool named name gets while the module of the same
+// name serves it (the common one-tool module).
+func granted(c *Config, name string) tool.Capabilities {
+	g, _ := c.Grants(name, name)
+	return g
+}
+
+// TestGrantsBoundToModule: a grant entry applies only while its tool is
+// served by the module it is bound to: the module field, compared exactly,
+// or without one the module named like the tool. Any other module serving a
+// tool of that name (in any case) gets nothing, and an error naming the
+// config line and both modules.
+func TestGrantsBoundToModule(t *testing.T) {
+	c, err := Load(writeConfig(t, `
+env:
+  values: {SECRET: {value: s3cret}}
+tools:
+  grants:
+    echo: {env: [SECRET]}
+    reader: {fs: {read: [src]}}
+    Upper: {env: [SECRET]}
+    symbols: {module: Navigator, fs: {read: [src]}, lsp: [go]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c2 := range []struct {
+		tool, module string
+		want         bool   // granted
+		err          string // in the error when not
+	}{
+		{"echo", "echo", true, ""},
+		{"echo", "aaa-evil", false, `tools.grants.echo is bound to module echo (no module field: the module named like the tool); tool "echo" is served by module aaa-evil`},
+		{"ECHO", "aaa-evil", false, "tools.grants.echo is bound to module echo"},
+		{"READER", "shouty", false, `tools.grants.reader is bound to module reader (no module field: the module named like the tool); tool "READER" is served by module shouty`},
+		{"READER", "reader", true, ""}, // the bound module itself, spelling its tool otherwise
+		{"reader", "Reader", false, "bound to module reader"},
+		{"Upper", "upper", true, ""}, // keys are folded: the default module is the lower-case key
+		{"Upper", "Upper", false, "bound to module upper"},
+		{"symbols", "Navigator", true, ""},
+		{"symbols", "navigator", false, "tools.grants.symbols is bound to module Navigator (its module field)"},
+		{"symbols", "symbols", false, "warden grant symbols --module symbols"},
+		{"unlisted", "unlisted", false, ""},
+	} {
+		g, err := c.Grants(c2.tool, c2.module)
+		if c2.want != !g.IsZero() {
+			t.Errorf("%s served by %s: granted %+v", c2.tool, c2.module, g)
+		}
+		var ge *GrantElsewhereError
+		switch {
+		case c2.err == "" && err != nil:
+			t.Errorf("%s served by %s: %v", c2.tool, c2.module, err)
+		case c2.err != "" && (!errors.As(err, &ge) || !strings.Contains(err.Error(), c2.err)):
+			t.Errorf("%s served by %s: error %v, want %q", c2.tool, c2.module, err, c2.err)
+		}
+	}
+	if m, explicit, ok := c.GrantModule("SYMBOLS"); m != "Navigator" || !explicit || !ok {
+		t.Errorf("GrantModule(SYMBOLS) = %q %v %v", m, explicit, ok)
+	}
+	if m, explicit, ok := c.GrantModule("echo"); m != "echo" || explicit || !ok {
+		t.Errorf("GrantModule(echo) = %q %v %v", m, explicit, ok)
+	}
+	if _, _, ok := c.GrantModule("nope"); ok {
+		t.Error("GrantModule of a tool without an entry")
+	}
+}
+
+// TestModuleAndToolNamesInConfig: names that become config keys (grant
+// entries, pins, limits) and the grants' module field follow the tool name
+// rule; a bad one is refused with its key path.
+func TestModuleAndToolNamesInConfig(t *testing.T) {
+	sum := strings.Repeat("a", 64)
+	for body, want := range map[string]string{
+		`tools: {grants: {echo: {module: "../evil"}}}`: `tools.grants.echo.module: "../evil" is not a module name`,
+		`tools: {grants: {echo: {module: ".."}}}`:      `tools.grants.echo.module: ".." is not a module name`,
+		`tools: {grants: {echo: {module: "a b"}}}`:     `tools.grants.echo.module: "a b" is not a module name`,
+		`tools: {grants: {"..": {memory: read}}}`:      `tools.grants...: ".." is not a tool name`,
+		`tools: {grants: {"-x": {memory: read}}}`:      `tools.grants.-x: "-x" is not a tool name`,
+		`tools: {pins: {"..": ` + sum + `}}`:           `tools.pins...: ".." is not a module name`,
+		`tools: {limits: {".x": {timeout: 1s}}}`:       `tools.limits..x: ".x" is not a module or tool name`,
+	} {
+		_, err := Load(writeConfig(t, body+"\n"))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tool.NameRule) {
+			t.Errorf("%s: error %v, want %q and the rule", body, err, want)
+		}
+	}
+	if _, err := Load(writeConfig(t, `tools: {grants: {echo: {module: echo-v2.1}}, pins: {echo-v2.1: `+sum+`}}`+"\n")); err != nil {
+		t.Errorf("valid names refused: %v", err)
 	}
 }

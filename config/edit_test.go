@@ -87,6 +87,31 @@ func TestEditSplices(t *testing.T) {
 			func(d *Document) error { return d.Revoke("symbols", grant("fs.read", "src", "notes:daily")) },
 			`symbols: {fs: {read: [src, "notes:daily"]}, lsp: [go]}`,
 			`symbols: {lsp: [go]}`},
+		{"bind an empty flow entry to its module",
+			func(d *Document) error { return d.BindGrant("echo", "echo") },
+			"    echo: {}              # nothing yet\n",
+			"    echo:                 # nothing yet\n      module: echo\n"},
+		{"bind a block entry: the module field goes last, the rest stays",
+			func(d *Document) error { return d.BindGrant("fetch", "Fetch-v2.1") },
+			"      env: [GITHUB_TOKEN]\n",
+			"      env: [GITHUB_TOKEN]\n      module: Fetch-v2.1\n"},
+		{"bind a flow entry",
+			func(d *Document) error { return d.BindGrant("Symbols", "nav") },
+			`symbols: {fs: {read: [src, "notes:daily"]}, lsp: [go]}`,
+			`symbols: {fs: {read: [src, "notes:daily"]}, lsp: [go], module: nav}`},
+		{"bind a new tool to a module whose name reads as a number",
+			func(d *Document) error { return d.BindGrant("jq", "1e3") },
+			"    symbols: {fs: {read: [src, \"notes:daily\"]}, lsp: [go]}\n",
+			"    symbols: {fs: {read: [src, \"notes:daily\"]}, lsp: [go]}\n    jq:\n      module: \"1e3\"\n"},
+		{"revoke --all keeps the module",
+			func(d *Document) error {
+				if err := d.BindGrant("fetch", "fetch"); err != nil {
+					return err
+				}
+				return d.RevokeAll("fetch")
+			},
+			"    fetch:\n      net:\n        - api.github.com  # the API\n        - \"uploads.github.com\"\n      env: [GITHUB_TOKEN]\n",
+			"    fetch:\n      module: fetch\n"},
 		{"grant of what is granted changes nothing",
 			func(d *Document) error { return d.Grant("fetch", grant("env", "github_token")) },
 			"", ""},
@@ -304,10 +329,10 @@ func TestEditFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.File != path || cfg.Dir != dir || !slices.Equal(cfg.Grants("echo").FS.Read, []string{"src"}) {
-		t.Errorf("returned config: file %q dir %q grants %+v", cfg.File, cfg.Dir, cfg.Grants("echo"))
+	if cfg.File != path || cfg.Dir != dir || !slices.Equal(granted(cfg, "echo").FS.Read, []string{"src"}) {
+		t.Errorf("returned config: file %q dir %q grants %+v", cfg.File, cfg.Dir, granted(cfg, "echo"))
 	}
-	if loaded, err := Load(path); err != nil || !slices.Equal(loaded.Grants("echo").FS.Read, []string{"src"}) {
+	if loaded, err := Load(path); err != nil || !slices.Equal(granted(loaded, "echo").FS.Read, []string{"src"}) {
 		t.Errorf("file not written: %v", err)
 	}
 
@@ -353,5 +378,32 @@ func TestEditFileSymlink(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(real); !strings.Contains(string(got), "env: [HOME]") {
 		t.Errorf("target not edited:\n%s", got)
+	}
+}
+
+// TestBindGrantRefusesBadNames: the module field only takes module names.
+func TestBindGrantRefusesBadNames(t *testing.T) {
+	for _, module := range []string{"", ".", "..", "../x", "a b", "-x", "x\n"} {
+		d, err := ParseDocument([]byte(sample))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.BindGrant("echo", module); err == nil || !strings.Contains(err.Error(), "tools.grants.echo.module") {
+			t.Errorf("BindGrant(echo, %q): %v", module, err)
+		}
+		if string(d.Bytes()) != sample {
+			t.Errorf("BindGrant(echo, %q) changed the text", module)
+		}
+	}
+	d, _ := ParseDocument([]byte(sample))
+	if err := d.BindGrant("..", "echo"); err == nil || !strings.Contains(err.Error(), "not a tool name") {
+		t.Errorf("BindGrant(.., echo): %v", err)
+	}
+	if err := d.BindGrant("echo", "echo"); err != nil {
+		t.Fatal(err)
+	}
+	once := string(d.Bytes())
+	if err := d.BindGrant("ECHO", "echo"); err != nil || string(d.Bytes()) != once {
+		t.Errorf("binding again to the same module changed the text (%v)", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/warden-run/warden/runtime"
 )
 
 // FuzzLoad: any bytes as config.yaml either load into a config that
@@ -21,6 +23,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add("tools: {defaults: {timeout: 1s, memory: 1MiB, isolation: call}, limits: {x: {fuel: 5}}}")
 	f.Add("server: {page_size: -1}\nenv: {values: {K: {from_env: HOME}}}")
 	f.Add("project: {roots: {notes: /tmp}}\nsecurity: {deny: ['**/x/**']}")
+	f.Add("tools: {grants: {Echo: {module: Echo-v2.1, env: [X]}, b: {module: b}}, pins: {echo-v2.1: " + strings.Repeat("0", 64) + "}}")
+	f.Add("tools: {grants: {a: {module: [x]}, '..': {}}}")
 	f.Add("{{{")
 	f.Fuzz(func(t *testing.T, body string) {
 		path := filepath.Join(t.TempDir(), "config.yaml")
@@ -54,7 +58,18 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("Load returned a config that does not validate: %v", err)
 		}
 		for name := range c.Tools.Grants {
-			_ = c.Grants(name)
+			// A grant applies to its own module only, and the module it
+			// names is a valid module name.
+			bound, _, ok := c.GrantModule(name)
+			if !ok || !runtime.ValidModuleName(bound) {
+				t.Fatalf("grant %q is bound to %q (%v)", name, bound, ok)
+			}
+			if _, err := c.Grants(name, bound); err != nil {
+				t.Fatalf("grant %q refused to its own module %q: %v", name, bound, err)
+			}
+			if g, err := c.Grants(name, bound+"x"); !g.IsZero() || err == nil {
+				t.Fatalf("grant %q bound to %q applies to module %q: %+v", name, bound, bound+"x", g)
+			}
 			_ = c.ModuleLimits(name)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/warden-run/warden/hostfuncs/env"
+	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/tool"
@@ -92,23 +94,11 @@ func checkMemory(level string) error {
 	return fmt.Errorf("must be read or read-write, got %q", level)
 }
 
-var languagePattern = regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`)
+// The grammar of each grant value is the capability's own, so that a grant
+// and a tool's request for it (checked at load) accept the same strings.
+func checkLanguage(lang string) error { return lsp.ValidateLanguage(lang) }
 
-func checkLanguage(lang string) error {
-	if !languagePattern.MatchString(lang) {
-		return fmt.Errorf("%q is not a language name", lang)
-	}
-	return nil
-}
-
-var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func checkEnvKey(key string) error {
-	if !envKeyPattern.MatchString(key) {
-		return fmt.Errorf("%q is not a key (A-Z a-z 0-9 _, not starting with a digit)", key)
-	}
-	return nil
-}
+func checkEnvKey(key string) error { return env.ValidateKey(key) }
 
 // grantPath is the key path of a grant key of a tool.
 func grantPath(toolName string, k grantKey) []string {
@@ -117,7 +107,7 @@ func grantPath(toolName string, k grantKey) []string {
 
 func checkToolName(name string) error {
 	if !tool.ValidName(name) {
-		return fmt.Errorf("%q is not a tool name (1-128 of A-Z a-z 0-9 _ - .)", name)
+		return fmt.Errorf("%q is not a tool name (%s)", name, tool.NameRule)
 	}
 	return nil
 }
@@ -279,7 +269,8 @@ func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
 	return nil
 }
 
-// RevokeAll leaves the tool's grant empty ({}).
+// RevokeAll leaves the tool's grant empty ({}), keeping the module it is
+// bound to.
 func (d *Document) RevokeAll(toolName string) error {
 	if err := checkToolName(toolName); err != nil {
 		return err
@@ -288,7 +279,43 @@ func (d *Document) RevokeAll(toolName string) error {
 	if err != nil || n == nil {
 		return err
 	}
-	return d.Set(EmptyMap(), "tools", "grants", toolName)
+	module, err := d.GrantModule(toolName)
+	if err != nil {
+		return err
+	}
+	if err := d.Set(EmptyMap(), "tools", "grants", toolName); err != nil || module == "" {
+		return err
+	}
+	return d.Set(Str(module), "tools", "grants", toolName, "module")
+}
+
+// GrantModule returns the module field of the tool's grant entry, "" when
+// there is none.
+func (d *Document) GrantModule(toolName string) (string, error) {
+	n, err := d.Get("tools", "grants", toolName, "module")
+	if err != nil || n == nil || isNull(n) {
+		return "", err
+	}
+	if n.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("tools.grants.%s.module: is %s, not a module name", toolName, kindName(n))
+	}
+	return n.Value, nil
+}
+
+// BindGrant writes module as the module the tool's grant belongs to
+// (tools.grants.<tool>.module), creating the entry if needed. The grant
+// then applies only while that module serves the tool.
+func (d *Document) BindGrant(toolName, module string) error {
+	if err := checkToolName(toolName); err != nil {
+		return err
+	}
+	if !tool.ValidName(module) {
+		return fmt.Errorf("tools.grants.%s.module: %q is not a module name (%s)", toolName, module, tool.NameRule)
+	}
+	if cur, err := d.GrantModule(toolName); err != nil || cur == module {
+		return err
+	}
+	return d.Set(Str(module), "tools", "grants", toolName, "module")
 }
 
 func listOrNone(values []string) string {
@@ -306,8 +333,8 @@ func (d *Document) Pin(module, sum string) error {
 	if !sha256Pattern.MatchString(sum) {
 		return fmt.Errorf("tools.pins.%s: %q is not a lowercase hex sha256", module, sum)
 	}
-	if module == "" || strings.ContainsAny(module, "/\\\x00") {
-		return fmt.Errorf("tools.pins: %q is not a module name", module)
+	if !tool.ValidName(module) {
+		return fmt.Errorf("tools.pins: %q is not a module name (%s)", module, tool.NameRule)
 	}
 	return d.Set(Str(sum), "tools", "pins", strings.ToLower(module))
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzMapResult feeds guest-shaped result JSON (untrusted: a guest writes it)
-// through the mapping. It must never panic, and whatever it accepts must
+// through the runtime's judgment and the mapping. It must never panic,
+// mapping must send every block the judgment accepts, and what it sends must
 // marshal into a valid MCP result whose failures carry a known kind.
 func FuzzMapResult(f *testing.F) {
 	for _, seed := range []string{
@@ -31,8 +32,18 @@ func FuzzMapResult(f *testing.F) {
 		if err := json.Unmarshal(data, &r); err != nil {
 			return
 		}
+		// The runtime judges every block first (tool.Content.Validate);
+		// whatever it accepts, mapping must be able to send.
+		for i := range r.Content {
+			if r.Content[i].Validate() != nil {
+				return
+			}
+		}
 		out, err := mapResult(&r)
 		if err != nil {
+			if json.Valid(r.StructuredContent) || len(r.StructuredContent) == 0 {
+				t.Fatalf("mapping refused content the runtime accepts: %v", err)
+			}
 			return
 		}
 		raw, err := json.Marshal(out)

@@ -23,12 +23,53 @@ type HTTPOptions struct {
 	// SessionTimeout closes a 2025-11-25 session after this long without a
 	// request; 0 means one hour. Stateless (2026-07-28) requests have none.
 	SessionTimeout time.Duration
-	// MaxRequestBytes bounds a request body; 0 means the go-sdk's 4 MiB.
+	// MaxRequestBytes bounds a request body; 0 means DefaultMaxMessage.
 	MaxRequestBytes int64
+	// HeaderTimeout bounds how long a client may take to send a request's
+	// headers; 0 means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds how long a client may take to send a request's
+	// body, from the end of its headers; 0 means DefaultBodyTimeout. It
+	// does not bound responses: an event stream stays open.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection after this long without a
+	// request; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConnections caps the open connections; 0 means
+	// DefaultMaxConnections. At the cap a new connection evicts the one
+	// that has waited longest without a complete request in progress.
+	MaxConnections int
 }
 
-// DefaultSessionTimeout is the default of HTTPOptions.SessionTimeout.
-const DefaultSessionTimeout = time.Hour
+// Defaults of HTTPOptions.
+const (
+	DefaultSessionTimeout = time.Hour
+	DefaultHeaderTimeout  = 10 * time.Second
+	DefaultBodyTimeout    = 30 * time.Second
+	DefaultIdleTimeout    = 2 * time.Minute
+	DefaultMaxConnections = 256
+)
+
+func (o *HTTPOptions) setDefaults() {
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxMessage
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+}
 
 // Paths served by Handler.
 const (
@@ -53,9 +94,7 @@ var ErrTokenRequired = errors.New("a bearer token is required to serve MCP on a 
 // DNS-rebinding protection is on: a request that reached a loopback address
 // with a Host header naming anything but a loopback host is refused (403).
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = DefaultSessionTimeout
-	}
+	opts.setDefaults()
 	getServer := func(*http.Request) *mcp.Server { return s.sdk }
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -79,6 +118,8 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		}
 		stateful.ServeHTTP(w, r)
 	})
+	// Every message is checked before the go-sdk reads it: see guardMessages.
+	mcpHandler = guardMessages(mcpHandler, opts.MaxRequestBytes, s.log)
 	// Browsers are the one client that can be made to send requests it was
 	// not asked to; a cross-site browser request to a local server is refused.
 	mcpHandler = http.NewCrossOriginProtection().Handler(mcpHandler)
@@ -89,7 +130,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PathMCP, mcpHandler)
 	mux.HandleFunc(PathHealthz, s.healthz)
-	return mux
+	return paceRequests(mux, opts.BodyTimeout)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +144,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	s.syncMu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": n})
+	// refused: tools not served because several modules describe the name.
+	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": n, "refused": nonNil(s.refused())})
 }
 
 // requireBearer refuses requests without the token. The comparison takes the
@@ -144,9 +186,17 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, opts HTTPOp
 		ln.Close()
 		return err
 	}
+	opts.setDefaults()
+	// Slow or idle clients cannot hold connections forever (header, body and
+	// idle timeouts) nor crowd others out (the connection cap evicts them).
+	// There is no overall read or write timeout: calls and event streams
+	// take as long as they take.
+	ln = newConnCap(ln, opts.MaxConnections, s.log)
 	srv := &http.Server{
 		Handler:           s.Handler(opts),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: opts.HeaderTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		ConnContext:       connContext,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	s.log.Info("serving MCP over HTTP", "url", "http://"+ln.Addr().String()+PathMCP,

@@ -1,10 +1,8 @@
 package mcpserver
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -139,20 +137,19 @@ func mapResult(r *tool.Result) (*mcp.CallToolResult, error) {
 	return out, nil
 }
 
-// contentFor maps one content block. Binary payloads travel as base64 in
-// both tool.Content and MCP, but the go-sdk holds them decoded, so they are
-// decoded here and re-encoded by the go-sdk: invalid base64 from a guest
-// ends here rather than at the client.
+// contentFor maps one content block. The runtime has judged every block
+// already (tool.Content.Validate, the one judgment `warden call` shares), so
+// this only translates: binary payloads travel as base64 in both tool.Content
+// and MCP, but the go-sdk holds them decoded, so they are decoded here and
+// re-encoded by the go-sdk. The errors left are for results that did not
+// come through the runtime.
 func contentFor(c *tool.Content) (mcp.Content, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	ann := annotationsFor(c.Annotations)
 	switch c.Type {
 	case tool.ContentText:
 		return &mcp.TextContent{Text: c.Text, Annotations: ann}, nil
 	case tool.ContentImage, tool.ContentAudio:
-		data, err := decodeBase64(c.Data)
+		data, err := tool.DecodeBase64(c.Data)
 		if err != nil {
 			return nil, fmt.Errorf("%s data: %w", c.Type, err)
 		}
@@ -166,12 +163,12 @@ func contentFor(c *tool.Content) (mcp.Content, error) {
 			MIMEType: c.MimeType, Size: c.Size, Annotations: ann,
 		}, nil
 	case tool.ContentResource:
+		if c.Resource == nil {
+			return nil, fmt.Errorf("resource content needs resource.uri")
+		}
 		rc := &mcp.ResourceContents{URI: c.Resource.URI, MIMEType: c.Resource.MimeType, Text: c.Resource.Text}
 		if c.Resource.Blob != "" {
-			if c.Resource.Text != "" {
-				return nil, fmt.Errorf("resource has both text and blob")
-			}
-			blob, err := decodeBase64(c.Resource.Blob)
+			blob, err := tool.DecodeBase64(c.Resource.Blob)
 			if err != nil {
 				return nil, fmt.Errorf("resource blob: %w", err)
 			}
@@ -179,22 +176,7 @@ func contentFor(c *tool.Content) (mcp.Content, error) {
 		}
 		return &mcp.EmbeddedResource{Resource: rc, Annotations: ann}, nil
 	}
-	return nil, fmt.Errorf("unknown content type %q", c.Type) // unreachable after Validate
-}
-
-// decodeBase64 accepts standard base64, padded or not, which is what MCP
-// specifies; line breaks some encoders insert are tolerated.
-func decodeBase64(s string) ([]byte, error) {
-	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' {
-			return -1
-		}
-		return r
-	}, s)
-	if data, err := base64.StdEncoding.DecodeString(s); err == nil {
-		return data, nil
-	}
-	return base64.RawStdEncoding.DecodeString(s)
+	return nil, fmt.Errorf("unknown content type %q", c.Type)
 }
 
 func annotationsFor(a *tool.ContentAnnotation) *mcp.Annotations {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -82,7 +83,10 @@ func (o *observer) Progress(p tool.Progress) {
 // and to the client as notifications/message when the client asked for that
 // level (the go-sdk applies logging/setLevel or the request's _meta level).
 func (o *observer) Log(level slog.Level, message string) {
-	o.log.Log(o.ctx, level, message, "tool", o.tool, "source", "guest")
+	// The server's log usually is the operator's terminal: the line is
+	// escaped there, whatever handler writes it (the client gets it as sent,
+	// as JSON).
+	o.log.Log(o.ctx, level, termsafe.Escape(message), "tool", o.tool, "source", "guest")
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.finished {

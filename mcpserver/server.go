@@ -108,6 +108,9 @@ type Options struct {
 	// QueueWait bounds how long a call waits for a free slot before it fails
 	// with a "timeout" result; 0 means 10 s.
 	QueueWait time.Duration
+	// MaxMessage bounds one inbound stdio message (a line) in bytes; 0 means
+	// DefaultMaxMessage. HTTP bodies are bounded by HTTPOptions.
+	MaxMessage int
 	// Logger receives the server's own logs and every guest log line. It
 	// must not write to stdout when serving stdio. nil logs text to stderr.
 	Logger *slog.Logger
@@ -186,6 +189,7 @@ func New(tools Tools, opts Options) *Server {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
 	if l, ok := tools.(Loader); ok {
 		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
 	}
@@ -219,6 +223,12 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && (s.resyncPending.Load() || s.resyncRunning.Load()) {
+				// A load that just ended has notified, but its resync may not
+				// have run: apply it, so that a list without MetaLoading is
+				// the complete one.
+				s.resync()
+			}
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" &&
 				!known(p.Name) && len(l.Loading()) > 0 {
 				// Resync after every load that ends, and once more after the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/runtime/internal/trap"
 	"github.com/warden-run/warden/tool"
@@ -248,15 +249,18 @@ func (t *Tool) decodeResponse(raw []byte, respErr *tool.Error) *tool.Result {
 		if !guestKinds[resp.Error.Kind] {
 			return tool.ErrorResult(tool.Errorf(tool.KindBadOutput, "%s reported error kind %q, which a tool may not report", name, resp.Error.Kind))
 		}
+		// A failure's content reaches the client too, so it is judged the
+		// same way as a success's.
+		if err := t.checkContent(resp.Content); err != nil {
+			return tool.ErrorResult(err)
+		}
 		res := tool.ErrorResult(&tool.Error{Kind: resp.Error.Kind, Message: resp.Error.Message})
 		res.Content = append(res.Content, resp.Content...)
 		res.Details = resp.Details
 		return res
 	}
-	for i := range resp.Content {
-		if err := resp.Content[i].Validate(); err != nil {
-			return tool.ErrorResult(tool.Errorf(tool.KindBadOutput, "%s content[%d]: %v", name, i, err))
-		}
+	if err := t.checkContent(resp.Content); err != nil {
+		return tool.ErrorResult(err)
 	}
 	if err := t.checkStructured(resp.StructuredContent); err != nil {
 		return tool.ErrorResult(err)
@@ -274,6 +278,24 @@ func (t *Tool) decodeResponse(raw []byte, respErr *tool.Error) *tool.Result {
 		res.Content = []tool.Content{tool.TextContent(string(res.StructuredContent))}
 	}
 	return res
+}
+
+// checkContent is the runtime's one judgment of a result's content blocks
+// (tool.Content.Validate): every result, whoever asked for it (`warden call`,
+// tools/call over either transport), is judged here and nowhere else, so a
+// result the CLI shows as a success is one MCP sends as a success.
+func (t *Tool) checkContent(content []tool.Content) *tool.Error {
+	for i := range content {
+		if err := content[i].Validate(); err != nil {
+			msg := err.Error()
+			var te *tool.Error
+			if errors.As(err, &te) {
+				msg = te.Message
+			}
+			return tool.Errorf(tool.KindBadOutput, "%s content[%d]: %s", t.Descriptor.Name, i, msg)
+		}
+	}
+	return nil
 }
 
 func (t *Tool) checkStructured(raw json.RawMessage) *tool.Error {
@@ -310,7 +332,7 @@ func (t *Tool) collectOutput(in *instance, callID string) *tool.Captured {
 	}
 	c := &tool.Captured{Stdout: stdout, Stderr: stderr, Dropped: droppedOut + droppedErr}
 	t.module.rt.log.Info("guest output", "tool", t.Descriptor.Name, "call", callID,
-		"stdout", stdout, "stderr", stderr, "dropped", c.Dropped)
+		"stdout", termsafe.Escape(stdout), "stderr", termsafe.Escape(stderr), "dropped", c.Dropped)
 	return c
 }
 

@@ -190,13 +190,14 @@ func TestRegistryCollision(t *testing.T) {
 		return m
 	}
 	echoMod := load("echo", testwasm.BuildGo(t, "../tools-wasm/echo"))
-	reg.Put(echoMod)
-	_, collisions := reg.Put(load("dupname", goGuest(t, "dupname")))
-	if len(collisions) != 1 || !strings.Contains(collisions[0].Reason.Error(), `name already provided by module echo`) {
-		t.Fatalf("collisions = %v", collisions)
+	reg.Put(echoMod, true)
+	_, refused := reg.Put(load("dupname", goGuest(t, "dupname")), false)
+	if len(refused) != 1 || refused[0].Module != "dupname" || refused[0].ServedBy != "echo" ||
+		!strings.Contains(refused[0].Reason, `only module echo is pinned`) {
+		t.Fatalf("refused = %v", refused)
 	}
 	if tl, _ := reg.Tool("echo"); tl.Module() != echoMod {
-		t.Fatal("the colliding module replaced the loaded tool")
+		t.Fatal("the colliding module replaced the pinned tool")
 	}
 }
 

@@ -83,6 +83,8 @@ type Module struct {
 	// instances are made and called through the Extism SDK, everything else
 	// is shared with the native ABI.
 	plugin *extismPlugin
+	// pinned is set by the Registry (see Registry.Put).
+	pinned pinState
 }
 
 // Tool is one tool provided by a Module.
@@ -434,14 +436,19 @@ func (m *Module) describe(raw []byte) error {
 			continue
 		}
 		schemas, err := d.Validate()
-		if err == nil && seen[d.Name] {
-			err = fmt.Errorf("name %q is used by another tool of this module", d.Name)
+		if err == nil {
+			err = validateRequested(&d.Capabilities)
+		}
+		// Tool names are unique ignoring case: config keys fold case, so
+		// "Echo" and "echo" would share a grant entry.
+		if err == nil && seen[strings.ToLower(d.Name)] {
+			err = fmt.Errorf("name %q is used by another tool of this module (names are unique ignoring case)", d.Name)
 		}
 		if err != nil {
 			m.rejected = append(m.rejected, Rejection{Name: d.Name, Reason: fmt.Errorf("tool %q: %w", d.Name, err)})
 			continue
 		}
-		seen[d.Name] = true
+		seen[strings.ToLower(d.Name)] = true
 		m.tools = append(m.tools, &Tool{Descriptor: d, schemas: schemas, module: m})
 	}
 	if len(m.tools) == 0 {

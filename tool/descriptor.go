@@ -124,9 +124,16 @@ func (d *Descriptor) Timeout() time.Duration {
 	return time.Duration(d.TimeoutMillis) * time.Millisecond
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
-// ValidName reports whether name is a valid MCP tool name.
+// NameRule says in words what ValidName accepts, for error messages.
+const NameRule = "1-128 characters of A-Z a-z 0-9 _ - ., starting with a letter or digit"
+
+// ValidName reports whether name is a valid tool name: 1-128 characters of
+// A-Z a-z 0-9 _ - . starting with a letter or digit. That excludes "." and
+// "..", and names that read as flags or hidden files. Module names (file
+// names without .wasm) follow the same rule, since both become config keys.
+// Tool names are also unique ignoring case (see runtime.Registry).
 func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Validate checks d and compiles its schemas. Every problem is reported, each
@@ -135,7 +142,7 @@ func (d *Descriptor) Validate() (*Schemas, error) {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !ValidName(d.Name) {
-		fail("name %q: must be 1-128 characters of A-Z a-z 0-9 _ - .", d.Name)
+		fail("name %q: must be %s", d.Name, NameRule)
 	}
 	if strings.TrimSpace(d.Description) == "" {
 		fail("description: must not be empty")

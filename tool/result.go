@@ -1,6 +1,12 @@
 package tool
 
-import "encoding/json"
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"strings"
+)
 
 // Request is what the host sends a module's call export: which of the
 // module's tools to run, with which arguments.
@@ -94,25 +100,96 @@ const (
 // TextContent returns a text block.
 func TextContent(text string) Content { return Content{Type: ContentText, Text: text} }
 
-// Validate checks that a block carries the fields its type requires.
+// Validate is the one judgment of a content block, shared by every path a
+// result takes (the runtime applies it to each guest result, so `warden call`
+// and MCP's tools/call agree): the fields its type requires are present, and
+// well-formed as MCP requires them. Binary payloads must be base64 that
+// DecodeBase64 accepts, media types must parse, an embedded resource holds
+// text or a blob but not both, and annotations use MCP's roles and range.
 func (c *Content) Validate() error {
 	switch c.Type {
 	case ContentText:
-		return nil
 	case ContentImage, ContentAudio:
 		if c.Data == "" || c.MimeType == "" {
 			return Errorf(KindBadOutput, "%s content needs data and mimeType", c.Type)
+		}
+		if err := validMediaType(c.MimeType); err != nil {
+			return Errorf(KindBadOutput, "%s content mimeType: %v", c.Type, err)
+		}
+		if _, err := DecodeBase64(c.Data); err != nil {
+			return Errorf(KindBadOutput, "%s content data is not base64: %v", c.Type, err)
 		}
 	case ContentResourceLink:
 		if c.URI == "" || c.Name == "" {
 			return Errorf(KindBadOutput, "resource_link content needs uri and name")
 		}
+		if c.MimeType != "" {
+			if err := validMediaType(c.MimeType); err != nil {
+				return Errorf(KindBadOutput, "resource_link content mimeType: %v", err)
+			}
+		}
+		if c.Size != nil && *c.Size < 0 {
+			return Errorf(KindBadOutput, "resource_link content size %d is negative", *c.Size)
+		}
 	case ContentResource:
-		if c.Resource == nil || c.Resource.URI == "" {
+		r := c.Resource
+		if r == nil || r.URI == "" {
 			return Errorf(KindBadOutput, "resource content needs resource.uri")
+		}
+		if r.Text != "" && r.Blob != "" {
+			return Errorf(KindBadOutput, "resource content has both text and blob; it must have one")
+		}
+		if r.MimeType != "" {
+			if err := validMediaType(r.MimeType); err != nil {
+				return Errorf(KindBadOutput, "resource content mimeType: %v", err)
+			}
+		}
+		if r.Blob != "" {
+			if _, err := DecodeBase64(r.Blob); err != nil {
+				return Errorf(KindBadOutput, "resource content blob is not base64: %v", err)
+			}
 		}
 	default:
 		return Errorf(KindBadOutput, "unknown content type %q", c.Type)
 	}
+	if a := c.Annotations; a != nil {
+		for _, role := range a.Audience {
+			if role != "user" && role != "assistant" {
+				return Errorf(KindBadOutput, "%s content annotations: audience %q is not \"user\" or \"assistant\"", c.Type, role)
+			}
+		}
+		if a.Priority != nil && !(*a.Priority >= 0 && *a.Priority <= 1) {
+			return Errorf(KindBadOutput, "%s content annotations: priority %v is outside 0..1", c.Type, *a.Priority)
+		}
+	}
 	return nil
+}
+
+// validMediaType checks a MIME type such as "image/png" or
+// "text/plain; charset=utf-8".
+func validMediaType(s string) error {
+	mt, _, err := mime.ParseMediaType(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a media type: %w", s, err)
+	}
+	if !strings.Contains(mt, "/") {
+		return fmt.Errorf("%q is not a media type (want type/subtype)", s)
+	}
+	return nil
+}
+
+// DecodeBase64 decodes a content block's binary payload: standard base64,
+// padded or not, which is what MCP specifies; the line breaks some encoders
+// insert are tolerated.
+func DecodeBase64(s string) ([]byte, error) {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
+	if data, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return data, nil
+	}
+	return base64.RawStdEncoding.DecodeString(s)
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -22,16 +24,24 @@ const grantKeysHelp = `Keys (values are comma-separated; repeat KEY=VALUE for mo
   env=KEY             read the value env.values.KEY`
 
 func newGrantCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var module string
+	cmd := &cobra.Command{
 		Use:   "grant TOOL KEY=VALUE...",
 		Short: "Grant a tool a capability in config.yaml",
 		Long: `Add to what TOOL may use, under tools.grants.TOOL in config.yaml. The file keeps its
 comments and layout; the change is validated (the whole config must load) before the
 file is replaced, and a running ` + "`warden serve`" + ` applies it from the next call.
 
+A grant belongs to a module, written as tools.grants.TOOL.module: it applies only while
+that module serves TOOL, never to another module describing a tool of the same name.
+The module is --module when given, else the one the entry already names (or, with no
+module field, the module named like the tool), else the installed module serving TOOL,
+else a module named like the tool.
+
 ` + grantKeysHelp,
 		Example: `  warden grant symbols fs.read=src,docs lsp=go
   warden grant fetch net=api.github.com env=GITHUB_TOKEN
+  warden grant definition --module lsptools lsp=go fs.read=.
   warden grant notes memory=read-write memory.topics=arch`,
 		Args: cobraArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,9 +49,11 @@ file is replaced, and a running ` + "`warden serve`" + ` applies it from the nex
 			if err != nil {
 				return err
 			}
-			return g.editGrants(cmd, args[0], func(d *config.Document) error { return d.Grant(args[0], changes...) })
+			return g.editGrants(cmd, args[0], module, true, func(d *config.Document) error { return d.Grant(args[0], changes...) })
 		},
 	}
+	cmd.Flags().StringVar(&module, "module", "", "the module the grant belongs to (its file name without .wasm)")
+	return cmd
 }
 
 func newRevokeCmd(g *globalFlags) *cobra.Command {
@@ -64,13 +76,13 @@ layout and is replaced only once the result validates.
 				return usagef("give KEY[=VALUE] arguments or --all, not both or neither")
 			}
 			if all {
-				return g.editGrants(cmd, args[0], func(d *config.Document) error { return d.RevokeAll(args[0]) })
+				return g.editGrants(cmd, args[0], "", false, func(d *config.Document) error { return d.RevokeAll(args[0]) })
 			}
 			changes, err := parseChanges(args[0], args[1:], false)
 			if err != nil {
 				return err
 			}
-			return g.editGrants(cmd, args[0], func(d *config.Document) error { return d.Revoke(args[0], changes...) })
+			return g.editGrants(cmd, args[0], "", false, func(d *config.Document) error { return d.Revoke(args[0], changes...) })
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "revoke everything the tool is granted")
@@ -93,35 +105,87 @@ func parseChanges(toolName string, args []string, needValue bool) ([]config.Gran
 }
 
 // editGrants edits the config file and prints the tool's grants as they
-// now are, next to what the tool requests when it is installed.
-func (g *globalFlags) editGrants(cmd *cobra.Command, toolName string, edit func(*config.Document) error) error {
+// now are, next to what the tool requests when it is installed. With bind,
+// the entry's module field is written too (see grantModule).
+func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bind bool, edit func(*config.Document) error) error {
 	path := g.configPath
 	if path == "" {
 		return usagef("no config file: create config.yaml or pass --config")
+	}
+	ctx := cmd.Context()
+	// The installed tools: to find the module a new grant belongs to, and
+	// to show the request beside the grant.
+	a, _, startErr := g.start(ctx)
+	if startErr == nil {
+		defer a.Close(ctx)
+		a.LoadTools(ctx)
+	}
+	if bind {
+		var err error
+		if module, err = grantModule(a, toolName, module); err != nil {
+			return err
+		}
+		inner := edit
+		edit = func(d *config.Document) error {
+			if err := d.BindGrant(toolName, module); err != nil {
+				return err
+			}
+			return inner(d)
+		}
 	}
 	cfg, err := config.EditFile(path, edit)
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	granted := cfg.Grants(toolName)
-	fmt.Fprintf(out, "%s: tools.grants.%s in %s\n", toolName, toolName, cfg.File)
-
-	// Show the request beside the grant when the tool is installed.
-	ctx := cmd.Context()
-	a, _, err := g.start(ctx)
-	if err == nil {
-		defer a.Close(ctx)
-		a.LoadTools(ctx)
+	bound, _, _ := cfg.GrantModule(toolName)
+	fmt.Fprintf(out, "%s: tools.grants.%s (module %s) in %s\n", toolName, strings.ToLower(toolName), bound, cfg.File)
+	if a != nil {
 		if t, ok := a.Registry().Tool(toolName); ok {
+			granted, elsewhere := cfg.Grants(toolName, t.Module().Name())
 			requested := t.Descriptor.Capabilities
 			printCapabilities(out, "  ", requested, granted, app.Missing(requested, granted))
+			if elsewhere != nil {
+				fmt.Fprintf(out, "note: %v\n", elsewhere)
+			}
 			return nil
 		}
 	}
+	granted, _ := cfg.Grants(toolName, bound)
 	printGrants(out, "  ", granted)
-	fmt.Fprintf(out, "(no installed tool is named %s; the grant applies once one is)\n", toolName)
+	fmt.Fprintf(out, "(no installed tool is named %s; the grant applies once module %s serves one)\n", toolName, bound)
 	return nil
+}
+
+// grantModule is the module a grant of toolName belongs to: flag when set;
+// else the module the config entry already names, so that adding to an
+// entry never moves it; else the module serving the tool now; else the
+// module named like the tool. a may be nil (the tools could not load).
+func grantModule(a *app.App, toolName, flag string) (string, error) {
+	if flag != "" {
+		if !runtime.ValidModuleName(flag) {
+			return "", usagef("--module %q is not a module name (%s)", flag, tool.NameRule)
+		}
+		return flag, nil
+	}
+	if a == nil {
+		return toolName, nil
+	}
+	if module, _, ok := a.Config().GrantModule(toolName); ok {
+		return module, nil
+	}
+	var modules []string
+	for _, t := range a.Registry().Candidates(toolName) {
+		modules = append(modules, t.Module().Name())
+	}
+	switch len(modules) {
+	case 0:
+		return toolName, nil
+	case 1:
+		return modules[0], nil
+	}
+	return "", usagef("modules %s all describe a tool named %s; say which one the grant belongs to with --module",
+		strings.Join(modules, ", "), toolName)
 }
 
 func printGrants(w io.Writer, indent string, granted tool.Capabilities) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -42,7 +44,7 @@ A tool name another installed module already provides is refused.`,
 			// Installed tools are loaded to find name collisions; those that
 			// fail to load cannot collide, so their errors are only noted.
 			for _, err := range a.LoadTools(ctx) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", err)
+				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Text(err.Error()))
 			}
 			r, err := a.ReviewInstall(ctx, args[0], name)
 			if err != nil {
@@ -54,7 +56,7 @@ A tool name another installed module already provides is refused.`,
 				if !isTerminal(cmd.InOrStdin()) {
 					return usagef("not installed: confirm on a terminal, or pass --yes to install without asking")
 				}
-				fmt.Fprintf(out, "\nInstall %s as %s and pin it? [y/N] ", args[0], r.Dest)
+				fmt.Fprintf(out, "\nInstall %s as %s and pin it? [y/N] ", termsafe.Line(args[0]), termsafe.Line(r.Dest))
 				if !confirmed(out, cmd.InOrStdin()) {
 					return fmt.Errorf("not installed")
 				}
@@ -63,11 +65,15 @@ A tool name another installed module already provides is refused.`,
 				return err
 			}
 			fmt.Fprintf(out, "\ninstalled %s (sha256 %s pinned as tools.pins.%s in %s)\n",
-				r.Dest, r.SHA256[:12], strings.ToLower(r.Module), a.Config().File)
+				termsafe.Line(r.Dest), r.SHA256[:12], termsafe.Line(strings.ToLower(r.Module)), termsafe.Line(a.Config().File))
 			for _, t := range r.Tools {
 				if !t.Missing.IsZero() {
+					// Capabilities that reach here passed the grant grammar
+					// (tool.Descriptor.Validate), which admits no control
+					// character; escaping is the second fence.
+					name := termsafe.Line(t.Descriptor.Name)
 					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s\n",
-						t.Descriptor.Name, t.Descriptor.Name, strings.Join(grantArgs(t.Missing), " "))
+						name, name, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))
 				}
 			}
 			return nil
@@ -78,35 +84,52 @@ A tool name another installed module already provides is refused.`,
 	return cmd
 }
 
+// printReview shows what a person decides on. Every string in it but the
+// hashes and counts comes from the module (or its file name), so each goes
+// through termsafe: a module cannot clear the screen, overwrite a line or
+// hide what it requests.
 func printReview(w io.Writer, r *app.Review) {
-	fmt.Fprintf(w, "Module   %s (%d bytes, sha256 %s)\n", r.Module, r.Size, r.SHA256)
-	fmt.Fprintf(w, "From     %s\n", r.Source)
+	fmt.Fprintf(w, "Module   %s (%d bytes, sha256 %s)\n", termsafe.Line(r.Module), r.Size, r.SHA256)
+	fmt.Fprintf(w, "From     %s\n", termsafe.Line(r.Source))
+	dest := termsafe.Line(r.Dest)
 	switch {
 	case r.Previous == "":
-		fmt.Fprintf(w, "Into     %s (new)\n", r.Dest)
+		fmt.Fprintf(w, "Into     %s (new)\n", dest)
 	case r.Previous == r.SHA256:
-		fmt.Fprintf(w, "Into     %s (the same file is installed)\n", r.Dest)
+		fmt.Fprintf(w, "Into     %s (the same file is installed)\n", dest)
 	default:
-		fmt.Fprintf(w, "Into     %s (replaces sha256 %s)\n", r.Dest, r.Previous)
+		fmt.Fprintf(w, "Into     %s (replaces sha256 %s)\n", dest, r.Previous)
 	}
-	fmt.Fprintf(w, "Imports  %s\n", summarizeImports(r.Imports))
+	fmt.Fprintf(w, "Imports  %s\n", termsafe.Bound(summarizeImports(r.Imports), termsafe.MaxText, false))
 	for _, t := range r.Tools {
 		d := t.Descriptor
-		fmt.Fprintf(w, "\nTool %s", d.Name)
+		fmt.Fprintf(w, "\nTool %s", termsafe.Line(d.Name))
 		if d.Title != "" {
-			fmt.Fprintf(w, " — %s", d.Title)
+			fmt.Fprintf(w, " — %s", termsafe.Line(d.Title))
 		}
 		if d.Version != "" {
-			fmt.Fprintf(w, " (version %s)", d.Version)
+			fmt.Fprintf(w, " (version %s)", termsafe.Line(d.Version))
 		}
-		fmt.Fprintf(w, "\n  %s\n", strings.ReplaceAll(strings.TrimSpace(d.Description), "\n", "\n  "))
+		if d.Category != "" {
+			fmt.Fprintf(w, " [category %s]", termsafe.Line(d.Category))
+		}
+		if len(d.Tags) > 0 {
+			fmt.Fprintf(w, " [tags %s]", termsafe.Join(d.Tags, ", "))
+		}
+		desc := termsafe.Text(strings.TrimSpace(d.Description))
+		fmt.Fprintf(w, "\n  %s\n", strings.ReplaceAll(desc, "\n", "\n  "))
 		if hints := annotationHints(d.Annotations); hints != "" {
 			fmt.Fprintf(w, "  hints: %s (claimed by the tool, not enforced)\n", hints)
 		}
 		printCapabilities(w, "  ", d.Capabilities, t.Granted, t.Missing)
+		if t.Elsewhere != nil {
+			// The entry of this tool's name belongs to another module: say
+			// so, or "nothing granted" would read as a config mistake.
+			fmt.Fprintf(w, "  note: %s\n", termsafe.Text(t.Elsewhere.Error()))
+		}
 	}
 	for _, rj := range r.Rejected {
-		fmt.Fprintf(w, "\nRejected tool %q: %v\n", rj.Name, rj.Reason)
+		fmt.Fprintf(w, "\nRejected tool %s: %s\n", termsafe.Line(strconv.Quote(rj.Name)), termsafe.Text(rj.Reason.Error()))
 	}
 }
 
@@ -167,7 +190,7 @@ func printCapabilities(w io.Writer, indent string, requested, granted, missing t
 		if miss[key] != "" {
 			mark = "← not granted: " + miss[key]
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, key, dash(req[key]), dash(gr[key]), mark)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, key, dash(req[key]), dash(gr[key]), termsafe.Bound(mark, termsafe.MaxText, false))
 	}
 	if rows == 0 {
 		fmt.Fprintf(tw, "%s(none)\t-\t-\t\n", indent)
@@ -177,13 +200,13 @@ func printCapabilities(w io.Writer, indent string, requested, granted, missing t
 
 func capabilityRows(c tool.Capabilities) map[string]string {
 	return map[string]string{
-		"fs.read":       strings.Join(c.FS.Read, ", "),
-		"fs.write":      strings.Join(c.FS.Write, ", "),
-		"memory":        string(c.Memory),
-		"memory.topics": strings.Join(c.MemoryTopics, ", "),
-		"lsp":           strings.Join(c.LSP, ", "),
-		"net":           strings.Join(c.Net, ", "),
-		"env":           strings.Join(c.Env, ", "),
+		"fs.read":       termsafe.Join(c.FS.Read, ", "),
+		"fs.write":      termsafe.Join(c.FS.Write, ", "),
+		"memory":        termsafe.Line(string(c.Memory)),
+		"memory.topics": termsafe.Join(c.MemoryTopics, ", "),
+		"lsp":           termsafe.Join(c.LSP, ", "),
+		"net":           termsafe.Join(c.Net, ", "),
+		"env":           termsafe.Join(c.Env, ", "),
 	}
 }
 

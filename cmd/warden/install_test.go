@@ -88,7 +88,10 @@ func TestGrantCLI(t *testing.T) {
 		}
 	}
 	before, _ := os.ReadFile(cfgPath)
-	if !strings.Contains(string(before), "  grants:      # none yet\n    fetch:\n      net: [api.github.com, \"*.example.com\"]\n      env: [TOKEN]\n") {
+	// The grant belongs to a module: no fetch is installed, so the module
+	// named like the tool.
+	if !strings.Contains(string(before), "  grants:      # none yet\n    fetch:\n      module: fetch\n      net: [api.github.com, \"*.example.com\"]\n      env: [TOKEN]\n") ||
+		!strings.Contains(out, "tools.grants.fetch (module fetch)") {
 		t.Errorf("config:\n%s", before)
 	}
 	for _, c := range []struct {
@@ -99,6 +102,8 @@ func TestGrantCLI(t *testing.T) {
 		{[]string{"grant", "fetch", "shell=yes"}, `tools.grants.fetch: unknown grant key "shell"`},
 		{[]string{"revoke", "fetch", "env=OTHER"}, "tools.grants.fetch.env: OTHER is not granted (granted: TOKEN)"},
 		{[]string{"revoke", "fetch"}, "--all"},
+		{[]string{"grant", "fetch", "--module", "..", "env=TOKEN"}, `--module ".." is not a module name`},
+		{[]string{"grant", "fetch", "--module", "a/b", "env=TOKEN"}, `--module "a/b" is not a module name`},
 	} {
 		_, err := run(t, "", append([]string{"-c", cfgPath}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -108,7 +113,34 @@ func TestGrantCLI(t *testing.T) {
 			t.Errorf("%v changed the config", c.args)
 		}
 	}
-	if out, err := run(t, "", "-c", cfgPath, "revoke", "fetch", "--all"); err != nil || !strings.Contains(out, "nothing granted") {
+	// Adding to an entry keeps its module; --module moves it, explicitly.
+	if out, err := run(t, "", "-c", cfgPath, "grant", "fetch", "env=OTHER"); err != nil || !strings.Contains(out, "(module fetch)") {
+		t.Errorf("grant to a bound entry: %v\n%s", err, out)
+	}
+	if out, err := run(t, "", "-c", cfgPath, "grant", "fetch", "--module", "Fetcher", "env=TOKEN"); err != nil || !strings.Contains(out, "(module Fetcher)") {
+		t.Errorf("grant --module: %v\n%s", err, out)
+	}
+	if out, err := run(t, "", "-c", cfgPath, "revoke", "fetch", "--all"); err != nil || !strings.Contains(out, "nothing granted") || !strings.Contains(out, "(module Fetcher)") {
 		t.Errorf("revoke --all: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(cfgPath); !strings.Contains(string(after), "    fetch:\n      module: Fetcher\n") {
+		t.Errorf("revoke --all did not keep the module:\n%s", after)
+	}
+}
+
+// TestInstallReviewSaysWhereTheGrantBelongs: a grant entry of the tool's name
+// that belongs to another module grants the new module nothing, and the
+// review says why rather than leaving "not granted" to look like a mistake.
+func TestInstallReviewSaysWhereTheGrantBelongs(t *testing.T) {
+	cfgPath, echo := setup(t)
+	if _, err := run(t, "", "-c", cfgPath, "grant", "echo", "--module", "real-echo", "env=TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "", "-c", cfgPath, "install", "--yes", "--name", "echo", echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "note: tools.grants.echo is bound to module real-echo (its module field); tool \"echo\" is served by module echo") {
+		t.Errorf("review does not say where the grant belongs:\n%s", out)
 	}
 }

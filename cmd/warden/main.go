@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/warden-run/warden/internal/termsafe"
 )
 
 // Exit codes.
@@ -47,10 +49,11 @@ func exitCode(err error) int {
 	case errors.Is(err, errToolFailed):
 		return exitToolError
 	case errors.As(err, &usage):
-		fmt.Fprintln(os.Stderr, "warden:", err)
+		fmt.Fprintln(os.Stderr, "warden:", termsafe.Text(err.Error()))
 		return exitUsage
 	default:
-		fmt.Fprintln(os.Stderr, "warden:", err)
+		// Errors carry guest strings (tool names, rejection reasons).
+		fmt.Fprintln(os.Stderr, "warden:", termsafe.Text(err.Error()))
 		return exitToolError
 	}
 }

@@ -67,6 +67,7 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				PageSize:    cfg.Server.PageSize,
 				MaxInFlight: cfg.Server.MaxInFlight,
 				QueueWait:   cfg.Server.QueueWait,
+				MaxMessage:  int(cfg.Server.MaxMessage),
 				Logger:      logger,
 			}
 			if cmd.Flags().Changed("page-size") {
@@ -93,7 +94,14 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 			if token == "" {
 				token = cfg.Server.Token
 			}
-			err = srv.ListenAndServe(ctx, addr, mcpserver.HTTPOptions{Token: token})
+			err = srv.ListenAndServe(ctx, addr, mcpserver.HTTPOptions{
+				Token:           token,
+				MaxRequestBytes: int64(cfg.Server.MaxMessage),
+				HeaderTimeout:   cfg.Server.HeaderTimeout,
+				BodyTimeout:     cfg.Server.BodyTimeout,
+				IdleTimeout:     cfg.Server.IdleTimeout,
+				MaxConnections:  cfg.Server.MaxConnections,
+			})
 			if errors.Is(err, mcpserver.ErrTokenRequired) {
 				return usagef("%v: pass --token, or set server.token or WARDEN_SERVER_TOKEN", err)
 			}

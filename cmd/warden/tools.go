@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -29,7 +30,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 			}
 			defer a.Close(cmd.Context())
 			for _, err := range a.LoadTools(cmd.Context()) {
-				fmt.Fprintln(os.Stderr, "warden:", err)
+				fmt.Fprintln(os.Stderr, "warden:", termsafe.Text(err.Error()))
 			}
 			printTools(cmd.OutOrStdout(), a)
 			return nil
@@ -41,15 +42,47 @@ func printTools(w io.Writer, a *app.App) {
 	cfg := a.Config()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
+	var elsewhere []error
 	for _, t := range a.Registry().Tools() {
 		m := t.Module()
-		requested, granted := t.Descriptor.Capabilities, cfg.Grants(t.Descriptor.Name)
+		granted, err := cfg.Grants(t.Descriptor.Name, m.Name())
+		if err != nil {
+			elsewhere = append(elsewhere, err)
+		}
+		requested := t.Descriptor.Capabilities
 		// The last column is what a reviewer must decide on: requested,
 		// not granted (`warden grant` it, or leave the tool without it).
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Descriptor.Name, m.Name(), m.SHA256()[:12],
-			requested.Summary(), granted.Summary(), app.Missing(requested, granted).Summary())
+		// Every field but the hash comes from the module or its file name:
+		// escaped, so that none can move the cursor or fake a column.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(t.Descriptor.Name), termsafe.Line(m.Name()), m.SHA256()[:12],
+			summary(requested), summary(granted), summary(app.Missing(requested, granted)))
 	}
 	tw.Flush()
+	printRefusals(w, a.Refused(), elsewhere)
+}
+
+// printRefusals lists, under the table, the tools not served because
+// several modules describe their name, and the grant entries that give a
+// served tool nothing because they belong to another module. Names in them
+// are validated tool and module names, safe to print.
+func printRefusals(w io.Writer, refused []mcpserver.Refusal, elsewhere []error) {
+	if len(refused) > 0 {
+		fmt.Fprintf(w, "\nREFUSED (%d; not served):\n", len(refused))
+		for _, r := range refused {
+			fmt.Fprintf(w, "  %s (module %s): %s\n", r.Tool, r.Module, r.Reason)
+		}
+	}
+	if len(elsewhere) > 0 {
+		fmt.Fprintf(w, "\nGRANTS OF ANOTHER MODULE (%d; nothing granted):\n", len(elsewhere))
+		for _, err := range elsewhere {
+			fmt.Fprintf(w, "  %v\n", err)
+		}
+	}
+}
+
+// summary is c.Summary() escaped for a terminal, bounded like a description.
+func summary(c tool.Capabilities) string {
+	return termsafe.Bound(c.Summary(), termsafe.MaxText, false)
 }
 
 func newCallCmd(g *globalFlags) *cobra.Command {
@@ -86,11 +119,9 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 				return usagef("%v (see `warden tools`)", err)
 			}
 			if res.Captured != nil {
-				logger.Info("tool output", "stdout", res.Captured.Stdout, "stderr", res.Captured.Stderr)
+				logger.Info("tool output", "stdout", termsafe.Escape(res.Captured.Stdout), "stderr", termsafe.Escape(res.Captured.Stderr))
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(presentResult(res)); err != nil {
+			if err := writeJSON(cmd.OutOrStdout(), presentResult(res)); err != nil {
 				return err
 			}
 			if res.IsError {
@@ -117,15 +148,28 @@ func presentResult(r *tool.Result) any {
 	}{r.Content, r.StructuredContent, r.IsError, r.Error, r.NextCursor, r.Details, r.Meta}
 }
 
-// stderrObserver shows a call's progress and log lines on stderr.
+// writeJSON prints v as indented JSON that is safe on a terminal: the
+// characters encoding/json leaves raw (C1 controls, bidi overrides,
+// zero-width characters) become \u escapes, which decode to the same value.
+func writeJSON(w io.Writer, v any) error {
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(termsafe.JSON(out), '\n'))
+	return err
+}
+
+// stderrObserver shows a call's progress and log lines on stderr, escaped:
+// a guest's line must not drive the operator's terminal.
 type stderrObserver struct{ log *slog.Logger }
 
 func (o stderrObserver) Progress(p tool.Progress) {
-	o.log.Info("progress", "progress", p.Progress, "total", p.Total, "message", p.Message)
+	o.log.Info("progress", "progress", p.Progress, "total", p.Total, "message", termsafe.Line(p.Message))
 }
 
 func (o stderrObserver) Log(level slog.Level, msg string) {
-	o.log.Log(context.Background(), level, "tool log", "message", msg)
+	o.log.Log(context.Background(), level, "tool log", "message", termsafe.Escape(msg))
 }
 
 func newInspectCmd(g *globalFlags) *cobra.Command {
@@ -171,7 +215,5 @@ func printInspect(w io.Writer, m *runtime.Module) error {
 	for _, r := range m.Rejected() {
 		out.Rejected = append(out.Rejected, rejected{r.Name, r.Reason.Error()})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }

@@ -45,6 +45,8 @@ var fixtures = map[string]string{
 	"hostcalls":   "runtime/testdata/goguest/hostcalls",
 	"stdoutflood": "runtime/testdata/goguest/stdoutflood",
 	"busy":        "e2e/serve/testdata/busy",
+	"surface":     "e2e/serve/testdata/hostile/surface",
+	"shouty":      "e2e/serve/testdata/hostile/shouty",
 }
 
 // built is what TestMain built: the warden binary and each fixture's module

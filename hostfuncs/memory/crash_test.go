@@ -1,142 +1,134 @@
 package memory
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
-	"time"
 )
 
-const crashDirEnv = "WARDEN_MEMORY_CRASH_DIR"
+// The crash child's instructions, passed in its environment.
+const (
+	crashDirEnv   = "WARDEN_MEMORY_CRASH_DIR"
+	crashStepEnv  = "WARDEN_MEMORY_CRASH_STEP"
+	crashTopicEnv = "WARDEN_MEMORY_CRASH_TOPIC"
+)
 
-var crashTopics = []string{"big", "nested/deep/big", "other"}
+// The values the crash test writes: the new one is large enough to take
+// several write(2)s.
+var (
+	crashOldValue = strings.Repeat("old value line\n", 4096)         // 60 KiB
+	crashNewValue = strings.Repeat("the new value, longer\n", 40000) // 880 KiB
+)
 
-// crashValues are the only values the crash writer ever writes: distinct
-// sizes and contents, so a torn or mixed file matches none of them.
-func crashValues() []string {
-	var values []string
-	for i, size := range []int{1, 64 << 10, 700 << 10, 2 << 20} {
-		var b strings.Builder
-		for b.Len() < size {
-			fmt.Fprintf(&b, "value %d line %08d\n", i, b.Len())
-		}
-		values = append(values, b.String()[:size])
-	}
-	return values
-}
-
-// TestCrashChild is the writer that TestKillDuringWrites runs in a
-// subprocess and kills; run directly it does nothing.
+// TestCrashChild is the writer that TestKillAtEveryWriteStep runs in a
+// subprocess: it sets one topic and kills itself with SIGKILL at the named
+// step of the write. Run directly it does nothing.
 func TestCrashChild(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
-		t.Skip("only runs as TestKillDuringWrites' subprocess")
+		t.Skip("only runs as TestKillAtEveryWriteStep's subprocess")
 	}
 	m, err := New(Config{ProjectRoot: dir, MaxValueBytes: 4 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Encode every request up front so that the loop spends its time
-	// writing, where the kills should land.
-	var requests [][]byte
-	for _, topic := range crashTopics {
-		for _, v := range crashValues() {
-			raw, _ := json.Marshal(req{"op": "set", "topic": topic, "value": v})
-			requests = append(requests, raw)
+	target := writeStep(os.Getenv(crashStepEnv))
+	m.store.Load().reached = func(step writeStep) {
+		if step == target {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // SIGKILL is not deliverable late, but never go on
 		}
 	}
-	for i := 0; ; i++ {
-		raw := requests[(i%len(crashTopics))*len(requests)/len(crashTopics)+rand.IntN(len(requests)/len(crashTopics))]
-		if _, err := m.Serve(t.Context(), rw, raw); err != nil {
-			t.Fatal(err)
-		}
-		if i == len(crashTopics)-1 {
-			fmt.Println("ready")
+	raw, _ := json.Marshal(req{"op": "set", "topic": os.Getenv(crashTopicEnv), "value": crashNewValue})
+	if _, err := m.Serve(t.Context(), rw, raw); err != nil {
+		t.Fatal(err)
+	}
+	// Reaching here means the step was never reached: the parent sees a
+	// normal exit and fails.
+}
+
+// TestKillAtEveryWriteStep kills a writer with SIGKILL at each step of an
+// atomic write, for a new topic and for one that has a value, and checks
+// that the topic then holds exactly the old value (killed before the rename)
+// or exactly the new one (after it), never a mix or nothing; that a dead
+// writer's lock and temp file never block the next writer; and that the
+// store works afterwards. The kill points are exact, so every step is
+// covered on every run, however busy the machine.
+func TestKillAtEveryWriteStep(t *testing.T) {
+	oldValue, newValue := crashOldValue, crashNewValue
+	for _, step := range writeSteps {
+		for _, existing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/existing=%v", step, existing), func(t *testing.T) {
+				dir := t.TempDir()
+				topic := "nested/deep/topic"
+				if existing {
+					setValue(t, dir, topic, oldValue)
+				}
+				cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+				cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashStepEnv+"="+string(step),
+					crashTopicEnv+"="+topic)
+				out, err := cmd.CombinedOutput()
+				if cmd.ProcessState == nil {
+					t.Fatalf("start the writer: %v", err)
+				}
+				status, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+				if err == nil || !status.Signaled() || status.Signal() != syscall.SIGKILL {
+					t.Fatalf("the writer was not killed at step %s (%v): %s", step, err, out)
+				}
+
+				beforeRename := step == stepTempCreated || step == stepHalfWritten || step == stepSynced
+				data, err := os.ReadFile(filepath.Join(dir, ".warden", "memories", topic+".md"))
+				switch {
+				case beforeRename && !existing:
+					if !os.IsNotExist(err) {
+						t.Fatalf("killed at %s before the first write landed: want no topic file, got %d bytes (%v)", step, len(data), err)
+					}
+				case beforeRename:
+					if err != nil || string(data) != oldValue {
+						t.Fatalf("killed at %s: want the old value (%d bytes), got %d bytes (%v)", step, len(oldValue), len(data), err)
+					}
+				default:
+					if err != nil || string(data) != newValue {
+						t.Fatalf("killed at %s: want the new value (%d bytes), got %d bytes (%v)", step, len(newValue), len(data), err)
+					}
+				}
+				if temps := tempFiles(dir); beforeRename != (len(temps) == 1) {
+					t.Fatalf("killed at %s: temp files %q", step, temps)
+				}
+
+				// The next writer takes the dead one's lock, sweeps its temp
+				// file, and the store works.
+				setValue(t, dir, topic, "done")
+				if temps := tempFiles(dir); len(temps) > 0 {
+					t.Fatalf("temp files survived the next write: %q", temps)
+				}
+				m, err := New(Config{ProjectRoot: dir, MaxValueBytes: 4 << 20}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out2, err := m.Serve(t.Context(), rw, []byte(`{"op":"get","topic":"`+topic+`"}`))
+				if err != nil || out2.(getReply).Value != "done" {
+					t.Fatalf("get after the crash: %+v %v", out2, err)
+				}
+			})
 		}
 	}
 }
 
-// TestKillDuringWrites kills a writer with SIGKILL at random instants and
-// checks that every memory is always one complete value.
-func TestKillDuringWrites(t *testing.T) {
-	dir := t.TempDir()
-	values := crashValues()
-	complete := map[string]bool{}
-	for _, v := range values {
-		complete[v] = true
-	}
-	// Kill at random instants until enough kills have landed inside a
-	// write (a temp file is left), which about a third of them do.
-	const minRounds, maxRounds, minMidWrite = 8, 60, 3
-	midWrite := 0
-	for round := range maxRounds {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("round %d: writer said %q (%v); stderr: %s", round, line, err, stderr.String())
-		}
-		time.Sleep(time.Duration(rand.IntN(40_000)) * time.Microsecond)
-		if err := cmd.Process.Kill(); err != nil { // SIGKILL
-			t.Fatal(err)
-		}
-		cmd.Wait()
-
-		for _, topic := range crashTopics {
-			data, err := os.ReadFile(filepath.Join(dir, ".warden", "memories", topic+".md"))
-			if err != nil {
-				t.Fatalf("round %d: %s: %v", round, topic, err)
-			}
-			if !complete[string(data)] {
-				t.Fatalf("round %d: %s holds %d bytes that are no complete value", round, topic, len(data))
-			}
-		}
-		if len(tempFiles(dir)) > 0 {
-			midWrite++
-		}
-		if round+1 >= minRounds && midWrite >= minMidWrite {
-			t.Logf("%d of %d kills landed mid-write (left a temp file)", midWrite, round+1)
-			break
-		}
-	}
-	if midWrite < minMidWrite {
-		t.Fatalf("only %d kills landed mid-write; the test proved too little", midWrite)
-	}
-
-	// The dead writers' lock is gone, their temp files are swept by the
-	// next writer, and the store works.
+func setValue(t *testing.T, dir, topic, value string) {
+	t.Helper()
 	m, err := New(Config{ProjectRoot: dir, MaxValueBytes: 4 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, topic := range crashTopics {
-		if _, err := m.Serve(t.Context(), rw, fmt.Appendf(nil, `{"op":"set","topic":%q,"value":"done"}`, topic)); err != nil {
-			t.Fatalf("after the kills: %v", err)
-		}
-	}
-	if temps := tempFiles(dir); len(temps) > 0 {
-		t.Fatalf("temp files survived the next writes: %q", temps)
-	}
-	out, err := m.Serve(t.Context(), rw, []byte(`{"op":"list"}`))
-	if err != nil || len(out.(listReply).Topics) != len(crashTopics) {
-		t.Fatalf("list after the kills: %v %v", out, err)
+	raw, _ := json.Marshal(req{"op": "set", "topic": topic, "value": value})
+	if _, err := m.Serve(t.Context(), rw, raw); err != nil {
+		t.Fatalf("set %s: %v", topic, err)
 	}
 }
 

@@ -3,9 +3,13 @@
 //
 // Each memory is a topic, a path-like name such as "arch/db" (see
 // ValidateTopic), stored as <project>/.warden/memories/<topic>.md. The files
-// are ordinary markdown that people may read, edit and commit; warden reads
-// them through an os.Root on the memories directory, so no topic and no
-// symlink resolves outside it.
+// are ordinary markdown that people may read, edit and commit. warden opens
+// them one path component at a time through os.Root and never follows a
+// symbolic link: a link at .warden, .warden/memories, a topic directory, a
+// topic file or the lock file makes the operation denied, naming the topic
+// and the link's store path (never its target). A topic file with more than
+// one hard link is not read (get, append). The fs capability's deny-list
+// (built-in and security.deny, see Config.Deny) applies to each topic's file.
 //
 // Writes are atomic and durable (temp file, fsync, rename, fsync of the
 // directory) and serialized across processes by an flock on
@@ -38,14 +42,17 @@
 //	list    {"op":"list","prefix":"arch"}   (prefix optional)
 //	        → {"topics":[{"topic":"arch/db","size":123,"modified":"..."}]}
 //	        sorted by topic, at most 1000, with "truncated": true beyond;
-//	        only topics the grant covers are listed.
+//	        only topics the grant covers are listed. Links, hard-linked
+//	        files and denied topics are left out and counted in
+//	        "skipped": {"symlinks":n,"hardLinks":n,"denied":n}.
 //	delete  {"op":"delete","topic":"arch/db"}
 //	        → {"topic":"arch/db","deleted":true}   (false when there was none)
 //
 // Values are UTF-8 text of at most Config.MaxValueBytes (256 KiB by default)
 // after an append. Errors: invalid_arguments (bad request, bad topic, value
 // too large), denied (no grant, read-only grant writing, topic outside
-// memory_topics; the message names the config key that would grant it),
+// memory_topics, a link or hard link in the store, a deny rule; the message
+// names the config key that would grant it, or the link),
 // not_found (get of a missing topic), cancelled or timeout (the call ended
 // while waiting for the lock), failed (I/O).
 package memory

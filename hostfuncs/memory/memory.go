@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/hostfuncs/internal/pathguard"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -28,6 +30,13 @@ type Config struct {
 	// MaxValueBytes bounds a stored value, appends included. 0 means
 	// DefaultMaxValueBytes.
 	MaxValueBytes int
+	// Deny holds the user's deny patterns (config security.deny); with the
+	// built-in ones (the fs capability's list) they apply to the file each
+	// topic is stored in.
+	Deny []string
+	// Home is the directory "~" stands for in deny patterns; empty means
+	// the user's home directory.
+	Home string
 }
 
 func (c Config) store() (*store, error) {
@@ -37,7 +46,20 @@ func (c Config) store() (*store, error) {
 	if c.MaxValueBytes < 0 {
 		return nil, fmt.Errorf("memory: max value bytes must not be negative, got %d", c.MaxValueBytes)
 	}
-	s := &store{projectRoot: c.ProjectRoot, maxValue: c.MaxValueBytes}
+	home := c.Home
+	if home == "" {
+		// Without a home directory the "~/" rules cannot be expanded; refuse
+		// rather than run without them.
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return nil, fmt.Errorf("memory: home directory for deny rules: %w", err)
+		}
+	}
+	guard, err := pathguard.New(pathguard.Config{ProjectDir: c.ProjectRoot, Deny: c.Deny, Home: home})
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	s := &store{projectRoot: c.ProjectRoot, maxValue: c.MaxValueBytes, guard: guard}
 	if s.maxValue == 0 {
 		s.maxValue = DefaultMaxValueBytes
 	}
@@ -100,8 +122,9 @@ type (
 		Size  int    `json:"size"`
 	}
 	listReply struct {
-		Topics    []Entry `json:"topics"`
-		Truncated bool    `json:"truncated,omitempty"`
+		Topics    []Entry  `json:"topics"`
+		Truncated bool     `json:"truncated,omitempty"`
+		Skipped   *Skipped `json:"skipped,omitempty"`
 	}
 	deleteReply struct {
 		Topic   string `json:"topic"`
@@ -141,11 +164,15 @@ func (m *Memory) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (a
 		}
 		return deleteReply{Topic: req.Topic, Deleted: deleted}, nil
 	default: // "list"; decode accepts no other op
-		topics, truncated, err := s.list(req.Prefix, func(topic string) bool { return granted(call.Grants.MemoryTopics, topic) })
+		topics, truncated, skipped, err := s.list(req.Prefix, func(topic string) bool { return granted(call.Grants.MemoryTopics, topic) })
 		if err != nil {
 			return nil, s.storeError(req, err)
 		}
-		return listReply{Topics: topics, Truncated: truncated}, nil
+		reply := listReply{Topics: topics, Truncated: truncated}
+		if skipped.any() {
+			reply.Skipped = &skipped
+		}
+		return reply, nil
 	}
 }
 
@@ -257,7 +284,17 @@ func granted(prefixes []string, topic string) bool {
 // never host paths.
 func (s *store) storeError(req *request, err error) error {
 	var tooLarge errTooLarge
+	var refused *errRefused
+	var deny *errDenyRule
+	what := fmt.Sprintf("topic %q", req.Topic)
+	if req.Op == "list" {
+		what = fmt.Sprintf("prefix %q", req.Prefix)
+	}
 	switch {
+	case errors.As(err, &refused):
+		return tool.Errorf(tool.KindDenied, "memory %s: %s refused: %v", req.Op, what, refused)
+	case errors.As(err, &deny):
+		return tool.Errorf(tool.KindDenied, "memory %s: %s refused: %v (config key security.deny; built-in rules cannot be lifted)", req.Op, what, deny)
 	case errors.As(err, &tooLarge):
 		return tool.Errorf(tool.KindInvalidArguments, "memory %s %q: %v", req.Op, req.Topic, tooLarge)
 	case errors.Is(err, fs.ErrNotExist):

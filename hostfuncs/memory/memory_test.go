@@ -388,7 +388,7 @@ func TestSymlinksStayInside(t *testing.T) {
 	os.Symlink(parent, filepath.Join(project2, ".warden", "memories"))
 	m2, _ := New(Config{ProjectRoot: project2}, nil)
 	_, err := serve(t, m2, rw, req{"op": "get", "topic": "secret"})
-	wantKind(t, err, tool.KindFailed)
+	wantKind(t, err, tool.KindDenied)
 	if strings.Contains(err.Error(), "TOP SECRET") || strings.Contains(err.Error(), parent) {
 		t.Fatalf("message leaks: %v", err)
 	}

@@ -12,9 +12,12 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/warden-run/warden/hostfuncs/internal/pathguard"
 )
 
 const (
@@ -34,6 +37,33 @@ const (
 type store struct {
 	projectRoot string
 	maxValue    int
+	// guard holds the deny-list of the fs capability; it is applied to the
+	// path every topic is stored at.
+	guard *pathguard.Guard
+	// reached, when set, is told each step of a write as it completes. Only
+	// the crash test sets it, to kill the writer at an exact step.
+	reached func(step writeStep)
+}
+
+// writeStep names a point inside an atomic write.
+type writeStep string
+
+// The steps of a write, in order.
+const (
+	stepTempCreated writeStep = "temp-created" // the temp file exists, empty
+	stepHalfWritten writeStep = "half-written" // half the value is in the temp file
+	stepSynced      writeStep = "synced"       // the whole value is in the temp file, synced
+	stepRenamed     writeStep = "renamed"      // the temp file replaced the topic file
+	stepDirSynced   writeStep = "dir-synced"   // the directories holding it are synced
+)
+
+// writeSteps lists every step, in order.
+var writeSteps = []writeStep{stepTempCreated, stepHalfWritten, stepSynced, stepRenamed, stepDirSynced}
+
+func (s *store) reach(step writeStep) {
+	if s.reached != nil {
+		s.reached(step)
+	}
 }
 
 // Entry describes one stored memory.
@@ -43,40 +73,112 @@ type Entry struct {
 	Modified time.Time `json:"modified"`
 }
 
-// open returns the memories directory as an os.Root, so nothing below can
-// resolve outside it, even through a symlink a tool planted with fs access.
-// create makes the directory if it is missing; otherwise a missing directory
-// is reported as fs.ErrNotExist.
-func (s *store) open(create bool) (*os.Root, error) {
+// Skipped counts what a listing left out, so that nothing is dropped
+// silently. Names and link targets are not reported.
+type Skipped struct {
+	// Symlinks are links in the store, to files or directories.
+	Symlinks int `json:"symlinks,omitempty"`
+	// HardLinks are topic files with more than one name.
+	HardLinks int `json:"hardLinks,omitempty"`
+	// Denied are topics whose file matches a deny rule.
+	Denied int `json:"denied,omitempty"`
+}
+
+func (s Skipped) any() bool { return s != Skipped{} }
+
+// open returns the chain of directories from the project root to the
+// memories directory, each opened without following a symlink (see
+// openDirNoFollow): os.Root alone keeps paths inside the project, but
+// ".warden/memories -> .." stays inside it too. create makes missing
+// directories; otherwise a missing one is reported as fs.ErrNotExist.
+func (s *store) open(create bool) (*dirChain, error) {
 	project, err := os.OpenRoot(s.projectRoot)
 	if err != nil {
-		return nil, fmt.Errorf("open project root: %w", err)
+		return nil, fmt.Errorf("open project root: %w", unwrapPath(err))
 	}
-	defer project.Close()
-	if create {
-		if err := project.MkdirAll(memoriesDir, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", memoriesDir, err)
+	chain := &dirChain{dirs: []*os.Root{project}, names: []string{"<project>"}}
+	display := ""
+	for _, name := range strings.Split(memoriesDir, "/") {
+		display = path.Join(display, name)
+		d, _, err := openDirNoFollow(chain.leaf(), name, display, create)
+		if err != nil {
+			chain.close()
+			return nil, err
 		}
+		chain.dirs, chain.names = append(chain.dirs, d), append(chain.names, display)
 	}
-	return project.OpenRoot(memoriesDir)
+	return chain, nil
+}
+
+// openTopicDir extends chain (open on the memories directory) down to the
+// directory holding topic's file, and returns that file's name. created
+// counts the directories it made.
+func openTopicDir(chain *dirChain, topic string, create bool) (base string, created int, err error) {
+	dirs := strings.Split(fileName(topic), "/")
+	base, dirs = dirs[len(dirs)-1], dirs[:len(dirs)-1]
+	for _, name := range dirs {
+		d, made, err := openDirNoFollow(chain.leaf(), name, chain.child(name), create)
+		if err != nil {
+			return "", 0, err
+		}
+		if made {
+			created++
+		}
+		chain.dirs, chain.names = append(chain.dirs, d), append(chain.names, chain.child(name))
+	}
+	return base, created, nil
+}
+
+// checkDenied applies the deny-list to where topic is stored. With no
+// symlink below the project root, that path is what the store resolves to.
+func (s *store) checkDenied(topic string) error {
+	if s.guard == nil {
+		return nil
+	}
+	t := pathguard.Target{Root: s.guard.Roots()[0], Rel: memoriesDir + "/" + fileName(topic)}
+	if rule := s.guard.Denied(t); rule != nil {
+		return &errDenyRule{path: t.Rel, rule: rule}
+	}
+	return nil
+}
+
+type errDenyRule struct {
+	path string
+	rule *pathguard.Rule
+}
+
+func (e *errDenyRule) Error() string {
+	return fmt.Sprintf("%s matches deny rule %q (%s); deny rules apply to memories too", e.path, e.rule.Pattern, e.rule.Source)
 }
 
 // lock takes the store's exclusive lock, shared by every process that opens
 // the same project, polling so that ctx can end the wait. The lock is an
 // flock on an open file description, so it also serializes goroutines of
 // this process, and the kernel drops it when a holder dies, even by kill -9.
+// The lock file is opened through the .warden directory checked like the
+// store's own; a lock file that is a symlink is refused.
 func (s *store) lock(ctx context.Context) (unlock func(), err error) {
 	project, err := os.OpenRoot(s.projectRoot)
 	if err != nil {
-		return nil, fmt.Errorf("open project root: %w", err)
+		return nil, fmt.Errorf("open project root: %w", unwrapPath(err))
 	}
 	defer project.Close()
-	if err := project.MkdirAll(path.Dir(lockFile), 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", path.Dir(lockFile), err)
-	}
-	f, err := project.OpenFile(lockFile, os.O_RDWR|os.O_CREATE, 0o644)
+	warden, _, err := openDirNoFollow(project, path.Dir(lockFile), path.Dir(lockFile), true)
 	if err != nil {
-		return nil, fmt.Errorf("open lock: %w", err)
+		return nil, err
+	}
+	defer warden.Close()
+	name := path.Base(lockFile)
+	if info, err := warden.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return nil, &errRefused{Path: lockFile, Reason: reasonSymlink}
+	}
+	f, err := warden.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", unwrapPath(err))
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return nil, &errRefused{Path: lockFile, Reason: reasonNotRegual}
 	}
 	fd := int(f.Fd())
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
@@ -100,23 +202,23 @@ func (s *store) lock(ctx context.Context) (unlock func(), err error) {
 // get reads a memory. A file larger than the value limit (edited by hand,
 // or written under a larger limit) is returned cut at the limit.
 func (s *store) get(topic string) (value []byte, truncated bool, modified time.Time, err error) {
-	root, err := s.open(false)
+	if err := s.checkDenied(topic); err != nil {
+		return nil, false, time.Time{}, err
+	}
+	chain, err := s.open(false)
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
-	defer root.Close()
-	f, err := root.Open(fileName(topic))
+	defer chain.close()
+	base, _, err := openTopicDir(chain, topic, false)
+	if err != nil {
+		return nil, false, time.Time{}, err
+	}
+	f, info, err := openFileNoFollow(chain.leaf(), base, chain.child(base))
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, false, time.Time{}, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, false, time.Time{}, fmt.Errorf("%s is not a regular file: %w", fileName(topic), fs.ErrNotExist)
-	}
 	value, err = io.ReadAll(io.LimitReader(f, int64(s.maxValue)+1))
 	if err != nil {
 		return nil, false, time.Time{}, err
@@ -128,21 +230,31 @@ func (s *store) get(topic string) (value []byte, truncated bool, modified time.T
 }
 
 // put replaces a memory with value, or with its current value followed by
-// value when appending. It returns the new size.
+// value when appending. It returns the new size. A topic file that is a
+// symlink is refused for both (replacing the link would be harmless, but a
+// store that never acts on a link is simpler to reason about); a hard-linked
+// one is refused when appending, which reads it.
 func (s *store) put(ctx context.Context, topic string, value []byte, appending bool) (int, error) {
+	if err := s.checkDenied(topic); err != nil {
+		return 0, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
-	root, err := s.open(true)
+	chain, err := s.open(true)
 	if err != nil {
 		return 0, err
 	}
-	defer root.Close()
-	name := fileName(topic)
+	defer chain.close()
+	base, created, err := openTopicDir(chain, topic, true)
+	if err != nil {
+		return 0, err
+	}
+	dir, display := chain.leaf(), chain.child(base)
 	if appending {
-		old, err := root.ReadFile(name)
+		old, err := readExisting(dir, base, display, s.maxValue)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -152,14 +264,31 @@ func (s *store) put(ctx context.Context, topic string, value []byte, appending b
 		default:
 			value = append(old, value...)
 		}
+	} else if info, err := dir.Lstat(base); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return 0, &errRefused{Path: display, Reason: reasonSymlink}
 	}
 	if len(value) > s.maxValue {
 		return 0, errTooLarge{size: len(value), limit: s.maxValue}
 	}
-	if err := writeAtomic(root, name, value); err != nil {
+	if err := s.writeAtomic(dir, base, value); err != nil {
 		return 0, err
 	}
+	if err := syncChain(chain, created); err != nil {
+		return 0, err
+	}
+	s.reach(stepDirSynced)
 	return len(value), nil
+}
+
+// readExisting reads the current value of a memory for an append; one over
+// the limit is read only far enough to know.
+func readExisting(dir *os.Root, base, display string, limit int) ([]byte, error) {
+	f, _, err := openFileNoFollow(dir, base, display)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(limit)+1))
 }
 
 type errTooLarge struct{ size, limit int }
@@ -168,27 +297,30 @@ func (e errTooLarge) Error() string {
 	return fmt.Sprintf("value would be %d bytes, over the limit of %d", e.size, e.limit)
 }
 
-// writeAtomic replaces name with data so that, whatever instant the process
-// dies at, name holds either its old content or data, never a mix or
+// writeAtomic replaces name in dir with data so that, whatever instant the
+// process dies at, name holds either its old content or data, never a mix or
 // nothing: data goes to a temp file in the same directory, is synced, and is
-// renamed over name; the directory is then synced so the rename itself
-// survives a power loss. The caller holds the lock, so any temp file it
-// finds was left by a writer that died, and is removed.
-func writeAtomic(root *os.Root, name string, data []byte) error {
-	dir := path.Dir(name)
-	created, err := mkdirAll(root, dir)
-	if err != nil {
-		return err
-	}
-	removeStaleTemps(root, dir)
+// renamed over name (rename replaces a link, never follows it); the caller
+// then syncs the directory so the rename itself survives a power loss. The
+// caller holds the lock, so any temp file it finds was left by a writer that
+// died, and is removed.
+func (s *store) writeAtomic(dir *os.Root, name string, data []byte) error {
+	removeStaleTemps(dir)
 	var suffix [8]byte
 	rand.Read(suffix[:])
-	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(suffix[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp := tempPrefix + hex.EncodeToString(suffix[:])
+	// O_EXCL never follows a link.
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return unwrapPath(err)
 	}
-	_, err = f.Write(data)
+	s.reach(stepTempCreated)
+	half := len(data) / 2
+	_, err = f.Write(data[:half])
+	if err == nil {
+		s.reach(stepHalfWritten)
+		_, err = f.Write(data[half:])
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -196,146 +328,202 @@ func writeAtomic(root *os.Root, name string, data []byte) error {
 		err = closeErr
 	}
 	if err == nil {
-		err = root.Rename(tmp, name)
+		s.reach(stepSynced)
+		err = dir.Rename(tmp, name)
 	}
 	if err != nil {
-		root.Remove(tmp)
-		return err
+		dir.Remove(tmp)
+		return unwrapPath(err)
 	}
-	// Sync the directory holding the new entry, and each directory this
-	// write created, whose own entry lives in its parent.
-	return syncDirs(root, dir, created)
+	s.reach(stepRenamed)
+	return nil
 }
 
-// mkdirAll creates dir and its missing parents and returns how many levels
-// it created.
-func mkdirAll(root *os.Root, dir string) (created int, err error) {
-	for d := dir; d != "."; d = path.Dir(d) {
-		if _, err := root.Lstat(d); err == nil {
-			break
-		}
-		created++
-	}
-	if created > 0 {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return 0, err
-		}
-	}
-	return created, nil
-}
-
-func syncDirs(root *os.Root, dir string, created int) error {
-	for i := 0; i <= created; i++ {
-		d, err := root.Open(dir)
+// syncChain syncs the chain's leaf directory, which holds a new or removed
+// entry, and the parents of the created directories below the memories
+// directory, whose own entries are new.
+func syncChain(chain *dirChain, created int) error {
+	for i := len(chain.dirs) - 1; i >= len(chain.dirs)-1-created && i >= 0; i-- {
+		d, err := chain.dirs[i].Open(".")
 		if err != nil {
-			return err
+			return unwrapPath(err)
 		}
 		err = d.Sync()
 		d.Close()
 		if err != nil {
-			return fmt.Errorf("sync %s: %w", dir, err)
+			return fmt.Errorf("sync %s: %w", chain.names[i], unwrapPath(err))
 		}
-		if dir == "." {
-			break
-		}
-		dir = path.Dir(dir)
 	}
 	return nil
 }
 
-func removeStaleTemps(root *os.Root, dir string) {
-	entries, err := fs.ReadDir(root.FS(), dir)
+func removeStaleTemps(dir *os.Root) {
+	entries, err := fs.ReadDir(dir.FS(), ".")
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), tempPrefix) {
-			root.Remove(path.Join(dir, e.Name()))
+			dir.Remove(e.Name()) // removes a link itself, never its target
 		}
 	}
 }
 
 // remove deletes a memory and then any directories the deletion left empty.
+// A topic file that is a symlink is refused, not deleted.
 func (s *store) remove(ctx context.Context, topic string) (bool, error) {
+	if err := s.checkDenied(topic); err != nil {
+		return false, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	root, err := s.open(false)
+	chain, err := s.open(false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	defer root.Close()
-	name := fileName(topic)
-	if info, err := root.Lstat(name); err != nil || !info.Mode().IsRegular() {
+	defer chain.close()
+	memories := len(chain.dirs) - 1
+	base, _, err := openTopicDir(chain, topic, false)
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	if err := root.Remove(name); err != nil {
+	if err != nil {
 		return false, err
 	}
-	dir := path.Dir(name)
-	for ; dir != "."; dir = path.Dir(dir) {
-		removeStaleTemps(root, dir)
-		if root.Remove(dir) != nil {
-			break // not empty
+	info, err := chain.leaf().Lstat(base)
+	if err != nil {
+		return false, nil
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		return false, &errRefused{Path: chain.child(base), Reason: reasonSymlink}
+	}
+	if !info.Mode().IsRegular() {
+		return false, nil
+	}
+	if err := chain.leaf().Remove(base); err != nil {
+		return false, unwrapPath(err)
+	}
+	// Remove the directories left empty, deepest first; Remove fails on a
+	// directory that is not empty.
+	i := len(chain.dirs) - 1
+	for ; i > memories; i-- {
+		removeStaleTemps(chain.dirs[i])
+		if chain.dirs[i-1].Remove(path.Base(chain.names[i])) != nil {
+			break
 		}
 	}
-	return true, syncDirs(root, dir, 0)
+	d, err := chain.dirs[i].Open(".")
+	if err != nil {
+		return true, unwrapPath(err)
+	}
+	defer d.Close()
+	return true, d.Sync()
 }
 
 // list returns the memories below prefix ("" for all) that keep(topic)
-// accepts, sorted by topic, at most maxListed of them.
-func (s *store) list(prefix string, keep func(topic string) bool) (entries []Entry, truncated bool, err error) {
-	root, err := s.open(false)
+// accepts, sorted by topic, at most maxListed of them. It opens every
+// directory without following a link and counts, in skipped, the links and
+// hard-linked or denied files it left out.
+func (s *store) list(prefix string, keep func(topic string) bool) (entries []Entry, truncated bool, skipped Skipped, err error) {
+	chain, err := s.open(false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return []Entry{}, false, nil
+		return []Entry{}, false, skipped, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, skipped, err
 	}
-	defer root.Close()
+	defer chain.close()
 	entries = []Entry{}
-	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == "." {
-				return err
-			}
-			return nil // a directory removed under us: skip it
+	// relevant reports whether a topic or topic directory could hold
+	// something this listing shows.
+	relevant := func(topic string, dir bool) bool {
+		if prefix != "" && !within(topic, prefix) && !(dir && within(prefix, topic)) {
+			return false
 		}
-		if p == "." {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") || strings.Count(p, "/") >= MaxTopicDepth {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		topic, ok := strings.CutSuffix(p, ".md")
-		if d.IsDir() || !d.Type().IsRegular() || !ok || ValidateTopic(topic) != nil {
-			return nil // symlinks, stray files and directories are not memories
-		}
-		if prefix != "" && !within(topic, prefix) || !keep(topic) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		entries = append(entries, Entry{Topic: topic, Size: info.Size(), Modified: info.ModTime().UTC()})
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
+		return dir || keep(topic)
 	}
-	// WalkDir visits "a.md" after "a-b.md" but before "a/...": sort by topic.
+	var walk func(dir *os.Root, rel string, depth int) error
+	walk = func(dir *os.Root, rel string, depth int) error {
+		f, err := dir.Open(".")
+		if err != nil {
+			return unwrapPath(err)
+		}
+		des, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return unwrapPath(err)
+		}
+		for _, d := range des {
+			name := d.Name()
+			if strings.HasPrefix(name, ".") {
+				continue
+			}
+			p := path.Join(rel, name)
+			if d.Type()&fs.ModeSymlink != 0 {
+				topic := strings.TrimSuffix(p, ".md")
+				if ValidateTopic(topic) == nil && relevant(topic, !strings.HasSuffix(p, ".md")) {
+					skipped.Symlinks++
+				}
+				continue
+			}
+			if d.IsDir() {
+				if depth+1 >= MaxTopicDepth || validateComponent(name) != nil || !relevant(p, true) {
+					continue
+				}
+				sub, _, err := openDirNoFollow(dir, name, p, false)
+				var refused *errRefused
+				switch {
+				case errors.As(err, &refused):
+					skipped.Symlinks++ // swapped for a link while listing
+					continue
+				case err != nil:
+					continue // removed under us
+				}
+				err = walk(sub, p, depth+1)
+				sub.Close()
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			topic, ok := strings.CutSuffix(p, ".md")
+			if !d.Type().IsRegular() || !ok || ValidateTopic(topic) != nil || !relevant(topic, false) {
+				continue // stray files are not memories
+			}
+			info, err := dir.Lstat(name)
+			if err != nil {
+				continue
+			}
+			switch {
+			case info.Mode()&fs.ModeSymlink != 0:
+				skipped.Symlinks++
+				continue
+			case !info.Mode().IsRegular():
+				continue
+			case links(info) > 1:
+				skipped.HardLinks++
+				continue
+			case s.checkDenied(topic) != nil:
+				skipped.Denied++
+				continue
+			}
+			entries = append(entries, Entry{Topic: topic, Size: info.Size(), Modified: info.ModTime().UTC()})
+		}
+		return nil
+	}
+	if err := walk(chain.leaf(), "", 0); err != nil {
+		return nil, false, skipped, err
+	}
+	// "a.md" sorts after "a-b.md" but before "a/...": sort by topic.
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Topic, b.Topic) })
 	if len(entries) > maxListed {
 		entries, truncated = entries[:maxListed], true
 	}
-	return entries, truncated, nil
+	return entries, truncated, skipped, nil
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warden-run/warden/config"
@@ -90,7 +91,8 @@ func (a *App) configChanged(cfg *config.Config) {
 		failed = append(failed, path)
 	}
 	a.mu.Unlock()
-	loadedAny := false
+	// A pin added, changed or removed decides name collisions anew.
+	loadedAny := a.repin(cfg)
 	for _, path := range failed {
 		loaded, errs := a.loadModule(context.Background(), path)
 		loadedAny = loadedAny || loaded
@@ -132,7 +134,8 @@ func (a *App) Config() *config.Config { return a.live.Current() }
 
 // LoadTools loads every module in the tools dir and waits for all of them.
 // Each file that fails is reported in the returned errors (naming the file)
-// and skipped.
+// and skipped, and so is each tool refused because several modules describe
+// its name.
 func (a *App) LoadTools(ctx context.Context) []error {
 	var (
 		mu   sync.Mutex
@@ -144,8 +147,13 @@ func (a *App) LoadTools(ctx context.Context) []error {
 		errs = append(errs, err)
 	})
 	a.loads.Wait()
-	// Files load in parallel: report in file order whatever finished first.
-	slices.SortStableFunc(errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
+	// Files load in parallel: report load errors in file order, then the
+	// collisions (LoadToolsInBackground reports them last).
+	loadErrs := slices.IndexFunc(errs, func(err error) bool { return !strings.HasPrefix(err.Error(), "load ") })
+	if loadErrs < 0 {
+		loadErrs = len(errs)
+	}
+	slices.SortStableFunc(errs[:loadErrs], func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
 	return errs
 }
 
@@ -170,6 +178,8 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 	a.mu.Unlock()
 	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
 	a.loads.Add(len(paths))
+	var remaining atomic.Int64
+	remaining.Store(int64(len(paths)))
 	for _, path := range paths {
 		go func() {
 			defer a.loads.Done()
@@ -186,6 +196,14 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 			}
 			if loaded || len(errs) > 0 {
 				a.notify()
+			}
+			if remaining.Add(-1) == 0 {
+				// Collisions are reported once all modules are in: the
+				// outcome does not depend on the order they were loaded in,
+				// and neither does the report.
+				for _, r := range a.registry.Refused() {
+					report(r)
+				}
 			}
 		}()
 	}
@@ -216,6 +234,42 @@ func (a *App) Loading() []string {
 	return slices.Sorted(maps.Keys(a.loading))
 }
 
+// Refused implements mcpserver.Refuser: the tools not served because
+// several modules describe their name (see runtime.Registry).
+func (a *App) Refused() []mcpserver.Refusal {
+	var out []mcpserver.Refusal
+	for _, r := range a.registry.Refused() {
+		out = append(out, mcpserver.Refusal{Tool: r.Tool, Module: r.Module, Modules: r.Modules, Reason: r.Reason})
+	}
+	return out
+}
+
+// repin brings each loaded module's pinned state in line with cfg's pins
+// and reports whether the tool table may have changed. A module whose pin
+// no longer matches its bytes is unloaded, like a changed file would be
+// refused: it is tried again at the next config change.
+func (a *App) repin(cfg *config.Config) (changed bool) {
+	for _, m := range a.registry.Modules() {
+		pinned, err := pinState(cfg, m.Name(), m.SHA256())
+		if err != nil {
+			path := filepath.Join(cfg.Tools.Dir, m.Name()+".wasm")
+			a.registry.Remove(m.Name())
+			m.Close(context.Background())
+			a.mu.Lock()
+			a.loadErrors[path] = fmt.Errorf("load %s: %w", path, err)
+			a.mu.Unlock()
+			a.log.Error("module unloaded: its pin changed", "module", m.Name(), "error", err)
+			changed = true
+			continue
+		}
+		if a.registry.SetPinned(m.Name(), pinned) {
+			changed = true
+			a.logRefusals(m.Name())
+		}
+	}
+	return changed
+}
+
 // loadModule loads or reloads one module file into the registry. A file
 // that fails to load leaves the module's previous version serving. The
 // errors name the file; loaded tells whether the module is now in the
@@ -223,9 +277,17 @@ func (a *App) Loading() []string {
 func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []error) {
 	cfg := a.Config()
 	name := ModuleName(path)
-	wasm, err := os.ReadFile(path)
+	var wasm []byte
+	var err error
+	var pinned bool
+	if !runtime.ValidModuleName(name) {
+		// Module names become config keys (pins, limits, grants' module).
+		err = fmt.Errorf("module name %q (the file name without .wasm) must be %s; rename the file", name, tool.NameRule)
+	} else {
+		wasm, err = os.ReadFile(path)
+	}
 	if err == nil {
-		err = checkPin(cfg, name, wasm)
+		pinned, err = checkPin(cfg, name, wasm)
 	}
 	var m *runtime.Module
 	if err == nil {
@@ -242,7 +304,7 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 	if err != nil {
 		return false, []error{err}
 	}
-	old, _ := a.registry.Put(m)
+	old, _ := a.registry.Put(m, pinned)
 	if old != nil {
 		old.Close(ctx)
 	}
@@ -258,17 +320,24 @@ func ModuleName(path string) string { return strings.TrimSuffix(filepath.Base(pa
 // ErrPinMismatch marks a module whose bytes differ from the approved pin.
 var ErrPinMismatch = errors.New("module changed since it was approved")
 
-func checkPin(cfg *config.Config, name string, wasm []byte) error {
+// checkPin reports whether the module's bytes match its pin (false when it
+// has none), and an error when they do not.
+func checkPin(cfg *config.Config, name string, wasm []byte) (pinned bool, err error) {
+	sum := sha256.Sum256(wasm)
+	return pinState(cfg, name, hex.EncodeToString(sum[:]))
+}
+
+// pinState is checkPin for a module whose sha256 is known.
+func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
 	pin, ok := cfg.Tools.Pins[strings.ToLower(name)]
 	if !ok {
-		return nil
+		return false, nil
 	}
-	sum := sha256.Sum256(wasm)
-	if got := hex.EncodeToString(sum[:]); got != pin {
-		return fmt.Errorf("%w: tools.pins.%s is %s…, the file is %s…; review it and run `warden install` to approve it again",
-			ErrPinMismatch, name, pin[:12], got[:12])
+	if sum != pin {
+		return false, fmt.Errorf("%w: tools.pins.%s is %s…, the file is %s…; review it and run `warden install` to approve it again",
+			ErrPinMismatch, strings.ToLower(name), pin[:min(12, len(pin))], sum[:min(12, len(sum))])
 	}
-	return nil
+	return true, nil
 }
 
 // List implements mcpserver.Tools.
@@ -286,9 +355,25 @@ func (a *App) List() []tool.Descriptor {
 func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
 	t, ok := a.registry.Tool(c.Name)
 	if !ok {
+		var reasons []string
+		for _, r := range a.registry.RefusedAs(c.Name) {
+			if r.Tool == c.Name {
+				reasons = append(reasons, r.Reason)
+			}
+		}
+		if len(reasons) > 0 {
+			return nil, tool.Errorf(tool.KindNotFound, "no tool named %q is served: %s", c.Name, strings.Join(reasons, "; "))
+		}
 		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q", c.Name)
 	}
 	cfg := a.Config()
+	// The grant belongs to a module, not to the name: a tool served by
+	// another module than the one its entry is bound to gets nothing, and
+	// each capability it is then refused says why.
+	grants, elsewhere := cfg.Grants(c.Name, t.Module().Name())
+	if elsewhere != nil {
+		ctx = withGrantNote(ctx, elsewhere.Error())
+	}
 	cursor := ""
 	if c.Cursor != "" {
 		var err error
@@ -300,7 +385,7 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		Arguments: c.Arguments,
 		Cursor:    cursor,
 		Session:   c.Session,
-		Grants:    cfg.Grants(c.Name),
+		Grants:    grants,
 		Observer:  c.Observer,
 		Timeout:   cfg.ToolTimeout(c.Name),
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/tool"
 )
 
 // capabilities are the host capabilities, built once from config and
@@ -56,8 +57,46 @@ func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, er
 }
 
 func (c *capabilities) list() []hostfuncs.Capability {
-	return []hostfuncs.Capability{c.fs, c.memory, c.net, c.env, c.lsp}
+	return []hostfuncs.Capability{noteFS{noting{c.fs}, c.fs}, noting{c.memory}, noting{c.net}, noting{c.env}, noting{c.lsp}}
 }
+
+// grantNoteKey marks a call whose tool has a grant entry bound to another
+// module than the one serving it (see App.Call).
+type grantNoteKey struct{}
+
+func withGrantNote(ctx context.Context, note string) context.Context {
+	return context.WithValue(ctx, grantNoteKey{}, note)
+}
+
+// noting serves a capability and, when a call is denied while its tool's
+// grant entry belongs to another module, adds why to the denial: the
+// capability's own message names the grant key, which exists, so without
+// the note a person would look for the mistake in the wrong place.
+type noting struct{ hostfuncs.Capability }
+
+func (n noting) Serve(ctx context.Context, call *hostfuncs.Call, request []byte) (any, error) {
+	result, err := n.Capability.Serve(ctx, call, request)
+	if err == nil {
+		return result, nil
+	}
+	note, _ := ctx.Value(grantNoteKey{}).(string)
+	var te *tool.Error
+	if note == "" || !errors.As(err, &te) || te.Kind != tool.KindDenied {
+		return result, err
+	}
+	noted := *te
+	noted.Message = te.Message + "; " + note
+	return result, &noted
+}
+
+// noteFS is noting for fs, keeping the Locate method the Extism loader
+// uses to map plugins' absolute paths.
+type noteFS struct {
+	noting
+	fs *fs.FS
+}
+
+func (n noteFS) Locate(abs string) (string, bool) { return n.fs.Locate(abs) }
 
 // close stops the language servers: shutdown, exit, then kill after a grace
 // period, so that none outlives warden.
@@ -88,7 +127,7 @@ func fsConfig(cfg *config.Config) fs.Config {
 }
 
 func memoryConfig(cfg *config.Config) memory.Config {
-	return memory.Config{ProjectRoot: cfg.Project.Root, MaxValueBytes: int(cfg.Memory.MaxValue)}
+	return memory.Config{ProjectRoot: cfg.Project.Root, MaxValueBytes: int(cfg.Memory.MaxValue), Deny: cfg.Security.Deny}
 }
 
 func netConfig(cfg *config.Config) net.Config {

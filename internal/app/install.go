@@ -39,8 +39,12 @@ type Review struct {
 // ToolReview is one tool of a reviewed module.
 type ToolReview struct {
 	Descriptor tool.Descriptor
-	// Granted is what config grants a tool of this name today.
+	// Granted is what config grants the tool today, served by this module:
+	// nothing when its grant entry is bound to another module (Elsewhere).
 	Granted tool.Capabilities
+	// Elsewhere is set when config has a grant entry for the tool's name
+	// that belongs to another module; installing does not move it.
+	Elsewhere error
 	// Missing is what the tool requests beyond Granted.
 	Missing tool.Capabilities
 }
@@ -56,7 +60,16 @@ func (a *App) ReviewInstall(ctx context.Context, path, name string) (*Review, er
 		name = ModuleName(path)
 	}
 	if !tool.ValidName(name) {
-		return nil, fmt.Errorf("install %s: module name %q must be 1-128 of A-Z a-z 0-9 _ - .", path, name)
+		return nil, fmt.Errorf("install %s: module name %q must be %s", path, name, tool.NameRule)
+	}
+	// Config keys (tools.pins, tools.limits) ignore case: a second module
+	// named like an installed one in other case would take over its pin.
+	for _, m := range a.registry.Modules() {
+		if m.Name() != name && strings.EqualFold(m.Name(), name) {
+			return nil, fmt.Errorf("install %s: module name %q differs only in case from installed module %q, and config keys ignore case "+
+				"(tools.pins.%s); install it as %q to replace that module, or under another name",
+				path, name, m.Name(), strings.ToLower(name), m.Name())
+		}
 	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
@@ -80,12 +93,16 @@ func (a *App) ReviewInstall(ctx context.Context, path, name string) (*Review, er
 		wasm:     wasm,
 	}
 	for _, t := range m.Tools() {
-		granted := cfg.Grants(t.Descriptor.Name)
-		r.Tools = append(r.Tools, ToolReview{
+		granted, elsewhere := cfg.Grants(t.Descriptor.Name, name)
+		tr := ToolReview{
 			Descriptor: t.Descriptor,
 			Granted:    granted,
 			Missing:    Missing(t.Descriptor.Capabilities, granted),
-		})
+		}
+		if elsewhere != nil {
+			tr.Elsewhere = elsewhere
+		}
+		r.Tools = append(r.Tools, tr)
 	}
 	if len(r.Tools) == 0 {
 		return nil, fmt.Errorf("install %s: the module provides no valid tool (%d rejected)", path, len(r.Rejected))
@@ -100,12 +117,15 @@ func (a *App) ReviewInstall(ctx context.Context, path, name string) (*Review, er
 	return r, nil
 }
 
-// checkNames refuses tool names another loaded module provides.
+// checkNames refuses tool names (ignoring case) another loaded module
+// describes, whether it serves them or is refused for them.
 func (a *App) checkNames(r *Review) error {
 	var taken []string
 	for _, t := range r.Tools {
-		if other, ok := a.registry.Tool(t.Descriptor.Name); ok && other.Module().Name() != r.Module {
-			taken = append(taken, fmt.Sprintf("%q (module %s)", t.Descriptor.Name, other.Module().Name()))
+		for _, other := range a.registry.Candidates(t.Descriptor.Name) {
+			if other.Module().Name() != r.Module {
+				taken = append(taken, fmt.Sprintf("%q (module %s describes %q)", t.Descriptor.Name, other.Module().Name(), other.Descriptor.Name))
+			}
 		}
 	}
 	if len(taken) > 0 {
@@ -117,7 +137,8 @@ func (a *App) checkNames(r *Review) error {
 
 // Install does what r describes: it pins r.SHA256 under tools.pins in the
 // config file (validated and replaced atomically, comments kept), then
-// writes the reviewed bytes into the tools dir (a temporary file renamed
+// writes the reviewed bytes into the tools dir, then binds each tool's
+// grant entry to the module (bindGrants) (a temporary file renamed
 // over the old one, so a watcher never loads half a file). The pin goes
 // first so that a running server reloading the new file finds it approved;
 // if the copy fails, the previous pin is put back. The app's config is
@@ -149,6 +170,45 @@ func (a *App) Install(ctx context.Context, r *Review) error {
 			rerr = a.live.Reload()
 		}
 		return errors.Join(fmt.Errorf("install %s: %w", r.Source, err), rerr)
+	}
+	// Only now, with the module in place: the bindings grant nothing by
+	// themselves, and a failed copy leaves the file as it was.
+	if _, err := config.EditFile(cfg.File, func(d *config.Document) error { return bindGrants(d, r) }); err != nil {
+		return fmt.Errorf("install %s: installed and pinned, but writing tools.grants.<tool>.module failed: %w", r.Source, err)
+	}
+	if err := a.live.Reload(); err != nil {
+		return fmt.Errorf("install %s: reload config: %w", r.Source, err)
+	}
+	return nil
+}
+
+// bindGrants writes the module field of each reviewed tool's grant entry,
+// so that what is granted to it later belongs to this module and no other:
+// a new entry is created ({module: M}, granting nothing), an entry without
+// the field that already meant this module gets it spelled out, and an
+// entry bound to another module is left alone (the review said so).
+func bindGrants(d *config.Document, r *Review) error {
+	for _, t := range r.Tools {
+		name := t.Descriptor.Name
+		entry, err := d.Get("tools", "grants", name)
+		if err != nil {
+			return err
+		}
+		if entry != nil {
+			module, err := d.GrantModule(name)
+			if err != nil {
+				return err
+			}
+			if module == "" {
+				module = strings.ToLower(name)
+			}
+			if module != r.Module {
+				continue
+			}
+		}
+		if err := d.BindGrant(name, r.Module); err != nil {
+			return err
+		}
 	}
 	return nil
 }

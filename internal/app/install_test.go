@@ -57,6 +57,8 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 	}
 	text, _ := os.ReadFile(cfgPath)
 	wantText := strings.Replace(body, "  pins: {}\n", "  pins:\n    echo: "+sha(wasm)+"\n", 1)
+	// The grant entry now names its module: it belongs to echo, not to the name.
+	wantText = strings.Replace(wantText, "    echo: {}   # reviewed\n", "    echo:      # reviewed\n      module: echo\n", 1)
 	if string(text) != wantText {
 		t.Errorf("config after install:\n%s\nwant:\n%s", text, wantText)
 	}
@@ -74,8 +76,11 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 	// module name may replace it.
 	other := filepath.Join(t.TempDir(), "other.wasm")
 	os.WriteFile(other, wasm, 0o644)
-	if _, err := a.ReviewInstall(ctx, other, ""); !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), `"echo" (module echo)`) {
+	if _, err := a.ReviewInstall(ctx, other, ""); !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), `"echo" (module echo describes "echo")`) {
 		t.Errorf("collision: %v", err)
+	}
+	if _, err := a.ReviewInstall(ctx, other, "ECHO"); err == nil || !strings.Contains(err.Error(), `module name "ECHO" differs only in case from installed module "echo"`) {
+		t.Errorf("a module name in other case: %v", err)
 	}
 	if r, err := a.ReviewInstall(ctx, other, "echo"); err != nil || r.Previous != sha(wasm) {
 		t.Errorf("same module name: %v %+v", err, r)

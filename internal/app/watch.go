@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,6 +75,7 @@ func (a *App) reload(ctx context.Context, path string) {
 		if m := a.registry.Remove(ModuleName(path)); m != nil {
 			m.Close(ctx)
 			a.log.Info("module removed", "file", path)
+			a.logRefusals("")
 			a.notify()
 		}
 		return
@@ -84,6 +86,18 @@ func (a *App) reload(ctx context.Context, path string) {
 	}
 	if loaded {
 		a.log.Info("module loaded", "file", path)
+		a.logRefusals(ModuleName(path))
 		a.notify()
+	}
+}
+
+// logRefusals logs the tools refused for name collisions that involve
+// module (every refusal when module is ""), loudly: a tool someone
+// expects has stopped being served, or a module's tool never was.
+func (a *App) logRefusals(module string) {
+	for _, r := range a.registry.Refused() {
+		if module == "" || slices.Contains(r.Modules, module) {
+			a.log.Error("tool refused", "tool", r.Tool, "module", r.Module, "modules", r.Modules, "reason", r.Reason)
+		}
 	}
 }

@@ -3,10 +3,11 @@
 // capability answered, so a test can check both the wiring and the grants.
 //
 // Arguments (all optional): "fs" and "env" are the requests to send, by
-// default {"op":"read","path":"README.md"} and {"op":"get","key":"HOME"}.
+// default {"op":"read","path":"README.md"} and {"op":"get","key":"HOME"};
+// "memory", when given, is sent to the memory capability too.
 // The result's structured content is
 //
-//	{"fs": {"result": ...} | {"error": {"kind", "message"}}, "env": ...}
+//	{"fs": {"result": ...} | {"error": {"kind", "message"}}, "env": ..., "memory": ...}
 package main
 
 import (
@@ -27,7 +28,7 @@ func (fixture) Descriptor() tool.Descriptor {
 	return tool.Descriptor{
 		Name:        "hostcalls",
 		Description: "Runtime test fixture: calls log, progress, fs and env and reports the replies.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"fs":{"type":"object"},"env":{"type":"object"}}}`),
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"fs":{"type":"object"},"env":{"type":"object"},"memory":{"type":"object"}}}`),
 		Capabilities: tool.Capabilities{
 			FS:  tool.FSAccess{Read: []string{"."}},
 			Env: []string{"HOME"},
@@ -36,8 +37,9 @@ func (fixture) Descriptor() tool.Descriptor {
 }
 
 type args struct {
-	FS  json.RawMessage `json:"fs"`
-	Env json.RawMessage `json:"env"`
+	FS     json.RawMessage `json:"fs"`
+	Env    json.RawMessage `json:"env"`
+	Memory json.RawMessage `json:"memory"`
 }
 
 // outcome is one capability's answer as the test sees it.
@@ -64,7 +66,11 @@ func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, err
 	env := ask(ctx, "env", a.Env)
 	ctx.Progress(3, 3, "done")
 	ctx.Log(warden.LevelDebug, "hostcalls: done")
-	return warden.JSON(map[string]outcome{"fs": fs, "env": env})
+	replies := map[string]outcome{"fs": fs, "env": env}
+	if a.Memory != nil {
+		replies["memory"] = ask(ctx, "memory", a.Memory)
+	}
+	return warden.JSON(replies)
 }
 
 func ask(ctx *warden.Context, capability string, request json.RawMessage) outcome {

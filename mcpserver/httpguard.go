@@ -1,0 +1,294 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// guardMessages checks every POST body before the go-sdk reads it, as
+// [GuardedTransport] checks stdio lines: a body that is not one valid
+// JSON-RPC message (or batch) gets a JSON-RPC error with the client's id as
+// written, a body over maxBytes gets 413, and a call whose id is already in
+// flight in the same session gets 409. The go-sdk then reads the same bytes.
+func guardMessages(next http.Handler, maxBytes int64, log *slog.Logger) http.Handler {
+	var inFlight sessionCalls
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			switch {
+			case errors.As(err, &mbe):
+				refuseHTTP(w, log, http.StatusRequestEntityTooLarge, &refusal{code: jsonrpc.CodeInvalidRequest,
+					message: fmt.Sprintf("invalid request: body exceeds the %d-byte bound (server.max_message); it was not read", maxBytes),
+					id:      salvageID(body)})
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				refuseHTTP(w, log, http.StatusRequestTimeout, &refusal{code: jsonrpc.CodeInvalidRequest,
+					message: fmt.Sprintf("invalid request: body not received in time (server.body_timeout); %d bytes arrived", len(body)),
+					id:      salvageID(body)})
+			default:
+				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			}
+			return
+		}
+		calls, ref := inspect(body)
+		if ref != nil {
+			refuseHTTP(w, log, http.StatusBadRequest, ref)
+			return
+		}
+		// Stateless requests have no session, and so no other request their
+		// ids could be confused with.
+		if session := r.Header.Get("Mcp-Session-Id"); session != "" && len(calls) > 0 {
+			if dup := inFlight.begin(session, calls); dup != nil {
+				refuseHTTP(w, log, http.StatusConflict, dup)
+				return
+			}
+			defer inFlight.end(session, calls)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func refuseHTTP(w http.ResponseWriter, log *slog.Logger, status int, r *refusal) {
+	log.Warn("refused a client message", "status", status, "code", r.code, "id", string(orNull(r.id)), "reason", r.message)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(r.response())
+}
+
+// sessionCalls holds the ids in flight in each session; a session's entry
+// exists while one of its POSTs is being served.
+type sessionCalls struct {
+	mu   sync.Mutex
+	byID map[string]map[string]bool
+}
+
+func (s *sessionCalls) begin(session string, calls []call) *refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.byID[session]
+	for _, c := range calls {
+		if ids[c.key] {
+			id := c.raw
+			if len(calls) > 1 {
+				id = nil
+			}
+			return invalidRequest(id, "id %s is already in use by a request of this session that has not been answered yet", clip(c.raw))
+		}
+	}
+	if ids == nil {
+		if s.byID == nil {
+			s.byID = make(map[string]map[string]bool)
+		}
+		ids = make(map[string]bool)
+		s.byID[session] = ids
+	}
+	for _, c := range calls {
+		ids[c.key] = true
+	}
+	return nil
+}
+
+func (s *sessionCalls) end(session string, calls []call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.byID[session]
+	for _, c := range calls {
+		delete(ids, c.key)
+	}
+	if len(ids) == 0 {
+		delete(s.byID, session)
+	}
+}
+
+// connCap caps the open connections of a listener. At the cap, a new
+// connection evicts the connection that has been waiting longest without a
+// complete request in progress (one still sending its headers or body, or
+// idle between requests); connections serving a complete request (a running
+// call, an open event stream) are never evicted. Only when every connection
+// is serving one is the new connection closed instead.
+//
+// Evicting rather than refusing keeps the server reachable under a flood of
+// slow or idle connections: each new client takes the place of the stalest
+// one, and /healthz and live sessions keep being served.
+type connCap struct {
+	net.Listener
+	max int
+	log *slog.Logger
+
+	mu      sync.Mutex
+	conns   map[*cappedConn]struct{}
+	seq     uint64 // orders connections by when they last became evictable
+	evicted atomic.Int64
+	refused atomic.Int64
+}
+
+func newConnCap(ln net.Listener, max int, log *slog.Logger) *connCap {
+	return &connCap{Listener: ln, max: max, log: log, conns: make(map[*cappedConn]struct{})}
+}
+
+func (l *connCap) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		if len(l.conns) >= l.max {
+			victim := l.stalest()
+			if victim == nil {
+				l.mu.Unlock()
+				n := l.refused.Add(1)
+				l.log.Warn("connection refused: every connection is serving a request", "max_connections", l.max, "refused_total", n)
+				c.Close()
+				continue
+			}
+			delete(l.conns, victim)
+			n := l.evicted.Add(1)
+			l.log.Warn("connection evicted to make room: it had no complete request in progress",
+				"remote", victim.RemoteAddr().String(), "max_connections", l.max, "evicted_total", n)
+			victim.Conn.Close()
+		}
+		tc := &cappedConn{Conn: c, cap: l, since: l.nextSeq()}
+		l.conns[tc] = struct{}{}
+		l.mu.Unlock()
+		return tc, nil
+	}
+}
+
+// stalest returns the evictable connection that became so first; l.mu held.
+func (l *connCap) stalest() *cappedConn {
+	var victim *cappedConn
+	for c := range l.conns {
+		if c.serving == 0 && (victim == nil || c.since < victim.since) {
+			victim = c
+		}
+	}
+	return victim
+}
+
+func (l *connCap) nextSeq() uint64 {
+	l.seq++
+	return l.seq
+}
+
+// cappedConn is one connection counted by a connCap.
+type cappedConn struct {
+	net.Conn
+	cap     *connCap
+	serving int    // complete requests being served; guarded by cap.mu
+	since   uint64 // when it last became evictable; guarded by cap.mu
+	once    sync.Once
+}
+
+func (c *cappedConn) Close() error {
+	c.once.Do(func() {
+		c.cap.mu.Lock()
+		delete(c.cap.conns, c)
+		c.cap.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// serve marks a complete request in progress on c until the returned
+// function is called.
+func (c *cappedConn) serve() (done func()) {
+	c.cap.mu.Lock()
+	c.serving++
+	c.cap.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.cap.mu.Lock()
+			c.serving--
+			if c.serving == 0 {
+				c.since = c.cap.nextSeq()
+			}
+			c.cap.mu.Unlock()
+		})
+	}
+}
+
+type connKey struct{}
+
+// connContext is http.Server.ConnContext: it lets handlers find their
+// connection's bookkeeping.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if cc, ok := c.(*cappedConn); ok {
+		return context.WithValue(ctx, connKey{}, cc)
+	}
+	return ctx
+}
+
+// paceRequests bounds how long a request body may take to arrive
+// (bodyTimeout, from the end of the headers to the body's last byte) and
+// tells the connection cap when a request is complete. A request without a
+// body is complete at once; an event stream (GET) then stays open as long as
+// it needs.
+func paceRequests(next http.Handler, bodyTimeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cc, _ := r.Context().Value(connKey{}).(*cappedConn)
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			if cc != nil {
+				defer cc.serve()()
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if bodyTimeout > 0 {
+			// A connection whose deadline cannot be set is not a TCP one
+			// (a test recorder); nothing to time out there.
+			_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		}
+		body := &completion{ReadCloser: r.Body}
+		body.onEOF = func() {
+			if bodyTimeout > 0 {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
+			if cc != nil {
+				body.done = cc.serve()
+			}
+		}
+		r.Body = body
+		defer func() {
+			if body.done != nil {
+				body.done()
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// completion calls onEOF once, when the body has been read to its end.
+type completion struct {
+	io.ReadCloser
+	onEOF func()
+	once  sync.Once
+	done  func()
+}
+
+func (c *completion) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if err == io.EOF {
+		c.once.Do(c.onEOF)
+	}
+	return n, err
+}
