@@ -72,6 +72,11 @@ type Limits struct {
 	LoadBudget   time.Duration `mapstructure:"load_budget"`
 	Isolation    string        `mapstructure:"isolation"`
 	MaxInstances int           `mapstructure:"max_instances"`
+	// LogBytes and LogLines bound what one call may log; CompileBudget
+	// bounds compiling a module at load.
+	LogBytes      ByteSize      `mapstructure:"log_bytes"`
+	LogLines      int           `mapstructure:"log_lines"`
+	CompileBudget time.Duration `mapstructure:"compile_budget"`
 }
 
 // Grant is what one tool may use. Nothing is granted unless listed.
@@ -170,32 +175,35 @@ func (s ByteSize) String() string { return humanize.IBytes(uint64(s)) }
 // defaults are the values a key has when config.yaml does not set it. They
 // double as the list of keys the environment may override.
 var defaults = map[string]any{
-	"project::root":                  "",
-	"tools::dir":                     "bin/tools",
-	"tools::cache_dir":               "",
-	"tools::defaults::timeout":       "30s",
-	"tools::defaults::memory":        "128MiB",
-	"tools::defaults::max_output":    "1MiB",
-	"tools::defaults::fuel":          runtime.DefaultFuel,
-	"tools::defaults::load_budget":   "10s",
-	"tools::defaults::isolation":     "session",
-	"tools::defaults::max_instances": runtime.DefaultMaxInstances,
-	"server::http":                   "127.0.0.1:7331",
-	"server::token":                  "",
-	"server::page_size":              100,
-	"server::max_in_flight":          32,
-	"server::queue_wait":             "10s",
-	"server::max_message":            "16MiB",
-	"server::header_timeout":         "10s",
-	"server::body_timeout":           "30s",
-	"server::idle_timeout":           "2m",
-	"server::max_connections":        256,
-	"lsp::idle_ttl":                  "10m",
-	"lsp::timeout":                   "30s",
-	"net::max_response":              "4MiB",
-	"net::timeout":                   "30s",
-	"memory::max_value":              "256KiB",
-	"log::level":                     "info",
+	"project::root":                   "",
+	"tools::dir":                      "bin/tools",
+	"tools::cache_dir":                "",
+	"tools::defaults::timeout":        "30s",
+	"tools::defaults::memory":         "128MiB",
+	"tools::defaults::max_output":     "1MiB",
+	"tools::defaults::fuel":           runtime.DefaultFuel,
+	"tools::defaults::load_budget":    "10s",
+	"tools::defaults::isolation":      "session",
+	"tools::defaults::max_instances":  runtime.DefaultMaxInstances,
+	"tools::defaults::log_bytes":      "1MiB",
+	"tools::defaults::log_lines":      runtime.DefaultLogLines,
+	"tools::defaults::compile_budget": "60s",
+	"server::http":                    "127.0.0.1:7331",
+	"server::token":                   "",
+	"server::page_size":               100,
+	"server::max_in_flight":           32,
+	"server::queue_wait":              "10s",
+	"server::max_message":             "16MiB",
+	"server::header_timeout":          "10s",
+	"server::body_timeout":            "30s",
+	"server::idle_timeout":            "2m",
+	"server::max_connections":         256,
+	"lsp::idle_ttl":                   "10m",
+	"lsp::timeout":                    "30s",
+	"net::max_response":               "4MiB",
+	"net::timeout":                    "30s",
+	"memory::max_value":               "256KiB",
+	"log::level":                      "info",
 }
 
 // Load reads the config file at path. An empty path means no file: defaults
@@ -492,6 +500,15 @@ func (l Limits) runtime(base runtime.Limits) runtime.Limits {
 	}
 	if l.MaxInstances != 0 {
 		base.MaxInstances = l.MaxInstances
+	}
+	if l.LogBytes != 0 {
+		base.LogBytes = int(min(l.LogBytes, 1<<40))
+	}
+	if l.LogLines != 0 {
+		base.LogLines = l.LogLines
+	}
+	if l.CompileBudget != 0 {
+		base.CompileBudget = l.CompileBudget
 	}
 	return base
 }

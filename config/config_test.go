@@ -51,7 +51,8 @@ security:
 	}
 	l := c.ModuleLimits("jq")
 	want := runtime.Limits{Timeout: 2 * time.Second, Memory: 64 << 20, MaxOutput: 512 << 10, Fuel: runtime.DefaultFuel,
-		LoadBudget: 10 * time.Second, Isolation: runtime.IsolationShared, MaxInstances: runtime.DefaultMaxInstances}
+		LoadBudget: 10 * time.Second, Isolation: runtime.IsolationShared, MaxInstances: runtime.DefaultMaxInstances,
+		LogBytes: runtime.DefaultLogBytes, LogLines: runtime.DefaultLogLines, CompileBudget: runtime.DefaultCompileBudget}
 	if l != want {
 		t.Errorf("limits of jq = %+v\nwant %+v", l, want)
 	}

@@ -190,9 +190,72 @@ func New(tools Tools, opts Options) *Server {
 		},
 	})
 	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
+	if l, ok := tools.(Loader); ok {
+		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
+	}
 	s.resync()
 	s.cancel = tools.Subscribe(s.scheduleResync)
 	return s
+}
+
+// Loader is implemented by Tools that load modules in the background. While
+// Loading is not empty, every tools/list result names those modules in its
+// _meta under MetaLoading, so that a client can tell a partial list from a
+// complete one (the tools appear with notifications/tools/list_changed),
+// and a tools/call of a tool not known yet waits for the loads to end
+// before it is answered "unknown tool".
+type Loader interface {
+	Loading() []string
+	// AwaitLoad waits for the next background load to end and reports
+	// true, or reports false at once if none is running (or when ctx ends).
+	AwaitLoad(ctx context.Context) bool
+}
+
+// MetaLoading is the tools/list _meta key naming modules still loading.
+const MetaLoading = "warden/loading"
+
+func (s *Server) whileLoading(l Loader) mcp.Middleware {
+	known := func(name string) bool {
+		s.syncMu.Lock()
+		defer s.syncMu.Unlock()
+		_, ok := s.registered[name]
+		return ok
+	}
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && (s.resyncPending.Load() || s.resyncRunning.Load()) {
+				// A load that just ended has notified, but its resync may not
+				// have run: apply it, so that a list without MetaLoading is
+				// the complete one.
+				s.resync()
+			}
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" &&
+				!known(p.Name) && len(l.Loading()) > 0 {
+				// Resync after every load that ends, and once more after the
+				// last: its change notification may not have been applied yet.
+				for {
+					more := l.AwaitLoad(ctx)
+					s.resync()
+					if !more || known(p.Name) {
+						break
+					}
+				}
+			}
+			res, err := next(ctx, method, req)
+			if method != "tools/list" || err != nil {
+				return res, err
+			}
+			if lr, ok := res.(*mcp.ListToolsResult); ok {
+				if loading := l.Loading(); len(loading) > 0 {
+					if lr.Meta == nil {
+						lr.Meta = mcp.Meta{}
+					}
+					lr.Meta[MetaLoading] = loading
+				}
+			}
+			return res, err
+		}
+	}
 }
 
 // Close stops following changes of the tool set. It does not end sessions:

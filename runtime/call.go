@@ -100,10 +100,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	if observer == nil {
 		observer = discardObserver{}
 	}
-	state := &callState{
-		call: &hostfuncs.Call{Tool: name, Grants: req.Grants, Observer: observer},
-		inst: in,
-	}
+	state := newCallState(&hostfuncs.Call{Tool: name, Grants: req.Grants, Observer: observer}, in, m.limits)
 	guestCtx := context.WithValue(callCtx, callStateKey{}, state)
 	in.callCtx.Store(&guestCtx)
 	in.memory.refused.Store(false)
@@ -112,6 +109,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	stop := in.meter.Start(guestCtx, m.limits.Fuel)
 	raw, respErr, err := m.run(guestCtx, in, request)
 	consumed, reason := stop()
+	state.finishLogs()
 	captured := t.collectOutput(in, req.CallID)
 	if err != nil {
 		m.pool.release(context.Background(), in, false)

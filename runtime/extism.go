@@ -165,9 +165,9 @@ func (r *Runtime) loadExtism(ctx context.Context, m *Module, wasm []byte) error 
 	m.instrumented = instrumented
 	// Compiled here too, for the export checks and Module.Exports; the SDK's
 	// engine finds the code in the shared compilation cache.
-	compiled, err := r.wz.CompileModule(ctx, instrumented.Wasm)
+	compiled, err := r.compile(ctx, instrumented.Wasm, m.limits.CompileBudget)
 	if err != nil {
-		return fmt.Errorf("invalid module: %w", err)
+		return err
 	}
 	m.compiled = compiled
 	x := &extismPlugin{m: m, fs: r.capabilities["fs"], maxHTTP: min(int64(m.limits.Memory)/4, 50<<20)}
@@ -328,7 +328,7 @@ func (x *extismPlugin) list(ctx context.Context, in *instance) ([]byte, error) {
 	if x.shape == extismV2 {
 		input = []byte(`{"context":{"id":"warden-load","_meta":{}}}`)
 	}
-	state := &callState{call: &hostfuncs.Call{Tool: m.name, Observer: discardObserver{}}, inst: in}
+	state := newCallState(&hostfuncs.Call{Tool: m.name, Observer: discardObserver{}}, in, m.limits)
 	ctx = context.WithValue(ctx, callStateKey{}, state)
 	in.callCtx.Store(&ctx)
 	in.memory.refused.Store(false)
@@ -474,7 +474,7 @@ func (x *extismPlugin) run(ctx context.Context, in *instance, req tool.Request) 
 		defer f.endCall()
 	}
 	rc, out, err := in.ext.plugin.CallWithContext(ctx, export, input)
-	state := callStateFrom(ctx)
+	state, _ := ctx.Value(callStateKey{}).(*callState)
 	switch {
 	case err != nil && isPluginError(in, err):
 		return pluginFailure(state, req.Tool, err.Error()), nil, nil

@@ -74,6 +74,11 @@ func (g *guardedFS) serve(req map[string]any, reply any, probe bool) sys.Errno {
 	if !ok {
 		return sys.EACCES // outside a call (the plugin's start-up): no grants
 	}
+	if ctx.Err() != nil {
+		// Past the deadline or cancelled: do no more work; the meter's
+		// watchdog ends the call and classifies it.
+		return sys.EINTR
+	}
 	raw, _ := json.Marshal(req)
 	result, err := g.fs.Serve(ctx, state.call, raw)
 	chargeHost(state, len(raw))

@@ -46,9 +46,10 @@ func (x *extismPlugin) hostFunctions() []extism.HostFunction {
 		"log_warn": slog.LevelWarn, "log_error": slog.LevelError,
 	} {
 		served = append(served, extism.NewHostFunctionWithStack(name, func(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
+			state := callStateFrom(ctx, "extism "+name)
 			msg := readKernel(cp, stack[0], maxLogBytes, "log message")
 			_ = cp.Free(stack[0])
-			x.log(ctx, level, string(msg))
+			x.log(state, level, string(msg))
 		}, i64, nil))
 	}
 	for i := range served {
@@ -92,10 +93,9 @@ func writeKernel(cp *extism.CurrentPlugin, b []byte, what string) uint64 {
 	return off
 }
 
-func (x *extismPlugin) log(ctx context.Context, level slog.Level, msg string) {
-	state := callStateFrom(ctx)
+func (x *extismPlugin) log(state *callState, level slog.Level, msg string) {
 	chargeHost(state, len(msg))
-	state.call.Observer.Log(level, msg)
+	state.logLine(level, msg)
 }
 
 // notifyProgress is hyper-mcp's notify_progress: an MCP
@@ -103,7 +103,7 @@ func (x *extismPlugin) log(ctx context.Context, level slog.Level, msg string) {
 // The token is warden's to set; the rest goes to the observer, dropped
 // unless it increases.
 func (x *extismPlugin) notifyProgress(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx)
+	state := callStateFrom(ctx, "notify_progress")
 	raw := readKernel(cp, stack[0], maxLogBytes, "progress notification")
 	chargeHost(state, len(raw))
 	var p tool.Progress
@@ -129,7 +129,7 @@ var mcpLevels = map[string]slog.Level{
 // LoggingMessageNotificationParam (level, logger?, data). data is logged as
 // is when it is a string, as JSON otherwise.
 func (x *extismPlugin) notifyLoggingMessage(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx)
+	state := callStateFrom(ctx, "notify_logging_message")
 	raw := readKernel(cp, stack[0], maxLogBytes, "logging notification")
 	level, msg, err := loggingMessage(raw)
 	if err != nil {
@@ -137,7 +137,7 @@ func (x *extismPlugin) notifyLoggingMessage(ctx context.Context, cp *extism.Curr
 		x.m.rt.log.Debug("dropped malformed logging notification", "tool", state.call.Tool, "error", err)
 		return
 	}
-	x.log(ctx, level, msg)
+	x.log(state, level, msg)
 }
 
 // loggingMessage decodes a LoggingMessageNotificationParam. An unknown
@@ -188,7 +188,7 @@ type netReply struct {
 // request fails the call (with its kind: denied, timeout, failed, ...); the
 // plugin never sees a response it was not allowed to get.
 func (x *extismPlugin) httpRequest(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx)
+	state := callStateFrom(ctx, "http_request")
 	p, _ := ctx.Value(extism.PluginCtxKey("plugin")).(*extism.Plugin)
 	if p == nil {
 		panic(tool.Errorf(tool.KindInternal, "http_request outside an Extism call"))
@@ -275,7 +275,7 @@ func redactURL(u string) string {
 // call may not read is absent, as an unset one is, and the refusal is kept:
 // if the call then fails, it is reported as denied, naming the grant.
 func (x *extismPlugin) configGet(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx)
+	state := callStateFrom(ctx, "config_get")
 	key := readKernel(cp, stack[0], maxLogBytes, "config key")
 	stack[0] = 0
 	env := x.m.rt.capabilities["env"]

@@ -50,15 +50,86 @@ type callState struct {
 	// refusal the guest saw as an ordinary failure (an Extism plugin's file
 	// or config access); a failed call is then reported as denied.
 	denial *tool.Error
+	// logs bounds the call's log lines (warden.log, Extism log functions).
+	logs logBudget
+	// replyBytes counts the bytes of capability replies the host produced
+	// for the guest during the call, against the memory limit.
+	replyBytes uint64
 }
 
-func callStateFrom(ctx context.Context) *callState {
-	if s, ok := ctx.Value(callStateKey{}).(*callState); ok {
-		return s
+func newCallState(call *hostfuncs.Call, in *instance, limits Limits) *callState {
+	return &callState{call: call, inst: in, logs: logBudget{maxBytes: limits.LogBytes, maxLines: limits.LogLines}}
+}
+
+// callStateFrom returns the state of the call a host function serves, or
+// fails the guest with a typed error when the host must not do its work:
+//   - outside a call: the module is loading (a start function, _initialize
+//     or warden_describe called a host function); no grants, no observer,
+//     nothing to serve;
+//   - from inside warden_alloc, which the host calls re-entrantly to place a
+//     reply: a host call there would recurse without bound (each reply
+//     allocates, each allocation calls the host);
+//   - after the call's deadline or cancellation: the meter's watchdog then
+//     explains the failure as timeout or cancelled.
+func callStateFrom(ctx context.Context, what string) *callState {
+	s, ok := ctx.Value(callStateKey{}).(*callState)
+	if !ok {
+		panic(tool.Errorf(tool.KindBadOutput,
+			"%s called while the module loads (start function, _initialize or describe): host functions are unavailable at load, only during warden_call", what))
 	}
-	// Host functions only run inside Module.Call, which always sets the
-	// state; reaching here is a warden bug, reported as such.
-	panic(tool.Errorf(tool.KindInternal, "host function called outside a call"))
+	if s.inst.inAlloc > 0 {
+		panic(tool.Errorf(tool.KindBadOutput,
+			"%s called from inside warden_alloc: warden_alloc must only allocate, a host call there would recurse (docs/abi.md)", what))
+	}
+	if err := ctx.Err(); err != nil {
+		panic(fmt.Errorf("%s: %w", what, err))
+	}
+	return s
+}
+
+// logBudget bounds what a call may log: lines past maxLines or bytes past
+// maxBytes are dropped and counted, and one note says so when the call ends.
+type logBudget struct {
+	maxBytes, maxLines int
+	bytes, lines       int
+	droppedBytes       int64
+	droppedLines       int64
+}
+
+// admit reports whether a line of n bytes still fits, counting it either way.
+func (b *logBudget) admit(n int) bool {
+	if b.lines+1 > b.maxLines || b.bytes+n > b.maxBytes {
+		b.droppedLines++
+		b.droppedBytes += int64(n)
+		return false
+	}
+	b.lines++
+	b.bytes += n
+	return true
+}
+
+// note returns the line that reports what was dropped, or "" if nothing was.
+func (b *logBudget) note() string {
+	if b.droppedLines == 0 {
+		return ""
+	}
+	return fmt.Sprintf("dropped %d log lines (%d bytes) over the per-call limit of %d lines and %d bytes (tools.defaults.log_lines, log_bytes)",
+		b.droppedLines, b.droppedBytes, b.maxLines, b.maxBytes)
+}
+
+// logLine sends one guest log line to the call's observer if the call's log
+// budget admits it.
+func (state *callState) logLine(level slog.Level, msg string) {
+	if state.logs.admit(len(msg)) {
+		state.call.Observer.Log(level, msg)
+	}
+}
+
+// finishLogs emits the note of what the log budget dropped, once per call.
+func (state *callState) finishLogs() {
+	if note := state.logs.note(); note != "" {
+		state.call.Observer.Log(slog.LevelWarn, note)
+	}
 }
 
 // readGuest copies [ptr, ptr+len) out of the guest's memory. A range outside
@@ -120,7 +191,7 @@ func (r *Runtime) hostImports() map[string]funcSig {
 var logLevels = []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}
 
 func (r *Runtime) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
-	state := callStateFrom(ctx)
+	state := callStateFrom(ctx, "warden.log")
 	level := int32(stack[0])
 	msg := readGuest(mod, stack[1], maxLogBytes, "log message")
 	chargeHost(state, len(msg))
@@ -130,11 +201,11 @@ func (r *Runtime) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	// The observer logs it (the MCP server also forwards it to the client);
 	// logging here too would print every line twice.
-	state.call.Observer.Log(slogLevel, string(msg))
+	state.logLine(slogLevel, string(msg))
 }
 
 func (r *Runtime) hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
-	state := callStateFrom(ctx)
+	state := callStateFrom(ctx, "warden.progress")
 	raw := readGuest(mod, stack[0], maxLogBytes, "progress report")
 	chargeHost(state, len(raw))
 	var p tool.Progress
@@ -157,7 +228,7 @@ type hostReply struct {
 }
 
 func (r *Runtime) serveCapability(ctx context.Context, mod api.Module, c hostfuncs.Capability, packed uint64) uint64 {
-	state := callStateFrom(ctx)
+	state := callStateFrom(ctx, "warden."+c.Name())
 	request := readGuest(mod, packed, maxRequestBytes, "warden."+c.Name()+" request")
 	result, err := c.Serve(ctx, state.call, request)
 	reply := hostReply{Result: result}
@@ -172,6 +243,15 @@ func (r *Runtime) serveCapability(ctx context.Context, mod api.Module, c hostfun
 		data, _ = json.Marshal(hostReply{Error: tool.Errorf(tool.KindInternal, "encode %s reply: %v", c.Name(), err)})
 	}
 	chargeHost(state, len(request)+len(data))
+	// Replies are host allocations made for the guest: their sum over the
+	// call counts against the memory limit, so a guest cannot make the host
+	// produce more than it may hold itself by asking again and again.
+	state.replyBytes += uint64(len(data))
+	if limit := state.inst.memory.limit; state.replyBytes > limit {
+		state.inst.memory.refused.Store(true)
+		panic(tool.Errorf(tool.KindOutOfMemory, "warden.%s replies of this call add up to %d bytes, over the memory limit of %d MiB",
+			c.Name(), state.replyBytes, limit>>20))
+	}
 	return state.inst.writeGuest(ctx, data)
 }
 

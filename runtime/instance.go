@@ -40,6 +40,9 @@ type instance struct {
 	pool *pool
 	// random is the instance's WASI random source.
 	random *guestRandom
+	// inAlloc is non-zero while the host runs warden_alloc: host functions
+	// refuse to serve then (callStateFrom).
+	inAlloc int
 }
 
 // guestRandom is an instance's WASI random source. While the guest
@@ -152,7 +155,9 @@ func (in *instance) writeGuest(ctx context.Context, data []byte) uint64 {
 	if len(data) == 0 {
 		return 0
 	}
+	in.inAlloc++
 	results, err := in.alloc.Call(ctx, uint64(len(data)))
+	in.inAlloc--
 	if err != nil {
 		panic(err) // a trap inside warden_alloc: classified like any other
 	}

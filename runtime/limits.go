@@ -44,16 +44,26 @@ type Limits struct {
 	// CaptureBytes caps what is kept of a call's stdout and of its stderr
 	// (default 64 KiB each).
 	CaptureBytes int
+	// LogBytes and LogLines cap what one call may log through warden.log
+	// (or an Extism plugin's log functions): lines past either are dropped,
+	// and one note per call counts them (defaults 1 MiB, 1000 lines).
+	LogBytes int
+	LogLines int
+	// CompileBudget bounds compiling the module at load (default 60 s).
+	CompileBudget time.Duration
 }
 
 // Defaults of Limits.
 const (
-	DefaultTimeout      = 30 * time.Second
-	DefaultMemory       = 128 << 20
-	DefaultMaxOutput    = 1 << 20
-	DefaultLoadBudget   = 10 * time.Second
-	DefaultMaxInstances = 8
-	DefaultCaptureBytes = 64 << 10
+	DefaultTimeout       = 30 * time.Second
+	DefaultMemory        = 128 << 20
+	DefaultMaxOutput     = 1 << 20
+	DefaultLoadBudget    = 10 * time.Second
+	DefaultMaxInstances  = 8
+	DefaultCaptureBytes  = 64 << 10
+	DefaultLogBytes      = 1 << 20
+	DefaultLogLines      = 1000
+	DefaultCompileBudget = 60 * time.Second
 	// DefaultFuel is about ten seconds of guest work on this generation of
 	// hardware: no honest tool notices it, a runaway loop hits it.
 	DefaultFuel = 20_000_000_000
@@ -85,6 +95,15 @@ func (l Limits) WithDefaults() Limits {
 	if l.CaptureBytes == 0 {
 		l.CaptureBytes = DefaultCaptureBytes
 	}
+	if l.LogBytes == 0 {
+		l.LogBytes = DefaultLogBytes
+	}
+	if l.LogLines == 0 {
+		l.LogLines = DefaultLogLines
+	}
+	if l.CompileBudget == 0 {
+		l.CompileBudget = DefaultCompileBudget
+	}
 	return l
 }
 
@@ -110,6 +129,12 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("max_instances: must not be negative, got %d", l.MaxInstances)
 	case l.CaptureBytes < 0:
 		return fmt.Errorf("capture_bytes: must not be negative, got %d", l.CaptureBytes)
+	case l.LogBytes < 0:
+		return fmt.Errorf("log_bytes: must not be negative, got %d", l.LogBytes)
+	case l.LogLines < 0:
+		return fmt.Errorf("log_lines: must not be negative, got %d", l.LogLines)
+	case l.CompileBudget < 0:
+		return fmt.Errorf("compile_budget: must not be negative, got %s", l.CompileBudget)
 	}
 	switch l.Isolation {
 	case "", IsolationCall, IsolationSession, IsolationShared:

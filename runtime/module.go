@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -121,11 +122,14 @@ func (m *Module) Imports() []string { return m.imports }
 func (m *Module) Exports() []string {
 	var names []string
 	for name := range m.compiled.ExportedFunctions() {
+		if name == instrument.StartExport {
+			continue // the module's start function, exported by the pass
+		}
 		names = append(names, name)
 	}
 	for name := range m.compiled.ExportedMemories() {
-		// The instrumentation pass adds no memories, only "warden:" globals,
-		// which this list leaves out.
+		// The instrumentation pass adds no memories, only "warden:" globals
+		// (and warden:start, skipped above), which this list leaves out.
 		names = append(names, name+" (memory)")
 	}
 	slices.Sort(names)
@@ -172,14 +176,15 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 		MaxCallDepth:  instrument.DefaultMaxCallDepth,
 		ExportGlobals: true,
 		VirtualMemory: true,
+		DeferStart:    true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
 	m.instrumented = instrumented
-	compiled, err := r.wz.CompileModule(ctx, instrumented.Wasm)
+	compiled, err := r.compile(ctx, instrumented.Wasm, limits.CompileBudget)
 	if err != nil {
-		return nil, fmt.Errorf("invalid module: %w", err)
+		return nil, err
 	}
 	m.compiled = compiled
 	if err := m.checkABI(); err != nil {
@@ -316,17 +321,67 @@ func (m *Module) initialize(ctx context.Context) error {
 	return nil
 }
 
-// runInit runs _initialize, if the module exports it, under the load
-// budget's fuel and deadline.
+// runInit runs the module's start function (which the instrumentation pass
+// moved out of instantiation, so that it runs metered) and then
+// _initialize, if the module has them, under the load budget's fuel and
+// deadline.
 func (m *Module) runInit(ctx context.Context, in *instance) (instrument.StopReason, error) {
-	init := in.mod.ExportedFunction(exportInitialize)
-	if init == nil {
-		return instrument.StopNone, nil
+	for _, name := range []string{m.instrumented.StartExport, exportInitialize} {
+		if name == "" {
+			continue
+		}
+		fn := in.mod.ExportedFunction(name)
+		if fn == nil {
+			continue
+		}
+		stop := in.meter.Start(ctx, m.limits.Fuel)
+		_, err := fn.Call(ctx)
+		if _, reason := stop(); err != nil {
+			return reason, err
+		}
 	}
-	stop := in.meter.Start(ctx, m.limits.Fuel)
-	_, err := init.Call(ctx)
-	_, reason := stop()
-	return reason, err
+	return instrument.StopNone, nil
+}
+
+// compile compiles wasm within budget. wazero's compiler does not watch a
+// context, so a compile past the budget is abandoned: it finishes in the
+// background (the structural limits of the instrumentation pass keep that
+// bounded) and its result is closed, while Load reports the refusal at
+// once and other modules load meanwhile. Runtime.Close waits for it.
+func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration) (wazero.CompiledModule, error) {
+	type outcome struct {
+		compiled wazero.CompiledModule
+		err      error
+	}
+	done := make(chan outcome, 1)
+	r.compiles.Add(1)
+	go func() {
+		defer r.compiles.Done()
+		c, err := r.wz.CompileModule(context.WithoutCancel(ctx), wasm)
+		done <- outcome{c, err}
+	}()
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return nil, fmt.Errorf("invalid module: %w", o.err)
+		}
+		return o.compiled, nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	r.compiles.Add(1)
+	go func() {
+		defer r.compiles.Done()
+		if o := <-done; o.err == nil {
+			o.compiled.Close(context.Background())
+		}
+	}()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("compile: %w", ctx.Err())
+	}
+	return nil, fmt.Errorf("compile: did not finish within the compile budget of %s (tools.defaults.compile_budget, or tools.limits.<module>.compile_budget, allows more)", budget)
 }
 
 // loadError explains why guest code failed during load.

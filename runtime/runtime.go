@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -38,6 +39,10 @@ type Runtime struct {
 	cache        wazero.CompilationCache
 	capabilities map[string]hostfuncs.Capability
 	log          *slog.Logger
+	// compiles counts compiles in flight, abandoned ones included (see
+	// compile): Close waits for them, since wazero must not be closed
+	// under a compile.
+	compiles sync.WaitGroup
 }
 
 // New returns a Runtime with WASI and the warden host module instantiated.
@@ -106,6 +111,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 
 // Close closes every module loaded by r and releases the compiler.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.compiles.Wait()
 	err := r.wz.Close(ctx)
 	if r.cache != nil {
 		if cerr := r.cache.Close(ctx); err == nil {

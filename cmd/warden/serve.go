@@ -48,9 +48,12 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				return err
 			}
 			defer a.Close(ctx)
-			for _, err := range a.LoadTools(ctx) {
+			// Modules load in the background: the server answers initialize
+			// and lists what is ready (naming the rest in tools/list's
+			// _meta) while a slow module still compiles.
+			a.LoadToolsInBackground(ctx, func(err error) {
 				logger.Error("tool not loaded", "error", err)
-			}
+			})
 			if err := a.WatchConfig(ctx); err != nil {
 				logger.Warn("config changes will need a restart", "error", err)
 			}
@@ -82,7 +85,7 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 			srv := mcpserver.New(a, opts)
 			defer srv.Close()
 			if addr == "" {
-				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()))
+				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()), "loading", len(a.Loading()))
 				return srv.ServeStdio(ctx)
 			}
 			if addr == useConfigAddr {

@@ -345,6 +345,28 @@ func newClient(opts *mcp.ClientOptions) *mcp.Client {
 // asserts that warden then exits cleanly.
 func stdioServer(t *testing.T, e *env, protocol string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *logBuffer) {
 	t.Helper()
+	cs, stderr := stdioServerLoading(t, e, protocol, opts, args...)
+	waitLoaded(t, cs)
+	return cs, stderr
+}
+
+// waitLoaded waits until tools/list no longer names modules still loading
+// (serve loads them in the background): every module has joined or failed.
+func waitLoaded(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	eventually(t, "every module loaded", func() bool {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		_, loading := res.Meta["warden/loading"]
+		return !loading
+	})
+}
+
+// stdioServerLoading is stdioServer without waiting for the modules to load.
+func stdioServerLoading(t *testing.T, e *env, protocol string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *logBuffer) {
+	t.Helper()
 	stderr := &logBuffer{}
 	dumpOnFailure(t, "warden serve (stdio)", stderr)
 	cmd := exec.Command(built.warden, append([]string{"serve", "--config", e.config}, args...)...)
@@ -449,6 +471,21 @@ func startServe(t *testing.T, e *env, addr string, args ...string) *httpServer {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("http: warden serve answered /healthz %v after start", time.Since(start))
+	// Modules load in the background: wait until every one has joined or
+	// failed, so that tests see the tools dir's full tool set.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hc := http.DefaultClient
+	if i := slices.Index(args, "--token"); i >= 0 && i+1 < len(args) {
+		hc = &http.Client{Transport: bearer{args[i+1]}}
+	}
+	cs, err := newClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url(), HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", s.url(), err)
+	}
+	defer cs.Close()
+	waitLoaded(t, cs)
+	t.Logf("http: every module loaded %v after start", time.Since(start))
 	return s
 }
 

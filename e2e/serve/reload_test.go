@@ -45,10 +45,16 @@ func TestHotReload(t *testing.T) {
 				t.Fatalf("tools/list before = %v", names)
 			}
 
+			// serve loads modules in the background, so echo's own arrival
+			// may have been notified already: count from here.
+			base := changed.Load()
+
 			// Add: cp state.wasm tools/
 			start := time.Now()
 			e.install(t, "state")
-			eventually(t, "list_changed after adding state.wasm", func() bool { return changed.Load() >= 1 })
+			eventually(t, "list_changed after adding state.wasm", func() bool {
+				return changed.Load() > base && slices.Contains(toolNames(t, cs), "state")
+			})
 			t.Logf("list_changed %v after state.wasm was written", time.Since(start))
 			if names := toolNames(t, cs); !slices.Equal(names, []string{"echo", "state"}) {
 				t.Fatalf("tools/list after adding state.wasm = %v", names)
@@ -85,22 +91,27 @@ func TestHotReload(t *testing.T) {
 			if first != "1" || stateCall() != want {
 				t.Errorf("state after the broken overwrite: want %s (it counted %s before)", want, first)
 			}
-			if n := changed.Load(); n != notified {
-				t.Errorf("%d list_changed notifications for a refused module, want none", n-notified)
+			// At most one: echo's own background load may be notified late
+			// (a stateless client hears of it on its listen stream).
+			if n := changed.Load() - notified; n > 1 {
+				t.Errorf("%d list_changed notifications for a refused module, want none", n)
 			}
 
 			// Remove.
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "list_changed after removing state.wasm", func() bool { return changed.Load() > notified })
+			eventually(t, "list_changed after removing state.wasm", func() bool {
+				return changed.Load() > notified && !slices.Contains(toolNames(t, cs), "state")
+			})
 			if names := toolNames(t, cs); !slices.Equal(names, []string{"echo"}) {
 				t.Fatalf("tools/list after removing state.wasm = %v", names)
 			}
 			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "state", Arguments: map[string]any{}})
 			wantInvalidParams(t, err)
 			wantEcho(t, cs, "after a reload")
-			if n := changed.Load(); n != 2 {
+			// echo's own arrival, when notified after base, adds one.
+			if n := changed.Load() - base; n < 2 || n > 3 {
 				t.Errorf("%d list_changed notifications for one add and one remove, want 2", n)
 			}
 		})

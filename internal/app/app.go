@@ -10,10 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warden-run/warden/config"
@@ -36,6 +40,12 @@ type App struct {
 	nextSub     int
 	// loadErrors holds the latest load failure of each module file.
 	loadErrors map[string]error
+	// loading holds the modules a background load has not finished yet,
+	// for tools/list to name (Loading); loads counts those goroutines.
+	loading     map[string]bool
+	loadedOne   chan struct{} // closed and replaced whenever a background load ends
+	loads       sync.WaitGroup
+	cancelLoads []context.CancelFunc
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -56,6 +66,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		cursors:     newCursorSigner(),
 		subscribers: make(map[int]func()),
 		loadErrors:  make(map[string]error),
+		loading:     make(map[string]bool),
+		loadedOne:   make(chan struct{}),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
 	return a, nil
@@ -95,6 +107,15 @@ func (a *App) configChanged(cfg *config.Config) {
 
 // Close stops every module, the runtime and the language servers.
 func (a *App) Close(ctx context.Context) error {
+	// Background loads end soon once their context is cancelled (compiles
+	// are abandoned, guest start-up is interrupted); wait so that none puts
+	// a module into a closed registry.
+	a.mu.Lock()
+	for _, cancel := range a.cancelLoads {
+		cancel()
+	}
+	a.mu.Unlock()
+	a.loads.Wait()
 	a.registry.Close(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -111,25 +132,106 @@ func (a *App) Registry() *runtime.Registry { return a.registry }
 // Config returns the config in force.
 func (a *App) Config() *config.Config { return a.live.Current() }
 
-// LoadTools loads every module in the tools dir. Each file that fails is
-// reported in the returned errors (naming the file) and skipped, and so is
-// each tool refused because several modules describe its name.
+// LoadTools loads every module in the tools dir and waits for all of them.
+// Each file that fails is reported in the returned errors (naming the file)
+// and skipped, and so is each tool refused because several modules describe
+// its name.
 func (a *App) LoadTools(ctx context.Context) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	a.LoadToolsInBackground(ctx, func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
+	})
+	a.loads.Wait()
+	// Files load in parallel: report load errors in file order, then the
+	// collisions (LoadToolsInBackground reports them last).
+	loadErrs := slices.IndexFunc(errs, func(err error) bool { return !strings.HasPrefix(err.Error(), "load ") })
+	if loadErrs < 0 {
+		loadErrs = len(errs)
+	}
+	slices.SortStableFunc(errs[:loadErrs], func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
+	return errs
+}
+
+// LoadToolsInBackground starts loading every module in the tools dir, up to
+// GOMAXPROCS at once, and returns at once: each module joins the registry
+// (and subscribers hear of it, as on a hot reload) as soon as it is ready,
+// so a server answers while a slow module still compiles. Until then the
+// module is listed by Loading. report receives each error (naming the
+// file), from any goroutine.
+func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 	paths, err := runtime.ModuleFiles(a.Config().Tools.Dir)
 	if err != nil {
-		return []error{err}
+		report(err)
+		return
 	}
-	var errs []error
+	ctx, cancel := context.WithCancel(ctx)
+	a.mu.Lock()
 	for _, path := range paths {
-		_, moduleErrs := a.loadModule(ctx, path)
-		errs = append(errs, moduleErrs...)
+		a.loading[ModuleName(path)] = true
 	}
-	// Collisions are reported once all modules are in: the outcome does not
-	// depend on the order they were loaded in, and neither does the report.
-	for _, r := range a.registry.Refused() {
-		errs = append(errs, r)
+	a.cancelLoads = append(a.cancelLoads, cancel)
+	a.mu.Unlock()
+	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	a.loads.Add(len(paths))
+	var remaining atomic.Int64
+	remaining.Store(int64(len(paths)))
+	for _, path := range paths {
+		go func() {
+			defer a.loads.Done()
+			slots <- struct{}{}
+			loaded, errs := a.loadModule(ctx, path)
+			<-slots
+			a.mu.Lock()
+			delete(a.loading, ModuleName(path))
+			close(a.loadedOne)
+			a.loadedOne = make(chan struct{})
+			a.mu.Unlock()
+			for _, err := range errs {
+				report(err)
+			}
+			if loaded || len(errs) > 0 {
+				a.notify()
+			}
+			if remaining.Add(-1) == 0 {
+				// Collisions are reported once all modules are in: the
+				// outcome does not depend on the order they were loaded in,
+				// and neither does the report.
+				for _, r := range a.registry.Refused() {
+					report(r)
+				}
+			}
+		}()
 	}
-	return errs
+}
+
+// AwaitLoad implements mcpserver.Loader: it waits for the next background
+// load to end and reports true, or reports false at once when nothing is
+// loading or when ctx ends.
+func (a *App) AwaitLoad(ctx context.Context) bool {
+	a.mu.Lock()
+	loading, next := len(a.loading) > 0, a.loadedOne
+	a.mu.Unlock()
+	if !loading {
+		return false
+	}
+	select {
+	case <-next:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Loading lists the modules still loading in the background, sorted.
+func (a *App) Loading() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Sorted(maps.Keys(a.loading))
 }
 
 // Refused implements mcpserver.Refuser: the tools not served because

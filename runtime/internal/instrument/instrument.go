@@ -17,6 +17,7 @@ const (
 	DepthExport        = exportPrefix + "depth"
 	PagesExport        = exportPrefix + "pages"
 	GlobalExportPrefix = exportPrefix + "global:"
+	StartExport        = exportPrefix + "start"
 )
 
 // Costs of the dynamic part of variable-cost instructions.
@@ -46,6 +47,70 @@ const (
 	DefaultMaxCallDepth = 20000
 )
 
+// Limits bound a module's structure. Compiling a function costs time that
+// grows faster than its size along some of these dimensions (wazero's
+// compiler is quadratic in control nesting), so bounding each keeps
+// compile time roughly linear in the module's size; see RATIONALE.md
+// ("Runtime hardening"). A module past one is refused, naming the function,
+// the limit and the value.
+type Limits struct {
+	// MaxFunctions bounds imported plus defined functions.
+	MaxFunctions uint32
+	// MaxBodyBytes bounds one function body's encoded size.
+	MaxBodyBytes uint32
+	// MaxLocals bounds one function's params plus locals.
+	MaxLocals uint32
+	// MaxNesting bounds open blocks, loops and ifs inside one function.
+	MaxNesting uint32
+	// MaxLoopNesting bounds open loops inside one function: with the fuel
+	// check at every loop header, compile time grows with the cube of it.
+	MaxLoopNesting uint32
+	// MaxBrTableTargets bounds the labels of one br_table, default included.
+	MaxBrTableTargets uint32
+}
+
+// DefaultLimits are V8's and wasmtime's agreed implementation limits
+// (functions, body size, locals, br_table size), and a nesting bound of
+// our own: no engine bounds nesting, but wazero compiles a function in
+// time quadratic in it (10,000 levels: 0.4 s; 150,000: minutes), while
+// compilers emit far less (the deepest function of a Go guest nests 549,
+// of the Haskell Extism sample 1,706). Loops get a lower bound of their
+// own: instrumented, 1,000 nested loops compile in 0.17 s, 4,000 in 4 s,
+// 10,000 in 80 s (cubic), and real code nests loops a few levels deep.
+var DefaultLimits = Limits{
+	MaxFunctions:      1_000_000,
+	MaxBodyBytes:      7_654_321,
+	MaxLocals:         50_000,
+	MaxNesting:        10_000,
+	MaxLoopNesting:    1_000,
+	MaxBrTableTargets: 65_520,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxFunctions == 0 {
+		l.MaxFunctions = d.MaxFunctions
+	}
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if l.MaxLocals == 0 || l.MaxLocals > d.MaxLocals {
+		// wazero's own bound; it also keeps the pass's scratch locals
+		// addressable.
+		l.MaxLocals = d.MaxLocals
+	}
+	if l.MaxNesting == 0 {
+		l.MaxNesting = d.MaxNesting
+	}
+	if l.MaxLoopNesting == 0 {
+		l.MaxLoopNesting = d.MaxLoopNesting
+	}
+	if l.MaxBrTableTargets == 0 {
+		l.MaxBrTableTargets = d.MaxBrTableTargets
+	}
+	return l
+}
+
 // Config selects what Instrument adds.
 type Config struct {
 	// Fuel meters execution against the "warden:fuel" global.
@@ -62,6 +127,13 @@ type Config struct {
 	// VirtualMemory makes memory.size and memory.grow use the
 	// "warden:pages" global (modules with a memory of their own only).
 	VirtualMemory bool
+	// DeferStart removes the start section and exports its function as
+	// StartExport, so that the host runs it after instantiation, under a
+	// Meter, instead of the engine running it unmetered inside
+	// instantiation.
+	DeferStart bool
+	// Limits bound the module's structure (zero: DefaultLimits).
+	Limits Limits
 }
 
 // Result is an instrumented module and what the host needs to drive it.
@@ -92,6 +164,12 @@ type Result struct {
 	// DropsData: the code contains data.drop, so which data segments are
 	// still available is instance state that memory snapshots miss.
 	DropsData bool
+	// Deepest is the deepest control nesting of any function, for
+	// measurements against Limits.MaxNesting.
+	Deepest uint32
+	// StartExport is the export name of the module's start function when
+	// Config.DeferStart removed its start section ("" if it had none).
+	StartExport string
 }
 
 // Instrument rewrites wasm according to cfg. The input is not modified.
@@ -117,7 +195,7 @@ type module struct {
 	codes         []wb.Code
 }
 
-func decode(wasm []byte) (*module, error) {
+func decode(wasm []byte, limits Limits) (*module, error) {
 	mod, err := wb.Parse(wasm)
 	if err != nil {
 		return nil, err
@@ -156,6 +234,9 @@ func decode(wasm []byte) (*module, error) {
 			return nil, err
 		}
 		m.funcTypes = append(m.funcTypes, fs...)
+	}
+	if n := len(m.funcTypes); uint64(n) > uint64(limits.MaxFunctions) {
+		return nil, fmt.Errorf("%d functions, over the limit of %d", n, limits.MaxFunctions)
 	}
 	for i, t := range m.funcTypes {
 		if t >= uint32(len(m.types)) {
@@ -220,7 +301,8 @@ func decode(wasm []byte) (*module, error) {
 }
 
 func instrument(wasm []byte, cfg Config) (*Result, error) {
-	m, err := decode(wasm)
+	cfg.Limits = cfg.Limits.withDefaults()
+	m, err := decode(wasm, cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +343,26 @@ func instrument(wasm []byte, cfg Config) (*Result, error) {
 		p.pages = addGlobal(wb.I32, init, PagesExport)
 		p.virtual = true
 		res.PagesGlobal = PagesExport
+	}
+	if s := m.Section(wb.SectionStart); s != nil && cfg.DeferStart {
+		r := m.SectionReader(s)
+		fn, err := r.U32()
+		if err != nil {
+			return nil, fmt.Errorf("start section: %w", err)
+		}
+		if err := r.End("start section"); err != nil {
+			return nil, err
+		}
+		if fn >= uint32(len(m.funcTypes)) {
+			return nil, fmt.Errorf("start function %d out of range (%d)", fn, len(m.funcTypes))
+		}
+		if t := m.types[m.funcTypes[fn]]; len(t.Params) > 0 || len(t.Results) > 0 {
+			return nil, fmt.Errorf("start function %d must take and return nothing", fn)
+		}
+		exports = wb.AppendExport(exports, wb.Export{Name: StartExport, Kind: wb.KindFunc, Index: fn})
+		nExp++
+		res.StartExport = StartExport
+		m.RemoveSection(wb.SectionStart)
 	}
 	if cfg.ExportGlobals {
 		res.Globals = []string{}

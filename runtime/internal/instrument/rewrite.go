@@ -96,6 +96,11 @@ func (p *pass) rewriteCode() ([]byte, error) {
 // checking the structure and the index immediates the rewrite relies on.
 func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 	m := p.m
+	lim := p.cfg.Limits
+	loops := uint32(0) // open loops
+	if size := c.End - c.Start; uint64(size) > uint64(lim.MaxBodyBytes) {
+		return fmt.Errorf("body is %d bytes, over the limit of %d", size, lim.MaxBodyBytes)
+	}
 	b := m.Bytes[:c.End]
 	r := wb.NewReader(b, c.Start, c.End)
 	_, nDecl, err := r.Locals()
@@ -103,9 +108,8 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 		return err
 	}
 	nLocals := uint64(len(m.types[typeIdx].Params)) + nDecl
-	if nLocals > 50000 {
-		// wazero's limit; keeps the two scratch locals addressable.
-		return fmt.Errorf("%d locals (limit 50000)", nLocals)
+	if nLocals > uint64(lim.MaxLocals) {
+		return fmt.Errorf("%d locals, over the limit of %d", nLocals, lim.MaxLocals)
 	}
 	p.l64, p.l32 = uint32(nLocals), uint32(nLocals)+1
 	p.weight = frameWeight(nLocals)
@@ -142,6 +146,11 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			if in.BlockType >= 0 && uint64(in.BlockType) >= uint64(p.nTypes) {
 				return bad("type", uint32(in.BlockType), p.nTypes)
 			}
+			if depth := uint32(len(p.ctl)); depth > lim.MaxNesting {
+				return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("control nesting %d, over the limit of %d", depth, lim.MaxNesting)}
+			} else if depth > p.res.Deepest {
+				p.res.Deepest = depth
+			}
 			f := frame{outer: cur, deadOut: dead}
 			switch in.Op {
 			case wb.OpBlock:
@@ -149,6 +158,9 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 				p.ctl = append(p.ctl, f)
 				continue // costs nothing, stays in the open segment
 			case wb.OpLoop:
+				if loops++; loops > lim.MaxLoopNesting {
+					return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("loop nesting %d, over the limit of %d", loops, lim.MaxLoopNesting)}
+				}
 				f.kind = ctlLoop
 				p.ctl = append(p.ctl, f)
 				open(idx, true)
@@ -183,6 +195,9 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			prologue = false
 			f := p.ctl[len(p.ctl)-1]
 			p.ctl = p.ctl[:len(p.ctl)-1]
+			if f.kind == ctlLoop {
+				loops--
+			}
 			switch {
 			case f.kind == ctlFunc:
 				if pos != c.End {
@@ -209,6 +224,9 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 		case wb.OpBrTable:
 			if in.Imm2 >= uint32(len(p.ctl)) {
 				return bad("label", in.Imm2, uint32(len(p.ctl)))
+			}
+			if n := uint64(in.Imm) + 1; n > uint64(lim.MaxBrTableTargets) {
+				return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("br_table of %d targets, over the limit of %d", n, lim.MaxBrTableTargets)}
 			}
 			wb.BrTableLabels(b, in, target)
 			stops = true

@@ -155,6 +155,16 @@ func (m *Module) SetSection(id byte, payload []byte) {
 	m.Sections[at] = Section{ID: id, Offset: -1, Payload: payload}
 }
 
+// RemoveSection drops the section with the given non-custom id, if present.
+func (m *Module) RemoveSection(id byte) {
+	for i := range m.Sections {
+		if m.Sections[i].ID == id {
+			m.Sections = append(m.Sections[:i], m.Sections[i+1:]...)
+			return
+		}
+	}
+}
+
 // Encode writes the module: header then every section in order.
 func (m *Module) Encode() []byte {
 	n := len(header)

@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// loadingTools is fakeTools with modules loading in the background: finish
+// ends one load, adding its tool as a hot reload would.
+type loadingTools struct {
+	*fakeTools
+	mu      sync.Mutex
+	loading []string
+	ended   chan struct{}
+}
+
+func (l *loadingTools) Loading() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.loading...)
+}
+
+func (l *loadingTools) AwaitLoad(ctx context.Context) bool {
+	l.mu.Lock()
+	loading, ended := len(l.loading) > 0, l.ended
+	l.mu.Unlock()
+	if !loading {
+		return false
+	}
+	select {
+	case <-ended:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (l *loadingTools) finish(module string) {
+	l.reload(append(l.List(), desc(module))...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, m := range l.loading {
+		if m == module {
+			l.loading = append(l.loading[:i], l.loading[i+1:]...)
+		}
+	}
+	close(l.ended)
+	l.ended = make(chan struct{})
+}
+
+// While modules load, tools/list answers with what is loaded and names the
+// rest in _meta; a call of a tool not loaded yet waits for its load.
+func TestWhileLoading(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			tools := &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"late"}, ended: make(chan struct{})}
+			s, _ := newServer(t, tools, Options{})
+			cs := connect(t, s, tr, nil)
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Tools) != 1 || fmt.Sprint(res.Meta[MetaLoading]) != "[late]" {
+				t.Fatalf("tools/list while loading: %d tools, _meta %v", len(res.Tools), res.Meta)
+			}
+			called := make(chan *mcp.CallToolResult, 1)
+			go func() {
+				r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "late"})
+				if err != nil {
+					t.Errorf("tools/call late: %v", err)
+				}
+				called <- r
+			}()
+			tools.finish("late")
+			if r := <-called; r == nil || r.IsError {
+				t.Fatalf("tools/call late after its load: %+v", r)
+			}
+			res, err = cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := res.Meta[MetaLoading]; ok || len(res.Tools) != 2 {
+				t.Fatalf("tools/list after loading: %d tools, _meta %v", len(res.Tools), res.Meta)
+			}
+			// Nothing loading: an unknown tool is refused at once.
+			if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nosuch"}); err == nil {
+				t.Fatal("tools/call of an unknown tool succeeded")
+			}
+		})
+	}
+}
