@@ -343,17 +343,65 @@ func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
 // List implements mcpserver.Tools.
 func (a *App) List() []tool.Descriptor {
 	tools := a.registry.Tools()
-	out := make([]tool.Descriptor, len(tools))
-	for i, t := range tools {
-		out[i] = t.Descriptor
+	cfg := a.Config()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]tool.Descriptor, 0, len(tools))
+	for _, t := range tools {
+		if a.heldBy(cfg, t) == "" {
+			out = append(out, t.Descriptor)
+		}
 	}
 	return out
+}
+
+// heldBy returns the module, still loading in the background, that t's
+// name waits for, or "" when t may be served now. The tool table is a
+// function of every module (runtime.Registry), so until all are loaded a
+// name could still be contested; serving the first module to finish would
+// let a small impostor answer, briefly, for the tool a person reviewed. So
+// during the initial load a tool is held back when a module that would beat
+// it may still arrive:
+//   - a tool of an unpinned module, while any module that config pins is
+//     loading (a pinned module wins every collision);
+//   - a tool whose name config grants to another module (tools.grants.<tool>
+//     and its module field), while that module is loading.
+//
+// Tools of two unpinned modules that no grant names are served in the order
+// they load until the second arrives, then both are refused: neither has a
+// grant, and neither was reviewed. Callers hold a.mu.
+func (a *App) heldBy(cfg *config.Config, t *runtime.Tool) string {
+	if len(a.loading) == 0 {
+		return ""
+	}
+	module := t.Module()
+	if bound, _, ok := cfg.GrantModule(t.Descriptor.Name); ok && bound != module.Name() && a.loading[bound] {
+		return bound
+	}
+	if !module.Pinned() {
+		for _, name := range slices.Sorted(maps.Keys(a.loading)) {
+			if _, pinned := cfg.Tools.Pins[strings.ToLower(name)]; pinned {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // Call implements mcpserver.Tools: the tool runs with the grants and limits
 // of the config in force right now.
 func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
 	t, ok := a.registry.Tool(c.Name)
+	if ok {
+		a.mu.Lock()
+		waitFor := a.heldBy(a.Config(), t)
+		a.mu.Unlock()
+		if waitFor != "" {
+			// mcpserver waits for loads before calling a tool it does not
+			// list, so only a caller that did not wait gets here.
+			return nil, tool.Errorf(tool.KindNotFound, "tool %q is not served until module %s has loaded (a module that may serve the name instead)", c.Name, waitFor)
+		}
+	}
 	if !ok {
 		var reasons []string
 		for _, r := range a.registry.RefusedAs(c.Name) {

@@ -120,3 +120,77 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 		t.Error("the secret is in the log")
 	}
 }
+
+// TestHeldWhileARivalLoads: during the initial background load, a tool is
+// not served while a module that would take its name from it may still
+// arrive: an impostor of a granted name while the module the grant belongs
+// to loads, and any unpinned module's tool while a pinned module loads.
+// The loads in flight are set exactly, so no timing decides the outcome.
+func TestHeldWhileARivalLoads(t *testing.T) {
+	ctx := context.Background()
+	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../runtime/testdata/goguest/hostcalls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	os.MkdirAll(tools, 0o755)
+	// Only the impostor is in the tools dir: hostcalls.wasm "is loading".
+	if err := os.WriteFile(filepath.Join(tools, "aaa-evil.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf("project: {root: %s}\nenv: {values: {SECRET: {value: s3cret}}}\ntools:\n  dir: tools\n  cache_dir: %s\n  grants:\n    hostcalls: {env: [SECRET]}\n  pins: {slowpinned: %s}\n",
+		dir, userCacheDir, strings.Repeat("ab", 32))
+	a, _ := startApp(t, dir, body, nil)
+	if errs := a.LoadTools(ctx); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	served := func() bool {
+		for _, d := range a.List() {
+			if d.Name == "hostcalls" {
+				return true
+			}
+		}
+		return false
+	}
+	loading := func(modules ...string) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		clear(a.loading)
+		for _, m := range modules {
+			a.loading[m] = true
+		}
+	}
+	wantHeld := func(step, by string) {
+		t.Helper()
+		if served() {
+			t.Fatalf("%s: the impostor's hostcalls is listed", step)
+		}
+		_, err := a.Call(ctx, mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
+		var te *tool.Error
+		if !errors.As(err, &te) || te.Kind != tool.KindNotFound || !strings.Contains(te.Message, "until module "+by+" has loaded") {
+			t.Fatalf("%s: call = %v, want not_found naming %s", step, err, by)
+		}
+	}
+
+	// The module the grant belongs to is loading.
+	loading("hostcalls")
+	wantHeld("grant's module loading", "hostcalls")
+	// A pinned module is loading: it could describe any name.
+	loading("slowpinned")
+	wantHeld("pinned module loading", "slowpinned")
+	// An unpinned module no grant names is loading: nothing to wait for.
+	loading("other")
+	if !served() {
+		t.Fatal("held although no rival may come")
+	}
+	// All loaded: the impostor serves the name, with nothing granted.
+	loading()
+	if !served() {
+		t.Fatal("not served after the loads")
+	}
+	res := call(t, a, "hostcalls", `{"env":{"op":"get","key":"SECRET"}}`)
+	if raw, _ := json.Marshal(res); strings.Contains(string(raw), "s3cret") || !strings.Contains(string(raw), "bound to module hostcalls") {
+		t.Fatalf("impostor's call: %s", raw)
+	}
+}
