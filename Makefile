@@ -7,7 +7,7 @@
 export GOTOOLCHAIN := local
 GO ?= go
 
-.PHONY: all build tools demo serve test test-go test-conformance
+.PHONY: all build tools demo serve test test-go test-race test-conformance
 
 all: build tools
 
@@ -26,11 +26,20 @@ demo: all
 serve: all
 	bin/warden serve
 
-test: all test-go test-conformance
+test: all test-go test-race test-conformance
 
 test-go:
 	$(GO) vet ./...
 	$(GO) test ./...
+
+# The packages whose state is shared between goroutines (sessions, the
+# stdio and HTTP guards, the registry and background loads, capabilities
+# with live config), under the race detector. runtime itself is left out:
+# wazero's compiler under -race takes over ten minutes on two cores.
+RACE_PACKAGES := ./mcpserver ./internal/app ./config ./hostfuncs/... ./tool/...
+
+test-race:
+	$(GO) test -race $(RACE_PACKAGES)
 
 test-conformance: all
 	WARDEN=$(CURDIR)/bin/warden .ci/conformance/run.sh
