@@ -113,6 +113,9 @@ type Server struct {
 	PageSize    int           `mapstructure:"page_size"`
 	MaxInFlight int           `mapstructure:"max_in_flight"`
 	QueueWait   time.Duration `mapstructure:"queue_wait"`
+	// ListWait bounds how long a tools/list waits for modules still loading
+	// in the background before it answers with what is loaded.
+	ListWait time.Duration `mapstructure:"list_wait"`
 	// MaxMessage bounds one inbound MCP message: a stdio line or an HTTP body.
 	MaxMessage ByteSize `mapstructure:"max_message"`
 	// HeaderTimeout, BodyTimeout and IdleTimeout bound how long an HTTP
@@ -193,6 +196,7 @@ var defaults = map[string]any{
 	"server::page_size":               100,
 	"server::max_in_flight":           32,
 	"server::queue_wait":              "10s",
+	"server::list_wait":               "10s",
 	"server::max_message":             "16MiB",
 	"server::header_timeout":          "10s",
 	"server::body_timeout":            "30s",
@@ -372,6 +376,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxMessage < 1<<10 || c.Server.MaxMessage > 1<<30 {
 		fail("server.max_message", "must be between 1KiB and 1GiB, got %s", c.Server.MaxMessage)
+	}
+	if c.Server.ListWait < 0 {
+		fail("server.list_wait", "must not be negative, got %s", c.Server.ListWait)
 	}
 	for key, d := range map[string]time.Duration{
 		"server.header_timeout": c.Server.HeaderTimeout,

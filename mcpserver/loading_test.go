@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,7 +59,8 @@ func TestWhileLoading(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			tools := &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"late"}, ended: make(chan struct{})}
-			s, _ := newServer(t, tools, Options{})
+			// ListWait < 0: the list answers at once with what is loaded.
+			s, _ := newServer(t, tools, Options{ListWait: -1})
 			cs := connect(t, s, tr, nil)
 			res, err := cs.ListTools(context.Background(), nil)
 			if err != nil {
@@ -92,4 +94,39 @@ func TestWhileLoading(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestListWaitsForLoads: a tools/list asked while a module loads waits for
+// the load (a client that lists once gets every tool), and the wait is
+// bounded by ListWait: past it, the list says what is still loading.
+func TestListWaitsForLoads(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			tools := &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"late"}, ended: make(chan struct{})}
+			s, _ := newServer(t, tools, Options{ListWait: time.Hour})
+			cs := connect(t, s, tr, nil)
+			listed := make(chan *mcp.ListToolsResult, 1)
+			go func() {
+				res, err := cs.ListTools(context.Background(), nil)
+				if err != nil {
+					t.Errorf("tools/list: %v", err)
+				}
+				listed <- res
+			}()
+			tools.finish("late")
+			res := <-listed
+			if res == nil || len(res.Tools) != 2 || res.Meta[MetaLoading] != nil {
+				t.Fatalf("tools/list across a load: %+v", res)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		tools := &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"never"}, ended: make(chan struct{})}
+		s, _ := newServer(t, tools, Options{ListWait: time.Millisecond})
+		cs := connect(t, s, transports[0], nil)
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil || len(res.Tools) != 1 || fmt.Sprint(res.Meta[MetaLoading]) != "[never]" {
+			t.Fatalf("tools/list past ListWait: %+v %v", res, err)
+		}
+	})
 }

@@ -108,6 +108,10 @@ type Options struct {
 	// QueueWait bounds how long a call waits for a free slot before it fails
 	// with a "timeout" result; 0 means 10 s.
 	QueueWait time.Duration
+	// ListWait bounds how long a tools/list waits for modules still loading
+	// in the background (see [Loader]) before it answers with the tools
+	// loaded so far; 0 means 10 s, a negative value means not at all.
+	ListWait time.Duration
 	// MaxMessage bounds one inbound stdio message (a line) in bytes; 0 means
 	// DefaultMaxMessage. HTTP bodies are bounded by HTTPOptions.
 	MaxMessage int
@@ -120,6 +124,7 @@ type Options struct {
 const (
 	DefaultPageSize  = 100
 	DefaultQueueWait = 10 * time.Second
+	DefaultListWait  = 10 * time.Second
 )
 
 // Server serves a [Tools] over MCP. It is safe for concurrent use; one Server
@@ -163,6 +168,9 @@ func New(tools Tools, opts Options) *Server {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 4 * runtime.GOMAXPROCS(0)
 	}
+	if opts.ListWait == 0 {
+		opts.ListWait = DefaultListWait
+	}
 	if opts.QueueWait <= 0 {
 		opts.QueueWait = DefaultQueueWait
 	}
@@ -199,11 +207,13 @@ func New(tools Tools, opts Options) *Server {
 }
 
 // Loader is implemented by Tools that load modules in the background. While
-// Loading is not empty, every tools/list result names those modules in its
-// _meta under MetaLoading, so that a client can tell a partial list from a
-// complete one (the tools appear with notifications/tools/list_changed),
-// and a tools/call of a tool not known yet waits for the loads to end
-// before it is answered "unknown tool".
+// Loading is not empty, a tools/list waits for the loads to end, up to
+// Options.ListWait (many clients list once and never again), and a result
+// given while some are still loading names them in its _meta under
+// MetaLoading, so that a client can tell a partial list from a complete one
+// (the tools appear with notifications/tools/list_changed); a tools/call of
+// a tool not known yet waits for the loads to end before it is answered
+// "unknown tool".
 type Loader interface {
 	Loading() []string
 	// AwaitLoad waits for the next background load to end and reports
@@ -223,10 +233,18 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && (s.resyncPending.Load() || s.resyncRunning.Load()) {
-				// A load that just ended has notified, but its resync may not
-				// have run: apply it, so that a list without MetaLoading is
-				// the complete one.
+			waited := false
+			if method == "tools/list" && s.opts.ListWait > 0 && len(l.Loading()) > 0 {
+				wait, cancel := context.WithTimeout(ctx, s.opts.ListWait)
+				for l.AwaitLoad(wait) {
+				}
+				cancel()
+				waited = true
+			}
+			if method == "tools/list" && (waited || s.resyncPending.Load() || s.resyncRunning.Load()) {
+				// A load that just ended may not have notified yet, or its
+				// resync may not have run: apply it, so that a list without
+				// MetaLoading is the complete one.
 				s.resync()
 			}
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" &&

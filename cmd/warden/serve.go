@@ -67,6 +67,7 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				PageSize:    cfg.Server.PageSize,
 				MaxInFlight: cfg.Server.MaxInFlight,
 				QueueWait:   cfg.Server.QueueWait,
+				ListWait:    cfg.Server.ListWait,
 				MaxMessage:  int(cfg.Server.MaxMessage),
 				Logger:      logger,
 			}
