@@ -392,16 +392,6 @@ func (a *App) heldBy(cfg *config.Config, t *runtime.Tool) string {
 // of the config in force right now.
 func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
 	t, ok := a.registry.Tool(c.Name)
-	if ok {
-		a.mu.Lock()
-		waitFor := a.heldBy(a.Config(), t)
-		a.mu.Unlock()
-		if waitFor != "" {
-			// mcpserver waits for loads before calling a tool it does not
-			// list, so only a caller that did not wait gets here.
-			return nil, tool.Errorf(tool.KindNotFound, "tool %q is not served until module %s has loaded (a module that may serve the name instead)", c.Name, waitFor)
-		}
-	}
 	if !ok {
 		var reasons []string
 		for _, r := range a.registry.RefusedAs(c.Name) {
@@ -415,6 +405,14 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q", c.Name)
 	}
 	cfg := a.Config()
+	a.mu.Lock()
+	waitFor := a.heldBy(cfg, t)
+	a.mu.Unlock()
+	if waitFor != "" {
+		// mcpserver waits for loads before calling a tool it does not
+		// list, so only a caller that did not wait gets here.
+		return nil, tool.Errorf(tool.KindNotFound, "tool %q is not served until module %s has loaded (a module that may serve the name instead)", c.Name, waitFor)
+	}
 	// The grant belongs to a module, not to the name: a tool served by
 	// another module than the one its entry is bound to gets nothing, and
 	// each capability it is then refused says why.
