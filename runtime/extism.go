@@ -158,6 +158,9 @@ func (r *Runtime) loadExtism(ctx context.Context, m *Module, wasm []byte) error 
 		MaxCallDepth:  instrument.DefaultMaxCallDepth,
 		ExportGlobals: true,
 		VirtualMemory: true,
+		// As for native modules: the start function runs metered, in
+		// list, not unmetered inside the SDK's instantiation.
+		DeferStart: true,
 	})
 	if err != nil {
 		return fmt.Errorf("invalid module: %w", err)
@@ -328,6 +331,11 @@ func (x *extismPlugin) list(ctx context.Context, in *instance) ([]byte, error) {
 	if x.shape == extismV2 {
 		input = []byte(`{"context":{"id":"warden-load","_meta":{}}}`)
 	}
+	// The start function runs first, as instantiation would run it, and
+	// like a native module's, without a call: no host function serves it.
+	if err := x.runStart(ctx, in); err != nil {
+		return nil, err
+	}
 	state := newCallState(&hostfuncs.Call{Tool: m.name, Observer: discardObserver{}}, in, m.limits)
 	ctx = context.WithValue(ctx, callStateKey{}, state)
 	in.callCtx.Store(&ctx)
@@ -350,6 +358,26 @@ func (x *extismPlugin) list(ctx context.Context, in *instance) ([]byte, error) {
 		return nil, fmt.Errorf("%s: tool list is %d bytes, over the output limit of %d", export, len(out), m.limits.MaxOutput)
 	}
 	return out, nil
+}
+
+// runStart runs the plugin's start function, which the instrumentation pass
+// moved out of instantiation, under the meter: in wasm it runs before
+// anything else, so before the SDK's _initialize and the listing.
+func (x *extismPlugin) runStart(ctx context.Context, in *instance) error {
+	m := x.m
+	if m.instrumented.StartExport == "" {
+		return nil
+	}
+	fn := in.mod.ExportedFunction(m.instrumented.StartExport)
+	if fn == nil {
+		return nil
+	}
+	stop := in.meter.Start(ctx, m.limits.Fuel)
+	_, err := fn.Call(ctx)
+	if _, reason := stop(); err != nil {
+		return fmt.Errorf("start function: %w", m.loadError(ctx, in, err, reason))
+	}
+	return nil
 }
 
 // isPluginError tells an error the plugin set with error_set (which the

@@ -485,3 +485,29 @@ func TestExtismConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestExtismStartSection: a plugin's start function runs under the meter,
+// like a native module's: a loop there ends the load as out of fuel, not as
+// an unmetered spin or a bare unreachable; one that only initializes runs
+// before the plugin's code, in every fresh instance.
+func TestExtismStartSection(t *testing.T) {
+	rt := extismRuntime(t, runtime.Options{})
+	looping := extismWAT(t, descOf("spin"), `{"content":[{"type":"text","text":"never"}]}`,
+		`(func $spin (loop $l (br $l))) (start $spin)`)
+	_, err := rt.Load(context.Background(), "startloop", looping, runtime.Limits{Fuel: 10_000_000})
+	if err == nil || !strings.Contains(err.Error(), "start function") || !strings.Contains(err.Error(), "ran out of fuel (budget 10000000)") {
+		t.Fatalf("load error = %v, want the start function out of fuel", err)
+	}
+
+	// The start function writes the output's first byte: "Xi" becomes "hi"
+	// only if it ran before the call, in a fresh instance too.
+	started := extismWAT(t, descOf("started"), `{"content":[{"type":"text","text":"Xi"}]}`,
+		`(func $st (i32.store8 (i32.const 32803) (i32.const 104))) (start $st)`)
+	m, err := rt.Load(context.Background(), "started", started, runtime.Limits{Isolation: runtime.IsolationCall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		wantOK(t, call(t, toolNamed(t, m, "started"), `{}`), "hi")
+	}
+}
