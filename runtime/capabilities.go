@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/warden-run/warden/hostfuncs/env"
@@ -49,13 +50,27 @@ func validateRequested(c *tool.Capabilities) error {
 			}
 		}
 	}
-	check("fs.read", c.FS.Read, fs.ValidateGrantSyntax)
-	check("fs.write", c.FS.Write, fs.ValidateGrantSyntax)
+	check("fs.read", c.FS.Read, requestedPath)
+	check("fs.write", c.FS.Write, requestedPath)
 	check("memoryTopics", c.MemoryTopics, memory.ValidateTopic)
 	check("net", c.Net, net.ValidateGrant)
 	check("env", c.Env, env.ValidateKey)
 	check("lsp", c.LSP, lsp.ValidateLanguage)
 	return errors.Join(errs...)
+}
+
+// requestedPath is the fs grant grammar for a requested path, less what the
+// suggested `warden grant TOOL fs.read=a,b` line would read differently
+// from the review: a comma (it separates values there, so "docs,." would
+// show as one path and grant the whole project) and surrounding blanks.
+func requestedPath(p string) error {
+	switch {
+	case strings.Contains(p, ","):
+		return errors.New("contains a comma, which `warden grant` reads as a separator between paths")
+	case strings.TrimSpace(p) != p:
+		return errors.New("begins or ends with a blank")
+	}
+	return fs.ValidateGrantSyntax(p)
 }
 
 // firstHidden finds the first character of s that must not reach a

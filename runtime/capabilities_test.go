@@ -22,6 +22,10 @@ func TestRequestedCapabilityGrammar(t *testing.T) {
 		{"fs_escape", `{"fs":{"read":["../../etc"]}}`, `capabilities.fs.read[0] "../../etc": `},
 		{"fs_nul", `{"fs":{"write":["a\u0000b"]}}`, `capabilities.fs.write[0]`},
 		{"fs_empty", `{"fs":{"read":[""]}}`, `path is empty`},
+		// "docs,." would show as one path in the review and grant docs and
+		// the whole project through the suggested `warden grant` line.
+		{"fs_comma", `{"fs":{"read":["docs,."]}}`, `capabilities.fs.read[0] "docs,.": contains a comma`},
+		{"fs_blank", `{"fs":{"write":[" out"]}}`, `capabilities.fs.write[0] " out": begins or ends with a blank`},
 		{"fs_esc", `{"fs":{"read":["src\u001b[2J"]}}`, `"src\x1b[2J": contains the control or invisible character U+001B at byte 3`},
 		{"net_url", `{"net":["https://a.example/path"]}`, `capabilities.net[0] "https://a.example/path"`},
 		{"net_rlo", `{"net":["api.example.com\u202e"]}`, `U+202E`},

@@ -159,8 +159,11 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 
 // grantModule is the module a grant of toolName belongs to: flag when set;
 // else the module the config entry already names, so that adding to an
-// entry never moves it; else the module serving the tool now; else the
-// module named like the tool. a may be nil (the tools could not load).
+// entry never moves it; else a pinned module serving exactly that name now;
+// else the module named like the tool (the default binding). A new entry is
+// never bound to an unpinned module of another name on its own say-so: that
+// module may be an impostor of a tool not installed yet, so the person must
+// name it with --module. a may be nil (the tools could not load).
 func grantModule(a *app.App, toolName, flag string) (string, error) {
 	if flag != "" {
 		if !runtime.ValidModuleName(flag) {
@@ -168,21 +171,29 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 		}
 		return flag, nil
 	}
+	byDefault := strings.ToLower(toolName)
 	if a == nil {
-		return toolName, nil
+		return byDefault, nil
 	}
 	if module, _, ok := a.Config().GrantModule(toolName); ok {
 		return module, nil
 	}
-	var modules []string
+	var modules, pinned []string
 	for _, t := range a.Registry().Candidates(toolName) {
-		modules = append(modules, t.Module().Name())
+		name := t.Module().Name()
+		modules = append(modules, name)
+		if t.Module().Pinned() && t.Descriptor.Name == toolName {
+			pinned = append(pinned, name)
+		}
 	}
-	switch len(modules) {
-	case 0:
-		return toolName, nil
-	case 1:
-		return modules[0], nil
+	switch {
+	case len(pinned) == 1 && len(modules) == 1:
+		return pinned[0], nil
+	case len(modules) == 0 || len(modules) == 1 && modules[0] == byDefault:
+		return byDefault, nil
+	case len(modules) == 1:
+		return "", usagef("tool %s is described by module %s, which is not pinned and not named like the tool; "+
+			"if you reviewed it, say so with --module %s (or warden install it first)", toolName, modules[0], modules[0])
 	}
 	return "", usagef("modules %s all describe a tool named %s; say which one the grant belongs to with --module",
 		strings.Join(modules, ", "), toolName)

@@ -44,7 +44,7 @@ A tool name another installed module already provides is refused.`,
 			// Installed tools are loaded to find name collisions; those that
 			// fail to load cannot collide, so their errors are only noted.
 			for _, err := range a.LoadTools(ctx) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Text(err.Error()))
+				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Message(err.Error()))
 			}
 			r, err := a.ReviewInstall(ctx, args[0], name)
 			if err != nil {
@@ -116,8 +116,11 @@ func printReview(w io.Writer, r *app.Review) {
 		if len(d.Tags) > 0 {
 			fmt.Fprintf(w, " [tags %s]", termsafe.Join(d.Tags, ", "))
 		}
+		// Every line of the description is marked as the module's words,
+		// so that it cannot pass for a line of warden's own (a fake
+		// capability table, a fake tool header).
 		desc := termsafe.Text(strings.TrimSpace(d.Description))
-		fmt.Fprintf(w, "\n  %s\n", strings.ReplaceAll(desc, "\n", "\n  "))
+		fmt.Fprintf(w, "\n  │ %s\n", strings.ReplaceAll(desc, "\n", "\n  │ "))
 		if hints := annotationHints(d.Annotations); hints != "" {
 			fmt.Fprintf(w, "  hints: %s (claimed by the tool, not enforced)\n", hints)
 		}
@@ -125,11 +128,11 @@ func printReview(w io.Writer, r *app.Review) {
 		if t.Elsewhere != nil {
 			// The entry of this tool's name belongs to another module: say
 			// so, or "nothing granted" would read as a config mistake.
-			fmt.Fprintf(w, "  note: %s\n", termsafe.Text(t.Elsewhere.Error()))
+			fmt.Fprintf(w, "  note: %s\n", termsafe.Message(t.Elsewhere.Error()))
 		}
 	}
 	for _, rj := range r.Rejected {
-		fmt.Fprintf(w, "\nRejected tool %s: %s\n", termsafe.Line(strconv.Quote(rj.Name)), termsafe.Text(rj.Reason.Error()))
+		fmt.Fprintf(w, "\nRejected tool %s: %s\n", termsafe.Line(strconv.Quote(rj.Name)), termsafe.Message(rj.Reason.Error()))
 	}
 }
 

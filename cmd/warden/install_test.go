@@ -144,3 +144,36 @@ func TestInstallReviewSaysWhereTheGrantBelongs(t *testing.T) {
 		t.Errorf("review does not say where the grant belongs:\n%s", out)
 	}
 }
+
+// TestGrantNeverBindsAnImpostor: a new grant entry is bound to an unpinned
+// module only when it is named like the tool; an unpinned module of another
+// name that describes the tool (an impostor of a tool not installed yet)
+// makes warden grant ask for --module, and changes nothing. Once the real
+// module is installed (pinned), the grant binds to it.
+func TestGrantNeverBindsAnImpostor(t *testing.T) {
+	cfgPath, echo := setup(t)
+	tools := filepath.Join(filepath.Dir(cfgPath), "tools")
+	os.MkdirAll(tools, 0o755)
+	data, err := os.ReadFile(echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "aaa-evil.wasm"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "echo", "env=TOKEN")
+	if err == nil || !strings.Contains(err.Error(), "module aaa-evil, which is not pinned and not named like the tool") {
+		t.Fatalf("grant with only an impostor loaded: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Fatal("the refused grant changed the config")
+	}
+	os.Remove(filepath.Join(tools, "aaa-evil.wasm"))
+	if _, err := run(t, "", "-c", cfgPath, "install", "--yes", "--name", "echo", echo); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "", "-c", cfgPath, "grant", "echo", "env=TOKEN"); err != nil || !strings.Contains(out, "(module echo)") {
+		t.Fatalf("grant to the installed module: %v\n%s", err, out)
+	}
+}

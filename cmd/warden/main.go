@@ -49,11 +49,11 @@ func exitCode(err error) int {
 	case errors.Is(err, errToolFailed):
 		return exitToolError
 	case errors.As(err, &usage):
-		fmt.Fprintln(os.Stderr, "warden:", termsafe.Text(err.Error()))
+		fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
 		return exitUsage
 	default:
 		// Errors carry guest strings (tool names, rejection reasons).
-		fmt.Fprintln(os.Stderr, "warden:", termsafe.Text(err.Error()))
+		fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
 		return exitToolError
 	}
 }

@@ -30,7 +30,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 			}
 			defer a.Close(cmd.Context())
 			for _, err := range a.LoadTools(cmd.Context()) {
-				fmt.Fprintln(os.Stderr, "warden:", termsafe.Text(err.Error()))
+				fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
 			}
 			printTools(cmd.OutOrStdout(), a)
 			return nil

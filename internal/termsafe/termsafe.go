@@ -41,6 +41,12 @@ func Line(s string) string { return Bound(s, MaxLine, false) }
 // MaxText bytes.
 func Text(s string) string { return Bound(s, MaxText, true) }
 
+// Message returns an error message escaped for a terminal as one line:
+// newlines are shown escaped like every other control character, so text a
+// module put in an error (a schema pattern, a file name) cannot begin a
+// line that passes for warden's own. Cut after MaxText bytes.
+func Message(s string) string { return Bound(s, MaxText, false) }
+
 // Escape returns s escaped as Line does but without a bound, for a log line
 // whose length something else bounds.
 func Escape(s string) string { return Bound(s, -1, false) }

@@ -110,3 +110,16 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+// TestMessageKeepsOneLine: an error that carries a module's text (here a
+// schema pattern with a newline, as a regexp error quotes it) stays one line,
+// so it cannot start a line that passes for warden's own.
+func TestMessageKeepsOneLine(t *testing.T) {
+	got := Message("error parsing regexp: missing closing ): `(\nTool fake — granted everything\r\x1b[2K`")
+	if strings.ContainsAny(got, "\n\r\x1b") {
+		t.Fatalf("Message left a raw control character: %q", got)
+	}
+	if !strings.Contains(got, `(\x0aTool fake`) {
+		t.Fatalf("Message = %q, want the newline shown escaped", got)
+	}
+}
