@@ -116,6 +116,19 @@ func (g *Registry) Remove(name string) *Module {
 	return m
 }
 
+// RemoveIf drops the module named name only if it is m (not a version that
+// replaced it since), and reports whether it did.
+func (g *Registry) RemoveIf(name string, m *Module) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.modules[name] != m {
+		return false
+	}
+	delete(g.modules, name)
+	g.rebuild()
+	return true
+}
+
 // foldName is the key tool names are unique under.
 func foldName(name string) string { return strings.ToLower(name) }
 

@@ -265,6 +265,12 @@ func TestRegistryHotReload(t *testing.T) {
 	}
 	serves("echo reloaded without the tool", "Echo", "aaa-evil")
 	serves("echo reloaded without the tool", "other", "echo")
+	// Dropping the old version (a pin that stopped matching it) must not
+	// drop the version that replaced it.
+	if g.RemoveIf("echo", mods["echo"]) {
+		t.Fatal("RemoveIf removed the version that replaced the one named")
+	}
+	serves("RemoveIf of a replaced version", "other", "echo")
 
 	g.Remove("aaa-evil")
 	serves("impostor removed", "Echo", "")

@@ -35,6 +35,12 @@ type App struct {
 	log      *slog.Logger
 	cursors  *cursorSigner
 
+	// pinMu orders a module's entry into the registry against repin, so
+	// that a pin changed while the module compiled is applied to it: the
+	// pinned state is decided again under pinMu, from the config in force,
+	// right before the module joins.
+	pinMu sync.Mutex
+
 	mu          sync.Mutex
 	subscribers map[int]func()
 	nextSub     int
@@ -249,11 +255,17 @@ func (a *App) Refused() []mcpserver.Refusal {
 // no longer matches its bytes is unloaded, like a changed file would be
 // refused: it is tried again at the next config change.
 func (a *App) repin(cfg *config.Config) (changed bool) {
+	a.pinMu.Lock()
+	defer a.pinMu.Unlock()
 	for _, m := range a.registry.Modules() {
 		pinned, err := pinState(cfg, m.Name(), m.SHA256())
 		if err != nil {
 			path := filepath.Join(cfg.Tools.Dir, m.Name()+".wasm")
-			a.registry.Remove(m.Name())
+			// Only this version: a hot reload may have replaced it since
+			// Modules was read, and the new version is not ours to drop.
+			if !a.registry.RemoveIf(m.Name(), m) {
+				continue
+			}
 			m.Close(context.Background())
 			a.mu.Lock()
 			a.loadErrors[path] = fmt.Errorf("load %s: %w", path, err)
@@ -304,7 +316,22 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 	if err != nil {
 		return false, []error{err}
 	}
+	// The config may have changed while the module compiled: decide its
+	// pinned state again from the config in force, under pinMu so that a
+	// repin cannot slip between this decision and Put.
+	a.pinMu.Lock()
+	pinned, err = pinState(a.Config(), name, m.SHA256())
+	if err != nil {
+		a.pinMu.Unlock()
+		m.Close(ctx)
+		err = fmt.Errorf("load %s: %w", path, err)
+		a.mu.Lock()
+		a.loadErrors[path] = err
+		a.mu.Unlock()
+		return false, []error{err}
+	}
 	old, _ := a.registry.Put(m, pinned)
+	a.pinMu.Unlock()
 	if old != nil {
 		old.Close(ctx)
 	}
