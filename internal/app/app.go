@@ -91,22 +91,35 @@ func (a *App) configChanged(cfg *config.Config) {
 	}
 	// A module refused for its pin (or its limits) may be acceptable under
 	// the new config: try the files that failed again.
+	// While they load they count as loading, so that a rival for one of
+	// their names is held back (heldBy) instead of serving it meanwhile.
 	a.mu.Lock()
 	var failed []string
 	for path := range a.loadErrors {
 		failed = append(failed, path)
+		a.loading[ModuleName(path)] = true
 	}
 	a.mu.Unlock()
 	// A pin added, changed or removed decides name collisions anew.
-	loadedAny := a.repin(cfg)
+	changed := a.repin(cfg)
 	for _, path := range failed {
 		loaded, errs := a.loadModule(context.Background(), path)
-		loadedAny = loadedAny || loaded
+		changed = changed || loaded
 		for _, err := range errs {
 			a.log.Warn("module still not loaded after the config change", "error", err)
 		}
 	}
-	if loadedAny {
+	if len(failed) > 0 {
+		a.mu.Lock()
+		for _, path := range failed {
+			delete(a.loading, ModuleName(path))
+		}
+		close(a.loadedOne)
+		a.loadedOne = make(chan struct{})
+		a.mu.Unlock()
+	}
+	// Tools held back while the retries ran are listed again too.
+	if changed || len(failed) > 0 {
 		a.notify()
 	}
 }

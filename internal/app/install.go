@@ -135,15 +135,19 @@ func (a *App) checkNames(r *Review) error {
 	return nil
 }
 
-// Install does what r describes: it pins r.SHA256 under tools.pins in the
-// config file (validated and replaced atomically, comments kept), then
-// writes the reviewed bytes into the tools dir, then binds each tool's
-// grant entry to the module (bindGrants) (a temporary file renamed
-// over the old one, so a watcher never loads half a file). The pin goes
-// first so that a running server reloading the new file finds it approved;
-// if the copy fails, the previous pin is put back. The app's config is
-// reloaded. A serving app loads the module through its tools-dir watcher;
-// otherwise call LoadTools.
+// Install does what r describes: it writes the reviewed bytes into the
+// tools dir (a temporary file renamed over the old one, so a watcher never
+// loads half a file), then pins r.SHA256 under tools.pins in the config
+// file (validated and replaced atomically, comments kept), then binds each
+// tool's grant entry to the module (bindGrants). The file goes first: a
+// running server refuses the new bytes against the old pin and keeps the
+// previous version serving, then the new pin makes it load them, in one
+// config change that holds back any rival for the name meanwhile
+// (configChanged). With the pin first, the server would unload the old
+// version at once and, until the file arrived, an impostor describing the
+// same name would be its only candidate. The app's config is reloaded. A
+// serving app loads the module through its tools-dir watcher; otherwise
+// call LoadTools.
 func (a *App) Install(ctx context.Context, r *Review) error {
 	cfg := a.Config()
 	if cfg.File == "" {
@@ -152,24 +156,14 @@ func (a *App) Install(ctx context.Context, r *Review) error {
 	if err := a.checkNames(r); err != nil {
 		return fmt.Errorf("install %s: %w", r.Source, err)
 	}
-	previousPin, hadPin := cfg.Tools.Pins[strings.ToLower(r.Module)]
+	if err := writeModule(r.Dest, r.wasm); err != nil {
+		return fmt.Errorf("install %s: %w", r.Source, err)
+	}
 	if _, err := config.EditFile(cfg.File, func(d *config.Document) error { return d.Pin(r.Module, r.SHA256) }); err != nil {
-		return fmt.Errorf("install %s: pin: %w", r.Source, err)
+		return fmt.Errorf("install %s: %s is in place but not pinned (a serving warden refuses it and keeps the previous version): pin: %w", r.Source, r.Dest, err)
 	}
 	if err := a.live.Reload(); err != nil {
 		return fmt.Errorf("install %s: reload config: %w", r.Source, err)
-	}
-	if err := writeModule(r.Dest, r.wasm); err != nil {
-		_, rerr := config.EditFile(cfg.File, func(d *config.Document) error {
-			if hadPin {
-				return d.Pin(r.Module, previousPin)
-			}
-			return d.Unpin(r.Module)
-		})
-		if rerr == nil {
-			rerr = a.live.Reload()
-		}
-		return errors.Join(fmt.Errorf("install %s: %w", r.Source, err), rerr)
 	}
 	// Only now, with the module in place: the bindings grant nothing by
 	// themselves, and a failed copy leaves the file as it was.

@@ -132,9 +132,9 @@ func body2(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestInstallCopyFailureRestoresPin: when the module cannot be written,
-// the pin written just before is put back as it was.
-func TestInstallCopyFailureRestoresPin(t *testing.T) {
+// TestInstallCopyFailureKeepsPin: when the module cannot be written, the
+// pin is left as it was (the file goes first, the pin only after it).
+func TestInstallCopyFailureKeepsPin(t *testing.T) {
 	ctx := context.Background()
 	src := testwasm.BuildGoFile(t, "../../tools-wasm/echo")
 	dir := t.TempDir()
