@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,9 +31,17 @@ type GuardedTransport struct {
 	// longer line is refused and skipped up to its newline without being
 	// held in memory.
 	MaxMessage int
+	// MaxPending bounds the requests of this connection handed to the
+	// go-sdk and not answered yet; 0 means [DefaultMaxPending]. Past it a
+	// request is refused at once: the go-sdk queues whatever it is given,
+	// so without a bound one client could pile up memory and goroutines.
+	MaxPending int
 	// Logger receives a warning per refused line; nil discards them.
 	Logger *slog.Logger
 }
+
+// DefaultMaxPending is GuardedTransport's default MaxPending.
+const DefaultMaxPending = 256
 
 // Connect implements [mcp.Transport].
 func (t *GuardedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -51,6 +60,7 @@ func (t *GuardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		out:      out,
 		sdk:      pw,
 		max:      max,
+		pending:  cmp.Or(t.MaxPending, DefaultMaxPending),
 		log:      log,
 		inFlight: make(map[string]bool),
 	}
@@ -93,11 +103,12 @@ func (p *pipeReader) Close() error {
 
 // guard is the read loop between the client's bytes and the go-sdk.
 type guard struct {
-	in  io.Reader
-	out io.Writer
-	sdk *io.PipeWriter
-	max int
-	log *slog.Logger
+	in      io.Reader
+	out     io.Writer
+	sdk     *io.PipeWriter
+	max     int
+	pending int
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	inFlight map[string]bool // keys of calls handed to the go-sdk and not yet answered
@@ -177,6 +188,13 @@ func (g *guard) handle(line []byte) error {
 		g.refuse(ref)
 		return nil
 	}
+	if t := trimSpace(line); t[0] == '[' {
+		// MCP has no batches since 2025-06-18, and the go-sdk cannot tell
+		// which revision this connection negotiated through the guard's
+		// wrapper: one line carrying thousands of calls is refused whole.
+		g.refuse(invalidRequest(nil, "batches are not supported: send one JSON-RPC message per line"))
+		return nil
+	}
 	if dup := g.begin(calls); dup != nil {
 		g.refuse(dup)
 		return nil
@@ -204,11 +222,24 @@ func (g *guard) begin(calls []call) *refusal {
 			return invalidRequest(id, "id %s is already in use by a request that has not been answered yet", clip(c.raw))
 		}
 	}
+	if len(g.inFlight)+len(calls) > g.pending {
+		var id json.RawMessage
+		if len(calls) == 1 {
+			id = calls[0].raw
+		}
+		return &refusal{code: codeServerBusy, id: id, message: fmt.Sprintf(
+			"server busy: %d requests of this connection are not answered yet (the limit); wait for replies before sending more", len(g.inFlight))}
+	}
 	for _, c := range calls {
 		g.inFlight[c.key] = true
 	}
 	return nil
 }
+
+// codeServerBusy is the JSON-RPC error code of a request refused because
+// its connection has too many requests in flight (an implementation-defined
+// server error, -32000 to -32099).
+const codeServerBusy = -32000
 
 func (g *guard) end(calls []call) {
 	g.mu.Lock()

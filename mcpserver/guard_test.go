@@ -60,12 +60,19 @@ type rawClient struct {
 
 func newRawClient(t *testing.T, s *Server, maxMessage int) *rawClient {
 	t.Helper()
+	return newRawClientOver(t, s, &GuardedTransport{MaxMessage: maxMessage})
+}
+
+// newRawClientOver is newRawClient over tr, whose Reader and Writer it sets.
+func newRawClientOver(t *testing.T, s *Server, tr *GuardedTransport) *rawClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Serve(ctx, &GuardedTransport{Reader: inR, Writer: outW, MaxMessage: maxMessage})
+		tr.Reader, tr.Writer = inR, outW
+		done <- s.Serve(ctx, tr)
 		outW.Close()
 	}()
 	c := &rawClient{t: t, in: inW, lines: make(chan string, 64), patience: time.Minute}
@@ -275,4 +282,55 @@ func TestSalvageIDFromAPrefix(t *testing.T) {
 			t.Errorf("salvageID(%s) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestGuardRefusesBatches: MCP has no batches since 2025-06-18; a batch,
+// valid or not, is refused whole, and the connection goes on.
+func TestGuardRefusesBatches(t *testing.T) {
+	s, _ := newServer(t, newFakeTools(desc("echo")), Options{})
+	c := newRawClient(t, s, 0)
+	c.initialize()
+	c.send(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	line := c.next()
+	wantError(t, line, -32600, "null")
+	if !strings.Contains(line, "batches are not supported") {
+		t.Fatalf("refusal: %s", line)
+	}
+	c.wantEchoCall("3")
+}
+
+// TestGuardBoundsPendingRequests: past MaxPending requests not answered yet,
+// the next one is refused at once with its id (-32000), not queued; once
+// the calls in flight are answered, the connection takes requests again.
+func TestGuardBoundsPendingRequests(t *testing.T) {
+	tools := newFakeTools(desc("echo"), desc("slow"))
+	release := make(chan struct{})
+	started := make(chan struct{}, 8)
+	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
+		if c.Name == "slow" {
+			started <- struct{}{}
+			<-release
+		}
+		return &tool.Result{Content: []tool.Content{tool.TextContent("called " + c.Name)}}, nil
+	})
+	s, _ := newServer(t, tools, Options{})
+	c := newRawClientOver(t, s, &GuardedTransport{MaxPending: 2})
+	c.initialize()
+	for id := range 2 {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow","arguments":{}}}`, id))
+		<-started
+	}
+	c.send(`{"jsonrpc":"2.0","id":"third","method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	line := c.next()
+	wantError(t, line, -32000, `"third"`)
+	if !strings.Contains(line, "2 requests of this connection are not answered yet") {
+		t.Fatalf("refusal: %s", line)
+	}
+	close(release)
+	for range 2 {
+		if r := parseReply(t, c.next()); r.Error != nil {
+			t.Fatalf("a call in flight failed: %+v", r)
+		}
+	}
+	c.wantEchoCall(`"fourth"`)
 }

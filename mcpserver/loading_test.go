@@ -17,6 +17,8 @@ type loadingTools struct {
 	mu      sync.Mutex
 	loading []string
 	ended   chan struct{}
+	// awaiting, if set, hears of every AwaitLoad that is about to wait.
+	awaiting chan struct{}
 }
 
 func (l *loadingTools) Loading() []string {
@@ -27,10 +29,13 @@ func (l *loadingTools) Loading() []string {
 
 func (l *loadingTools) AwaitLoad(ctx context.Context) bool {
 	l.mu.Lock()
-	loading, ended := len(l.loading) > 0, l.ended
+	loading, ended, awaiting := len(l.loading) > 0, l.ended, l.awaiting
 	l.mu.Unlock()
 	if !loading {
 		return false
+	}
+	if awaiting != nil {
+		awaiting <- struct{}{}
 	}
 	select {
 	case <-ended:
@@ -102,7 +107,8 @@ func TestWhileLoading(t *testing.T) {
 func TestListWaitsForLoads(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			tools := &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"late"}, ended: make(chan struct{})}
+			tools := &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"late"}, ended: make(chan struct{}),
+				awaiting: make(chan struct{}, 1)}
 			s, _ := newServer(t, tools, Options{ListWait: time.Hour})
 			cs := connect(t, s, tr, nil)
 			listed := make(chan *mcp.ListToolsResult, 1)
@@ -113,6 +119,9 @@ func TestListWaitsForLoads(t *testing.T) {
 				}
 				listed <- res
 			}()
+			// The load ends only once the list waits for it: a list that
+			// did not wait would answer with one tool.
+			<-tools.awaiting
 			tools.finish("late")
 			res := <-listed
 			if res == nil || len(res.Tools) != 2 || res.Meta[MetaLoading] != nil {

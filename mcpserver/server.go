@@ -212,8 +212,8 @@ func New(tools Tools, opts Options) *Server {
 // given while some are still loading names them in its _meta under
 // MetaLoading, so that a client can tell a partial list from a complete one
 // (the tools appear with notifications/tools/list_changed); a tools/call of
-// a tool not known yet waits for the loads to end before it is answered
-// "unknown tool".
+// a tool not known yet waits for the loads to end (up to Options.QueueWait)
+// before it is answered "unknown tool".
 type Loader interface {
 	Loading() []string
 	// AwaitLoad waits for the next background load to end and reports
@@ -251,13 +251,17 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 				!known(p.Name) && len(l.Loading()) > 0 {
 				// Resync after every load that ends, and once more after the
 				// last: its change notification may not have been applied yet.
+				// The wait is bounded like a wait for a slot (QueueWait): past
+				// it the call is answered "unknown tool" as the list stands.
+				wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
 				for {
-					more := l.AwaitLoad(ctx)
+					more := l.AwaitLoad(wait)
 					s.resync()
 					if !more || known(p.Name) {
 						break
 					}
 				}
+				cancel()
 			}
 			res, err := next(ctx, method, req)
 			if method != "tools/list" || err != nil {
