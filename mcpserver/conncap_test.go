@@ -169,10 +169,10 @@ func TestConnCapEvictsTheStalestAndSparesServing(t *testing.T) {
 		return pair{client: c, server: <-accepted}
 	}
 	a, b := open(), open()
-	doneA := a.server.serve() // a serves a request; b is idle
-	c := open()               // evicts b, the only evictable one
+	doneA := a.server.serve(false) // a serves a request; b is idle
+	c := open()                    // evicts b, the only evictable one
 	closedByServer(t, b.client)
-	doneC := c.server.serve()
+	doneC := c.server.serve(false)
 	// Every connection serves: a new one is closed, and Accept goes on.
 	d, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -181,10 +181,16 @@ func TestConnCapEvictsTheStalestAndSparesServing(t *testing.T) {
 	defer d.Close()
 	closedByServer(t, d)
 	doneA() // a is evictable again, and the stalest
-	open()
+	e := open()
 	closedByServer(t, a.client)
+	// Event streams cannot hold every slot: with c running a call and e
+	// holding only a stream, a new connection evicts e's stream.
+	doneE := e.server.serve(true)
+	open()
+	closedByServer(t, e.client)
+	doneE()
 	doneC()
-	if l.evicted.Load() != 2 || l.refused.Load() != 1 {
-		t.Errorf("evicted %d, refused %d; want 2, 1\n%s", l.evicted.Load(), l.refused.Load(), buf)
+	if l.evicted.Load() != 3 || l.refused.Load() != 1 {
+		t.Errorf("evicted %d, refused %d; want 3, 1\n%s", l.evicted.Load(), l.refused.Load(), buf)
 	}
 }

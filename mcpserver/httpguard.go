@@ -121,9 +121,12 @@ func (s *sessionCalls) end(session string, calls []call) {
 // connCap caps the open connections of a listener. At the cap, a new
 // connection evicts the connection that has been waiting longest without a
 // complete request in progress (one still sending its headers or body, or
-// idle between requests); connections serving a complete request (a running
-// call, an open event stream) are never evicted. Only when every connection
-// is serving one is the new connection closed instead.
+// idle between requests); connections running a call are never evicted.
+// When none is left to evict, the connection whose only requests are event
+// streams (GET) that opened first goes: a client re-opens its stream (with
+// Last-Event-ID), while an unbounded set of streams would let a client hold
+// every slot. Only when every connection runs a call is the new connection
+// closed instead.
 //
 // Evicting rather than refusing keeps the server reachable under a flood of
 // slow or idle connections: each new client takes the place of the stalest
@@ -153,6 +156,9 @@ func (l *connCap) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		if len(l.conns) >= l.max {
 			victim := l.stalest()
+			if victim == nil {
+				victim = l.oldestStream()
+			}
 			if victim == nil {
 				l.mu.Unlock()
 				n := l.refused.Add(1)
@@ -184,6 +190,18 @@ func (l *connCap) stalest() *cappedConn {
 	return victim
 }
 
+// oldestStream returns the connection serving only event streams whose
+// stream opened first; l.mu held.
+func (l *connCap) oldestStream() *cappedConn {
+	var victim *cappedConn
+	for c := range l.conns {
+		if c.serving > 0 && c.serving == c.streams && (victim == nil || c.streamSince < victim.streamSince) {
+			victim = c
+		}
+	}
+	return victim
+}
+
 func (l *connCap) nextSeq() uint64 {
 	l.seq++
 	return l.seq
@@ -195,6 +213,10 @@ type cappedConn struct {
 	cap     *connCap
 	serving int    // complete requests being served; guarded by cap.mu
 	since   uint64 // when it last became evictable; guarded by cap.mu
+	// streams counts the requests among serving that are event streams,
+	// streamSince when the first of them opened; guarded by cap.mu.
+	streams     int
+	streamSince uint64
 	once    sync.Once
 }
 
@@ -208,16 +230,25 @@ func (c *cappedConn) Close() error {
 }
 
 // serve marks a complete request in progress on c until the returned
-// function is called.
-func (c *cappedConn) serve() (done func()) {
+// function is called; stream says it is an event stream (GET).
+func (c *cappedConn) serve(stream bool) (done func()) {
 	c.cap.mu.Lock()
 	c.serving++
+	if stream {
+		if c.streams == 0 {
+			c.streamSince = c.cap.nextSeq()
+		}
+		c.streams++
+	}
 	c.cap.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.cap.mu.Lock()
 			c.serving--
+			if stream {
+				c.streams--
+			}
 			if c.serving == 0 {
 				c.since = c.cap.nextSeq()
 			}
@@ -247,7 +278,7 @@ func paceRequests(next http.Handler, bodyTimeout time.Duration) http.Handler {
 		cc, _ := r.Context().Value(connKey{}).(*cappedConn)
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			if cc != nil {
-				defer cc.serve()()
+				defer cc.serve(r.Method == http.MethodGet)()
 			}
 			next.ServeHTTP(w, r)
 			return
@@ -264,7 +295,7 @@ func paceRequests(next http.Handler, bodyTimeout time.Duration) http.Handler {
 				_ = rc.SetReadDeadline(time.Time{})
 			}
 			if cc != nil {
-				body.done = cc.serve()
+				body.done = cc.serve(false)
 			}
 		}
 		r.Body = body
