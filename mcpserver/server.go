@@ -247,8 +247,14 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 				// MetaLoading is the complete one.
 				s.resync()
 			}
-			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" &&
-				!known(p.Name) && len(l.Loading()) > 0 {
+			p, isCall := req.GetParams().(*mcp.CallToolParamsRaw)
+			isCall = isCall && method == "tools/call"
+			if isCall && !known(p.Name) && (s.resyncPending.Load() || s.resyncRunning.Load()) {
+				// A load that just ended has notified, but its resync may not
+				// have run: apply it before deciding the name is unknown.
+				s.resync()
+			}
+			if isCall && !known(p.Name) && len(l.Loading()) > 0 {
 				// Resync after every load that ends, and once more after the
 				// last: its change notification may not have been applied yet.
 				// The wait is bounded like a wait for a slot (QueueWait): past
