@@ -217,7 +217,7 @@ type cappedConn struct {
 	// streamSince when the first of them opened; guarded by cap.mu.
 	streams     int
 	streamSince uint64
-	once    sync.Once
+	once        sync.Once
 }
 
 func (c *cappedConn) Close() error {
