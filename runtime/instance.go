@@ -148,6 +148,15 @@ func (in *instance) close(ctx context.Context) {
 	_ = in.mod.Close(ctx)
 }
 
+// callAlloc calls warden_alloc, marking the instance as inside it so that
+// host functions refuse to serve it meanwhile; the mark is undone however
+// the call ends.
+func (in *instance) callAlloc(ctx context.Context, size uint64) ([]uint64, error) {
+	in.inAlloc++
+	defer func() { in.inAlloc-- }()
+	return in.alloc.Call(ctx, size)
+}
+
 // writeGuest copies data into memory the guest allocates for it and returns
 // the packed range. It is used for requests and for host replies; a guest
 // that cannot allocate fails the call.
@@ -155,9 +164,7 @@ func (in *instance) writeGuest(ctx context.Context, data []byte) uint64 {
 	if len(data) == 0 {
 		return 0
 	}
-	in.inAlloc++
-	results, err := in.alloc.Call(ctx, uint64(len(data)))
-	in.inAlloc--
+	results, err := in.callAlloc(ctx, uint64(len(data)))
 	if err != nil {
 		panic(err) // a trap inside warden_alloc: classified like any other
 	}

@@ -353,15 +353,31 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 		compiled wazero.CompiledModule
 		err      error
 	}
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	// Waiting for a slot counts against the budget: a compile that cannot
+	// start in time is refused like one that cannot finish in time. A free
+	// slot is taken at once, whatever the budget.
+	select {
+	case r.compileSlots <- struct{}{}:
+	default:
+		select {
+		case r.compileSlots <- struct{}{}:
+		case <-timer.C:
+			return nil, fmt.Errorf("compile: did not start within the compile budget of %s: %d compiles are running (tools.defaults.compile_budget allows more)",
+				budget, cap(r.compileSlots))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("compile: %w", ctx.Err())
+		}
+	}
 	done := make(chan outcome, 1)
 	r.compiles.Add(1)
 	go func() {
 		defer r.compiles.Done()
+		defer func() { <-r.compileSlots }()
 		c, err := r.wz.CompileModule(context.WithoutCancel(ctx), wasm)
 		done <- outcome{c, err}
 	}()
-	timer := time.NewTimer(budget)
-	defer timer.Stop()
 	select {
 	case o := <-done:
 		if o.err != nil {

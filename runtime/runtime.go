@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -43,6 +44,11 @@ type Runtime struct {
 	// compile): Close waits for them, since wazero must not be closed
 	// under a compile.
 	compiles sync.WaitGroup
+	// compileSlots bounds the compiles running at once, abandoned ones
+	// included: a slot is held until the compiler really returns, so a
+	// module reloaded again and again while its compile overruns its budget
+	// cannot stack up compiles that starve everything else.
+	compileSlots chan struct{}
 }
 
 // New returns a Runtime with WASI and the warden host module instantiated.
@@ -64,7 +70,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	// WithCloseOnContextDone, which costs a Go exit at every loop header.
 	config = config.WithMemoryLimitPages(65536)
 
-	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger}
+	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
+		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0))}
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
 		if dir == "" {
