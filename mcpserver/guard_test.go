@@ -202,16 +202,7 @@ func TestGuardRefusesALineTooLongWithoutHoldingIt(t *testing.T) {
 }
 
 func TestGuardRefusesADuplicateIDInFlight(t *testing.T) {
-	tools := newFakeTools(desc("echo"), desc("slow"))
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
-		if c.Name == "slow" {
-			started <- struct{}{}
-			<-release
-		}
-		return &tool.Result{Content: []tool.Content{tool.TextContent("called " + c.Name)}}, nil
-	})
+	tools, started, release := slowTools()
 	s, _ := newServer(t, tools, Options{})
 	c := newRawClient(t, s, 0)
 	c.initialize()
@@ -303,16 +294,7 @@ func TestGuardRefusesBatches(t *testing.T) {
 // the next one is refused at once with its id (-32000), not queued; once
 // the calls in flight are answered, the connection takes requests again.
 func TestGuardBoundsPendingRequests(t *testing.T) {
-	tools := newFakeTools(desc("echo"), desc("slow"))
-	release := make(chan struct{})
-	started := make(chan struct{}, 8)
-	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
-		if c.Name == "slow" {
-			started <- struct{}{}
-			<-release
-		}
-		return &tool.Result{Content: []tool.Content{tool.TextContent("called " + c.Name)}}, nil
-	})
+	tools, started, release := slowTools()
 	s, _ := newServer(t, tools, Options{})
 	c := newRawClientOver(t, s, &GuardedTransport{MaxPending: 2})
 	c.initialize()
@@ -333,4 +315,20 @@ func TestGuardBoundsPendingRequests(t *testing.T) {
 		}
 	}
 	c.wantEchoCall(`"fourth"`)
+}
+
+// slowTools serves echo and slow; each call of slow signals started, then
+// waits until release is closed.
+func slowTools() (tools *fakeTools, started, release chan struct{}) {
+	tools = newFakeTools(desc("echo"), desc("slow"))
+	release = make(chan struct{})
+	started = make(chan struct{}, 8)
+	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
+		if c.Name == "slow" {
+			started <- struct{}{}
+			<-release
+		}
+		return &tool.Result{Content: []tool.Content{tool.TextContent("called " + c.Name)}}, nil
+	})
+	return tools, started, release
 }
