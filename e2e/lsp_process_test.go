@@ -245,6 +245,19 @@ func TestWardenServeLeavesNoGopls(t *testing.T) {
 		t.Fatal(err)
 	}
 	wardenPID := cmd.Process.Pid
+	// serve loads modules in the background; on a busy machine compiling
+	// them can outlast a call's wait for them (server.queue_wait). Wait for
+	// a list that names nothing still loading: each tools/list itself waits
+	// up to server.list_wait, so this loop ends as soon as the loads do.
+	for {
+		list, err := session.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		if _, loading := list.Meta[mcpserver.MetaLoading]; !loading {
+			break
+		}
+	}
 
 	call := func(name string, args any, cursor string) *mcp.CallToolResult {
 		t.Helper()
