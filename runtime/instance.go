@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"github.com/warden-run/warden/runtime/internal/cowmem"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/tool"
 )
@@ -78,6 +79,9 @@ func (r *guestRandom) settle() { r.settled.Store(true) }
 // caller either runs _initialize or restores a snapshot.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	in, config := m.newShell()
+	if m.snapshot != nil {
+		in.memory.cow = m.snapshot.newMemory(m.limits.Memory)
+	}
 	mod, err := m.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.memory), m.compiled,
 		config.WithName("").WithStartFunctions())
 	if err != nil {
@@ -182,16 +186,22 @@ func (in *instance) writeGuest(ctx context.Context, data []byte) uint64 {
 // limitedMemory backs a guest's linear memory and refuses to grow it past the
 // tool's limit, remembering that it did: that is how a call is known to have
 // run out of memory, whatever the guest did next.
+//
+// When cow is set, the memory is cow's: a copy-on-write mapping of the
+// module's snapshot, which restore resets by dropping written pages.
 type limitedMemory struct {
 	buf     []byte
 	limit   uint64
 	refused atomic.Bool
+	cow     *cowmem.Memory
 }
 
 var _ experimental.MemoryAllocator = (*limitedMemory)(nil)
 
 func (lm *limitedMemory) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	lm.buf = make([]byte, 0, min(capacity, lm.limit))
+	if lm.cow == nil {
+		lm.buf = make([]byte, 0, min(capacity, lm.limit))
+	}
 	return lm
 }
 
@@ -199,6 +209,9 @@ func (lm *limitedMemory) Reallocate(size uint64) []byte {
 	if size > lm.limit {
 		lm.refused.Store(true)
 		return nil
+	}
+	if lm.cow != nil {
+		return lm.cow.Reallocate(size)
 	}
 	if size <= uint64(cap(lm.buf)) {
 		// Capacity past the old length was never handed out, so it is zero.
@@ -211,7 +224,20 @@ func (lm *limitedMemory) Reallocate(size uint64) []byte {
 	return lm.buf
 }
 
-func (lm *limitedMemory) Free() { lm.buf = nil }
+func (lm *limitedMemory) Free() {
+	lm.buf = nil
+	if lm.cow != nil {
+		lm.cow.Free()
+	}
+}
+
+// size is the linear memory's length in bytes, what the instance holds.
+func (lm *limitedMemory) size() uint64 {
+	if lm.cow != nil {
+		return lm.cow.Size()
+	}
+	return uint64(len(lm.buf))
+}
 
 // boundedBuffer keeps the first limit bytes written to it and counts the rest.
 type boundedBuffer struct {

@@ -497,6 +497,9 @@ func (m *Module) EndSession(ctx context.Context, session string) { m.pool.endSes
 // Close releases the module's instances and compiled code.
 func (m *Module) Close(ctx context.Context) error {
 	m.pool.close(ctx)
+	if m.snapshot != nil {
+		m.snapshot.close()
+	}
 	err := m.compiled.Close(ctx)
 	if m.plugin != nil {
 		if perr := m.plugin.close(ctx); err == nil {

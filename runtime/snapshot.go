@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/warden-run/warden/runtime/internal/cowmem"
 )
 
 // snapshot is a module's state right after _initialize: its linear memory
@@ -11,8 +13,13 @@ import (
 // gives the state _initialize would have produced, in the time of a memory
 // copy instead of a Go runtime start (milliseconds). The instrumentation pass
 // exports the module's mutable globals so that they can be read and set.
+//
+// The memory is a cowmem image: on Linux the instances made after the
+// snapshot map it copy-on-write and a reset drops only the pages the call
+// wrote (RATIONALE.md, "Copy-on-write snapshots"); other memories, and
+// every memory elsewhere, get it copied in.
 type snapshot struct {
-	memory  []byte
+	image   *cowmem.Image
 	globals []string // export names
 	values  []uint64
 	// virtualPages says memory.grow and memory.size were rewritten against a
@@ -28,7 +35,7 @@ func takeSnapshot(in *instance, globals []string, virtualPages bool) (*snapshot,
 	if !ok {
 		return nil, fmt.Errorf("snapshot: cannot read memory")
 	}
-	s.memory = append([]byte(nil), view...)
+	s.image = cowmem.NewImage(view)
 	for _, name := range globals {
 		g := in.mod.ExportedGlobal(name)
 		if g == nil {
@@ -47,7 +54,7 @@ func takeSnapshot(in *instance, globals []string, virtualPages bool) (*snapshot,
 func (s *snapshot) restore(in *instance) bool {
 	mem := in.mod.Memory()
 	size := mem.Size()
-	if want := uint32(len(s.memory)); size < want {
+	if want := uint32(s.image.Len()); size < want {
 		// A new instance starts at the module's declared minimum; _initialize
 		// grew the snapshotted one.
 		if _, ok := mem.Grow((want - size) / 65536); !ok {
@@ -55,15 +62,19 @@ func (s *snapshot) restore(in *instance) bool {
 		}
 		size = mem.Size()
 	}
-	if !s.virtualPages && int(size) != len(s.memory) {
+	if !s.virtualPages && int(size) != s.image.Len() {
 		return false
 	}
-	view, ok := mem.Read(0, size)
-	if !ok {
-		return false
+	if cow := in.memory.cow; cow != nil {
+		if cow.Reset() != nil {
+			return false
+		}
+	} else {
+		view, ok := mem.Read(0, size)
+		if !ok || !s.image.CopyTo(view) {
+			return false
+		}
 	}
-	copy(view, s.memory)
-	clear(view[len(s.memory):])
 	if in.globals == nil {
 		in.globals = make([]api.MutableGlobal, len(s.globals))
 		for i, name := range s.globals {
@@ -75,3 +86,20 @@ func (s *snapshot) restore(in *instance) bool {
 	}
 	return true
 }
+
+// newMemory returns a memory of at most limit bytes that maps the image
+// copy-on-write, or nil when the image is not shared (the instance then
+// copies it) or already closed.
+func (s *snapshot) newMemory(limit uint64) *cowmem.Memory {
+	if !s.image.Shared() {
+		return nil
+	}
+	mem, err := s.image.NewMemory(limit)
+	if err != nil {
+		return nil
+	}
+	return mem
+}
+
+// close lets the image go once the instances mapping it are closed.
+func (s *snapshot) close() { s.image.Close() }
