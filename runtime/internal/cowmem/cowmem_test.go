@@ -130,21 +130,35 @@ func want(image []byte, size int) []byte {
 
 // modes runs a test with a shared image and with a copying one.
 func modes(t *testing.T, f func(t *testing.T, newImage func([]byte) *Image)) {
-	t.Run("shared", func(t *testing.T) {
-		if runtime.GOOS != "linux" {
-			t.Skip("copy on write needs Linux")
-		}
-		f(t, func(b []byte) *Image {
-			im := NewImage(b)
-			if !im.Shared() {
-				t.Fatalf("image not shared on Linux: %v", im.SharingError())
+	for _, s := range strategies {
+		t.Run("shared/"+s.name, func(t *testing.T) {
+			if runtime.GOOS != "linux" {
+				t.Skip("copy on write needs Linux")
 			}
-			return im
+			f(t, func(b []byte) *Image { return sharedImage(t, b, s.strategy) })
 		})
-	})
+	}
 	t.Run("copy", func(t *testing.T) {
 		f(t, func(b []byte) *Image { return newImage(b, false) })
 	})
+}
+
+var strategies = []struct {
+	name     string
+	strategy resetStrategy
+}{{"restore", resetRestore}, {"discard", resetDiscard}, {"remap", resetRemap}}
+
+func sharedImage(t testing.TB, b []byte, s resetStrategy) *Image {
+	t.Helper()
+	im := NewImage(b)
+	if !im.Shared() {
+		t.Fatalf("image not shared on Linux: %v", im.SharingError())
+	}
+	if s == resetRestore && im.pages == nil {
+		t.Fatal("pagemap not readable on Linux")
+	}
+	im.strategy = s
+	return im
 }
 
 func TestResetRestoresImage(t *testing.T) {
@@ -415,4 +429,54 @@ func ExampleImage() {
 	_ = ctx // instantiate the module with ctx, grow it to im.Len(), then mem.Reset()
 	fmt.Println(im.Len())
 	// Output: 131072
+}
+
+// TestResetKeepsPagesMapped: the default reset copies the image back into
+// exactly the pages the instance wrote and keeps them, so a next call that
+// writes the same pages faults on none; dropping them leaves none private.
+func TestResetKeepsPagesMapped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("copy on write needs Linux")
+	}
+	for _, s := range strategies {
+		t.Run(s.name, func(t *testing.T) {
+			e := newEnv(t)
+			image := pattern(4 * page)
+			im := sharedImage(t, image, s.strategy)
+			defer im.Close()
+			mem, _ := im.NewMemory(8 * page)
+			g := e.instantiate(mem)
+			defer g.mod.Close(context.Background())
+			g.growTo(4)
+			g.reset()
+			private := func() int {
+				n := 0
+				if err := privatePages(im.pages, mem.region, len(mem.buf)/osPage, make([]byte, 64), func(int) { n++ }); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if n := private(); n != 0 {
+				t.Fatalf("%d private pages right after the first reset", n)
+			}
+			written := []uint32{0, 3 * 4096, page + 17, 3*page + 4095, 3*page + 4000}
+			for _, a := range written {
+				g.store(a, 0xCC)
+			}
+			if n := private(); n != 4 { // two writes share a page
+				t.Fatalf("%d private pages after writing 4, want 4", n)
+			}
+			g.reset()
+			if !bytes.Equal(g.contents(), image) {
+				t.Fatal("reset is not the image")
+			}
+			want := 4
+			if s.strategy != resetRestore {
+				want = 0
+			}
+			if n := private(); n != want {
+				t.Fatalf("%d private pages after reset, want %d", n, want)
+			}
+		})
+	}
 }

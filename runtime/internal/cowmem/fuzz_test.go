@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"runtime"
 	"testing"
 )
 
@@ -14,9 +15,17 @@ import (
 func FuzzResetGrow(f *testing.F) {
 	e := newEnv(f)
 	image := pattern(2 * page)
-	images := [2]*Image{NewImage(image), newImage(image, false)}
-	defer images[0].Close()
-	defer images[1].Close()
+	images := []*Image{newImage(image, false)}
+	if runtime.GOOS == "linux" {
+		for _, s := range strategies {
+			images = append(images, sharedImage(f, image, s.strategy))
+		}
+	}
+	defer func() {
+		for _, im := range images {
+			im.Close()
+		}
+	}()
 	const limitPages = 6
 	f.Add([]byte{0, 0, 0x10, 0x00, 7, 1, 2, 2, 4})
 	f.Add([]byte{0, 1, 2, 3, 0xff, 0xff, 9, 2, 4, 1, 3, 2, 4})
@@ -26,7 +35,7 @@ func FuzzResetGrow(f *testing.F) {
 		if len(ops) == 0 || len(ops) > 256 {
 			return
 		}
-		im := images[ops[0]%2]
+		im := images[int(ops[0])%len(images)]
 		ops = ops[1:]
 		mem, err := im.NewMemory(limitPages * page)
 		if err != nil {

@@ -23,6 +23,12 @@ type Image struct {
 	cleanup runtime.Cleanup
 	// sharedErr says why the image is not shared (nil when it is).
 	sharedErr error
+	// pages reads which pages of a Memory are private copies (Linux's
+	// /proc/self/pagemap), so that Reset restores only those; nil when it
+	// cannot be read, and Reset then drops the written pages instead.
+	pages pageFlags
+	// strategy is how its Memories reset (tests and benchmarks change it).
+	strategy resetStrategy
 }
 
 // NewImage makes an image holding a copy of content. It is shared (copy on
@@ -46,10 +52,13 @@ func newImage(content []byte, share bool) *Image {
 		b, im.sharedErr = newCopyBacking(content), err
 	}
 	im.backing = b
+	if im.sharedErr == nil {
+		im.pages = openPageFlags()
+	}
 	im.refs.Store(1)
 	// A module that is dropped without Close must not keep its memfd and
 	// mapping until the process ends.
-	im.cleanup = runtime.AddCleanup(im, func(b backing) { b.release() }, b)
+	im.cleanup = runtime.AddCleanup(im, func(r imageRelease) { r.release() }, imageRelease{b, im.pages})
 	return im
 }
 
@@ -103,9 +112,21 @@ func (im *Image) releaseRef() {
 	switch n := im.refs.Add(-1); {
 	case n == 0:
 		im.cleanup.Stop()
-		im.backing.release()
+		imageRelease{im.backing, im.pages}.release()
 	case n < 0:
 		panic("cowmem: image released more often than acquired")
+	}
+}
+
+type imageRelease struct {
+	backing backing
+	pages   pageFlags
+}
+
+func (r imageRelease) release() {
+	r.backing.release()
+	if r.pages != nil {
+		r.pages.Close()
 	}
 }
 

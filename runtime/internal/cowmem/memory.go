@@ -33,7 +33,11 @@ type Memory struct {
 	region              unsafe.Pointer
 	reserved, committed int
 	// mapped says the image is mapped over the region's head.
-	mapped  bool
+	mapped bool
+	// strategy is how Reset undoes writes to a mapped region.
+	strategy resetStrategy
+	// scratch holds pagemap entries while restoring.
+	scratch []byte
 	freed   bool
 	cleanup runtime.Cleanup
 }
@@ -51,7 +55,7 @@ func (im *Image) NewMemory(limit uint64) (*Memory, error) {
 	if im.closed.Load() || !im.acquire() {
 		return nil, ErrClosed
 	}
-	m := &Memory{image: im, limit: limit}
+	m := &Memory{image: im, limit: limit, strategy: im.strategy}
 	if im.Shared() && limit <= uint64(maxReserve) {
 		// A region that cannot be reserved (address space or map count
 		// exhausted) leaves this memory a Go slice: slower, still right.
@@ -169,10 +173,57 @@ func (m *Memory) Reset() error {
 		clear(m.buf[m.image.size:])
 		return nil
 	}
-	if !m.mapped {
+	if !m.mapped || m.strategy == resetRemap {
 		return m.remap()
 	}
+	if m.strategy == resetRestore && m.image.pages != nil {
+		if err := m.restorePrivate(); err == nil {
+			return nil
+		}
+		// An unreadable pagemap leaves the slower way, which is still
+		// right.
+	}
 	return discard(m.region, 0, roundUp(len(m.buf), osPage))
+}
+
+// resetStrategy is how a mapped memory is reset. The benchmarks compare
+// them (RATIONALE.md, "Copy-on-write snapshots"); Memories use resetRestore.
+type resetStrategy int
+
+const (
+	// resetRestore copies the image back into the pages the instance has
+	// its own copy of, found in the pagemap, and zeroes written pages past
+	// the image: every page stays mapped, so the next call faults only on
+	// pages it writes for the first time.
+	resetRestore resetStrategy = iota
+	// resetDiscard drops every private page (madvise MADV_DONTNEED): the
+	// memory holds no private page after it, and the next call faults on
+	// every page it touches.
+	resetDiscard
+	// resetRemap maps the image afresh and drops the rest.
+	resetRemap
+)
+
+// restorePrivate is resetRestore.
+func (m *Memory) restorePrivate() error {
+	if m.scratch == nil {
+		m.scratch = make([]byte, 8*512)
+	}
+	head := m.image.backing.mappedLen()
+	image := m.image.backing.bytes()
+	pages := roundUp(len(m.buf), osPage) / osPage
+	return privatePages(m.image.pages, m.region, pages, m.scratch, func(p int) {
+		at := p * osPage
+		page := m.buf[at:min(at+osPage, len(m.buf))]
+		if at < head {
+			copy(page, image[at:])
+		} else if !isZero(page) {
+			// A page past the image is private once read (the zero
+			// page) or written; only written ones need clearing, and
+			// writing a read one would copy it.
+			clear(page)
+		}
+	})
 }
 
 // remap maps the image afresh over the head and discards the rest: the
@@ -205,6 +256,12 @@ func (m *Memory) Free() {
 func roundUp(n, to int) int { return (n + to - 1) / to * to }
 
 func isZero(b []byte) bool {
+	for len(b) >= 8 {
+		if *(*uint64)(unsafe.Pointer(&b[0])) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
 	for _, c := range b {
 		if c != 0 {
 			return false

@@ -121,3 +121,53 @@ func discard(base unsafe.Pointer, from, to int) error {
 func unmap(base unsafe.Pointer, length int) {
 	unix.MunmapPtr(base, uintptr(length))
 }
+
+// pageFlags reads /proc/self/pagemap: one 64-bit entry per virtual page,
+// bit 63 present, bit 62 swapped, bit 61 file page or shared anonymous
+// (Documentation/admin-guide/mm/pagemap.rst). In a private mapping of the
+// image, a page that is present or swapped and not a file page is a private
+// copy: the instance wrote it.
+type pageFlags = *os.File
+
+func openPageFlags() pageFlags {
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return nil
+	}
+	// Probe once: a pagemap that cannot be read (a restricted /proc)
+	// leaves Reset to drop pages instead.
+	var probe [8]byte
+	if _, err := f.ReadAt(probe[:], int64(uintptr(unsafe.Pointer(&probe))/uintptr(osPage))*8); err != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+const (
+	pagePresent = 1 << 63
+	pageSwapped = 1 << 62
+	pageFile    = 1 << 61
+)
+
+// privatePages calls visit with the index of each page of [base, base +
+// pages*osPage) that is a private copy (present or swapped, not a file
+// page), reading the entries in chunks through scratch.
+func privatePages(pm pageFlags, base unsafe.Pointer, pages int, scratch []byte, visit func(page int)) error {
+	first := int64(uintptr(base) / uintptr(osPage))
+	for done := 0; done < pages; {
+		n := min(pages-done, len(scratch)/8)
+		chunk := scratch[:n*8]
+		if _, err := pm.ReadAt(chunk, (first+int64(done))*8); err != nil {
+			return fmt.Errorf("cowmem: read pagemap: %w", err)
+		}
+		for i := range n {
+			e := *(*uint64)(unsafe.Pointer(&chunk[i*8]))
+			if e&(pagePresent|pageSwapped) != 0 && e&pageFile == 0 {
+				visit(done + i)
+			}
+		}
+		done += n
+	}
+	return nil
+}

@@ -21,3 +21,9 @@ func commit(unsafe.Pointer, int, int) error   { return errUnsupported }
 func mapImage(unsafe.Pointer, int, int) error { return errUnsupported }
 func discard(unsafe.Pointer, int, int) error  { return errUnsupported }
 func unmap(unsafe.Pointer, int)               {}
+
+type pageFlags = *os.File
+
+func openPageFlags() pageFlags { return nil }
+
+func privatePages(pageFlags, unsafe.Pointer, int, []byte, func(int)) error { return errUnsupported }
