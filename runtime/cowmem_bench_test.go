@@ -52,6 +52,7 @@ func BenchmarkSessionMemory(b *testing.B) {
 		}
 	}()
 	b.ResetTimer()
+	stopCPU := reportCPU(b)
 	for b.Loop() {
 		session := "m" + strconv.Itoa(len(sessions))
 		sessions = append(sessions, session)
@@ -60,6 +61,7 @@ func BenchmarkSessionMemory(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	stopCPU()
 	after := smapsRollup(b)
 	for _, field := range []string{"Rss", "Pss", "Private_Dirty"} {
 		b.ReportMetric(float64(after[field]-before[field])/float64(b.N), field+"-KiB/instance")
@@ -86,4 +88,24 @@ func smapsRollup(b *testing.B) map[string]int64 {
 		}
 	}
 	return fields
+}
+
+// BenchmarkEchoFreshStateCOW is BenchmarkEchoFreshState on an instance made
+// after the snapshot (the load-time instance is dropped first): on Linux its
+// memory maps the snapshot copy-on-write and each reset restores only the
+// pages the call wrote.
+func BenchmarkEchoFreshStateCOW(b *testing.B) {
+	rt := newRuntime(b, runtime.Options{})
+	tl := loadTool(b, rt, "echo", testwasm.BuildGo(b, "../tools-wasm/echo"), runtime.Limits{Isolation: runtime.IsolationCall, MaxInstances: 1})
+	runtime.DropIdle(tl)
+	ctx := context.Background()
+	req := runtime.CallRequest{Arguments: echoRequest}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	for b.Loop() {
+		if res := tl.Call(ctx, req); res.IsError {
+			b.Fatal(res.Error)
+		}
+	}
 }

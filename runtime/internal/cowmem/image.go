@@ -3,6 +3,7 @@ package cowmem
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -29,7 +30,20 @@ type Image struct {
 	pages pageFlags
 	// strategy is how its Memories reset (tests and benchmarks change it).
 	strategy resetStrategy
+	// stagingPool keeps the buffers Memories hold until their first growth.
+	stagingPool sync.Pool
 }
+
+// staging returns a buffer of at least size bytes, content unspecified.
+func (im *Image) staging(size uint64) *[]byte {
+	if b, ok := im.stagingPool.Get().(*[]byte); ok && uint64(len(*b)) >= size {
+		return b
+	}
+	b := make([]byte, size)
+	return &b
+}
+
+func (im *Image) unstage(b *[]byte) { im.stagingPool.Put(b) }
 
 // NewImage makes an image holding a copy of content. It is shared (copy on
 // write) where the platform allows; otherwise it keeps a private copy and

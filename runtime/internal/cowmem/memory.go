@@ -14,9 +14,14 @@ import (
 // a module with one memory; it serves that memory only.
 //
 // When the image is shared, the memory is a region reserved for the whole
-// limit, so it never moves as it grows; before the first Reset it reads zero
-// like any new memory, and from the first Reset on its head is a private
-// mapping of the image. Otherwise it is a Go slice and Reset copies.
+// limit, so it never moves once it holds the image; from the first Reset on
+// its head is a private mapping of the image. Otherwise it is a Go slice and
+// Reset copies.
+//
+// Until its first Reset a memory's content is unspecified: the memory is
+// made for an instance that runs no code before it is reset to the image.
+// (The module's data segments, which wazero writes at instantiation, are
+// not kept: Reset replaces them anyway.)
 //
 // A Memory is used by one goroutine at a time (its instance's), except
 // Refused and Size, which are safe to call from any.
@@ -36,8 +41,11 @@ type Memory struct {
 	mapped bool
 	// strategy is how Reset undoes writes to a mapped region.
 	strategy resetStrategy
-	// scratch holds pagemap entries while restoring.
-	scratch []byte
+	// entries holds pagemap entries while restoring.
+	entries []byte
+	// staging is the Go buffer the memory is until it first grows, when it
+	// starts smaller than the image (see Reallocate).
+	staging *[]byte
 	freed   bool
 	cleanup runtime.Cleanup
 }
@@ -117,6 +125,22 @@ func (m *Memory) Reallocate(size uint64) []byte {
 	}
 	if size <= uint64(len(m.buf)) {
 		return m.buf[:size]
+	}
+	if m.region != nil && m.buf == nil && size < uint64(m.image.size) {
+		// wazero's first Reallocate, with the module's minimum, is
+		// followed by its data segments, which would fault in and then
+		// drop hundreds of pages of the region (a Go guest's are 1.6 MiB)
+		// though Reset replaces them all. They go to a reused Go buffer
+		// instead, dropped when the memory first grows (as the runtime
+		// grows it to the image's length before its first Reset).
+		m.staging = m.image.staging(size)
+		m.buf = (*m.staging)[:size]
+		m.size.Store(size)
+		return m.buf
+	}
+	if m.staging != nil {
+		m.image.unstage(m.staging)
+		m.staging, m.buf = nil, nil
 	}
 	if m.region == nil {
 		m.growSlice(size)
@@ -206,13 +230,13 @@ const (
 
 // restorePrivate is resetRestore.
 func (m *Memory) restorePrivate() error {
-	if m.scratch == nil {
-		m.scratch = make([]byte, 8*512)
+	if m.entries == nil {
+		m.entries = make([]byte, 8*512)
 	}
 	head := m.image.backing.mappedLen()
 	image := m.image.backing.bytes()
 	pages := roundUp(len(m.buf), osPage) / osPage
-	return privatePages(m.image.pages, m.region, pages, m.scratch, func(p int) {
+	return privatePages(m.image.pages, m.region, pages, m.entries, func(p int) {
 		at := p * osPage
 		page := m.buf[at:min(at+osPage, len(m.buf))]
 		if at < head {
@@ -247,6 +271,10 @@ func (m *Memory) Free() {
 	}
 	m.freed = true
 	m.buf = nil
+	if m.staging != nil {
+		m.image.unstage(m.staging)
+		m.staging = nil
+	}
 	m.size.Store(0)
 	m.cleanup.Stop()
 	releaseMemory(memoryRelease{image: m.image, region: m.region, reserved: m.reserved})
