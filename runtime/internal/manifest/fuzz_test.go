@@ -12,8 +12,8 @@ func appendSum(b []byte) []byte {
 }
 
 // FuzzDecode: no input crashes Decode or takes it past MaxSize, and what it
-// accepts encodes back to the same bytes (there is one encoding of a
-// manifest, so a tampered file cannot pass as another's).
+// accepts is a manifest Encode would write (it encodes and decodes back to
+// the same fields).
 func FuzzDecode(f *testing.F) {
 	good, _ := Encode(sample())
 	f.Add(good)
