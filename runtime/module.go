@@ -85,6 +85,12 @@ type Module struct {
 	plugin *extismPlugin
 	// pinned is set by the Registry (see Registry.Put).
 	pinned pinState
+	// descriptorDoc is the descriptor document the tools were built from.
+	descriptorDoc []byte
+	// lazy is set for a module opened by Runtime.Open (lazy.go): its code
+	// is in a body Module loaded on first use; the fields above from
+	// compiled to plugin are then unset.
+	lazy *lazy
 }
 
 // Tool is one tool provided by a Module.
@@ -120,6 +126,9 @@ func (m *Module) Imports() []string { return m.imports }
 
 // Exports lists the module's exported functions and memories, sorted.
 func (m *Module) Exports() []string {
+	if m.lazy != nil {
+		return m.lazy.exports
+	}
 	var names []string
 	for name := range m.compiled.ExportedFunctions() {
 		if name == instrument.StartExport {
@@ -434,6 +443,7 @@ func (m *Module) loadError(ctx context.Context, in *instance, err error, reason 
 // describe parses and validates the descriptor JSON. A bad descriptor
 // document fails the module; a bad tool inside it is rejected alone.
 func (m *Module) describe(raw []byte) error {
+	m.descriptorDoc = raw
 	var doc struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
@@ -492,10 +502,21 @@ func readResponse(mod api.Module, packed uint64, limit int, what string) ([]byte
 }
 
 // EndSession discards the instance kept for a client session (IsolationSession).
-func (m *Module) EndSession(ctx context.Context, session string) { m.pool.endSession(ctx, session) }
+func (m *Module) EndSession(ctx context.Context, session string) {
+	if m.lazy != nil {
+		if body := m.bodyOf(); body != nil {
+			body.EndSession(ctx, session)
+		}
+		return
+	}
+	m.pool.endSession(ctx, session)
+}
 
 // Close releases the module's instances and compiled code.
 func (m *Module) Close(ctx context.Context) error {
+	if m.lazy != nil {
+		return m.closeLazy(ctx)
+	}
 	m.pool.close(ctx)
 	err := m.compiled.Close(ctx)
 	if m.plugin != nil {

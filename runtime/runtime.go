@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/manifest"
 )
 
 // Options configure a Runtime.
@@ -49,6 +51,12 @@ type Runtime struct {
 	// module reloaded again and again while its compile overruns its budget
 	// cannot stack up compiles that starve everything else.
 	compileSlots chan struct{}
+	// manifests caches what modules expose, for Open (lazy.go).
+	manifests *manifest.Store
+	// loads counts lazy loads in flight, bodyLoads all loads Open did.
+	loads     sync.WaitGroup
+	bodyLoads atomic.Int64
+	testHooks testHooks
 }
 
 // New returns a Runtime with WASI and the warden host module instantiated.
@@ -71,7 +79,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	config = config.WithMemoryLimitPages(65536)
 
 	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
-		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0))}
+		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
+		manifests:    newManifestStore(opts.CacheDir, logger)}
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
 		if dir == "" {
@@ -118,6 +127,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 
 // Close closes every module loaded by r and releases the compiler.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.loads.Wait()
 	r.compiles.Wait()
 	err := r.wz.Close(ctx)
 	if r.cache != nil {
