@@ -52,6 +52,10 @@ type App struct {
 	loadedOne   chan struct{} // closed and replaced whenever a background load ends
 	loads       sync.WaitGroup
 	cancelLoads []context.CancelFunc
+	// progress hears of every module compile (SetLoadProgress); compiling
+	// and compiled count them for its n/m.
+	progress            func(LoadProgress)
+	compiling, compiled int
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -160,11 +164,11 @@ func (a *App) LoadTools(ctx context.Context) []error {
 		mu   sync.Mutex
 		errs []error
 	)
-	a.LoadToolsInBackground(ctx, func(err error) {
+	a.loadAll(ctx, func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		errs = append(errs, err)
-	})
+	}, false)
 	a.loads.Wait()
 	// Files load in parallel: report load errors in file order, then the
 	// collisions (LoadToolsInBackground reports them last).
@@ -182,7 +186,16 @@ func (a *App) LoadTools(ctx context.Context) []error {
 // so a server answers while a slow module still compiles. Until then the
 // module is listed by Loading. report receives each error (naming the
 // file), from any goroutine.
+//
+// A module whose descriptor manifest is cached joins at once, listed from
+// the manifest and compiled on its first call; one without compiles now.
+// With tools.defaults.preload, every module then compiles in the
+// background, up to GOMAXPROCS at once.
 func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
+	a.loadAll(ctx, report, a.Config().Tools.Defaults.Preload)
+}
+
+func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 	paths, err := runtime.ModuleFiles(a.Config().Tools.Dir)
 	if err != nil {
 		report(err)
@@ -202,9 +215,14 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 	for _, path := range paths {
 		go func() {
 			defer a.loads.Done()
-			slots <- struct{}{}
-			loaded, errs := a.loadModule(ctx, path)
-			<-slots
+			// Modules listed from their manifests take no slot: they are
+			// in before any compile ends.
+			loaded, errs, notCached := a.openModule(ctx, path, true)
+			if notCached {
+				slots <- struct{}{}
+				loaded, errs = a.loadModule(ctx, path)
+				<-slots
+			}
 			a.mu.Lock()
 			delete(a.loading, ModuleName(path))
 			close(a.loadedOne)
@@ -222,6 +240,9 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 				// and neither does the report.
 				for _, r := range a.registry.Refused() {
 					report(r)
+				}
+				if preload {
+					a.preloadAll(ctx)
 				}
 			}
 		}()
@@ -300,6 +321,13 @@ func (a *App) repin(cfg *config.Config) (changed bool) {
 // errors name the file; loaded tells whether the module is now in the
 // registry (possibly with some of its tools rejected).
 func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []error) {
+	loaded, errs, _ = a.openModule(ctx, path, false)
+	return loaded, errs
+}
+
+// openModule is loadModule; with cachedOnly, a module with no valid
+// descriptor manifest is left alone and reported notCached.
+func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loaded bool, errs []error, notCached bool) {
 	cfg := a.Config()
 	name := ModuleName(path)
 	var wasm []byte
@@ -316,7 +344,18 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 	}
 	var m *runtime.Module
 	if err == nil {
-		m, err = a.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
+		// The pin was checked on these bytes; a later compile reads the
+		// file again and refuses bytes that hash otherwise.
+		m, err = a.rt.Open(ctx, name, wasm, cfg.ModuleLimits(name), runtime.OpenOptions{
+			Read:       func() ([]byte, error) { return os.ReadFile(path) },
+			CachedOnly: cachedOnly,
+			LoadFailed: func(m *runtime.Module, err error) { a.lazyLoadFailed(path, m, err) },
+			Observe:    a.observeLoad,
+		})
+		wasm = nil
+		if errors.Is(err, runtime.ErrNotCached) {
+			return false, nil, true
+		}
 	}
 	a.mu.Lock()
 	if err != nil {
@@ -327,7 +366,7 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 	}
 	a.mu.Unlock()
 	if err != nil {
-		return false, []error{err}
+		return false, []error{err}, false
 	}
 	// The config may have changed while the module compiled: decide its
 	// pinned state again from the config in force, under pinMu so that a
@@ -341,7 +380,7 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 		a.mu.Lock()
 		a.loadErrors[path] = err
 		a.mu.Unlock()
-		return false, []error{err}
+		return false, []error{err}, false
 	}
 	old, _ := a.registry.Put(m, pinned)
 	a.pinMu.Unlock()
@@ -351,7 +390,7 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 	for _, r := range m.Rejected() {
 		errs = append(errs, fmt.Errorf("load %s: %w", path, r.Reason))
 	}
-	return true, errs
+	return true, errs, false
 }
 
 // ModuleName is the name a module file loads under: its base name without .wasm.
