@@ -293,14 +293,18 @@ func (lz *lazy) wait(ctx context.Context, m *Module, f *flight, observer tool.Ob
 		defer t.Stop()
 		tick = t.C
 	}
-	for {
+	for ticks := 1; ; {
 		select {
 		case <-f.done:
 			return nil
 		case now := <-tick:
-			// Progress must increase: seconds waited serve as the count.
-			secs := now.Sub(f.started).Seconds()
-			observer.Progress(tool.Progress{Progress: secs, Message: fmt.Sprintf("loading module %s: %.0fs", m.name, secs)})
+			// Progress must increase with every report, and so must the
+			// tool's own reports after these: the wait counts up below
+			// 0.001, under anything a tool counting from 0 or 1 reports.
+			p := 0.001 * float64(ticks) / float64(ticks+1)
+			ticks++
+			observer.Progress(tool.Progress{Progress: p,
+				Message: fmt.Sprintf("loading module %s: %s", m.name, now.Sub(f.started).Round(time.Second))})
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -365,10 +369,13 @@ func (lz *lazy) loadBody(ctx context.Context, m *Module) (*Module, error) {
 		return nil, err
 	}
 	if !bytes.Equal(body.descriptorDoc, lz.descriptor) {
-		// Same bytes, same limits, another descriptor: the module's describe
-		// is not deterministic. Calls go to the body's tool of the same name.
-		m.rt.log.Warn("module described itself differently than its manifest says",
-			"module", m.name, "file", m.rt.manifests.Path(lz.key))
+		// Same bytes, same limits, another descriptor: the manifest was
+		// written by someone else than this loader (its checksum only
+		// catches damage), or the module's describe is not deterministic.
+		// Either way what was listed is not what would run.
+		body.Close(context.Background())
+		return nil, fmt.Errorf("it describes itself differently than its cached descriptor manifest %s says (the cache was altered, or its describe is not deterministic); it is loaded afresh at the next start",
+			m.rt.manifests.Path(lz.key))
 	}
 	return body, nil
 }

@@ -356,3 +356,39 @@ func TestLazyLoadFailure(t *testing.T) {
 	other := openFixture(t, rt, "other", watFixture{name: "other"}.build(t), runtime.OpenOptions{})
 	wantPong(t, other.Tools()[0])
 }
+
+// TestForgedManifestCaughtAtFirstCall: a manifest rewritten with a valid
+// checksum, for the module's own sha256 and key, lists what it claims (the
+// checksum is no signature), but the module's first load compares its
+// descriptor and refuses the module instead of running it under a false
+// description.
+func TestForgedManifestCaughtAtFirstCall(t *testing.T) {
+	dir := t.TempDir()
+	wasm := watFixture{name: "ping"}.build(t)
+	file := warmCache(t, dir, "ping", wasm)
+	data, _ := os.ReadFile(file)
+	mf, err := manifest.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf.Descriptor = bytes.Replace(mf.Descriptor, []byte(`"fixture"`), []byte(`"trust me"`), 1)
+	forged, _ := manifest.Encode(mf)
+	os.WriteFile(file, forged, 0o600)
+
+	rt := newRuntime(t, runtime.Options{CacheDir: dir})
+	var failed error
+	m := openFixture(t, rt, "ping", wasm, runtime.OpenOptions{LoadFailed: func(_ *runtime.Module, err error) { failed = err }})
+	if m.Tools()[0].Descriptor.Description != "trust me" {
+		t.Fatalf("the test's forgery did not take: %q", m.Tools()[0].Descriptor.Description)
+	}
+	res := m.Tools()[0].Call(context.Background(), runtime.CallRequest{})
+	if !res.IsError || res.Error.Kind != tool.KindInternal || !strings.Contains(res.Error.Message, "describes itself differently") {
+		t.Fatalf("call: %+v", res.Error)
+	}
+	if failed == nil {
+		t.Fatal("LoadFailed not called")
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatal("forged manifest kept")
+	}
+}
