@@ -264,11 +264,14 @@ func (lz *lazy) acquire(ctx context.Context, m *Module, observer tool.Observer) 
 		}
 		f := lz.flight
 		if f == nil {
+			if !m.rt.startLoad() {
+				lz.mu.Unlock()
+				return nil, nil, fmt.Errorf("module %s: the runtime is closed", m.name)
+			}
 			f = &flight{done: make(chan struct{}), started: time.Now()}
 			lz.flight = f
 			loadCtx, cancel := context.WithCancel(context.Background())
 			lz.stop = cancel
-			m.rt.loads.Add(1)
 			go lz.load(loadCtx, cancel, m, f)
 		}
 		lz.mu.Unlock()
@@ -427,6 +430,18 @@ func (m *Module) bodyOf() *Module {
 	m.lazy.mu.Lock()
 	defer m.lazy.mu.Unlock()
 	return m.lazy.body
+}
+
+// startLoad counts a lazy load in, unless the runtime is closing (Close
+// then waits for the loads counted in).
+func (r *Runtime) startLoad() bool {
+	r.loadsMu.Lock()
+	defer r.loadsMu.Unlock()
+	if r.closing {
+		return false
+	}
+	r.loads.Add(1)
+	return true
 }
 
 // BodyLoads counts the module loads (compile, checks, start-up) this

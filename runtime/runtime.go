@@ -54,6 +54,8 @@ type Runtime struct {
 	// manifests caches what modules expose, for Open (lazy.go).
 	manifests *manifest.Store
 	// loads counts lazy loads in flight, bodyLoads all loads Open did.
+	loadsMu   sync.Mutex
+	closing   bool // set by Close: no lazy load starts after
 	loads     sync.WaitGroup
 	bodyLoads atomic.Int64
 	testHooks testHooks
@@ -127,6 +129,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 
 // Close closes every module loaded by r and releases the compiler.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.loadsMu.Lock()
+	r.closing = true
+	r.loadsMu.Unlock()
 	r.loads.Wait()
 	r.compiles.Wait()
 	err := r.wz.Close(ctx)
