@@ -24,6 +24,10 @@ var ErrNotCached = errors.New("no valid descriptor manifest")
 
 // OpenOptions tune Runtime.Open.
 type OpenOptions struct {
+	// Accept, if set, is given the module's sha256 before anything else is
+	// done with the module (a pin check); an error refuses it, and Open
+	// returns that error.
+	Accept func(sha256 string) error
 	// Read returns the module's bytes again when a module opened from its
 	// manifest compiles, or comes back after an idle release; they must
 	// hash to the sha256 the module was opened with. Nil keeps the bytes
@@ -110,6 +114,11 @@ func (r *Runtime) Open(ctx context.Context, name string, wasm []byte, limits Lim
 	limits = limits.WithDefaults()
 	digest := sha256.Sum256(wasm)
 	sum := hex.EncodeToString(digest[:])
+	if opts.Accept != nil {
+		if err := opts.Accept(sum); err != nil {
+			return nil, err
+		}
+	}
 	key := r.loadKey(sum, limits)
 	lz := &lazy{opts: opts, key: key}
 	if opts.Read == nil {

@@ -5,8 +5,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -332,21 +330,22 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 	name := ModuleName(path)
 	var wasm []byte
 	var err error
-	var pinned bool
 	if !runtime.ValidModuleName(name) {
 		// Module names become config keys (pins, limits, grants' module).
 		err = fmt.Errorf("module name %q (the file name without .wasm) must be %s; rename the file", name, tool.NameRule)
 	} else {
 		wasm, err = os.ReadFile(path)
 	}
-	if err == nil {
-		pinned, err = checkPin(cfg, name, wasm)
-	}
 	var m *runtime.Module
 	if err == nil {
-		// The pin was checked on these bytes; a later compile reads the
-		// file again and refuses bytes that hash otherwise.
+		// The pin is checked on these bytes (Accept) before anything else;
+		// a later compile reads the file again and refuses bytes that hash
+		// otherwise.
 		m, err = a.rt.Open(ctx, name, wasm, cfg.ModuleLimits(name), runtime.OpenOptions{
+			Accept: func(sum string) error {
+				_, err := pinState(cfg, name, sum)
+				return err
+			},
 			Read:       func() ([]byte, error) { return os.ReadFile(path) },
 			CachedOnly: cachedOnly,
 			LoadFailed: func(m *runtime.Module, err error) { a.lazyLoadFailed(path, m, err) },
@@ -372,7 +371,7 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 	// pinned state again from the config in force, under pinMu so that a
 	// repin cannot slip between this decision and Put.
 	a.pinMu.Lock()
-	pinned, err = pinState(a.Config(), name, m.SHA256())
+	pinned, err := pinState(a.Config(), name, m.SHA256())
 	if err != nil {
 		a.pinMu.Unlock()
 		m.Close(ctx)
@@ -399,14 +398,8 @@ func ModuleName(path string) string { return strings.TrimSuffix(filepath.Base(pa
 // ErrPinMismatch marks a module whose bytes differ from the approved pin.
 var ErrPinMismatch = errors.New("module changed since it was approved")
 
-// checkPin reports whether the module's bytes match its pin (false when it
-// has none), and an error when they do not.
-func checkPin(cfg *config.Config, name string, wasm []byte) (pinned bool, err error) {
-	sum := sha256.Sum256(wasm)
-	return pinState(cfg, name, hex.EncodeToString(sum[:]))
-}
-
-// pinState is checkPin for a module whose sha256 is known.
+// pinState reports whether a module whose bytes hash to sum matches its pin
+// (false when it has none), and an error when it does not.
 func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
 	pin, ok := cfg.Tools.Pins[strings.ToLower(name)]
 	if !ok {
