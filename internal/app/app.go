@@ -207,15 +207,20 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 	a.cancelLoads = append(a.cancelLoads, cancel)
 	a.mu.Unlock()
 	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	opens := make(chan struct{}, goruntime.GOMAXPROCS(0))
 	a.loads.Add(len(paths))
 	var remaining atomic.Int64
 	remaining.Store(int64(len(paths)))
 	for _, path := range paths {
 		go func() {
 			defer a.loads.Done()
-			// Modules listed from their manifests take no slot: they are
-			// in before any compile ends.
+			// Modules listed from their manifests take no compile slot:
+			// they are in before any compile ends. Opening one reads and
+			// hashes its file, so opens are bounded too (by the cores, and
+			// so is the memory their buffers take).
+			opens <- struct{}{}
 			loaded, errs, notCached := a.openModule(ctx, path, true)
+			<-opens
 			if notCached {
 				slots <- struct{}{}
 				loaded, errs = a.loadModule(ctx, path)
