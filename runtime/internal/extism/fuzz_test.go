@@ -1,6 +1,7 @@
 package extism
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/warden-run/warden/internal/testwasm"
+	"github.com/warden-run/warden/runtime/internal/instrument"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
 )
 
@@ -90,6 +92,58 @@ func FuzzLoggingMessage(f *testing.F) {
 		}
 		if utf8.Valid(raw) && !utf8.ValidString(msg) {
 			t.Fatalf("valid input, invalid message %q", msg)
+		}
+	})
+}
+
+// FuzzOneParse: the load path on one parse (imports moved in place, the
+// same parse handed to the instrumentation pass) refuses exactly what the
+// step-by-step path refused (parse, move, encode, parse again, instrument)
+// and produces the same bytes.
+func FuzzOneParse(f *testing.F) {
+	for _, src := range []string{
+		`(module (import "extism:host/env" "http_request" (func (param i64 i64) (result i64))) (import "extism:host/env" "alloc" (func (param i64) (result i64))) (memory (export "memory") 1) (func (export "call") (result i32) (loop (br 0)) i32.const 0))`,
+		`(module (import "extism:host/env" "log_info" (func (param i64))) (import "m" "g" (global (mut i32))) (memory 1) (start 1) (func (call 0 (i64.const 1))))`,
+		`(module (import "extism:host/env" "alloc" (func (param i64) (result i64))))`,
+		`(module (memory 1) (func (export "f")))`,
+		`(module)`,
+	} {
+		f.Add(testwasm.WATString(f, src))
+	}
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		// Step by step, as the loader did before.
+		old, err := wb.Parse(wasm)
+		if err != nil {
+			return
+		}
+		moved, errOldMove := moveImports(old, extismEnvModule, extismWardenModule, extismServed)
+		var resOld *instrument.Result
+		var errOld error
+		if errOldMove == nil {
+			input := wasm
+			if moved {
+				input = old.Encode()
+			}
+			resOld, errOld = instrument.Instrument(input, loadConfig)
+		}
+		// One parse.
+		mod, err := wb.Parse(wasm)
+		if err != nil {
+			t.Fatalf("parses differ: %v", err)
+		}
+		_, errMove := moveImports(mod, extismEnvModule, extismWardenModule, extismServed)
+		if (errMove == nil) != (errOldMove == nil) {
+			t.Fatalf("moveImports: %v, before: %v", errMove, errOldMove)
+		}
+		if errMove != nil {
+			return
+		}
+		res, err := instrument.InstrumentModule(mod, loadConfig)
+		switch {
+		case (err == nil) != (errOld == nil):
+			t.Fatalf("instrument: %v, step by step: %v", err, errOld)
+		case err == nil && !bytes.Equal(res.Wasm, resOld.Wasm):
+			t.Fatalf("instrumented bytes differ (%d vs %d bytes)", len(res.Wasm), len(resOld.Wasm))
 		}
 	})
 }
