@@ -52,7 +52,7 @@ type Instance struct {
 // initializes, it is a ChaCha8 stream seeded by the module's digest: the Go
 // runtime draws its hash and scheduler seeds there, and everything they
 // steer (map layout, probe lengths) then is the same on every load and both
-// engines, so fuel per call is deterministic. Once initialized (settle), it
+// engines, so fuel per call is deterministic. Once initialized (Settle), it
 // is crypto/rand, so a tool generating a key or token at call time gets an
 // unpredictable one.
 type Random struct {

@@ -76,7 +76,9 @@ type Module struct {
 
 // Imports decodes the import section (nil if there is none). It is decoded
 // once: the loaders' detection, their import checks and the
-// instrumentation pass all read the same entries.
+// instrumentation pass all read the same entries, which callers must not
+// modify. Replacing or removing the section (SetSection, RemoveSection)
+// drops the cached entries.
 func (m *Module) Imports() ([]Import, error) {
 	if !m.decoded {
 		if s := m.Section(SectionImport); s != nil {
