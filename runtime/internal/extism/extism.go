@@ -1,3 +1,9 @@
+// Package extism is the runtime's loader for Extism plugins (hyper-mcp v1
+// and v2, mcp.run): modules that import from extism:host/env. It
+// implements guest.Loader and guest.Engine; instances are made and called
+// through the Extism Go SDK, while the instrumentation pass, limits, pool,
+// descriptor checks and call path are the runtime's, as for a native
+// module. The SDK is imported as sdk. RATIONALE.md, "Extism plugins".
 package extism
 
 import (
@@ -14,7 +20,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	extism "github.com/extism/go-sdk"
+	sdk "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -153,15 +159,15 @@ func (l Loader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*gue
 		compiled.Close(ctx)
 		return nil, err
 	}
-	manifest := extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: instrumented.Wasm, Name: "main"}},
+	manifest := sdk.Manifest{
+		Wasm: []sdk.Wasm{sdk.WasmData{Data: instrumented.Wasm, Name: "main"}},
 		// A Go-literal manifest leaves both byte limits at 0, which means
 		// "no HTTP body" and "vars disabled"; set what warden allows. The
 		// memory limit itself is enforced per instance by warden's allocator
 		// (extismAllocator), so that running out is reported as such.
-		Memory: &extism.ManifestMemory{MaxPages: 65536, MaxHttpResponseBytes: x.maxHTTP, MaxVarBytes: min(int64(limits.Memory)/4, 1<<20)},
+		Memory: &sdk.ManifestMemory{MaxPages: 65536, MaxHttpResponseBytes: x.maxHTTP, MaxVarBytes: min(int64(limits.Memory)/4, 1<<20)},
 	}
-	x.compiled, err = extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
+	x.compiled, err = sdk.NewCompiledPlugin(ctx, manifest, sdk.PluginConfig{
 		RuntimeConfig:             l.Host.Config,
 		EnableWasi:                true,
 		EnableHttpResponseHeaders: true,
@@ -190,7 +196,7 @@ type plugin struct {
 	// main is the instrumented main module compiled by the runtime, for
 	// the load-time checks; compiled is the SDK's plugin built from it.
 	main         wazero.CompiledModule
-	compiled     *extism.CompiledPlugin
+	compiled     *sdk.CompiledPlugin
 	instrumented *instrument.Result
 	// snapshot is the main module's state after start-up; nil when the
 	// module keeps state a memory snapshot misses.
@@ -208,7 +214,7 @@ type plugin struct {
 
 // pluginInstance is the Extism side of an instance (guest.Instance.Own).
 type pluginInstance struct {
-	plugin *extism.Plugin
+	plugin *sdk.Plugin
 	files  *guardedFS // nil when the runtime has no fs capability
 }
 
@@ -412,7 +418,7 @@ func (x *plugin) newInstance(ctx context.Context) (*guest.Instance, error) {
 	// Every memory of the instance (the kernel's and the plugin's) gets the
 	// tool's limit, and a refusal marks the call out of memory.
 	allocCtx := experimental.WithMemoryAllocator(ctx, extismAllocator{limit: limits.Memory, refused: &in.Memory.Refused})
-	p, err := x.compiled.Instance(allocCtx, extism.PluginInstanceConfig{ModuleConfig: config})
+	p, err := x.compiled.Instance(allocCtx, sdk.PluginInstanceConfig{ModuleConfig: config})
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
@@ -434,7 +440,7 @@ func (x *plugin) newInstance(ctx context.Context) (*guest.Instance, error) {
 // globals the instrumentation pass added and to snapshot and restore it.
 // go.mod pins the SDK; should the wrapper change, every plugin load fails
 // with this error (and the tests with it).
-func mainModule(p *extism.Plugin) (api.Module, error) {
+func mainModule(p *sdk.Plugin) (api.Module, error) {
 	v := reflect.ValueOf(p.Module()).Elem()
 	if v.Kind() == reflect.Struct && v.NumField() == 1 && v.Field(0).Type() == reflect.TypeFor[api.Module]() {
 		f := v.Field(0)

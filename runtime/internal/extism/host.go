@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	extism "github.com/extism/go-sdk"
+	sdk "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/warden-run/warden/runtime/internal/guest"
@@ -28,25 +28,25 @@ var extismUserFuncs = map[string]guest.FuncSig{
 // extism:host/user notifications, and its own versions of the
 // extism:host/env functions in extismServed (moved to extismWardenModule by
 // the loader).
-func (x *plugin) hostFunctions() []extism.HostFunction {
-	i64 := []extism.ValueType{extism.ValueTypeI64}
-	fns := []extism.HostFunction{
-		extism.NewHostFunctionWithStack("notify_progress", x.notifyProgress, i64, nil),
-		extism.NewHostFunctionWithStack("notify_logging_message", x.notifyLoggingMessage, i64, nil),
+func (x *plugin) hostFunctions() []sdk.HostFunction {
+	i64 := []sdk.ValueType{sdk.ValueTypeI64}
+	fns := []sdk.HostFunction{
+		sdk.NewHostFunctionWithStack("notify_progress", x.notifyProgress, i64, nil),
+		sdk.NewHostFunctionWithStack("notify_logging_message", x.notifyLoggingMessage, i64, nil),
 	}
-	served := []extism.HostFunction{
-		extism.NewHostFunctionWithStack("http_request", x.httpRequest, []extism.ValueType{extism.ValueTypeI64, extism.ValueTypeI64}, i64),
-		extism.NewHostFunctionWithStack("config_get", x.configGet, i64, i64),
-		extism.NewHostFunctionWithStack("get_log_level", func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+	served := []sdk.HostFunction{
+		sdk.NewHostFunctionWithStack("http_request", x.httpRequest, []sdk.ValueType{sdk.ValueTypeI64, sdk.ValueTypeI64}, i64),
+		sdk.NewHostFunctionWithStack("config_get", x.configGet, i64, i64),
+		sdk.NewHostFunctionWithStack("get_log_level", func(_ context.Context, _ *sdk.CurrentPlugin, stack []uint64) {
 			// Debug and up: the observer's consumer filters further.
-			stack[0] = api.EncodeI32(extism.LogLevelDebug.ExtismCompat())
-		}, nil, []extism.ValueType{extism.ValueTypeI32}),
+			stack[0] = api.EncodeI32(sdk.LogLevelDebug.ExtismCompat())
+		}, nil, []sdk.ValueType{sdk.ValueTypeI32}),
 	}
 	for name, level := range map[string]slog.Level{
 		"log_trace": slog.LevelDebug - 4, "log_debug": slog.LevelDebug, "log_info": slog.LevelInfo,
 		"log_warn": slog.LevelWarn, "log_error": slog.LevelError,
 	} {
-		served = append(served, extism.NewHostFunctionWithStack(name, func(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
+		served = append(served, sdk.NewHostFunctionWithStack(name, func(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
 			state := guest.StateFrom(ctx, "extism "+name)
 			msg := readKernel(cp, stack[0], guest.MaxLogBytes, "log message")
 			_ = cp.Free(stack[0])
@@ -61,7 +61,7 @@ func (x *plugin) hostFunctions() []extism.HostFunction {
 
 // readKernel copies the kernel memory block at offset, failing the call
 // with bad_output when it is not a block or is over limit.
-func readKernel(cp *extism.CurrentPlugin, offset uint64, limit int, what string) []byte {
+func readKernel(cp *sdk.CurrentPlugin, offset uint64, limit int, what string) []byte {
 	n, err := cp.Length(offset)
 	if err != nil || (n == 0 && offset != 0) {
 		panic(tool.Errorf(tool.KindBadOutput, "%s at offset %d is not an Extism memory block", what, offset))
@@ -81,7 +81,7 @@ func readKernel(cp *extism.CurrentPlugin, offset uint64, limit int, what string)
 
 // writeKernel copies b into a new kernel block and returns its offset (0
 // for no bytes).
-func writeKernel(cp *extism.CurrentPlugin, b []byte, what string) uint64 {
+func writeKernel(cp *sdk.CurrentPlugin, b []byte, what string) uint64 {
 	if len(b) == 0 {
 		return 0
 	}
@@ -103,7 +103,7 @@ func (x *plugin) log(state *guest.CallState, level slog.Level, msg string) {
 // ProgressNotificationParam (progressToken, progress, total?, message?).
 // The token is warden's to set; the rest goes to the observer, dropped
 // unless it increases.
-func (x *plugin) notifyProgress(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
+func (x *plugin) notifyProgress(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
 	state := guest.StateFrom(ctx, "notify_progress")
 	raw := readKernel(cp, stack[0], guest.MaxLogBytes, "progress notification")
 	guest.ChargeHost(state, len(raw))
@@ -125,7 +125,7 @@ var mcpLevels = map[string]slog.Level{
 // notifyLoggingMessage is hyper-mcp's notify_logging_message: an MCP
 // LoggingMessageNotificationParam (level, logger?, data). data is logged as
 // is when it is a string, as JSON otherwise.
-func (x *plugin) notifyLoggingMessage(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
+func (x *plugin) notifyLoggingMessage(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
 	state := guest.StateFrom(ctx, "notify_logging_message")
 	raw := readKernel(cp, stack[0], guest.MaxLogBytes, "logging notification")
 	level, msg, err := loggingMessage(raw)
@@ -184,9 +184,9 @@ type netReply struct {
 // and timeouts as a native tool's. Like the SDK's, a refused or failed
 // request fails the call (with its kind: denied, timeout, failed, ...); the
 // plugin never sees a response it was not allowed to get.
-func (x *plugin) httpRequest(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
+func (x *plugin) httpRequest(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
 	state := guest.StateFrom(ctx, "http_request")
-	p, _ := ctx.Value(extism.PluginCtxKey("plugin")).(*extism.Plugin)
+	p, _ := ctx.Value(sdk.PluginCtxKey("plugin")).(*sdk.Plugin)
 	if p == nil {
 		panic(tool.Errorf(tool.KindInternal, "http_request outside an Extism call"))
 	}
@@ -271,7 +271,7 @@ func redactURL(u string) string {
 // env keys, read through warden.env under the call's env grants. A key the
 // call may not read is absent, as an unset one is, and the refusal is kept:
 // if the call then fails, it is reported as denied, naming the grant.
-func (x *plugin) configGet(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
+func (x *plugin) configGet(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
 	state := guest.StateFrom(ctx, "config_get")
 	key := readKernel(cp, stack[0], guest.MaxLogBytes, "config key")
 	stack[0] = 0
