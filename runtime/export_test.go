@@ -16,5 +16,5 @@ func PooledInstance(t *Tool) api.Module {
 		panic(err)
 	}
 	t.module.pool.release(context.Background(), in, true)
-	return in.mod
+	return in.Mod
 }

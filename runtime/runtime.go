@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/guest"
 )
 
 // Options configure a Runtime.
@@ -49,6 +50,8 @@ type Runtime struct {
 	// module reloaded again and again while its compile overruns its budget
 	// cannot stack up compiles that starve everything else.
 	compileSlots chan struct{}
+	// loaders load modules, the first that claims a module (loader.go).
+	loaders []guest.Loader
 }
 
 // New returns a Runtime with WASI and the warden host module instantiated.
@@ -113,6 +116,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		r.wz.Close(ctx)
 		return nil, err
 	}
+	r.loaders = r.newLoaders()
 	return r, nil
 }
 
