@@ -16,7 +16,7 @@ func PooledInstance(t *Tool) api.Module {
 		panic(err)
 	}
 	t.module.pool.release(context.Background(), in, true)
-	return in.mod
+	return in.Mod
 }
 
 // SetLoadHooks makes r call loading as a lazy load starts and joined as a

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,7 +184,11 @@ func (m *Module) takeBody(body *Module) error {
 		ModuleSHA256: m.sha256, Key: lz.key, Kind: manifest.KindNative,
 		Descriptor: lz.descriptor, Imports: m.imports, Exports: lz.exports,
 	}
-	if body.plugin != nil {
+	// The Extism loader is the one that claims modules importing from
+	// the Extism kernel's namespaces.
+	if slices.ContainsFunc(m.imports, func(im string) bool {
+		return strings.HasPrefix(im, "extism:") || strings.HasPrefix(im, "warden:extism")
+	}) {
 		mf.Kind = manifest.KindExtism
 	}
 	for _, rej := range body.rejected {

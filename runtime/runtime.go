@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/manifest"
 )
 
@@ -51,6 +52,8 @@ type Runtime struct {
 	// module reloaded again and again while its compile overruns its budget
 	// cannot stack up compiles that starve everything else.
 	compileSlots chan struct{}
+	// loaders load modules, the first that claims a module (loader.go).
+	loaders []guest.Loader
 	// manifests caches what modules expose, for Open (lazy.go).
 	manifests *manifest.Store
 	// loads counts lazy loads in flight, bodyLoads all loads Open did.
@@ -124,6 +127,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		r.wz.Close(ctx)
 		return nil, err
 	}
+	r.loaders = r.newLoaders()
 	return r, nil
 }
 

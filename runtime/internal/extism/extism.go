@@ -1,4 +1,10 @@
-package runtime
+// Package extism is the runtime's loader for Extism plugins (hyper-mcp v1
+// and v2, mcp.run): modules that import from extism:host/env. It
+// implements guest.Loader and guest.Engine; instances are made and called
+// through the Extism Go SDK, while the instrumentation pass, limits, pool,
+// descriptor checks and call path are the runtime's, as for a native
+// module. The SDK is imported as sdk. RATIONALE.md, "Extism plugins".
+package extism
 
 import (
 	"bytes"
@@ -14,13 +20,14 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	extism "github.com/extism/go-sdk"
+	sdk "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/runtime/internal/trap"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
@@ -79,36 +86,22 @@ func (s extismShape) String() string {
 	return "v1 (describe, call)"
 }
 
-// extismPlugin is the Extism side of a Module whose wasm imports from
-// extism:host/env.
-type extismPlugin struct {
-	m        *Module
-	shape    extismShape
-	compiled *extism.CompiledPlugin
-	// fs serves the plugin's WASI file access, when the runtime has a
-	// capability named "fs" (extism_fs.go).
-	fs hostfuncs.Capability
-	// kernel is the Extism kernel's memory right after a reset, restored
-	// with the main module's snapshot between calls; nil when the module
-	// has no snapshot.
-	kernel []byte
-	// maxHTTP bounds one HTTP response body.
-	maxHTTP int64
+// Loader loads Extism plugins: modules that import from extism:host/env.
+// The bytes go through the same instrumentation pass as a native module's,
+// the tool list through the same descriptor checks, and the module gets
+// the same pool, limits and call path; only making instances and running a
+// request differ (plugin).
+type Loader struct {
+	Host *guest.Host
 }
 
-// extismInstance is the Extism side of an instance.
-type extismInstance struct {
-	plugin *extism.Plugin
-	files  *guardedFS // nil when the runtime has no fs capability
-}
+var _ guest.Loader = Loader{}
 
-func (e *extismInstance) close(ctx context.Context) { _ = e.plugin.Close(ctx) }
-
-// isExtismPlugin reports whether wasm is an Extism plugin: a module that
-// imports from extism:host/env. A module that does not parse is not; the
+// Claims reports whether mod is an Extism plugin: a module that imports
+// from extism:host/env. A module whose imports do not decode is not; the
 // native loader then reports why.
-func isExtismPlugin(wasm []byte) bool {
-	imports, err := moduleImports(wasm)
+func (Loader) Claims(mod *wb.Module) bool {
+	imports, err := mod.Imports()
 	if err != nil {
 		return false
 	}
@@ -120,40 +113,26 @@ func isExtismPlugin(wasm []byte) bool {
 	return false
 }
 
-func moduleImports(wasm []byte) ([]wb.Import, error) {
-	mod, err := wb.Parse(wasm)
-	if err != nil {
-		return nil, err
-	}
-	s := mod.Section(wb.SectionImport)
-	if s == nil {
-		return nil, nil
-	}
-	return mod.SectionReader(s).Imports()
-}
-
-// loadExtism is Runtime.Load for an Extism plugin: the bytes go through the
-// same instrumentation pass, the tool list through the same descriptor
-// checks, and the module gets the same pool, limits and call path; only
-// making instances and running a request differ (extismPlugin).
-func (r *Runtime) loadExtism(ctx context.Context, m *Module, wasm []byte) error {
+// Load checks the plugin's imports and exports, instruments and compiles
+// it, and lists its tools on a first instance.
+func (l Loader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*guest.Loaded, error) {
 	if _, set := os.LookupEnv("EXTISM_ENABLE_WASI_OUTPUT"); set {
 		// The SDK would send plugin stdout to warden's own, which carries
 		// the MCP stdio transport.
-		return errors.New("extism plugin: unset EXTISM_ENABLE_WASI_OUTPUT: it sends plugin output to warden's stdout")
+		return nil, errors.New("extism plugin: unset EXTISM_ENABLE_WASI_OUTPUT: it sends plugin output to warden's stdout")
 	}
-	imports, err := moduleImports(wasm)
+	imports, err := mod.Imports()
 	if err != nil {
-		return fmt.Errorf("invalid module: %w", err)
+		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	if err := r.checkExtismImports(m, imports); err != nil {
-		return err
-	}
-	moved, err := moveImports(wasm, extismEnvModule, extismWardenModule, extismServed)
+	names, err := l.checkImports(imports)
 	if err != nil {
-		return fmt.Errorf("invalid module: %w", err)
+		return nil, err
 	}
-	instrumented, err := instrument.Instrument(moved, instrument.Config{
+	if _, err := moveImports(mod, extismEnvModule, extismWardenModule, extismServed); err != nil {
+		return nil, fmt.Errorf("invalid module: %w", err)
+	}
+	instrumented, err := instrument.InstrumentModule(mod, instrument.Config{
 		Fuel:          true,
 		MaxCallDepth:  instrument.DefaultMaxCallDepth,
 		ExportGlobals: true,
@@ -163,58 +142,99 @@ func (r *Runtime) loadExtism(ctx context.Context, m *Module, wasm []byte) error 
 		DeferStart: true,
 	})
 	if err != nil {
-		return fmt.Errorf("invalid module: %w", err)
+		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	m.instrumented = instrumented
+	limits := spec.Limits
 	// Compiled here too, for the export checks and Module.Exports; the SDK's
 	// engine finds the code in the shared compilation cache.
-	compiled, err := r.compile(ctx, instrumented.Wasm, m.limits.CompileBudget)
+	compiled, err := l.Host.Compile(ctx, instrumented.Wasm, limits.CompileBudget)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	m.compiled = compiled
-	x := &extismPlugin{m: m, fs: r.capabilities["fs"], maxHTTP: min(int64(m.limits.Memory)/4, 50<<20)}
+	x := &plugin{
+		host: l.Host, spec: spec, main: compiled, instrumented: instrumented,
+		fs: l.Host.Capabilities["fs"], maxHTTP: min(int64(limits.Memory)/4, 50<<20),
+	}
 	if x.shape, err = x.checkExports(); err != nil {
 		compiled.Close(ctx)
-		return err
+		return nil, err
 	}
-	manifest := extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: instrumented.Wasm, Name: "main"}},
+	manifest := sdk.Manifest{
+		Wasm: []sdk.Wasm{sdk.WasmData{Data: instrumented.Wasm, Name: "main"}},
 		// A Go-literal manifest leaves both byte limits at 0, which means
 		// "no HTTP body" and "vars disabled"; set what warden allows. The
 		// memory limit itself is enforced per instance by warden's allocator
 		// (extismAllocator), so that running out is reported as such.
-		Memory: &extism.ManifestMemory{MaxPages: 65536, MaxHttpResponseBytes: x.maxHTTP, MaxVarBytes: min(int64(m.limits.Memory)/4, 1<<20)},
+		Memory: &sdk.ManifestMemory{MaxPages: 65536, MaxHttpResponseBytes: x.maxHTTP, MaxVarBytes: min(int64(limits.Memory)/4, 1<<20)},
 	}
-	x.compiled, err = extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
-		RuntimeConfig:             r.wzConfig,
+	x.compiled, err = sdk.NewCompiledPlugin(ctx, manifest, sdk.PluginConfig{
+		RuntimeConfig:             l.Host.Config,
 		EnableWasi:                true,
 		EnableHttpResponseHeaders: true,
 	}, x.hostFunctions())
 	if err != nil {
 		compiled.Close(ctx)
-		return fmt.Errorf("extism plugin: %w", err)
+		return nil, fmt.Errorf("extism plugin: %w", err)
 	}
-	m.plugin = x
-	if err := x.initialize(ctx); err != nil {
+	first, raw, err := x.initialize(ctx)
+	if err != nil {
 		compiled.Close(ctx)
 		x.compiled.Close(ctx)
-		return err
+		return nil, err
 	}
-	return nil
+	return &guest.Loaded{
+		Engine: x, First: first, Descriptor: raw,
+		Imports: names, Exports: guest.ExportNames(compiled), MaxCallDepth: instrumented.MaxCallDepth,
+	}, nil
 }
 
-// checkExtismImports refuses imports no instance could be given, naming
-// them all, before anything is instantiated.
-func (r *Runtime) checkExtismImports(m *Module, imports []wb.Import) error {
+// plugin is the engine of a loaded Extism plugin.
+type plugin struct {
+	host  *guest.Host
+	spec  guest.Spec
+	shape extismShape
+	// main is the instrumented main module compiled by the runtime, for
+	// the load-time checks; compiled is the SDK's plugin built from it.
+	main         wazero.CompiledModule
+	compiled     *sdk.CompiledPlugin
+	instrumented *instrument.Result
+	// snapshot is the main module's state after start-up; nil when the
+	// module keeps state a memory snapshot misses.
+	snapshot *guest.Snapshot
+	// fs serves the plugin's WASI file access, when the runtime has a
+	// capability named "fs" (fs.go).
+	fs hostfuncs.Capability
+	// kernel is the Extism kernel's memory right after a reset, restored
+	// with the main module's snapshot between calls; nil when the module
+	// has no snapshot.
+	kernel []byte
+	// maxHTTP bounds one HTTP response body.
+	maxHTTP int64
+}
+
+// pluginInstance is the Extism side of an instance (guest.Instance.Own).
+type pluginInstance struct {
+	plugin *sdk.Plugin
+	files  *guardedFS // nil when the runtime has no fs capability
+}
+
+func (e *pluginInstance) Close(ctx context.Context) error { return e.plugin.Close(ctx) }
+
+// own returns the Extism side of in.
+func own(in *guest.Instance) *pluginInstance { return in.Own.(*pluginInstance) }
+
+// checkImports refuses imports no instance could be given, naming them
+// all, before anything is instantiated. It returns the imports as
+// "module.name", sorted.
+func (l Loader) checkImports(imports []wb.Import) ([]string, error) {
 	env := make(map[string]bool, len(extismEnvFuncs))
 	for _, name := range extismEnvFuncs {
 		env[name] = true
 	}
-	wasi := r.wz.Module("wasi_snapshot_preview1").ExportedFunctionDefinitions()
-	var problems []string
+	wasi := l.Host.Wazero.Module("wasi_snapshot_preview1").ExportedFunctionDefinitions()
+	var problems, names []string
 	for _, im := range imports {
-		m.imports = append(m.imports, im.Module+"."+im.Name)
+		names = append(names, im.Module+"."+im.Name)
 		if im.Kind != wb.KindFunc {
 			problems = append(problems, fmt.Sprintf("imports %s.%s, which is not a function", im.Module, im.Name))
 			continue
@@ -232,17 +252,17 @@ func (r *Runtime) checkExtismImports(m *Module, imports []wb.Import) error {
 			problems = append(problems, fmt.Sprintf("imports %s.%s, which this host does not provide", im.Module, im.Name))
 		}
 	}
-	slices.Sort(m.imports)
-	m.imports = slices.Compact(m.imports)
+	slices.Sort(names)
+	names = slices.Compact(names)
 	if len(problems) > 0 {
-		return fmt.Errorf("extism plugin: %s", strings.Join(slices.Compact(problems), "; "))
+		return nil, fmt.Errorf("extism plugin: %s", strings.Join(slices.Compact(problems), "; "))
 	}
-	return nil
+	return names, nil
 }
 
 // checkExports finds the plugin's shape and checks its exports and memory.
-func (x *extismPlugin) checkExports() (extismShape, error) {
-	exports := x.m.compiled.ExportedFunctions()
+func (x *plugin) checkExports() (extismShape, error) {
+	exports := x.main.ExportedFunctions()
 	has := func(name string) bool { _, ok := exports[name]; return ok }
 	var shape extismShape
 	switch {
@@ -261,13 +281,13 @@ func (x *extismPlugin) checkExports() (extismShape, error) {
 		if len(def.ParamTypes()) != 0 || len(def.ResultTypes()) > 1 ||
 			len(def.ResultTypes()) == 1 && def.ResultTypes()[0] != api.ValueTypeI32 {
 			problems = append(problems, fmt.Sprintf("export %s has signature %s, want () -> (i32)",
-				name, funcSig{def.ParamTypes(), def.ResultTypes()}))
+				name, guest.FuncSig{Params: def.ParamTypes(), Results: def.ResultTypes()}))
 		}
 	}
-	for _, mem := range x.m.compiled.ExportedMemories() {
-		if minBytes := uint64(mem.Min()) * 65536; minBytes > x.m.limits.Memory {
+	for _, mem := range x.main.ExportedMemories() {
+		if minBytes := uint64(mem.Min()) * 65536; minBytes > x.spec.Limits.Memory {
 			problems = append(problems, fmt.Sprintf("memory minimum %d pages (%d MiB) is above the tool's limit of %d MiB",
-				mem.Min(), minBytes>>20, x.m.limits.Memory>>20))
+				mem.Min(), minBytes>>20, x.spec.Limits.Memory>>20))
 		}
 	}
 	if len(problems) > 0 {
@@ -277,55 +297,50 @@ func (x *extismPlugin) checkExports() (extismShape, error) {
 }
 
 // initialize lists the plugin's tools on its first instance, within the
-// load budget, and snapshots the state that calls then start from.
-func (x *extismPlugin) initialize(ctx context.Context) error {
-	m := x.m
-	ctx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
+// load budget, and snapshots the state that calls then start from. It
+// returns that instance and the tool list.
+func (x *plugin) initialize(ctx context.Context) (*guest.Instance, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, x.spec.Limits.LoadBudget)
 	defer cancel()
-	m.pool = newPool(m)
 	in, err := x.newInstance(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	raw, err := x.list(ctx, in)
 	if err != nil {
-		in.close(context.Background())
-		return err
-	}
-	if err := m.describe(raw); err != nil {
-		in.close(context.Background())
-		return err
+		in.Close(context.Background())
+		return nil, nil, err
 	}
 	// As for native modules: the state right after start-up (the listing
 	// only reads) is what every call starts from, unless the module keeps
 	// state a memory snapshot misses.
-	if !m.instrumented.MutatesTables && !m.instrumented.DropsData {
-		globals := append(slices.Clone(m.instrumented.Globals), m.instrumented.PagesGlobal)
-		snap, err := takeSnapshot(in, globals, true)
+	if !x.instrumented.MutatesTables && !x.instrumented.DropsData {
+		globals := append(slices.Clone(x.instrumented.Globals), x.instrumented.PagesGlobal)
+		snap, err := guest.TakeSnapshot(in, globals, true)
 		if err != nil {
-			in.close(context.Background())
-			return fmt.Errorf("snapshot: %w", err)
+			in.Close(context.Background())
+			return nil, nil, fmt.Errorf("snapshot: %w", err)
 		}
 		// An empty input resets the kernel: no allocation, no output, no
 		// error. That is the kernel state every call then starts from.
-		if _, err := in.ext.plugin.SetInputWithContext(ctx, nil); err != nil {
-			in.close(context.Background())
-			return fmt.Errorf("snapshot: reset the extism kernel: %w", err)
+		p := own(in).plugin
+		if _, err := p.SetInputWithContext(ctx, nil); err != nil {
+			in.Close(context.Background())
+			return nil, nil, fmt.Errorf("snapshot: reset the extism kernel: %w", err)
 		}
-		kmem := in.ext.plugin.Memory()
+		kmem := p.Memory()
 		view, _ := kmem.Read(0, kmem.Size())
-		m.snapshot, x.kernel = snap, bytes.Clone(view)
+		x.snapshot, x.kernel = snap, bytes.Clone(view)
 	}
-	in.random.settle()
-	m.pool.idle = append(m.pool.idle, in)
-	return nil
+	in.Random.Settle()
+	return in, raw, nil
 }
 
 // list runs the plugin's tool listing, which also runs its start-up
 // (the SDK calls _initialize before the first call of an instance), and
 // returns {"tools": [...]}.
-func (x *extismPlugin) list(ctx context.Context, in *instance) ([]byte, error) {
-	m := x.m
+func (x *plugin) list(ctx context.Context, in *guest.Instance) ([]byte, error) {
+	limits := x.spec.Limits
 	export, _ := x.shape.exports()
 	var input []byte
 	if x.shape == extismV2 {
@@ -336,26 +351,26 @@ func (x *extismPlugin) list(ctx context.Context, in *instance) ([]byte, error) {
 	if err := x.runStart(ctx, in); err != nil {
 		return nil, err
 	}
-	state := newCallState(&hostfuncs.Call{Tool: m.name, Observer: discardObserver{}}, in, m.limits)
-	ctx = context.WithValue(ctx, callStateKey{}, state)
-	in.callCtx.Store(&ctx)
-	in.memory.refused.Store(false)
-	stop := in.meter.Start(ctx, m.limits.Fuel)
-	rc, out, err := in.ext.plugin.CallWithContext(ctx, export, input)
+	state := guest.NewCallState(&hostfuncs.Call{Tool: x.spec.Name, Observer: guest.DiscardObserver{}}, in, limits)
+	ctx = guest.WithState(ctx, state)
+	in.CallCtx.Store(&ctx)
+	in.Memory.Refused.Store(false)
+	stop := in.Meter.Start(ctx, limits.Fuel)
+	rc, out, err := own(in).plugin.CallWithContext(ctx, export, input)
 	_, reason := stop()
 	bg := context.Background()
-	in.callCtx.Store(&bg)
-	defer in.stdout.take()
-	defer in.stderr.take()
+	in.CallCtx.Store(&bg)
+	defer in.Stdout.Take()
+	defer in.Stderr.Take()
 	switch {
 	case err != nil && isPluginError(in, err):
 		return nil, fmt.Errorf("%s: failed: %v", export, err)
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", export, m.loadError(ctx, in, err, reason))
+		return nil, fmt.Errorf("%s: %w", export, guest.LoadError(ctx, in, limits, err, reason))
 	case rc != 0:
 		return nil, fmt.Errorf("%s: returned %d", export, rc)
-	case len(out) > m.limits.MaxOutput:
-		return nil, fmt.Errorf("%s: tool list is %d bytes, over the output limit of %d", export, len(out), m.limits.MaxOutput)
+	case len(out) > limits.MaxOutput:
+		return nil, fmt.Errorf("%s: tool list is %d bytes, over the output limit of %d", export, len(out), limits.MaxOutput)
 	}
 	return out, nil
 }
@@ -363,36 +378,35 @@ func (x *extismPlugin) list(ctx context.Context, in *instance) ([]byte, error) {
 // runStart runs the plugin's start function, which the instrumentation pass
 // moved out of instantiation, under the meter: in wasm it runs before
 // anything else, so before the SDK's _initialize and the listing.
-func (x *extismPlugin) runStart(ctx context.Context, in *instance) error {
-	m := x.m
-	if m.instrumented.StartExport == "" {
+func (x *plugin) runStart(ctx context.Context, in *guest.Instance) error {
+	if x.instrumented.StartExport == "" {
 		return nil
 	}
-	fn := in.mod.ExportedFunction(m.instrumented.StartExport)
+	fn := in.Mod.ExportedFunction(x.instrumented.StartExport)
 	if fn == nil {
 		return nil
 	}
-	stop := in.meter.Start(ctx, m.limits.Fuel)
+	stop := in.Meter.Start(ctx, x.spec.Limits.Fuel)
 	_, err := fn.Call(ctx)
 	if _, reason := stop(); err != nil {
-		return fmt.Errorf("start function: %w", m.loadError(ctx, in, err, reason))
+		return fmt.Errorf("start function: %w", guest.LoadError(ctx, in, x.spec.Limits, err, reason))
 	}
 	return nil
 }
 
 // isPluginError tells an error the plugin set with error_set (which the
 // SDK returns as a plain error with its text) from a failure of the call.
-func isPluginError(in *instance, err error) bool {
-	msg := in.ext.plugin.GetError()
+func isPluginError(in *guest.Instance, err error) bool {
+	msg := own(in).plugin.GetError()
 	return msg != "" && err.Error() == msg
 }
 
 // newInstance instantiates the plugin (kernel and main module) without
 // running any of its code.
-func (x *extismPlugin) newInstance(ctx context.Context) (*instance, error) {
-	m := x.m
-	in, config := m.newShell()
-	ext := &extismInstance{}
+func (x *plugin) newInstance(ctx context.Context) (*guest.Instance, error) {
+	limits := x.spec.Limits
+	in, config := guest.NewShell(x.spec.SHA256, limits)
+	ext := &pluginInstance{}
 	if x.fs != nil {
 		// One preopen, "/", whose every operation is a warden.fs request
 		// under the grants of the call in progress (extism_fs.go). The
@@ -403,18 +417,18 @@ func (x *extismPlugin) newInstance(ctx context.Context) (*instance, error) {
 	}
 	// Every memory of the instance (the kernel's and the plugin's) gets the
 	// tool's limit, and a refusal marks the call out of memory.
-	allocCtx := experimental.WithMemoryAllocator(ctx, extismAllocator{limit: m.limits.Memory, refused: &in.memory.refused})
-	p, err := x.compiled.Instance(allocCtx, extism.PluginInstanceConfig{ModuleConfig: config})
+	allocCtx := experimental.WithMemoryAllocator(ctx, extismAllocator{limit: limits.Memory, refused: &in.Memory.Refused})
+	p, err := x.compiled.Instance(allocCtx, sdk.PluginInstanceConfig{ModuleConfig: config})
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	ext.plugin = p
-	in.ext = ext
-	if in.mod, err = mainModule(p); err != nil {
-		in.close(ctx)
+	in.Own = ext
+	if in.Mod, err = mainModule(p); err != nil {
+		in.Close(ctx)
 		return nil, err
 	}
-	if err := m.adopt(ctx, in); err != nil {
+	if err := in.Bind(ctx, x.instrumented); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -426,7 +440,7 @@ func (x *extismPlugin) newInstance(ctx context.Context) (*instance, error) {
 // globals the instrumentation pass added and to snapshot and restore it.
 // go.mod pins the SDK; should the wrapper change, every plugin load fails
 // with this error (and the tests with it).
-func mainModule(p *extism.Plugin) (api.Module, error) {
+func mainModule(p *sdk.Plugin) (api.Module, error) {
 	v := reflect.ValueOf(p.Module()).Elem()
 	if v.Kind() == reflect.Struct && v.NumField() == 1 && v.Field(0).Type() == reflect.TypeFor[api.Module]() {
 		f := v.Field(0)
@@ -437,43 +451,44 @@ func mainModule(p *extism.Plugin) (api.Module, error) {
 	return nil, errors.New("extism SDK: cannot reach the plugin's main module (has the SDK's Module type changed?)")
 }
 
-// freshInstance makes an instance in the plugin's initial state. The SDK
+// NewInstance makes an instance in the plugin's initial state. The SDK
 // runs a plugin's start-up before the first call of each instance and
 // offers no way to mark it done, so a new instance runs it (with the tool
 // listing) once; the snapshot then replaces whatever that left.
-func (x *extismPlugin) freshInstance(ctx context.Context) (*instance, error) {
-	m := x.m
-	initCtx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
+func (x *plugin) NewInstance(ctx context.Context) (*guest.Instance, error) {
+	name := x.spec.Name
+	initCtx, cancel := context.WithTimeout(ctx, x.spec.Limits.LoadBudget)
 	defer cancel()
 	in, err := x.newInstance(initCtx)
 	if err != nil {
-		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: %v", m.name, err)
+		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: %v", name, err)
 	}
 	if _, err := x.list(initCtx, in); err != nil {
-		in.close(context.Background())
-		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: %v", m.name, err)
+		in.Close(context.Background())
+		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: %v", name, err)
 	}
-	in.random.settle()
-	if m.snapshot != nil && !x.restore(in) {
-		in.close(context.Background())
-		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: cannot restore its initial state", m.name)
+	in.Random.Settle()
+	if x.snapshot != nil && !x.restore(in) {
+		in.Close(context.Background())
+		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: cannot restore its initial state", name)
 	}
 	return in, nil
 }
 
-// reset returns in to the plugin's initial state, or reports that it
+// Reset returns in to the plugin's initial state, or reports that it
 // cannot.
-func (x *extismPlugin) reset(in *instance) bool {
-	return x.m.snapshot != nil && x.restore(in)
+func (x *plugin) Reset(in *guest.Instance) bool {
+	return x.snapshot != nil && x.restore(in)
 }
 
 // restore copies the snapshot into the main module and the kernel's
 // initial memory into the kernel, and forgets the plugin's vars and last
 // HTTP response. A kernel whose memory grew cannot be shrunk back, so that
 // instance is replaced instead.
-func (x *extismPlugin) restore(in *instance) bool {
-	kmem := in.ext.plugin.Memory()
-	if int(kmem.Size()) != len(x.kernel) || !x.m.snapshot.restore(in) {
+func (x *plugin) restore(in *guest.Instance) bool {
+	p := own(in).plugin
+	kmem := p.Memory()
+	if int(kmem.Size()) != len(x.kernel) || !x.snapshot.Restore(in) {
 		return false
 	}
 	view, ok := kmem.Read(0, kmem.Size())
@@ -481,28 +496,34 @@ func (x *extismPlugin) restore(in *instance) bool {
 		return false
 	}
 	copy(view, x.kernel)
-	p := in.ext.plugin
 	clear(p.Var)
 	clear(p.LastResponseHeaders)
 	p.LastStatusCode = 0
 	return true
 }
 
-func (x *extismPlugin) close(ctx context.Context) error { return x.compiled.Close(ctx) }
+// Close releases the SDK's compiled plugin and the main module's code.
+func (x *plugin) Close(ctx context.Context) error {
+	err := x.main.Close(ctx)
+	if perr := x.compiled.Close(ctx); err == nil {
+		err = perr
+	}
+	return err
+}
 
-// run is Module.run for a plugin: it calls the plugin's call export with
-// the request in the plugin's shape and returns its result in the native
-// one.
-func (x *extismPlugin) run(ctx context.Context, in *instance, req tool.Request) ([]byte, *tool.Error, error) {
+// Run calls the plugin's call export with the request in the plugin's
+// shape and returns its result in the native one.
+func (x *plugin) Run(ctx context.Context, in *guest.Instance, req tool.Request) ([]byte, *tool.Error, error) {
 	_, export := x.shape.exports()
 	input := x.callInput(req)
-	if f := in.ext.files; f != nil {
+	ext := own(in)
+	if f := ext.files; f != nil {
 		// Files stay open for one call only: a later call, under other
 		// grants, must not read what this one was allowed to.
 		defer f.endCall()
 	}
-	rc, out, err := in.ext.plugin.CallWithContext(ctx, export, input)
-	state, _ := ctx.Value(callStateKey{}).(*callState)
+	rc, out, err := ext.plugin.CallWithContext(ctx, export, input)
+	state, _ := guest.StateOf(ctx)
 	switch {
 	case err != nil && isPluginError(in, err):
 		return pluginFailure(state, req.Tool, err.Error()), nil, nil
@@ -517,12 +538,12 @@ func (x *extismPlugin) run(ctx context.Context, in *instance, req tool.Request) 
 	case rc != 0:
 		return pluginFailure(state, req.Tool, fmt.Sprintf("%s returned %d", export, rc)), nil, nil
 	}
-	raw, respErr := extismResponse(out, x.m.limits.MaxOutput, req.Tool, state.denial)
+	raw, respErr := NativeResponse(out, x.spec.Limits.MaxOutput, req.Tool, state.Denial)
 	return raw, respErr, nil
 }
 
 // callInput is the call export's input for req in the plugin's shape.
-func (x *extismPlugin) callInput(req tool.Request) []byte {
+func (x *plugin) callInput(req tool.Request) []byte {
 	params := struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -543,10 +564,10 @@ func (x *extismPlugin) callInput(req tool.Request) []byte {
 
 // pluginFailure is the native error response for a call the plugin
 // reported failed.
-func pluginFailure(state *callState, name, msg string) []byte {
+func pluginFailure(state *guest.CallState, name, msg string) []byte {
 	b, _ := json.Marshal(struct {
 		Error *tool.Error `json:"error"`
-	}{failureError(name, msg, state.denial)})
+	}{failureError(name, msg, state.Denial)})
 	return b
 }
 
@@ -567,11 +588,11 @@ type extismResult struct {
 	StructuredContent json.RawMessage `json:"structuredContent"`
 }
 
-// extismResponse converts a plugin's CallToolResult (both shapes return
-// one) into the native response, which Tool.decodeResponse then validates
+// NativeResponse converts a plugin's CallToolResult (both shapes return
+// one) into the native response, which the runtime then validates
 // like any other. isError becomes a "failed" error (denied after a denial)
 // carrying the plugin's content; its first text block is the message.
-func extismResponse(out []byte, limit int, name string, denial *tool.Error) ([]byte, *tool.Error) {
+func NativeResponse(out []byte, limit int, name string, denial *tool.Error) ([]byte, *tool.Error) {
 	if len(out) > limit {
 		return nil, tool.Errorf(tool.KindBadOutput, "%s response is %d bytes, over the output limit of %d", name, len(out), limit)
 	}
@@ -601,7 +622,7 @@ func extismResponse(out []byte, limit int, name string, denial *tool.Error) ([]b
 				return nil, tool.Errorf(tool.KindBadOutput, "%s content[%d]: %v", name, i, err)
 			}
 			if b.Type == "text" && b.Text != "" && msg == name+" reported an error" {
-				msg = firstLines(b.Text, 3)
+				msg = guest.FirstLines(b.Text, 3)
 			}
 		}
 		resp.Error = failureError(name, msg, denial)
@@ -624,73 +645,72 @@ type extismAllocator struct {
 var _ experimental.MemoryAllocator = extismAllocator{}
 
 func (a extismAllocator) Allocate(capacity, maximum uint64) experimental.LinearMemory {
-	fm := &flaggedMemory{limitedMemory: limitedMemory{limit: a.limit}, refused: a.refused}
-	fm.limitedMemory.Allocate(capacity, maximum)
+	fm := &flaggedMemory{LimitedMemory: guest.LimitedMemory{Limit: a.limit}, refused: a.refused}
+	fm.LimitedMemory.Allocate(capacity, maximum)
 	return fm
 }
 
 type flaggedMemory struct {
-	limitedMemory
+	guest.LimitedMemory
 	refused *atomic.Bool
 }
 
 func (f *flaggedMemory) Reallocate(size uint64) []byte {
-	b := f.limitedMemory.Reallocate(size)
+	b := f.LimitedMemory.Reallocate(size)
 	if b == nil {
 		f.refused.Store(true)
 	}
 	return b
 }
 
-// moveImports returns wasm with the function imports from.name (names[name]
-// true) imported from to instead, every other byte unchanged.
-func moveImports(wasm []byte, from, to string, names map[string]bool) ([]byte, error) {
-	mod, err := wb.Parse(wasm)
-	if err != nil {
-		return nil, err
-	}
+// moveImports rewrites mod's import section so that the function imports
+// from.name (names[name] true) are imported from to instead, every other
+// byte unchanged, and reports whether it moved any. Nothing is changed
+// when none matches or on error.
+func moveImports(mod *wb.Module, from, to string, names map[string]bool) (bool, error) {
 	s := mod.Section(wb.SectionImport)
 	if s == nil {
-		return wasm, nil
+		return false, nil
 	}
 	// Decoded first for its checks: the loop below only measures entries.
-	if _, err := mod.SectionReader(s).Imports(); err != nil {
-		return nil, err
+	if _, err := mod.Imports(); err != nil {
+		return false, err
 	}
 	r := mod.SectionReader(s)
+	base := max(s.Offset, 0) // the reader's position of the payload's first byte
 	n, err := r.Count()
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	out := wb.AppendU32(make([]byte, 0, len(s.Payload)+64), n)
 	moved := false
 	for range n {
 		module, err := r.Name()
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		name, err := r.Name()
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		start := r.Pos()
 		if err := skipImportDesc(r); err != nil {
-			return nil, err
+			return false, err
 		}
 		if module == from && names[name] {
 			module, moved = to, true
 		}
 		out = wb.AppendName(wb.AppendName(out, module), name)
-		out = append(out, mod.Bytes[start:r.Pos()]...)
+		out = append(out, s.Payload[start-base:r.Pos()-base]...)
 	}
 	if err := r.End("import section"); err != nil {
-		return nil, err
+		return false, err
 	}
 	if !moved {
-		return wasm, nil
+		return false, nil
 	}
 	mod.SetSection(wb.SectionImport, out)
-	return mod.Encode(), nil
+	return true, nil
 }
 
 // skipImportDesc reads past one import descriptor.

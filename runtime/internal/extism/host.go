@@ -1,4 +1,4 @@
-package runtime
+package extism
 
 import (
 	"context"
@@ -8,9 +8,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	extism "github.com/extism/go-sdk"
+	sdk "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -18,36 +19,36 @@ import (
 // notifications of hyper-mcp's host interface that map onto a call's
 // tool.Observer. (Sampling, elicitation, roots and OAuth are not offered; a
 // plugin importing them is refused at load, naming them.)
-var extismUserFuncs = map[string]funcSig{
-	"notify_progress":        {params: []api.ValueType{api.ValueTypeI64}},
-	"notify_logging_message": {params: []api.ValueType{api.ValueTypeI64}},
+var extismUserFuncs = map[string]guest.FuncSig{
+	"notify_progress":        {Params: []api.ValueType{api.ValueTypeI64}},
+	"notify_logging_message": {Params: []api.ValueType{api.ValueTypeI64}},
 }
 
 // hostFunctions are the functions warden gives every instance of x: the
 // extism:host/user notifications, and its own versions of the
 // extism:host/env functions in extismServed (moved to extismWardenModule by
 // the loader).
-func (x *extismPlugin) hostFunctions() []extism.HostFunction {
-	i64 := []extism.ValueType{extism.ValueTypeI64}
-	fns := []extism.HostFunction{
-		extism.NewHostFunctionWithStack("notify_progress", x.notifyProgress, i64, nil),
-		extism.NewHostFunctionWithStack("notify_logging_message", x.notifyLoggingMessage, i64, nil),
+func (x *plugin) hostFunctions() []sdk.HostFunction {
+	i64 := []sdk.ValueType{sdk.ValueTypeI64}
+	fns := []sdk.HostFunction{
+		sdk.NewHostFunctionWithStack("notify_progress", x.notifyProgress, i64, nil),
+		sdk.NewHostFunctionWithStack("notify_logging_message", x.notifyLoggingMessage, i64, nil),
 	}
-	served := []extism.HostFunction{
-		extism.NewHostFunctionWithStack("http_request", x.httpRequest, []extism.ValueType{extism.ValueTypeI64, extism.ValueTypeI64}, i64),
-		extism.NewHostFunctionWithStack("config_get", x.configGet, i64, i64),
-		extism.NewHostFunctionWithStack("get_log_level", func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+	served := []sdk.HostFunction{
+		sdk.NewHostFunctionWithStack("http_request", x.httpRequest, []sdk.ValueType{sdk.ValueTypeI64, sdk.ValueTypeI64}, i64),
+		sdk.NewHostFunctionWithStack("config_get", x.configGet, i64, i64),
+		sdk.NewHostFunctionWithStack("get_log_level", func(_ context.Context, _ *sdk.CurrentPlugin, stack []uint64) {
 			// Debug and up: the observer's consumer filters further.
-			stack[0] = api.EncodeI32(extism.LogLevelDebug.ExtismCompat())
-		}, nil, []extism.ValueType{extism.ValueTypeI32}),
+			stack[0] = api.EncodeI32(sdk.LogLevelDebug.ExtismCompat())
+		}, nil, []sdk.ValueType{sdk.ValueTypeI32}),
 	}
 	for name, level := range map[string]slog.Level{
 		"log_trace": slog.LevelDebug - 4, "log_debug": slog.LevelDebug, "log_info": slog.LevelInfo,
 		"log_warn": slog.LevelWarn, "log_error": slog.LevelError,
 	} {
-		served = append(served, extism.NewHostFunctionWithStack(name, func(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-			state := callStateFrom(ctx, "extism "+name)
-			msg := readKernel(cp, stack[0], maxLogBytes, "log message")
+		served = append(served, sdk.NewHostFunctionWithStack(name, func(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
+			state := guest.StateFrom(ctx, "extism "+name)
+			msg := readKernel(cp, stack[0], guest.MaxLogBytes, "log message")
 			_ = cp.Free(stack[0])
 			x.log(state, level, string(msg))
 		}, i64, nil))
@@ -60,7 +61,7 @@ func (x *extismPlugin) hostFunctions() []extism.HostFunction {
 
 // readKernel copies the kernel memory block at offset, failing the call
 // with bad_output when it is not a block or is over limit.
-func readKernel(cp *extism.CurrentPlugin, offset uint64, limit int, what string) []byte {
+func readKernel(cp *sdk.CurrentPlugin, offset uint64, limit int, what string) []byte {
 	n, err := cp.Length(offset)
 	if err != nil || (n == 0 && offset != 0) {
 		panic(tool.Errorf(tool.KindBadOutput, "%s at offset %d is not an Extism memory block", what, offset))
@@ -80,7 +81,7 @@ func readKernel(cp *extism.CurrentPlugin, offset uint64, limit int, what string)
 
 // writeKernel copies b into a new kernel block and returns its offset (0
 // for no bytes).
-func writeKernel(cp *extism.CurrentPlugin, b []byte, what string) uint64 {
+func writeKernel(cp *sdk.CurrentPlugin, b []byte, what string) uint64 {
 	if len(b) == 0 {
 		return 0
 	}
@@ -93,29 +94,25 @@ func writeKernel(cp *extism.CurrentPlugin, b []byte, what string) uint64 {
 	return off
 }
 
-func (x *extismPlugin) log(state *callState, level slog.Level, msg string) {
-	chargeHost(state, len(msg))
-	state.logLine(level, msg)
+func (x *plugin) log(state *guest.CallState, level slog.Level, msg string) {
+	guest.ChargeHost(state, len(msg))
+	state.LogLine(level, msg)
 }
 
 // notifyProgress is hyper-mcp's notify_progress: an MCP
 // ProgressNotificationParam (progressToken, progress, total?, message?).
 // The token is warden's to set; the rest goes to the observer, dropped
 // unless it increases.
-func (x *extismPlugin) notifyProgress(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx, "notify_progress")
-	raw := readKernel(cp, stack[0], maxLogBytes, "progress notification")
-	chargeHost(state, len(raw))
+func (x *plugin) notifyProgress(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
+	state := guest.StateFrom(ctx, "notify_progress")
+	raw := readKernel(cp, stack[0], guest.MaxLogBytes, "progress notification")
+	guest.ChargeHost(state, len(raw))
 	var p tool.Progress
 	if err := json.Unmarshal(raw, &p); err != nil {
-		x.m.rt.log.Debug("dropped malformed progress notification", "tool", state.call.Tool, "error", err)
+		x.host.Log.Debug("dropped malformed progress notification", "tool", state.Call.Tool, "error", err)
 		return
 	}
-	if state.hasProgress && p.Progress <= state.lastProgress {
-		return
-	}
-	state.lastProgress, state.hasProgress = p.Progress, true
-	state.call.Observer.Progress(p)
+	state.ReportProgress(p) // dropped unless it increases
 }
 
 // mcpLevels maps MCP logging levels onto slog's.
@@ -128,13 +125,13 @@ var mcpLevels = map[string]slog.Level{
 // notifyLoggingMessage is hyper-mcp's notify_logging_message: an MCP
 // LoggingMessageNotificationParam (level, logger?, data). data is logged as
 // is when it is a string, as JSON otherwise.
-func (x *extismPlugin) notifyLoggingMessage(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx, "notify_logging_message")
-	raw := readKernel(cp, stack[0], maxLogBytes, "logging notification")
+func (x *plugin) notifyLoggingMessage(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
+	state := guest.StateFrom(ctx, "notify_logging_message")
+	raw := readKernel(cp, stack[0], guest.MaxLogBytes, "logging notification")
 	level, msg, err := loggingMessage(raw)
 	if err != nil {
-		chargeHost(state, len(raw))
-		x.m.rt.log.Debug("dropped malformed logging notification", "tool", state.call.Tool, "error", err)
+		guest.ChargeHost(state, len(raw))
+		x.host.Log.Debug("dropped malformed logging notification", "tool", state.Call.Tool, "error", err)
 		return
 	}
 	x.log(state, level, msg)
@@ -187,15 +184,15 @@ type netReply struct {
 // and timeouts as a native tool's. Like the SDK's, a refused or failed
 // request fails the call (with its kind: denied, timeout, failed, ...); the
 // plugin never sees a response it was not allowed to get.
-func (x *extismPlugin) httpRequest(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx, "http_request")
-	p, _ := ctx.Value(extism.PluginCtxKey("plugin")).(*extism.Plugin)
+func (x *plugin) httpRequest(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
+	state := guest.StateFrom(ctx, "http_request")
+	p, _ := ctx.Value(sdk.PluginCtxKey("plugin")).(*sdk.Plugin)
 	if p == nil {
 		panic(tool.Errorf(tool.KindInternal, "http_request outside an Extism call"))
 	}
 	p.LastStatusCode = 0
 	clear(p.LastResponseHeaders)
-	rawReq := readKernel(cp, stack[0], maxRequestBytes, "http_request request")
+	rawReq := readKernel(cp, stack[0], guest.MaxRequestBytes, "http_request request")
 	_ = cp.Free(stack[0])
 	var hr extismHTTPRequest
 	if err := json.Unmarshal(rawReq, &hr); err != nil {
@@ -203,10 +200,10 @@ func (x *extismPlugin) httpRequest(ctx context.Context, cp *extism.CurrentPlugin
 	}
 	var body []byte
 	if stack[1] != 0 {
-		body = readKernel(cp, stack[1], maxRequestBytes, "http_request body")
+		body = readKernel(cp, stack[1], guest.MaxRequestBytes, "http_request body")
 		_ = cp.Free(stack[1])
 	}
-	net := x.m.rt.capabilities["net"]
+	net := x.host.Capabilities["net"]
 	if net == nil {
 		panic(tool.Errorf(tool.KindDenied, "HTTP request to %s: this warden has no net capability", redactURL(hr.URL)))
 	}
@@ -221,12 +218,12 @@ func (x *extismPlugin) httpRequest(ctx context.Context, cp *extism.CurrentPlugin
 		req["bodyBase64"] = base64.StdEncoding.EncodeToString(body)
 	}
 	reqJSON, _ := json.Marshal(req)
-	result, err := net.Serve(ctx, state.call, reqJSON)
+	result, err := net.Serve(ctx, state.Call, reqJSON)
 	if err != nil {
-		te := asToolError(err)
+		te := guest.AsToolError(err)
 		if te.Kind == tool.KindInvalidArguments {
 			// The plugin built the request, not the caller.
-			te = tool.Errorf(tool.KindFailed, "%s made an invalid HTTP request: %s", state.call.Tool, te.Message)
+			te = tool.Errorf(tool.KindFailed, "%s made an invalid HTTP request: %s", state.Call.Tool, te.Message)
 		}
 		panic(te)
 	}
@@ -246,7 +243,7 @@ func (x *extismPlugin) httpRequest(ctx context.Context, cp *extism.CurrentPlugin
 	if reply.Truncated || int64(len(respBody)) > x.maxHTTP {
 		panic(tool.Errorf(tool.KindFailed, "HTTP response from %s is over the limit of %d bytes", redactURL(hr.URL), min(x.maxHTTP, int64(len(respBody)))))
 	}
-	chargeHost(state, len(rawReq)+len(body)+len(respBody))
+	guest.ChargeHost(state, len(rawReq)+len(body)+len(respBody))
 	p.LastStatusCode = reply.Status
 	if p.LastResponseHeaders != nil {
 		for k, v := range reply.Headers {
@@ -274,20 +271,20 @@ func redactURL(u string) string {
 // env keys, read through warden.env under the call's env grants. A key the
 // call may not read is absent, as an unset one is, and the refusal is kept:
 // if the call then fails, it is reported as denied, naming the grant.
-func (x *extismPlugin) configGet(ctx context.Context, cp *extism.CurrentPlugin, stack []uint64) {
-	state := callStateFrom(ctx, "config_get")
-	key := readKernel(cp, stack[0], maxLogBytes, "config key")
+func (x *plugin) configGet(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
+	state := guest.StateFrom(ctx, "config_get")
+	key := readKernel(cp, stack[0], guest.MaxLogBytes, "config key")
 	stack[0] = 0
-	env := x.m.rt.capabilities["env"]
+	env := x.host.Capabilities["env"]
 	if env == nil {
-		state.denial = tool.Errorf(tool.KindDenied, "config %q: this warden has no env capability", key)
+		state.Denial = tool.Errorf(tool.KindDenied, "config %q: this warden has no env capability", key)
 		return
 	}
 	req, _ := json.Marshal(map[string]string{"op": "get", "key": string(key)})
-	result, err := env.Serve(ctx, state.call, req)
+	result, err := env.Serve(ctx, state.Call, req)
 	if err != nil {
-		if te := asToolError(err); te.Kind == tool.KindDenied {
-			state.denial = te
+		if te := guest.AsToolError(err); te.Kind == tool.KindDenied {
+			state.Denial = te
 		}
 		return
 	}
@@ -297,6 +294,6 @@ func (x *extismPlugin) configGet(ctx context.Context, cp *extism.CurrentPlugin, 
 	if b, err := json.Marshal(result); err != nil || json.Unmarshal(b, &reply) != nil {
 		panic(tool.Errorf(tool.KindInternal, "config_get: unexpected warden.env reply"))
 	}
-	chargeHost(state, len(key)+len(reply.Value))
+	guest.ChargeHost(state, len(key)+len(reply.Value))
 	stack[0] = writeKernel(cp, []byte(reply.Value), "a config value")
 }

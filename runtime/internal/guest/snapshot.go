@@ -1,4 +1,4 @@
-package runtime
+package guest
 
 import (
 	"fmt"
@@ -6,12 +6,12 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// snapshot is a module's state right after _initialize: its linear memory
+// Snapshot is a module's state right after _initialize: its linear memory
 // and every mutable global. Restoring it into any instance of the module
 // gives the state _initialize would have produced, in the time of a memory
 // copy instead of a Go runtime start (milliseconds). The instrumentation pass
 // exports the module's mutable globals so that they can be read and set.
-type snapshot struct {
+type Snapshot struct {
 	memory  []byte
 	globals []string // export names
 	values  []uint64
@@ -21,16 +21,18 @@ type snapshot struct {
 	virtualPages bool
 }
 
-func takeSnapshot(in *instance, globals []string, virtualPages bool) (*snapshot, error) {
-	s := &snapshot{globals: globals, virtualPages: virtualPages}
-	mem := in.mod.Memory()
+// TakeSnapshot reads in's memory and the given mutable globals (export
+// names).
+func TakeSnapshot(in *Instance, globals []string, virtualPages bool) (*Snapshot, error) {
+	s := &Snapshot{globals: globals, virtualPages: virtualPages}
+	mem := in.Mod.Memory()
 	view, ok := mem.Read(0, mem.Size())
 	if !ok {
 		return nil, fmt.Errorf("snapshot: cannot read memory")
 	}
 	s.memory = append([]byte(nil), view...)
 	for _, name := range globals {
-		g := in.mod.ExportedGlobal(name)
+		g := in.Mod.ExportedGlobal(name)
 		if g == nil {
 			return nil, fmt.Errorf("snapshot: global export %q missing", name)
 		}
@@ -42,10 +44,10 @@ func takeSnapshot(in *instance, globals []string, virtualPages bool) (*snapshot,
 	return s, nil
 }
 
-// restore resets in to the snapshot. It reports false when it cannot, and
+// Restore resets in to the snapshot. It reports false when it cannot, and
 // the instance must then be discarded.
-func (s *snapshot) restore(in *instance) bool {
-	mem := in.mod.Memory()
+func (s *Snapshot) Restore(in *Instance) bool {
+	mem := in.Mod.Memory()
 	size := mem.Size()
 	if want := uint32(len(s.memory)); size < want {
 		// A new instance starts at the module's declared minimum; _initialize
@@ -64,13 +66,13 @@ func (s *snapshot) restore(in *instance) bool {
 	}
 	copy(view, s.memory)
 	clear(view[len(s.memory):])
-	if in.globals == nil {
-		in.globals = make([]api.MutableGlobal, len(s.globals))
+	if in.Globals == nil {
+		in.Globals = make([]api.MutableGlobal, len(s.globals))
 		for i, name := range s.globals {
-			in.globals[i] = in.mod.ExportedGlobal(name).(api.MutableGlobal)
+			in.Globals[i] = in.Mod.ExportedGlobal(name).(api.MutableGlobal)
 		}
 	}
-	for i, g := range in.globals {
+	for i, g := range in.Globals {
 		g.Set(s.values[i])
 	}
 	return true

@@ -1,4 +1,4 @@
-package runtime
+package extism
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	wsys "github.com/tetratelabs/wazero/sys"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -35,7 +36,7 @@ import (
 // timestamps are not offered (ENOSYS).
 type guardedFS struct {
 	sys.UnimplementedFS
-	in     *instance
+	in     *guest.Instance
 	fs     hostfuncs.Capability
 	locate func(abs string) (string, bool) // nil: only root-relative paths
 	// gen is bumped at the end of every call; a file opened under an older
@@ -46,7 +47,7 @@ type guardedFS struct {
 	reads sys.FS
 }
 
-func newGuardedFS(in *instance, c hostfuncs.Capability) *guardedFS {
+func newGuardedFS(in *guest.Instance, c hostfuncs.Capability) *guardedFS {
 	g := &guardedFS{in: in, fs: c, locate: locatorOf(c)}
 	g.reads = &sysfs.AdaptFS{FS: readFS{g}}
 	return g
@@ -69,8 +70,8 @@ func (g *guardedFS) endCall() { g.gen.Add(1) }
 // denial is kept on the call (so that a failure the plugin then reports is
 // a denied call) unless probe says the request only asked.
 func (g *guardedFS) serve(req map[string]any, reply any, probe bool) sys.Errno {
-	ctx := *g.in.callCtx.Load()
-	state, ok := ctx.Value(callStateKey{}).(*callState)
+	ctx := *g.in.CallCtx.Load()
+	state, ok := guest.StateOf(ctx)
 	if !ok {
 		return sys.EACCES // outside a call (the plugin's start-up): no grants
 	}
@@ -80,14 +81,14 @@ func (g *guardedFS) serve(req map[string]any, reply any, probe bool) sys.Errno {
 		return sys.EINTR
 	}
 	raw, _ := json.Marshal(req)
-	result, err := g.fs.Serve(ctx, state.call, raw)
-	chargeHost(state, len(raw))
+	result, err := g.fs.Serve(ctx, state.Call, raw)
+	guest.ChargeHost(state, len(raw))
 	if err != nil {
-		te := asToolError(err)
+		te := guest.AsToolError(err)
 		switch te.Kind {
 		case tool.KindDenied:
 			if !probe {
-				state.denial = te
+				state.Denial = te
 			}
 			return sys.EACCES
 		case tool.KindNotFound:
@@ -105,7 +106,7 @@ func (g *guardedFS) serve(req map[string]any, reply any, probe bool) sys.Errno {
 			return sys.EIO
 		}
 		if c, ok := reply.(interface{ charged() int }); ok {
-			chargeHost(state, c.charged())
+			guest.ChargeHost(state, c.charged())
 		}
 	}
 	return 0
@@ -193,7 +194,7 @@ type fsRead struct {
 	Truncated bool   `json:"truncated"`
 }
 
-func (r *fsRead) charged() int { return len(r.Content) / hostBytesPerFuel }
+func (r *fsRead) charged() int { return len(r.Content) / guest.HostBytesPerFuel }
 
 // load reads the whole file at wp.
 func (g *guardedFS) load(wp string) ([]byte, sys.Errno) {
@@ -354,7 +355,7 @@ func (f *writeFile) Pwrite(p []byte, off int64) (int, sys.Errno) {
 		return 0, sys.EINVAL
 	}
 	if end := off + int64(len(p)); end > int64(len(f.buf)) {
-		if end > maxMemory {
+		if end > guest.MaxMemory {
 			return 0, sys.EINVAL
 		}
 		f.buf = append(f.buf, make([]byte, end-int64(len(f.buf)))...)
@@ -368,7 +369,7 @@ func (f *writeFile) Truncate(size int64) sys.Errno {
 	if errno := f.live(); errno != 0 {
 		return errno
 	}
-	if size < 0 || size > maxMemory || f.appending && size < int64(len(f.buf)) {
+	if size < 0 || size > guest.MaxMemory || f.appending && size < int64(len(f.buf)) {
 		return sys.EINVAL
 	}
 	if size <= int64(len(f.buf)) {
