@@ -392,3 +392,25 @@ func TestForgedManifestCaughtAtFirstCall(t *testing.T) {
 		t.Fatal("forged manifest kept")
 	}
 }
+
+// TestOpenExtismFromManifest: an Extism plugin is listed from its manifest
+// too (kind extism, its rejected tool derived again) and loads through its
+// own loader on first call.
+func TestOpenExtismFromManifest(t *testing.T) {
+	dir := t.TempDir()
+	wasm := extismWAT(t, descOf("good", "bad name"), `{"content":[{"type":"text","text":"hi"}]}`, "")
+	file := warmCache(t, dir, "plugin", wasm)
+	data, _ := os.ReadFile(file)
+	if mf, err := manifest.Decode(data); err != nil || mf.Kind != manifest.KindExtism || len(mf.Rejected) != 1 {
+		t.Fatalf("manifest: %+v, %v", mf, err)
+	}
+	rt := newRuntime(t, runtime.Options{CacheDir: dir})
+	m := openFixture(t, rt, "plugin", wasm, runtime.OpenOptions{})
+	if rt.BodyLoads() != 0 || len(m.Tools()) != 1 || len(m.Rejected()) != 1 || m.Rejected()[0].Name != "bad name" {
+		t.Fatalf("%d loads, tools %v, rejected %v", rt.BodyLoads(), m.Tools(), m.Rejected())
+	}
+	wantOK(t, call(t, m.Tools()[0], `{}`), "hi")
+	if rt.BodyLoads() != 1 {
+		t.Fatalf("%d loads, want 1", rt.BodyLoads())
+	}
+}
