@@ -54,6 +54,7 @@ type App struct {
 	// and compiled count them for its n/m.
 	progress            func(LoadProgress)
 	compiling, compiled int
+	queued              map[string]bool // counted in compiling, not started yet
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -222,9 +223,11 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 			loaded, errs, notCached := a.openModule(ctx, path, true)
 			<-opens
 			if notCached {
+				a.queueCompile(ModuleName(path))
 				slots <- struct{}{}
 				loaded, errs = a.loadModule(ctx, path)
 				<-slots
+				a.unqueue(ModuleName(path))
 			}
 			a.mu.Lock()
 			delete(a.loading, ModuleName(path))

@@ -28,9 +28,12 @@ func (a *App) SetLoadProgress(f func(LoadProgress)) {
 // observeLoad implements runtime.OpenOptions.Observe.
 func (a *App) observeLoad(ev runtime.LoadEvent) {
 	a.mu.Lock()
-	if ev.Done {
+	switch {
+	case ev.Done:
 		a.compiled++
-	} else {
+	case a.queued[ev.Module]:
+		delete(a.queued, ev.Module) // counted when it was queued
+	default:
 		a.compiling++
 	}
 	p := LoadProgress{LoadEvent: ev, Finished: a.compiled, Total: a.compiling}
@@ -45,6 +48,31 @@ func (a *App) observeLoad(ev runtime.LoadEvent) {
 	if ev.Done && ev.Err == nil {
 		a.log.Info("module compiled", "module", ev.Module, "elapsed", ev.Elapsed.Round(time.Millisecond),
 			"progress", fmt.Sprintf("%d/%d", p.Finished, p.Total))
+	}
+}
+
+// queueCompile counts a module that waits for a compile slot in the n/m
+// of LoadProgress, so that m is every module a cold start compiles.
+func (a *App) queueCompile(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queued == nil {
+		a.queued = make(map[string]bool)
+	}
+	if !a.queued[name] {
+		a.queued[name] = true
+		a.compiling++
+	}
+}
+
+// unqueue drops a queued module whose load ended before its compile
+// started (its file or its pin refused it).
+func (a *App) unqueue(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queued[name] {
+		delete(a.queued, name)
+		a.compiling--
 	}
 }
 

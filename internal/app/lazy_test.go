@@ -245,3 +245,26 @@ func TestIdleTTLConfig(t *testing.T) {
 		t.Fatalf("defaults: idle_ttl %s preload %v", d.IdleTTL, d.Preload)
 	}
 }
+
+// TestColdStartProgress: a cold start reports each compile's start and end,
+// and its n/m ends at m/m with m the modules compiled.
+func TestColdStartProgress(t *testing.T) {
+	w := newLazyWorld(t, map[string][]byte{"alpha": watTool(t, "alpha", "a"), "beta": watTool(t, "beta", "b"), "gamma": watTool(t, "gamma", "c")})
+	a, _ := startApp(t, w.dir, w.config(""), nil)
+	var progress []LoadProgress
+	a.SetLoadProgress(func(p LoadProgress) { progress = append(progress, p) })
+	if errs := a.LoadTools(context.Background()); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if len(progress) != 6 {
+		t.Fatalf("%d reports, want a start and an end for each of 3 modules: %+v", len(progress), progress)
+	}
+	for _, p := range progress {
+		if p.Total > 3 || p.Finished > p.Total || p.Err != nil {
+			t.Fatalf("report %+v", p)
+		}
+	}
+	if last := progress[5]; !last.Done || last.Finished != 3 || last.Total != 3 {
+		t.Fatalf("last report %+v, want 3/3", last)
+	}
+}
