@@ -127,19 +127,19 @@ func (r *Runtime) Open(ctx context.Context, name string, wasm []byte, limits Lim
 	}
 	m := &Module{rt: r, name: name, sha256: sum, limits: limits, lazy: lz}
 	if mf, ok := r.manifests.Get(key, sum); ok {
-		if err := m.describe(mf.Descriptor); err == nil {
+		err := m.describe(mf.Descriptor)
+		if err == nil {
 			lz.descriptor = mf.Descriptor
 			lz.exports = mf.Exports
 			m.imports = mf.Imports
 			return m, nil
-		} else {
-			// Valid when stored, refused by this warden's rules: load it
-			// again and let the load say what is wrong.
-			r.log.Warn("descriptor manifest no longer valid; the module is loaded again",
-				"module", name, "file", r.manifests.Path(key), "error", err)
-			r.manifests.Delete(key)
-			m.tools, m.rejected = nil, nil
 		}
+		// Valid when stored, refused by this warden's descriptor rules:
+		// load the module again and let the load say what is wrong.
+		r.log.Warn("descriptor manifest no longer valid; the module is loaded again",
+			"module", name, "file", r.manifests.Path(key), "error", err)
+		r.manifests.Delete(key)
+		m.tools, m.rejected = nil, nil
 	}
 	if opts.CachedOnly {
 		return nil, ErrNotCached
