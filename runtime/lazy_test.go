@@ -414,3 +414,22 @@ func TestOpenExtismFromManifest(t *testing.T) {
 		t.Fatalf("%d loads, want 1", rt.BodyLoads())
 	}
 }
+
+// TestManifestRefusedByDescriptorRules: a well-formed manifest whose
+// descriptor this warden's rules refuse is not listed: the module is
+// loaded and described again.
+func TestManifestRefusedByDescriptorRules(t *testing.T) {
+	dir := t.TempDir()
+	wasm := watFixture{name: "ping"}.build(t)
+	file := warmCache(t, dir, "ping", wasm)
+	data, _ := os.ReadFile(file)
+	mf, _ := manifest.Decode(data)
+	mf.Descriptor = []byte(`{"tools":[{"name":"bad name"}]}`)
+	forged, _ := manifest.Encode(mf)
+	os.WriteFile(file, forged, 0o600)
+	rt := newRuntime(t, runtime.Options{CacheDir: dir})
+	m := openFixture(t, rt, "ping", wasm, runtime.OpenOptions{})
+	if rt.BodyLoads() != 1 || len(m.Tools()) != 1 || m.Tools()[0].Descriptor.Name != "ping" || len(m.Rejected()) != 0 {
+		t.Fatalf("%d loads, tools %v, rejected %v", rt.BodyLoads(), m.Tools(), m.Rejected())
+	}
+}
