@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -109,12 +110,38 @@ func (r *Runtime) loadKey(sum string, limits Limits) string {
 // call. Otherwise the module is loaded at once (as by Load), its manifest
 // is stored, and it is released when idle like any other.
 func (r *Runtime) Open(ctx context.Context, name string, wasm []byte, limits Limits, opts OpenOptions) (*Module, error) {
+	digest := sha256.Sum256(wasm)
+	return r.open(ctx, name, hex.EncodeToString(digest[:]), wasm, limits, opts)
+}
+
+// OpenFile is Open for the module file at path. The file is hashed as it
+// is read, a piece at a time, and read whole only when the module must be
+// loaded (its bytes must then hash the same): a warm start holds no
+// module's bytes in memory. opts.Read defaults to reading path.
+func (r *Runtime) OpenFile(ctx context.Context, name, path string, limits Limits, opts OpenOptions) (*Module, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Read == nil {
+		opts.Read = func() ([]byte, error) { return os.ReadFile(path) }
+	}
+	return r.open(ctx, name, hex.EncodeToString(h.Sum(nil)), nil, limits, opts)
+}
+
+// open is Open for a module whose bytes hash to sum; wasm is nil when they
+// are to be read by opts.Read, and then only if the module must load.
+func (r *Runtime) open(ctx context.Context, name, sum string, wasm []byte, limits Limits, opts OpenOptions) (*Module, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, fmt.Errorf("limits: %w", err)
 	}
 	limits = limits.WithDefaults()
-	digest := sha256.Sum256(wasm)
-	sum := hex.EncodeToString(digest[:])
 	if opts.Accept != nil {
 		if err := opts.Accept(sum); err != nil {
 			return nil, err
@@ -144,7 +171,13 @@ func (r *Runtime) Open(ctx context.Context, name string, wasm []byte, limits Lim
 	if opts.CachedOnly {
 		return nil, ErrNotCached
 	}
-	body, err := r.loadBody(ctx, name, wasm, limits, opts.Observe)
+	var body *Module
+	var err error
+	if wasm == nil {
+		body, err = lz.loadBody(ctx, m)
+	} else {
+		body, err = r.loadBody(ctx, name, wasm, limits, opts.Observe)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -378,14 +411,14 @@ func (lz *lazy) loadBody(ctx context.Context, m *Module) (*Module, error) {
 		}
 	}
 	if digest := sha256.Sum256(wasm); hex.EncodeToString(digest[:]) != m.sha256 {
-		return nil, fmt.Errorf("its file changed since it was listed (sha256 %s…, now %s…)",
+		return nil, fmt.Errorf("its file changed since it was hashed and listed (sha256 %s…, now %s…)",
 			m.sha256[:12], hex.EncodeToString(digest[:6]))
 	}
 	body, err := m.rt.loadBody(ctx, m.name, wasm, m.limits, lz.opts.Observe)
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(body.descriptorDoc, lz.descriptor) {
+	if lz.descriptor != nil && !bytes.Equal(body.descriptorDoc, lz.descriptor) {
 		// Same bytes, same limits, another descriptor: the manifest was
 		// written by someone else than this loader (its checksum only
 		// catches damage), or the module's describe is not deterministic.

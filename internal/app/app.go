@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
@@ -336,30 +335,25 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loaded bool, errs []error, notCached bool) {
 	cfg := a.Config()
 	name := ModuleName(path)
-	var wasm []byte
 	var err error
 	if !runtime.ValidModuleName(name) {
 		// Module names become config keys (pins, limits, grants' module).
 		err = fmt.Errorf("module name %q (the file name without .wasm) must be %s; rename the file", name, tool.NameRule)
-	} else {
-		wasm, err = os.ReadFile(path)
 	}
 	var m *runtime.Module
 	if err == nil {
-		// The pin is checked on these bytes (Accept) before anything else;
-		// a later compile reads the file again and refuses bytes that hash
+		// The pin is checked on the file's sha256 (Accept) before anything
+		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = a.rt.Open(ctx, name, wasm, cfg.ModuleLimits(name), runtime.OpenOptions{
+		m, err = a.rt.OpenFile(ctx, name, path, cfg.ModuleLimits(name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err
 			},
-			Read:       func() ([]byte, error) { return os.ReadFile(path) },
 			CachedOnly: cachedOnly,
 			LoadFailed: func(m *runtime.Module, err error) { a.lazyLoadFailed(path, m, err) },
 			Observe:    a.observeLoad,
 		})
-		wasm = nil
 		if errors.Is(err, runtime.ErrNotCached) {
 			return false, nil, true
 		}
