@@ -491,8 +491,8 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	// another module than the one its entry is bound to gets nothing, and
 	// each capability it is then refused says why.
 	grants, elsewhere := cfg.Grants(c.Name, t.Module().Name())
-	if elsewhere != nil {
-		ctx = withGrantNote(ctx, elsewhere.Error())
+	if note := grantNote(cfg, c.Name, t.Module().Name(), elsewhere); note != "" {
+		ctx = withGrantNote(ctx, note)
 	}
 	cursor := ""
 	if c.Cursor != "" {

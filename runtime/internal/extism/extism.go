@@ -409,7 +409,7 @@ func (x *plugin) newInstance(ctx context.Context) (*guest.Instance, error) {
 	ext := &pluginInstance{}
 	if x.fs != nil {
 		// One preopen, "/", whose every operation is a warden.fs request
-		// under the grants of the call in progress (extism_fs.go). The
+		// under the grants of the call in progress (fs.go). The
 		// manifest's AllowedPaths stays empty: the SDK would mount host
 		// directories that bypass the deny-list.
 		ext.files = newGuardedFS(in, x.fs)

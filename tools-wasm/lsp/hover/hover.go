@@ -1,4 +1,6 @@
-package main
+// Package hover is warden's hover tool: the type and documentation of the
+// Go identifier at a position, from gopls.
+package hover
 
 import (
 	"encoding/json"
@@ -14,7 +16,8 @@ import (
 // signature and the start of the documentation.
 const exploreLines = 30
 
-type hover struct{}
+// Tool is the hover tool; tools-wasm/lsp registers it.
+type Tool struct{}
 
 type output struct {
 	// Found is false when gopls has nothing to say about the position, or
@@ -29,7 +32,7 @@ type output struct {
 	Overflow *warden.Overflow  `json:"overflow,omitempty"`
 }
 
-func (hover) Descriptor() tool.Descriptor {
+func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "hover",
 		Title: "Hover: type and docs (Go)",
@@ -49,7 +52,7 @@ func (hover) Descriptor() tool.Descriptor {
 	})
 }
 
-func (hover) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
+func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
 	a, err := warden.Args[lsptool.At](raw)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,6 @@
-package main
+// Package definition is warden's definition tool: where the Go identifier
+// at a position is defined, from gopls.
+package definition
 
 import (
 	"encoding/json"
@@ -19,7 +21,8 @@ const (
 	maxSourceLines = 200
 )
 
-type definition struct{}
+// Tool is the definition tool; tools-wasm/lsp registers it.
+type Tool struct{}
 
 // Definition is where an identifier is defined, with the text of that
 // line; in focused mode also the declaration it names and its source.
@@ -52,7 +55,7 @@ type output struct {
 	Overflow    *warden.Overflow `json:"overflow,omitempty"`
 }
 
-func (definition) Descriptor() tool.Descriptor {
+func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "definition",
 		Title: "Go to definition (Go)",
@@ -75,7 +78,7 @@ func (definition) Descriptor() tool.Descriptor {
 	})
 }
 
-func (definition) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
+func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
 	a, err := warden.Args[lsptool.At](raw)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,6 @@
-package main
+// Package symbols is warden's symbols tool: the outline of a Go file, or of
+// every Go file in a directory, from gopls.
+package symbols
 
 import (
 	"encoding/json"
@@ -20,7 +22,8 @@ const (
 	maxFiles = 500
 )
 
-type symbols struct{}
+// Tool is the symbols tool; tools-wasm/lsp registers it.
+type Tool struct{}
 
 type args struct {
 	Path      string `json:"path"`
@@ -66,7 +69,7 @@ type output struct {
 	Overflow       *warden.Overflow `json:"overflow,omitempty"`
 }
 
-func (symbols) Descriptor() tool.Descriptor {
+func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "symbols",
 		Title: "Symbols outline (Go)",
@@ -95,7 +98,7 @@ func (symbols) Descriptor() tool.Descriptor {
 	})
 }
 
-func (symbols) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
+func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
 	a, err := warden.Args[args](raw)
 	if err != nil {
 		return nil, err

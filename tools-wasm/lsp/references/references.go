@@ -1,4 +1,6 @@
-package main
+// Package references is warden's references tool: every place in the project
+// that uses the Go identifier at a position, from gopls.
+package references
 
 import (
 	"encoding/json"
@@ -12,7 +14,8 @@ import (
 // exploreMax caps the references shown without detail_level "full".
 const exploreMax = 100
 
-type references struct{}
+// Tool is the references tool; tools-wasm/lsp registers it.
+type Tool struct{}
 
 type args struct {
 	lsptool.At
@@ -49,7 +52,7 @@ type output struct {
 	Overflow   *warden.Overflow `json:"overflow,omitempty"`
 }
 
-func (references) Descriptor() tool.Descriptor {
+func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "references",
 		Title: "Find references (Go)",
@@ -72,7 +75,7 @@ func (references) Descriptor() tool.Descriptor {
 	})
 }
 
-func (references) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
+func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
 	a, err := warden.Args[args](raw)
 	if err != nil {
 		return nil, err

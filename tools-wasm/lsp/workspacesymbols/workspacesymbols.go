@@ -1,4 +1,6 @@
-package main
+// Package workspacesymbols is warden's workspace_symbols tool: Go symbols
+// anywhere in the project whose name matches a query, from gopls.
+package workspacesymbols
 
 import (
 	"encoding/json"
@@ -17,7 +19,8 @@ const exploreMax = 50
 // goplsMax is the most matches gopls returns for one query.
 const goplsMax = 100
 
-type workspaceSymbols struct{}
+// Tool is the workspace_symbols tool; tools-wasm/lsp registers it.
+type Tool struct{}
 
 type args struct {
 	Query string `json:"query"`
@@ -44,7 +47,7 @@ type output struct {
 // kinds are the symbol kinds gopls reports for Go, for the kind filter.
 var kinds = []string{"function", "method", "struct", "interface", "class", "field", "variable", "constant", "typeParameter", "package", "namespace", "module", "enum", "enumMember"}
 
-func (workspaceSymbols) Descriptor() tool.Descriptor {
+func (Tool) Descriptor() tool.Descriptor {
 	kindsJSON, _ := json.Marshal(kinds)
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "workspace_symbols",
@@ -69,7 +72,7 @@ func (workspaceSymbols) Descriptor() tool.Descriptor {
 	})
 }
 
-func (workspaceSymbols) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
+func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
 	a, err := warden.Args[args](raw)
 	if err != nil {
 		return nil, err
