@@ -54,7 +54,12 @@ const (
 // the next call works.
 func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	start := time.Now()
-	res := t.call(ctx, req)
+	var res *tool.Result
+	if t.module.lazy != nil {
+		res = t.callLazy(ctx, req)
+	} else {
+		res = t.call(ctx, req)
+	}
 	if res.Meta == nil {
 		res.Meta = make(map[string]any, 3)
 	}

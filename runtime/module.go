@@ -44,6 +44,12 @@ type Module struct {
 	maxCallDepth uint32
 	// pinned is set by the Registry (see Registry.Put).
 	pinned pinState
+	// descriptorDoc is the descriptor document the tools were built from.
+	descriptorDoc []byte
+	// lazy is set for a module opened by Runtime.Open (lazy.go): its code
+	// is in a body Module loaded on first use; pool and engine are then
+	// unset.
+	lazy *lazy
 }
 
 // Tool is one tool provided by a Module.
@@ -78,7 +84,12 @@ func (m *Module) Rejected() []Rejection { return m.rejected }
 func (m *Module) Imports() []string { return m.imports }
 
 // Exports lists the module's exported functions and memories, sorted.
-func (m *Module) Exports() []string { return m.exports }
+func (m *Module) Exports() []string {
+	if m.lazy != nil {
+		return m.lazy.exports
+	}
+	return m.exports
+}
 
 // Limits returns the module's limits, defaults filled in.
 func (m *Module) Limits() Limits { return m.limits }
@@ -195,6 +206,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 // describe parses and validates the descriptor JSON. A bad descriptor
 // document fails the module; a bad tool inside it is rejected alone.
 func (m *Module) describe(raw []byte) error {
+	m.descriptorDoc = raw
 	var doc struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
@@ -239,10 +251,21 @@ func (m *Module) describe(raw []byte) error {
 }
 
 // EndSession discards the instance kept for a client session (IsolationSession).
-func (m *Module) EndSession(ctx context.Context, session string) { m.pool.endSession(ctx, session) }
+func (m *Module) EndSession(ctx context.Context, session string) {
+	if m.lazy != nil {
+		if body := m.bodyOf(); body != nil {
+			body.EndSession(ctx, session)
+		}
+		return
+	}
+	m.pool.endSession(ctx, session)
+}
 
 // Close releases the module's instances and compiled code.
 func (m *Module) Close(ctx context.Context) error {
+	if m.lazy != nil {
+		return m.closeLazy(ctx)
+	}
 	m.pool.close(ctx)
 	return m.engine.Close(ctx)
 }

@@ -36,7 +36,15 @@ func newPool(m *Module) *pool {
 
 // Live reports how many instances of the module exist (idle, busy or kept
 // by a session).
-func (m *Module) Live() int { return int(m.pool.live.Load()) }
+func (m *Module) Live() int {
+	if m.lazy != nil {
+		if body := m.bodyOf(); body != nil {
+			return body.Live()
+		}
+		return 0
+	}
+	return int(m.pool.live.Load())
+}
 
 // acquire returns an instance for one call, waiting for a free slot as long
 // as ctx allows. release must follow.
