@@ -20,6 +20,7 @@ require (
 	go.lsp.dev/uri v1.0.1
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/sys v0.45.0
+	golang.org/x/term v0.39.0
 )
 
 require (

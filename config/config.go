@@ -77,6 +77,12 @@ type Limits struct {
 	LogBytes      ByteSize      `mapstructure:"log_bytes"`
 	LogLines      int           `mapstructure:"log_lines"`
 	CompileBudget time.Duration `mapstructure:"compile_budget"`
+	// IdleTTL and Preload are read under tools.defaults only: a module
+	// unused for IdleTTL releases its instances and compiled code (0 =
+	// never), and Preload compiles every module in the background at start
+	// instead of on its first call.
+	IdleTTL time.Duration `mapstructure:"idle_ttl"`
+	Preload bool          `mapstructure:"preload"`
 }
 
 // Grant is what one tool may use. Nothing is granted unless listed.
@@ -191,6 +197,8 @@ var defaults = map[string]any{
 	"tools::defaults::log_bytes":      "1MiB",
 	"tools::defaults::log_lines":      runtime.DefaultLogLines,
 	"tools::defaults::compile_budget": "60s",
+	"tools::defaults::idle_ttl":       "10m",
+	"tools::defaults::preload":        false,
 	"server::http":                    "127.0.0.1:7331",
 	"server::token":                   "",
 	"server::page_size":               100,
@@ -314,12 +322,18 @@ func (c *Config) Validate() error {
 	if err := c.Tools.Defaults.runtime(runtime.Limits{}).Validate(); err != nil {
 		fail("tools.defaults", "%v", err)
 	}
+	if c.Tools.Defaults.IdleTTL < 0 {
+		fail("tools.defaults.idle_ttl", "must not be negative (0 keeps modules loaded), got %s", c.Tools.Defaults.IdleTTL)
+	}
 	for _, name := range sortedKeys(c.Tools.Limits) {
 		if !tool.ValidName(name) {
 			fail("tools.limits."+name, "%q is not a module or tool name (%s)", name, tool.NameRule)
 		}
 		if err := c.Tools.Limits[name].runtime(runtime.Limits{}).Validate(); err != nil {
 			fail("tools.limits."+name, "%v", err)
+		}
+		if l := c.Tools.Limits[name]; l.IdleTTL != 0 || l.Preload {
+			fail("tools.limits."+name, "idle_ttl and preload apply to every module: set them under tools.defaults")
 		}
 	}
 	for _, name := range sortedKeys(c.Tools.Grants) {

@@ -25,8 +25,12 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// lspTools are the bundled tools under test, by tools-wasm folder.
+// lspTools are the bundled tools under test, all served by the one module
+// lspModule (tools-wasm/lsp).
 var lspTools = []string{"symbols", "definition", "references", "hover", "workspace_symbols"}
+
+// lspModule is the module, and its tools-wasm folder, serving lspTools.
+const lspModule = "lsp"
 
 // goplsPath finds gopls, or skips the test.
 func goplsPath(t testing.TB) string {
@@ -121,7 +125,8 @@ type env struct {
 	tools   string // tools dir
 }
 
-// buildTools builds the LSP tools (cached by content) into a tools dir.
+// buildTools builds the named tools-wasm folders (cached by content) into
+// a tools dir.
 func buildTools(t testing.TB, dir string, names ...string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -139,7 +144,8 @@ func buildTools(t testing.TB, dir string, names ...string) {
 }
 
 // grantsYAML grants every LSP tool lsp: [go] and read access to the
-// project, except those named in withoutLSP, which get fs read only.
+// project, except those named in withoutLSP, which get fs read only. Each
+// entry is bound to lspModule, the module serving the five tools.
 func grantsYAML(withoutLSP ...string) string {
 	var b strings.Builder
 	for _, name := range lspTools {
@@ -149,7 +155,7 @@ func grantsYAML(withoutLSP ...string) string {
 				lsp = "[]"
 			}
 		}
-		fmt.Fprintf(&b, "    %s:\n      lsp: %s\n      fs:\n        read: [\".\"]\n", name, lsp)
+		fmt.Fprintf(&b, "    %s:\n      module: %s\n      lsp: %s\n      fs:\n        read: [\".\"]\n", name, lspModule, lsp)
 	}
 	return b.String()
 }
@@ -162,7 +168,7 @@ func newEnv(t testing.TB, grants string) *env {
 	dir := t.TempDir()
 	e := &env{project: filepath.Join(dir, "project"), tools: filepath.Join(dir, "tools"), config: filepath.Join(dir, "config.yaml")}
 	writeProject(t, e.project)
-	buildTools(t, e.tools, lspTools...)
+	buildTools(t, e.tools, lspModule)
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = dir

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/runtime/internal/trap"
 	"github.com/warden-run/warden/tool"
@@ -54,7 +54,12 @@ const (
 // the next call works.
 func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	start := time.Now()
-	res := t.call(ctx, req)
+	var res *tool.Result
+	if t.module.lazy != nil {
+		res = t.callLazy(ctx, req)
+	} else {
+		res = t.call(ctx, req)
+	}
 	if res.Meta == nil {
 		res.Meta = make(map[string]any, 3)
 	}
@@ -98,18 +103,18 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 
 	observer := req.Observer
 	if observer == nil {
-		observer = discardObserver{}
+		observer = guest.DiscardObserver{}
 	}
-	state := newCallState(&hostfuncs.Call{Tool: name, Grants: req.Grants, Observer: observer}, in, m.limits)
-	guestCtx := context.WithValue(callCtx, callStateKey{}, state)
-	in.callCtx.Store(&guestCtx)
-	in.memory.refused.Store(false)
+	state := guest.NewCallState(&hostfuncs.Call{Tool: name, Grants: req.Grants, Observer: observer}, in.Instance, m.limits.guest())
+	guestCtx := guest.WithState(callCtx, state)
+	in.CallCtx.Store(&guestCtx)
+	in.Memory.Refused.Store(false)
 
 	request := tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor}
-	stop := in.meter.Start(guestCtx, m.limits.Fuel)
-	raw, respErr, err := m.run(guestCtx, in, request)
+	stop := in.Meter.Start(guestCtx, m.limits.Fuel)
+	raw, respErr, err := m.engine.Run(guestCtx, in.Instance, request)
 	consumed, reason := stop()
-	state.finishLogs()
+	state.FinishLogs()
 	captured := t.collectOutput(in, req.CallID)
 	if err != nil {
 		m.pool.release(context.Background(), in, false)
@@ -125,41 +130,6 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	m.pool.release(context.Background(), in, !res.IsError || res.Error.Kind != tool.KindBadOutput)
 	res.Captured = captured
 	return res
-}
-
-// run runs one request on in and returns the response in the native shape
-// (docs/abi.md, "Response"), or respErr when warden refuses the response
-// itself. err is a failure of the guest, for Tool.failure to classify.
-func (m *Module) run(ctx context.Context, in *instance, req tool.Request) (raw []byte, respErr *tool.Error, err error) {
-	if m.plugin != nil {
-		return m.plugin.run(ctx, in, req)
-	}
-	request, _ := json.Marshal(req)
-	packed, err := in.invoke(ctx, request)
-	if err != nil {
-		return nil, nil, err
-	}
-	raw, respErr = readResponse(in.mod, packed, m.limits.MaxOutput, req.Tool+" response")
-	return raw, respErr, nil
-}
-
-// invoke writes the request into the guest and runs warden_call.
-func (in *instance) invoke(ctx context.Context, request []byte) (packed uint64, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = e
-			} else {
-				err = fmt.Errorf("%v", r)
-			}
-		}
-	}()
-	reqPacked := in.writeGuest(ctx, request)
-	results, err := in.call.Call(ctx, reqPacked)
-	if err != nil {
-		return 0, err
-	}
-	return results[0], nil
 }
 
 func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
@@ -200,7 +170,7 @@ func contextError(parent context.Context, name string, timeout time.Duration, do
 // a plain trap, and only the meter knows which it was.
 func (t *Tool) failure(parent context.Context, in *instance, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
 	m, name := t.module, t.Descriptor.Name
-	if in.memory.refused.Load() {
+	if in.Memory.Refused.Load() {
 		return tool.Errorf(tool.KindOutOfMemory, "%s needed more than its memory limit of %d MiB", name, m.limits.Memory>>20)
 	}
 	switch reason {
@@ -210,7 +180,7 @@ func (t *Tool) failure(parent context.Context, in *instance, err error, reason i
 		return tool.Errorf(tool.KindOutOfFuel, "%s used up its fuel budget of %d", name, m.limits.Fuel)
 	case instrument.StopStackOverflow:
 		return &tool.Error{Kind: tool.KindTrapped, Trap: tool.TrapStackOverflow,
-			Message: fmt.Sprintf("%s trapped: %s (call depth over %d)", name, tool.TrapStackOverflow, m.instrumented.MaxCallDepth)}
+			Message: fmt.Sprintf("%s trapped: %s (call depth over %d)", name, tool.TrapStackOverflow, m.maxCallDepth)}
 	}
 	o, ok := trap.Classify(err)
 	switch {
@@ -225,7 +195,7 @@ func (t *Tool) failure(parent context.Context, in *instance, err error, reason i
 		code := o.Exit.ExitCode()
 		msg := fmt.Sprintf("%s exited with code %d", name, code)
 		if captured != nil && captured.Stderr != "" {
-			msg += ": " + firstLines(captured.Stderr, 3)
+			msg += ": " + guest.FirstLines(captured.Stderr, 3)
 		}
 		return &tool.Error{Kind: tool.KindGuestExit, ExitCode: &code, Message: msg}
 	}
@@ -333,8 +303,8 @@ func (t *Tool) checkStructured(raw json.RawMessage) *tool.Error {
 // collectOutput takes what the guest wrote to stdout and stderr during the
 // call and logs it; it never reaches the process's stdout.
 func (t *Tool) collectOutput(in *instance, callID string) *tool.Captured {
-	stdout, droppedOut := in.stdout.take()
-	stderr, droppedErr := in.stderr.take()
+	stdout, droppedOut := in.Stdout.Take()
+	stderr, droppedErr := in.Stderr.Take()
 	if stdout == "" && stderr == "" && droppedOut == 0 && droppedErr == 0 {
 		return nil
 	}
@@ -343,8 +313,3 @@ func (t *Tool) collectOutput(in *instance, callID string) *tool.Captured {
 		"stdout", termsafe.Escape(stdout), "stderr", termsafe.Escape(stderr), "dropped", c.Dropped)
 	return c
 }
-
-type discardObserver struct{}
-
-func (discardObserver) Progress(tool.Progress) {}
-func (discardObserver) Log(slog.Level, string) {}

@@ -22,8 +22,8 @@ func IdleMemories(t *Tool) (shared []bool, sizes []uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.idle {
-		shared = append(shared, in.memory.cow != nil && in.memory.cow.Shared())
-		sizes = append(sizes, in.memory.size())
+		shared = append(shared, in.Memory.Cow != nil && in.Memory.Cow.Shared())
+		sizes = append(sizes, in.Memory.Size())
 	}
 	return shared, sizes
 }
@@ -35,13 +35,14 @@ func SessionMemoryShared(t *Tool, session string) bool {
 	p.mu.Lock()
 	s := p.sessions[session]
 	p.mu.Unlock()
-	return s != nil && s.in != nil && s.in.memory.cow != nil && s.in.memory.cow.Shared()
+	return s != nil && s.in != nil && s.in.Memory.Cow != nil && s.in.Memory.Cow.Shared()
 }
 
 // SnapshotLen is the length of t's module's snapshot image (0 without one).
 func SnapshotLen(t *Tool) int {
-	if t.module.snapshot == nil {
+	e, ok := t.module.engine.(*native)
+	if !ok || e.snapshot == nil {
 		return 0
 	}
-	return t.module.snapshot.image.Len()
+	return e.snapshot.Len()
 }

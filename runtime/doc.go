@@ -10,8 +10,10 @@
 // one. Nothing a guest does reaches the process's stdout.
 //
 // Two loaders share everything above them: native tool modules (the ABI of
-// docs/abi.md) and Extism plugins (hyper-mcp and mcp.run shapes), told apart
-// by their imports.
+// docs/abi.md, native.go) and Extism plugins (hyper-mcp and mcp.run shapes,
+// runtime/internal/extism), told apart by their imports. Each owns its
+// kind's checks, instantiation, snapshot and reset behind one interface
+// (runtime/internal/guest); the pool and the call path never ask the kind.
 //
 // The runtime knows nothing of MCP; package mcpserver serves a Registry.
 package runtime

@@ -16,5 +16,15 @@ func PooledInstance(t *Tool) api.Module {
 		panic(err)
 	}
 	t.module.pool.release(context.Background(), in, true)
-	return in.mod
+	return in.Mod
 }
+
+// SetLoadHooks makes r call loading as a lazy load starts and joined as a
+// caller is about to wait for one, so that tests can stop either at that
+// exact point.
+func SetLoadHooks(r *Runtime, loading, joined func(module string)) {
+	r.testHooks = testHooks{loading: loading, joined: joined}
+}
+
+// ManifestFile is the file m's manifest is stored in ("" in memory).
+func ManifestFile(m *Module) string { return m.rt.manifests.Path(m.lazy.key) }

@@ -1,16 +1,10 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/warden-run/warden/internal/testwasm"
-	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
+	"github.com/warden-run/warden/runtime/internal/extism"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -47,7 +41,7 @@ func FuzzExtismResponse(f *testing.F) {
 	denial := tool.Errorf(tool.KindDenied, "read \"x\": not granted")
 	f.Fuzz(func(t *testing.T, out []byte, withOutput bool) {
 		for _, d := range []*tool.Error{nil, denial} {
-			raw, respErr := extismResponse(out, 1<<16, "fuzz", d)
+			raw, respErr := extism.NativeResponse(out, 1<<16, "fuzz", d)
 			if respErr == nil && !json.Valid(raw) {
 				t.Fatalf("converted response is not JSON: %q", raw)
 			}
@@ -71,68 +65,6 @@ func FuzzExtismResponse(f *testing.F) {
 					}
 				}
 			}
-		}
-	})
-}
-
-// FuzzMoveImports: moving imports never panics on any bytes, and on a
-// module it accepts changes exactly the moved imports' module names.
-func FuzzMoveImports(f *testing.F) {
-	for _, src := range []string{
-		`(module (import "extism:host/env" "http_request" (func (param i64 i64) (result i64))) (import "extism:host/env" "alloc" (func (param i64) (result i64))))`,
-		`(module (import "extism:host/env" "log_info" (func (param i64))) (import "m" "t" (table 1 funcref)) (import "m" "g" (global (mut i32))) (import "m" "mem" (memory 1 2)))`,
-		`(module (import "extism:host/env" "config_get" (func (param i64) (result i64))) (import "extism:host/env" "config_get" (func (param i64) (result i64))))`,
-		`(module)`,
-	} {
-		f.Add(testwasm.WATString(f, src))
-	}
-	if b, err := os.ReadFile(filepath.Join("testdata", "ping.wat")); err == nil {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, wasm []byte) {
-		out, err := moveImports(wasm, extismEnvModule, extismWardenModule, extismServed)
-		if err != nil {
-			return
-		}
-		before, err1 := moduleImports(wasm)
-		after, err2 := moduleImports(out)
-		if err1 != nil || err2 != nil || len(before) != len(after) {
-			t.Fatalf("imports before %v (%v), after %v (%v)", before, err1, after, err2)
-		}
-		for i := range before {
-			want := before[i]
-			if want.Module == extismEnvModule && extismServed[want.Name] {
-				want.Module = extismWardenModule
-			}
-			if after[i] != want {
-				t.Fatalf("import %d: %+v, want %+v", i, after[i], want)
-			}
-		}
-		if slices.EqualFunc(before, after, func(a, b wb.Import) bool { return a == b }) && !bytes.Equal(out, wasm) {
-			t.Fatal("nothing moved, yet the bytes changed")
-		}
-	})
-}
-
-// FuzzLoggingMessage: any notify_logging_message payload is either refused
-// or becomes a level and a valid message.
-func FuzzLoggingMessage(f *testing.F) {
-	for _, seed := range []string{
-		`{"level":"warning","logger":"l","data":"careful"}`, `{"level":"nope","data":{"k":[1,2]}}`,
-		`{"data":null}`, `{"level":1}`, `"x"`, ``, `{"level":"error","data":"\ud800"}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		level, msg, err := loggingMessage(raw)
-		if err != nil {
-			return
-		}
-		if _, known := map[int]bool{-4: true, 0: true, 4: true, 8: true}[int(level)]; !known {
-			t.Fatalf("level %v", level)
-		}
-		if utf8.Valid(raw) && !utf8.ValidString(msg) {
-			t.Fatalf("valid input, invalid message %q", msg)
 		}
 	})
 }

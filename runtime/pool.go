@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-
-	"github.com/warden-run/warden/tool"
 )
 
 // pool keeps a module's instances. Slots bound how many calls run at once;
@@ -38,7 +36,15 @@ func newPool(m *Module) *pool {
 
 // Live reports how many instances of the module exist (idle, busy or kept
 // by a session).
-func (m *Module) Live() int { return int(m.pool.live.Load()) }
+func (m *Module) Live() int {
+	if m.lazy != nil {
+		if body := m.bodyOf(); body != nil {
+			return body.Live()
+		}
+		return 0
+	}
+	return int(m.pool.live.Load())
+}
 
 // acquire returns an instance for one call, waiting for a free slot as long
 // as ctx allows. release must follow.
@@ -160,40 +166,12 @@ func (p *pool) close(ctx context.Context) {
 
 // freshInstance makes an instance in the module's initial state.
 func (m *Module) freshInstance(ctx context.Context) (*instance, error) {
-	if m.plugin != nil {
-		return m.plugin.freshInstance(ctx)
-	}
-	in, err := m.newInstance(ctx)
+	in, err := m.engine.NewInstance(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if m.snapshot != nil {
-		in.random.settle()
-		if !m.snapshot.restore(in) {
-			in.close(context.Background())
-			return nil, tool.Errorf(tool.KindInternal, "instantiate %s: cannot restore its initial state", m.name)
-		}
-		return in, nil
-	}
-	initCtx, cancel := context.WithTimeout(ctx, m.limits.LoadBudget)
-	defer cancel()
-	in.callCtx.Store(&initCtx)
-	if reason, err := m.runInit(initCtx, in); err != nil {
-		err = m.loadError(initCtx, in, err, reason)
-		in.close(context.Background())
-		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: _initialize: %v", m.name, err)
-	}
-	in.random.settle()
-	return in, nil
+	return m.pool.adopt(in), nil
 }
 
 // reset returns in to the module's initial state, or reports that it cannot.
-func (m *Module) reset(in *instance) bool {
-	if m.plugin != nil {
-		return m.plugin.reset(in)
-	}
-	if m.snapshot == nil {
-		return false
-	}
-	return m.snapshot.restore(in)
-}
+func (m *Module) reset(in *instance) bool { return m.engine.Reset(in.Instance) }

@@ -293,7 +293,7 @@ func (g *Registry) Modules() []*Module {
 // EndSession discards the instances kept for a client session.
 func (g *Registry) EndSession(ctx context.Context, session string) {
 	for _, m := range g.Modules() {
-		m.pool.endSession(ctx, session)
+		m.EndSession(ctx, session)
 	}
 }
 

@@ -8,11 +8,14 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/guest"
+	"github.com/warden-run/warden/runtime/internal/manifest"
 )
 
 // Options configure a Runtime.
@@ -49,6 +52,16 @@ type Runtime struct {
 	// module reloaded again and again while its compile overruns its budget
 	// cannot stack up compiles that starve everything else.
 	compileSlots chan struct{}
+	// loaders load modules, the first that claims a module (loader.go).
+	loaders []guest.Loader
+	// manifests caches what modules expose, for Open (lazy.go).
+	manifests *manifest.Store
+	// loads counts lazy loads in flight, bodyLoads all loads Open did.
+	loadsMu   sync.Mutex
+	closing   bool // set by Close: no lazy load starts after
+	loads     sync.WaitGroup
+	bodyLoads atomic.Int64
+	testHooks testHooks
 }
 
 // New returns a Runtime with WASI and the warden host module instantiated.
@@ -71,7 +84,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	config = config.WithMemoryLimitPages(65536)
 
 	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
-		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0))}
+		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
+		manifests:    newManifestStore(opts.CacheDir, logger)}
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
 		if dir == "" {
@@ -113,11 +127,16 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		r.wz.Close(ctx)
 		return nil, err
 	}
+	r.loaders = r.newLoaders()
 	return r, nil
 }
 
 // Close closes every module loaded by r and releases the compiler.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.loadsMu.Lock()
+	r.closing = true
+	r.loadsMu.Unlock()
+	r.loads.Wait()
 	r.compiles.Wait()
 	err := r.wz.Close(ctx)
 	if r.cache != nil {

@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,18 @@ func main() {
 		fmt.Fprintf(os.Stderr, "build-tools: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// retired maps outputs that bundled tools were once built as to the module
+// that now holds them. A stale one left in the output directory would
+// describe the same tool names as its successor, unpinned, and the registry
+// would then refuse both; so building the successor removes it.
+var retired = map[string]string{
+	"definition":        "lsp",
+	"hover":             "lsp",
+	"references":        "lsp",
+	"symbols":           "lsp",
+	"workspace_symbols": "lsp",
 }
 
 type builder struct {
@@ -136,7 +149,7 @@ func (b *builder) build(name string) error {
 		}
 		if fresh {
 			b.logf("%-10s up to date", name)
-			return nil
+			return b.retire(name)
 		}
 	}
 	b.logf("%-10s building", name)
@@ -155,6 +168,24 @@ func (b *builder) build(name string) error {
 	}
 	info, _ := os.Stat(dest)
 	b.logf("%-10s built %s (%.1f MB) in %s", name, dest, float64(info.Size())/1e6, time.Since(start).Round(10*time.Millisecond))
+	return b.retire(name)
+}
+
+// retire removes from the output directory the retired outputs that module
+// name replaces (see retired), saying so.
+func (b *builder) retire(name string) error {
+	for _, old := range slices.Sorted(maps.Keys(retired)) {
+		if retired[old] != name {
+			continue
+		}
+		stale := filepath.Join(b.out, old+".wasm")
+		switch err := os.Remove(stale); {
+		case err == nil:
+			b.logf("%-10s removed %s: its tools are in %s.wasm now", name, stale, name)
+		case !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("%s: remove the retired %s: %w", name, stale, err)
+		}
+	}
 	return nil
 }
 

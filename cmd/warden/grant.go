@@ -41,7 +41,7 @@ else a module named like the tool.
 ` + grantKeysHelp,
 		Example: `  warden grant symbols fs.read=src,docs lsp=go
   warden grant fetch net=api.github.com env=GITHUB_TOKEN
-  warden grant definition --module lsptools lsp=go fs.read=.
+  warden grant definition --module lsp lsp=go fs.read=.
   warden grant notes memory=read-write memory.topics=arch`,
 		Args: cobraArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -177,3 +177,86 @@ func TestGrantNeverBindsAnImpostor(t *testing.T) {
 		t.Fatalf("grant to the installed module: %v\n%s", err, out)
 	}
 }
+
+// TestGrantsOfAMultiToolModule: the bundled lsp module serves five tools.
+// warden grant binds an entry to it only when told (--module) while it is
+// unpinned, since no tool is named like it; warden tools shows each tool's
+// own grant; warden install pins the module once and binds every tool's
+// entry to it, keeping what was granted, and then warden grant finds the
+// module by itself.
+func TestGrantsOfAMultiToolModule(t *testing.T) {
+	cfgPath, _ := setup(t)
+	lsp := testwasm.BuildGoFile(t, "../../tools-wasm/lsp")
+	tools := filepath.Join(filepath.Dir(cfgPath), "tools")
+	os.MkdirAll(tools, 0o755)
+	data, err := os.ReadFile(lsp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "lsp.wasm"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "hover", "lsp=go")
+	if err == nil || !strings.Contains(err.Error(), "tool hover is described by module lsp, which is not pinned and not named like the tool") ||
+		!strings.Contains(err.Error(), "--module lsp") {
+		t.Fatalf("grant to an unpinned multi-tool module without --module: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Fatal("the refused grant changed the config")
+	}
+	out, err := run(t, "", "-c", cfgPath, "grant", "hover", "--module", "lsp", "lsp=go", "fs.read=.")
+	if err != nil || !strings.Contains(out, "hover: tools.grants.hover (module lsp)") {
+		t.Fatalf("grant --module lsp: %v\n%s", err, out)
+	}
+	// Per tool: hover has its grant, the other four nothing.
+	out, err = run(t, "", "-c", cfgPath, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[1] == "lsp" {
+			rows[f[0]] = f
+		}
+	}
+	for _, name := range []string{"definition", "hover", "references", "symbols", "workspace_symbols"} {
+		row, ok := rows[name]
+		if !ok {
+			t.Fatalf("warden tools lists no tool %s of module lsp:\n%s", name, out)
+		}
+		// REQUESTED, GRANTED, NOT GRANTED
+		want := "fs.read=. lsp=go - fs.read=. lsp=go"
+		if name == "hover" {
+			want = "fs.read=. lsp=go fs.read=. lsp=go -"
+		}
+		if got := strings.Join(row[3:], " "); got != want {
+			t.Errorf("warden tools, %s: %q, want %q", name, got, want)
+		}
+	}
+	// install pins lsp once and binds the five entries, keeping hover's.
+	if out, err := run(t, "", "-c", cfgPath, "install", "--yes", "--name", "lsp", lsp); err != nil || !strings.Contains(out, "pinned as tools.pins.lsp") {
+		t.Fatalf("install lsp: %v\n%s", err, out)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Tools.Pins) != 1 || len(cfg.Tools.Pins["lsp"]) != 64 {
+		t.Fatalf("pins: %v", cfg.Tools.Pins)
+	}
+	for _, name := range []string{"definition", "hover", "references", "symbols", "workspace_symbols"} {
+		if module, explicit, ok := cfg.GrantModule(name); !ok || !explicit || module != "lsp" {
+			t.Errorf("tools.grants.%s after install: module %q explicit=%v ok=%v", name, module, explicit, ok)
+		}
+	}
+	if g, _ := cfg.Grants("hover", "lsp"); len(g.LSP) != 1 || len(g.FS.Read) != 1 {
+		t.Errorf("install lost hover's grant: %+v", g)
+	}
+	if g, _ := cfg.Grants("definition", "lsp"); !g.IsZero() {
+		t.Errorf("install granted definition: %+v", g)
+	}
+	if out, err := run(t, "", "-c", cfgPath, "grant", "definition", "lsp=go"); err != nil || !strings.Contains(out, "(module lsp)") {
+		t.Fatalf("grant to a tool of the installed module: %v\n%s", err, out)
+	}
+}

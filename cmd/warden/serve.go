@@ -48,6 +48,8 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				return err
 			}
 			defer a.Close(ctx)
+			defer showLoads(a)()
+			a.WatchIdle(ctx)
 			// Modules load in the background: the server answers initialize
 			// and lists what is ready (naming the rest in tools/list's
 			// _meta) while a slow module still compiles.

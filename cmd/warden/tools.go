@@ -29,7 +29,10 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer a.Close(cmd.Context())
-			for _, err := range a.LoadTools(cmd.Context()) {
+			stop := showLoads(a)
+			errs := a.LoadTools(cmd.Context())
+			stop()
+			for _, err := range errs {
 				fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
 			}
 			printTools(cmd.OutOrStdout(), a)

@@ -176,7 +176,7 @@ type (
 // Serve implements hostfuncs.Capability.
 func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
 	if len(call.Grants.LSP) == 0 {
-		return nil, tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access", call.Tool)
+		return nil, tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access (config key tools.grants.%s.lsp, e.g. [go])", call.Tool, strings.ToLower(call.Tool))
 	}
 	req, err := parseRequest(raw)
 	if err != nil {
@@ -285,7 +285,7 @@ func (c *Capability) language(call *hostfuncs.Call, req *request) (string, error
 		return "", tool.Errorf(tool.KindInvalidArguments, "%s needs a language (granted: %s)", req.Op, strings.Join(call.Grants.LSP, ", "))
 	}
 	if !slices.Contains(call.Grants.LSP, lang) {
-		return "", tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access to %s", call.Tool, lang)
+		return "", tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access to %s (config key tools.grants.%s.lsp: add %s)", call.Tool, lang, strings.ToLower(call.Tool), lang)
 	}
 	return lang, nil
 }

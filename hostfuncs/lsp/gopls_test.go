@@ -338,9 +338,9 @@ func TestDenied(t *testing.T) {
 		kind     tool.Kind
 		contains string
 	}{
-		{nil, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access"},
+		{nil, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access (config key tools.grants.probe.lsp, e.g. [go])"},
 		{nil, `not even json`, tool.KindDenied, "tool probe is not granted lsp access"},
-		{[]string{"rust"}, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access to go"},
+		{[]string{"rust"}, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access to go (config key tools.grants.probe.lsp: add go)"},
 		{[]string{"rust"}, `{"op":"workspaceSymbol","language":"go","query":"x"}`, tool.KindDenied, "not granted lsp access to go"},
 		{[]string{"go"}, `{"op":"documentSymbol","path":"secret/secret.go"}`, tool.KindDenied, "read secret/secret.go: not granted to tool probe"},
 		{[]string{"go"}, `{"op":"hover","path":"shapes/../secret/secret.go","line":1,"column":1}`, tool.KindDenied, "read secret/secret.go: not granted"},

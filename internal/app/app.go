@@ -5,13 +5,10 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
@@ -52,6 +49,11 @@ type App struct {
 	loadedOne   chan struct{} // closed and replaced whenever a background load ends
 	loads       sync.WaitGroup
 	cancelLoads []context.CancelFunc
+	// progress hears of every module compile (SetLoadProgress); compiling
+	// and compiled count them for its n/m.
+	progress            func(LoadProgress)
+	compiling, compiled int
+	queued              map[string]bool // counted in compiling, not started yet
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -160,11 +162,11 @@ func (a *App) LoadTools(ctx context.Context) []error {
 		mu   sync.Mutex
 		errs []error
 	)
-	a.LoadToolsInBackground(ctx, func(err error) {
+	a.loadAll(ctx, func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		errs = append(errs, err)
-	})
+	}, false)
 	a.loads.Wait()
 	// Files load in parallel: report load errors in file order, then the
 	// collisions (LoadToolsInBackground reports them last).
@@ -182,7 +184,16 @@ func (a *App) LoadTools(ctx context.Context) []error {
 // so a server answers while a slow module still compiles. Until then the
 // module is listed by Loading. report receives each error (naming the
 // file), from any goroutine.
+//
+// A module whose descriptor manifest is cached joins at once, listed from
+// the manifest and compiled on its first call; one without compiles now.
+// With tools.defaults.preload, every module then compiles in the
+// background, up to GOMAXPROCS at once.
 func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
+	a.loadAll(ctx, report, a.Config().Tools.Defaults.Preload)
+}
+
+func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 	paths, err := runtime.ModuleFiles(a.Config().Tools.Dir)
 	if err != nil {
 		report(err)
@@ -196,15 +207,27 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 	a.cancelLoads = append(a.cancelLoads, cancel)
 	a.mu.Unlock()
 	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	opens := make(chan struct{}, goruntime.GOMAXPROCS(0))
 	a.loads.Add(len(paths))
 	var remaining atomic.Int64
 	remaining.Store(int64(len(paths)))
 	for _, path := range paths {
 		go func() {
 			defer a.loads.Done()
-			slots <- struct{}{}
-			loaded, errs := a.loadModule(ctx, path)
-			<-slots
+			// Modules listed from their manifests take no compile slot:
+			// they are in before any compile ends. Opening one reads and
+			// hashes its file, so opens are bounded too (by the cores, and
+			// so is the memory their buffers take).
+			opens <- struct{}{}
+			loaded, errs, notCached := a.openModule(ctx, path, true)
+			<-opens
+			if notCached {
+				a.queueCompile(ModuleName(path))
+				slots <- struct{}{}
+				loaded, errs = a.loadModule(ctx, path)
+				<-slots
+				a.unqueue(ModuleName(path))
+			}
 			a.mu.Lock()
 			delete(a.loading, ModuleName(path))
 			close(a.loadedOne)
@@ -222,6 +245,9 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 				// and neither does the report.
 				for _, r := range a.registry.Refused() {
 					report(r)
+				}
+				if preload {
+					a.preloadAll(ctx)
 				}
 			}
 		}()
@@ -300,23 +326,37 @@ func (a *App) repin(cfg *config.Config) (changed bool) {
 // errors name the file; loaded tells whether the module is now in the
 // registry (possibly with some of its tools rejected).
 func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []error) {
+	loaded, errs, _ = a.openModule(ctx, path, false)
+	return loaded, errs
+}
+
+// openModule is loadModule; with cachedOnly, a module with no valid
+// descriptor manifest is left alone and reported notCached.
+func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loaded bool, errs []error, notCached bool) {
 	cfg := a.Config()
 	name := ModuleName(path)
-	var wasm []byte
 	var err error
-	var pinned bool
 	if !runtime.ValidModuleName(name) {
 		// Module names become config keys (pins, limits, grants' module).
 		err = fmt.Errorf("module name %q (the file name without .wasm) must be %s; rename the file", name, tool.NameRule)
-	} else {
-		wasm, err = os.ReadFile(path)
-	}
-	if err == nil {
-		pinned, err = checkPin(cfg, name, wasm)
 	}
 	var m *runtime.Module
 	if err == nil {
-		m, err = a.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
+		// The pin is checked on the file's sha256 (Accept) before anything
+		// else; a compile reads the file again and refuses bytes that hash
+		// otherwise.
+		m, err = a.rt.OpenFile(ctx, name, path, cfg.ModuleLimits(name), runtime.OpenOptions{
+			Accept: func(sum string) error {
+				_, err := pinState(cfg, name, sum)
+				return err
+			},
+			CachedOnly: cachedOnly,
+			LoadFailed: func(m *runtime.Module, err error) { a.lazyLoadFailed(path, m, err) },
+			Observe:    a.observeLoad,
+		})
+		if errors.Is(err, runtime.ErrNotCached) {
+			return false, nil, true
+		}
 	}
 	a.mu.Lock()
 	if err != nil {
@@ -327,13 +367,13 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 	}
 	a.mu.Unlock()
 	if err != nil {
-		return false, []error{err}
+		return false, []error{err}, false
 	}
 	// The config may have changed while the module compiled: decide its
 	// pinned state again from the config in force, under pinMu so that a
 	// repin cannot slip between this decision and Put.
 	a.pinMu.Lock()
-	pinned, err = pinState(a.Config(), name, m.SHA256())
+	pinned, err := pinState(a.Config(), name, m.SHA256())
 	if err != nil {
 		a.pinMu.Unlock()
 		m.Close(ctx)
@@ -341,7 +381,7 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 		a.mu.Lock()
 		a.loadErrors[path] = err
 		a.mu.Unlock()
-		return false, []error{err}
+		return false, []error{err}, false
 	}
 	old, _ := a.registry.Put(m, pinned)
 	a.pinMu.Unlock()
@@ -351,7 +391,7 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 	for _, r := range m.Rejected() {
 		errs = append(errs, fmt.Errorf("load %s: %w", path, r.Reason))
 	}
-	return true, errs
+	return true, errs, false
 }
 
 // ModuleName is the name a module file loads under: its base name without .wasm.
@@ -360,14 +400,8 @@ func ModuleName(path string) string { return strings.TrimSuffix(filepath.Base(pa
 // ErrPinMismatch marks a module whose bytes differ from the approved pin.
 var ErrPinMismatch = errors.New("module changed since it was approved")
 
-// checkPin reports whether the module's bytes match its pin (false when it
-// has none), and an error when they do not.
-func checkPin(cfg *config.Config, name string, wasm []byte) (pinned bool, err error) {
-	sum := sha256.Sum256(wasm)
-	return pinState(cfg, name, hex.EncodeToString(sum[:]))
-}
-
-// pinState is checkPin for a module whose sha256 is known.
+// pinState reports whether a module whose bytes hash to sum matches its pin
+// (false when it has none), and an error when it does not.
 func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
 	pin, ok := cfg.Tools.Pins[strings.ToLower(name)]
 	if !ok {
@@ -457,8 +491,8 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	// another module than the one its entry is bound to gets nothing, and
 	// each capability it is then refused says why.
 	grants, elsewhere := cfg.Grants(c.Name, t.Module().Name())
-	if elsewhere != nil {
-		ctx = withGrantNote(ctx, elsewhere.Error())
+	if note := grantNote(cfg, c.Name, t.Module().Name(), elsewhere); note != "" {
+		ctx = withGrantNote(ctx, note)
 	}
 	cursor := ""
 	if c.Cursor != "" {

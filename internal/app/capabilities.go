@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
@@ -66,6 +67,25 @@ type grantNoteKey struct{}
 
 func withGrantNote(ctx context.Context, note string) context.Context {
 	return context.WithValue(ctx, grantNoteKey{}, note)
+}
+
+// grantNote is what a denial of a capability to toolName, served by
+// module, adds so that it points at the config line to fix: why the tool's
+// grant entry gives it nothing (elsewhere, from config.Grants), or, when
+// config has no entry and the module is not named like the tool (a module
+// serving several tools, such as lsp), that a new entry must name the
+// module: an entry without a module field would belong to the module named
+// like the tool and still grant nothing. "" when there is nothing to add.
+func grantNote(cfg *config.Config, toolName, module string, elsewhere error) string {
+	if elsewhere != nil {
+		return elsewhere.Error()
+	}
+	key := strings.ToLower(toolName)
+	if _, _, ok := cfg.GrantModule(toolName); ok || module == key {
+		return ""
+	}
+	return fmt.Sprintf("config has no tools.grants.%s; tool %q is served by module %s, so that entry needs module: %s "+
+		"(warden grant %s --module %s ...)", key, toolName, module, module, key, module)
 }
 
 // noting serves a capability and, when a call is denied while its tool's

@@ -153,7 +153,11 @@ func (l *depthListener) Abort(ctx context.Context, mod api.Module, def api.Funct
 
 // frameWeights is the depth weight of every function of wasm (0 for imports).
 func frameWeights(t testing.TB, wasm []byte) []int32 {
-	m, err := decode(wasm, DefaultLimits)
+	mod, err := wb.Parse(wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := decode(mod, DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,19 @@ type Result struct {
 
 // Instrument rewrites wasm according to cfg. The input is not modified.
 func Instrument(wasm []byte, cfg Config) (*Result, error) {
-	res, err := instrument(wasm, cfg)
+	mod, err := wb.Parse(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("instrument: %w", err)
+	}
+	return InstrumentModule(mod, cfg)
+}
+
+// InstrumentModule is Instrument for a module already parsed, so that a
+// loader that parsed it to tell its kind and check its imports does not
+// parse it again. It consumes mod: the pass rewrites its sections in
+// place. The bytes mod was parsed from are not modified.
+func InstrumentModule(mod *wb.Module, cfg Config) (*Result, error) {
+	res, err := instrument(mod, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("instrument: %w", err)
 	}
@@ -195,22 +207,17 @@ type module struct {
 	codes         []wb.Code
 }
 
-func decode(wasm []byte, limits Limits) (*module, error) {
-	mod, err := wb.Parse(wasm)
-	if err != nil {
-		return nil, err
-	}
+func decode(mod *wb.Module, limits Limits) (*module, error) {
+	var err error
 	m := &module{Module: mod}
 	if s := mod.Section(wb.SectionType); s != nil {
 		if m.types, err = mod.SectionReader(s).Types(); err != nil {
 			return nil, err
 		}
 	}
-	if s := mod.Section(wb.SectionImport); s != nil {
-		imps, err := mod.SectionReader(s).Imports()
-		if err != nil {
-			return nil, err
-		}
+	if imps, err := mod.Imports(); err != nil {
+		return nil, err
+	} else {
 		for _, im := range imps {
 			switch im.Kind {
 			case wb.KindFunc:
@@ -300,9 +307,9 @@ func decode(wasm []byte, limits Limits) (*module, error) {
 	return m, nil
 }
 
-func instrument(wasm []byte, cfg Config) (*Result, error) {
+func instrument(mod *wb.Module, cfg Config) (*Result, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
-	m, err := decode(wasm, cfg.Limits)
+	m, err := decode(mod, cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -403,12 +410,18 @@ func instrument(wasm []byte, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	// Nothing to add and no body changed: hand back the input unchanged.
+	// Nothing to add and no body changed: hand back the input unchanged
+	// (re-encoded only if the caller replaced a section before the pass).
 	if nGlob == 0 && nExp == 0 && nFuncs == 0 && code == nil {
-		res.Wasm = wasm
+		res.Wasm = mod.Bytes
+		for _, s := range mod.Sections {
+			if s.Offset < 0 {
+				res.Wasm = mod.Encode()
+				break
+			}
+		}
 		return res, nil
 	}
-	mod := m.Module
 	if len(p.newTypes) > 0 {
 		var extra []byte
 		for _, t := range p.newTypes {

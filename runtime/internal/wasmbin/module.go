@@ -67,6 +67,26 @@ type Section struct {
 type Module struct {
 	Bytes    []byte // the original module
 	Sections []Section
+	// imports caches the decoded import section (Imports) until the
+	// section is replaced.
+	imports    []Import
+	importsErr error
+	decoded    bool
+}
+
+// Imports decodes the import section (nil if there is none). It is decoded
+// once: the loaders' detection, their import checks and the
+// instrumentation pass all read the same entries, which callers must not
+// modify. Replacing or removing the section (SetSection, RemoveSection)
+// drops the cached entries.
+func (m *Module) Imports() ([]Import, error) {
+	if !m.decoded {
+		if s := m.Section(SectionImport); s != nil {
+			m.imports, m.importsErr = m.SectionReader(s).Imports()
+		}
+		m.decoded = true
+	}
+	return m.imports, m.importsErr
 }
 
 // Parse checks the header and section framing: known ids, sizes within the
@@ -131,6 +151,9 @@ func (m *Module) Section(id byte) *Section {
 // last non-custom section, so trailing custom sections (names, producers)
 // stay at the end.
 func (m *Module) SetSection(id byte, payload []byte) {
+	if id == SectionImport {
+		m.imports, m.importsErr, m.decoded = nil, nil, false
+	}
 	if s := m.Section(id); s != nil {
 		s.Payload = payload
 		s.Offset = -1
@@ -157,6 +180,9 @@ func (m *Module) SetSection(id byte, payload []byte) {
 
 // RemoveSection drops the section with the given non-custom id, if present.
 func (m *Module) RemoveSection(id byte) {
+	if id == SectionImport {
+		m.imports, m.importsErr, m.decoded = nil, nil, false
+	}
 	for i := range m.Sections {
 		if m.Sections[i].ID == id {
 			m.Sections = append(m.Sections[:i], m.Sections[i+1:]...)
@@ -191,8 +217,13 @@ type Reader struct {
 // NewReader reads b[pos:end] where b is the whole module.
 func NewReader(b []byte, pos, end int) *Reader { return &Reader{b: b[:end], pos: pos} }
 
-// SectionReader reads the payload of s, which must be unmodified.
+// SectionReader reads the payload of s. Positions are absolute offsets in
+// the module for an unmodified section, offsets in the payload for one
+// SetSection replaced.
 func (m *Module) SectionReader(s *Section) *Reader {
+	if s.Offset < 0 {
+		return NewReader(s.Payload, 0, len(s.Payload))
+	}
 	return NewReader(m.Bytes, s.Offset, s.Offset+len(s.Payload))
 }
 

@@ -221,3 +221,39 @@ func TestParseAndSetSection(t *testing.T) {
 		}
 	}
 }
+
+// importSection encodes one function import module.name of type 0.
+func importSection(module, name string) []byte {
+	return append(AppendName(AppendName([]byte{1}, module), name), KindFunc, 0)
+}
+
+func TestImportsDecodedOnceUntilReplaced(t *testing.T) {
+	imp := importSection("m", "f")
+	mod := append(append(append([]byte{}, header...), 1, 4, 1, 0x60, 0, 0, SectionImport, byte(len(imp))), imp...)
+	m, err := Parse(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := m.Imports()
+	if err != nil || len(first) != 1 || first[0].Module != "m" || first[0].Name != "f" {
+		t.Fatalf("imports %+v, %v", first, err)
+	}
+	if again, _ := m.Imports(); &again[0] != &first[0] {
+		t.Fatal("imports decoded twice")
+	}
+	// A replaced section is decoded from its new payload, positions
+	// relative to it.
+	m.SetSection(SectionImport, importSection("n", "g"))
+	got, err := m.Imports()
+	if err != nil || len(got) != 1 || got[0].Module != "n" || got[0].Name != "g" {
+		t.Fatalf("after SetSection: imports %+v, %v", got, err)
+	}
+	m.SetSection(SectionImport, []byte{1, 1}) // truncated
+	if _, err := m.Imports(); err == nil {
+		t.Fatal("a truncated replaced import section decoded")
+	}
+	m.RemoveSection(SectionImport)
+	if got, err := m.Imports(); got != nil || err != nil {
+		t.Fatalf("after RemoveSection: %+v, %v", got, err)
+	}
+}

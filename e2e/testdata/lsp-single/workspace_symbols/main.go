@@ -1,0 +1,13 @@
+// Command workspace_symbols is the workspace_symbols tool alone in a module, as the five LSP tools
+// were built before they became one module (tools-wasm/lsp): the baseline
+// of BenchmarkLSPModules.
+package main
+
+import (
+	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/tools-wasm/lsp/workspacesymbols"
+)
+
+func init() { warden.Register(workspacesymbols.Tool{}) }
+
+func main() {}

@@ -1,0 +1,153 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"time"
+
+	"github.com/warden-run/warden/runtime"
+)
+
+// LoadProgress is one step of a cold start, for a person watching: a
+// module's compile started or ended. Total counts the compiles started so
+// far, Finished those that ended (n/m).
+type LoadProgress struct {
+	runtime.LoadEvent
+	Finished, Total int
+}
+
+// SetLoadProgress sends every module compile's start and end to f (from
+// any goroutine, one at a time) instead of the log. Call it before loading.
+func (a *App) SetLoadProgress(f func(LoadProgress)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.progress = f
+}
+
+// observeLoad implements runtime.OpenOptions.Observe.
+func (a *App) observeLoad(ev runtime.LoadEvent) {
+	a.mu.Lock()
+	switch {
+	case ev.Done:
+		a.compiled++
+	case a.queued[ev.Module]:
+		delete(a.queued, ev.Module) // counted when it was queued
+	default:
+		a.compiling++
+	}
+	p := LoadProgress{LoadEvent: ev, Finished: a.compiled, Total: a.compiling}
+	f := a.progress
+	if f != nil {
+		// Under the lock, so that reports reach f in order.
+		f(p)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	if ev.Done && ev.Err == nil {
+		a.log.Info("module compiled", "module", ev.Module, "elapsed", ev.Elapsed.Round(time.Millisecond),
+			"progress", fmt.Sprintf("%d/%d", p.Finished, p.Total))
+	}
+}
+
+// queueCompile counts a module that waits for a compile slot in the n/m
+// of LoadProgress, so that m is every module a cold start compiles.
+func (a *App) queueCompile(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queued == nil {
+		a.queued = make(map[string]bool)
+	}
+	if !a.queued[name] {
+		a.queued[name] = true
+		a.compiling++
+	}
+}
+
+// unqueue drops a queued module whose load ended before its compile
+// started (its file or its pin refused it).
+func (a *App) unqueue(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queued[name] {
+		delete(a.queued, name)
+		a.compiling--
+	}
+}
+
+// lazyLoadFailed handles a module, listed from its manifest, that failed
+// to load on its first use: like a module that fails at start, it is
+// refused (unlisted, its error kept for `warden tools` and retried at the
+// next config change or file change) and clients hear the list changed.
+func (a *App) lazyLoadFailed(path string, m *runtime.Module, err error) {
+	if !a.registry.RemoveIf(m.Name(), m) {
+		return // already replaced or unloaded
+	}
+	a.mu.Lock()
+	a.loadErrors[path] = fmt.Errorf("load %s: %w", path, err)
+	a.mu.Unlock()
+	a.log.Error("module unloaded: it failed to load on first use", "module", m.Name(), "error", err)
+	go a.notify()
+}
+
+// preloadAll compiles every module not loaded yet, up to GOMAXPROCS at
+// once (tools.defaults.preload). A call that arrives meanwhile joins its
+// module's compile.
+func (a *App) preloadAll(ctx context.Context) {
+	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	for _, m := range a.registry.Modules() {
+		if m.Loaded() {
+			continue
+		}
+		a.loads.Add(1)
+		go func() {
+			defer a.loads.Done()
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-slots }()
+			if err := m.Preload(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("preload failed", "module", m.Name(), "error", err)
+			}
+		}()
+	}
+}
+
+// ReleaseIdle releases the code and instances of every module no call has
+// used for tools.defaults.idle_ttl as of now, and returns how many it
+// released. They load again on their next call.
+func (a *App) ReleaseIdle(now time.Time) int {
+	ttl := a.Config().Tools.Defaults.IdleTTL
+	n := 0
+	for _, m := range a.registry.Modules() {
+		if m.ReleaseIdle(now, ttl) {
+			n++
+		}
+	}
+	return n
+}
+
+// WatchIdle runs ReleaseIdle until ctx ends, often enough that a module is
+// released within a tenth of idle_ttl past its expiry (between 1 s and
+// 1 min), reading the ttl from the config in force each time.
+func (a *App) WatchIdle(ctx context.Context) {
+	go func() {
+		for {
+			ttl := a.Config().Tools.Defaults.IdleTTL
+			every := min(max(ttl/10, time.Second), time.Minute)
+			t := time.NewTimer(every)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case now := <-t.C:
+				if ttl > 0 {
+					a.ReleaseIdle(now)
+				}
+			}
+		}
+	}()
+}

@@ -1,0 +1,519 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/warden-run/warden/runtime/internal/manifest"
+	"github.com/warden-run/warden/tool"
+)
+
+// ErrNotCached is Open's answer, under OpenOptions.CachedOnly, for a module
+// with no valid descriptor manifest.
+var ErrNotCached = errors.New("no valid descriptor manifest")
+
+// OpenOptions tune Runtime.Open.
+type OpenOptions struct {
+	// Accept, if set, is given the module's sha256 before anything else is
+	// done with the module (a pin check); an error refuses it, and Open
+	// returns that error.
+	Accept func(sha256 string) error
+	// Read returns the module's bytes again when a module opened from its
+	// manifest compiles, or comes back after an idle release; they must
+	// hash to the sha256 the module was opened with. Nil keeps the bytes
+	// given to Open in memory instead.
+	Read func() ([]byte, error)
+	// CachedOnly makes Open return ErrNotCached instead of loading a module
+	// that has no valid manifest.
+	CachedOnly bool
+	// LoadFailed is called once, from the loading goroutine, when a module
+	// opened from its manifest fails to load on first use. The module then
+	// refuses every call with that error.
+	LoadFailed func(m *Module, err error)
+	// Observe hears of every compile of the module: when it starts and when
+	// it ends (Done), for a person watching a cold start.
+	Observe func(LoadEvent)
+}
+
+// LoadEvent is the start or the end of one module's load (compile,
+// instrumentation and start-up).
+type LoadEvent struct {
+	Module  string
+	Done    bool
+	Elapsed time.Duration // when Done
+	Err     error         // when Done and the load failed
+}
+
+// lazy is the part of a Module opened by Runtime.Open: the module's tools
+// come from its descriptor manifest, and its body, a Module loaded by
+// Runtime.Load, is made on the first call (or by Preload), shared by every
+// call, and released by ReleaseIdle.
+type lazy struct {
+	opts       OpenOptions
+	key        string
+	descriptor []byte // the descriptor document the tools were built from
+	exports    []string
+	wasm       []byte // the module's bytes, when opts.Read is nil
+
+	mu       sync.Mutex
+	body     *Module
+	flight   *flight // the load in progress, nil when none
+	active   int     // calls using body
+	lastUsed time.Time
+	failed   error // a failed load: every call gets it
+	closed   bool
+	stop     context.CancelFunc // cancels a load in progress, at Close
+}
+
+// flight is one load of a module's body; every caller that needs the body
+// meanwhile waits for the same one.
+type flight struct {
+	done    chan struct{}
+	started time.Time
+}
+
+// loadKey is the manifest key of a module with the given sha256 and
+// limits (defaults filled in): everything that shapes a load's outcome.
+func (r *Runtime) loadKey(sum string, limits Limits) string {
+	var host []string
+	for name, sig := range r.hostImports() {
+		host = append(host, hostModuleName+"."+name+sig.String())
+	}
+	return manifest.Key(sum, manifest.KeyInput{
+		ABIVersion: ABIVersion,
+		Limits: map[string]int64{
+			"memory":         int64(limits.Memory),
+			"fuel":           limits.Fuel,
+			"load_budget":    int64(limits.LoadBudget),
+			"max_output":     int64(limits.MaxOutput),
+			"compile_budget": int64(limits.CompileBudget),
+		},
+		HostImports: host,
+	})
+}
+
+// Open returns the module wasm as a lazily loaded Module. When the
+// manifest cache holds a valid entry for these bytes under these limits,
+// the module's tools come from it and nothing is compiled until the first
+// call. Otherwise the module is loaded at once (as by Load), its manifest
+// is stored, and it is released when idle like any other.
+func (r *Runtime) Open(ctx context.Context, name string, wasm []byte, limits Limits, opts OpenOptions) (*Module, error) {
+	digest := sha256.Sum256(wasm)
+	return r.open(ctx, name, hex.EncodeToString(digest[:]), wasm, limits, opts)
+}
+
+// OpenFile is Open for the module file at path. The file is hashed as it
+// is read, a piece at a time, and read whole only when the module must be
+// loaded (its bytes must then hash the same): a warm start holds no
+// module's bytes in memory. opts.Read defaults to reading path.
+func (r *Runtime) OpenFile(ctx context.Context, name, path string, limits Limits, opts OpenOptions) (*Module, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Read == nil {
+		opts.Read = func() ([]byte, error) { return os.ReadFile(path) }
+	}
+	return r.open(ctx, name, hex.EncodeToString(h.Sum(nil)), nil, limits, opts)
+}
+
+// open is Open for a module whose bytes hash to sum; wasm is nil when they
+// are to be read by opts.Read, and then only if the module must load.
+func (r *Runtime) open(ctx context.Context, name, sum string, wasm []byte, limits Limits, opts OpenOptions) (*Module, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, fmt.Errorf("limits: %w", err)
+	}
+	limits = limits.WithDefaults()
+	if opts.Accept != nil {
+		if err := opts.Accept(sum); err != nil {
+			return nil, err
+		}
+	}
+	key := r.loadKey(sum, limits)
+	lz := &lazy{opts: opts, key: key}
+	if opts.Read == nil {
+		lz.wasm = wasm
+	}
+	m := &Module{rt: r, name: name, sha256: sum, limits: limits, lazy: lz}
+	if mf, ok := r.manifests.Get(key, sum); ok {
+		err := m.describe(mf.Descriptor)
+		if err == nil {
+			lz.descriptor = mf.Descriptor
+			lz.exports = mf.Exports
+			m.imports = mf.Imports
+			return m, nil
+		}
+		// Valid when stored, refused by this warden's descriptor rules:
+		// load the module again and let the load say what is wrong.
+		r.log.Warn("descriptor manifest no longer valid; the module is loaded again",
+			"module", name, "file", r.manifests.Path(key), "error", err)
+		r.manifests.Delete(key)
+		m.tools, m.rejected = nil, nil
+	}
+	if opts.CachedOnly {
+		return nil, ErrNotCached
+	}
+	var body *Module
+	var err error
+	if wasm == nil {
+		body, err = lz.loadBody(ctx, m)
+	} else {
+		body, err = r.loadBody(ctx, name, wasm, limits, opts.Observe)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := m.takeBody(body); err != nil {
+		body.Close(ctx)
+		return nil, err
+	}
+	lz.body, lz.lastUsed = body, time.Now()
+	return m, nil
+}
+
+// loadBody is Load, reported to observe and counted.
+func (r *Runtime) loadBody(ctx context.Context, name string, wasm []byte, limits Limits, observe func(LoadEvent)) (*Module, error) {
+	start := time.Now()
+	if observe != nil {
+		observe(LoadEvent{Module: name})
+	}
+	r.bodyLoads.Add(1)
+	body, err := r.Load(ctx, name, wasm, limits)
+	if observe != nil {
+		observe(LoadEvent{Module: name, Done: true, Elapsed: time.Since(start), Err: err})
+	}
+	return body, err
+}
+
+// takeBody takes m's tools and manifest from a freshly loaded body, and
+// stores the manifest.
+func (m *Module) takeBody(body *Module) error {
+	lz := m.lazy
+	m.imports = body.imports
+	lz.descriptor = body.descriptorDoc
+	lz.exports = body.Exports()
+	if err := m.describe(lz.descriptor); err != nil {
+		return err // cannot be: the body passed the same checks
+	}
+	mf := &manifest.Manifest{
+		ModuleSHA256: m.sha256, Key: lz.key, Kind: manifest.KindNative,
+		Descriptor: lz.descriptor, Imports: m.imports, Exports: lz.exports,
+	}
+	// The Extism loader is the one that claims modules importing from
+	// the Extism kernel's namespaces.
+	if slices.ContainsFunc(m.imports, func(im string) bool {
+		return strings.HasPrefix(im, "extism:") || strings.HasPrefix(im, "warden:extism")
+	}) {
+		mf.Kind = manifest.KindExtism
+	}
+	for _, rej := range body.rejected {
+		mf.Rejected = append(mf.Rejected, manifest.Rejection{Name: rej.Name, Reason: rej.Reason.Error()})
+	}
+	if err := m.rt.manifests.Put(mf); err != nil {
+		// The module still serves; the next start compiles it again.
+		m.rt.log.Warn("descriptor manifest not stored", "module", m.name, "error", err)
+	}
+	return nil
+}
+
+// Loaded reports whether the module's code is compiled and instantiated
+// now (false for a module listed from its manifest and not called yet, or
+// released when idle).
+func (m *Module) Loaded() bool {
+	if m.lazy == nil {
+		return true
+	}
+	m.lazy.mu.Lock()
+	defer m.lazy.mu.Unlock()
+	return m.lazy.body != nil
+}
+
+// Preload loads the module's body now, if it is not loaded, and waits for
+// it; a call racing it joins the same load.
+func (m *Module) Preload(ctx context.Context) error {
+	if m.lazy == nil {
+		return nil
+	}
+	_, release, err := m.lazy.acquire(ctx, m, nil)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}
+
+// ReleaseIdle releases the module's instances and compiled code when no
+// call has used them for ttl as of now, and reports whether it did. The
+// next call loads them again (from the compilation cache). Instances kept
+// for sessions go too: those sessions' next calls start from fresh state.
+func (m *Module) ReleaseIdle(now time.Time, ttl time.Duration) bool {
+	lz := m.lazy
+	if lz == nil || ttl <= 0 {
+		return false
+	}
+	lz.mu.Lock()
+	body := lz.body
+	if body == nil || lz.active > 0 || now.Sub(lz.lastUsed) < ttl {
+		lz.mu.Unlock()
+		return false
+	}
+	lz.body = nil
+	lz.mu.Unlock()
+	body.Close(context.Background())
+	m.rt.log.Debug("idle module released", "module", m.name, "idle", now.Sub(lz.lastUsed).Round(time.Second))
+	return true
+}
+
+// acquire returns the module's body for one use, loading it if needed;
+// release must follow. While it waits for a load, observer (if any) hears
+// progress every second.
+func (lz *lazy) acquire(ctx context.Context, m *Module, observer tool.Observer) (body *Module, release func(), err error) {
+	reported := false
+	for {
+		lz.mu.Lock()
+		switch {
+		case lz.closed:
+			lz.mu.Unlock()
+			return nil, nil, fmt.Errorf("module %s is closed (unloaded or replaced)", m.name)
+		case lz.failed != nil:
+			err := lz.failed
+			lz.mu.Unlock()
+			return nil, nil, err
+		case lz.body != nil:
+			body := lz.body
+			lz.active++
+			lz.lastUsed = time.Now()
+			lz.mu.Unlock()
+			return body, func() {
+				lz.mu.Lock()
+				lz.active--
+				lz.lastUsed = time.Now()
+				lz.mu.Unlock()
+			}, nil
+		}
+		f := lz.flight
+		if f == nil {
+			if !m.rt.startLoad() {
+				lz.mu.Unlock()
+				return nil, nil, fmt.Errorf("module %s: the runtime is closed", m.name)
+			}
+			f = &flight{done: make(chan struct{}), started: time.Now()}
+			lz.flight = f
+			loadCtx, cancel := context.WithCancel(context.Background())
+			lz.stop = cancel
+			go lz.load(loadCtx, cancel, m, f)
+		}
+		lz.mu.Unlock()
+		if hook := m.rt.testHooks.joined; hook != nil {
+			hook(m.name)
+		}
+		if err := lz.wait(ctx, m, f, observer, &reported); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// wait waits for f to end, reporting progress to observer.
+func (lz *lazy) wait(ctx context.Context, m *Module, f *flight, observer tool.Observer, reported *bool) error {
+	var tick <-chan time.Time
+	if observer != nil {
+		if !*reported {
+			*reported = true
+			observer.Progress(tool.Progress{Progress: 0, Message: fmt.Sprintf("loading module %s (first use)", m.name)})
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	for ticks := 1; ; {
+		select {
+		case <-f.done:
+			return nil
+		case now := <-tick:
+			// Progress must increase with every report, and so must the
+			// tool's own reports after these: the wait counts up below
+			// 0.001, under anything a tool counting from 0 or 1 reports.
+			p := 0.001 * float64(ticks) / float64(ticks+1)
+			ticks++
+			observer.Progress(tool.Progress{Progress: p,
+				Message: fmt.Sprintf("loading module %s: %s", m.name, now.Sub(f.started).Round(time.Second))})
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// load loads the body for flight f. The load is bounded by the module's
+// compile and load budgets, not by any one caller: a caller that gives up
+// leaves it to the others (and to the next call).
+func (lz *lazy) load(ctx context.Context, cancel context.CancelFunc, m *Module, f *flight) {
+	defer m.rt.loads.Done()
+	defer cancel()
+	if hook := m.rt.testHooks.loading; hook != nil {
+		hook(m.name)
+	}
+	body, err := lz.loadBody(ctx, m)
+	lz.mu.Lock()
+	lz.flight = nil
+	switch {
+	case lz.closed:
+		lz.mu.Unlock()
+		close(f.done)
+		if body != nil {
+			body.Close(context.Background())
+		}
+		return
+	case err != nil:
+		lz.failed = fmt.Errorf("module %s failed to load: %w", m.name, err)
+		err = lz.failed
+	default:
+		lz.body, lz.lastUsed = body, time.Now()
+	}
+	lz.mu.Unlock()
+	if err != nil {
+		// The manifest promised tools this load cannot serve: the next start
+		// loads the module afresh instead of listing them again. LoadFailed
+		// runs before the waiting callers hear of the failure, so that what
+		// it does (the app unlisting the module) is done when they answer.
+		m.rt.manifests.Delete(lz.key)
+		m.rt.log.Error("module failed to load on first use", "module", m.name, "error", err)
+		if lz.opts.LoadFailed != nil {
+			lz.opts.LoadFailed(m, err)
+		}
+	}
+	close(f.done)
+}
+
+func (lz *lazy) loadBody(ctx context.Context, m *Module) (*Module, error) {
+	wasm := lz.wasm
+	if lz.opts.Read != nil {
+		var err error
+		if wasm, err = lz.opts.Read(); err != nil {
+			return nil, err
+		}
+	}
+	if digest := sha256.Sum256(wasm); hex.EncodeToString(digest[:]) != m.sha256 {
+		return nil, fmt.Errorf("its file changed since it was hashed and listed (sha256 %s…, now %s…)",
+			m.sha256[:12], hex.EncodeToString(digest[:6]))
+	}
+	body, err := m.rt.loadBody(ctx, m.name, wasm, m.limits, lz.opts.Observe)
+	if err != nil {
+		return nil, err
+	}
+	if lz.descriptor != nil && !bytes.Equal(body.descriptorDoc, lz.descriptor) {
+		// Same bytes, same limits, another descriptor: the manifest was
+		// written by someone else than this loader (its checksum only
+		// catches damage), or the module's describe is not deterministic.
+		// Either way what was listed is not what would run.
+		body.Close(context.Background())
+		return nil, fmt.Errorf("it describes itself differently than its cached descriptor manifest %s says (the cache was altered, or its describe is not deterministic); it is loaded afresh at the next start",
+			m.rt.manifests.Path(lz.key))
+	}
+	return body, nil
+}
+
+// callLazy runs a call of a tool of a lazily loaded module on its body,
+// waiting for the body to load first.
+func (t *Tool) callLazy(ctx context.Context, req CallRequest) *tool.Result {
+	m := t.module
+	if err := t.validateArguments(&req); err != nil {
+		return tool.ErrorResult(err)
+	}
+	body, release, err := m.lazy.acquire(ctx, m, req.Observer)
+	if err != nil {
+		if ctx.Err() != nil {
+			return tool.ErrorResult(contextError(ctx, t.Descriptor.Name, 0, fmt.Sprintf("waiting for module %s to load", m.name)))
+		}
+		return tool.ErrorResult(tool.Errorf(tool.KindInternal, "%s: %v", t.Descriptor.Name, err))
+	}
+	defer release()
+	i := slices.IndexFunc(body.tools, func(bt *Tool) bool { return bt.Descriptor.Name == t.Descriptor.Name })
+	if i < 0 {
+		return tool.ErrorResult(tool.Errorf(tool.KindInternal,
+			"module %s no longer describes tool %s (its descriptor changed since it was listed)", m.name, t.Descriptor.Name))
+	}
+	return body.tools[i].call(ctx, req)
+}
+
+// closeLazy closes a lazily loaded module: its body, or the load in
+// progress once it ends.
+func (m *Module) closeLazy(ctx context.Context) error {
+	lz := m.lazy
+	lz.mu.Lock()
+	lz.closed = true
+	body := lz.body
+	lz.body = nil
+	if lz.stop != nil {
+		lz.stop()
+	}
+	lz.mu.Unlock()
+	if body != nil {
+		return body.Close(ctx)
+	}
+	return nil
+}
+
+// bodyOf returns the body if loaded, for what needs no load (EndSession,
+// Live).
+func (m *Module) bodyOf() *Module {
+	m.lazy.mu.Lock()
+	defer m.lazy.mu.Unlock()
+	return m.lazy.body
+}
+
+// startLoad counts a lazy load in, unless the runtime is closing (Close
+// then waits for the loads counted in).
+func (r *Runtime) startLoad() bool {
+	r.loadsMu.Lock()
+	defer r.loadsMu.Unlock()
+	if r.closing {
+		return false
+	}
+	r.loads.Add(1)
+	return true
+}
+
+// BodyLoads counts the module loads (compile, checks, start-up) this
+// runtime has done, Load's and lazy ones alike: a warm start that lists
+// tools from manifests does none.
+func (r *Runtime) BodyLoads() int64 { return r.bodyLoads.Load() }
+
+// testHooks let tests stop a load or a waiting call at an exact point.
+type testHooks struct {
+	loading func(module string) // a lazy load is about to start
+	joined  func(module string) // a caller is about to wait for a load
+}
+
+// newManifestStore keeps manifests beside the compilation cache, in
+// <cache dir>/manifests, or in memory when the cache is off.
+func newManifestStore(cacheDir string, log *slog.Logger) *manifest.Store {
+	switch cacheDir {
+	case "off":
+		return manifest.NewStore("", log)
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return manifest.NewStore("", log)
+		}
+		cacheDir = filepath.Join(base, "warden")
+	}
+	return manifest.NewStore(filepath.Join(cacheDir, "manifests"), log)
+}
