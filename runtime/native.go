@@ -243,6 +243,9 @@ func (e *native) runInit(ctx context.Context, in *guest.Instance) (instrument.St
 // caller either runs _initialize or restores a snapshot.
 func (e *native) newInstance(ctx context.Context) (*guest.Instance, error) {
 	in, config := guest.NewShell(e.spec.SHA256, e.spec.Limits)
+	if e.snapshot != nil {
+		in.Memory.Cow = e.snapshot.NewMemory(e.spec.Limits.Memory)
+	}
 	mod, err := e.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.Memory), e.compiled,
 		config.WithName("").WithStartFunctions())
 	if err != nil {
@@ -324,7 +327,12 @@ func invoke(ctx context.Context, in *guest.Instance, request []byte) (packed uin
 }
 
 // Close releases the compiled code.
-func (e *native) Close(ctx context.Context) error { return e.compiled.Close(ctx) }
+func (e *native) Close(ctx context.Context) error {
+	if e.snapshot != nil {
+		e.snapshot.Close()
+	}
+	return e.compiled.Close(ctx)
+}
 
 // readResponse copies a packed range the guest returned, enforcing the bound.
 func readResponse(mod api.Module, packed uint64, limit int, what string) ([]byte, *tool.Error) {

@@ -504,6 +504,9 @@ func (x *plugin) restore(in *guest.Instance) bool {
 
 // Close releases the SDK's compiled plugin and the main module's code.
 func (x *plugin) Close(ctx context.Context) error {
+	if x.snapshot != nil {
+		x.snapshot.Close()
+	}
 	err := x.main.Close(ctx)
 	if perr := x.compiled.Close(ctx); err == nil {
 		err = perr

@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"github.com/warden-run/warden/runtime/internal/cowmem"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/tool"
 )
@@ -172,12 +173,18 @@ type LimitedMemory struct {
 	// Refused is set when a growth was refused; the call path clears it
 	// before each call.
 	Refused atomic.Bool
+	// Cow, when set before instantiation, is the memory instead of a Go
+	// slice: a copy-on-write mapping of the module's snapshot
+	// (Snapshot.NewMemory), which Snapshot.Restore resets.
+	Cow *cowmem.Memory
 }
 
 var _ experimental.MemoryAllocator = (*LimitedMemory)(nil)
 
 func (lm *LimitedMemory) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	lm.buf = make([]byte, 0, min(capacity, lm.Limit))
+	if lm.Cow == nil {
+		lm.buf = make([]byte, 0, min(capacity, lm.Limit))
+	}
 	return lm
 }
 
@@ -185,6 +192,9 @@ func (lm *LimitedMemory) Reallocate(size uint64) []byte {
 	if size > lm.Limit {
 		lm.Refused.Store(true)
 		return nil
+	}
+	if lm.Cow != nil {
+		return lm.Cow.Reallocate(size)
 	}
 	if size <= uint64(cap(lm.buf)) {
 		// Capacity past the old length was never handed out, so it is zero.
@@ -197,7 +207,20 @@ func (lm *LimitedMemory) Reallocate(size uint64) []byte {
 	return lm.buf
 }
 
-func (lm *LimitedMemory) Free() { lm.buf = nil }
+func (lm *LimitedMemory) Free() {
+	lm.buf = nil
+	if lm.Cow != nil {
+		lm.Cow.Free()
+	}
+}
+
+// Size is the linear memory's length in bytes: what the instance holds.
+func (lm *LimitedMemory) Size() uint64 {
+	if lm.Cow != nil {
+		return lm.Cow.Size()
+	}
+	return uint64(len(lm.buf))
+}
 
 // BoundedBuffer keeps the first limit bytes written to it and counts the rest.
 type BoundedBuffer struct {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/warden-run/warden/runtime/internal/cowmem"
 )
 
 // Snapshot is a module's state right after _initialize: its linear memory
@@ -11,8 +13,13 @@ import (
 // gives the state _initialize would have produced, in the time of a memory
 // copy instead of a Go runtime start (milliseconds). The instrumentation pass
 // exports the module's mutable globals so that they can be read and set.
+//
+// The memory is a cowmem image: on Linux the instances made after the
+// snapshot map it copy-on-write and a reset restores only the pages the
+// instance wrote (RATIONALE.md, "Copy-on-write snapshots"); other memories,
+// and every memory elsewhere, get it copied in.
 type Snapshot struct {
-	memory  []byte
+	image   *cowmem.Image
 	globals []string // export names
 	values  []uint64
 	// virtualPages says memory.grow and memory.size were rewritten against a
@@ -30,7 +37,7 @@ func TakeSnapshot(in *Instance, globals []string, virtualPages bool) (*Snapshot,
 	if !ok {
 		return nil, fmt.Errorf("snapshot: cannot read memory")
 	}
-	s.memory = append([]byte(nil), view...)
+	s.image = cowmem.NewImage(view)
 	for _, name := range globals {
 		g := in.Mod.ExportedGlobal(name)
 		if g == nil {
@@ -49,7 +56,7 @@ func TakeSnapshot(in *Instance, globals []string, virtualPages bool) (*Snapshot,
 func (s *Snapshot) Restore(in *Instance) bool {
 	mem := in.Mod.Memory()
 	size := mem.Size()
-	if want := uint32(len(s.memory)); size < want {
+	if want := uint32(s.image.Len()); size < want {
 		// A new instance starts at the module's declared minimum; _initialize
 		// grew the snapshotted one.
 		if _, ok := mem.Grow((want - size) / 65536); !ok {
@@ -57,15 +64,19 @@ func (s *Snapshot) Restore(in *Instance) bool {
 		}
 		size = mem.Size()
 	}
-	if !s.virtualPages && int(size) != len(s.memory) {
+	if !s.virtualPages && int(size) != s.image.Len() {
 		return false
 	}
-	view, ok := mem.Read(0, size)
-	if !ok {
-		return false
+	if cow := in.Memory.Cow; cow != nil {
+		if cow.Reset() != nil {
+			return false
+		}
+	} else {
+		view, ok := mem.Read(0, size)
+		if !ok || !s.image.CopyTo(view) {
+			return false
+		}
 	}
-	copy(view, s.memory)
-	clear(view[len(s.memory):])
 	if in.Globals == nil {
 		in.Globals = make([]api.MutableGlobal, len(s.globals))
 		for i, name := range s.globals {
@@ -77,3 +88,23 @@ func (s *Snapshot) Restore(in *Instance) bool {
 	}
 	return true
 }
+
+// NewMemory returns a memory of at most limit bytes that maps the image
+// copy-on-write (for LimitedMemory.Cow), or nil when the image is not shared
+// (the instance then copies it) or already closed.
+func (s *Snapshot) NewMemory(limit uint64) *cowmem.Memory {
+	if !s.image.Shared() {
+		return nil
+	}
+	mem, err := s.image.NewMemory(limit)
+	if err != nil {
+		return nil
+	}
+	return mem
+}
+
+// Close lets the image go once the instances mapping it are closed.
+func (s *Snapshot) Close() { s.image.Close() }
+
+// Len is the snapshot's memory length in bytes.
+func (s *Snapshot) Len() int { return s.image.Len() }
