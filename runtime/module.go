@@ -131,6 +131,10 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 			break
 		}
 	}
+	if r.codeGuard != nil {
+		end := r.codeGuard.Begin()
+		defer end()
+	}
 	loaded, err := loader.Load(ctx, guest.Spec{Name: name, SHA256: m.sha256, Limits: limits.guest()}, mod)
 	if err != nil {
 		return nil, err

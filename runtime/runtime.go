@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/codecache"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/manifest"
 )
@@ -41,6 +42,9 @@ type Runtime struct {
 	// (the SDK makes one per plugin; the compilation cache is shared).
 	wzConfig     wazero.RuntimeConfig
 	cache        wazero.CompilationCache
+	// codeGuard checks the disk cache of compiled code around every load;
+	// nil when there is none.
+	codeGuard *codecache.Guard
 	capabilities map[string]hostfuncs.Capability
 	log          *slog.Logger
 	// compiles counts compiles in flight, abandoned ones included (see
@@ -95,13 +99,25 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 			dir = filepath.Join(base, "warden")
 		}
-		cache, err := wazero.NewCompilationCacheWithDir(dir)
+		// Compiled code is run as trusted: the guard refuses a dir others
+		// may write and removes entries it cannot vouch for (RATIONALE.md,
+		// "Compiled-code cache integrity"). A refused dir costs compile
+		// time, never service: compiled code is then kept in memory only.
+		guard, err := codecache.Open(dir, logger)
 		if err != nil {
-			return nil, fmt.Errorf("compilation cache %s: %w", dir, err)
+			logger.Warn("compile cache not used; modules compile on every start", "error", err)
+			// Manifests are not kept there either: memory only.
+			r.manifests = newManifestStore("off", logger)
+		} else {
+			cache, err := wazero.NewCompilationCacheWithDir(dir)
+			if err != nil {
+				return nil, fmt.Errorf("compilation cache %s: %w", dir, err)
+			}
+			r.cache, r.codeGuard = cache, guard
+			config = config.WithCompilationCache(cache)
 		}
-		r.cache = cache
-		config = config.WithCompilationCache(cache)
-	} else {
+	}
+	if r.cache == nil {
 		// No disk cache, but engines still share compiled code in memory:
 		// an Extism plugin's engine (the SDK makes its own) then finds the
 		// code this runtime compiled for the load-time checks.
