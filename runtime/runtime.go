@@ -40,11 +40,11 @@ type Runtime struct {
 	wz wazero.Runtime
 	// wzConfig is wz's configuration, for the engines Extism plugins get
 	// (the SDK makes one per plugin; the compilation cache is shared).
-	wzConfig     wazero.RuntimeConfig
-	cache        wazero.CompilationCache
+	wzConfig wazero.RuntimeConfig
+	cache    wazero.CompilationCache
 	// codeGuard checks the disk cache of compiled code around every load;
 	// nil when there is none.
-	codeGuard *codecache.Guard
+	codeGuard    *codecache.Guard
 	capabilities map[string]hostfuncs.Capability
 	log          *slog.Logger
 	// compiles counts compiles in flight, abandoned ones included (see
