@@ -137,6 +137,16 @@ func (g *Guard) Begin() (end func()) {
 // load of this process runs (one may be writing its own).
 func (g *Guard) sweepLocked() error {
 	index := g.readIndexLocked()
+	// With no index at all (a cache written before warden kept one, or by
+	// wazero alone), every entry is unknown: say so once, not per file.
+	_, statErr := os.Lstat(filepath.Join(g.dir, indexFile))
+	unindexed := errors.Is(statErr, fs.ErrNotExist) && len(g.known) == 0
+	dropped := 0
+	defer func() {
+		if dropped > 0 {
+			g.log.Info("compile cache has no index yet; its entries will be compiled again", "dir", g.dir, "removed", dropped)
+		}
+	}()
 	return g.walk(func(name, path string, info fs.FileInfo) {
 		st := stampOf(info)
 		if e, ok := g.known[name]; ok && stampsReliable && e.stamp == st && e.size == info.Size() {
@@ -145,6 +155,12 @@ func (g *Guard) sweepLocked() error {
 		e, listed := index[name]
 		if !listed {
 			if g.inflight > 0 {
+				return
+			}
+			if unindexed {
+				if os.Remove(path) == nil {
+					dropped++
+				}
 				return
 			}
 			g.remove(name, path, "not recorded in the cache index")
