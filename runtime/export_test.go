@@ -11,10 +11,14 @@ import (
 // between calls. With MaxInstances 1 and IsolationShared, the next call runs
 // on exactly this instance.
 func PooledInstance(t *Tool) api.Module {
-	in, err := t.module.pool.acquire(context.Background(), "")
+	in, _, err := t.module.pool.acquire(context.Background(), "")
 	if err != nil {
 		panic(err)
 	}
 	t.module.pool.release(context.Background(), in, true)
 	return in.mod
 }
+
+// WaitSpare waits until the background making of a spare instance of m, if
+// one is under way, has ended.
+func WaitSpare(m *Module) { m.pool.warm.Wait() }

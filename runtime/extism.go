@@ -317,7 +317,7 @@ func (x *extismPlugin) initialize(ctx context.Context) error {
 		m.snapshot, x.kernel = snap, bytes.Clone(view)
 	}
 	in.random.settle()
-	m.pool.idle = append(m.pool.idle, in)
+	m.pool.putLoaded(in)
 	return nil
 }
 
@@ -391,7 +391,7 @@ func isPluginError(in *instance, err error) bool {
 // running any of its code.
 func (x *extismPlugin) newInstance(ctx context.Context) (*instance, error) {
 	m := x.m
-	in, config := m.newShell()
+	in, config := m.newShell(ctx)
 	ext := &extismInstance{}
 	if x.fs != nil {
 		// One preopen, "/", whose every operation is a warden.fs request
@@ -403,9 +403,10 @@ func (x *extismPlugin) newInstance(ctx context.Context) (*instance, error) {
 	}
 	// Every memory of the instance (the kernel's and the plugin's) gets the
 	// tool's limit, and a refusal marks the call out of memory.
-	allocCtx := experimental.WithMemoryAllocator(ctx, extismAllocator{limit: m.limits.Memory, refused: &in.memory.refused})
+	allocCtx := experimental.WithMemoryAllocator(ctx, extismAllocator{limit: m.limits.Memory, refused: &in.memory.refused, acct: in.memory.acct})
 	p, err := x.compiled.Instance(allocCtx, extism.PluginInstanceConfig{ModuleConfig: config})
 	if err != nil {
+		in.memory.acct.close()
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	ext.plugin = p
@@ -619,12 +620,13 @@ func extismResponse(out []byte, limit int, name string, denial *tool.Error) ([]b
 type extismAllocator struct {
 	limit   uint64
 	refused *atomic.Bool
+	acct    *memAccount
 }
 
 var _ experimental.MemoryAllocator = extismAllocator{}
 
 func (a extismAllocator) Allocate(capacity, maximum uint64) experimental.LinearMemory {
-	fm := &flaggedMemory{limitedMemory: limitedMemory{limit: a.limit}, refused: a.refused}
+	fm := &flaggedMemory{limitedMemory: limitedMemory{limit: a.limit, acct: a.acct}, refused: a.refused}
 	fm.limitedMemory.Allocate(capacity, maximum)
 	return fm
 }

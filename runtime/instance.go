@@ -27,8 +27,8 @@ type instance struct {
 	// callCtx is the context of the call running on this instance, so that
 	// a guest asleep in poll_oneoff wakes when its call is cancelled.
 	callCtx atomic.Pointer[context.Context]
-	// session is the session this instance is bound to (IsolationSession).
-	session string
+	// owner is the session this instance is bound to (IsolationSession).
+	owner *sessionInstance
 	// globals caches the exported mutable globals a snapshot restores.
 	globals []api.MutableGlobal
 	// meter drives the instance's fuel and call-depth globals.
@@ -77,10 +77,11 @@ func (r *guestRandom) settle() { r.settled.Store(true) }
 // newInstance instantiates m's compiled code. It runs no guest code: the
 // caller either runs _initialize or restores a snapshot.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
-	in, config := m.newShell()
+	in, config := m.newShell(ctx)
 	mod, err := m.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.memory), m.compiled,
 		config.WithName("").WithStartFunctions())
 	if err != nil {
+		in.memory.acct.close()
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	in.mod = mod
@@ -94,16 +95,20 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 
 // newShell returns an instance's host side (memory allocator, captured
 // output, random source, interruptible sleep) and the WASI module config
-// that wires it in. Both loaders instantiate with it.
-func (m *Module) newShell() (*instance, wazero.ModuleConfig) {
+// that wires it in. Both loaders instantiate with it. The instance's
+// memories are charged to the account ctx carries (the pool reserves one
+// before it makes an instance), or to a new one.
+func (m *Module) newShell(ctx context.Context) (*instance, wazero.ModuleConfig) {
+	acct := m.rt.budget.accountFor(ctx)
 	in := &instance{
 		random: newGuestRandom(m.sha256),
-		memory: &limitedMemory{limit: m.limits.Memory},
+		memory: &limitedMemory{limit: m.limits.Memory, acct: acct},
 		stdout: &boundedBuffer{limit: m.limits.CaptureBytes},
 		stderr: &boundedBuffer{limit: m.limits.CaptureBytes},
 	}
 	background := context.Background()
 	in.callCtx.Store(&background)
+	acct.in = in
 	config := wazero.NewModuleConfig().
 		WithStdout(in.stdout).
 		WithStderr(in.stderr).
@@ -143,9 +148,20 @@ func (in *instance) close(ctx context.Context) {
 	}
 	if in.ext != nil {
 		in.ext.close(ctx)
-		return
+	} else {
+		_ = in.mod.Close(ctx)
 	}
-	_ = in.mod.Close(ctx)
+	in.memory.acct.close()
+}
+
+// evict closes an instance the budget claimed (see budget.pop): it leaves
+// its pool's idle list, if it is there; a session that kept it finds its
+// account gone at its next call.
+func (in *instance) evict() {
+	if in.pool != nil {
+		in.pool.forget(in)
+	}
+	in.close(context.Background())
 }
 
 // callAlloc calls warden_alloc, marking the instance as inside it so that
@@ -186,6 +202,9 @@ type limitedMemory struct {
 	buf     []byte
 	limit   uint64
 	refused atomic.Bool
+	// acct is the instance's account with the Runtime's memory budget: the
+	// memory's length is charged to it.
+	acct *memAccount
 }
 
 var _ experimental.MemoryAllocator = (*limitedMemory)(nil)
@@ -200,6 +219,15 @@ func (lm *limitedMemory) Reallocate(size uint64) []byte {
 		lm.refused.Store(true)
 		return nil
 	}
+	if n := uint64(len(lm.buf)); size > n {
+		if n == 0 {
+			// The declared minimum, at instantiation: wazero cannot be
+			// told it is refused (see memAccount.force).
+			lm.acct.force(size)
+		} else if !lm.acct.grow(size - n) {
+			return nil
+		}
+	}
 	if size <= uint64(cap(lm.buf)) {
 		// Capacity past the old length was never handed out, so it is zero.
 		lm.buf = lm.buf[:size]
@@ -211,7 +239,10 @@ func (lm *limitedMemory) Reallocate(size uint64) []byte {
 	return lm.buf
 }
 
-func (lm *limitedMemory) Free() { lm.buf = nil }
+func (lm *limitedMemory) Free() {
+	lm.acct.free(uint64(len(lm.buf)))
+	lm.buf = nil
+}
 
 // boundedBuffer keeps the first limit bytes written to it and counts the rest.
 type boundedBuffer struct {

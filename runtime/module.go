@@ -317,7 +317,7 @@ func (m *Module) initialize(ctx context.Context) error {
 		m.snapshot = snap
 	}
 	in.random.settle()
-	m.pool.idle = append(m.pool.idle, in)
+	m.pool.putLoaded(in)
 	return nil
 }
 

@@ -28,6 +28,13 @@ type Options struct {
 	// Interpreter selects wazero's interpreter instead of its compiler. The
 	// compiler is faster; the interpreter serves determinism tests.
 	Interpreter bool
+	// MaxInstanceMemory bounds the linear memory of all instances of all
+	// modules together (0 means DefaultMaxInstanceMemory). When a new
+	// instance or a growing one would pass it, idle instances are closed
+	// first, then those sessions keep between calls, least recently used
+	// first; only when every instance is running a call is the request
+	// refused, with tool.KindUnavailable.
+	MaxInstanceMemory uint64
 }
 
 // Runtime compiles and instantiates tool modules. It is safe for concurrent
@@ -49,6 +56,8 @@ type Runtime struct {
 	// module reloaded again and again while its compile overruns its budget
 	// cannot stack up compiles that starve everything else.
 	compileSlots chan struct{}
+	// budget bounds the linear memory of every instance (budget.go).
+	budget *budget
 }
 
 // New returns a Runtime with WASI and the warden host module instantiated.
@@ -71,7 +80,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	config = config.WithMemoryLimitPages(65536)
 
 	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
-		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0))}
+		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)), budget: newBudget(opts.MaxInstanceMemory)}
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
 		if dir == "" {
