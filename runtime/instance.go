@@ -162,6 +162,14 @@ func (in *instance) evict() {
 		in.pool.forget(in)
 	}
 	in.close(context.Background())
+	// A session may hold the instance until its next call or its end (an
+	// hour, for an idle HTTP session): drop everything that would pin
+	// memory meanwhile. wazero's closed module still references its
+	// memory's buffer, so the module goes too.
+	in.mod, in.ext, in.globals, in.meter = nil, nil, nil, nil
+	in.alloc, in.call = nil, nil
+	in.stdout.drop()
+	in.stderr.drop()
 }
 
 // callAlloc calls warden_alloc, marking the instance as inside it so that
@@ -263,6 +271,13 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 		b.dropped += int64(len(p) - max(room, 0))
 	}
 	return len(p), nil
+}
+
+// drop frees the buffer's memory.
+func (b *boundedBuffer) drop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf, b.dropped = nil, 0
 }
 
 // take returns what was captured and empties the buffer.

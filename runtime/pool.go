@@ -95,8 +95,7 @@ func (p *pool) acquire(ctx context.Context, session string) (in *instance, fresh
 	return in, "", nil
 }
 
-// takeIdle claims an idle instance, skipping any the budget is evicting,
-// and has a spare made in the background when it took the last one.
+// takeIdle claims an idle instance, skipping any the budget is evicting.
 func (p *pool) takeIdle() *instance {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -104,9 +103,6 @@ func (p *pool) takeIdle() *instance {
 		in := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		if in.memory.acct.take() {
-			if len(p.idle) == 0 {
-				p.warmLocked()
-			}
 			return in
 		}
 		// Claimed by the evictor, which closes it.
@@ -118,9 +114,11 @@ func (p *pool) takeIdle() *instance {
 // next new session (or concurrent call) finds one ready instead of paying
 // for an instantiation. At most one is made at a time, and only while no
 // instance is idle; it is charged to the budget but evicts nothing to get
-// there. Called with p.mu held.
+// there. release calls it once a call has ended, so that on a busy machine
+// the spare does not compete with the call that took the last idle
+// instance. Called with p.mu held.
 func (p *pool) warmLocked() {
-	if p.closed || p.warming {
+	if p.closed || p.warming || len(p.idle) > 0 {
 		return
 	}
 	p.warming = true
@@ -208,6 +206,7 @@ func (p *pool) release(ctx context.Context, in *instance, healthy bool) {
 	if s := in.owner; s != nil {
 		p.mu.Lock()
 		closed := p.closed
+		p.warmLocked()
 		p.mu.Unlock()
 		if !healthy || closed || !in.memory.acct.park(acctParked) {
 			in.close(ctx)
@@ -225,6 +224,7 @@ func (p *pool) release(ctx context.Context, in *instance, healthy bool) {
 	defer p.mu.Unlock()
 	if !healthy || p.closed || len(p.idle) >= p.m.limits.MaxInstances || !in.memory.acct.park(acctIdle) {
 		in.close(ctx)
+		p.warmLocked()
 		return
 	}
 	p.idle = append(p.idle, in)
