@@ -64,7 +64,8 @@ func TestInstanceMemoryBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "server:\n  max_instance_memory: 64MiB\n")
+	// Every session stays open, with its connections: room for them all.
+	fmt.Fprintf(f, "server:\n  max_instance_memory: 64MiB\n  max_connections: 4096\n")
 	f.Close()
 	s := startHTTP(t, e)
 
@@ -81,9 +82,15 @@ func TestInstanceMemoryBudget(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				cs := s.connect(t, "2025-11-25", nil, nil) // closed at cleanup: it stays open
 				msg := fmt.Sprintf("session %d", i)
-				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": msg}})
+				// Closed at cleanup: every session stays open.
+				cs, err := newClient(nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.url()},
+					&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				var res *mcp.CallToolResult
+				if err == nil {
+					t.Cleanup(func() { cs.Close() })
+					res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": msg}})
+				}
 				if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != msg {
 					mu.Lock()
 					failures = append(failures, fmt.Sprintf("%s: %v %s", msg, err, dump(res)))
