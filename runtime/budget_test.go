@@ -284,3 +284,30 @@ func TestBudgetThousandSessions(t *testing.T) {
 	}
 	t.Logf("after 1000 sessions: %+v", s)
 }
+
+// TestSessionsStartWarm: a new session's first call takes an instance
+// already in its post-init state (the load-time one, then spares made in
+// the background), never one made on the call's path; sessionless calls
+// and ended sessions do not change that.
+func TestSessionsStartWarm(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	tl := loadTool(t, rt, "counter", counterWAT(t, "counter", 0), runtime.Limits{})
+	m := tl.Module()
+	for i := range 20 {
+		session := fmt.Sprintf("s%d", i)
+		wantCount(t, sessionCall(t, tl, session), "1", false)
+		runtime.WaitSpare(m) // made once that call ended
+		wantCount(t, sessionCall(t, tl, session), "2", false)
+		wantCount(t, sessionCall(t, tl, ""), "1", false) // on the spare, reset and idle again
+		if i%2 == 0 {
+			m.EndSession(context.Background(), session)
+		}
+		runtime.WaitSpare(m)
+	}
+	if n := runtime.ColdStarts(m); n != 0 {
+		t.Fatalf("%d instances made on a call's path", n)
+	}
+	if s := rt.InstanceMemory(); s.Idle != 1 || s.Parked != 10 || s.Used != 11*page {
+		t.Fatalf("one spare and the 10 open sessions' instances: %+v", s)
+	}
+}

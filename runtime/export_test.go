@@ -22,3 +22,7 @@ func PooledInstance(t *Tool) api.Module {
 // WaitSpare waits until the background making of a spare instance of m, if
 // one is under way, has ended.
 func WaitSpare(m *Module) { m.pool.warm.Wait() }
+
+// ColdStarts counts the instances of m made on a call's path rather than
+// ahead of it.
+func ColdStarts(m *Module) int64 { return m.pool.coldStarts.Load() }

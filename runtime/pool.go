@@ -33,6 +33,8 @@ type pool struct {
 	warm    sync.WaitGroup
 	ctx     context.Context
 	cancel  context.CancelFunc
+	// coldStarts counts the instances made on a call's path, for tests.
+	coldStarts atomic.Int64
 }
 
 // sessionInstance is the instance a session keeps under IsolationSession;
@@ -144,6 +146,9 @@ func (p *pool) warmLocked() {
 // fresh makes an instance in the module's initial state, with the memory
 // it needs reserved in the budget first. A spare evicts nothing.
 func (p *pool) fresh(ctx context.Context, spare bool) (*instance, error) {
+	if !spare {
+		p.coldStarts.Add(1)
+	}
 	acct, err := p.m.rt.budget.open(ctx, p.need.Load(), spare)
 	if err != nil {
 		return nil, p.m.unavailable(err)
