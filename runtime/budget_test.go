@@ -209,6 +209,22 @@ func TestBudgetUnavailableWhenAllBusy(t *testing.T) {
 	wantCount(t, sessionCall(t, tl, "c"), "1", false) // evicts a, the least recent
 	wantCount(t, sessionCall(t, tl, "b"), "2", false)
 	withinBudget(t, rt)
+
+	// a's state is gone; while b and c hold every instance, a's call is
+	// refused, and the call that finally runs still says a starts afresh.
+	b, c := hold("b"), hold("c")
+	if res := sessionCall(t, tl, "a"); !res.IsError || res.Error.Kind != tool.KindUnavailable {
+		t.Fatalf("evicted session while all are busy: %+v", res)
+	}
+	for _, h := range []holding{b, c} {
+		close(h.obs.release)
+		if res := <-h.res; res.IsError {
+			t.Fatal(res.Error)
+		}
+	}
+	wantCount(t, sessionCall(t, tl, "a"), "1", true)
+	wantCount(t, sessionCall(t, tl, "a"), "2", false)
+	withinBudget(t, rt)
 }
 
 // TestBudgetRefusesGrowth: a call whose memory growth cannot fit even with

@@ -42,6 +42,9 @@ type pool struct {
 type sessionInstance struct {
 	lock chan struct{}
 	in   *instance
+	// fresh is why the session's state was dropped, until a call of the
+	// session gets an instance again and reports it.
+	fresh string
 }
 
 func newPool(m *Module) *pool {
@@ -183,11 +186,10 @@ func (p *pool) acquireSession(ctx context.Context, session string) (*instance, s
 	case <-ctx.Done():
 		return nil, "", ctx.Err()
 	}
-	var fresh string
 	if s.in != nil && !s.in.memory.acct.take() {
 		// Evicted for the budget while the session was between calls.
 		s.in = nil
-		fresh = freshStateEvicted
+		s.fresh = freshStateEvicted
 	}
 	if s.in == nil {
 		in := p.takeIdle()
@@ -201,6 +203,8 @@ func (p *pool) acquireSession(ctx context.Context, session string) (*instance, s
 		in.owner = s
 		s.in = in
 	}
+	fresh := s.fresh
+	s.fresh = ""
 	return s.in, fresh, nil
 }
 
