@@ -35,6 +35,7 @@ func SetLoadHooks(r *Runtime, loading, joined func(module string)) {
 
 // ManifestFile is the file m's manifest is stored in ("" in memory).
 func ManifestFile(m *Module) string { return m.rt.manifests.Path(m.lazy.key) }
+
 // WaitSpare waits until the background making of a spare instance of m, if
 // one is under way, has ended.
 func WaitSpare(m *Module) { m.pool.warm.Wait() }
