@@ -132,6 +132,9 @@ type Server struct {
 	IdleTimeout   time.Duration `mapstructure:"idle_timeout"`
 	// MaxConnections caps the open HTTP connections.
 	MaxConnections int `mapstructure:"max_connections"`
+	// MaxInstanceMemory bounds the linear memory of all tool instances
+	// together (runtime.Options.MaxInstanceMemory). Read at start.
+	MaxInstanceMemory ByteSize `mapstructure:"max_instance_memory"`
 }
 
 // LSP configures the language servers behind the lsp capability.
@@ -210,6 +213,7 @@ var defaults = map[string]any{
 	"server::body_timeout":            "30s",
 	"server::idle_timeout":            "2m",
 	"server::max_connections":         256,
+	"server::max_instance_memory":     "256MiB",
 	"lsp::idle_ttl":                   "10m",
 	"lsp::timeout":                    "30s",
 	"net::max_response":               "4MiB",
@@ -405,6 +409,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxConnections < 1 {
 		fail("server.max_connections", "must be at least 1, got %d", c.Server.MaxConnections)
+	}
+	if c.Server.MaxInstanceMemory < 1<<20 || c.Server.MaxInstanceMemory > 1<<40 {
+		fail("server.max_instance_memory", "must be between 1MiB and 1TiB, got %s", c.Server.MaxInstanceMemory)
 	}
 	for name, lang := range c.LSP.Languages {
 		if lang.Command == "" {

@@ -68,6 +68,9 @@ security:
 	if c.Security.Deny[0] != "**/secrets/**" {
 		t.Error(c.Security.Deny)
 	}
+	if c.Server.MaxInstanceMemory != 256<<20 {
+		t.Errorf("server.max_instance_memory defaults to %s, want 256MiB", c.Server.MaxInstanceMemory)
+	}
 }
 
 func TestEnvOverride(t *testing.T) {
@@ -93,6 +96,7 @@ func TestInvalid(t *testing.T) {
 		"tools: {grants: {x: {fs: {read: [\"docs:a\"]}}}}": `names root "docs"`,
 		"tools: {pins: {echo: abc}}":                       "tools.pins.echo: must be a lowercase hex sha256",
 		"server: {page_size: 0}":                           "server.page_size: must be at least 1",
+		"server: {max_instance_memory: 64KiB}":             "server.max_instance_memory: must be between 1MiB and 1TiB, got 64 KiB",
 		"env: {values: {K: {value: a, from_env: B}}}":      "env.values.k: set exactly one of value or from_env",
 		"log: {level: chatty}":                             "log.level",
 		"tools: {dirr: x}":                                 "dirr",

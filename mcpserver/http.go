@@ -145,7 +145,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	// refused: tools not served because several modules describe the name.
-	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": n, "refused": nonNil(s.refused())})
+	health := map[string]any{"status": "ok", "tools": n, "refused": nonNil(s.refused())}
+	if r, ok := s.tools.(StatsReporter); ok {
+		for k, v := range r.Stats() {
+			if _, taken := health[k]; !taken {
+				health[k] = v
+			}
+		}
+	}
+	json.NewEncoder(w).Encode(health)
 }
 
 // requireBearer refuses requests without the token. The comparison takes the

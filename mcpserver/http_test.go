@@ -182,3 +182,39 @@ func TestHealthz(t *testing.T) {
 		t.Errorf("GET /other: %d", resp3.StatusCode)
 	}
 }
+
+// statsTools is a fakeTools that reports stats, as the app reports the
+// instance memory budget.
+type statsTools struct {
+	*fakeTools
+	stats map[string]any
+}
+
+func (s *statsTools) Stats() map[string]any { return s.stats }
+
+// TestHealthzStats: /healthz carries a StatsReporter's stats, and a stat
+// cannot overwrite the server's own keys.
+func TestHealthzStats(t *testing.T) {
+	tools := &statsTools{fakeTools: newFakeTools(desc("a")), stats: map[string]any{
+		"instanceMemory": map[string]any{"limit": 268435456, "used": 1024},
+		"status":         "hijacked",
+	}}
+	s, _ := newServer(t, tools, Options{})
+	hs := httptest.NewServer(s.Handler(HTTPOptions{}))
+	defer hs.Close()
+	resp, err := http.Get(hs.URL + PathHealthz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status         string
+		InstanceMemory struct{ Limit, Used uint64 } `json:"instanceMemory"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Status != "ok" || body.InstanceMemory.Limit != 256<<20 || body.InstanceMemory.Used != 1024 {
+		t.Errorf("/healthz: %+v", body)
+	}
+}

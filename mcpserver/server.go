@@ -57,6 +57,12 @@ type SessionEnder interface {
 	EndSession(ctx context.Context, session string)
 }
 
+// StatsReporter is implemented by Tools that report their resource use;
+// /healthz includes what Stats returns (JSON-encodable values by key).
+type StatsReporter interface {
+	Stats() map[string]any
+}
+
 // Call is one tools/call request as the server hands it to [Tools].
 type Call struct {
 	// Name is the tool's name.
@@ -91,6 +97,11 @@ const (
 	MetaExitCode     = "warden/exitCode"
 	MetaCursor       = "warden/cursor"     // in tools/call params
 	MetaNextCursor   = "warden/nextCursor" // in results
+	// MetaFreshState is set on a result whose call started from fresh
+	// state although its session had state (the runtime's session
+	// isolation); the value says why, e.g. "evicted:
+	// server.max_instance_memory".
+	MetaFreshState = "warden/fresh_state"
 )
 
 // Options configures a Server. The zero value is usable.

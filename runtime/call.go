@@ -92,10 +92,13 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	in, err := m.pool.acquire(callCtx, req.Session)
+	in, fresh, err := m.pool.acquire(callCtx, req.Session)
 	if err != nil {
 		if callCtx.Err() != nil {
 			return tool.ErrorResult(contextError(ctx, name, timeout, "waiting for a free instance"))
+		}
+		if te, ok := err.(*tool.Error); ok && te.Kind == tool.KindUnavailable {
+			return tool.ErrorResult(te)
 		}
 		m.rt.log.Error("instantiate failed", "module", m.name, "tool", name, "error", err)
 		return tool.ErrorResult(tool.Errorf(tool.KindInternal, "start an instance of %s: %v", m.name, err))
@@ -109,6 +112,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	guestCtx := guest.WithState(callCtx, state)
 	in.CallCtx.Store(&guestCtx)
 	in.Memory.Refused.Store(false)
+	in.acct.refused.Store(false)
 
 	request := tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor}
 	stop := in.Meter.Start(guestCtx, m.limits.Fuel)
@@ -120,16 +124,26 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 		m.pool.release(context.Background(), in, false)
 		res := tool.ErrorResult(t.failure(ctx, in, err, reason, timeout, captured))
 		res.Captured = captured
-		res.Meta = map[string]any{MetaFuel: consumed}
+		res.Meta = resultMeta(consumed, fresh)
 		return res
 	}
 	res := t.decodeResponse(raw, respErr)
-	res.Meta = map[string]any{MetaFuel: consumed}
+	res.Meta = resultMeta(consumed, fresh)
 	// A response the guest could not produce properly says nothing against
 	// the instance itself, but a fresh one is cheap insurance.
 	m.pool.release(context.Background(), in, !res.IsError || res.Error.Kind != tool.KindBadOutput)
 	res.Captured = captured
 	return res
+}
+
+// resultMeta is the _meta of a call that ran: its fuel, and why it started
+// from fresh state when its session had state before.
+func resultMeta(fuel int64, fresh string) map[string]any {
+	meta := map[string]any{MetaFuel: fuel}
+	if fresh != "" {
+		meta[MetaFreshState] = fresh
+	}
+	return meta
 }
 
 func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
@@ -170,6 +184,10 @@ func contextError(parent context.Context, name string, timeout time.Duration, do
 // a plain trap, and only the meter knows which it was.
 func (t *Tool) failure(parent context.Context, in *instance, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
 	m, name := t.module, t.Descriptor.Name
+	if in.acct.refused.Load() {
+		return tool.Errorf(tool.KindUnavailable, "%s needed more memory than the instance memory budget has free: %d MiB (server.max_instance_memory) are held by instances running calls; raise server.max_instance_memory in the config to allow more",
+			name, m.rt.budget.limit>>20)
+	}
 	if in.Memory.Refused.Load() {
 		return tool.Errorf(tool.KindOutOfMemory, "%s needed more than its memory limit of %d MiB", name, m.limits.Memory>>20)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/warden-run/warden/runtime"
 )
 
-// BenchmarkSessionFirstCall is a new session's first call: a fresh instance
+// BenchmarkSessionBackToBack is a new session's first call: a fresh instance
 // restored to the post-_initialize state, then the call. The session ends
 // after it, so the instance is freed and each iteration makes a new one.
-func BenchmarkSessionFirstCall(b *testing.B) {
+func BenchmarkSessionBackToBack(b *testing.B) {
 	rt := newRuntime(b, runtime.Options{})
 	tl := loadTool(b, rt, "echo", testwasm.BuildGo(b, "../tools-wasm/echo"), runtime.Limits{Isolation: runtime.IsolationSession})
 	ctx := context.Background()

@@ -11,12 +11,19 @@ import (
 // between calls. With MaxInstances 1 and IsolationShared, the next call runs
 // on exactly this instance.
 func PooledInstance(t *Tool) api.Module {
-	in, err := t.module.pool.acquire(context.Background(), "")
+	p := t.module.pool
+	// A spare made in the background may take the idle place and close
+	// the instance released here: wait for it on both sides.
+	p.warm.Wait()
+	in, _, err := p.acquire(context.Background(), "")
 	if err != nil {
 		panic(err)
 	}
-	t.module.pool.release(context.Background(), in, true)
-	return in.Mod
+	p.release(context.Background(), in, true)
+	p.warm.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle[len(p.idle)-1].Mod
 }
 
 // SetLoadHooks makes r call loading as a lazy load starts and joined as a
@@ -28,3 +35,11 @@ func SetLoadHooks(r *Runtime, loading, joined func(module string)) {
 
 // ManifestFile is the file m's manifest is stored in ("" in memory).
 func ManifestFile(m *Module) string { return m.rt.manifests.Path(m.lazy.key) }
+
+// WaitSpare waits until the background making of a spare instance of m, if
+// one is under way, has ended.
+func WaitSpare(m *Module) { m.pool.warm.Wait() }
+
+// ColdStarts counts the instances of m made on a call's path rather than
+// ahead of it.
+func ColdStarts(m *Module) int64 { return m.pool.coldStarts.Load() }

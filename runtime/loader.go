@@ -42,19 +42,45 @@ func (l Limits) guest() guest.Limits {
 // instance is a guest instance in a module's pool.
 type instance struct {
 	*guest.Instance
-	// session is the session this instance is bound to (IsolationSession).
-	session string
+	// owner is the session this instance is bound to (IsolationSession).
+	owner *sessionInstance
 	// pool counts the instance among its module's live ones.
 	pool *pool
+	// acct is the instance's account with the Runtime's memory budget: its
+	// memories' length is charged to it.
+	acct *memAccount
 }
 
-// adopt counts in among the pool's live instances.
-func (p *pool) adopt(in *guest.Instance) *instance {
+// adopt counts in among the pool's live instances. An instance made
+// without an account (none in the context it was made with) gets one
+// charged with what its memory holds now.
+func (p *pool) adopt(gi *guest.Instance) *instance {
 	p.live.Add(1)
-	return &instance{Instance: in, pool: p}
+	in := &instance{Instance: gi, pool: p}
+	acct, ok := gi.Memory.Account.(*memAccount)
+	if !ok || acct == nil {
+		acct = &memAccount{b: p.m.rt.budget}
+		acct.force(gi.Memory.Size())
+		gi.Memory.Account = acct
+	}
+	acct.in = in
+	in.acct = acct
+	return in
 }
 
 func (in *instance) close(ctx context.Context) {
 	in.pool.live.Add(-1)
 	in.Instance.Close(ctx)
+	in.acct.close()
+}
+
+// evict closes an instance the budget claimed (see budget.pop): it leaves
+// its pool's idle list, if it is there; a session that kept it finds its
+// account gone at its next call. Nothing of the guest stays referenced:
+// a session may hold the wrapper until its next call or its end (an hour,
+// for an idle HTTP session).
+func (in *instance) evict() {
+	in.pool.forget(in)
+	in.close(context.Background())
+	in.Instance = nil
 }

@@ -135,18 +135,22 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 		end := r.codeGuard.Begin()
 		defer end()
 	}
-	loaded, err := loader.Load(ctx, guest.Spec{Name: name, SHA256: m.sha256, Limits: limits.guest()}, mod)
+	// The load-time instance is charged to the budget like any other.
+	acct := &memAccount{b: r.budget}
+	loaded, err := loader.Load(withAccount(ctx, acct), guest.Spec{Name: name, SHA256: m.sha256, Limits: limits.guest()}, mod)
 	if err != nil {
+		acct.close()
 		return nil, err
 	}
 	if err := m.describe(loaded.Descriptor); err != nil {
 		loaded.First.Close(context.Background())
 		loaded.Engine.Close(ctx)
+		acct.close()
 		return nil, err
 	}
 	m.engine, m.imports, m.exports, m.maxCallDepth = loaded.Engine, loaded.Imports, loaded.Exports, loaded.MaxCallDepth
 	m.pool = newPool(m)
-	m.pool.idle = append(m.pool.idle, m.pool.adopt(loaded.First))
+	m.pool.putLoaded(m.pool.adopt(loaded.First))
 	return m, nil
 }
 

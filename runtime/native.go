@@ -212,6 +212,17 @@ func (e *native) initialize(ctx context.Context) (*guest.Instance, []byte, error
 			return nil, nil, fmt.Errorf("snapshot: %w", err)
 		}
 		e.snapshot = snap
+		if snap.Shared() {
+			// The load-time instance holds a private copy of the memory it
+			// initialized; the instance that waits in the pool for the
+			// first call maps the image like every later one.
+			mapped, err := e.NewInstance(ctx)
+			if err == nil {
+				in.Close(context.Background())
+				return mapped, raw, nil
+			}
+			e.rt.log.Warn("module keeps its load-time instance", "module", e.spec.Name, "error", err)
+		}
 	}
 	in.Random.Settle()
 	return in, raw, nil
@@ -242,7 +253,7 @@ func (e *native) runInit(ctx context.Context, in *guest.Instance) (instrument.St
 // newInstance instantiates e's compiled code. It runs no guest code: the
 // caller either runs _initialize or restores a snapshot.
 func (e *native) newInstance(ctx context.Context) (*guest.Instance, error) {
-	in, config := guest.NewShell(e.spec.SHA256, e.spec.Limits)
+	in, config := guest.NewShell(ctx, e.spec.SHA256, e.spec.Limits)
 	if e.snapshot != nil {
 		in.Memory.Cow = e.snapshot.NewMemory(e.spec.Limits.Memory)
 	}

@@ -2,12 +2,18 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // pool keeps a module's instances. Slots bound how many calls run at once;
-// idle instances wait, already reset, for the next call.
+// idle instances wait, already reset, for the next call. Every instance is
+// charged to the Runtime's memory budget (budget.go), which may evict idle
+// and session-kept ones; the pool learns of an eviction through forget, or,
+// for a session's instance, when its account is found gone.
 type pool struct {
 	m     *Module
 	slots chan struct{}
@@ -17,6 +23,18 @@ type pool struct {
 	idle     []*instance
 	sessions map[string]*sessionInstance
 	closed   bool
+	// need is the linear memory a new instance holds once ready, which is
+	// reserved before making one: what the load-time instance held.
+	need atomic.Uint64
+	// warming is set while a spare is made in the background (warm), so
+	// that there is at most one at a time; ctx ends it when the pool
+	// closes, and close waits for it.
+	warming bool
+	warm    sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	// coldStarts counts the instances made on a call's path, for tests.
+	coldStarts atomic.Int64
 }
 
 // sessionInstance is the instance a session keeps under IsolationSession;
@@ -24,13 +42,19 @@ type pool struct {
 type sessionInstance struct {
 	lock chan struct{}
 	in   *instance
+	// fresh is why the session's state was dropped, until a call of the
+	// session gets an instance again and reports it.
+	fresh string
 }
 
 func newPool(m *Module) *pool {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &pool{
 		m:        m,
 		slots:    make(chan struct{}, m.limits.MaxInstances),
 		sessions: make(map[string]*sessionInstance),
+		ctx:      ctx,
+		cancel:   cancel,
 	}
 }
 
@@ -46,38 +70,118 @@ func (m *Module) Live() int {
 	return int(m.pool.live.Load())
 }
 
+// putLoaded adds the load-time instance, in its initial state, to the idle
+// instances: the first call (or session) takes it.
+func (p *pool) putLoaded(in *instance) {
+	in.acct.settle()
+	p.need.Store(max(p.need.Load(), in.acct.held))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.idle = append(p.idle, in)
+	in.acct.park(acctIdle)
+}
+
 // acquire returns an instance for one call, waiting for a free slot as long
-// as ctx allows. release must follow.
-func (p *pool) acquire(ctx context.Context, session string) (*instance, error) {
+// as ctx allows. release must follow. fresh is set (to MetaFreshState's
+// value) when the session's state was dropped since its last call.
+func (p *pool) acquire(ctx context.Context, session string) (in *instance, fresh string, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, "", ctx.Err()
 	}
 	if p.m.limits.Isolation == IsolationSession && session != "" {
-		in, err := p.acquireSession(ctx, session)
+		in, fresh, err := p.acquireSession(ctx, session)
 		if err != nil {
 			<-p.slots
 		}
-		return in, err
+		return in, fresh, err
 	}
-	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
-		in := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		return in, nil
+	if in := p.takeIdle(); in != nil {
+		return in, "", nil
 	}
-	p.mu.Unlock()
-	in, err := p.m.freshInstance(ctx)
+	in, err = p.fresh(ctx, false)
 	if err != nil {
 		<-p.slots
+		return nil, "", err
+	}
+	return in, "", nil
+}
+
+// takeIdle claims an idle instance, skipping any the budget is evicting.
+func (p *pool) takeIdle() *instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		in := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		if in.acct.take() {
+			return in
+		}
+		// Claimed by the evictor, which closes it.
+	}
+	return nil
+}
+
+// warmLocked starts making a spare instance in the background, so that the
+// next new session (or concurrent call) finds one ready instead of paying
+// for an instantiation. At most one is made at a time, and only while no
+// instance is idle; it is charged to the budget but evicts nothing to get
+// there. release calls it once a call has ended, so that on a busy machine
+// the spare does not compete with the call that took the last idle
+// instance. Called with p.mu held.
+func (p *pool) warmLocked() {
+	if p.closed || p.warming || len(p.idle) > 0 {
+		return
+	}
+	p.warming = true
+	p.warm.Add(1)
+	go func() {
+		defer p.warm.Done()
+		in, err := p.fresh(p.ctx, true)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.warming = false
+		if err != nil {
+			p.m.rt.log.Debug("no spare instance made", "module", p.m.name, "error", err)
+			return
+		}
+		if p.closed || len(p.idle) >= max(p.m.limits.MaxInstances, 1) || !in.acct.park(acctIdle) {
+			in.close(context.Background())
+			return
+		}
+		p.idle = append(p.idle, in)
+	}()
+}
+
+// fresh makes an instance in the module's initial state, with the memory
+// it needs reserved in the budget first. A spare evicts nothing.
+func (p *pool) fresh(ctx context.Context, spare bool) (*instance, error) {
+	if !spare {
+		p.coldStarts.Add(1)
+	}
+	acct, err := p.m.rt.budget.open(ctx, p.need.Load(), spare)
+	if err != nil {
+		return nil, p.m.unavailable(err)
+	}
+	in, err := p.m.freshInstance(withAccount(ctx, acct))
+	if err != nil {
+		acct.close()
+		if acct.refused.Load() {
+			return nil, p.m.unavailable(err)
+		}
 		return nil, err
 	}
+	acct.settle()
 	return in, nil
 }
 
-func (p *pool) acquireSession(ctx context.Context, session string) (*instance, error) {
+// unavailable is the refusal of an instance for want of budget.
+func (m *Module) unavailable(err error) error {
+	return tool.Errorf(tool.KindUnavailable, "no instance of %s can start: %v", m.name, err)
+}
+
+func (p *pool) acquireSession(ctx context.Context, session string) (*instance, string, error) {
 	p.mu.Lock()
 	s, ok := p.sessions[session]
 	if !ok {
@@ -88,29 +192,40 @@ func (p *pool) acquireSession(ctx context.Context, session string) (*instance, e
 	select {
 	case s.lock <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, "", ctx.Err()
+	}
+	if s.in != nil && !s.in.acct.take() {
+		// Evicted for the budget while the session was between calls.
+		s.in = nil
+		s.fresh = freshStateEvicted
 	}
 	if s.in == nil {
-		in, err := p.m.freshInstance(ctx)
-		if err != nil {
-			<-s.lock
-			return nil, err
+		in := p.takeIdle()
+		if in == nil {
+			var err error
+			if in, err = p.fresh(ctx, false); err != nil {
+				<-s.lock
+				return nil, "", err
+			}
 		}
-		in.session = session
+		in.owner = s
 		s.in = in
 	}
-	return s.in, nil
+	fresh := s.fresh
+	s.fresh = ""
+	return s.in, fresh, nil
 }
 
 // release returns in after a call. A broken instance is discarded; under
 // IsolationCall a healthy one is reset to its initial state first.
 func (p *pool) release(ctx context.Context, in *instance, healthy bool) {
 	defer func() { <-p.slots }()
-	if in.session != "" {
+	if s := in.owner; s != nil {
 		p.mu.Lock()
-		s := p.sessions[in.session]
+		closed := p.closed
+		p.warmLocked()
 		p.mu.Unlock()
-		if !healthy {
+		if !healthy || closed || !in.acct.park(acctParked) {
 			in.close(ctx)
 			s.in = nil
 		}
@@ -124,11 +239,21 @@ func (p *pool) release(ctx context.Context, in *instance, healthy bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !healthy || p.closed || len(p.idle) >= p.m.limits.MaxInstances {
+	if !healthy || p.closed || len(p.idle) >= p.m.limits.MaxInstances || !in.acct.park(acctIdle) {
 		in.close(ctx)
+		p.warmLocked()
 		return
 	}
 	p.idle = append(p.idle, in)
+}
+
+// forget drops an instance the budget evicts from the idle list.
+func (p *pool) forget(in *instance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.idle, in); i >= 0 {
+		p.idle = slices.Delete(p.idle, i, i+1)
+	}
 }
 
 // endSession discards the instance a session kept.
@@ -141,9 +266,10 @@ func (p *pool) endSession(ctx context.Context, session string) {
 		return
 	}
 	s.lock <- struct{}{} // wait for the session's running call, if any
-	if s.in != nil {
+	if s.in != nil && s.in.acct.take() {
 		s.in.close(ctx)
 	}
+	s.in = nil
 }
 
 func (p *pool) close(ctx context.Context) {
@@ -154,12 +280,24 @@ func (p *pool) close(ctx context.Context) {
 	sessions := p.sessions
 	p.sessions = map[string]*sessionInstance{}
 	p.mu.Unlock()
+	p.cancel()
+	p.warm.Wait()
 	for _, in := range idle {
-		in.close(ctx)
+		if in.acct.take() {
+			in.close(ctx)
+		}
 	}
+	// A session's instance running a call is closed by release (which
+	// sees closed); one the budget claimed, by the evictor.
 	for _, s := range sessions {
-		if s.in != nil {
-			s.in.close(ctx)
+		select {
+		case s.lock <- struct{}{}:
+			if in := s.in; in != nil && in.acct.take() {
+				in.close(ctx)
+			}
+			s.in = nil
+			<-s.lock
+		default:
 		}
 	}
 }

@@ -32,6 +32,13 @@ type Options struct {
 	// Interpreter selects wazero's interpreter instead of its compiler. The
 	// compiler is faster; the interpreter serves determinism tests.
 	Interpreter bool
+	// MaxInstanceMemory bounds the linear memory of all instances of all
+	// modules together (0 means DefaultMaxInstanceMemory). When a new
+	// instance or a growing one would pass it, idle instances are closed
+	// first, then those sessions keep between calls, least recently used
+	// first; only when every instance is running a call is the request
+	// refused, with tool.KindUnavailable.
+	MaxInstanceMemory uint64
 }
 
 // Runtime compiles and instantiates tool modules. It is safe for concurrent
@@ -66,6 +73,8 @@ type Runtime struct {
 	loads     sync.WaitGroup
 	bodyLoads atomic.Int64
 	testHooks testHooks
+	// budget bounds the linear memory of every instance (budget.go).
+	budget *budget
 }
 
 // New returns a Runtime with WASI and the warden host module instantiated.
@@ -89,7 +98,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 
 	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
 		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
-		manifests:    newManifestStore(opts.CacheDir, logger)}
+		manifests:    newManifestStore(opts.CacheDir, logger),
+		budget:       newBudget(opts.MaxInstanceMemory)}
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
 		if dir == "" {

@@ -36,13 +36,17 @@ const (
 	KindBadOutput Kind = "bad_output"
 	// KindInternal: warden itself failed; a bug, never the tool's fault.
 	KindInternal Kind = "internal"
+	// KindUnavailable: the call could not run for want of a shared resource
+	// every instance is holding (server.max_instance_memory); nothing was
+	// wrong with the call, and a later one may run.
+	KindUnavailable Kind = "unavailable"
 )
 
 // Kinds lists every Kind, in documentation order.
 var Kinds = []Kind{
 	KindInvalidArguments, KindNotFound, KindDenied, KindFailed, KindCancelled,
 	KindTimeout, KindOutOfFuel, KindOutOfMemory, KindTrapped, KindGuestExit,
-	KindBadOutput, KindInternal,
+	KindBadOutput, KindInternal, KindUnavailable,
 }
 
 // Valid reports whether k is one of the defined kinds.

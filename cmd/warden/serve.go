@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,6 +65,7 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				logger.Warn("tools dir changes will need a restart", "error", err)
 			}
 			cfg := a.Config()
+			setMemoryLimit(uint64(cfg.Server.MaxInstanceMemory))
 			opts := mcpserver.Options{
 				Name:        "warden",
 				Version:     version,
@@ -121,4 +124,21 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 	cmd.Flags().DurationVar(&queueWait, "queue-wait", 0, "how long an extra call waits for a slot (default: server.queue_wait)")
 	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN)")
 	return cmd
+}
+
+// memoryHeadroom is what the Go heap may hold on top of the instance memory
+// budget before the collector works harder: the server's own state, and
+// garbage from instances the budget evicted.
+const memoryHeadroom = 256 << 20
+
+// setMemoryLimit gives the Go collector a soft limit of the instance memory
+// budget plus memoryHeadroom, unless GOMEMLIMIT sets one. The budget bounds
+// what instances hold; without a limit, an evicted instance's memory is
+// garbage that the collector, pacing by the live heap, lets pile up to
+// about twice the budget before it is reclaimed.
+func setMemoryLimit(budget uint64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(int64(min(budget, 1<<40) + memoryHeadroom))
 }

@@ -62,7 +62,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps.list(), Logger: logger})
+	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps.list(), Logger: logger,
+		MaxInstanceMemory: uint64(cfg.Server.MaxInstanceMemory)})
 	if err != nil {
 		return nil, err
 	}
@@ -539,6 +540,13 @@ func (a *App) notify() {
 	for _, f := range subs {
 		f()
 	}
+}
+
+var _ mcpserver.StatsReporter = (*App)(nil)
+
+// Stats reports resource use for /healthz: the instance memory budget.
+func (a *App) Stats() map[string]any {
+	return map[string]any{"instanceMemory": a.rt.InstanceMemory()}
 }
 
 // EndSession releases what a client session kept (IsolationSession).

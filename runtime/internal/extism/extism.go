@@ -405,7 +405,7 @@ func isPluginError(in *guest.Instance, err error) bool {
 // running any of its code.
 func (x *plugin) newInstance(ctx context.Context) (*guest.Instance, error) {
 	limits := x.spec.Limits
-	in, config := guest.NewShell(x.spec.SHA256, limits)
+	in, config := guest.NewShell(ctx, x.spec.SHA256, limits)
 	ext := &pluginInstance{}
 	if x.fs != nil {
 		// One preopen, "/", whose every operation is a warden.fs request
@@ -417,7 +417,7 @@ func (x *plugin) newInstance(ctx context.Context) (*guest.Instance, error) {
 	}
 	// Every memory of the instance (the kernel's and the plugin's) gets the
 	// tool's limit, and a refusal marks the call out of memory.
-	allocCtx := experimental.WithMemoryAllocator(ctx, extismAllocator{limit: limits.Memory, refused: &in.Memory.Refused})
+	allocCtx := experimental.WithMemoryAllocator(ctx, extismAllocator{limit: limits.Memory, refused: &in.Memory.Refused, acct: in.Memory.Account})
 	p, err := x.compiled.Instance(allocCtx, sdk.PluginInstanceConfig{ModuleConfig: config})
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
@@ -643,12 +643,13 @@ func NativeResponse(out []byte, limit int, name string, denial *tool.Error) ([]b
 type extismAllocator struct {
 	limit   uint64
 	refused *atomic.Bool
+	acct    guest.Account
 }
 
 var _ experimental.MemoryAllocator = extismAllocator{}
 
 func (a extismAllocator) Allocate(capacity, maximum uint64) experimental.LinearMemory {
-	fm := &flaggedMemory{LimitedMemory: guest.LimitedMemory{Limit: a.limit}, refused: a.refused}
+	fm := &flaggedMemory{LimitedMemory: guest.LimitedMemory{Limit: a.limit, Account: a.acct}, refused: a.refused}
 	fm.LimitedMemory.Allocate(capacity, maximum)
 	return fm
 }

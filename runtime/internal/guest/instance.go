@@ -84,10 +84,10 @@ func (r *Random) Settle() { r.settled.Store(true) }
 // output, random source, interruptible sleep) for a module of the given
 // digest and limits, and the WASI module config that wires it in. Every
 // loader instantiates with it.
-func NewShell(digest string, limits Limits) (*Instance, wazero.ModuleConfig) {
+func NewShell(ctx context.Context, digest string, limits Limits) (*Instance, wazero.ModuleConfig) {
 	in := &Instance{
 		Random: NewRandom(digest),
-		Memory: &LimitedMemory{Limit: limits.Memory},
+		Memory: &LimitedMemory{Limit: limits.Memory, Account: AccountFrom(ctx)},
 		Stdout: &BoundedBuffer{limit: limits.CaptureBytes},
 		Stderr: &BoundedBuffer{limit: limits.CaptureBytes},
 	}
@@ -164,12 +164,40 @@ func (in *Instance) WriteGuest(ctx context.Context, data []byte) uint64 {
 	return uint64(ptr)<<32 | uint64(len(data))
 }
 
+// Account is charged with the bytes of an instance's linear memories: the
+// runtime's instance memory budget, which the loaders do not know.
+type Account interface {
+	// Force charges n bytes that cannot be refused.
+	Force(n uint64)
+	// Grow charges delta more bytes, or reports false to refuse them.
+	Grow(delta uint64) bool
+	// Free returns n bytes.
+	Free(n uint64)
+}
+
+type accountKey struct{}
+
+// WithAccount returns ctx carrying the account the instance made with it
+// is charged to (see NewShell).
+func WithAccount(ctx context.Context, a Account) context.Context {
+	return context.WithValue(ctx, accountKey{}, a)
+}
+
+// AccountFrom returns the account ctx carries, or nil.
+func AccountFrom(ctx context.Context) Account {
+	a, _ := ctx.Value(accountKey{}).(Account)
+	return a
+}
+
 // LimitedMemory backs a guest's linear memory and refuses to grow it past the
 // tool's limit, remembering that it did: that is how a call is known to have
 // run out of memory, whatever the guest did next.
 type LimitedMemory struct {
 	buf   []byte
 	Limit uint64
+	// Account, if set, is charged with the memory's length (the runtime's
+	// instance memory budget): growth it refuses is refused.
+	Account Account
 	// Refused is set when a growth was refused; the call path clears it
 	// before each call.
 	Refused atomic.Bool
@@ -193,6 +221,17 @@ func (lm *LimitedMemory) Reallocate(size uint64) []byte {
 		lm.Refused.Store(true)
 		return nil
 	}
+	if lm.Account != nil {
+		if n := lm.Size(); size > n {
+			if n == 0 {
+				// The declared minimum, at instantiation: wazero cannot be
+				// told it is refused.
+				lm.Account.Force(size)
+			} else if !lm.Account.Grow(size - n) {
+				return nil
+			}
+		}
+	}
 	if lm.Cow != nil {
 		return lm.Cow.Reallocate(size)
 	}
@@ -208,6 +247,9 @@ func (lm *LimitedMemory) Reallocate(size uint64) []byte {
 }
 
 func (lm *LimitedMemory) Free() {
+	if lm.Account != nil {
+		lm.Account.Free(lm.Size())
+	}
 	lm.buf = nil
 	if lm.Cow != nil {
 		lm.Cow.Free()

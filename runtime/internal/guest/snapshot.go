@@ -106,5 +106,8 @@ func (s *Snapshot) NewMemory(limit uint64) *cowmem.Memory {
 // Close lets the image go once the instances mapping it are closed.
 func (s *Snapshot) Close() { s.image.Close() }
 
+// Shared reports whether instances map the image copy-on-write.
+func (s *Snapshot) Shared() bool { return s.image.Shared() }
+
 // Len is the snapshot's memory length in bytes.
 func (s *Snapshot) Len() int { return s.image.Len() }
