@@ -48,6 +48,19 @@ func BuildGoFile(t testing.TB, pkgDir string) string {
 	return path
 }
 
+// BuildGoFileVars is BuildGoFile with string variables of package main set
+// at link time (-ldflags "-X main.<name>=<value>"), so that one source yields
+// several distinct modules, each cached under its own key. Names and values
+// must not contain spaces, quotes or '='.
+func BuildGoFileVars(t testing.TB, pkgDir string, vars map[string]string) string {
+	t.Helper()
+	path, err := buildGoVariant(pkgDir, vars)
+	if err != nil {
+		t.Fatalf("testwasm.BuildGoFileVars(%s, %v): %v", pkgDir, vars, err)
+	}
+	return path
+}
+
 // WAT assembles the WebAssembly text file watFile with wat2wasm.
 func WAT(t testing.TB, watFile string) []byte {
 	t.Helper()
@@ -106,12 +119,32 @@ func buildGo(pkgDir string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-func buildGoFile(pkgDir string) (string, error) {
+func buildGoFile(pkgDir string) (string, error) { return buildGoVariant(pkgDir, nil) }
+
+// ldflags turns vars into -X flags, in a stable order (they are part of the
+// cache key).
+func ldflags(vars map[string]string) (string, error) {
+	var xs []string
+	for name, value := range vars {
+		if name == "" || strings.ContainsAny(name+value, " \t\n\"'=`") {
+			return "", fmt.Errorf("variable %q=%q: names and values must not contain spaces, quotes or '='", name, value)
+		}
+		xs = append(xs, "-X main."+name+"="+value)
+	}
+	sort.Strings(xs)
+	return strings.Join(xs, " "), nil
+}
+
+func buildGoVariant(pkgDir string, vars map[string]string) (string, error) {
 	dir, err := filepath.Abs(pkgDir)
 	if err != nil {
 		return "", err
 	}
-	key, err := contentKey(dir)
+	flags, err := ldflags(vars)
+	if err != nil {
+		return "", err
+	}
+	key, err := contentKey(dir, flags)
 	if err != nil {
 		return "", err
 	}
@@ -126,7 +159,7 @@ func buildGoFile(pkgDir string) (string, error) {
 		if _, err := os.Stat(path); err == nil {
 			return
 		}
-		b.err = goBuild(dir, path)
+		b.err = goBuild(dir, path, flags)
 	})
 	if b.err != nil {
 		// Let a later test retry: the failure may be fixed by then (it is
@@ -174,14 +207,18 @@ func goTool() string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-func goBuild(dir, dest string) error {
+func goBuild(dir, dest, ldflags string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(dest), ".build-*.wasm")
 	if err != nil {
 		return err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command(goTool(), "build", "-buildmode=c-shared", "-o", tmp.Name(), ".")
+	args := []string{"build", "-buildmode=c-shared", "-o", tmp.Name()}
+	if ldflags != "" {
+		args = append(args, "-ldflags="+ldflags)
+	}
+	cmd := exec.Command(goTool(), append(args, ".")...)
 	cmd.Dir = dir
 	cmd.Env = goEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -193,8 +230,9 @@ func goBuild(dir, dest string) error {
 // contentKey hashes what the build of dir depends on outside the standard
 // library and the module cache: the toolchain, go.mod/go.sum, and every file
 // of every package in the import graph. Module-cache packages are named by
-// their directory, which includes the version and is immutable.
-func contentKey(dir string) (string, error) {
+// their directory, which includes the version and is immutable. ldflags
+// (the link-time variables) are part of the key.
+func contentKey(dir, ldflags string) (string, error) {
 	cmd := exec.Command(goTool(), "list", "-deps",
 		"-f", "{{if not .Standard}}{{.Dir}}{{end}}", ".")
 	cmd.Dir = dir
@@ -207,6 +245,9 @@ func contentKey(dir string) (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", runtime.Version(), strings.Join(goEnv()[:5], " "))
+	if ldflags != "" {
+		fmt.Fprintf(h, "ldflags %s\n", ldflags)
+	}
 	modCache := goModCache()
 	dirs := strings.Fields(string(out))
 	sort.Strings(dirs)

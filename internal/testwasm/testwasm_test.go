@@ -110,17 +110,46 @@ func TestBuildGoKeyFollowsContent(t *testing.T) {
 	}
 	write("go.mod", "module scratch\n\ngo 1.24\n")
 	write("main.go", "package main\n\nfunc main() {}\n")
-	k1, err := contentKey(dir)
+	k1, err := contentKey(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	write("main.go", "package main\n\nfunc main() { println() }\n")
-	k2, err := contentKey(dir)
+	k2, err := contentKey(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k1 == k2 {
 		t.Fatal("changing main.go did not change the cache key")
+	}
+}
+
+// TestBuildGoVarsDistinct: link-time variables make distinct modules from one
+// source, cached apart, and the same variables reuse the same file.
+func TestBuildGoVarsDistinct(t *testing.T) {
+	const pkg = "../../bench/testdata/tool"
+	a, err := buildGoVariant(pkg, map[string]string{"name": "tool_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := buildGoVariant(pkg, map[string]string{"name": "tool_b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := buildGoVariant(pkg, map[string]string{"name": "tool_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b || a != again {
+		t.Fatalf("paths %s, %s, %s: want the two variants apart and the repeat cached", a, b, again)
+	}
+	wa, _ := os.ReadFile(a)
+	wb, _ := os.ReadFile(b)
+	if !bytes.Contains(wa, []byte("tool_a")) || bytes.Contains(wa, []byte("tool_b")) || !bytes.Contains(wb, []byte("tool_b")) {
+		t.Fatal("the variable's value is not what each module carries")
+	}
+	if _, err := buildGoVariant(pkg, map[string]string{"name": "two words"}); err == nil || !strings.Contains(err.Error(), `"two words"`) {
+		t.Fatalf("a value with a space: got %v, want an error naming it", err)
 	}
 }
 
