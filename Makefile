@@ -7,7 +7,7 @@
 export GOTOOLCHAIN := local
 GO ?= go
 
-.PHONY: all build tools demo serve test test-go test-race test-conformance
+.PHONY: all build tools demo serve test test-go test-race test-conformance bench-scale
 
 all: build tools
 
@@ -44,3 +44,7 @@ test-race:
 test-conformance: all
 	WARDEN=$(CURDIR)/bin/warden .ci/conformance/run.sh
 	WARDEN=$(CURDIR)/bin/warden .ci/conformance/inspector.sh
+
+# The scale benchmarks of docs/performance.md (minutes; not part of test).
+bench-scale:
+	go test ./bench -run '^$$' -bench 'Startup|Sessions' -benchtime 1x -timeout 60m
