@@ -43,3 +43,7 @@ func WaitSpare(m *Module) { m.pool.warm.Wait() }
 // ColdStarts counts the instances of m made on a call's path rather than
 // ahead of it.
 func ColdStarts(m *Module) int64 { return m.pool.coldStarts.Load() }
+
+// InstrumentPasses counts the instrumentation passes r ran (a load whose
+// pass output came from the disk cache runs none).
+func InstrumentPasses(r *Runtime) int64 { return r.host.Passes.Load() }

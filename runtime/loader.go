@@ -21,7 +21,9 @@ func (r *Runtime) newLoaders() []guest.Loader {
 		Capabilities: r.capabilities,
 		Log:          r.log,
 		Compile:      r.compile,
+		Instrumented: r.instrumented,
 	}
+	r.host = host
 	return []guest.Loader{extism.Loader{Host: host}, nativeLoader{rt: r}}
 }
 

@@ -51,7 +51,7 @@ func (nativeLoader) Claims(*wb.Module) bool { return true }
 func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*guest.Loaded, error) {
 	// Instrument before anything else reads the module: a malformed module
 	// is refused by the pass, with the offset, before the compiler sees it.
-	instrumented, err := instrument.InstrumentModule(mod, instrument.Config{
+	instrumented, err := l.rt.host.Instrument(spec, "native", mod, instrument.Config{
 		Fuel:          true,
 		MaxCallDepth:  instrument.DefaultMaxCallDepth,
 		ExportGlobals: true,

@@ -16,6 +16,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/runtime/internal/codecache"
 	"github.com/warden-run/warden/runtime/internal/guest"
+	"github.com/warden-run/warden/runtime/internal/instcache"
 	"github.com/warden-run/warden/runtime/internal/manifest"
 )
 
@@ -51,7 +52,11 @@ type Runtime struct {
 	cache    wazero.CompilationCache
 	// codeGuard checks the disk cache of compiled code around every load;
 	// nil when there is none.
-	codeGuard    *codecache.Guard
+	codeGuard *codecache.Guard
+	// instrumented keeps instrumentation results beside the compiled code
+	// (nil when there is no disk cache); host is what the loaders share.
+	instrumented *instcache.Store
+	host         *guest.Host
 	capabilities map[string]hostfuncs.Capability
 	log          *slog.Logger
 	// compiles counts compiles in flight, abandoned ones included (see
@@ -124,6 +129,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 				return nil, fmt.Errorf("compilation cache %s: %w", dir, err)
 			}
 			r.cache, r.codeGuard = cache, guard
+			r.instrumented = instcache.New(filepath.Join(dir, "instrumented"), logger)
 			config = config.WithCompilationCache(cache)
 		}
 	}

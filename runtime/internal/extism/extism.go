@@ -132,7 +132,8 @@ func (l Loader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*gue
 	if _, err := moveImports(mod, extismEnvModule, extismWardenModule, extismServed); err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	instrumented, err := instrument.InstrumentModule(mod, instrument.Config{
+	// The key names the import move above: a function of the bytes.
+	instrumented, err := l.Host.Instrument(spec, "extism (env imports moved to warden)", mod, instrument.Config{
 		Fuel:          true,
 		MaxCallDepth:  instrument.DefaultMaxCallDepth,
 		ExportGlobals: true,

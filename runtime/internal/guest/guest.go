@@ -14,11 +14,13 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/runtime/internal/instcache"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
 	"github.com/warden-run/warden/tool"
@@ -103,6 +105,28 @@ type Host struct {
 	// Compile compiles wasm within budget, in one of the runtime's compile
 	// slots (Runtime.compile).
 	Compile func(ctx context.Context, wasm []byte, budget time.Duration) (wazero.CompiledModule, error)
+	// Instrumented keeps the instrumentation pass's output across loads
+	// (nil keeps nothing); Passes counts the passes run.
+	Instrumented *instcache.Store
+	Passes       atomic.Int64
+}
+
+// Instrument returns the instrumentation pass's output for mod under cfg:
+// from h.Instrumented when a load of the same bytes by the same loader
+// stored it, else by running the pass (and storing its output). loader
+// names the loader and the edits it made to mod before the pass.
+func (h *Host) Instrument(spec Spec, loader string, mod *wb.Module, cfg instrument.Config) (*instrument.Result, error) {
+	key := instcache.Key(spec.SHA256, loader, cfg)
+	if res, ok := h.Instrumented.Get(key); ok {
+		return res, nil
+	}
+	h.Passes.Add(1)
+	res, err := instrument.InstrumentModule(mod, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h.Instrumented.Put(key, res)
+	return res, nil
 }
 
 // ExportNames lists compiled's exported functions and memories, sorted,

@@ -1,0 +1,77 @@
+package instcache
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/warden-run/warden/runtime/internal/instrument"
+)
+
+func sample() *instrument.Result {
+	return &instrument.Result{
+		Wasm: []byte("\x00asm\x01\x00\x00\x00"), FuelGlobal: "warden:fuel", ReserveGlobal: "warden:reserve",
+		DepthGlobal: "warden:depth", MaxCallDepth: 1000, PagesGlobal: "warden:pages",
+		Globals: []string{"g0", "g1"}, MutatesTables: true, Deepest: 7, StartExport: "warden:start",
+	}
+}
+
+func TestRoundTripAndStore(t *testing.T) {
+	key := Key("abc", "native", instrument.Config{Fuel: true})
+	data, err := Encode(key, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(key, data)
+	if err != nil || !reflect.DeepEqual(got, sample()) {
+		t.Fatalf("round trip: %v %+v", err, got)
+	}
+	if _, err := Decode(Key("abc", "native", instrument.Config{Fuel: false}), data); err == nil {
+		t.Fatal("an entry decoded under another Config's key")
+	}
+	s := New(t.TempDir(), nil)
+	if _, ok := s.Get(key); ok {
+		t.Fatal("hit in an empty store")
+	}
+	s.Put(key, sample())
+	if got, ok := s.Get(key); !ok || !reflect.DeepEqual(got, sample()) {
+		t.Fatalf("store round trip: %v %+v", ok, got)
+	}
+	var none *Store
+	none.Put(key, sample())
+	if _, ok := none.Get(key); ok {
+		t.Fatal("a nil store hit")
+	}
+}
+
+func TestKeysDiffer(t *testing.T) {
+	base := Key("abc", "native", instrument.Config{})
+	for _, k := range []string{
+		Key("abd", "native", instrument.Config{}),
+		Key("abc", "extism", instrument.Config{}),
+		Key("abc", "native", instrument.Config{Limits: instrument.Limits{MaxNesting: 1}}),
+	} {
+		if k == base {
+			t.Fatal("two different loads share a key")
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	key := Key("abc", "native", instrument.Config{})
+	good, _ := Encode(key, sample())
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte(magic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := Decode(key, data)
+		if err != nil {
+			return
+		}
+		// Whatever decodes is exactly what Encode writes for it.
+		again, err := Encode(key, res)
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("decoded entry does not re-encode to its bytes")
+		}
+	})
+}
