@@ -61,6 +61,25 @@ type Tools struct {
 	Grants   map[string]Grant  `mapstructure:"grants"`
 	// Pins maps a module name to the sha256 approved at install.
 	Pins map[string]string `mapstructure:"pins"`
+	// Gates decide, per tool name or pattern, whether a call runs: block,
+	// confirm (ask the person first) or result (a fixed answer).
+	Gates map[string]Gate `mapstructure:"gates"`
+	// Expose and Hide choose the tools clients see, by name pattern
+	// (path.Match syntax): a tool is served when it matches Expose (or
+	// Expose is empty) and does not match Hide.
+	Expose []string `mapstructure:"expose"`
+	Hide   []string `mapstructure:"hide"`
+}
+
+// Gate is what happens before a call of the tools it applies to runs.
+type Gate struct {
+	// Action is "block", "confirm", "result" or "allow" (no gate, e.g. to
+	// exempt one tool from a pattern or from the destructive default).
+	Action string `mapstructure:"action"`
+	// Message is shown to the person (confirm) or returned (block).
+	Message string `mapstructure:"message"`
+	// Result is the text a "result" gate returns instead of running.
+	Result string `mapstructure:"result"`
 }
 
 // Limits mirror runtime.Limits with human units ("30s", "128MiB").
@@ -83,6 +102,10 @@ type Limits struct {
 	// instead of on its first call.
 	IdleTTL time.Duration `mapstructure:"idle_ttl"`
 	Preload bool          `mapstructure:"preload"`
+	// ClientWait bounds how long a call waits for the client (and the
+	// person behind it) to answer an elicitation, sampling or roots
+	// request; the call's own deadline and fuel do not run meanwhile.
+	ClientWait time.Duration `mapstructure:"client_wait"`
 }
 
 // Grant is what one tool may use. Nothing is granted unless listed.
@@ -97,6 +120,9 @@ type Grant struct {
 	LSP          []string `mapstructure:"lsp"`
 	Net          []string `mapstructure:"net"`
 	Env          []string `mapstructure:"env"`
+	// Client lists what the tool may ask of the MCP client: elicit,
+	// sample, roots (tool.ClientFeatures).
+	Client []string `mapstructure:"client"`
 }
 
 // FSGrant lists paths relative to a root.
@@ -110,6 +136,13 @@ type Security struct {
 	// Deny lists extra path patterns no tool may touch, on top of the
 	// built-in deny-list.
 	Deny []string `mapstructure:"deny"`
+	// Confirm is "on" (the default: a destructive tool holding a write,
+	// net or env grant asks the person before each call unless a gate says
+	// otherwise) or "off".
+	Confirm string `mapstructure:"confirm"`
+	// Prompts is "on" (the default: a call denied a capability its tool
+	// requested asks the person, when the client can be asked) or "off".
+	Prompts string `mapstructure:"prompts"`
 }
 
 // Server configures `warden serve`.
@@ -135,6 +168,9 @@ type Server struct {
 	// MaxInstanceMemory bounds the linear memory of all tool instances
 	// together (runtime.Options.MaxInstanceMemory). Read at start.
 	MaxInstanceMemory ByteSize `mapstructure:"max_instance_memory"`
+	// StateKey keys the HMAC of input-required requestState (and so lets
+	// replicas accept each other's); empty means a random key per process.
+	StateKey string `mapstructure:"state_key"`
 }
 
 // LSP configures the language servers behind the lsp capability.
@@ -202,6 +238,12 @@ var defaults = map[string]any{
 	"tools::defaults::compile_budget": "60s",
 	"tools::defaults::idle_ttl":       "10m",
 	"tools::defaults::preload":        false,
+	"tools::defaults::client_wait":    "5m",
+	"tools::expose":                   []string{},
+	"tools::hide":                     []string{},
+	"security::confirm":               "on",
+	"security::prompts":               "on",
+	"server::state_key":               "",
 	"server::http":                    "127.0.0.1:7331",
 	"server::token":                   "",
 	"server::page_size":               100,
@@ -376,7 +418,13 @@ func (c *Config) Validate() error {
 				fail(key+".memory_topics", "%v", err)
 			}
 		}
+		for _, f := range g.Client {
+			if err := tool.ValidateClientFeature(f); err != nil {
+				fail(key+".client", "%v", err)
+			}
+		}
 	}
+	c.validateGates(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]
 		if !runtime.ValidModuleName(name) {
@@ -468,6 +516,7 @@ func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
 		LSP:          g.LSP,
 		Net:          g.Net,
 		Env:          g.Env,
+		Client:       g.Client,
 	}, nil
 }
 

@@ -25,7 +25,7 @@ type GrantChange struct {
 }
 
 // GrantKeys are the keys of a tool's grant, as `warden grant` spells them.
-var GrantKeys = []string{"fs.read", "fs.write", "memory", "memory.topics", "lsp", "net", "env"}
+var GrantKeys = []string{"fs.read", "fs.write", "memory", "memory.topics", "lsp", "net", "env", "client"}
 
 // grantKey is where a GrantKeys entry lives under tools.grants.<tool> and
 // how its values are checked and compared.
@@ -44,6 +44,7 @@ var grantKeys = map[string]grantKey{
 	"lsp":           {path: []string{"lsp"}, list: true, check: checkLanguage, fold: true},
 	"net":           {path: []string{"net"}, list: true, check: net.ValidateGrant, fold: true},
 	"env":           {path: []string{"env"}, list: true, check: checkEnvKey, fold: true},
+	"client":        {path: []string{"client"}, list: true, check: tool.ValidateClientFeature, fold: true},
 }
 
 // ParseGrantChange parses "fs.read=src,docs", "memory=read" or, for

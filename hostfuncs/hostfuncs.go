@@ -23,6 +23,16 @@ type Call struct {
 	Grants tool.Capabilities
 	// Observer receives the call's log lines and progress; never nil.
 	Observer tool.Observer
+	// Requested is what the tool's descriptor asks for: a denial of one of
+	// these may be put to the person (a permission prompt).
+	Requested tool.Capabilities
+	// Client is the MCP client behind the call, nil when none can be
+	// asked (see tool.Client).
+	Client tool.Client
+	// Hold stops the call's deadline while the call waits for the client
+	// (a person answering), until the returned release is called. Never
+	// nil when Client is not.
+	Hold func() (release func())
 }
 
 // Capability serves the requests of one warden.<Name> import.

@@ -80,6 +80,9 @@ type Call struct {
 	Session string
 	// Observer receives the call's progress and log lines; never nil.
 	Observer tool.Observer
+	// Client is the client behind the call, for what the call asks of it
+	// (elicitation, sampling, roots); never nil.
+	Client tool.Client
 }
 
 // Keys of the _meta objects the server reads and writes. Tool _meta carries
@@ -129,6 +132,13 @@ type Options struct {
 	// Logger receives the server's own logs and every guest log line. It
 	// must not write to stdout when serving stdio. nil logs text to stderr.
 	Logger *slog.Logger
+	// StateKey keys the HMAC of the requestState of input-required
+	// results; servers sharing a key accept each other's states. nil means
+	// a random key: states then do not survive a restart.
+	StateKey []byte
+	// ClientWait returns how long a requestState stays valid: the bound on
+	// a person's answer (tools.defaults.client_wait). nil means 5 minutes.
+	ClientWait func() time.Duration
 }
 
 // Defaults applied by [New] to zero Options fields.
@@ -158,6 +168,9 @@ type Server struct {
 	// sessions holds the IDs of live sessions that made calls, watched so
 	// that a SessionEnder hears when they end.
 	sessions sync.Map
+
+	// states seals and opens the requestState of input-required results.
+	states *stateSealer
 
 	resyncPending atomic.Bool
 	resyncRunning atomic.Bool
@@ -194,6 +207,7 @@ func New(tools Tools, opts Options) *Server {
 		log:        opts.Logger,
 		slots:      make(chan struct{}, opts.MaxInFlight),
 		registered: make(map[string][]byte),
+		states:     newStateSealer(opts.StateKey),
 	}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: opts.Instructions,
@@ -447,15 +461,31 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 
 		session := req.Session.ID()
 		s.watchSession(session, req.Session)
+		args := arguments(req.Params.Arguments)
+		link := newClientLink(req.Session, req.ClientCapabilities())
+		if err := s.beginLink(link, "tools/call", name, args, req.Params.RequestState, req.Params.InputResponses); err != nil {
+			return nil, err
+		}
 		obs := newObserver(ctx, s.log, name, req)
 		res, err := s.tools.Call(ctx, Call{
 			Name:      name,
-			Arguments: arguments(req.Params.Arguments),
+			Arguments: args,
 			Cursor:    cursor(req.Params.Meta),
 			Session:   session,
 			Observer:  obs,
+			Client:    link,
 		})
 		obs.finish()
+		if inputs, state, ierr := s.inputRequired(link, "tools/call", name, args); ierr != nil {
+			res, err = tool.ErrorResult(tool.Errorf(tool.KindFailed, "%s: %v", name, ierr)), nil
+		} else if inputs != nil {
+			return &mcp.CallToolResult{InputRequests: inputs, RequestState: state}, nil
+		}
+		if err == nil && res != nil && res.Error != nil && res.Error.Kind == tool.KindUnsupported {
+			if missing := link.missingCapabilities(); missing != nil {
+				return nil, missing
+			}
+		}
 		if err != nil {
 			if tool.KindOf(err) == tool.KindNotFound {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
@@ -469,6 +499,16 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		return s.resultFor(name, res), nil
 	}
+}
+
+// clientWait is how long a requestState stays valid.
+func (s *Server) clientWait() time.Duration {
+	if s.opts.ClientWait != nil {
+		if d := s.opts.ClientWait(); d > 0 {
+			return d
+		}
+	}
+	return 5 * time.Minute
 }
 
 // watchSession arranges for a SessionEnder to hear when session ends.

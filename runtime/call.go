@@ -32,12 +32,18 @@ type CallRequest struct {
 	Observer tool.Observer
 	// Timeout lowers the tool's deadline for this call when non-zero.
 	Timeout time.Duration
+	// Client is the MCP client the call may ask (tool.Client); nil when
+	// none can be asked.
+	Client tool.Client
 }
 
 // guestKinds are the error kinds a guest may report itself.
 var guestKinds = map[tool.Kind]bool{
 	tool.KindInvalidArguments: true, tool.KindNotFound: true, tool.KindDenied: true,
 	tool.KindFailed: true, tool.KindCancelled: true,
+	// A guest may pass on what the host told it: that the client lacks a
+	// feature the tool cannot do without.
+	tool.KindUnsupported: true,
 }
 
 // Meta keys the runtime sets on every result.
@@ -89,8 +95,8 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	if req.Timeout > 0 && req.Timeout < timeout {
 		timeout = req.Timeout
 	}
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	callCtx, deadline := newCallDeadline(ctx, timeout)
+	defer deadline.stop()
 
 	in, fresh, err := m.pool.acquire(callCtx, req.Session)
 	if err != nil {
@@ -108,7 +114,10 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	if observer == nil {
 		observer = guest.DiscardObserver{}
 	}
-	state := guest.NewCallState(&hostfuncs.Call{Tool: name, Grants: req.Grants, Observer: observer}, in.Instance, m.limits.guest())
+	state := guest.NewCallState(&hostfuncs.Call{
+		Tool: name, Grants: req.Grants, Observer: observer,
+		Client: req.Client, Hold: deadline.hold, Requested: t.Descriptor.Capabilities,
+	}, in.Instance, m.limits.guest())
 	guestCtx := guest.WithState(callCtx, state)
 	in.CallCtx.Store(&guestCtx)
 	in.Memory.Refused.Store(false)

@@ -70,6 +70,9 @@ type Capabilities struct {
 	Net []string `json:"net,omitempty"`
 	// Env lists environment keys the tool may read.
 	Env []string `json:"env,omitempty"`
+	// Client lists what the tool may ask of the MCP client, and through it
+	// of the person: "elicit", "sample", "roots" (see ClientFeatures).
+	Client []string `json:"client,omitempty"`
 }
 
 // FSAccess lists paths, relative to a root, for reading and for writing.
@@ -90,7 +93,8 @@ const (
 // IsZero reports whether c requests or grants nothing.
 func (c Capabilities) IsZero() bool {
 	return len(c.FS.Read) == 0 && len(c.FS.Write) == 0 && c.Memory == MemoryNone &&
-		len(c.MemoryTopics) == 0 && len(c.LSP) == 0 && len(c.Net) == 0 && len(c.Env) == 0
+		len(c.MemoryTopics) == 0 && len(c.LSP) == 0 && len(c.Net) == 0 && len(c.Env) == 0 &&
+		len(c.Client) == 0
 }
 
 // Summary renders c compactly for tables, e.g. "fs.read=src,docs lsp=go".
@@ -110,6 +114,7 @@ func (c Capabilities) Summary() string {
 	add("lsp", c.LSP)
 	add("net", c.Net)
 	add("env", c.Env)
+	add("client", c.Client)
 	if len(parts) == 0 {
 		return "-"
 	}

@@ -40,13 +40,18 @@ const (
 	// every instance is holding (server.max_instance_memory); nothing was
 	// wrong with the call, and a later one may run.
 	KindUnavailable Kind = "unavailable"
+	// KindUnsupported: the call needed something of the MCP client that it
+	// cannot give: a client feature it did not declare (elicitation,
+	// sampling, roots), or a client that cannot be asked at all. Nothing ran
+	// on the tool's behalf that needed it.
+	KindUnsupported Kind = "unsupported"
 )
 
 // Kinds lists every Kind, in documentation order.
 var Kinds = []Kind{
 	KindInvalidArguments, KindNotFound, KindDenied, KindFailed, KindCancelled,
 	KindTimeout, KindOutOfFuel, KindOutOfMemory, KindTrapped, KindGuestExit,
-	KindBadOutput, KindInternal, KindUnavailable,
+	KindBadOutput, KindInternal, KindUnavailable, KindUnsupported,
 }
 
 // Valid reports whether k is one of the defined kinds.

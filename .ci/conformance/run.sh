@@ -58,6 +58,21 @@ project:
 tools:
   dir: tools
   cache_dir: $cache/wasm-cache
+  # The fixtures that ask the client, and what each may ask.
+  grants:
+    test_sampling: {module: conformance, client: [sample]}
+    test_missing_capability: {module: conformance, client: [sample]}
+    test_input_required_result_sampling: {module: conformance, client: [sample]}
+    test_elicitation: {module: conformance, client: [elicit]}
+    test_elicitation_sep1034_defaults: {module: conformance, client: [elicit]}
+    test_elicitation_sep1330_enums: {module: conformance, client: [elicit]}
+    test_input_required_result_elicitation: {module: conformance, client: [elicit]}
+    test_input_required_result_request_state: {module: conformance, client: [elicit]}
+    test_input_required_result_multi_round: {module: conformance, client: [elicit]}
+    test_input_required_result_tampered_state: {module: conformance, client: [elicit]}
+    test_input_required_result_list_roots: {module: conformance, client: [roots]}
+    test_input_required_result_multiple_inputs: {module: conformance, client: [elicit, sample, roots]}
+    test_input_required_result_capabilities: {module: conformance, client: [elicit, sample, roots]}
 server:
   token: ""
 log:
@@ -86,7 +101,7 @@ curl -fsS "http://127.0.0.1:$port/healthz" | grep -q '"tools":[1-9]' || die "no 
 # A line is "<scenario>[:<check>][@<spec version>] <reason>"; without a version
 # it applies to both runs. These scenarios may never be baselined: they are
 # what warden promises to pass.
-protected='^(server-initialize|ping|logging-set-level|tools-list|tools-call-(simple-text|image|audio|embedded-resource|mixed-content|with-logging|error|with-progress)|json-schema-2020-12|dns-rebinding-protection)([:@ ]|$)'
+protected='^(server-initialize|ping|logging-set-level|tools-list|tools-call-(simple-text|image|audio|embedded-resource|mixed-content|with-logging|error|with-progress|sampling|elicitation)|elicitation-sep[0-9]+-[a-z]+|json-schema-2020-12|dns-rebinding-protection)([:@ ]|$)'
 entries() { awk '!/^[[:space:]]*(#|$)/' "$baseline"; }
 if entries | grep -E "$protected" >&2; then
 	die "the lines above baseline a scenario that must pass"

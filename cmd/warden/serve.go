@@ -75,6 +75,8 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				ListWait:    cfg.Server.ListWait,
 				MaxMessage:  int(cfg.Server.MaxMessage),
 				Logger:      logger,
+				StateKey:    []byte(cfg.Server.StateKey),
+				ClientWait:  func() time.Duration { return a.Config().Tools.Defaults.ClientWait },
 			}
 			if cmd.Flags().Changed("page-size") {
 				opts.PageSize = pageSize

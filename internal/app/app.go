@@ -509,6 +509,7 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		Grants:    grants,
 		Observer:  c.Observer,
 		Timeout:   cfg.ToolTimeout(c.Name),
+		Client:    c.Client,
 	})
 	if res.NextCursor != "" {
 		res.NextCursor = a.cursors.seal(c.Name, res.NextCursor)

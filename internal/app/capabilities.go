@@ -9,6 +9,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/hostfuncs/client"
 	"github.com/warden-run/warden/hostfuncs/env"
 	"github.com/warden-run/warden/hostfuncs/fs"
 	"github.com/warden-run/warden/hostfuncs/lsp"
@@ -26,6 +27,7 @@ type capabilities struct {
 	net    *net.Net
 	env    *env.Env
 	lsp    *lsp.Capability
+	client *client.Capabilities
 	// servers runs the language servers behind lsp; Close stops them.
 	servers *lsp.Manager
 }
@@ -33,6 +35,7 @@ type capabilities struct {
 func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, error) {
 	var c capabilities
 	var err error
+	c.client = client.New(cfg.Tools.Defaults.ClientWait)
 	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("fs capability: %w", err)
 	}
@@ -58,7 +61,11 @@ func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, er
 }
 
 func (c *capabilities) list() []hostfuncs.Capability {
-	return []hostfuncs.Capability{noteFS{noting{c.fs}, c.fs}, noting{c.memory}, noting{c.net}, noting{c.env}, noting{c.lsp}}
+	list := []hostfuncs.Capability{noteFS{noting{c.fs}, c.fs}, noting{c.memory}, noting{c.net}, noting{c.env}, noting{c.lsp}}
+	for _, cc := range c.client.List() {
+		list = append(list, noting{cc})
+	}
+	return list
 }
 
 // grantNoteKey marks a call whose tool has a grant entry bound to another
@@ -127,6 +134,7 @@ func (c *capabilities) close(ctx context.Context) error {
 // apply reconfigures every capability; all of them are tried, and every
 // refusal reported.
 func (c *capabilities) apply(cfg *config.Config) error {
+	c.client.Reconfigure(cfg.Tools.Defaults.ClientWait)
 	return errors.Join(
 		wrap("fs", c.fs.SetConfig(fsConfig(cfg))),
 		wrap("memory", c.memory.SetConfig(memoryConfig(cfg))),

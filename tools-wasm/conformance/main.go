@@ -4,9 +4,8 @@
 // `warden serve --http` and runs the suite against it.
 //
 // Names, arguments and results follow the suite's scenario descriptions and
-// its reference server. Tools that need what a warden tool cannot do
-// (sampling, elicitation: a guest cannot send requests to the client) are
-// left out; their scenarios are in .ci/conformance/expected-failures.txt.
+// its reference server. The tools that ask the client (sampling,
+// elicitation, roots, input-required results) are in client.go.
 package main
 
 import (
@@ -18,7 +17,10 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-func init() { warden.Register(fixtures...) }
+func init() {
+	warden.Register(fixtures...)
+	warden.Register(clientFixtures...)
+}
 
 // main is never called: the module is a reactor whose init registers the tools.
 func main() {}
@@ -62,6 +64,9 @@ var jsonSchema202012 = json.RawMessage(`{
 type fixture struct {
 	name, description string
 	schema            json.RawMessage
+	// client lists the client features the tool asks for (descriptor
+	// capabilities; config grants them in .ci/conformance/run.sh).
+	client []string
 	call              func(ctx *warden.Context, args json.RawMessage) (*tool.Result, error)
 }
 
@@ -70,7 +75,8 @@ func (f fixture) Descriptor() tool.Descriptor {
 	if schema == nil {
 		schema = noArgs
 	}
-	return tool.Descriptor{Name: f.name, Description: f.description, InputSchema: schema, Category: "conformance"}
+	return tool.Descriptor{Name: f.name, Description: f.description, InputSchema: schema, Category: "conformance",
+		Capabilities: tool.Capabilities{Client: f.client}}
 }
 
 func (f fixture) Call(ctx *warden.Context, args json.RawMessage) (*tool.Result, error) {

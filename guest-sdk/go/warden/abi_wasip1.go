@@ -87,6 +87,18 @@ func importNet(request uint64) uint64
 //go:wasmimport warden env
 func importEnv(request uint64) uint64
 
+//go:wasmimport warden elicit
+func importElicit(request uint64) uint64
+
+//go:wasmimport warden sample
+func importSample(request uint64) uint64
+
+//go:wasmimport warden roots
+func importRoots(request uint64) uint64
+
+//go:wasmimport warden ask
+func importAsk(request uint64) uint64
+
 // wasmHost is HostFuncs over the warden.* imports.
 type wasmHost struct{}
 
@@ -118,6 +130,14 @@ func (wasmHost) Capability(name string, request []byte) []byte {
 		reply = importNet(packed)
 	case "env":
 		reply = importEnv(packed)
+	case "elicit":
+		reply = importElicit(packed)
+	case "sample":
+		reply = importSample(packed)
+	case "roots":
+		reply = importRoots(packed)
+	case "ask":
+		reply = importAsk(packed)
 	default:
 		return encodeReplyError(Failed("unknown host capability %q", name))
 	}

@@ -86,7 +86,7 @@ func run(t Tool, ctx *Context, args json.RawMessage) (result *tool.Result, err e
 // into bad_output, which would hide the tool's actual message.
 var guestKinds = map[tool.Kind]bool{
 	tool.KindInvalidArguments: true, tool.KindNotFound: true, tool.KindDenied: true,
-	tool.KindFailed: true, tool.KindCancelled: true,
+	tool.KindFailed: true, tool.KindCancelled: true, tool.KindUnsupported: true,
 }
 
 // wireError is the ABI's error response.

@@ -8,7 +8,8 @@ import (
 )
 
 // Capabilities lists the warden.* capability imports Host can reach.
-var capabilityNames = map[string]bool{"fs": true, "memory": true, "lsp": true, "net": true, "env": true}
+var capabilityNames = map[string]bool{"fs": true, "memory": true, "lsp": true, "net": true, "env": true,
+	"elicit": true, "sample": true, "roots": true, "ask": true}
 
 // Host sends request, encoded as JSON, to the warden.<capability> import and
 // decodes the reply's "result" into reply (which may be nil to discard it).

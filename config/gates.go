@@ -1,0 +1,108 @@
+package config
+
+import (
+	"path"
+	"sort"
+	"strings"
+)
+
+// Gate actions (tools.gates.<tool>.action).
+const (
+	GateAllow   = "allow"
+	GateBlock   = "block"
+	GateConfirm = "confirm"
+	GateResult  = "result"
+)
+
+func (c *Config) validateGates(fail func(key, format string, args ...any)) {
+	for _, pattern := range sortedKeys(c.Tools.Gates) {
+		g := c.Tools.Gates[pattern]
+		key := "tools.gates." + pattern
+		if _, err := path.Match(pattern, ""); err != nil {
+			fail(key, "%q is not a tool name or pattern: %v", pattern, err)
+		}
+		switch g.Action {
+		case GateAllow, GateBlock, GateConfirm:
+		case GateResult:
+			if g.Result == "" {
+				fail(key+".result", "a result gate needs the text to return")
+			}
+		default:
+			fail(key+".action", "must be allow, block, confirm or result, got %q", g.Action)
+		}
+	}
+	for _, list := range []struct {
+		key      string
+		patterns []string
+	}{{"tools.expose", c.Tools.Expose}, {"tools.hide", c.Tools.Hide}} {
+		for _, p := range list.patterns {
+			if _, err := path.Match(strings.ToLower(p), ""); err != nil {
+				fail(list.key, "%q is not a tool name or pattern: %v", p, err)
+			}
+		}
+	}
+	for key, v := range map[string]string{"security.confirm": c.Security.Confirm, "security.prompts": c.Security.Prompts} {
+		switch strings.ToLower(v) {
+		case "on", "off", "":
+		default:
+			fail(key, "must be on or off, got %q", v)
+		}
+	}
+	if c.Tools.Defaults.ClientWait < 0 {
+		fail("tools.defaults.client_wait", "must not be negative, got %s", c.Tools.Defaults.ClientWait)
+	}
+}
+
+// GateFor returns the gate of the tool called name and the tools.gates key
+// it comes from: the entry of exactly that name (ignoring case) if there
+// is one, else the longest pattern that matches it (ties: the first in
+// sort order). ok is false when no entry applies.
+func (c *Config) GateFor(name string) (g Gate, key string, ok bool) {
+	lower := strings.ToLower(name)
+	if g, ok := c.Tools.Gates[lower]; ok {
+		return g, lower, true
+	}
+	var patterns []string
+	for p := range c.Tools.Gates {
+		if matched, _ := path.Match(p, lower); matched {
+			patterns = append(patterns, p)
+		}
+	}
+	if len(patterns) == 0 {
+		return Gate{}, "", false
+	}
+	sort.Slice(patterns, func(i, j int) bool {
+		if len(patterns[i]) != len(patterns[j]) {
+			return len(patterns[i]) > len(patterns[j])
+		}
+		return patterns[i] < patterns[j]
+	})
+	return c.Tools.Gates[patterns[0]], patterns[0], true
+}
+
+// Exposed reports whether clients see the tool called name: it matches
+// tools.expose (or that list is empty) and no tools.hide pattern. Patterns
+// use path.Match syntax and ignore case.
+func (c *Config) Exposed(name string) bool {
+	lower := strings.ToLower(name)
+	match := func(patterns []string) bool {
+		for _, p := range patterns {
+			if ok, _ := path.Match(strings.ToLower(p), lower); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if len(c.Tools.Expose) > 0 && !match(c.Tools.Expose) {
+		return false
+	}
+	return !match(c.Tools.Hide)
+}
+
+// ConfirmDestructive reports whether destructive tools holding a write,
+// net or env grant ask the person before each call (security.confirm).
+func (c *Config) ConfirmDestructive() bool { return !strings.EqualFold(c.Security.Confirm, "off") }
+
+// PermissionPrompts reports whether a denied, requested capability is put
+// to the person (security.prompts).
+func (c *Config) PermissionPrompts() bool { return !strings.EqualFold(c.Security.Prompts, "off") }

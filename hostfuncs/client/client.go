@@ -1,0 +1,236 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/tool"
+)
+
+// Limits of one request from a guest.
+const (
+	// MaxBatch bounds the requests of one warden.ask.
+	MaxBatch = 16
+	// MaxKey bounds a request key's length.
+	MaxKey = 64
+	// DefaultWait is how long a call waits for an answer when not
+	// configured (tools.defaults.client_wait).
+	DefaultWait = 5 * time.Minute
+)
+
+// ReservedPrefix begins the keys of warden's own requests (gates,
+// permission prompts); a tool's keys may not.
+const ReservedPrefix = "warden/"
+
+// Capabilities are the four imports. They share one wait limit.
+type Capabilities struct {
+	wait atomic.Int64 // time.Duration
+}
+
+// New returns the client capabilities with wait as the bound on waiting
+// for an answer (0 means DefaultWait).
+func New(wait time.Duration) *Capabilities {
+	c := &Capabilities{}
+	c.Reconfigure(wait)
+	return c
+}
+
+// Reconfigure sets the wait limit from the next request on.
+func (c *Capabilities) Reconfigure(wait time.Duration) {
+	if wait <= 0 {
+		wait = DefaultWait
+	}
+	c.wait.Store(int64(wait))
+}
+
+// Wait returns the current wait limit.
+func (c *Capabilities) Wait() time.Duration { return time.Duration(c.wait.Load()) }
+
+// List returns the imports as hostfuncs capabilities.
+func (c *Capabilities) List() []hostfuncs.Capability {
+	return []hostfuncs.Capability{
+		&single{c: c, name: "elicit", method: tool.MethodElicit},
+		&single{c: c, name: "sample", method: tool.MethodSample},
+		&single{c: c, name: "roots", method: tool.MethodRoots},
+		&batch{c: c},
+	}
+}
+
+// single serves warden.elicit, warden.sample and warden.roots.
+type single struct {
+	c      *Capabilities
+	name   string
+	method string
+}
+
+func (s *single) Name() string { return s.name }
+
+func (s *single) Serve(ctx context.Context, call *hostfuncs.Call, request []byte) (any, error) {
+	var req struct {
+		Key    string          `json:"key"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := decodeStrict(request, &req); err != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "warden.%s request: %v", s.name, err)
+	}
+	results, err := s.c.ask(ctx, call, []tool.ClientRequest{{Key: req.Key, Method: s.method, Params: req.Params}})
+	if err != nil {
+		return nil, err
+	}
+	return results[0], nil
+}
+
+// batch serves warden.ask.
+type batch struct{ c *Capabilities }
+
+func (*batch) Name() string { return "ask" }
+
+func (b *batch) Serve(ctx context.Context, call *hostfuncs.Call, request []byte) (any, error) {
+	var req struct {
+		Requests []tool.ClientRequest `json:"requests"`
+	}
+	if err := decodeStrict(request, &req); err != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "warden.ask request: %v", err)
+	}
+	if len(req.Requests) == 0 {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "warden.ask request: no requests")
+	}
+	results, err := b.c.ask(ctx, call, req.Requests)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"results": results}, nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the request object")
+	}
+	return nil
+}
+
+// Check validates requests as a guest sent them: known methods, keys
+// well-formed and unique, params a JSON object. It is the parser of
+// untrusted bytes the fuzz test drives.
+func Check(requests []tool.ClientRequest) error {
+	if len(requests) > MaxBatch {
+		return fmt.Errorf("%d requests, over the limit of %d per call of warden.ask", len(requests), MaxBatch)
+	}
+	seen := make(map[string]bool, len(requests))
+	for i, r := range requests {
+		where := fmt.Sprintf("request %d", i)
+		if r.Key != "" {
+			where = fmt.Sprintf("request %q", r.Key)
+		}
+		if tool.FeatureOf(r.Method) == "" {
+			return fmt.Errorf("%s: unknown method %q (known: %s, %s, %s)", where, r.Method, tool.MethodElicit, tool.MethodSample, tool.MethodRoots)
+		}
+		if err := checkKey(r.Key); err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
+		if r.Key != "" {
+			if seen[r.Key] {
+				return fmt.Errorf("%s: key used twice in one call of warden.ask", where)
+			}
+			seen[r.Key] = true
+		}
+		p := strings.TrimSpace(string(r.Params))
+		if p != "" && p != "null" && !strings.HasPrefix(p, "{") {
+			return fmt.Errorf("%s: params must be a JSON object", where)
+		}
+	}
+	return nil
+}
+
+func checkKey(key string) error {
+	if len(key) > MaxKey {
+		return fmt.Errorf("key is %d bytes, over the limit of %d", len(key), MaxKey)
+	}
+	if strings.HasPrefix(key, ReservedPrefix) {
+		return fmt.Errorf("key %q: keys beginning with %q are warden's own", key, ReservedPrefix)
+	}
+	for _, r := range key {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:", r)) {
+			return fmt.Errorf("key %q: only A-Z a-z 0-9 _ - . / : are allowed", key)
+		}
+	}
+	return nil
+}
+
+// ask is the one gate and the one path to the client.
+func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests []tool.ClientRequest) ([]json.RawMessage, error) {
+	if err := Check(requests); err != nil {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "%v", err)
+	}
+	for _, r := range requests {
+		feature := tool.FeatureOf(r.Method)
+		if !call.Grants.HasClient(feature) {
+			key := strings.ToLower(call.Tool)
+			return nil, tool.Errorf(tool.KindDenied,
+				"tool %s may not ask the client for %s (%s): config grants it no client %s; allow it with tools.grants.%s.client: [%s] (warden grant %s client=%s)",
+				call.Tool, feature, r.Method, feature, key, feature, key, feature)
+		}
+	}
+	if call.Client == nil {
+		return nil, tool.Errorf(tool.KindUnsupported, "no MCP client can be asked during this call (it did not come from an MCP client)")
+	}
+	for _, r := range requests {
+		if feature := tool.FeatureOf(r.Method); !call.Client.Supports(feature) {
+			return nil, tool.Errorf(tool.KindUnsupported,
+				"the client did not declare the %s capability, so the tool cannot ask it for %s", capabilityName(feature), r.Method)
+		}
+	}
+	release := func() {}
+	if call.Hold != nil {
+		release = call.Hold()
+	}
+	wait := c.Wait()
+	askCtx, cancel := context.WithTimeout(ctx, wait)
+	results, err := call.Client.Ask(askCtx, requests)
+	waitErr := askCtx.Err()
+	cancel()
+	release()
+	switch {
+	case err == nil:
+		if len(results) != len(requests) {
+			return nil, tool.Errorf(tool.KindInternal, "the client link answered %d of %d requests", len(results), len(requests))
+		}
+		return results, nil
+	case tool.IsInputRequired(err):
+		// The answers come with the client's next request: stop the guest
+		// here, before it runs another instruction (see RATIONALE.md,
+		// "Asking the client: replay").
+		panic(tool.ErrInputRequired)
+	case ctx.Err() != nil:
+		return nil, tool.Errorf(tool.KindCancelled, "the call ended while waiting for the client to answer %s", requests[0].Method)
+	case errors.Is(waitErr, context.DeadlineExceeded):
+		return nil, tool.Errorf(tool.KindTimeout, "the client did not answer %s within %s (tools.defaults.client_wait)", requests[0].Method, wait)
+	}
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return nil, te
+	}
+	return nil, tool.Errorf(tool.KindFailed, "the client refused %s: %v", requests[0].Method, err)
+}
+
+// capabilityName is the MCP client capability of a feature.
+func capabilityName(feature string) string {
+	switch feature {
+	case tool.ClientElicit:
+		return "elicitation"
+	case tool.ClientSample:
+		return "sampling"
+	}
+	return feature
+}

@@ -1,0 +1,182 @@
+package mcpserver
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MaxRequestState bounds a sealed requestState, in bytes: it carries the
+// answers a call has had so far, and travels with every retry.
+const MaxRequestState = 1 << 20
+
+// maxUsedStates bounds the memory of spent requestStates (replay defence).
+const maxUsedStates = 1 << 16
+
+// requestState is what an input-required result hands the client to echo:
+// which call it belongs to, what was answered so far and what is still
+// asked. It is sealed (stateSealer), so the client can neither read it as
+// anything but opaque nor change a byte of it.
+type requestState struct {
+	Version int    `json:"v"`
+	Method  string `json:"m"` // tools/call, prompts/get, resources/read
+	Name    string `json:"t"` // tool or prompt name, resource URI
+	Args    string `json:"a"` // digest of the arguments
+	Session string `json:"s,omitempty"`
+	Expires int64  `json:"e"` // unix seconds
+	Nonce   string `json:"n"`
+	// Answers are the answers the call consumed, in the order it asked.
+	Answers []answer `json:"r,omitempty"`
+	// Pending are the requests the client was asked to answer.
+	Pending []asked `json:"p,omitempty"`
+}
+
+// asked identifies one request: its key, method and a digest of its params,
+// so that an answer is used only for the very request it answered.
+type asked struct {
+	Key    string `json:"k"`
+	Method string `json:"m"`
+	Digest string `json:"d"`
+}
+
+type answer struct {
+	asked
+	Result json.RawMessage `json:"r"`
+}
+
+// stateSealer seals requestStates with an HMAC and remembers the ones spent,
+// so that a state is accepted once: replaying a state that carried a
+// person's "yes" must not run the call again without asking.
+type stateSealer struct {
+	key []byte
+
+	mu   sync.Mutex
+	used map[string]int64 // nonce -> expiry (unix seconds)
+}
+
+func newStateSealer(key []byte) *stateSealer {
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			panic("crypto/rand failed: " + err.Error())
+		}
+	}
+	return &stateSealer{key: append([]byte(nil), key...), used: make(map[string]int64)}
+}
+
+func (s *stateSealer) mac(payload []byte) []byte {
+	h := hmac.New(sha256.New, s.key)
+	h.Write([]byte("warden requestState v1\x00"))
+	h.Write(payload)
+	return h.Sum(nil)
+}
+
+func (s *stateSealer) seal(st *requestState) (string, error) {
+	payload, err := json.Marshal(st)
+	if err != nil {
+		return "", err
+	}
+	sealed := base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
+	if len(sealed) > MaxRequestState {
+		return "", fmt.Errorf("the answers so far need a requestState of %d bytes, over the limit of %d", len(sealed), MaxRequestState)
+	}
+	return sealed, nil
+}
+
+// errState is the refusal of a requestState; the server answers it with
+// -32602 Invalid params.
+type errState struct{ reason string }
+
+func (e *errState) Error() string { return "requestState refused: " + e.reason }
+
+// open verifies sealed and returns its state, spending it. It does not
+// check what the state belongs to: see requestState's fields.
+func (s *stateSealer) open(sealed string, now time.Time) (*requestState, error) {
+	if len(sealed) > MaxRequestState {
+		return nil, &errState{fmt.Sprintf("%d bytes, over the limit of %d", len(sealed), MaxRequestState)}
+	}
+	body, sig, ok := strings.Cut(sealed, ".")
+	if !ok {
+		return nil, &errState{"not a state this server issued"}
+	}
+	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(body)
+	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(sig)
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.mac(payload)) {
+		return nil, &errState{"integrity check failed (tampered, or issued by another server or before a restart)"}
+	}
+	var st requestState
+	if err := json.Unmarshal(payload, &st); err != nil || st.Version != 1 || st.Nonce == "" {
+		return nil, &errState{"malformed"}
+	}
+	if now.Unix() > st.Expires {
+		return nil, &errState{"expired: the answers came after tools.defaults.client_wait"}
+	}
+	if !s.spend(st.Nonce, st.Expires, now) {
+		return nil, &errState{"already used: each requestState is accepted once"}
+	}
+	return &st, nil
+}
+
+// spend records nonce as used and reports whether it was not before.
+func (s *stateSealer) spend(nonce string, expires int64, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, seen := s.used[nonce]; seen {
+		return false
+	}
+	if len(s.used) >= maxUsedStates {
+		for n, exp := range s.used {
+			if exp < now.Unix() {
+				delete(s.used, n)
+			}
+		}
+	}
+	if len(s.used) >= maxUsedStates {
+		// Every remembered state is still live: refusing a new one would let
+		// a client lock everyone out, forgetting the one closest to expiry
+		// only reopens a window for that one state.
+		var oldest string
+		var at int64
+		for n, exp := range s.used {
+			if oldest == "" || exp < at {
+				oldest, at = n, exp
+			}
+		}
+		delete(s.used, oldest)
+	}
+	s.used[nonce] = expires
+	return true
+}
+
+func newNonce() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+// digest is a stable digest of a JSON value: decoded and encoded again, so
+// that key order and spacing do not matter.
+func digest(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var v any
+		if json.Unmarshal(p, &v) == nil {
+			p, _ = json.Marshal(v)
+		}
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+var errNoState = errors.New("no requestState")
