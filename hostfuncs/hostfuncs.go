@@ -19,6 +19,8 @@ import (
 type Call struct {
 	// Tool is the name of the tool being called.
 	Tool string
+	// Module is the module serving it.
+	Module string
 	// Grants is what config grants this tool; nothing else is allowed.
 	Grants tool.Capabilities
 	// Observer receives the call's log lines and progress; never nil.
@@ -33,6 +35,9 @@ type Call struct {
 	// (a person answering), until the returned release is called. Never
 	// nil when Client is not.
 	Hold func() (release func())
+	// Prompted records the permission prompts put to the person during
+	// the call, so that each need is asked about once per call.
+	Prompted map[tool.Need]bool
 }
 
 // Capability serves the requests of one warden.<Name> import.

@@ -115,7 +115,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 		observer = guest.DiscardObserver{}
 	}
 	state := guest.NewCallState(&hostfuncs.Call{
-		Tool: name, Grants: req.Grants, Observer: observer,
+		Tool: name, Module: m.name, Grants: req.Grants, Observer: observer,
 		Client: req.Client, Hold: deadline.hold, Requested: t.Descriptor.Capabilities,
 	}, in.Instance, m.limits.guest())
 	guestCtx := guest.WithState(callCtx, state)

@@ -90,6 +90,24 @@ type Error struct {
 	Trap TrapClass `json:"trap,omitempty"`
 	// ExitCode is set when Kind is KindGuestExit.
 	ExitCode *uint32 `json:"exitCode,omitempty"`
+	// Need is, on a denial, the grant that would have allowed the request:
+	// what a permission prompt may offer the person. Deny-list refusals
+	// never carry one. It stays in the host (never sent to a guest).
+	Need *Need `json:"-"`
+}
+
+// Need is one grant, as `warden grant` spells it: Key is "fs.read",
+// "fs.write", "net" or "env", Value the entry.
+type Need struct {
+	Key   string
+	Value string
+}
+
+// DeniedFor returns a denial that names the grant that would allow it.
+func DeniedFor(need Need, format string, args ...any) *Error {
+	e := Errorf(KindDenied, format, args...)
+	e.Need = &need
+	return e
 }
 
 // Errorf returns an *Error of the given kind with a formatted message.

@@ -226,14 +226,15 @@ func decode(raw []byte) (*request, error) {
 // granted has a value is never revealed. req is nil when the request did
 // not decode; then only the presence of a grant is checked.
 func gate(call *hostfuncs.Call, req *request) error {
-	if len(call.Grants.Env) == 0 {
+	if len(call.Grants.Env) == 0 && (req == nil || req.Op != "get") {
 		return tool.Errorf(tool.KindDenied, "env: tool %q has no env grant (config key tools.grants.%[1]s.env)", call.Tool)
 	}
 	if req == nil || req.Op != "get" {
 		return nil
 	}
 	if !slices.ContainsFunc(call.Grants.Env, func(k string) bool { return strings.EqualFold(k, req.Key) }) {
-		return tool.Errorf(tool.KindDenied, "env: key %q is not granted to tool %q (config key tools.grants.%[2]s.env)", req.Key, call.Tool)
+		return tool.DeniedFor(tool.Need{Key: "env", Value: req.Key},
+			"env: key %q is not granted to tool %q (config key tools.grants.%[2]s.env)", req.Key, call.Tool)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -251,7 +252,7 @@ func (o *opCall) gate(op string, a pathguard.Access, p string, followLast bool) 
 	g := o.st.guard
 	t, err := g.Check(op, a, o.call.Tool, o.grants(a), p)
 	if err != nil {
-		return t, nil, err
+		return t, nil, o.offerable(op, a, p, followLast, err)
 	}
 	if _, err := g.Resolve(op, a, o.call.Tool, o.grants(a), t, followLast); err != nil {
 		return t, nil, err
@@ -261,6 +262,37 @@ func (o *opCall) gate(op string, a pathguard.Access, p string, followLast bool) 
 		return t, nil, tool.Errorf(tool.KindFailed, "%s %q: root %q is not available: %v", op, t.Path(), t.Root.Name, unwrapPath(err))
 	}
 	return t, root, nil
+}
+
+// offerable keeps the grant a denial names (tool.Error.Need, what a
+// permission prompt may offer the person) only when that grant would let
+// the request through every gate: a path whose symlinks lead out of its
+// root or into a denied file is refused whatever config grants, so it is
+// never offered.
+func (o *opCall) offerable(op string, a pathguard.Access, p string, followLast bool, err error) error {
+	te, ok := err.(*tool.Error)
+	if !ok || te.Need == nil {
+		return err
+	}
+	g := o.st.guard
+	widened := append(slices.Clip(o.grants(a)), te.Need.Value)
+	t, checkErr := g.Check(op, a, o.call.Tool, widened, p)
+	if checkErr == nil {
+		_, checkErr = g.Resolve(op, a, o.call.Tool, widened, t, followLast)
+	}
+	if checkErr != nil && !isNotExist(checkErr) {
+		plain := *te
+		plain.Need = nil
+		return &plain
+	}
+	return err
+}
+
+// isNotExist reports a resolve failure for want of the file: the grant
+// would still allow creating or reading it once it exists.
+func isNotExist(err error) bool {
+	te, ok := err.(*tool.Error)
+	return ok && te.Kind == tool.KindFailed
 }
 
 // verifyOpened runs the real-path half of the gate again on what f

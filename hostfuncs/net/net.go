@@ -354,7 +354,9 @@ func allowed(grants []grant, t target) bool {
 	return false
 }
 
-func denyTarget(toolName string, t target, what string) error {
+// targetEntry is the grant entry that allows exactly t's scheme, host
+// and port.
+func targetEntry(t target) string {
 	host := t.host
 	if t.addr.Is6() {
 		host = "[" + host + "]"
@@ -363,7 +365,16 @@ func denyTarget(toolName string, t target, what string) error {
 	if t.port != defaultPort(t.scheme) {
 		entry += ":" + strconv.Itoa(int(t.port))
 	}
-	return tool.Errorf(tool.KindDenied, "net: %s to host %q is not granted to tool %q (config key tools.grants.%s.net, e.g. %q)",
+	return entry
+}
+
+func denyTarget(toolName string, t target, what string) error {
+	host := t.host
+	if t.addr.Is6() {
+		host = "[" + host + "]"
+	}
+	entry := targetEntry(t)
+	return tool.DeniedFor(tool.Need{Key: "net", Value: entry}, "net: %s to host %q is not granted to tool %q (config key tools.grants.%s.net, e.g. %q)",
 		what, host, toolName, toolName, entry)
 }
 
@@ -463,6 +474,11 @@ func gate(call *hostfuncs.Call, req *request) ([]grant, error) {
 		}
 	}
 	if len(grants) == 0 {
+		if req != nil {
+			entry := targetEntry(req.target)
+			return nil, tool.DeniedFor(tool.Need{Key: "net", Value: entry},
+				"net: tool %q has no net grant (config key tools.grants.%[1]s.net, e.g. %[2]q)", call.Tool, entry)
+		}
 		return nil, tool.Errorf(tool.KindDenied, "net: tool %q has no net grant (config key tools.grants.%[1]s.net)", call.Tool)
 	}
 	if req != nil && !allowed(grants, req.target) {

@@ -54,6 +54,9 @@ type App struct {
 	progress            func(LoadProgress)
 	compiling, compiled int
 	queued              map[string]bool // counted in compiling, not started yet
+	// exposure is tools.expose and tools.hide as last applied, to tell
+	// clients when the list they see changed.
+	exposure string
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -79,6 +82,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		loadedOne:   make(chan struct{}),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
+	caps.prompts.cfg = a.live.Current
 	return a, nil
 }
 
@@ -121,6 +125,14 @@ func (a *App) configChanged(cfg *config.Config) {
 		a.loadedOne = make(chan struct{})
 		a.mu.Unlock()
 	}
+	// tools.expose and tools.hide change the list clients see.
+	a.mu.Lock()
+	exposure := strings.Join(cfg.Tools.Expose, "\x00") + "\x01" + strings.Join(cfg.Tools.Hide, "\x00")
+	if exposure != a.exposure {
+		a.exposure = exposure
+		changed = true
+	}
+	a.mu.Unlock()
 	// Tools held back while the retries ran are listed again too.
 	if changed || len(failed) > 0 {
 		a.notify()
@@ -423,7 +435,7 @@ func (a *App) List() []tool.Descriptor {
 	defer a.mu.Unlock()
 	out := make([]tool.Descriptor, 0, len(tools))
 	for _, t := range tools {
-		if a.heldBy(cfg, t) == "" {
+		if a.heldBy(cfg, t) == "" && cfg.Exposed(t.Descriptor.Name) {
 			out = append(out, t.Descriptor)
 		}
 	}
@@ -480,6 +492,11 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q", c.Name)
 	}
 	cfg := a.Config()
+	if !cfg.Exposed(c.Name) {
+		// Hidden tools are not called either: a client that learnt the name
+		// elsewhere gets what a client asking for any unknown name gets.
+		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q is served to clients (tools.expose / tools.hide)", c.Name)
+	}
 	a.mu.Lock()
 	waitFor := a.heldBy(cfg, t)
 	a.mu.Unlock()
@@ -494,6 +511,9 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	grants, elsewhere := cfg.Grants(c.Name, t.Module().Name())
 	if note := grantNote(cfg, c.Name, t.Module().Name(), elsewhere); note != "" {
 		ctx = withGrantNote(ctx, note)
+	}
+	if res := a.gate(ctx, cfg, c, &t.Descriptor, grants); res != nil {
+		return res, nil
 	}
 	cursor := ""
 	if c.Cursor != "" {

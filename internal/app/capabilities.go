@@ -28,6 +28,8 @@ type capabilities struct {
 	env    *env.Env
 	lsp    *lsp.Capability
 	client *client.Capabilities
+	// prompts puts denied, requested capabilities to the person.
+	prompts *prompter
 	// servers runs the language servers behind lsp; Close stops them.
 	servers *lsp.Manager
 }
@@ -36,6 +38,7 @@ func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, er
 	var c capabilities
 	var err error
 	c.client = client.New(cfg.Tools.Defaults.ClientWait)
+	c.prompts = &prompter{log: logger}
 	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("fs capability: %w", err)
 	}
@@ -61,9 +64,10 @@ func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, er
 }
 
 func (c *capabilities) list() []hostfuncs.Capability {
-	list := []hostfuncs.Capability{noteFS{noting{c.fs}, c.fs}, noting{c.memory}, noting{c.net}, noting{c.env}, noting{c.lsp}}
+	list := []hostfuncs.Capability{noteFS{noting{c.fs, c.prompts}, c.fs}, noting{c.memory, c.prompts}, noting{c.net, c.prompts},
+		noting{c.env, c.prompts}, noting{c.lsp, c.prompts}}
 	for _, cc := range c.client.List() {
-		list = append(list, noting{cc})
+		list = append(list, noting{cc, nil})
 	}
 	return list
 }
@@ -99,10 +103,16 @@ func grantNote(cfg *config.Config, toolName, module string, elsewhere error) str
 // grant entry belongs to another module, adds why to the denial: the
 // capability's own message names the grant key, which exists, so without
 // the note a person would look for the mistake in the wrong place.
-type noting struct{ hostfuncs.Capability }
+type noting struct {
+	hostfuncs.Capability
+	prompts *prompter // nil: never prompts
+}
 
 func (n noting) Serve(ctx context.Context, call *hostfuncs.Call, request []byte) (any, error) {
 	result, err := n.Capability.Serve(ctx, call, request)
+	if err != nil && n.prompts != nil {
+		result, err = n.prompts.retry(ctx, call, func() (any, error) { return n.Capability.Serve(ctx, call, request) }, result, err)
+	}
 	if err == nil {
 		return result, nil
 	}

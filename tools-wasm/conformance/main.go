@@ -67,7 +67,7 @@ type fixture struct {
 	// client lists the client features the tool asks for (descriptor
 	// capabilities; config grants them in .ci/conformance/run.sh).
 	client []string
-	call              func(ctx *warden.Context, args json.RawMessage) (*tool.Result, error)
+	call   func(ctx *warden.Context, args json.RawMessage) (*tool.Result, error)
 }
 
 func (f fixture) Descriptor() tool.Descriptor {

@@ -297,7 +297,8 @@ func (g *Guard) Check(op string, access Access, toolName string, grants []string
 		return Target{}, denyRule(op, p, rule)
 	}
 	if !g.granted(grants, t) {
-		return Target{}, denied("%s %q: not granted; grant it with tools.grants.%s.fs.%s: [%q]",
+		return Target{}, tool.DeniedFor(tool.Need{Key: "fs." + access.key(), Value: t.Path()},
+			"%s %q: not granted; grant it with tools.grants.%s.fs.%s: [%q]",
 			op, p, toolName, access.key(), suggest(t))
 	}
 	return t, nil

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
+)
+
+// MetaGate names, on a result, the gate that decided the call when it did
+// not run: "block", "result", "declined".
+const MetaGate = "warden/gate"
+
+// gateKey is the key of a gate's confirmation among a call's requests to
+// the client; warden's own keys cannot be used by a tool.
+const gateKey = "warden/confirm"
+
+// maxShownArguments bounds the arguments a confirmation shows.
+const maxShownArguments = 2 << 10
+
+// gate decides whether the call c of t may run. It returns nil to run it,
+// or the result to answer instead (a block, a fixed result, a refusal).
+// A confirmation asks the person through c.Client; on a 2026-07-28 client
+// the ask stops the call with an input-required result, and the retry
+// carries the person's answer.
+func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities) *tool.Result {
+	g, key, ok := cfg.GateFor(c.Name)
+	why := "tools.gates." + key
+	if !ok {
+		if !cfg.ConfirmDestructive() || !destructive(d) || !risky(grants) {
+			return nil
+		}
+		g = config.Gate{Action: config.GateConfirm}
+		why = "the default for tools annotated destructiveHint that hold a write, net or env grant (security.confirm)"
+	}
+	lower := strings.ToLower(c.Name)
+	switch g.Action {
+	case config.GateBlock:
+		msg := fmt.Sprintf("tool %s is blocked by %s", c.Name, why)
+		if g.Message != "" {
+			msg += ": " + g.Message
+		}
+		return gated(tool.ErrorResult(tool.Errorf(tool.KindDenied, "%s (%s)", msg, a.configLine(fmt.Sprintf("tools.gates.%s.action: allow", key)))), "block")
+	case config.GateResult:
+		return gated(&tool.Result{Content: []tool.Content{{Type: "text", Text: g.Result}}}, "result")
+	case config.GateConfirm:
+	default: // allow
+		return nil
+	}
+	allowLine := fmt.Sprintf("tools.gates.%s.action: allow", lower)
+	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
+		return tool.ErrorResult(tool.Errorf(tool.KindDenied,
+			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability); to let it run without asking, set %s",
+			c.Name, why, a.configLine(allowLine)))
+	}
+	params, _ := json.Marshal(map[string]any{
+		"message":         confirmMessage(c, d, grants, why),
+		"requestedSchema": json.RawMessage(`{"type":"object","properties":{}}`),
+	})
+	wait := cfg.Tools.Defaults.ClientWait
+	askCtx, cancel := context.WithTimeout(ctx, max(wait, 1))
+	defer cancel()
+	answers, err := c.Client.Ask(askCtx, []tool.ClientRequest{{Key: gateKey, Method: tool.MethodElicit, Params: params}})
+	switch {
+	case tool.IsInputRequired(err):
+		// The server answers with the request; nothing ran.
+		return tool.ErrorResult(tool.ErrInputRequired)
+	case err != nil && ctx.Err() != nil:
+		return tool.ErrorResult(tool.Errorf(tool.KindCancelled, "the call ended while waiting for a person to confirm %s", c.Name))
+	case err != nil && askCtx.Err() != nil:
+		return gated(tool.ErrorResult(tool.Errorf(tool.KindTimeout,
+			"no one confirmed %s within %s (tools.defaults.client_wait); nothing ran", c.Name, wait)), "timeout")
+	case err != nil:
+		return tool.ErrorResult(tool.Errorf(tool.KindDenied, "could not ask a person to confirm %s (%s): %v; nothing ran", c.Name, why, err))
+	}
+	var answer struct {
+		Action string `json:"action"`
+	}
+	if err := json.Unmarshal(answers[0], &answer); err != nil || answer.Action != "accept" {
+		action := answer.Action
+		if action == "" {
+			action = "no answer"
+		}
+		return gated(tool.ErrorResult(tool.Errorf(tool.KindDenied,
+			"the person did not confirm %s (%s); nothing ran", c.Name, action)), "declined")
+	}
+	return nil
+}
+
+func gated(r *tool.Result, how string) *tool.Result {
+	if r.Meta == nil {
+		r.Meta = map[string]any{}
+	}
+	r.Meta[MetaGate] = how
+	return r
+}
+
+// configLine names where a setting goes: the config file in use.
+func (a *App) configLine(setting string) string {
+	if f := a.Config().File; f != "" {
+		return setting + " in " + f
+	}
+	return setting + " in config.yaml"
+}
+
+func destructive(d *tool.Descriptor) bool {
+	return d.Annotations != nil && d.Annotations.DestructiveHint != nil && *d.Annotations.DestructiveHint
+}
+
+// risky reports whether grants let a tool change or reach what is outside
+// it: files to write, hosts, secrets.
+func risky(g tool.Capabilities) bool {
+	return len(g.FS.Write) > 0 || len(g.Net) > 0 || len(g.Env) > 0
+}
+
+// confirmMessage is what the person reads: the tool, its arguments and
+// what it was granted, every part escaped so that neither the tool's
+// descriptor nor the arguments (the agent's, not the person's) can dress up
+// as warden's own words.
+func confirmMessage(c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, why string) string {
+	args := string(c.Arguments)
+	if len(args) > maxShownArguments {
+		args = args[:maxShownArguments] + fmt.Sprintf("… (%d bytes in all)", len(c.Arguments))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "warden: run tool %s?\n", termsafe.Line(c.Name))
+	fmt.Fprintf(&b, "Description: %s\n", termsafe.Line(d.Description))
+	fmt.Fprintf(&b, "Arguments: %s\n", termsafe.Line(args))
+	fmt.Fprintf(&b, "Granted: %s\n", termsafe.Line(grants.Summary()))
+	fmt.Fprintf(&b, "Asked because: %s.\n", why)
+	b.WriteString("Accept to run it this once; decline and nothing runs.")
+	return b.String()
+}
