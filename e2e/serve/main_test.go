@@ -47,6 +47,7 @@ var fixtures = map[string]string{
 	"busy":        "e2e/serve/testdata/busy",
 	"surface":     "e2e/serve/testdata/hostile/surface",
 	"shouty":      "e2e/serve/testdata/hostile/shouty",
+	"conformance": "tools-wasm/conformance",
 }
 
 // built is what TestMain built: the warden binary and each fixture's module

@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		loadedOne:   make(chan struct{}),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
-	caps.prompts.cfg = a.live.Current
+	caps.prompts.cfg, caps.prompts.reload = a.live.Current, a.live.Reload
 	return a, nil
 }
 

@@ -37,6 +37,9 @@ const (
 // server) or deny.
 type prompter struct {
 	cfg func() *config.Config // set once the live config exists
+	// reload applies the config file as it is now, so that a grant just
+	// written holds from the next call on, not only once the watcher sees it.
+	reload func() error
 	log *slog.Logger
 	// edits counts grants written, for tests.
 	edits atomic.Int64
@@ -200,6 +203,9 @@ func (p *prompter) persist(call *hostfuncs.Call, need tool.Need) error {
 		}
 		return d.Grant(call.Tool, change)
 	})
+	if err == nil && p.reload != nil {
+		err = p.reload()
+	}
 	if err == nil {
 		p.edits.Add(1)
 		p.log.Info("permission prompt: grant written", "tool", call.Tool, "grant", change.String(), "config", cfg.File)

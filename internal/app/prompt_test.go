@@ -89,9 +89,6 @@ func TestPermissionPromptAlwaysWritesTheGrant(t *testing.T) {
 	if !strings.Contains(string(got), "# keep this comment") || !strings.Contains(string(got), "docs/readme.md") {
 		t.Fatalf("config.yaml after allow always:\n%s", got)
 	}
-	if err := w.app.live.Reload(); err != nil {
-		t.Fatal(err)
-	}
 	if g, _ := w.app.Config().Grants("hostcalls", "hostcalls"); len(g.FS.Read) != 1 || g.FS.Read[0] != "docs/readme.md" {
 		t.Fatalf("grant in force: %+v", g.FS)
 	}
