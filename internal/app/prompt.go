@@ -40,7 +40,7 @@ type prompter struct {
 	// reload applies the config file as it is now, so that a grant just
 	// written holds from the next call on, not only once the watcher sees it.
 	reload func() error
-	log *slog.Logger
+	log    *slog.Logger
 	// edits counts grants written, for tests.
 	edits atomic.Int64
 }
