@@ -152,6 +152,9 @@ type Server struct {
 	// server holds, by name, with each descriptor's JSON to detect changes.
 	syncMu     sync.Mutex
 	registered map[string][]byte
+	// feat is the same for resources, templates and prompts (resources.go).
+	feat        *featureState
+	stopWatches func()
 
 	// connections counts the clients Serve has connected, to name them.
 	connections atomic.Int64
@@ -194,8 +197,9 @@ func New(tools Tools, opts Options) *Server {
 		log:        opts.Logger,
 		slots:      make(chan struct{}, opts.MaxInFlight),
 		registered: make(map[string][]byte),
+		feat:       newFeatureState(),
 	}
-	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+	sdkOpts := &mcp.ServerOptions{
 		Instructions: opts.Instructions,
 		// The go-sdk logs every session connect at info; ours is the caller's
 		// logger one level down so that serve's stderr stays readable.
@@ -207,12 +211,15 @@ func New(tools Tools, opts Options) *Server {
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 			Logging: &mcp.LoggingCapabilities{},
 		},
-	})
+	}
+	s.featureOptions(sdkOpts)
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sdkOpts)
 	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
 	if l, ok := tools.(Loader); ok {
 		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
 	}
 	s.resync()
+	s.stopWatches = s.startFeatures()
 	s.cancel = tools.Subscribe(s.scheduleResync)
 	return s
 }
@@ -302,6 +309,9 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 func (s *Server) Close() error {
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.stopWatches != nil {
+		s.stopWatches()
 	}
 	return nil
 }
@@ -419,6 +429,7 @@ func (s *Server) resync() {
 	if len(gone) > 0 {
 		s.sdk.RemoveTools(gone...)
 	}
+	s.resyncFeatures()
 }
 
 // addTool registers d with the go-sdk server. AddTool panics on what it

@@ -54,6 +54,8 @@ type App struct {
 	progress            func(LoadProgress)
 	compiling, compiled int
 	queued              map[string]bool // counted in compiling, not started yet
+	// res serves resources and prompts (resources.go).
+	res resourceState
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -79,6 +81,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		loadedOne:   make(chan struct{}),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
+	a.watchMemory()
 	return a, nil
 }
 
