@@ -201,11 +201,7 @@ func ParseURITemplate(s string) (*uritemplate.Template, error) {
 
 // Validate checks p; prefix names it in errors.
 func (p *PromptDescriptor) Validate(prefix string) error {
-	var errs []error
-	if !ValidName(p.Name) {
-		errs = append(errs, fmt.Errorf("%s: name %q: must be %s", prefix, p.Name, NameRule))
-	}
-	errs = append(errs, checkCommon(prefix, p.Name, p.Title, p.Description, "", p.Icons)...)
+	errs := checkCommon(prefix, p.Name, p.Title, p.Description, "", p.Icons)
 	if len(p.Arguments) > MaxPromptArguments {
 		errs = append(errs, fmt.Errorf("%s: arguments: %d, over the limit of %d", prefix, len(p.Arguments), MaxPromptArguments))
 	}
