@@ -547,3 +547,77 @@ func (s *Server) servesByTemplate(uri string) bool {
 	}
 	return false
 }
+
+// isFeatureList reports whether method lists resources, templates or
+// prompts: while modules load it waits for them as tools/list does.
+func isFeatureList(method string) bool {
+	return method == "resources/list" || method == "resources/templates/list" || method == "prompts/list"
+}
+
+// markLoading names the modules still loading in a feature list's _meta.
+func markLoading(res mcp.Result, loading []string) {
+	if len(loading) == 0 {
+		return
+	}
+	var meta *mcp.Meta
+	switch r := res.(type) {
+	case *mcp.ListResourcesResult:
+		meta = &r.Meta
+	case *mcp.ListResourceTemplatesResult:
+		meta = &r.Meta
+	case *mcp.ListPromptsResult:
+		meta = &r.Meta
+	default:
+		return
+	}
+	if *meta == nil {
+		*meta = mcp.Meta{}
+	}
+	(*meta)[MetaLoading] = loading
+}
+
+// awaitsFeature reports whether req reads a resource, gets a prompt or
+// completes for one that is not served (yet).
+func (s *Server) awaitsFeature(method string, req mcp.Request) bool {
+	if _, ok := s.tools.(Features); !ok {
+		return false
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	switch p := req.GetParams().(type) {
+	case *mcp.ReadResourceParams:
+		_, ok := s.feat.resources[p.URI]
+		return method == "resources/read" && !ok // a template may serve it: waiting is bounded
+	case *mcp.GetPromptParams:
+		_, ok := s.feat.prompts[p.Name]
+		return method == "prompts/get" && !ok
+	case *mcp.CompleteParams:
+		if p.Ref == nil {
+			return false
+		}
+		_, prompt := s.feat.prompts[p.Ref.Name]
+		_, template := s.feat.templates[p.Ref.URI]
+		return method == "completion/complete" && !prompt && !template
+	}
+	return false
+}
+
+// awaitFeature waits, as a tools/call of an unknown tool does, for the
+// modules still loading (up to QueueWait), resyncing after each.
+func (s *Server) awaitFeature(ctx context.Context, l Loader, method string, req mcp.Request) {
+	if s.resyncPending.Load() || s.resyncRunning.Load() {
+		s.resync()
+	}
+	if len(l.Loading()) == 0 || !s.awaitsFeature(method, req) {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
+	defer cancel()
+	for {
+		more := l.AwaitLoad(wait)
+		s.resync()
+		if !more || !s.awaitsFeature(method, req) {
+			return
+		}
+	}
+}

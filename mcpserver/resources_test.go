@@ -311,3 +311,43 @@ func TestResourceSubscribe(t *testing.T) {
 		t.Fatal("no notifications/resources/updated")
 	}
 }
+
+// loadingFeatures is fakeFeatures whose features arrive with a background
+// load.
+type loadingFeatures struct {
+	*fakeFeatures
+	lt *loadingTools
+}
+
+func (l *loadingFeatures) Loading() []string                   { return l.lt.Loading() }
+func (l *loadingFeatures) AwaitLoad(ctx context.Context) bool { return l.lt.AwaitLoad(ctx) }
+
+// TestFeaturesWhileLoading: a resource read and a prompt get of features a
+// loading module will serve wait for it; a list answered while loading
+// names the loading modules.
+func TestFeaturesWhileLoading(t *testing.T) {
+	ft := newFakeTools(desc("echo"))
+	lt := &loadingTools{fakeTools: ft, loading: []string{"late"}, ended: make(chan struct{}), awaiting: make(chan struct{}, 8)}
+	f := &loadingFeatures{fakeFeatures: &fakeFeatures{fakeTools: ft}, lt: lt}
+	s, _ := newServer(t, f, Options{ListWait: -1})
+	cs := connect(t, s, transports[0], nil)
+	ctx := context.Background()
+	lr, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(lr.Prompts) != 0 || lr.Meta[MetaLoading] == nil {
+		t.Fatalf("prompts/list while loading = %+v, %v", lr, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "x"}})
+		if err == nil && gp.Messages[0].Content.(*mcp.TextContent).Text != "hello x from b" {
+			err = errors.New("wrong prompt")
+		}
+		got <- err
+	}()
+	<-lt.awaiting // the get waits for the load
+	f.setFeatures(servedFixture())
+	lt.finish("late")
+	if err := <-got; err != nil {
+		t.Fatalf("prompt after the load: %v", err)
+	}
+}

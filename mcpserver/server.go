@@ -252,14 +252,15 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			waited := false
-			if method == "tools/list" && s.opts.ListWait > 0 && len(l.Loading()) > 0 {
+			listing := method == "tools/list" || isFeatureList(method)
+			if listing && s.opts.ListWait > 0 && len(l.Loading()) > 0 {
 				wait, cancel := context.WithTimeout(ctx, s.opts.ListWait)
 				for l.AwaitLoad(wait) {
 				}
 				cancel()
 				waited = true
 			}
-			if method == "tools/list" && (waited || s.resyncPending.Load() || s.resyncRunning.Load()) {
+			if listing && (waited || s.resyncPending.Load() || s.resyncRunning.Load()) {
 				// A load that just ended may not have notified yet, or its
 				// resync may not have run: apply it, so that a list without
 				// MetaLoading is the complete one.
@@ -287,8 +288,15 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 				}
 				cancel()
 			}
+			if s.awaitsFeature(method, req) {
+				s.awaitFeature(ctx, l, method, req)
+			}
 			res, err := next(ctx, method, req)
-			if method != "tools/list" || err != nil {
+			if !listing || err != nil {
+				return res, err
+			}
+			if isFeatureList(method) {
+				markLoading(res, l.Loading())
 				return res, err
 			}
 			if lr, ok := res.(*mcp.ListToolsResult); ok {

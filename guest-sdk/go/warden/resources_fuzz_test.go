@@ -10,7 +10,9 @@ import (
 func fuzzRegistry() *Registry {
 	r := NewRegistry()
 	r.AddResources(ResourceFunc{Desc: tool.ResourceDescriptor{URI: "x://a", Name: "a"},
-		ReadFunc: func(_ *Context, uri string) (*tool.ResourceResult, error) { return TextResource(uri, "text/plain", "a"), nil }})
+		ReadFunc: func(_ *Context, uri string) (*tool.ResourceResult, error) {
+			return TextResource(uri, "text/plain", "a"), nil
+		}})
 	r.AddTemplates(TemplateFunc{Desc: tool.ResourceTemplateDescriptor{URITemplate: "x://t/{id}", Name: "t"},
 		ReadFunc: func(_ *Context, uri string, vars map[string]string) (*tool.ResourceResult, error) {
 			return TextResource(uri, "text/plain", vars["id"]), nil

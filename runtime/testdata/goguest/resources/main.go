@@ -17,7 +17,9 @@ type memtool struct{}
 func (memtool) Descriptor() tool.Descriptor {
 	return tool.Descriptor{Name: "memtool", Description: "fixture", InputSchema: json.RawMessage(`{"type":"object"}`)}
 }
-func (memtool) Call(*warden.Context, json.RawMessage) (*tool.Result, error) { return warden.Text("ok"), nil }
+func (memtool) Call(*warden.Context, json.RawMessage) (*tool.Result, error) {
+	return warden.Text("ok"), nil
+}
 
 func recurse(n int) int {
 	var pad [64]byte
