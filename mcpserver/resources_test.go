@@ -319,7 +319,7 @@ type loadingFeatures struct {
 	lt *loadingTools
 }
 
-func (l *loadingFeatures) Loading() []string                   { return l.lt.Loading() }
+func (l *loadingFeatures) Loading() []string                  { return l.lt.Loading() }
 func (l *loadingFeatures) AwaitLoad(ctx context.Context) bool { return l.lt.AwaitLoad(ctx) }
 
 // TestFeaturesWhileLoading: a resource read and a prompt get of features a
