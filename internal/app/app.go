@@ -141,6 +141,9 @@ func (a *App) Close(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	a.loads.Wait()
+	if a.res.stop != nil {
+		a.res.stop()
+	}
 	a.registry.Close(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
