@@ -171,6 +171,15 @@ type Server struct {
 	// StateKey keys the HMAC of input-required requestState (and so lets
 	// replicas accept each other's); empty means a random key per process.
 	StateKey string `mapstructure:"state_key"`
+	// Resources configures what the server offers as MCP resources
+	// besides the modules' own.
+	Resources ServerResources `mapstructure:"resources"`
+}
+
+// ServerResources configures the resources warden serves itself.
+type ServerResources struct {
+	// Memory serves the project memory's topics as memory://<topic>.
+	Memory bool `mapstructure:"memory"`
 }
 
 // LSP configures the language servers behind the lsp capability.
@@ -256,6 +265,7 @@ var defaults = map[string]any{
 	"server::idle_timeout":            "2m",
 	"server::max_connections":         256,
 	"server::max_instance_memory":     "256MiB",
+	"server::resources::memory":       false,
 	"lsp::idle_ttl":                   "10m",
 	"lsp::timeout":                    "30s",
 	"net::max_response":               "4MiB",

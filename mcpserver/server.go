@@ -162,6 +162,9 @@ type Server struct {
 	// server holds, by name, with each descriptor's JSON to detect changes.
 	syncMu     sync.Mutex
 	registered map[string][]byte
+	// feat is the same for resources, templates and prompts (resources.go).
+	feat        *featureState
+	stopWatches func()
 
 	// connections counts the clients Serve has connected, to name them.
 	connections atomic.Int64
@@ -208,8 +211,9 @@ func New(tools Tools, opts Options) *Server {
 		slots:      make(chan struct{}, opts.MaxInFlight),
 		registered: make(map[string][]byte),
 		states:     newStateSealer(opts.StateKey),
+		feat:       newFeatureState(),
 	}
-	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+	sdkOpts := &mcp.ServerOptions{
 		Instructions: opts.Instructions,
 		// The go-sdk logs every session connect at info; ours is the caller's
 		// logger one level down so that serve's stderr stays readable.
@@ -221,12 +225,15 @@ func New(tools Tools, opts Options) *Server {
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 			Logging: &mcp.LoggingCapabilities{},
 		},
-	})
+	}
+	s.featureOptions(sdkOpts)
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sdkOpts)
 	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
 	if l, ok := tools.(Loader); ok {
 		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
 	}
 	s.resync()
+	s.stopWatches = s.startFeatures()
 	s.cancel = tools.Subscribe(s.scheduleResync)
 	return s
 }
@@ -259,14 +266,15 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			waited := false
-			if method == "tools/list" && s.opts.ListWait > 0 && len(l.Loading()) > 0 {
+			listing := method == "tools/list" || isFeatureList(method)
+			if listing && s.opts.ListWait > 0 && len(l.Loading()) > 0 {
 				wait, cancel := context.WithTimeout(ctx, s.opts.ListWait)
 				for l.AwaitLoad(wait) {
 				}
 				cancel()
 				waited = true
 			}
-			if method == "tools/list" && (waited || s.resyncPending.Load() || s.resyncRunning.Load()) {
+			if listing && (waited || s.resyncPending.Load() || s.resyncRunning.Load()) {
 				// A load that just ended may not have notified yet, or its
 				// resync may not have run: apply it, so that a list without
 				// MetaLoading is the complete one.
@@ -294,8 +302,15 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 				}
 				cancel()
 			}
+			if s.awaitsFeature(method, req) {
+				s.awaitFeature(ctx, l, method, req)
+			}
 			res, err := next(ctx, method, req)
-			if method != "tools/list" || err != nil {
+			if !listing || err != nil {
+				return res, err
+			}
+			if isFeatureList(method) {
+				markLoading(res, l.Loading())
 				return res, err
 			}
 			if lr, ok := res.(*mcp.ListToolsResult); ok {
@@ -316,6 +331,9 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 func (s *Server) Close() error {
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.stopWatches != nil {
+		s.stopWatches()
 	}
 	return nil
 }
@@ -433,6 +451,7 @@ func (s *Server) resync() {
 	if len(gone) > 0 {
 		s.sdk.RemoveTools(gone...)
 	}
+	s.resyncFeatures()
 }
 
 // addTool registers d with the go-sdk server. AddTool panics on what it

@@ -92,6 +92,61 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	if d := t.Descriptor.Timeout(); d > 0 && d < timeout {
 		timeout = d
 	}
+	request := tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor}
+	var res *tool.Result
+	out := m.invoke(ctx, invocation{
+		name: name, grantsOf: name, requested: t.Descriptor.Capabilities, timeout: timeout, req: &req,
+		run: func(ctx context.Context, in *guest.Instance) ([]byte, *tool.Error, error) {
+			return m.engine.Run(ctx, in, request)
+		},
+		decode: func(raw []byte, respErr *tool.Error) bool {
+			res = t.decodeResponse(raw, respErr)
+			// A response the guest could not produce properly says nothing
+			// against the instance itself, but a fresh one is cheap insurance.
+			return !res.IsError || res.Error.Kind != tool.KindBadOutput
+		},
+	})
+	if out.err != nil {
+		res = tool.ErrorResult(out.err)
+	}
+	res.Meta = out.meta
+	res.Captured = out.captured
+	return res
+}
+
+// invocation is one run of a guest export on an instance of a module, under
+// the call path's sandbox: a pooled instance, the call's deadline, fuel,
+// memory and grants, its CallState for the host functions. Tool calls,
+// resource reads, prompts and completions all run through Module.invoke.
+type invocation struct {
+	// name is what runs, for messages: a tool's name, "resource test://x".
+	name string
+	// grantsOf is the tool whose grants apply (hostfuncs.Call.Tool, which
+	// capability refusals name); name when empty.
+	grantsOf string
+	// requested is what the tool grantsOf names requested in its
+	// descriptor: what a permission prompt may offer.
+	requested tool.Capabilities
+	// timeout is the deadline before req.Timeout lowers it.
+	timeout time.Duration
+	req     *CallRequest
+	run     func(ctx context.Context, in *guest.Instance) (raw []byte, respErr *tool.Error, err error)
+	// decode judges the guest's response and reports whether the instance
+	// may serve again.
+	decode func(raw []byte, respErr *tool.Error) (keep bool)
+}
+
+// invoked is how an invocation ended: err is set when the guest failed (or
+// no instance could run it) and decode was not called.
+type invoked struct {
+	err      *tool.Error
+	meta     map[string]any
+	captured *tool.Captured
+}
+
+func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
+	req, name := inv.req, inv.name
+	timeout := inv.timeout
 	if req.Timeout > 0 && req.Timeout < timeout {
 		timeout = req.Timeout
 	}
@@ -101,48 +156,46 @@ func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	in, fresh, err := m.pool.acquire(callCtx, req.Session)
 	if err != nil {
 		if callCtx.Err() != nil {
-			return tool.ErrorResult(contextError(ctx, name, timeout, "waiting for a free instance"))
+			return invoked{err: contextError(ctx, name, timeout, "waiting for a free instance")}
 		}
 		if te, ok := err.(*tool.Error); ok && te.Kind == tool.KindUnavailable {
-			return tool.ErrorResult(te)
+			return invoked{err: te}
 		}
 		m.rt.log.Error("instantiate failed", "module", m.name, "tool", name, "error", err)
-		return tool.ErrorResult(tool.Errorf(tool.KindInternal, "start an instance of %s: %v", m.name, err))
+		return invoked{err: tool.Errorf(tool.KindInternal, "start an instance of %s: %v", m.name, err)}
 	}
 
 	observer := req.Observer
 	if observer == nil {
 		observer = guest.DiscardObserver{}
 	}
+	grantsOf := inv.grantsOf
+	if grantsOf == "" {
+		grantsOf = name
+	}
 	state := guest.NewCallState(&hostfuncs.Call{
-		Tool: name, Module: m.name, Grants: req.Grants, Observer: observer,
-		Client: req.Client, Hold: deadline.hold, Requested: t.Descriptor.Capabilities,
+		Tool: grantsOf, Module: m.name, Grants: req.Grants, Observer: observer,
+		Client: req.Client, Hold: deadline.hold, Requested: inv.requested,
 	}, in.Instance, m.limits.guest())
 	guestCtx := guest.WithState(callCtx, state)
 	in.CallCtx.Store(&guestCtx)
 	in.Memory.Refused.Store(false)
 	in.acct.refused.Store(false)
 
-	request := tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor}
 	stop := in.Meter.Start(guestCtx, m.limits.Fuel)
-	raw, respErr, err := m.engine.Run(guestCtx, in.Instance, request)
+	raw, respErr, err := inv.run(guestCtx, in.Instance)
 	consumed, reason := stop()
 	state.FinishLogs()
-	captured := t.collectOutput(in, req.CallID)
+	captured := m.collectOutput(in, name, req.CallID)
+	out := invoked{meta: resultMeta(consumed, fresh), captured: captured}
 	if err != nil {
 		m.pool.release(context.Background(), in, false)
-		res := tool.ErrorResult(t.failure(ctx, in, err, reason, timeout, captured))
-		res.Captured = captured
-		res.Meta = resultMeta(consumed, fresh)
-		return res
+		out.err = m.failure(ctx, in, name, err, reason, timeout, captured)
+		return out
 	}
-	res := t.decodeResponse(raw, respErr)
-	res.Meta = resultMeta(consumed, fresh)
-	// A response the guest could not produce properly says nothing against
-	// the instance itself, but a fresh one is cheap insurance.
-	m.pool.release(context.Background(), in, !res.IsError || res.Error.Kind != tool.KindBadOutput)
-	res.Captured = captured
-	return res
+	keep := inv.decode(raw, respErr)
+	m.pool.release(context.Background(), in, keep)
+	return out
 }
 
 // resultMeta is the _meta of a call that ran: its fuel, and why it started
@@ -191,8 +244,7 @@ func contextError(parent context.Context, name string, timeout time.Duration, do
 // failure classifies a failed guest call. The meter's reason comes first: a
 // fuel or depth trap and the watchdog's interrupt all surface from wazero as
 // a plain trap, and only the meter knows which it was.
-func (t *Tool) failure(parent context.Context, in *instance, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
-	m, name := t.module, t.Descriptor.Name
+func (m *Module) failure(parent context.Context, in *instance, name string, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
 	if in.acct.refused.Load() {
 		return tool.Errorf(tool.KindUnavailable, "%s needed more memory than the instance memory budget has free: %d MiB (server.max_instance_memory) are held by instances running calls; raise server.max_instance_memory in the config to allow more",
 			name, m.rt.budget.limit>>20)
@@ -329,14 +381,14 @@ func (t *Tool) checkStructured(raw json.RawMessage) *tool.Error {
 
 // collectOutput takes what the guest wrote to stdout and stderr during the
 // call and logs it; it never reaches the process's stdout.
-func (t *Tool) collectOutput(in *instance, callID string) *tool.Captured {
+func (m *Module) collectOutput(in *instance, name, callID string) *tool.Captured {
 	stdout, droppedOut := in.Stdout.Take()
 	stderr, droppedErr := in.Stderr.Take()
 	if stdout == "" && stderr == "" && droppedOut == 0 && droppedErr == 0 {
 		return nil
 	}
 	c := &tool.Captured{Stdout: stdout, Stderr: stderr, Dropped: droppedOut + droppedErr}
-	t.module.rt.log.Info("guest output", "tool", t.Descriptor.Name, "call", callID,
+	m.rt.log.Info("guest output", "tool", name, "call", callID,
 		"stdout", termsafe.Escape(stdout), "stderr", termsafe.Escape(stderr), "dropped", c.Dropped)
 	return c
 }

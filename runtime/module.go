@@ -46,6 +46,9 @@ type Module struct {
 	pinned pinState
 	// descriptorDoc is the descriptor document the tools were built from.
 	descriptorDoc []byte
+	// features are the resources, templates and prompts it declares
+	// (resources.go); never nil once described.
+	features *tool.Features
 	// lazy is set for a module opened by Runtime.Open (lazy.go): its code
 	// is in a body Module loaded on first use; pool and engine are then
 	// unset.
@@ -142,7 +145,11 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 		acct.close()
 		return nil, err
 	}
-	if err := m.describe(loaded.Descriptor); err != nil {
+	err = m.describe(loaded.Descriptor)
+	if err == nil {
+		err = m.checkOps(loaded.Engine)
+	}
+	if err != nil {
 		loaded.First.Close(context.Background())
 		loaded.Engine.Close(ctx)
 		acct.close()
@@ -221,8 +228,13 @@ func (m *Module) describe(raw []byte) error {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("descriptor is not valid JSON of the form {\"tools\": [...]}: %w", err)
 	}
-	if len(doc.Tools) == 0 {
-		return errors.New(`descriptor lists no tools`)
+	features, err := tool.ParseFeatures(raw)
+	if err != nil {
+		return fmt.Errorf("descriptor: %w", err)
+	}
+	m.features = features
+	if len(doc.Tools) == 0 && features.Empty() {
+		return errors.New(`descriptor lists no tools, resources or prompts`)
 	}
 	seen := make(map[string]bool)
 	for i, rawTool := range doc.Tools {
@@ -248,14 +260,14 @@ func (m *Module) describe(raw []byte) error {
 		seen[strings.ToLower(d.Name)] = true
 		m.tools = append(m.tools, &Tool{Descriptor: d, schemas: schemas, module: m})
 	}
-	if len(m.tools) == 0 {
+	if len(m.tools) == 0 && len(m.rejected) > 0 {
 		reasons := make([]string, len(m.rejected))
 		for i, r := range m.rejected {
 			reasons[i] = r.Reason.Error()
 		}
 		return fmt.Errorf("no valid tools: %s", strings.Join(reasons, "; "))
 	}
-	return nil
+	return m.checkFeatureTools()
 }
 
 // EndSession discards the instance kept for a client session (IsolationSession).

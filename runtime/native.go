@@ -310,7 +310,7 @@ func (e *native) Reset(in *guest.Instance) bool {
 // response.
 func (e *native) Run(ctx context.Context, in *guest.Instance, req tool.Request) (raw []byte, respErr *tool.Error, err error) {
 	request, _ := json.Marshal(req)
-	packed, err := invoke(ctx, in, request)
+	packed, err := invoke(ctx, in, in.Call, request)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,8 +318,9 @@ func (e *native) Run(ctx context.Context, in *guest.Instance, req tool.Request) 
 	return raw, respErr, nil
 }
 
-// invoke writes the request into the guest and runs warden_call.
-func invoke(ctx context.Context, in *guest.Instance, request []byte) (packed uint64, err error) {
+// invoke writes the request into the guest and runs fn (warden_call, or
+// the export of an op).
+func invoke(ctx context.Context, in *guest.Instance, fn api.Function, request []byte) (packed uint64, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(error); ok {
@@ -330,7 +331,7 @@ func invoke(ctx context.Context, in *guest.Instance, request []byte) (packed uin
 		}
 	}()
 	reqPacked := in.WriteGuest(ctx, request)
-	results, err := in.Call.Call(ctx, reqPacked)
+	results, err := fn.Call(ctx, reqPacked)
 	if err != nil {
 		return 0, err
 	}

@@ -70,6 +70,8 @@ func (c Config) store() (*store, error) {
 type Memory struct {
 	store  atomic.Pointer[store]
 	logger *slog.Logger
+	// watchers hear of every write (resources.go).
+	watchers watchers
 }
 
 // New returns the capability for cfg. logger receives one debug line per
@@ -156,11 +158,15 @@ func (m *Memory) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (a
 		if err != nil {
 			return nil, s.storeError(req, err)
 		}
+		m.watchers.notify(Change{Topic: req.Topic, Op: req.Op})
 		return putReply{Topic: req.Topic, Size: size}, nil
 	case "delete":
 		deleted, err := s.remove(ctx, req.Topic)
 		if err != nil {
 			return nil, s.storeError(req, err)
+		}
+		if deleted {
+			m.watchers.notify(Change{Topic: req.Topic, Op: req.Op})
 		}
 		return deleteReply{Topic: req.Topic, Deleted: deleted}, nil
 	default: // "list"; decode accepts no other op

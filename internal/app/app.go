@@ -57,6 +57,8 @@ type App struct {
 	// exposure is tools.expose and tools.hide as last applied, to tell
 	// clients when the list they see changed.
 	exposure string
+	// res serves resources and prompts (resources.go).
+	res resourceState
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -83,6 +85,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
 	caps.prompts.cfg, caps.prompts.reload = a.live.Current, a.live.Reload
+	a.watchMemory()
 	return a, nil
 }
 
@@ -150,6 +153,9 @@ func (a *App) Close(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	a.loads.Wait()
+	if a.res.stop != nil {
+		a.res.stop()
+	}
 	a.registry.Close(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

@@ -66,6 +66,30 @@ func wardenCall(request int64) int64 {
 	return int64(packBytes(lent.respond(resp)))
 }
 
+//go:wasmexport warden_read_resource
+func wardenReadResource(request int64) int64 { return serveOp(request, module.ReadResource) }
+
+//go:wasmexport warden_get_prompt
+func wardenGetPrompt(request int64) int64 { return serveOp(request, module.GetPrompt) }
+
+//go:wasmexport warden_complete
+func wardenComplete(request int64) int64 { return serveOp(request, module.Complete) }
+
+// serveOp is warden_call's handoff for the exports of resources, prompts
+// and completions.
+func serveOp(request int64, serve func([]byte, HostFuncs) []byte) int64 {
+	ptr, n := unpack(uint64(request))
+	req, ok := lent.take(ptr, n)
+	lent.reset()
+	var resp []byte
+	if ok {
+		resp = serve(req, wasmHost{})
+	} else {
+		resp = encodeError(Failed("request range %#x+%d was not allocated by warden_alloc", ptr, n), nil)
+	}
+	return int64(packBytes(lent.respond(resp)))
+}
+
 //go:wasmimport warden log
 func importLog(level int32, message uint64)
 

@@ -20,7 +20,8 @@ func (r *Registry) Describe() []byte {
 	}
 	b, err := json.Marshal(struct {
 		Tools []tool.Descriptor `json:"tools"`
-	}{descriptors})
+		tool.Features
+	}{descriptors, r.feat.desc})
 	if err != nil {
 		// Only a tool's RawMessage schema can fail to encode. Report it as an
 		// invalid document: the host refuses the module naming the problem.

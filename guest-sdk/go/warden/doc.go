@@ -16,6 +16,10 @@
 // [Context.Log], [Context.Progress] and [Host]. Tool code never touches
 // pointers, and never needs package unsafe.
 //
+// A module may also serve MCP resources, resource templates and prompts, with
+// completions of their arguments: see [RegisterResources],
+// [RegisterTemplates], [RegisterPrompts] and [Completer].
+//
 // Everything except the exports themselves is plain Go, so tools can be unit
 // tested on the host with [NewContext] and [Dispatch].
 package warden

@@ -34,6 +34,8 @@ type Registry struct {
 	tools       []registered
 	byName      map[string]int
 	descriptors []tool.Descriptor
+	// feat holds the resources, templates and prompts (resources.go).
+	feat features
 }
 
 type registered struct {

@@ -308,6 +308,9 @@ func (x *plugin) initialize(ctx context.Context) (*guest.Instance, []byte, error
 		return nil, nil, err
 	}
 	raw, err := x.list(ctx, in)
+	if err == nil {
+		raw, err = x.listFeatures(ctx, in, raw)
+	}
 	if err != nil {
 		in.Close(context.Background())
 		return nil, nil, err
@@ -341,7 +344,6 @@ func (x *plugin) initialize(ctx context.Context) (*guest.Instance, []byte, error
 // (the SDK calls _initialize before the first call of an instance), and
 // returns {"tools": [...]}.
 func (x *plugin) list(ctx context.Context, in *guest.Instance) ([]byte, error) {
-	limits := x.spec.Limits
 	export, _ := x.shape.exports()
 	var input []byte
 	if x.shape == extismV2 {
@@ -352,6 +354,13 @@ func (x *plugin) list(ctx context.Context, in *guest.Instance) ([]byte, error) {
 	if err := x.runStart(ctx, in); err != nil {
 		return nil, err
 	}
+	return x.loadCall(ctx, in, export, input)
+}
+
+// loadCall runs export with input at load, without a call (no grants), and
+// returns its output.
+func (x *plugin) loadCall(ctx context.Context, in *guest.Instance, export string, input []byte) ([]byte, error) {
+	limits := x.spec.Limits
 	state := guest.NewCallState(&hostfuncs.Call{Tool: x.spec.Name, Observer: guest.DiscardObserver{}}, in, limits)
 	ctx = guest.WithState(ctx, state)
 	in.CallCtx.Store(&ctx)
@@ -371,7 +380,7 @@ func (x *plugin) list(ctx context.Context, in *guest.Instance) ([]byte, error) {
 	case rc != 0:
 		return nil, fmt.Errorf("%s: returned %d", export, rc)
 	case len(out) > limits.MaxOutput:
-		return nil, fmt.Errorf("%s: tool list is %d bytes, over the output limit of %d", export, len(out), limits.MaxOutput)
+		return nil, fmt.Errorf("%s: its output is %d bytes, over the output limit of %d", export, len(out), limits.MaxOutput)
 	}
 	return out, nil
 }

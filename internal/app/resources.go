@@ -1,0 +1,260 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/warden-run/warden/hostfuncs/memory"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
+)
+
+// The app serves, besides tools, the resources, resource templates and
+// prompts its modules declare (runtime.Module.Features), and, when config
+// server.resources.memory is on, the project memory's topics as
+// memory://<topic> resources.
+
+var _ mcpserver.Features = (*App)(nil)
+
+// MemoryOwner is the owner of the memory resources: not a valid module
+// name, so no module can claim it.
+const MemoryOwner = "warden:memory"
+
+// memoryTemplate reads any topic, listed or not.
+const memoryTemplate = "memory://{+topic}"
+
+// resourceState is the App's part of serving resources.
+type resourceState struct {
+	mu       sync.Mutex
+	next     int
+	watchers map[int]func(uri string)
+	stop     func()
+}
+
+// watchMemory follows writes to the memory store, for the memory resources.
+func (a *App) watchMemory() {
+	if a.caps == nil || a.caps.memory == nil {
+		return
+	}
+	a.res.stop = a.caps.memory.Watch(func(c memory.Change) {
+		if !a.Config().Server.Resources.Memory {
+			return
+		}
+		uri := memoryURI(c.Topic)
+		a.res.mu.Lock()
+		fs := make([]func(string), 0, len(a.res.watchers))
+		for _, f := range a.res.watchers {
+			fs = append(fs, f)
+		}
+		a.res.mu.Unlock()
+		// The write's own call goes on; the notifications and the list's
+		// resync (a topic may have appeared or gone) follow it.
+		go func() {
+			a.notify()
+			for _, f := range fs {
+				f(uri)
+			}
+		}()
+	})
+}
+
+func memoryURI(topic string) string { return "memory://" + topic }
+
+// WatchResources implements mcpserver.Features.
+func (a *App) WatchResources(f func(uri string)) (cancel func()) {
+	a.res.mu.Lock()
+	defer a.res.mu.Unlock()
+	if a.res.watchers == nil {
+		a.res.watchers = map[int]func(string){}
+	}
+	id := a.res.next
+	a.res.next++
+	a.res.watchers[id] = f
+	return func() {
+		a.res.mu.Lock()
+		defer a.res.mu.Unlock()
+		delete(a.res.watchers, id)
+	}
+}
+
+// Features implements mcpserver.Features: every loaded module's features,
+// owned by the module, and the memory topics.
+func (a *App) Features() mcpserver.ServedFeatures {
+	var out mcpserver.ServedFeatures
+	for _, m := range a.registry.Modules() {
+		f := m.Features()
+		for _, r := range f.Resources {
+			out.Resources = append(out.Resources, mcpserver.OwnedResource{Owner: m.Name(), ResourceDescriptor: r})
+		}
+		for _, t := range f.ResourceTemplates {
+			out.Templates = append(out.Templates, mcpserver.OwnedTemplate{Owner: m.Name(), ResourceTemplateDescriptor: t})
+		}
+		for _, p := range f.Prompts {
+			out.Prompts = append(out.Prompts, mcpserver.OwnedPrompt{Owner: m.Name(), PromptDescriptor: p})
+		}
+	}
+	if a.Config().Server.Resources.Memory && a.caps.memory != nil {
+		topics, truncated, err := a.caps.memory.Topics()
+		if err != nil {
+			a.log.Warn("memory topics not listed as resources", "error", err)
+			out.ResourcesIncomplete = "memory topics could not be listed: " + err.Error()
+		}
+		for _, e := range topics {
+			size := e.Size
+			out.Resources = append(out.Resources, mcpserver.OwnedResource{Owner: MemoryOwner, ResourceDescriptor: tool.ResourceDescriptor{
+				URI: memoryURI(e.Topic), Name: e.Topic, MimeType: "text/markdown", Size: &size,
+				Description: "project memory " + e.Topic,
+			}})
+		}
+		if truncated {
+			out.ResourcesIncomplete = fmt.Sprintf("only the first %d memory topics are listed; read others through %s", len(topics), memoryTemplate)
+		}
+		out.Templates = append(out.Templates, mcpserver.OwnedTemplate{Owner: MemoryOwner, ResourceTemplateDescriptor: tool.ResourceTemplateDescriptor{
+			URITemplate: memoryTemplate, Name: "memory", MimeType: "text/markdown",
+			Description: "a topic of the project memory store, e.g. memory://arch/db",
+		}})
+	}
+	return out
+}
+
+// module returns the loaded module called name.
+func (a *App) module(name string) (*runtime.Module, error) {
+	for _, m := range a.registry.Modules() {
+		if m.Name() == name {
+			return m, nil
+		}
+	}
+	return nil, tool.Errorf(tool.KindNotFound, "module %s is not loaded", name)
+}
+
+// featureRequest is the runtime request of a feature run: the grants of
+// the tool the feature names (none without one), under the config in
+// force, as for a call of that tool.
+func (a *App) featureRequest(ctx context.Context, m *runtime.Module, call mcpserver.FeatureCall, grantsOf string) (context.Context, runtime.CallRequest) {
+	req := runtime.CallRequest{Session: call.Session, Observer: call.Observer}
+	if grantsOf != "" {
+		cfg := a.Config()
+		grants, elsewhere := cfg.Grants(grantsOf, m.Name())
+		if note := grantNote(cfg, grantsOf, m.Name(), elsewhere); note != "" {
+			ctx = withGrantNote(ctx, note)
+		}
+		req.Grants = grants
+		req.Timeout = cfg.ToolTimeout(grantsOf)
+	}
+	return ctx, req
+}
+
+// ReadResource implements mcpserver.Features.
+func (a *App) ReadResource(ctx context.Context, call mcpserver.FeatureCall, uri string) (*tool.ResourceResult, error) {
+	if call.Owner == MemoryOwner {
+		return a.readMemory(uri)
+	}
+	m, err := a.module(call.Owner)
+	if err != nil {
+		return nil, err
+	}
+	grantsOf, ok := m.ResourceOwner(uri)
+	if !ok {
+		return nil, tool.Errorf(tool.KindNotFound, "module %s serves no resource %q", m.Name(), uri)
+	}
+	ctx, req := a.featureRequest(ctx, m, call, grantsOf)
+	res, terr := m.ReadResource(ctx, uri, req)
+	if terr != nil {
+		return nil, terr
+	}
+	return res, nil
+}
+
+func (a *App) readMemory(uri string) (*tool.ResourceResult, error) {
+	if !a.Config().Server.Resources.Memory || a.caps.memory == nil {
+		return nil, tool.Errorf(tool.KindNotFound, "memory resources are off (server.resources.memory)")
+	}
+	topic, ok := strings.CutPrefix(uri, "memory://")
+	if !ok {
+		return nil, tool.Errorf(tool.KindNotFound, "%q is not a memory:// URI", uri)
+	}
+	value, _, _, err := a.caps.memory.Read(topic)
+	if err != nil {
+		if te, ok := err.(*tool.Error); ok {
+			return nil, te
+		}
+		return nil, tool.Errorf(tool.KindNotFound, "memory %q: %v", topic, err)
+	}
+	text := string(value)
+	return &tool.ResourceResult{Contents: []tool.ResourceContents{{URI: uri, MimeType: "text/markdown", Text: &text}}}, nil
+}
+
+// GetPrompt implements mcpserver.Features.
+func (a *App) GetPrompt(ctx context.Context, call mcpserver.FeatureCall, name string, args map[string]string) (*tool.PromptResult, error) {
+	m, err := a.module(call.Owner)
+	if err != nil {
+		return nil, err
+	}
+	var grantsOf string
+	for _, p := range m.Features().Prompts {
+		if p.Name == name {
+			grantsOf = p.Tool
+		}
+	}
+	ctx, req := a.featureRequest(ctx, m, call, grantsOf)
+	res, terr := m.GetPrompt(ctx, name, args, req)
+	if terr != nil {
+		return nil, terr
+	}
+	return res, nil
+}
+
+// Complete implements mcpserver.Features. Memory topics complete from the
+// store's list.
+func (a *App) Complete(ctx context.Context, call mcpserver.FeatureCall, c tool.CompleteRequest) (*tool.Completion, error) {
+	if call.Owner == MemoryOwner {
+		return a.completeMemory(c.Argument.Value), nil
+	}
+	m, err := a.module(call.Owner)
+	if err != nil {
+		return nil, err
+	}
+	var grantsOf string
+	f := m.Features()
+	for _, p := range f.Prompts {
+		if c.Ref.Type == "ref/prompt" && p.Name == c.Ref.Name {
+			grantsOf = p.Tool
+		}
+	}
+	for _, t := range f.ResourceTemplates {
+		if c.Ref.Type == "ref/resource" && t.URITemplate == c.Ref.URI {
+			grantsOf = t.Tool
+		}
+	}
+	ctx, req := a.featureRequest(ctx, m, call, grantsOf)
+	res, terr := m.Complete(ctx, c, req)
+	if terr != nil {
+		return nil, terr
+	}
+	return res, nil
+}
+
+func (a *App) completeMemory(prefix string) *tool.Completion {
+	out := &tool.Completion{Values: []string{}}
+	if !a.Config().Server.Resources.Memory || a.caps.memory == nil {
+		return out
+	}
+	topics, truncated, err := a.caps.memory.Topics()
+	if err != nil {
+		return out
+	}
+	for _, e := range topics {
+		if strings.HasPrefix(e.Topic, prefix) {
+			if len(out.Values) == tool.MaxCompletionValues {
+				out.HasMore = true
+				break
+			}
+			out.Values = append(out.Values, e.Topic)
+		}
+	}
+	out.HasMore = out.HasMore || truncated
+	return out
+}

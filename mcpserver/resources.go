@@ -1,0 +1,623 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/tool"
+)
+
+// Features is implemented by Tools that also serve resources, resource
+// templates and prompts (and complete their arguments). The server lists
+// them with the go-sdk, resyncing them with the tools (Tools.Subscribe), and
+// routes each request to the owner that declared it.
+type Features interface {
+	// Features lists everything served besides tools, each with its owner
+	// (a module's name). A URI, URI template or prompt name that two owners
+	// declare is served by neither, and logged naming both.
+	Features() ServedFeatures
+	// ReadResource reads uri for the owner that declared it (or declared
+	// the template it matched). A failure is a *tool.Error of its kind.
+	ReadResource(ctx context.Context, call FeatureCall, uri string) (*tool.ResourceResult, error)
+	// GetPrompt gets a prompt of the owner.
+	GetPrompt(ctx context.Context, call FeatureCall, name string, args map[string]string) (*tool.PromptResult, error)
+	// Complete completes an argument of one of the owner's prompts or
+	// resource templates.
+	Complete(ctx context.Context, call FeatureCall, req tool.CompleteRequest) (*tool.Completion, error)
+	// WatchResources registers f to hear the URI of each resource whose
+	// content changed (notifications/resources/updated) and returns a
+	// function that unregisters it.
+	WatchResources(f func(uri string)) (cancel func())
+}
+
+// ServedFeatures is what a Features serves besides tools.
+type ServedFeatures struct {
+	Resources []OwnedResource
+	Templates []OwnedTemplate
+	Prompts   []OwnedPrompt
+	// ResourcesIncomplete, when set, says why the resource list is not
+	// complete (e.g. more memory topics than are listed); resources/list
+	// then carries it under _meta[MetaResourcesIncomplete].
+	ResourcesIncomplete string
+	// Subscribable reports whether a client may subscribe to uri: a
+	// resource whose owner announces changes. nil: every served URI.
+	Subscribable func(uri string) bool
+}
+
+// OwnedResource is a resource and the owner that serves it.
+type OwnedResource struct {
+	Owner string
+	tool.ResourceDescriptor
+}
+
+// OwnedTemplate is a resource template and its owner.
+type OwnedTemplate struct {
+	Owner string
+	tool.ResourceTemplateDescriptor
+}
+
+// OwnedPrompt is a prompt and its owner.
+type OwnedPrompt struct {
+	Owner string
+	tool.PromptDescriptor
+}
+
+// FeatureCall is one resource read, prompt get or completion.
+type FeatureCall struct {
+	// Owner is the owner that declared the feature.
+	Owner string
+	// Session is as in Call.
+	Session string
+	// Observer receives the run's progress and log lines; never nil.
+	Observer tool.Observer
+}
+
+// MetaResourcesIncomplete is the resources/list _meta key of
+// ServedFeatures.ResourcesIncomplete.
+const MetaResourcesIncomplete = "warden/incomplete"
+
+// featureState is the server's side of the features: what the go-sdk
+// server holds, by key, with the owner and a fingerprint.
+type featureState struct {
+	resources map[string]registeredFeature // by URI
+	templates map[string]registeredFeature // by URI template
+	prompts   map[string]registeredFeature // by name
+	// incomplete is ServedFeatures.ResourcesIncomplete of the last resync.
+	incomplete   string
+	subscribable func(uri string) bool
+	conflicts    map[string]bool // logged conflicts, to log each once
+}
+
+type registeredFeature struct {
+	owner       string
+	fingerprint []byte
+}
+
+func newFeatureState() *featureState {
+	return &featureState{
+		resources: map[string]registeredFeature{},
+		templates: map[string]registeredFeature{},
+		prompts:   map[string]registeredFeature{},
+		conflicts: map[string]bool{},
+	}
+}
+
+// featureOptions sets the go-sdk options the features need: the
+// completion and subscription handlers. Called by New when tools
+// implements Features.
+func (s *Server) featureOptions(opts *mcp.ServerOptions) {
+	if _, ok := s.tools.(Features); !ok {
+		return
+	}
+	opts.CompletionHandler = s.complete
+	opts.SubscribeHandler = s.subscribe
+	opts.UnsubscribeHandler = func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
+}
+
+// startFeatures follows resource changes. Called by New after the first
+// resync.
+func (s *Server) startFeatures() func() {
+	f, ok := s.tools.(Features)
+	if !ok {
+		return func() {}
+	}
+	s.sdk.AddReceivingMiddleware(s.featureMiddleware)
+	return f.WatchResources(func(uri string) {
+		if err := s.sdk.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+			s.log.Warn("resource update not sent", "uri", uri, "error", err)
+		}
+	})
+}
+
+// featureMiddleware declares the completions capability only while a
+// prompt or a resource template is served (the go-sdk declares it whenever
+// a completion handler is set), and marks an incomplete resources/list.
+func (s *Server) featureMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		s.syncMu.Lock()
+		completable := len(s.feat.prompts) > 0 || len(s.feat.templates) > 0
+		incomplete := s.feat.incomplete
+		s.syncMu.Unlock()
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			if r.Capabilities != nil && !completable {
+				r.Capabilities.Completions = nil
+			}
+		case *mcp.DiscoverResult:
+			if r.Capabilities != nil && !completable {
+				r.Capabilities.Completions = nil
+			}
+		case *mcp.ListResourcesResult:
+			if incomplete != "" {
+				if r.Meta == nil {
+					r.Meta = mcp.Meta{}
+				}
+				r.Meta[MetaResourcesIncomplete] = incomplete
+			}
+		}
+		return res, err
+	}
+}
+
+// resyncFeatures makes the go-sdk server's resources, templates and
+// prompts equal to what s.tools serves. Callers hold syncMu.
+func (s *Server) resyncFeatures() {
+	f, ok := s.tools.(Features)
+	if !ok {
+		return
+	}
+	served := f.Features()
+	st := s.feat
+	st.incomplete = served.ResourcesIncomplete
+	st.subscribable = served.Subscribable
+
+	// Resources.
+	resources := map[string][]OwnedResource{}
+	for _, r := range served.Resources {
+		resources[r.URI] = append(resources[r.URI], r)
+	}
+	var updated []string
+	seen := map[string]bool{}
+	for _, uri := range slices.Sorted(maps.Keys(resources)) {
+		rs := resources[uri]
+		if !s.unique("resource", uri, ownersOf(rs, func(r OwnedResource) string { return r.Owner })) {
+			continue
+		}
+		r := rs[0]
+		if err := r.Validate("resource"); err != nil {
+			s.log.Error("skipping invalid resource", "uri", uri, "owner", r.Owner, "error", err)
+			continue
+		}
+		fp := fingerprint(r)
+		seen[uri] = true
+		if old, ok := st.resources[uri]; ok && bytes.Equal(old.fingerprint, fp) {
+			continue
+		} else if ok {
+			updated = append(updated, uri)
+		}
+		s.sdk.AddResource(resourceFor(&r.ResourceDescriptor), s.readHandler(r.Owner))
+		st.resources[uri] = registeredFeature{owner: r.Owner, fingerprint: fp}
+	}
+	var gone []string
+	for uri := range st.resources {
+		if !seen[uri] {
+			gone = append(gone, uri)
+			delete(st.resources, uri)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveResources(gone...)
+	}
+
+	// Templates.
+	templates := map[string][]OwnedTemplate{}
+	for _, t := range served.Templates {
+		templates[t.URITemplate] = append(templates[t.URITemplate], t)
+	}
+	seen = map[string]bool{}
+	for _, key := range slices.Sorted(maps.Keys(templates)) {
+		ts := templates[key]
+		if !s.unique("resource template", key, ownersOf(ts, func(t OwnedTemplate) string { return t.Owner })) {
+			continue
+		}
+		t := ts[0]
+		if err := t.Validate("resource template"); err != nil {
+			s.log.Error("skipping invalid resource template", "uriTemplate", key, "owner", t.Owner, "error", err)
+			continue
+		}
+		fp := fingerprint(t)
+		seen[key] = true
+		if old, ok := st.templates[key]; ok && bytes.Equal(old.fingerprint, fp) {
+			continue
+		}
+		if err := s.addTemplate(&t.ResourceTemplateDescriptor, t.Owner); err != nil {
+			s.log.Error("skipping resource template the protocol layer refused", "uriTemplate", key, "error", err)
+			delete(seen, key)
+			continue
+		}
+		st.templates[key] = registeredFeature{owner: t.Owner, fingerprint: fp}
+	}
+	gone = gone[:0]
+	for key := range st.templates {
+		if !seen[key] {
+			gone = append(gone, key)
+			delete(st.templates, key)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveResourceTemplates(gone...)
+	}
+
+	// Prompts.
+	prompts := map[string][]OwnedPrompt{}
+	for _, p := range served.Prompts {
+		prompts[p.Name] = append(prompts[p.Name], p)
+	}
+	seen = map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(prompts)) {
+		ps := prompts[name]
+		if !s.unique("prompt", name, ownersOf(ps, func(p OwnedPrompt) string { return p.Owner })) {
+			continue
+		}
+		p := ps[0]
+		if err := p.Validate("prompt"); err != nil {
+			s.log.Error("skipping invalid prompt", "prompt", name, "owner", p.Owner, "error", err)
+			continue
+		}
+		fp := fingerprint(p)
+		seen[name] = true
+		if old, ok := st.prompts[name]; ok && bytes.Equal(old.fingerprint, fp) {
+			continue
+		}
+		s.sdk.AddPrompt(promptFor(&p.PromptDescriptor), s.promptHandler(p.Owner, name))
+		st.prompts[name] = registeredFeature{owner: p.Owner, fingerprint: fp}
+	}
+	gone = gone[:0]
+	for name := range st.prompts {
+		if !seen[name] {
+			gone = append(gone, name)
+			delete(st.prompts, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemovePrompts(gone...)
+	}
+
+	// A resource whose declaration changed on a reload may read
+	// differently now: tell its subscribers.
+	for _, uri := range updated {
+		go s.sdk.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	}
+}
+
+func ownersOf[T any](items []T, owner func(T) string) []string {
+	owners := make([]string, len(items))
+	for i, it := range items {
+		owners[i] = owner(it)
+	}
+	return owners
+}
+
+// unique reports whether exactly one owner declares key; otherwise it logs
+// the conflict (once while it lasts) naming every owner.
+func (s *Server) unique(kind, key string, owners []string) bool {
+	id := kind + "\x00" + key
+	if len(owners) == 1 {
+		delete(s.feat.conflicts, id)
+		return true
+	}
+	if !s.feat.conflicts[id] {
+		s.feat.conflicts[id] = true
+		s.log.Error(fmt.Sprintf("%s declared by more than one module; serving none of them", kind),
+			"key", key, "modules", strings.Join(owners, ", "))
+	}
+	return false
+}
+
+func fingerprint(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// addTemplate registers a template; AddResourceTemplate panics on a
+// template the go-sdk cannot parse, which must cost one template only.
+func (s *Server) addTemplate(t *tool.ResourceTemplateDescriptor, owner string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	s.sdk.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description,
+		MIMEType: t.MimeType, Annotations: annotationsFor(t.Annotations), Icons: iconsFor(t.Icons),
+	}, s.readHandler(owner))
+	return nil
+}
+
+func resourceFor(r *tool.ResourceDescriptor) *mcp.Resource {
+	out := &mcp.Resource{
+		URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MimeType,
+		Annotations: annotationsFor(r.Annotations), Icons: iconsFor(r.Icons),
+	}
+	if r.Size != nil {
+		out.Size = *r.Size
+	}
+	return out
+}
+
+func promptFor(p *tool.PromptDescriptor) *mcp.Prompt {
+	out := &mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description, Icons: iconsFor(p.Icons)}
+	for _, a := range p.Arguments {
+		out.Arguments = append(out.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+	}
+	return out
+}
+
+func iconsFor(icons []tool.Icon) []mcp.Icon {
+	var out []mcp.Icon
+	for _, icon := range icons {
+		out = append(out, mcp.Icon{Source: icon.Src, MIMEType: icon.MimeType, Sizes: icon.Sizes, Theme: mcp.IconTheme(icon.Theme)})
+	}
+	return out
+}
+
+// featureObserver is the observer of a feature run: log lines and, when
+// the client sent a progress token, progress.
+func (s *Server) featureObserver(ctx context.Context, name string, session *mcp.ServerSession, token any) *observer {
+	return &observer{ctx: ctx, log: s.log, tool: name, session: session, token: token}
+}
+
+// featureError maps a feature's failure onto a JSON-RPC error: an unknown
+// resource is MCP's resource-not-found error, bad arguments are invalid
+// params, and every other failure (the sandbox's included) an internal
+// error whose data carries its kind, like a tool result's _meta.
+func featureError(err error, uri string) error {
+	var te *tool.Error
+	if !errors.As(err, &te) {
+		te = tool.Errorf(tool.KindInternal, "%v", err)
+	}
+	switch {
+	case te.Kind == tool.KindNotFound && uri != "":
+		return mcp.ResourceNotFoundError(uri)
+	case te.Kind == tool.KindInvalidArguments || te.Kind == tool.KindNotFound:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Error()}
+	}
+	data, _ := json.Marshal(map[string]string{MetaKind: string(te.Kind)})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: te.Error(), Data: data}
+}
+
+// readHandler reads a resource (or a URI a template matched) of owner.
+func (s *Server) readHandler(owner string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		uri := req.Params.URI
+		release, busy := s.acquire(ctx)
+		if busy != nil {
+			return nil, featureError(busy.Error, "")
+		}
+		defer release()
+		session := req.Session.ID()
+		s.watchSession(session, req.Session)
+		obs := s.featureObserver(ctx, "resource "+uri, req.Session, req.Params.GetProgressToken())
+		res, err := s.tools.(Features).ReadResource(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs}, uri)
+		obs.finish()
+		if err != nil {
+			return nil, featureError(err, uri)
+		}
+		out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents))}
+		for _, c := range res.Contents {
+			rc := &mcp.ResourceContents{URI: c.URI, MIMEType: c.MimeType}
+			switch {
+			case c.Text != nil:
+				rc.Text = *c.Text
+			case c.Blob != nil:
+				data, err := tool.DecodeBase64(*c.Blob)
+				if err != nil {
+					return nil, featureError(tool.Errorf(tool.KindBadOutput, "resource %s: blob is not base64: %v", uri, err), "")
+				}
+				rc.Blob = data
+				if len(data) == 0 {
+					rc.Blob = []byte{}
+				}
+			}
+			out.Contents = append(out.Contents, rc)
+		}
+		return out, nil
+	}
+}
+
+// promptHandler gets the prompt name of owner.
+func (s *Server) promptHandler(owner, name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		release, busy := s.acquire(ctx)
+		if busy != nil {
+			return nil, featureError(busy.Error, "")
+		}
+		defer release()
+		session := req.Session.ID()
+		s.watchSession(session, req.Session)
+		obs := s.featureObserver(ctx, "prompt "+name, req.Session, req.Params.GetProgressToken())
+		args := req.Params.Arguments
+		if args == nil {
+			args = map[string]string{}
+		}
+		res, err := s.tools.(Features).GetPrompt(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs}, name, args)
+		obs.finish()
+		if err != nil {
+			return nil, featureError(err, "")
+		}
+		out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
+		for i := range res.Messages {
+			m := &res.Messages[i]
+			c, err := contentFor(&m.Content)
+			if err != nil {
+				return nil, featureError(tool.Errorf(tool.KindBadOutput, "prompt %s messages[%d]: %v", name, i, err), "")
+			}
+			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: mcp.Role(m.Role), Content: c})
+		}
+		return out, nil
+	}
+}
+
+// complete routes a completion to the owner of the prompt or template.
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := req.Params
+	if p.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: missing ref"}
+	}
+	s.syncMu.Lock()
+	var reg registeredFeature
+	var ok bool
+	switch p.Ref.Type {
+	case "ref/prompt":
+		reg, ok = s.feat.prompts[p.Ref.Name]
+	case "ref/resource":
+		reg, ok = s.feat.templates[p.Ref.URI]
+	}
+	s.syncMu.Unlock()
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("completion/complete: no prompt or resource template %q (%s)", p.Ref.Name+p.Ref.URI, p.Ref.Type)}
+	}
+	release, busy := s.acquire(ctx)
+	if busy != nil {
+		return nil, featureError(busy.Error, "")
+	}
+	defer release()
+	creq := tool.CompleteRequest{
+		Ref:      tool.CompleteRef{Type: p.Ref.Type, Name: p.Ref.Name, URI: p.Ref.URI},
+		Argument: tool.CompleteArgument{Name: p.Argument.Name, Value: p.Argument.Value},
+	}
+	if p.Context != nil {
+		creq.Context = &tool.CompleteContext{Arguments: p.Context.Arguments}
+	}
+	session := req.Session.ID()
+	s.watchSession(session, req.Session)
+	obs := s.featureObserver(ctx, "completion", req.Session, nil)
+	c, err := s.tools.(Features).Complete(ctx, FeatureCall{Owner: reg.owner, Session: session, Observer: obs}, creq)
+	obs.finish()
+	if err != nil {
+		return nil, featureError(err, "")
+	}
+	values := c.Values
+	if values == nil {
+		values = []string{}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: c.Total, HasMore: c.HasMore}}, nil
+}
+
+// subscribe accepts a subscription to a served resource (or a URI a
+// template serves) whose owner announces changes.
+func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	s.syncMu.Lock()
+	_, fixed := s.feat.resources[uri]
+	subscribable := s.feat.subscribable
+	s.syncMu.Unlock()
+	if !fixed && !s.servesByTemplate(uri) {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	if subscribable != nil && !subscribable(uri) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s does not announce changes", uri)}
+	}
+	return nil
+}
+
+// servesByTemplate reports whether one of the served templates matches uri.
+func (s *Server) servesByTemplate(uri string) bool {
+	s.syncMu.Lock()
+	keys := slices.Collect(maps.Keys(s.feat.templates))
+	s.syncMu.Unlock()
+	for _, key := range keys {
+		if t, err := tool.ParseURITemplate(key); err == nil && t.Regexp().MatchString(uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// isFeatureList reports whether method lists resources, templates or
+// prompts: while modules load it waits for them as tools/list does.
+func isFeatureList(method string) bool {
+	return method == "resources/list" || method == "resources/templates/list" || method == "prompts/list"
+}
+
+// markLoading names the modules still loading in a feature list's _meta.
+func markLoading(res mcp.Result, loading []string) {
+	if len(loading) == 0 {
+		return
+	}
+	var meta *mcp.Meta
+	switch r := res.(type) {
+	case *mcp.ListResourcesResult:
+		meta = &r.Meta
+	case *mcp.ListResourceTemplatesResult:
+		meta = &r.Meta
+	case *mcp.ListPromptsResult:
+		meta = &r.Meta
+	default:
+		return
+	}
+	if *meta == nil {
+		*meta = mcp.Meta{}
+	}
+	(*meta)[MetaLoading] = loading
+}
+
+// awaitsFeature reports whether req reads a resource, gets a prompt or
+// completes for one that is not served (yet).
+func (s *Server) awaitsFeature(method string, req mcp.Request) bool {
+	if _, ok := s.tools.(Features); !ok {
+		return false
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	switch p := req.GetParams().(type) {
+	case *mcp.ReadResourceParams:
+		_, ok := s.feat.resources[p.URI]
+		return method == "resources/read" && !ok // a template may serve it: waiting is bounded
+	case *mcp.GetPromptParams:
+		_, ok := s.feat.prompts[p.Name]
+		return method == "prompts/get" && !ok
+	case *mcp.CompleteParams:
+		if p.Ref == nil {
+			return false
+		}
+		_, prompt := s.feat.prompts[p.Ref.Name]
+		_, template := s.feat.templates[p.Ref.URI]
+		return method == "completion/complete" && !prompt && !template
+	}
+	return false
+}
+
+// awaitFeature waits, as a tools/call of an unknown tool does, for the
+// modules still loading (up to QueueWait), resyncing after each.
+func (s *Server) awaitFeature(ctx context.Context, l Loader, method string, req mcp.Request) {
+	if s.resyncPending.Load() || s.resyncRunning.Load() {
+		s.resync()
+	}
+	if len(l.Loading()) == 0 || !s.awaitsFeature(method, req) {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
+	defer cancel()
+	for {
+		more := l.AwaitLoad(wait)
+		s.resync()
+		if !more || !s.awaitsFeature(method, req) {
+			return
+		}
+	}
+}
