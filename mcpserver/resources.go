@@ -79,6 +79,8 @@ type FeatureCall struct {
 	Session string
 	// Observer receives the run's progress and log lines; never nil.
 	Observer tool.Observer
+	// Client is as in Call: what the run may ask of the client.
+	Client tool.Client
 }
 
 // MetaResourcesIncomplete is the resources/list _meta key of
@@ -410,10 +412,22 @@ func (s *Server) readHandler(owner string) mcp.ResourceHandler {
 		defer release()
 		session := req.Session.ID()
 		s.watchSession(session, req.Session)
+		link := newClientLink(req.Session, req.ClientCapabilities())
+		if err := s.beginLink(link, "resources/read", uri, nil, req.Params.RequestState, req.Params.InputResponses); err != nil {
+			return nil, err
+		}
 		obs := s.featureObserver(ctx, "resource "+uri, req.Session, req.Params.GetProgressToken())
-		res, err := s.tools.(Features).ReadResource(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs}, uri)
+		res, err := s.tools.(Features).ReadResource(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs, Client: link}, uri)
 		obs.finish()
+		if inputs, state, ierr := s.inputRequired(link, "resources/read", uri, nil); ierr != nil {
+			return nil, featureError(tool.Errorf(tool.KindFailed, "resource %s: %v", uri, ierr), "")
+		} else if inputs != nil {
+			return &mcp.ReadResourceResult{InputRequests: inputs, RequestState: state}, nil
+		}
 		if err != nil {
+			if missing := link.missingCapabilities(); missing != nil && tool.KindOf(err) == tool.KindUnsupported {
+				return nil, missing
+			}
 			return nil, featureError(err, uri)
 		}
 		out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents))}
@@ -453,9 +467,22 @@ func (s *Server) promptHandler(owner, name string) mcp.PromptHandler {
 		if args == nil {
 			args = map[string]string{}
 		}
-		res, err := s.tools.(Features).GetPrompt(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs}, name, args)
+		argsJSON, _ := json.Marshal(args)
+		link := newClientLink(req.Session, req.ClientCapabilities())
+		if err := s.beginLink(link, "prompts/get", name, argsJSON, req.Params.RequestState, req.Params.InputResponses); err != nil {
+			return nil, err
+		}
+		res, err := s.tools.(Features).GetPrompt(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs, Client: link}, name, args)
 		obs.finish()
+		if inputs, state, ierr := s.inputRequired(link, "prompts/get", name, argsJSON); ierr != nil {
+			return nil, featureError(tool.Errorf(tool.KindFailed, "prompt %s: %v", name, ierr), "")
+		} else if inputs != nil {
+			return &mcp.GetPromptResult{InputRequests: inputs, RequestState: state}, nil
+		}
 		if err != nil {
+			if missing := link.missingCapabilities(); missing != nil && tool.KindOf(err) == tool.KindUnsupported {
+				return nil, missing
+			}
 			return nil, featureError(err, "")
 		}
 		out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}

@@ -134,7 +134,7 @@ func (a *App) module(name string) (*runtime.Module, error) {
 // the tool the feature names (none without one), under the config in
 // force, as for a call of that tool.
 func (a *App) featureRequest(ctx context.Context, m *runtime.Module, call mcpserver.FeatureCall, grantsOf string) (context.Context, runtime.CallRequest) {
-	req := runtime.CallRequest{Session: call.Session, Observer: call.Observer}
+	req := runtime.CallRequest{Session: call.Session, Observer: call.Observer, Client: call.Client}
 	if grantsOf != "" {
 		cfg := a.Config()
 		grants, elsewhere := cfg.Grants(grantsOf, m.Name())

@@ -47,6 +47,20 @@ func init() {
 	})
 	warden.RegisterPrompts(
 		warden.PromptFunc{
+			// Runs under the grants of test_input_required_result_elicitation,
+			// which may ask the person.
+			Desc: tool.PromptDescriptor{Name: "test_input_required_result_prompt", Tool: "test_input_required_result_elicitation",
+				Description: "A prompt that asks the person for context first (SEP-2322 input-required result)"},
+			GetFunc: func(ctx *warden.Context, _ map[string]string) (*tool.PromptResult, error) {
+				res, err := warden.Elicit(ctx, warden.ElicitRequest{Key: "user_context", Message: "What context should the prompt use?",
+					RequestedSchema: nameSchema("context")})
+				if err != nil {
+					return nil, err
+				}
+				return warden.Messages(warden.User(warden.TextBlock(fmt.Sprintf("Use this context: %v", res.Content["context"])))), nil
+			},
+		},
+		warden.PromptFunc{
 			Desc: tool.PromptDescriptor{Name: "test_simple_prompt", Description: "A simple prompt without arguments"},
 			GetFunc: func(*warden.Context, map[string]string) (*tool.PromptResult, error) {
 				return warden.Messages(warden.User(warden.TextBlock("This is a simple prompt for testing."))), nil
