@@ -89,6 +89,13 @@ func (l *clientLink) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 	if !l.mrtr {
 		return l.send(ctx, requests)
 	}
+	seen := make(map[string]bool, len(requests))
+	for _, r := range requests {
+		if seen[r.Key] {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "client request key %q used twice in one ask", r.Key)
+		}
+		seen[r.Key] = true
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	results := make([]json.RawMessage, len(requests))
@@ -119,13 +126,21 @@ func (l *clientLink) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 }
 
 // name gives keyless requests a key: the feature and a count, the same on
-// every replay of a deterministic call.
+// every replay of a deterministic call. A name is never one of the batch's
+// own keys: two requests under one key cannot both be put to a 2026-07-28
+// client (its inputRequests are a map).
 func (l *clientLink) name(requests []tool.ClientRequest) []tool.ClientRequest {
+	taken := make(map[string]bool, len(requests))
+	for _, r := range requests {
+		taken[r.Key] = true
+	}
 	out := make([]tool.ClientRequest, len(requests))
 	for i, r := range requests {
-		if r.Key == "" {
+		for r.Key == "" {
 			l.keyless++
-			r.Key = fmt.Sprintf("%s-%d", tool.FeatureOf(r.Method), l.keyless)
+			if k := fmt.Sprintf("%s-%d", tool.FeatureOf(r.Method), l.keyless); !taken[k] {
+				r.Key = k
+			}
 		}
 		out[i] = r
 	}
@@ -281,6 +296,14 @@ func (s *Server) beginLink(l *clientLink, method, name string, args json.RawMess
 	l.pending = make(map[string]asked, len(st.Pending))
 	for _, p := range st.Pending {
 		l.pending[p.Key] = p
+		// An answer of the wrong kind is the client's error, refused here
+		// as a protocol error: found later, while the tool asks, it could
+		// only fail the tool.
+		if resp, ok := l.responses[p.Key]; ok {
+			if err := checkResponse(p, resp); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -327,27 +350,38 @@ func (l *clientLink) missingCapabilities() error {
 	if !l.mrtr || len(l.missing) == 0 {
 		return nil
 	}
-	caps := &mcp.ClientCapabilities{}
+	// Built by hand: mcp.ClientCapabilities always marshals "roots" (its
+	// deprecated Roots field is a struct), which would claim roots required.
+	required := map[string]struct{}{}
 	var names []string
 	for f := range l.missing {
-		switch f {
-		case tool.ClientElicit:
-			caps.Elicitation = &mcp.ElicitationCapabilities{}
-			names = append(names, "elicitation")
-		case tool.ClientSample:
-			caps.Sampling = &mcp.SamplingCapabilities{}
-			names = append(names, "sampling")
-		case tool.ClientRoots:
-			caps.RootsV2 = &mcp.RootCapabilities{}
-			names = append(names, "roots")
+		if name := capabilityName(f); name != "" {
+			required[name] = struct{}{}
+			names = append(names, name)
 		}
 	}
+	if len(names) == 0 {
+		return nil
+	}
 	sort.Strings(names)
-	data, err := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: caps})
+	data, err := json.Marshal(map[string]any{"requiredCapabilities": required})
 	if err != nil {
 		return err
 	}
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
 		Message: "the client did not declare " + strings.Join(names, ", ") + ", which this request needs",
 		Data:    data}
+}
+
+// capabilityName is the MCP client capability of a feature, "" if none.
+func capabilityName(feature string) string {
+	switch feature {
+	case tool.ClientElicit:
+		return "elicitation"
+	case tool.ClientSample:
+		return "sampling"
+	case tool.ClientRoots:
+		return "roots"
+	}
+	return ""
 }

@@ -109,6 +109,12 @@ func (s *stateSealer) open(sealed string, now time.Time) (*requestState, error) 
 	}
 	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(body)
 	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(sig)
+	// The decoder skips \r and \n: only the canonical encoding is this
+	// server's, so that a state has exactly one spelling.
+	if err1 == nil && base64.RawURLEncoding.EncodeToString(payload) != body ||
+		err2 == nil && base64.RawURLEncoding.EncodeToString(mac) != sig {
+		err1 = errors.New("not canonical base64url")
+	}
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.mac(payload)) {
 		return nil, &errState{"integrity check failed (tampered, or issued by another server or before a restart)"}
 	}
