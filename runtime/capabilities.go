@@ -54,6 +54,7 @@ func validateRequested(c *tool.Capabilities) error {
 	check("fs.write", c.FS.Write, requestedPath)
 	check("memoryTopics", c.MemoryTopics, memory.ValidateTopic)
 	check("net", c.Net, net.ValidateGrant)
+	check("client", c.Client, tool.ValidateClientFeature)
 	check("env", c.Env, env.ValidateKey)
 	check("lsp", c.LSP, lsp.ValidateLanguage)
 	return errors.Join(errs...)

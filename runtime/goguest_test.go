@@ -207,7 +207,8 @@ func TestGoHostCalls(t *testing.T) {
 	unused := func(name string) hostfuncs.Capability {
 		return &namedCapability{name: name, err: tool.Errorf(tool.KindInternal, "%s: not expected in this test", name)}
 	}
-	rt := newRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{fs, env, unused("memory"), unused("lsp"), unused("net")}})
+	rt := newRuntime(t, runtime.Options{Capabilities: []hostfuncs.Capability{fs, env, unused("memory"), unused("lsp"), unused("net"),
+		unused("elicit"), unused("sample"), unused("roots"), unused("ask")}})
 	tl := loadTool(t, rt, "hostcalls", goGuest(t, "hostcalls"), runtime.Limits{})
 	obs := &recorder{}
 	res := tl.Call(context.Background(), runtime.CallRequest{Arguments: json.RawMessage(`{}`), Observer: obs, CallID: "c1"})
@@ -227,6 +228,26 @@ func TestGoHostCalls(t *testing.T) {
 	if len(obs.progress) != 3 || len(obs.logs) != 2 || !strings.Contains(obs.logs[0], "hostcalls: starting c1") {
 		t.Fatalf("observer got progress %v logs %v", obs.progress, obs.logs)
 	}
+}
+
+// guestImports are the capability imports of a Go guest that uses
+// warden.Host: the SDK refers to all of them.
+var guestImports = []string{"fs", "memory", "lsp", "net", "env", "elicit", "sample", "roots", "ask"}
+
+// stubCapabilities serves every guest import but those in provided with a
+// capability that fails: for tests that expect the guest not to use them.
+func stubCapabilities(provided ...hostfuncs.Capability) []hostfuncs.Capability {
+	have := map[string]bool{}
+	for _, c := range provided {
+		have[c.Name()] = true
+	}
+	out := append([]hostfuncs.Capability(nil), provided...)
+	for _, name := range guestImports {
+		if !have[name] {
+			out = append(out, &namedCapability{name: name, err: tool.Errorf(tool.KindDenied, "%s: not provided in this test", name)})
+		}
+	}
+	return out
 }
 
 type namedCapability struct {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
@@ -39,10 +38,10 @@ func wantErrKind(t *testing.T, err *tool.Error, kind tool.Kind, message string) 
 // TestConformanceFeatures reads the conformance fixture's resources,
 // template, prompts and completion through the runtime, as MCP serves them.
 func TestConformanceFeatures(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
+	rt := newRuntime(t, runtime.Options{Capabilities: stubCapabilities()})
 	m := loadModule(t, rt, "conformance", testwasm.BuildGo(t, "../tools-wasm/conformance"), runtime.Limits{})
 	f := m.Features()
-	if len(f.Resources) != 3 || len(f.ResourceTemplates) != 1 || len(f.Prompts) != 4 {
+	if len(f.Resources) != 3 || len(f.ResourceTemplates) != 1 || len(f.Prompts) != 5 {
 		t.Fatalf("features = %d resources, %d templates, %d prompts", len(f.Resources), len(f.ResourceTemplates), len(f.Prompts))
 	}
 	ctx := context.Background()
@@ -122,10 +121,7 @@ func TestHostileFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps := []hostfuncs.Capability{mem}
-	for _, name := range []string{"fs", "lsp", "net", "env"} {
-		caps = append(caps, &namedCapability{name: name, err: tool.Errorf(tool.KindDenied, "stub")})
-	}
+	caps := stubCapabilities(mem)
 	rt := newRuntime(t, runtime.Options{Capabilities: caps})
 	m := loadModule(t, rt, "resources", goGuest(t, "resources"), runtime.Limits{Timeout: 2 * time.Second, MaxOutput: 1 << 20})
 	ctx := context.Background()

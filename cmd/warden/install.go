@@ -210,6 +210,7 @@ func capabilityRows(c tool.Capabilities) map[string]string {
 		"lsp":           termsafe.Join(c.LSP, ", "),
 		"net":           termsafe.Join(c.Net, ", "),
 		"env":           termsafe.Join(c.Env, ", "),
+		"client":        termsafe.Join(c.Client, ", "),
 	}
 }
 
@@ -231,6 +232,7 @@ func grantArgs(c tool.Capabilities) []string {
 	add("lsp", c.LSP)
 	add("net", c.Net)
 	add("env", c.Env)
+	add("client", c.Client)
 	return args
 }
 

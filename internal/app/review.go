@@ -29,6 +29,7 @@ func Missing(requested, granted tool.Capabilities) tool.Capabilities {
 	m.LSP = notCovered(requested.LSP, granted.LSP, strings.EqualFold)
 	m.Net = notCovered(requested.Net, granted.Net, netCovers)
 	m.Env = notCovered(requested.Env, granted.Env, strings.EqualFold)
+	m.Client = notCovered(requested.Client, granted.Client, strings.EqualFold)
 	return m
 }
 

@@ -93,7 +93,7 @@ func newHost(t *testing.T, wasm []byte) *host {
 		defer h.mu.Unlock()
 		h.progress = append(h.progress, string(h.read(m, report)))
 	}).Export("progress")
-	for _, name := range []string{"fs", "memory", "lsp", "net", "env"} {
+	for _, name := range []string{"fs", "memory", "lsp", "net", "env", "elicit", "sample", "roots", "ask"} {
 		b = b.NewFunctionBuilder().WithFunc(func(ctx context.Context, m api.Module, req uint64) uint64 {
 			body := h.read(m, req)
 			h.mu.Lock()
