@@ -250,13 +250,22 @@ func gate(call *hostfuncs.Call, req *request) error {
 	switch g.Memory {
 	case tool.MemoryRead, tool.MemoryReadWrite:
 	default:
+		if req != nil {
+			level := tool.MemoryRead
+			if req.writes() {
+				level = tool.MemoryReadWrite
+			}
+			return tool.DeniedFor(tool.Need{Key: "memory", Value: string(level)},
+				"memory: tool %q has no memory grant (config key tools.grants.%[1]s.memory: %s)", call.Tool, level)
+		}
 		return tool.Errorf(tool.KindDenied, "memory: tool %q has no memory grant (config key tools.grants.%[1]s.memory: read or read-write)", call.Tool)
 	}
 	if req == nil {
 		return nil
 	}
 	if req.writes() && g.Memory != tool.MemoryReadWrite {
-		return tool.Errorf(tool.KindDenied, "memory %s: tool %q may only read memories (config key tools.grants.%[2]s.memory: read-write)", req.Op, call.Tool)
+		return tool.DeniedFor(tool.Need{Key: "memory", Value: string(tool.MemoryReadWrite)},
+			"memory %s: tool %q may only read memories (config key tools.grants.%[2]s.memory: read-write)", req.Op, call.Tool)
 	}
 	if len(g.MemoryTopics) == 0 {
 		return nil
@@ -273,7 +282,8 @@ func gate(call *hostfuncs.Call, req *request) error {
 		return tool.Errorf(tool.KindDenied, "memory list: prefix %q is outside tool %q's topics %q (config key tools.grants.%[2]s.memory_topics)", req.Prefix, call.Tool, g.MemoryTopics)
 	}
 	if !granted(g.MemoryTopics, req.Topic) {
-		return tool.Errorf(tool.KindDenied, "memory %s: topic %q is outside tool %q's topics %q (config key tools.grants.%[3]s.memory_topics)", req.Op, req.Topic, call.Tool, g.MemoryTopics)
+		return tool.DeniedFor(tool.Need{Key: "memory.topics", Value: req.Topic},
+			"memory %s: topic %q is outside tool %q's topics %q (config key tools.grants.%[3]s.memory_topics)", req.Op, req.Topic, call.Tool, g.MemoryTopics)
 	}
 	return nil
 }

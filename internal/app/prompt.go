@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -102,21 +101,18 @@ func requested(r tool.Capabilities, need tool.Need) bool {
 		return within(r.FS.Write, need.Value)
 	case "env":
 		return slices.ContainsFunc(r.Env, func(k string) bool { return strings.EqualFold(k, need.Value) })
+	case "memory":
+		// read-write covers read.
+		return r.Memory == tool.MemoryReadWrite || r.Memory == tool.MemoryAccess(need.Value)
+	case "memory.topics":
+		// A descriptor without topics requests the whole store.
+		return r.Memory != tool.MemoryNone && (len(r.MemoryTopics) == 0 || slices.ContainsFunc(r.MemoryTopics, func(p string) bool {
+			return p == need.Value || strings.HasPrefix(need.Value, p+"/")
+		}))
 	case "net":
-		host := need.Value
-		if _, rest, ok := strings.Cut(host, "://"); ok {
-			host = rest
-		}
-		if h, _, ok := strings.Cut(strings.TrimPrefix(host, "["), "]"); ok && strings.HasPrefix(host, "[") {
-			host = h
-		} else if i := strings.LastIndexByte(host, ':'); i >= 0 {
-			host = host[:i]
-		}
-		return slices.ContainsFunc(r.Net, func(e string) bool {
-			e = strings.ToLower(e)
-			matched, _ := path.Match(e, strings.ToLower(host))
-			return e == strings.ToLower(need.Value) || e == strings.ToLower(host) || matched
-		})
+		// The same scheme, host and port as a requested entry, or under a
+		// requested wildcard (the review's rule): never wider than asked.
+		return slices.ContainsFunc(r.Net, func(e string) bool { return netCovers(e, need.Value) })
 	}
 	return false
 }
@@ -133,7 +129,11 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 	}
 	call.Prompted[need] = true
 	cfg := p.cfg()
-	line := fmt.Sprintf("tools.grants.%s.%s: [%q]", strings.ToLower(call.Tool), strings.ReplaceAll(need.Key, ".", "."), need.Value)
+	configKey := strings.ReplaceAll(need.Key, "memory.topics", "memory_topics")
+	line := fmt.Sprintf("tools.grants.%s.%s: [%q]", strings.ToLower(call.Tool), configKey, need.Value)
+	if need.Key == "memory" {
+		line = fmt.Sprintf("tools.grants.%s.memory: %s", strings.ToLower(call.Tool), need.Value)
+	}
 	msg := fmt.Sprintf("warden: tool %s asks for %s %s, which config does not grant it.\n"+
 		"Its descriptor requested it. \"Allow always\" adds %s to %s.",
 		termsafe.Line(call.Tool), need.Key, termsafe.Line(need.Value), termsafe.Line(line), cfg.File)
@@ -187,6 +187,10 @@ func widen(g *tool.Capabilities, need tool.Need) {
 		g.Net = add(g.Net)
 	case "env":
 		g.Env = add(g.Env)
+	case "memory":
+		g.Memory = tool.MemoryAccess(need.Value)
+	case "memory.topics":
+		g.MemoryTopics = add(g.MemoryTopics)
 	}
 }
 

@@ -166,3 +166,55 @@ func TestPermissionPromptsOffOrNoClient(t *testing.T) {
 		t.Fatalf("client without elicitation: %+v, asked %d", fs, len(p.questions()))
 	}
 }
+
+func TestPromptOffersOnlyWhatWasRequested(t *testing.T) {
+	r := tool.Capabilities{
+		FS:           tool.FSAccess{Read: []string{"docs", "notes:x"}, Write: []string{"out/"}},
+		Net:          []string{"api.example.com", "*.cdn.example.com"},
+		Env:          []string{"TOKEN"},
+		Memory:       tool.MemoryRead,
+		MemoryTopics: []string{"arch"},
+	}
+	for _, c := range []struct {
+		need tool.Need
+		want bool
+	}{
+		{tool.Need{Key: "fs.read", Value: "docs/a.md"}, true},
+		{tool.Need{Key: "fs.read", Value: "docs"}, true},
+		{tool.Need{Key: "fs.read", Value: "docsx/a.md"}, false},
+		{tool.Need{Key: "fs.read", Value: "notes:x/y"}, true},
+		{tool.Need{Key: "fs.read", Value: "src/a.go"}, false},
+		{tool.Need{Key: "fs.write", Value: "out/a"}, true},
+		{tool.Need{Key: "fs.write", Value: "docs/a.md"}, false},
+		{tool.Need{Key: "net", Value: "https://api.example.com"}, true},
+		{tool.Need{Key: "net", Value: "https://img.cdn.example.com"}, true},
+		{tool.Need{Key: "net", Value: "https://img.cdn.example.com:8443"}, false},
+		{tool.Need{Key: "net", Value: "http://api.example.com"}, false},
+		{tool.Need{Key: "net", Value: "https://evil.example.com"}, false},
+		{tool.Need{Key: "net", Value: "http://[::1]:8080"}, false},
+		{tool.Need{Key: "env", Value: "token"}, true},
+		{tool.Need{Key: "env", Value: "SECRET"}, false},
+		{tool.Need{Key: "memory", Value: "read"}, true},
+		{tool.Need{Key: "memory", Value: "read-write"}, false},
+		{tool.Need{Key: "memory.topics", Value: "arch/db"}, true},
+		{tool.Need{Key: "memory.topics", Value: "secrets"}, false},
+		{tool.Need{Key: "lsp", Value: "go"}, false},
+	} {
+		if got := requested(r, c.need); got != c.want {
+			t.Errorf("requested(%s=%s) = %v, want %v", c.need.Key, c.need.Value, got, c.want)
+		}
+	}
+}
+
+func TestWidenNeverWritesIntoSharedSlices(t *testing.T) {
+	shared := make([]string, 1, 4)
+	shared[0] = "docs"
+	g := tool.Capabilities{FS: tool.FSAccess{Read: shared}}
+	widen(&g, tool.Need{Key: "fs.read", Value: "src"})
+	if got := shared[:2][1]; got != "" {
+		t.Fatalf("widen wrote %q into the config's backing array", got)
+	}
+	if len(g.FS.Read) != 2 || g.FS.Read[1] != "src" {
+		t.Fatalf("widened = %v", g.FS.Read)
+	}
+}
