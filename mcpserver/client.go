@@ -73,6 +73,12 @@ func (l *clientLink) Supports(feature string) bool {
 			ok = c.RootsV2 != nil
 		}
 	}
+	return ok
+}
+
+// Require implements tool.Client.
+func (l *clientLink) Require(feature string) bool {
+	ok := l.Supports(feature)
 	if !ok {
 		l.mu.Lock()
 		l.missing[feature] = true

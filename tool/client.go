@@ -77,6 +77,11 @@ type Client interface {
 	// Supports reports whether the client declared the feature (one of
 	// ClientFeatures).
 	Supports(feature string) bool
+	// Require is Supports for a feature the call is about to use: when the
+	// client lacks it, the feature is noted as one the request needed (a
+	// 2026-07-28 server answers a request that failed for want of it with
+	// MissingRequiredClientCapability, -32021).
+	Require(feature string) bool
 	// Ask sends the requests and returns each one's result, in order. It
 	// returns ErrInputRequired when the answers must come back in a later
 	// request of the client's (a 2026-07-28 input-required result): the

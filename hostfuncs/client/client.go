@@ -186,7 +186,7 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 		return nil, tool.Errorf(tool.KindUnsupported, "no MCP client can be asked during this call (it did not come from an MCP client)")
 	}
 	for _, r := range requests {
-		if feature := tool.FeatureOf(r.Method); !call.Client.Supports(feature) {
+		if feature := tool.FeatureOf(r.Method); !call.Client.Require(feature) {
 			return nil, tool.Errorf(tool.KindUnsupported,
 				"the client did not declare the %s capability, so the tool cannot ask it for %s", capabilityName(feature), r.Method)
 		}

@@ -34,6 +34,7 @@ func newFakeClient(features ...string) *fakeClient {
 }
 
 func (c *fakeClient) Supports(f string) bool { return c.features[f] }
+func (c *fakeClient) Require(f string) bool  { return c.features[f] }
 
 func (c *fakeClient) Ask(ctx context.Context, reqs []tool.ClientRequest) ([]json.RawMessage, error) {
 	c.mu.Lock()

@@ -23,6 +23,7 @@ type person struct {
 }
 
 func (p *person) Supports(f string) bool { return f == tool.ClientElicit && p.elicit }
+func (p *person) Require(f string) bool  { return p.Supports(f) }
 
 func (p *person) Ask(_ context.Context, reqs []tool.ClientRequest) ([]json.RawMessage, error) {
 	p.mu.Lock()
