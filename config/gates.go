@@ -2,6 +2,7 @@ package config
 
 import (
 	"path"
+	"time"
 	"sort"
 	"strings"
 )
@@ -97,6 +98,18 @@ func (c *Config) Exposed(name string) bool {
 		return false
 	}
 	return !match(c.Tools.Hide)
+}
+
+// DefaultClientWait is tools.defaults.client_wait when unset or 0.
+const DefaultClientWait = 5 * time.Minute
+
+// ClientWait bounds a wait for the client or the person behind it
+// (tools.defaults.client_wait; 0 means DefaultClientWait).
+func (c *Config) ClientWait() time.Duration {
+	if d := c.Tools.Defaults.ClientWait; d > 0 {
+		return d
+	}
+	return DefaultClientWait
 }
 
 // ConfirmDestructive reports whether destructive tools holding a write,

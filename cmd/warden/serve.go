@@ -76,7 +76,7 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 				MaxMessage:  int(cfg.Server.MaxMessage),
 				Logger:      logger,
 				StateKey:    []byte(cfg.Server.StateKey),
-				ClientWait:  func() time.Duration { return a.Config().Tools.Defaults.ClientWait },
+				ClientWait:  func() time.Duration { return a.Config().ClientWait() },
 			}
 			if cmd.Flags().Changed("page-size") {
 				opts.PageSize = pageSize

@@ -37,7 +37,7 @@ type capabilities struct {
 func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, error) {
 	var c capabilities
 	var err error
-	c.client = client.New(cfg.Tools.Defaults.ClientWait)
+	c.client = client.New(cfg.ClientWait())
 	c.prompts = &prompter{log: logger}
 	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("fs capability: %w", err)
@@ -144,7 +144,7 @@ func (c *capabilities) close(ctx context.Context) error {
 // apply reconfigures every capability; all of them are tried, and every
 // refusal reported.
 func (c *capabilities) apply(cfg *config.Config) error {
-	c.client.Reconfigure(cfg.Tools.Defaults.ClientWait)
+	c.client.Reconfigure(cfg.ClientWait())
 	return errors.Join(
 		wrap("fs", c.fs.SetConfig(fsConfig(cfg))),
 		wrap("memory", c.memory.SetConfig(memoryConfig(cfg))),

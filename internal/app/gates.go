@@ -62,8 +62,8 @@ func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d 
 		"message":         confirmMessage(c, d, grants, why),
 		"requestedSchema": json.RawMessage(`{"type":"object","properties":{}}`),
 	})
-	wait := cfg.Tools.Defaults.ClientWait
-	askCtx, cancel := context.WithTimeout(ctx, max(wait, 1))
+	wait := cfg.ClientWait()
+	askCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	answers, err := c.Client.Ask(askCtx, []tool.ClientRequest{{Key: gateKey, Method: tool.MethodElicit, Params: params}})
 	switch {

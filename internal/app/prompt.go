@@ -142,8 +142,8 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 	if call.Hold != nil {
 		release = call.Hold()
 	}
-	wait := cfg.Tools.Defaults.ClientWait
-	askCtx, cancel := context.WithTimeout(ctx, max(wait, 1))
+	wait := cfg.ClientWait()
+	askCtx, cancel := context.WithTimeout(ctx, wait)
 	key := fmt.Sprintf("warden/permission-%d", len(call.Prompted))
 	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: params}})
 	cancel()
