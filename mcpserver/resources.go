@@ -120,6 +120,12 @@ func (s *Server) featureOptions(opts *mcp.ServerOptions) {
 	if _, ok := s.tools.(Features); !ok {
 		return
 	}
+	// Declared from the start, like tools: a module still loading (or added
+	// by a hot reload) may bring resources and prompts, and a client
+	// decides at initialize whether to ask for them at all.
+	opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
+	opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	opts.Capabilities.Completions = &mcp.CompletionCapabilities{}
 	opts.CompletionHandler = s.complete
 	opts.SubscribeHandler = s.subscribe
 	opts.UnsubscribeHandler = func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
@@ -140,9 +146,7 @@ func (s *Server) startFeatures() func() {
 	})
 }
 
-// featureMiddleware declares the completions capability only while a
-// prompt or a resource template is served (the go-sdk declares it whenever
-// a completion handler is set), and marks an incomplete resources/list.
+// featureMiddleware marks an incomplete resources/list.
 func (s *Server) featureMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -150,18 +154,9 @@ func (s *Server) featureMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		s.syncMu.Lock()
-		completable := len(s.feat.prompts) > 0 || len(s.feat.templates) > 0
 		incomplete := s.feat.incomplete
 		s.syncMu.Unlock()
 		switch r := res.(type) {
-		case *mcp.InitializeResult:
-			if r.Capabilities != nil && !completable {
-				r.Capabilities.Completions = nil
-			}
-		case *mcp.DiscoverResult:
-			if r.Capabilities != nil && !completable {
-				r.Capabilities.Completions = nil
-			}
 		case *mcp.ListResourcesResult:
 			if incomplete != "" {
 				if r.Meta == nil {

@@ -206,14 +206,32 @@ func TestFeaturesServed(t *testing.T) {
 
 // TestFeaturesCapabilitiesOnlyWhenServed: with nothing served, neither
 // prompts, resources nor completions are declared.
-func TestFeaturesCapabilitiesOnlyWhenServed(t *testing.T) {
+// TestFeaturesCapabilitiesDeclaredWithFeatures: a server whose Tools serve
+// features declares resources, prompts and completions from the start,
+// before any is served (modules still loading, or added by a hot reload,
+// may bring them; a client decides at initialize whether to ask), and
+// answers their lists, empty; one whose Tools do not declares none.
+func TestFeaturesCapabilitiesDeclaredWithFeatures(t *testing.T) {
 	for _, tools := range []Tools{newFakeTools(desc("echo")), &fakeFeatures{fakeTools: newFakeTools(desc("echo"))}} {
+		_, features := tools.(Features)
 		for _, tr := range transports {
 			s, _ := newServer(t, tools, Options{})
 			cs := connect(t, s, tr, nil)
 			caps := cs.InitializeResult().Capabilities
-			if caps.Prompts != nil || caps.Resources != nil || caps.Completions != nil {
+			declared := caps.Prompts != nil && caps.Resources != nil && caps.Completions != nil
+			none := caps.Prompts == nil && caps.Resources == nil && caps.Completions == nil
+			if features && !declared || !features && !none {
 				t.Fatalf("%s: %T: capabilities = %+v", tr.name, tools, caps)
+			}
+			if !features {
+				continue
+			}
+			if caps.Resources.Subscribe != true || !caps.Resources.ListChanged || !caps.Prompts.ListChanged {
+				t.Fatalf("%s: resources %+v prompts %+v", tr.name, caps.Resources, caps.Prompts)
+			}
+			prompts, err := cs.ListPrompts(context.Background(), nil)
+			if err != nil || len(prompts.Prompts) != 0 {
+				t.Fatalf("%s: prompts/list with none served = %v, %v", tr.name, prompts, err)
 			}
 		}
 	}
