@@ -2,9 +2,9 @@ package config
 
 import (
 	"path"
-	"time"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Gate actions (tools.gates.<tool>.action).
