@@ -181,117 +181,27 @@ func (s *Server) resyncFeatures() {
 	st.incomplete = served.ResourcesIncomplete
 	st.subscribable = served.Subscribable
 
-	// Resources.
-	resources := map[string][]OwnedResource{}
-	for _, r := range served.Resources {
-		resources[r.URI] = append(resources[r.URI], r)
-	}
-	var updated []string
-	seen := map[string]bool{}
-	for _, uri := range slices.Sorted(maps.Keys(resources)) {
-		rs := resources[uri]
-		if !s.unique("resource", uri, ownersOf(rs, func(r OwnedResource) string { return r.Owner })) {
-			continue
-		}
-		r := rs[0]
-		if err := r.Validate("resource"); err != nil {
-			s.log.Error("skipping invalid resource", "uri", uri, "owner", r.Owner, "error", err)
-			continue
-		}
-		fp := fingerprint(r)
-		seen[uri] = true
-		if old, ok := st.resources[uri]; ok && bytes.Equal(old.fingerprint, fp) {
-			continue
-		} else if ok {
-			updated = append(updated, uri)
-		}
-		s.sdk.AddResource(resourceFor(&r.ResourceDescriptor), s.readHandler(r.Owner))
-		st.resources[uri] = registeredFeature{owner: r.Owner, fingerprint: fp}
-	}
-	var gone []string
-	for uri := range st.resources {
-		if !seen[uri] {
-			gone = append(gone, uri)
-			delete(st.resources, uri)
-		}
-	}
-	if len(gone) > 0 {
-		s.sdk.RemoveResources(gone...)
-	}
-
-	// Templates.
-	templates := map[string][]OwnedTemplate{}
-	for _, t := range served.Templates {
-		templates[t.URITemplate] = append(templates[t.URITemplate], t)
-	}
-	seen = map[string]bool{}
-	for _, key := range slices.Sorted(maps.Keys(templates)) {
-		ts := templates[key]
-		if !s.unique("resource template", key, ownersOf(ts, func(t OwnedTemplate) string { return t.Owner })) {
-			continue
-		}
-		t := ts[0]
-		if err := t.Validate("resource template"); err != nil {
-			s.log.Error("skipping invalid resource template", "uriTemplate", key, "owner", t.Owner, "error", err)
-			continue
-		}
-		fp := fingerprint(t)
-		seen[key] = true
-		if old, ok := st.templates[key]; ok && bytes.Equal(old.fingerprint, fp) {
-			continue
-		}
-		if err := s.addTemplate(&t.ResourceTemplateDescriptor, t.Owner); err != nil {
-			s.log.Error("skipping resource template the protocol layer refused", "uriTemplate", key, "error", err)
-			delete(seen, key)
-			continue
-		}
-		st.templates[key] = registeredFeature{owner: t.Owner, fingerprint: fp}
-	}
-	gone = gone[:0]
-	for key := range st.templates {
-		if !seen[key] {
-			gone = append(gone, key)
-			delete(st.templates, key)
-		}
-	}
-	if len(gone) > 0 {
-		s.sdk.RemoveResourceTemplates(gone...)
-	}
-
-	// Prompts.
-	prompts := map[string][]OwnedPrompt{}
-	for _, p := range served.Prompts {
-		prompts[p.Name] = append(prompts[p.Name], p)
-	}
-	seen = map[string]bool{}
-	for _, name := range slices.Sorted(maps.Keys(prompts)) {
-		ps := prompts[name]
-		if !s.unique("prompt", name, ownersOf(ps, func(p OwnedPrompt) string { return p.Owner })) {
-			continue
-		}
-		p := ps[0]
-		if err := p.Validate("prompt"); err != nil {
-			s.log.Error("skipping invalid prompt", "prompt", name, "owner", p.Owner, "error", err)
-			continue
-		}
-		fp := fingerprint(p)
-		seen[name] = true
-		if old, ok := st.prompts[name]; ok && bytes.Equal(old.fingerprint, fp) {
-			continue
-		}
-		s.sdk.AddPrompt(promptFor(&p.PromptDescriptor), s.promptHandler(p.Owner, name))
-		st.prompts[name] = registeredFeature{owner: p.Owner, fingerprint: fp}
-	}
-	gone = gone[:0]
-	for name := range st.prompts {
-		if !seen[name] {
-			gone = append(gone, name)
-			delete(st.prompts, name)
-		}
-	}
-	if len(gone) > 0 {
-		s.sdk.RemovePrompts(gone...)
-	}
+	updated := syncFeatures(s, "resource", served.Resources, st.resources,
+		func(r OwnedResource) (string, string) { return r.URI, r.Owner },
+		func(r OwnedResource) error { return r.Validate("resource") },
+		func(r OwnedResource) error {
+			s.sdk.AddResource(resourceFor(&r.ResourceDescriptor), s.readHandler(r.Owner))
+			return nil
+		},
+		s.sdk.RemoveResources)
+	syncFeatures(s, "resource template", served.Templates, st.templates,
+		func(t OwnedTemplate) (string, string) { return t.URITemplate, t.Owner },
+		func(t OwnedTemplate) error { return t.Validate("resource template") },
+		func(t OwnedTemplate) error { return s.addTemplate(&t.ResourceTemplateDescriptor, t.Owner) },
+		s.sdk.RemoveResourceTemplates)
+	syncFeatures(s, "prompt", served.Prompts, st.prompts,
+		func(p OwnedPrompt) (string, string) { return p.Name, p.Owner },
+		func(p OwnedPrompt) error { return p.Validate("prompt") },
+		func(p OwnedPrompt) error {
+			s.sdk.AddPrompt(promptFor(&p.PromptDescriptor), s.promptHandler(p.Owner, p.Name))
+			return nil
+		},
+		s.sdk.RemovePrompts)
 
 	// A resource whose declaration changed on a reload may read
 	// differently now: tell its subscribers.
@@ -300,12 +210,59 @@ func (s *Server) resyncFeatures() {
 	}
 }
 
-func ownersOf[T any](items []T, owner func(T) string) []string {
-	owners := make([]string, len(items))
-	for i, it := range items {
-		owners[i] = owner(it)
+// syncFeatures makes the go-sdk server's features of one kind (registered,
+// by key) equal to items: a key declared by one owner, valid and accepted
+// by the protocol layer, is registered (again if its declaration changed);
+// the rest are removed. It returns the keys registered again.
+func syncFeatures[T any](s *Server, kind string, items []T, registered map[string]registeredFeature,
+	keyOf func(T) (key, owner string), validate, add func(T) error, remove func(...string)) (changed []string) {
+	byKey := map[string][]T{}
+	for _, it := range items {
+		key, _ := keyOf(it)
+		byKey[key] = append(byKey[key], it)
 	}
-	return owners
+	seen := map[string]bool{}
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		all := byKey[key]
+		owners := make([]string, len(all))
+		for i, it := range all {
+			_, owners[i] = keyOf(it)
+		}
+		if !s.unique(kind, key, owners) {
+			continue
+		}
+		it := all[0]
+		if err := validate(it); err != nil {
+			s.log.Error("skipping invalid "+kind, "key", key, "owner", owners[0], "error", err)
+			continue
+		}
+		fp := fingerprint(it)
+		old, had := registered[key]
+		if had && bytes.Equal(old.fingerprint, fp) {
+			seen[key] = true
+			continue
+		}
+		if err := add(it); err != nil {
+			s.log.Error("skipping "+kind+" the protocol layer refused", "key", key, "error", err)
+			continue
+		}
+		seen[key] = true
+		if had {
+			changed = append(changed, key)
+		}
+		registered[key] = registeredFeature{owner: owners[0], fingerprint: fp}
+	}
+	var gone []string
+	for key := range registered {
+		if !seen[key] {
+			gone = append(gone, key)
+			delete(registered, key)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone...)
+	}
+	return changed
 }
 
 // unique reports whether exactly one owner declares key; otherwise it logs
