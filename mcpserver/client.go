@@ -30,8 +30,13 @@ const protocolMRTR = "2026-07-28"
 // RATIONALE.md, "Asking the client: replay").
 type clientLink struct {
 	session *mcp.ServerSession
-	caps    *mcp.ClientCapabilities
-	mrtr    bool
+	// capsOf returns the client's capabilities. It is called at most once,
+	// on the first question about them: on a 2026-07-28 request they are
+	// decoded from its _meta, work a call that asks nothing never does.
+	capsOf   func() *mcp.ClientCapabilities
+	capsOnce sync.Once
+	caps     *mcp.ClientCapabilities
+	mrtr     bool
 
 	mu sync.Mutex
 	// From the client's retry: the state's answers by key, in order of
@@ -50,8 +55,10 @@ type clientLink struct {
 	missing     map[string]bool // features asked for that the client lacks
 }
 
-func newClientLink(session *mcp.ServerSession, caps *mcp.ClientCapabilities) *clientLink {
-	l := &clientLink{session: session, caps: caps, occurrences: map[string]int{}, missing: map[string]bool{}}
+// newClientLink is the link of one request; capsOf is its
+// ClientCapabilities method.
+func newClientLink(session *mcp.ServerSession, capsOf func() *mcp.ClientCapabilities) *clientLink {
+	l := &clientLink{session: session, capsOf: capsOf}
 	if session != nil {
 		if p := session.InitializeParams(); p != nil && p.ProtocolVersion >= protocolMRTR {
 			l.mrtr = true
@@ -62,6 +69,11 @@ func newClientLink(session *mcp.ServerSession, caps *mcp.ClientCapabilities) *cl
 
 // Supports implements tool.Client.
 func (l *clientLink) Supports(feature string) bool {
+	l.capsOnce.Do(func() {
+		if l.capsOf != nil {
+			l.caps = l.capsOf()
+		}
+	})
 	ok := false
 	if c := l.caps; c != nil {
 		switch feature {
@@ -81,6 +93,9 @@ func (l *clientLink) Require(feature string) bool {
 	ok := l.Supports(feature)
 	if !ok {
 		l.mu.Lock()
+		if l.missing == nil {
+			l.missing = map[string]bool{}
+		}
 		l.missing[feature] = true
 		l.mu.Unlock()
 	}
@@ -108,6 +123,9 @@ func (l *clientLink) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 	var unanswered []tool.ClientRequest
 	for i, r := range requests {
 		a := asked{Key: r.Key, Method: r.Method, Digest: digest(r.Params)}
+		if l.occurrences == nil {
+			l.occurrences = map[string]int{}
+		}
 		n := l.occurrences[r.Key]
 		l.occurrences[r.Key]++
 		if prev := l.recorded[r.Key]; n < len(prev) && prev[n].asked == a {
@@ -277,7 +295,9 @@ func (s *Server) beginLink(l *clientLink, method, name string, args json.RawMess
 	if !l.mrtr {
 		return nil
 	}
-	l.responses = make(map[string]mcp.InputResponse, len(responses))
+	if len(responses) > 0 {
+		l.responses = make(map[string]mcp.InputResponse, len(responses))
+	}
 	for k, v := range responses {
 		if v != nil {
 			l.responses[k] = v

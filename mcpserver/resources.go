@@ -150,20 +150,18 @@ func (s *Server) startFeatures() func() {
 func (s *Server) featureMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil {
+		r, ok := res.(*mcp.ListResourcesResult)
+		if err != nil || !ok {
 			return res, err
 		}
 		s.syncMu.Lock()
 		incomplete := s.feat.incomplete
 		s.syncMu.Unlock()
-		switch r := res.(type) {
-		case *mcp.ListResourcesResult:
-			if incomplete != "" {
-				if r.Meta == nil {
-					r.Meta = mcp.Meta{}
-				}
-				r.Meta[MetaResourcesIncomplete] = incomplete
+		if incomplete != "" {
+			if r.Meta == nil {
+				r.Meta = mcp.Meta{}
 			}
+			r.Meta[MetaResourcesIncomplete] = incomplete
 		}
 		return res, err
 	}
@@ -364,7 +362,7 @@ func (s *Server) readHandler(owner string) mcp.ResourceHandler {
 		defer release()
 		session := req.Session.ID()
 		s.watchSession(session, req.Session)
-		link := newClientLink(req.Session, req.ClientCapabilities())
+		link := newClientLink(req.Session, req.ClientCapabilities)
 		if err := s.beginLink(link, "resources/read", uri, nil, req.Params.RequestState, req.Params.InputResponses); err != nil {
 			return nil, err
 		}
@@ -420,7 +418,7 @@ func (s *Server) promptHandler(owner, name string) mcp.PromptHandler {
 			args = map[string]string{}
 		}
 		argsJSON, _ := json.Marshal(args)
-		link := newClientLink(req.Session, req.ClientCapabilities())
+		link := newClientLink(req.Session, req.ClientCapabilities)
 		if err := s.beginLink(link, "prompts/get", name, argsJSON, req.Params.RequestState, req.Params.InputResponses); err != nil {
 			return nil, err
 		}

@@ -481,7 +481,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		session := req.Session.ID()
 		s.watchSession(session, req.Session)
 		args := arguments(req.Params.Arguments)
-		link := newClientLink(req.Session, req.ClientCapabilities())
+		link := newClientLink(req.Session, req.ClientCapabilities)
 		if err := s.beginLink(link, "tools/call", name, args, req.Params.RequestState, req.Params.InputResponses); err != nil {
 			return nil, err
 		}
