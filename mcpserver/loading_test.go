@@ -139,3 +139,50 @@ func TestListWaitsForLoads(t *testing.T) {
 		}
 	})
 }
+
+// countingTools ends loads the way internal/app does: the module leaves
+// Loading (and the count moves) before its change notification is sent.
+type countingTools struct {
+	*loadingTools
+	ended uint64
+}
+
+func (c *countingTools) LoadsEnded() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ended
+}
+
+// endSilently ends the load of module with the notification not sent yet:
+// the tool is in the set, the module no longer loading, the count moved.
+func (c *countingTools) endSilently(module string) {
+	c.set(append(c.List(), desc(module))...)
+	c.mu.Lock()
+	c.loading = nil
+	c.ended++
+	c.mu.Unlock()
+}
+
+// A list that names nothing loading is complete, and a call of a tool whose
+// load just ended finds it, even before the load's notification arrives.
+func TestLoadEndedBeforeItsNotification(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			tools := &countingTools{loadingTools: &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"late"}, ended: make(chan struct{})}}
+			s, _ := newServer(t, tools, Options{ListWait: -1})
+			cs := connect(t, s, tr, nil)
+			tools.endSilently("late")
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, loading := res.Meta[MetaLoading]; loading || len(res.Tools) != 2 {
+				t.Fatalf("list after the load ended: %d tools, _meta %v", len(res.Tools), res.Meta)
+			}
+			tools.endSilently("later")
+			if r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "later"}); err != nil || r.IsError {
+				t.Fatalf("call of a tool whose load just ended: %v %+v", err, r)
+			}
+		})
+	}
+}

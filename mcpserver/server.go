@@ -175,6 +175,9 @@ type Server struct {
 	// states seals and opens the requestState of input-required results.
 	states *stateSealer
 
+	// syncedLoads is LoadCounter.LoadsEnded as of the last resync.
+	syncedLoads atomic.Uint64
+
 	resyncPending atomic.Bool
 	resyncRunning atomic.Bool
 	resyncs       atomic.Int64 // completed resyncs, for tests
@@ -253,6 +256,15 @@ type Loader interface {
 	AwaitLoad(ctx context.Context) bool
 }
 
+// LoadCounter is implemented by a Loader that counts the loads that ended,
+// each before its module leaves Loading. The server resyncs before a list
+// or an unknown tool's call when the count moved since its last resync, so
+// that a list without MetaLoading is complete even when the load's change
+// notification has not been applied yet.
+type LoadCounter interface {
+	LoadsEnded() uint64
+}
+
 // MetaLoading is the tools/list _meta key naming modules still loading.
 const MetaLoading = "warden/loading"
 
@@ -262,6 +274,11 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 		defer s.syncMu.Unlock()
 		_, ok := s.registered[name]
 		return ok
+	}
+	counter, _ := l.(LoadCounter)
+	stale := func() bool {
+		return s.resyncPending.Load() || s.resyncRunning.Load() ||
+			counter != nil && counter.LoadsEnded() != s.syncedLoads.Load()
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -274,7 +291,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 				cancel()
 				waited = true
 			}
-			if listing && (waited || s.resyncPending.Load() || s.resyncRunning.Load()) {
+			if listing && (waited || stale()) {
 				// A load that just ended may not have notified yet, or its
 				// resync may not have run: apply it, so that a list without
 				// MetaLoading is the complete one.
@@ -282,7 +299,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 			}
 			p, isCall := req.GetParams().(*mcp.CallToolParamsRaw)
 			isCall = isCall && method == "tools/call"
-			if isCall && !known(p.Name) && (s.resyncPending.Load() || s.resyncRunning.Load()) {
+			if isCall && !known(p.Name) && stale() {
 				// A load that just ended has notified, but its resync may not
 				// have run: apply it before deciding the name is unknown.
 				s.resync()
@@ -410,6 +427,11 @@ func (s *Server) resync() {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	defer s.resyncs.Add(1)
+	if c, ok := s.tools.(LoadCounter); ok {
+		// Read before List: a load ending after this makes the next list
+		// resync again.
+		s.syncedLoads.Store(c.LoadsEnded())
+	}
 
 	seen := make(map[string]bool)
 	for _, d := range s.tools.List() {

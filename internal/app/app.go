@@ -54,6 +54,8 @@ type App struct {
 	progress            func(LoadProgress)
 	compiling, compiled int
 	queued              map[string]bool // counted in compiling, not started yet
+	// loadsEnded counts background loads that ended (LoadsEnded).
+	loadsEnded atomic.Uint64
 	// exposure is tools.expose and tools.hide as last applied, to tell
 	// clients when the list they see changed.
 	exposure string
@@ -251,6 +253,7 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 			delete(a.loading, ModuleName(path))
 			close(a.loadedOne)
 			a.loadedOne = make(chan struct{})
+			a.loadsEnded.Add(1)
 			a.mu.Unlock()
 			for _, err := range errs {
 				report(err)
@@ -290,6 +293,10 @@ func (a *App) AwaitLoad(ctx context.Context) bool {
 		return false
 	}
 }
+
+// LoadsEnded counts the background loads that ended; each is counted
+// before its module stops counting as loading (mcpserver.LoadCounter).
+func (a *App) LoadsEnded() uint64 { return a.loadsEnded.Load() }
 
 // Loading lists the modules still loading in the background, sorted.
 func (a *App) Loading() []string {
