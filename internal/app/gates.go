@@ -38,21 +38,22 @@ func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d 
 		g = config.Gate{Action: config.GateConfirm}
 		why = "the default for tools annotated destructiveHint that hold a write, net or env grant (security.confirm)"
 	}
-	lower := strings.ToLower(c.Name)
+	// An entry of the tool's exact name beats any pattern: the line that
+	// lets this one tool through.
+	allowLine := fmt.Sprintf("tools.gates.%s.action: allow", strings.ToLower(c.Name))
 	switch g.Action {
 	case config.GateBlock:
 		msg := fmt.Sprintf("tool %s is blocked by %s", c.Name, why)
 		if g.Message != "" {
 			msg += ": " + g.Message
 		}
-		return gated(tool.ErrorResult(tool.Errorf(tool.KindDenied, "%s (%s)", msg, a.configLine(fmt.Sprintf("tools.gates.%s.action: allow", key)))), "block")
+		return gated(tool.ErrorResult(tool.Errorf(tool.KindDenied, "%s (%s)", msg, a.configLine(allowLine))), "block")
 	case config.GateResult:
 		return gated(&tool.Result{Content: []tool.Content{{Type: "text", Text: g.Result}}}, "result")
 	case config.GateConfirm:
 	default: // allow
 		return nil
 	}
-	allowLine := fmt.Sprintf("tools.gates.%s.action: allow", lower)
 	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
 		return tool.ErrorResult(tool.Errorf(tool.KindDenied,
 			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability); to let it run without asking, set %s",
@@ -82,7 +83,7 @@ func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d 
 		Action string `json:"action"`
 	}
 	if err := json.Unmarshal(answers[0], &answer); err != nil || answer.Action != "accept" {
-		action := answer.Action
+		action := termsafe.Line(answer.Action) // the client's words
 		if action == "" {
 			action = "no answer"
 		}
