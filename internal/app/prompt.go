@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
@@ -40,8 +39,6 @@ type prompter struct {
 	// written holds from the next call on, not only once the watcher sees it.
 	reload func() error
 	log    *slog.Logger
-	// edits counts grants written, for tests.
-	edits atomic.Int64
 }
 
 // retry serves a denied request again after the person allowed it. It
@@ -211,7 +208,6 @@ func (p *prompter) persist(call *hostfuncs.Call, need tool.Need) error {
 		err = p.reload()
 	}
 	if err == nil {
-		p.edits.Add(1)
 		p.log.Info("permission prompt: grant written", "tool", call.Tool, "grant", change.String(), "config", cfg.File)
 	}
 	return err
