@@ -98,8 +98,10 @@ func (d *decider) handle(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elic
 	d.msgs = append(d.msgs, req.Params.Message)
 	d.mu.Unlock()
 	if d.block {
-		// The go-sdk does not cancel a client's handler when the server
-		// stops waiting, so the test releases it before closing the session.
+		// The server's notifications/cancelled for its question can be
+		// lost when the call ends first (the go-sdk sends it afterwards, on
+		// the call's stream), so the test releases the handler itself
+		// before closing the session.
 		select {
 		case <-ctx.Done():
 		case <-d.release:
