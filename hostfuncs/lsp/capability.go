@@ -175,10 +175,18 @@ type (
 
 // Serve implements hostfuncs.Capability.
 func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
-	if len(call.Grants.LSP) == 0 {
-		return nil, tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access (config key tools.grants.%s.lsp, e.g. [go])", call.Tool, strings.ToLower(call.Tool))
-	}
 	req, err := parseRequest(raw)
+	if len(call.Grants.LSP) == 0 {
+		denial := tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access (config key tools.grants.%s.lsp, e.g. [go])", call.Tool, strings.ToLower(call.Tool))
+		if err == nil {
+			// Name the language the request is for, so that a permission
+			// prompt can offer exactly that.
+			if lang, ok := c.requestLanguage(req); ok {
+				denial.Need = &tool.Need{Key: "lsp", Value: lang}
+			}
+		}
+		return nil, denial
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -285,9 +293,22 @@ func (c *Capability) language(call *hostfuncs.Call, req *request) (string, error
 		return "", tool.Errorf(tool.KindInvalidArguments, "%s needs a language (granted: %s)", req.Op, strings.Join(call.Grants.LSP, ", "))
 	}
 	if !slices.Contains(call.Grants.LSP, lang) {
-		return "", tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access to %s (config key tools.grants.%s.lsp: add %s)", call.Tool, lang, strings.ToLower(call.Tool), lang)
+		return "", tool.DeniedFor(tool.Need{Key: "lsp", Value: lang},
+			"tool %s is not granted lsp access to %s (config key tools.grants.%s.lsp: add %s)", call.Tool, lang, strings.ToLower(call.Tool), lang)
 	}
 	return lang, nil
+}
+
+// requestLanguage is the language a request names or its path's extension
+// claims, when it can be told without a grant.
+func (c *Capability) requestLanguage(req *request) (string, bool) {
+	if req.Language != "" {
+		return req.Language, ValidateLanguage(req.Language) == nil
+	}
+	if req.Path != "" {
+		return c.m.LanguageFor(req.Path)
+	}
+	return "", false
 }
 
 // gate asks the ReadGate once per path per request.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"errors"
 	"strings"
 	"sync"
 	"syscall"
@@ -337,26 +338,39 @@ func TestDenied(t *testing.T) {
 		req      string
 		kind     tool.Kind
 		contains string
+		need     string // the grant a permission prompt may offer, "" for none
 	}{
-		{nil, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access (config key tools.grants.probe.lsp, e.g. [go])"},
-		{nil, `not even json`, tool.KindDenied, "tool probe is not granted lsp access"},
-		{[]string{"rust"}, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access to go (config key tools.grants.probe.lsp: add go)"},
-		{[]string{"rust"}, `{"op":"workspaceSymbol","language":"go","query":"x"}`, tool.KindDenied, "not granted lsp access to go"},
-		{[]string{"go"}, `{"op":"documentSymbol","path":"secret/secret.go"}`, tool.KindDenied, "read secret/secret.go: not granted to tool probe"},
-		{[]string{"go"}, `{"op":"hover","path":"shapes/../secret/secret.go","line":1,"column":1}`, tool.KindDenied, "read secret/secret.go: not granted"},
-		{[]string{"go"}, `{"op":"references","path":"shapes/private.go","line":1,"column":1}`, tool.KindDenied, "read shapes/private.go: not granted"},
+		{nil, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access (config key tools.grants.probe.lsp, e.g. [go])", "lsp=go"},
+		{nil, `not even json`, tool.KindDenied, "tool probe is not granted lsp access", ""},
+		{nil, `{"op":"workspaceSymbol","query":"x"}`, tool.KindDenied, "tool probe is not granted lsp access", ""},
+		{[]string{"rust"}, `{"op":"documentSymbol","path":"main.go"}`, tool.KindDenied, "tool probe is not granted lsp access to go (config key tools.grants.probe.lsp: add go)", "lsp=go"},
+		{[]string{"rust"}, `{"op":"workspaceSymbol","language":"go","query":"x"}`, tool.KindDenied, "not granted lsp access to go", "lsp=go"},
+		{[]string{"go"}, `{"op":"documentSymbol","path":"secret/secret.go"}`, tool.KindDenied, "read secret/secret.go: not granted to tool probe", ""},
+		{[]string{"go"}, `{"op":"hover","path":"shapes/../secret/secret.go","line":1,"column":1}`, tool.KindDenied, "read secret/secret.go: not granted", ""},
+		{[]string{"go"}, `{"op":"references","path":"shapes/private.go","line":1,"column":1}`, tool.KindDenied, "read shapes/private.go: not granted", ""},
 		// A file that does not exist is denied just the same: no probing.
-		{[]string{"go"}, `{"op":"diagnostics","path":"secret/missing.go"}`, tool.KindDenied, "read secret/missing.go: not granted"},
-		{[]string{"go"}, `{"op":"documentSymbol","path":"../outside.go"}`, tool.KindInvalidArguments, "stay inside"},
-		{[]string{"go"}, `{"op":"documentSymbol","path":"/etc/passwd.go"}`, tool.KindInvalidArguments, "stay inside"},
-		{[]string{"go", "rust"}, `{"op":"workspaceSymbol","query":"x"}`, tool.KindInvalidArguments, "workspaceSymbol needs a language (granted: go, rust)"},
-		{[]string{"rust"}, `{"op":"workspaceSymbol","query":"x"}`, tool.KindNotFound, `no language server is configured for "rust"`},
+		{[]string{"go"}, `{"op":"diagnostics","path":"secret/missing.go"}`, tool.KindDenied, "read secret/missing.go: not granted", ""},
+		{[]string{"go"}, `{"op":"documentSymbol","path":"../outside.go"}`, tool.KindInvalidArguments, "stay inside", ""},
+		{[]string{"go"}, `{"op":"documentSymbol","path":"/etc/passwd.go"}`, tool.KindInvalidArguments, "stay inside", ""},
+		{[]string{"go", "rust"}, `{"op":"workspaceSymbol","query":"x"}`, tool.KindInvalidArguments, "workspaceSymbol needs a language (granted: go, rust)", ""},
+		{[]string{"rust"}, `{"op":"workspaceSymbol","query":"x"}`, tool.KindNotFound, `no language server is configured for "rust"`, ""},
 	} {
 		_, err := serve(t, c, tc.grants, tc.req)
 		if err == nil {
 			t.Fatalf("%v %s: no error", tc.grants, tc.req)
 		}
 		wantKind(t, err, tc.kind, tc.contains)
+		if tc.kind == tool.KindDenied && !strings.Contains(tc.contains, "read ") {
+			var te *tool.Error
+			errors.As(err, &te)
+			got := ""
+			if te.Need != nil {
+				got = te.Need.Key + "=" + te.Need.Value
+			}
+			if got != tc.need {
+				t.Errorf("%v %s: need %q, want %q", tc.grants, tc.req, got, tc.need)
+			}
+		}
 	}
 	m.mu.Lock()
 	n := len(m.slots)

@@ -98,6 +98,8 @@ func requested(r tool.Capabilities, need tool.Need) bool {
 		return within(r.FS.Write, need.Value)
 	case "env":
 		return slices.ContainsFunc(r.Env, func(k string) bool { return strings.EqualFold(k, need.Value) })
+	case "lsp":
+		return slices.ContainsFunc(r.LSP, func(l string) bool { return strings.EqualFold(l, need.Value) })
 	case "memory":
 		// read-write covers read.
 		return r.Memory == tool.MemoryReadWrite || r.Memory == tool.MemoryAccess(need.Value)
@@ -184,6 +186,8 @@ func widen(g *tool.Capabilities, need tool.Need) {
 		g.Net = add(g.Net)
 	case "env":
 		g.Env = add(g.Env)
+	case "lsp":
+		g.LSP = add(g.LSP)
 	case "memory":
 		g.Memory = tool.MemoryAccess(need.Value)
 	case "memory.topics":

@@ -175,6 +175,7 @@ func TestPromptOffersOnlyWhatWasRequested(t *testing.T) {
 		Env:          []string{"TOKEN"},
 		Memory:       tool.MemoryRead,
 		MemoryTopics: []string{"arch"},
+		LSP:          []string{"rust"},
 	}
 	for _, c := range []struct {
 		need tool.Need
@@ -200,6 +201,7 @@ func TestPromptOffersOnlyWhatWasRequested(t *testing.T) {
 		{tool.Need{Key: "memory.topics", Value: "arch/db"}, true},
 		{tool.Need{Key: "memory.topics", Value: "secrets"}, false},
 		{tool.Need{Key: "lsp", Value: "go"}, false},
+		{tool.Need{Key: "lsp", Value: "rust"}, true},
 	} {
 		if got := requested(r, c.need); got != c.want {
 			t.Errorf("requested(%s=%s) = %v, want %v", c.need.Key, c.need.Value, got, c.want)
