@@ -3,10 +3,10 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
-	"errors"
 	"strings"
 	"sync"
 	"syscall"
