@@ -249,15 +249,17 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 				<-slots
 				a.unqueue(ModuleName(path))
 			}
+			// Errors are reported while the module still counts as loading:
+			// a list that names nothing loading comes after them.
+			for _, err := range errs {
+				report(err)
+			}
 			a.mu.Lock()
 			delete(a.loading, ModuleName(path))
 			close(a.loadedOne)
 			a.loadedOne = make(chan struct{})
 			a.loadsEnded.Add(1)
 			a.mu.Unlock()
-			for _, err := range errs {
-				report(err)
-			}
 			if loaded || len(errs) > 0 {
 				a.notify()
 			}
