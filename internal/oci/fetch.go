@@ -327,6 +327,9 @@ func (f *fetcher) extractFromImage(ctx context.Context, layers []ocispec.Descrip
 		if errors.Is(err, errNoPlugin) {
 			continue
 		}
+		if errors.Is(err, errPluginDeleted) {
+			return l, "", fmt.Errorf("%w: layer %s (%s) deletes /%s (whiteout), so the image has none", ErrNotWasm, l.Digest, orNone(l.MediaType), pluginFile)
+		}
 		if err != nil {
 			return l, "", err
 		}
@@ -357,7 +360,7 @@ func (f *fetcher) extractFile(blob string, l ocispec.Descriptor) (path string, e
 	}()
 	_, gz := imageLayerCompression(l.MediaType)
 	if _, err := extractPlugin(in, gz, out, f.max, inflateFactor*f.max); err != nil {
-		if errors.Is(err, errNoPlugin) {
+		if errors.Is(err, errNoPlugin) || errors.Is(err, errPluginDeleted) {
 			return "", err
 		}
 		return "", fmt.Errorf("%s: %w", what, err)

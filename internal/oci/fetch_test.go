@@ -485,3 +485,49 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// truncate cuts the body of the blob with the given digest in half and
+// drops the connection.
+func truncate(d digest.Digest) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+d.String()) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			body := rec.Body.Bytes()
+			w.Write(body[:len(body)/2])
+			panic(http.ErrAbortHandler)
+		})
+	}
+}
+
+func TestFetchTruncatedAndCancelled(t *testing.T) {
+	module := coreModule(40000)
+	host := startRegistry(t, truncate(digest.FromBytes(module)))
+	newPusher(t, host, "flaky/tool").wasmArtifact(module, "v1")
+	fetchErr(t, host+"/flaky/tool:v1", testOptions(t), nil, digest.FromBytes(module).String())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	opts := testOptions(t)
+	if _, err := Fetch(ctx, host+"/flaky/tool:v1", opts); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err=%v", err)
+	}
+	assertEmpty(t, opts.Dir)
+}
+
+func TestFetchHyperMCPWhiteout(t *testing.T) {
+	host := startRegistry(t, nil)
+	p := newPusher(t, host, "plugins/gone")
+	base := p.blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: "plugin.wasm", data: coreModule(100)}))
+	top := p.blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: ".wh.plugin.wasm"}))
+	p.manifest(mediaTypeDockerManifest, "application/vnd.docker.container.image.v1+json", []byte(`{}`), []ocispec.Descriptor{base, top}, "v1")
+	fetchErr(t, host+"/plugins/gone:v1", testOptions(t), ErrNotWasm, "whiteout", top.Digest.String())
+}

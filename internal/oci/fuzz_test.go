@@ -155,6 +155,10 @@ func TestExtractPlugin(t *testing.T) {
 			t.Errorf("%s: err=%v, want errNoPlugin", name, err)
 		}
 	}
+	wh := tarGz(t, tarEntry{name: ".wh.plugin.wasm", data: nil})
+	if _, err := extractPlugin(bytes.NewReader(wh), true, io.Discard, 1<<20, 1<<20); !errors.Is(err, errPluginDeleted) {
+		t.Errorf("whiteout: err=%v", err)
+	}
 	// A layer that inflates past the read limit before the plugin.
 	big := tarGz(t, tarEntry{name: "zeros", data: make([]byte, 1<<20)}, tarEntry{name: "plugin.wasm", data: module})
 	if _, err := extractPlugin(bytes.NewReader(big), true, io.Discard, 1<<10, 64<<10); !errors.Is(err, ErrTooLarge) {

@@ -19,6 +19,10 @@ const maxTarEntries = 4096
 
 var errNoPlugin = errors.New("no " + pluginFile + " in layer")
 
+// errPluginDeleted: the layer holds an OCI whiteout for plugin.wasm, so the
+// lower layers' copy is not part of the image.
+var errPluginDeleted = errors.New(pluginFile + " is deleted (whiteout) in layer")
+
 // isPluginEntry reports whether a tar entry name is the plugin: /plugin.wasm
 // (also ./plugin.wasm), or, as hyper-mcp accepts, plugin.wasm in a directory.
 func isPluginEntry(name string) bool {
@@ -61,6 +65,9 @@ func extractPlugin(r io.Reader, gz bool, dst io.Writer, max, readLimit int64) (i
 			}
 			return 0, fmt.Errorf("tar: %w", err)
 		}
+		if isPluginEntry(whiteoutTarget(h.Name)) {
+			return 0, errPluginDeleted
+		}
 		if !isPluginEntry(h.Name) || h.Typeflag != tar.TypeReg {
 			continue
 		}
@@ -79,6 +86,16 @@ func extractPlugin(r io.Reader, gz bool, dst io.Writer, max, readLimit int64) (i
 		}
 		return n, nil
 	}
+}
+
+// whiteoutTarget returns the path a whiteout entry (dir/.wh.name) deletes,
+// or "" for any other entry.
+func whiteoutTarget(name string) string {
+	dir, base := path.Split(name)
+	if t, ok := strings.CutPrefix(base, ".wh."); ok && t != "" && !strings.HasPrefix(t, ".wh.") {
+		return dir + t
+	}
+	return ""
 }
 
 // limitedReader is io.LimitedReader that remembers it ran out.
