@@ -1,0 +1,33 @@
+// Package oci fetches a WebAssembly tool from an OCI registry into a local
+// temp file, ready for warden's loader: the groundwork of installing tools
+// from registries (issue 14). It is not yet wired into the CLI, and it does
+// not verify signatures; a later step decides what to trust.
+//
+// Two layouts cover the wasm tools published today:
+//
+//   - the CNCF Wasm OCI artifact layout (config
+//     application/vnd.wasm.config.v0+json, one layer application/wasm),
+//     pushed by wkg, oras and Wassette's tooling;
+//   - hyper-mcp's plugin images: an ordinary container image built FROM
+//     scratch whose tar(+gzip) layer holds /plugin.wasm, pushed with
+//     `docker build`/`docker push` (hyper-mcp's src/wasm/oci.rs pulls the
+//     layers and extracts the entry that ends in plugin.wasm).
+//
+// An image index is followed to its wasm entry (platform os wasip1/wasi/wasip2,
+// architecture wasm); an index without one is followed only when it has a
+// single image entry besides build attestations (what `docker buildx` pushes
+// for a FROM scratch plugin), and refused otherwise.
+//
+// The downloaded module must be a core WebAssembly module. warden runs core
+// modules through Extism/wazero; a WebAssembly component (as Wassette
+// publishes) has a different binary layer and ABI, and running it would need
+// a component runtime warden does not embed. Such an artifact is refused up
+// front with a message that says so, rather than failing later in the loader
+// with an opaque decode error.
+//
+// Everything is bounded: manifest bytes, layers and index entries considered,
+// blob and extracted sizes (Options.MaxBytes), tar entries; the digest of
+// every blob is verified while it streams to disk, and a refusal leaves
+// nothing behind in Options.Dir. Registry access goes through oras-go, with
+// credentials from the user's Docker config (including credential helpers).
+package oci
