@@ -1,6 +1,6 @@
 // Package oci fetches a WebAssembly tool from an OCI registry into a local
 // temp file, ready for warden's loader: the groundwork of installing tools
-// from registries (issue 14). It is not yet wired into the CLI, and it does
+// from registries. It is not yet wired into the CLI, and it does
 // not verify signatures; a later step decides what to trust.
 //
 // Two layouts cover the wasm tools published today:
