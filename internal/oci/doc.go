@@ -30,4 +30,10 @@
 // every blob is verified while it streams to disk, and a refusal leaves
 // nothing behind in Options.Dir. Registry access goes through oras-go, with
 // credentials from the user's Docker config (including credential helpers).
+//
+// Bundles finds the Sigstore bundles attached to a fetched digest (OCI
+// referrers, or oras-go's referrers tag schema, then cosign's
+// sha256-<hex>.sig/.att tags when they carry a bundle layer), bounded in
+// number and size, and reports legacy cosign signatures it skipped; it does
+// not verify them (package sigverify does).
 package oci
