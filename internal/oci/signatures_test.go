@@ -299,3 +299,19 @@ func TestIsBundleMediaType(t *testing.T) {
 		}
 	}
 }
+
+func TestBundlesReferrerBound(t *testing.T) {
+	host, _ := startSigRegistry(t, true, nil)
+	p := newPusher(t, host, "acme/tool")
+	man, _ := p.wasmArtifact(coreModule(100), "v1")
+	for i := range maxReferrers + 1 {
+		p.referrer(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, fakeBundle(strings.Repeat("x", i)))
+	}
+	f := bundlesOK(t, nil, host, "acme/tool", man)
+	if len(f.Bundles) != maxReferrers {
+		t.Errorf("%d bundles, want the first %d", len(f.Bundles), maxReferrers)
+	}
+	if len(f.Skipped) != 1 || !strings.Contains(f.Skipped[0], "not considered") {
+		t.Errorf("skipped %q", f.Skipped)
+	}
+}
