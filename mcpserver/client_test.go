@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,43 +181,6 @@ func withRoots(o *mcp.ClientOptions) *mcp.Client {
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, o)
 	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
 	return c
-}
-
-// connectWith connects client to s over tr (connect's twin for a client
-// built by the test).
-func connectWith(t *testing.T, s *Server, tr transport, client *mcp.Client) *mcp.ClientSession {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var ct mcp.Transport
-	var stop func()
-	if tr.http {
-		hs := httptest.NewServer(s.Handler(HTTPOptions{}))
-		ct = &mcp.StreamableClientTransport{Endpoint: hs.URL + PathMCP}
-		stop = hs.Close
-	} else {
-		st, cl := mcp.NewInMemoryTransports()
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx, st) }()
-		ct = cl
-		stop = func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		}
-	}
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: tr.protocol})
-	if err != nil {
-		cancel()
-		stop()
-		t.Fatalf("connect over %s: %v", tr.name, err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		stop()
-		cancel()
-	})
-	return cs
 }
 
 func callText(t *testing.T, cs *mcp.ClientSession, name, text string) *mcp.CallToolResult {

@@ -142,12 +142,26 @@ var transports = []transport{
 	{name: "http/2026-07-28", http: true},
 }
 
-// connect connects a go-sdk client to s over tr. Everything is torn down at
-// the end of the test.
+// connect connects a go-sdk client to s over tr and checks the protocol
+// it negotiated. Everything is torn down at the end of the test.
 func connect(t *testing.T, s *Server, tr transport, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	cs := connectWith(t, s, tr, mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts))
+	want := tr.protocol
+	if want == "" {
+		want = firstStatelessVersion
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != want {
+		t.Errorf("negotiated protocol %q, want %q", got, want)
+	}
+	return cs
+}
+
+// connectWith connects client to s over tr. Everything is torn down at the
+// end of the test.
+func connectWith(t *testing.T, s *Server, tr transport, client *mcp.Client) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
 	var ct mcp.Transport
 	var stop func()
 	if tr.http {
@@ -171,13 +185,6 @@ func connect(t *testing.T, s *Server, tr transport, copts *mcp.ClientOptions) *m
 		cancel()
 		stop()
 		t.Fatalf("connect over %s: %v", tr.name, err)
-	}
-	want := tr.protocol
-	if want == "" {
-		want = firstStatelessVersion
-	}
-	if got := cs.InitializeResult().ProtocolVersion; got != want {
-		t.Errorf("negotiated protocol %q, want %q", got, want)
 	}
 	t.Cleanup(func() {
 		cs.Close()
