@@ -23,6 +23,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/retry"
 
 	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/internal/wasmfile"
 )
 
 // DefaultMaxBytes bounds the module (and each blob downloaded for it) when
@@ -280,7 +281,7 @@ func (f *fetcher) download(ctx context.Context, desc ocispec.Descriptor) (path s
 		return "", fmt.Errorf("fetching %s: %w", what, err)
 	}
 	defer rc.Close()
-	tmp, err := os.CreateTemp(f.dir, "warden-oci-*.wasm")
+	tmp, err := os.CreateTemp(f.dir, ".fetch-*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("creating a temp file for %s: %w", what, err)
 	}
@@ -346,7 +347,7 @@ func (f *fetcher) extractFile(blob string, l ocispec.Descriptor) (path string, e
 		return "", err
 	}
 	defer in.Close()
-	out, err := os.CreateTemp(f.dir, "warden-oci-*.wasm")
+	out, err := os.CreateTemp(f.dir, ".fetch-*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("creating a temp file for %s: %w", what, err)
 	}
@@ -381,7 +382,7 @@ func finish(a *Artifact, layer ocispec.Descriptor) error {
 	}
 	head := make([]byte, 8)
 	n, _ := io.ReadFull(fh, head)
-	if err := checkCoreModule(head[:n], what); err != nil {
+	if err := wasmfile.Check(head[:n], what); err != nil {
 		return err
 	}
 	if _, err := fh.Seek(0, io.SeekStart); err != nil {

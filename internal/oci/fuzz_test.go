@@ -14,46 +14,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-func TestSniffWasm(t *testing.T) {
-	for _, c := range []struct {
-		in   []byte
-		want wasmKind
-	}{
-		{coreModule(8), kindCore},
-		{coreModule(100), kindCore},
-		{componentBinary(), kindComponent},
-		{[]byte{0, 'a', 's', 'm', 0x0e, 0, 1, 0}, kindComponent},
-		{[]byte{0, 'a', 's', 'm', 2, 0, 0, 0}, kindUnknown},
-		{[]byte{0, 'a', 's', 'm', 1, 0, 0}, kindNotWasm},
-		{[]byte("\x7fELF\x02\x01\x01\x00"), kindNotWasm},
-		{nil, kindNotWasm},
-	} {
-		if got := sniffWasm(c.in); got != c.want {
-			t.Errorf("sniffWasm(% x) = %v, want %v", c.in, got, c.want)
-		}
-	}
-}
-
-func FuzzSniffWasm(f *testing.F) {
-	f.Add(coreModule(8))
-	f.Add(componentBinary())
-	f.Add([]byte("\x00asm"))
-	f.Add([]byte("PK\x03\x04"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		k := sniffWasm(b)
-		err := checkCoreModule(b, "fuzz")
-		if (k == kindCore) != (err == nil) {
-			t.Fatalf("kind %v but checkCoreModule error %v", k, err)
-		}
-		if k == kindComponent && !errors.Is(err, ErrComponent) {
-			t.Fatalf("component not refused as one: %v", err)
-		}
-		if k != kindNotWasm && !bytes.HasPrefix(b, wasmMagic) {
-			t.Fatalf("kind %v without the magic", k)
-		}
-	})
-}
-
 func FuzzSelectManifest(f *testing.F) {
 	wasm := ocispec.Descriptor{MediaType: MediaTypeWasmLayer, Digest: digest.Digest("sha256:" + strings.Repeat("a", 64)), Size: 10}
 	img := ocispec.Descriptor{MediaType: mediaTypeDockerLayerGzip, Digest: digest.Digest("sha256:" + strings.Repeat("b", 64)), Size: 10}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/internal/wasmfile"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -38,8 +39,8 @@ const (
 // Errors a caller can test with errors.Is; every returned error wraps its
 // kind with the reference, media types, sizes or digests involved.
 var (
-	ErrComponent      = errors.New("WebAssembly component refused")
-	ErrNotWasm        = errors.New("not a WebAssembly module")
+	ErrComponent      = wasmfile.ErrComponent
+	ErrNotWasm        = wasmfile.ErrNotWasm
 	ErrTooLarge       = errors.New("size limit exceeded")
 	ErrDigestMismatch = errors.New("digest mismatch")
 	ErrUnsupported    = errors.New("unsupported artifact")
