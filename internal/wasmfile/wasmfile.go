@@ -26,6 +26,7 @@ const (
 	Unknown        // \0asm with a version/layer warden does not know
 )
 
+// Magic starts every WebAssembly binary, module or component.
 var Magic = []byte{0x00, 'a', 's', 'm'}
 
 // Sniff classifies a WebAssembly binary by its preamble: the magic
