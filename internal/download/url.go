@@ -1,0 +1,187 @@
+package download
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/warden-run/warden/internal/termsafe"
+)
+
+// parseURL parses rawURL and applies the rules every URL warden downloads
+// from must meet (see checkURL).
+func parseURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the raw URL
+		}
+		return nil, fmt.Errorf("not a URL: %s", termsafe.Line(err.Error()))
+	}
+	if err := checkURL(u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// checkURL refuses a URL with credentials in it, a scheme other than https
+// (http only for a loopback host), or no host.
+func checkURL(u *url.URL) error {
+	if u.User != nil {
+		return fmt.Errorf("%w: the URL carries credentials (user@ or user:password@); warden records the URL in "+
+			"config.yaml's lockfile, where a secret does not belong: publish the file where it can be fetched without them",
+			ErrInsecure)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopback(u.Hostname()) {
+			return fmt.Errorf("%w: plain http:// is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1), "+
+				"and %s is not one: use https://", ErrInsecure, termsafe.Line(u.Host))
+		}
+	case "":
+		return fmt.Errorf("%w: the URL has no scheme: use https://", ErrInsecure)
+	default:
+		return fmt.Errorf("%w: scheme %s: use https://", ErrInsecure, termsafe.Line(u.Scheme))
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("%w: the URL names no host", ErrInsecure)
+	}
+	return nil
+}
+
+// loopback reports whether host (without port or brackets) is localhost or
+// a loopback IP literal. Names other than localhost are not resolved: a name
+// that resolves to 127.0.0.1 today may not tomorrow.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// defaultPort is the port a URL of the scheme uses when it names none.
+func defaultPort(scheme string) string {
+	if scheme == "http" {
+		return "80"
+	}
+	return "443"
+}
+
+// hostKey is u's host and port, lower-cased, with the scheme's default port
+// filled in: what "the same host" means for a redirect.
+func hostKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(u.Scheme)
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// configHost is how u's host is written in tools.fetch.redirect_hosts: the
+// host name alone when u uses its scheme's default port, else host:port.
+func configHost(u *url.URL) string {
+	h := strings.ToLower(u.Hostname())
+	if p := u.Port(); p != "" && p != defaultPort(u.Scheme) {
+		return net.JoinHostPort(h, p)
+	}
+	if strings.Contains(h, ":") {
+		return "[" + h + "]"
+	}
+	return h
+}
+
+// allowedHost reports whether entry (an item of
+// tools.fetch.redirect_hosts: HOST or HOST:PORT; an IPv6 address in
+// brackets) names u's host. An entry without a port matches u only on its
+// scheme's default port.
+func allowedHost(entry string, u *url.URL) bool {
+	e, err := url.Parse("//" + strings.TrimSpace(entry))
+	if err != nil || e.Hostname() == "" || e.User != nil || (e.Path != "" && e.Path != "/") {
+		return false
+	}
+	if !strings.EqualFold(e.Hostname(), u.Hostname()) {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(u.Scheme)
+	}
+	if e.Port() == "" {
+		return port == defaultPort(u.Scheme)
+	}
+	return e.Port() == port
+}
+
+// displayURL is rawURL as an error message may show it: without any
+// userinfo (it may be a token), escaped and bounded by termsafe.
+func displayURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if strings.Contains(rawURL, "@") {
+			return "(an unparsable URL, not shown as it may carry credentials)"
+		}
+		return termsafe.Line(rawURL)
+	}
+	return show(u)
+}
+
+// show is u without its userinfo, escaped and bounded by termsafe.
+func show(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return termsafe.Line(c.String())
+}
+
+// redirectPolicy is the http.Client CheckRedirect of one download whose
+// first request went to orig.
+type redirectPolicy struct {
+	orig  *url.URL
+	allow []string
+}
+
+func (p *redirectPolicy) check(req *http.Request, via []*http.Request) error {
+	if len(via) > MaxRedirects {
+		return &policyError{fmt.Errorf("%w: more than %d redirects (the last to %s)", ErrRedirect, MaxRedirects, show(req.URL))}
+	}
+	prev, to := via[len(via)-1].URL, req.URL
+	if prev.Scheme == "https" && to.Scheme != "https" {
+		return &policyError{fmt.Errorf("%w: %w: %s redirected from https to %s, which would carry the download unencrypted",
+			ErrInsecure, ErrRedirect, show(prev), show(to))}
+	}
+	if err := checkURL(to); err != nil {
+		return &policyError{fmt.Errorf("%w: to %s: %w", ErrRedirect, show(to), err)}
+	}
+	if hostKey(to) == hostKey(p.orig) {
+		return nil
+	}
+	for _, h := range p.allow {
+		if allowedHost(h, to) {
+			return nil
+		}
+	}
+	from, target := termsafe.Line(p.orig.Host), termsafe.Line(to.Host)
+	return &policyError{fmt.Errorf("%w: %s redirected to another host, %s; warden follows redirects only within the host "+
+		"the URL names, since that host is what the lockfile records and the signature policy trusts. If %s is "+
+		"where %s keeps its downloads, allow it in config.yaml: tools.fetch.redirect_hosts: [%s]",
+		ErrRedirect, from, target, target, from, termsafe.Line(configHost(to)))}
+}
+
+// policyError marks an error warden wrote itself (already escaped), so that
+// it is not escaped again when the http.Client hands it back.
+type policyError struct{ err error }
+
+func (e *policyError) Error() string { return e.err.Error() }
+func (e *policyError) Unwrap() error { return e.err }
+
+// safeError shows an error that may quote the server (a TLS alert, a bad
+// Location header) through termsafe, keeping it for errors.Is/As.
+type safeError struct{ err error }
+
+func (e *safeError) Error() string { return termsafe.Line(e.err.Error()) }
+func (e *safeError) Unwrap() error { return e.err }
