@@ -129,7 +129,7 @@ func get(ctx context.Context, rawURL string, opts Options) (_ *File, err error) 
 		return nil, err
 	}
 	if cl := r.resp.ContentLength; cl > limit {
-		return nil, tooLarge(limit, fmt.Sprintf("the server says it is %s", size(cl)))
+		return nil, tooLarge(limit, "the server says the file is "+size(cl))
 	}
 
 	tmp, err := os.CreateTemp(dir, ".fetch-*.tmp")
@@ -184,7 +184,7 @@ func get(ctx context.Context, rawURL string, opts Options) (_ *File, err error) 
 }
 
 func tooLarge(limit int64, why string) error {
-	return fmt.Errorf("%w: the file is larger than the limit of %s (%s); if the tool really is that big, raise "+
+	return fmt.Errorf("%w: the limit is %s and %s; if the tool really is that big, raise "+
 		"tools.fetch.max_size in config.yaml", ErrTooLarge, size(limit), why)
 }
 
@@ -192,7 +192,11 @@ func size(n int64) string {
 	if n < 0 {
 		return fmt.Sprintf("%d bytes", n)
 	}
-	return humanize.IBytes(uint64(n))
+	s := humanize.IBytes(uint64(n))
+	if back, err := humanize.ParseBytes(s); err != nil || back != uint64(n) {
+		s += fmt.Sprintf(" (%d bytes)", n)
+	}
+	return s
 }
 
 // Bundle fetches the Sigstore bundle published next to the file at rawURL:
