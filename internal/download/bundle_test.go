@@ -98,7 +98,7 @@ func TestBundleErrors(t *testing.T) {
 			w.(http.Flusher).Flush()
 			w.Write([]byte(big[10:]))
 		}, ErrTooLarge, "1.0 MiB"},
-		"html": {body("<html>soft 404</html>"), nil, "not a Sigstore bundle"},
+		"html":       {body("<html>soft 404</html>"), nil, "not a Sigstore bundle"},
 		"json array": {body("[1]"), nil, "not a Sigstore bundle"},
 		"bad json":   {body("{\"a\":"), nil, "not a Sigstore bundle"},
 	} {

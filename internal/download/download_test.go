@@ -202,7 +202,7 @@ func TestGetContentLengthOverLimit(t *testing.T) {
 		n, _ := w.Write(module(limit + 1))
 		wrote.Add(int64(n))
 	}))
-	err := getErr(t, context.Background(), srv.URL+"/t.wasm", Options{MaxBytes: limit, Timeout: time.Minute}, ErrTooLarge)
+	err := getErr(t, context.Background(), srv.URL+"/t.wasm", Options{MaxBytes: limit, Timeout: 10 * time.Second}, ErrTooLarge)
 	if n := wrote.Load(); n != 0 {
 		t.Errorf("the server had written %d body bytes when Get returned", n)
 	}
