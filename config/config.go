@@ -61,6 +61,11 @@ type Tools struct {
 	Grants   map[string]Grant  `mapstructure:"grants"`
 	// Pins maps a module name to the sha256 approved at install.
 	Pins map[string]string `mapstructure:"pins"`
+	// Sources records where a module installed from a registry or a URL
+	// came from, so that config.yaml is a lockfile (`warden sync`).
+	Sources map[string]Source `mapstructure:"sources"`
+	// Fetch bounds downloads from registries and URLs.
+	Fetch Fetch `mapstructure:"fetch"`
 	// Gates decide, per tool name or pattern, whether a call runs: block,
 	// confirm (ask the person first) or result (a fixed answer).
 	Gates map[string]Gate `mapstructure:"gates"`
@@ -143,6 +148,15 @@ type Security struct {
 	// Prompts is "on" (the default: a call denied a capability its tool
 	// requested asks the person, when the client can be asked) or "off".
 	Prompts string `mapstructure:"prompts"`
+	// Signatures maps a source pattern (REGISTRY/REPO, a prefix ending in
+	// /*, or *) to whom its modules must be signed by.
+	Signatures map[string]SignaturePolicy `mapstructure:"signatures"`
+	// SignatureMode is what happens to a source no Signatures pattern
+	// names: require (the default: refused), warn or off.
+	SignatureMode string `mapstructure:"signature_mode"`
+	// TrustedRoot is a Sigstore trusted_root.json for keyless signatures;
+	// empty means fetching it from the Sigstore TUF repository.
+	TrustedRoot string `mapstructure:"trusted_root"`
 }
 
 // Server configures `warden serve`.
@@ -252,6 +266,11 @@ var defaults = map[string]any{
 	"tools::hide":                     []string{},
 	"security::confirm":               "on",
 	"security::prompts":               "on",
+	"security::signature_mode":        "require",
+	"security::trusted_root":          "",
+	"tools::fetch::max_size":          "64MiB",
+	"tools::fetch::timeout":           "2m",
+	"tools::fetch::redirect_hosts":    []string{},
 	"server::state_key":               "",
 	"server::http":                    "127.0.0.1:7331",
 	"server::token":                   "",
@@ -364,6 +383,15 @@ func (c *Config) resolvePaths() {
 		c.Project.Roots[name] = abs(root)
 	}
 	c.Tools.Dir = abs(c.Tools.Dir)
+	if c.Security.TrustedRoot != "" {
+		c.Security.TrustedRoot = abs(c.Security.TrustedRoot)
+	}
+	for pattern, p := range c.Security.Signatures {
+		if p.Key != "" {
+			p.Key = abs(p.Key)
+			c.Security.Signatures[pattern] = p
+		}
+	}
 	if c.Tools.CacheDir != "" && c.Tools.CacheDir != "off" {
 		c.Tools.CacheDir = abs(c.Tools.CacheDir)
 	}
@@ -435,6 +463,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateGates(fail)
+	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]
 		if !runtime.ValidModuleName(name) {

@@ -21,16 +21,26 @@ func newInstallCmd(g *globalFlags) *cobra.Command {
 	var yes bool
 	var name string
 	cmd := &cobra.Command{
-		Use:   "install FILE.wasm",
+		Use:   "install FILE.wasm | oci://REGISTRY/REPO:TAG | oci://REGISTRY/REPO@sha256:… | https://…/TOOL.wasm",
 		Short: "Review a module, copy it into the tools dir and pin its sha256 in config",
 		Long: `Load a module in the sandbox (only _initialize and describe run), show its tools, what
 each requests and what config grants it, then, once you confirm, copy it into the tools
 dir and record its sha256 under tools.pins in config.yaml. A pinned module whose file
 later changes is refused at load until it is installed (approved) again.
 
+From a registry or a URL, the module is first downloaded (bounded by tools.fetch) and
+its signature checked against security.signatures before anything of it runs; by
+default (security.signature_mode: require) a module nobody you trust signed is
+refused. Where it came from is recorded under tools.sources, so config.yaml is a
+lockfile: ` + "`warden sync`" + ` fetches exactly those digests on another machine, and
+` + "`warden update`" + ` looks for newer ones. Registry credentials come from your Docker
+config (docker login, credential helpers).
+
 Installing grants nothing: use ` + "`warden grant`" + ` for what a tool should be allowed.
 A tool name another installed module already provides is refused.`,
 		Example: `  warden install ./echo.wasm
+  warden install oci://ghcr.io/acme/fetch:1.2.0
+  warden install https://example.com/releases/v1/fetch.wasm
   warden install --yes --name fetch ./fetch-v2.wasm
   warden install bin/tools/echo.wasm     # approve a changed module again`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
@@ -46,8 +56,17 @@ A tool name another installed module already provides is refused.`,
 			for _, err := range a.LoadTools(ctx) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Message(err.Error()))
 			}
-			r, err := a.ReviewInstall(ctx, args[0], name)
-			if err != nil {
+			var r *app.Review
+			if app.IsRemote(args[0]) {
+				f, err := a.Fetch(ctx, args[0], app.FetchOptions{})
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if r, err = a.ReviewFetched(ctx, f, name); err != nil {
+					return err
+				}
+			} else if r, err = a.ReviewInstall(ctx, args[0], name); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -66,6 +85,9 @@ A tool name another installed module already provides is refused.`,
 			}
 			fmt.Fprintf(out, "\ninstalled %s (sha256 %s pinned as tools.pins.%s in %s)\n",
 				termsafe.Line(r.Dest), r.SHA256[:12], termsafe.Line(strings.ToLower(r.Module)), termsafe.Line(a.Config().File))
+			if r.Origin != nil {
+				fmt.Fprintf(out, "source locked as tools.sources.%s: %s at %s\n", termsafe.Line(strings.ToLower(r.Module)), termsafe.Line(r.Origin.Ref), r.Origin.Digest)
+			}
 			for _, t := range r.Tools {
 				if !t.Missing.IsZero() {
 					// Capabilities that reach here passed the grant grammar
@@ -91,6 +113,11 @@ A tool name another installed module already provides is refused.`,
 func printReview(w io.Writer, r *app.Review) {
 	fmt.Fprintf(w, "Module   %s (%d bytes, sha256 %s)\n", termsafe.Line(r.Module), r.Size, r.SHA256)
 	fmt.Fprintf(w, "From     %s\n", termsafe.Line(r.Source))
+	if f := r.Fetched; f != nil {
+		fmt.Fprintf(w, "Fetched  %s\n", termsafe.Line(f.From))
+		fmt.Fprintf(w, "Digest   %s\n", f.Digest)
+		fmt.Fprintf(w, "Signed   %s\n", termsafe.Bound(f.Signature.String(), termsafe.MaxText, false))
+	}
 	dest := termsafe.Line(r.Dest)
 	switch {
 	case r.Previous == "":

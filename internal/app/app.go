@@ -61,6 +61,8 @@ type App struct {
 	exposure string
 	// res serves resources and prompts (resources.go).
 	res resourceState
+	// roots caches the Sigstore trusted root (source.go).
+	roots trustedRoots
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.

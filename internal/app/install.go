@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,13 @@ type Review struct {
 	Imports  []string
 	Tools    []ToolReview
 	Rejected []runtime.Rejection
+	// Origin is set for a module fetched from a registry or a URL: what
+	// Install records as tools.sources.<module>. A local file has none,
+	// and installing one removes the module's source.
+	Origin *config.Source
+	// Fetched describes where a fetched module came from and what its
+	// signature check decided; nil for a local file.
+	Fetched *Fetched
 
 	wasm []byte
 }
@@ -59,22 +67,73 @@ func (a *App) ReviewInstall(ctx context.Context, path, name string) (*Review, er
 	if name == "" {
 		name = ModuleName(path)
 	}
-	if !tool.ValidName(name) {
-		return nil, fmt.Errorf("install %s: module name %q must be %s", path, name, tool.NameRule)
-	}
-	// Config keys (tools.pins, tools.limits) ignore case: a second module
-	// named like an installed one in other case would take over its pin.
-	for _, m := range a.registry.Modules() {
-		if m.Name() != name && strings.EqualFold(m.Name(), name) {
-			return nil, fmt.Errorf("install %s: module name %q differs only in case from installed module %q, and config keys ignore case "+
-				"(tools.pins.%s); install it as %q to replace that module, or under another name",
-				path, name, m.Name(), strings.ToLower(name), m.Name())
-		}
+	if err := a.checkModuleName(path, name); err != nil {
+		return nil, err
 	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
+	return a.review(ctx, path, name, wasm)
+}
+
+// ReviewFetched is ReviewInstall for a module Fetch brought: name ""
+// means f.DefaultModuleName(). The review records f's source, so that
+// Install writes it into tools.sources.
+func (a *App) ReviewFetched(ctx context.Context, f *Fetched, name string) (*Review, error) {
+	if name == "" {
+		name = f.DefaultModuleName()
+	}
+	if err := a.checkModuleName(f.Ref, name); err != nil {
+		return nil, err
+	}
+	wasm, err := readBounded(f.Path, int64(a.Config().Tools.Fetch.MaxSize))
+	if err != nil {
+		return nil, fmt.Errorf("install %s: %w", f.Ref, err)
+	}
+	r, err := a.review(ctx, f.Ref, name, wasm)
+	if err != nil {
+		return nil, err
+	}
+	r.Origin = &config.Source{Ref: f.Ref, Digest: f.Digest}
+	r.Fetched = f
+	return r, nil
+}
+
+// readBounded reads a file the size of which was bounded when it was
+// fetched; the bound is checked again rather than trusted.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s is larger than tools.fetch.max_size (%d bytes)", path, max)
+	}
+	return b, err
+}
+
+func (a *App) checkModuleName(path, name string) error {
+	if !tool.ValidName(name) {
+		return fmt.Errorf("install %s: module name %q must be %s (choose one with --name)", path, name, tool.NameRule)
+	}
+	// Config keys (tools.pins, tools.limits) ignore case: a second module
+	// named like an installed one in other case would take over its pin.
+	for _, m := range a.registry.Modules() {
+		if m.Name() != name && strings.EqualFold(m.Name(), name) {
+			return fmt.Errorf("install %s: module name %q differs only in case from installed module %q, and config keys ignore case "+
+				"(tools.pins.%s); install it as %q to replace that module, or under another name",
+				path, name, m.Name(), strings.ToLower(name), m.Name())
+		}
+	}
+	return nil
+}
+
+// review loads wasm in the sandbox (only _initialize and describe run) and
+// describes what installing it as name would do.
+func (a *App) review(ctx context.Context, path, name string, wasm []byte) (*Review, error) {
 	cfg := a.Config()
 	m, err := a.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
 	if err != nil {
@@ -159,7 +218,17 @@ func (a *App) Install(ctx context.Context, r *Review) error {
 	if err := writeModule(r.Dest, r.wasm); err != nil {
 		return fmt.Errorf("install %s: %w", r.Source, err)
 	}
-	if _, err := config.EditFile(cfg.File, func(d *config.Document) error { return d.Pin(r.Module, r.SHA256) }); err != nil {
+	if _, err := config.EditFile(cfg.File, func(d *config.Document) error {
+		if err := d.Pin(r.Module, r.SHA256); err != nil {
+			return err
+		}
+		// The pin and the source change together: a lockfile never names
+		// one module's source with another's sha256.
+		if r.Origin != nil {
+			return d.SetSource(r.Module, *r.Origin)
+		}
+		return d.DeleteSource(r.Module)
+	}); err != nil {
 		return fmt.Errorf("install %s: %s is in place but not pinned (a serving warden refuses it and keeps the previous version): pin: %w", r.Source, r.Dest, err)
 	}
 	if err := a.live.Reload(); err != nil {

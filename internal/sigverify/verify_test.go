@@ -2,15 +2,11 @@ package sigverify
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"strconv"
@@ -21,12 +17,9 @@ import (
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
-	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
-	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
-	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"github.com/warden-run/warden/internal/sigverify/sigtest"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 )
 
 const (
@@ -42,179 +35,25 @@ func digestOf(b []byte) string {
 	return "sha256:" + hex.EncodeToString(h[:])
 }
 
-// statement is an in-toto statement over digest, what cosign signs for an
-// image with --new-bundle-format.
-func statement(t testing.TB, digest string) []byte {
-	t.Helper()
-	hexPart := strings.TrimPrefix(digest, "sha256:")
-	st := map[string]any{
-		"_type":         "https://in-toto.io/Statement/v1",
-		"subject":       []any{map[string]any{"name": "ghcr.io/acme/tool", "digest": map[string]string{"sha256": hexPart}}},
-		"predicateType": "https://sigstore.dev/cosign/sign/v1",
-		"predicate":     map[string]any{},
-	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func statement(t testing.TB, digest string) []byte { return sigtest.Statement(t, digest) }
 
-func newSigstore(t testing.TB) *ca.VirtualSigstore {
-	t.Helper()
-	vs, err := ca.NewVirtualSigstore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs
-}
+func newSigstore(t testing.TB) *ca.VirtualSigstore { return sigtest.NewSigstore(t) }
 
-// keylessBundle signs digest's statement with a Fulcio certificate for id/iss
-// of vs, logged at logged, as a v0.3 bundle (certificate, inclusion proof,
-// RFC 3161 timestamp).
 func keylessBundle(t testing.TB, vs *ca.VirtualSigstore, id, iss, digest string, logged time.Time) []byte {
-	t.Helper()
-	e, err := vs.AttestAtTime(id, iss, statement(t, digest), logged, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return entityJSON(t, vs, e, "application/vnd.dev.sigstore.bundle.v0.3+json")
+	return sigtest.KeylessBundle(t, vs, id, iss, digest, logged)
 }
 
-// messageBundle signs artifact (a message signature over its sha256) with a
-// Fulcio certificate: a v0.1 bundle, the VirtualSigstore's hashedrekord entries
-// carrying an inclusion promise but no proof.
 func messageBundle(t *testing.T, vs *ca.VirtualSigstore, id, iss string, artifact []byte) []byte {
-	t.Helper()
-	e, err := vs.Sign(id, iss, artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return entityJSON(t, vs, e, "application/vnd.dev.sigstore.bundle+json;version=0.1")
+	return sigtest.MessageBundle(t, vs, id, iss, artifact)
 }
 
-func entityJSON(t testing.TB, vs *ca.VirtualSigstore, e *ca.TestEntity, mediaType string) []byte {
-	t.Helper()
-	vc, _ := e.VerificationContent()
-	entries, _ := e.TlogEntries()
-	tss, _ := e.Timestamps()
-	sc, _ := e.SignatureContent()
-	vm := &protobundle.VerificationMaterial{}
-	if strings.Contains(mediaType, "0.3") {
-		vm.Content = &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}}
-	} else {
-		vm.Content = &protobundle.VerificationMaterial_X509CertificateChain{X509CertificateChain: &protocommon.X509CertificateChain{
-			Certificates: []*protocommon.X509Certificate{{RawBytes: vc.Certificate().Raw}},
-		}}
-	}
-	for _, en := range entries {
-		// tlog.NewEntry leaves the kind, version and inclusion promise (SET)
-		// out of its protobuf form; fill them in as Rekor would.
-		tle := proto.Clone(en.TransparencyLogEntry()).(*protorekor.TransparencyLogEntry)
-		var kv struct{ Kind, APIVersion string }
-		if err := json.Unmarshal(tle.CanonicalizedBody, &kv); err != nil {
-			t.Fatal(err)
-		}
-		tle.KindVersion = &protorekor.KindVersion{Kind: kv.Kind, Version: kv.APIVersion}
-		set, err := vs.RekorSignPayload(tlog.RekorPayload{
-			Body:           base64.StdEncoding.EncodeToString(tle.CanonicalizedBody),
-			IntegratedTime: tle.IntegratedTime,
-			LogIndex:       tle.LogIndex,
-			LogID:          hex.EncodeToString(tle.LogId.KeyId),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
-		vm.TlogEntries = append(vm.TlogEntries, tle)
-	}
-	if len(tss) > 0 {
-		vm.TimestampVerificationData = &protobundle.TimestampVerificationData{}
-		for _, ts := range tss {
-			vm.TimestampVerificationData.Rfc3161Timestamps = append(vm.TimestampVerificationData.Rfc3161Timestamps, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
-		}
-	}
-	pb := &protobundle.Bundle{MediaType: mediaType, VerificationMaterial: vm}
-	if env := sc.EnvelopeContent(); env != nil {
-		raw := env.RawEnvelope()
-		payload, err := base64.StdEncoding.DecodeString(raw.Payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pe := &protodsse.Envelope{Payload: payload, PayloadType: raw.PayloadType}
-		for _, s := range raw.Signatures {
-			sig, err := base64.StdEncoding.DecodeString(s.Sig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pe.Signatures = append(pe.Signatures, &protodsse.Signature{Sig: sig, Keyid: s.KeyID})
-		}
-		pb.Content = &protobundle.Bundle_DsseEnvelope{DsseEnvelope: pe}
-	} else {
-		ms := sc.MessageSignatureContent()
-		pb.Content = &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
-			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: ms.Digest()},
-			Signature:     ms.Signature(),
-		}}
-	}
-	return marshal(t, pb)
-}
+func marshal(t testing.TB, pb *protobundle.Bundle) []byte { return sigtest.Marshal(t, pb) }
 
-func marshal(t testing.TB, pb *protobundle.Bundle) []byte {
-	t.Helper()
-	b, err := protojson.Marshal(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Check that sigstore-go reads it back, so that failures below are
-	// verification failures and not test plumbing.
-	var check bundle.Bundle
-	if err := check.UnmarshalJSON(b); err != nil {
-		t.Fatalf("test bundle does not parse: %v", err)
-	}
-	return b
-}
-
-// keyBundle is what `cosign sign-blob --key --new-bundle-format
-// --tlog-upload=false` writes: a message signature over digest, with a
-// public key hint and no log entry.
 func keyBundle(t *testing.T, sign func(digest []byte) []byte, digest string) []byte {
-	t.Helper()
-	raw, err := hex.DecodeString(strings.TrimPrefix(digest, "sha256:"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return marshal(t, &protobundle.Bundle{
-		MediaType: "application/vnd.dev.sigstore.bundle.v0.3+json",
-		VerificationMaterial: &protobundle.VerificationMaterial{
-			Content: &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: "acme-release"}},
-		},
-		Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
-			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: raw},
-			Signature:     sign(raw),
-		}},
-	})
+	return sigtest.KeyBundle(t, sign, digest)
 }
 
-func ecdsaKey(t *testing.T) (func([]byte) []byte, []byte) {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sign := func(d []byte) []byte {
-		sig, err := ecdsa.SignASN1(rand.Reader, priv, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sig
-	}
-	return sign, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-}
+func ecdsaKey(t *testing.T) (func([]byte) []byte, []byte) { return sigtest.ECDSAKey(t) }
 
 var keyless = Policy{Identity: identity, Issuer: issuer}
 
@@ -235,6 +74,29 @@ func TestKeylessValid(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 		})
+	}
+}
+
+// TestKeylessTrustedRootFile: the virtual Sigstore written as a
+// trusted_root.json (what security.trusted_root names) verifies the same
+// bundle through LoadTrustedRoot, and an unrelated root does not.
+func TestKeylessTrustedRootFile(t *testing.T) {
+	vs := newSigstore(t)
+	d := digestOf(manifest)
+	b := keylessBundle(t, vs, identity, issuer, d, time.Now().Add(5*time.Minute))
+	tm, err := LoadTrustedRoot(sigtest.TrustedRootFile(t, vs, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(context.Background(), b, d, keyless, tm); err != nil {
+		t.Fatalf("Verify with the trusted root file: %v", err)
+	}
+	other, err := LoadTrustedRoot(sigtest.TrustedRootFile(t, newSigstore(t), t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(context.Background(), b, d, keyless, other); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("Verify against another root: %v", err)
 	}
 }
 

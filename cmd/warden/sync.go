@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/termsafe"
+)
+
+func newSyncCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "sync [MODULE...]",
+		Short: "Fetch exactly the modules config.yaml locks (tools.sources and tools.pins)",
+		Long: `Make the tools dir hold what config.yaml locks, as on a new machine: each module with a
+source (tools.sources.<module>: {ref, digest}) whose file is missing or differs from its
+pin is fetched by the locked digest (never by its tag), checked against the signature
+policy and against its pin (tools.pins.<module>), and written only if both pass. A
+module already matching its pin is left alone. Config is never changed; nothing asks.
+
+It exits non-zero if any module could not be made to match, including a pinned module
+whose file is missing and which has no source to fetch it from.`,
+		Example: `  warden sync
+  warden sync fetch echo`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, _, err := g.start(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close(ctx)
+			results := a.Sync(ctx, args)
+			failed := printSync(cmd.OutOrStdout(), results)
+			if len(results) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "nothing to sync: %s has no tools.sources\n", termsafe.Line(a.Config().File))
+			}
+			if failed > 0 {
+				return fmt.Errorf("sync: %d of %d modules failed; nothing was written for them", failed, len(results))
+			}
+			return nil
+		},
+	}
+}
+
+func printSync(w io.Writer, results []app.SyncResult) (failed int) {
+	for _, r := range results {
+		name := termsafe.Line(r.Module)
+		switch r.State {
+		case app.SyncUpToDate:
+			fmt.Fprintf(w, "%s: up to date\n", name)
+		case app.SyncFetched:
+			fmt.Fprintf(w, "%s: fetched %s at %s\n", name, termsafe.Line(r.Source.Ref), r.Source.Digest)
+			if r.Signature != nil {
+				fmt.Fprintf(w, "  signature %s\n", termsafe.Bound(r.Signature.String(), termsafe.MaxText, false))
+			}
+		default:
+			failed++
+			fmt.Fprintf(w, "%s: FAILED: %s\n", name, indentMessage(r.Err.Error()))
+		}
+	}
+	return failed
+}
+
+// indentMessage escapes a multi-line error and indents its continuation
+// lines under the line that names the module.
+func indentMessage(s string) string {
+	return strings.ReplaceAll(termsafe.Text(s), "\n", "\n  ")
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/termsafe"
+)
+
+func newUpdateCmd(g *globalFlags) *cobra.Command {
+	var yes, acceptCapabilities bool
+	cmd := &cobra.Command{
+		Use:   "update [MODULE...]",
+		Short: "Fetch what each module's source ref points to now, show what changes, and install it",
+		Long: `For each module installed from a registry or a URL (tools.sources), or only those named,
+fetch what its ref points to now. If it is still the locked digest, nothing changes.
+Otherwise the new module is checked against the signature policy (a module whose
+digest or signature fails is never installed), loaded in the sandbox, and compared with
+the installed one: tools added and removed, descriptor fields changed, and capabilities
+requested beyond the previous version. Once approved it replaces the module, and its
+new pin and digest are written to config.yaml; a running ` + "`warden serve`" + ` picks it up.
+
+Approval: on a terminal you are asked per module. --yes approves updates whose tools
+request nothing new; an update that requests more capabilities needs a person on a
+terminal, or --accept-capabilities as well. Requesting is not granting: grants stay
+as config.yaml says.`,
+		Example: `  warden update
+  warden update fetch --yes`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			a, _, err := g.start(ctx)
+			if err != nil {
+				return err
+			}
+			defer a.Close(ctx)
+			for _, err := range a.LoadTools(ctx) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Message(err.Error()))
+			}
+			modules := args
+			if len(modules) == 0 {
+				for name := range a.Config().Tools.Sources {
+					modules = append(modules, name)
+				}
+				slices.Sort(modules)
+				if len(modules) == 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "nothing to update: %s has no tools.sources\n", termsafe.Line(a.Config().File))
+					return nil
+				}
+			}
+			out := cmd.OutOrStdout()
+			interactive := isTerminal(cmd.InOrStdin())
+			var failed []string
+			for _, m := range modules {
+				if err := updateOne(cmd, a, m, out, interactive, yes, acceptCapabilities); err != nil {
+					fmt.Fprintf(out, "%s: NOT UPDATED: %s\n", termsafe.Line(m), indentMessage(err.Error()))
+					failed = append(failed, m)
+				}
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("update: %d of %d modules not updated (%s)", len(failed), len(modules), termsafe.Join(failed, ", "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply updates that request no new capabilities without asking")
+	cmd.Flags().BoolVar(&acceptCapabilities, "accept-capabilities", false, "with --yes, also apply updates whose tools request more capabilities")
+	return cmd
+}
+
+func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, interactive, yes, acceptCapabilities bool) error {
+	ctx := cmd.Context()
+	u, err := a.ReviewUpdate(ctx, module)
+	if err != nil {
+		return err
+	}
+	name := termsafe.Line(u.Module)
+	if u.UpToDate {
+		fmt.Fprintf(out, "%s: up to date (%s at %s)\n", name, termsafe.Line(u.Current.Ref), u.Current.Digest)
+		return nil
+	}
+	defer u.Review.Fetched.Close()
+	fmt.Fprintf(out, "%s: %s moved from %s to %s\n\n", name, termsafe.Line(u.Current.Ref), u.Current.Digest, u.Review.Origin.Digest)
+	printReview(out, u.Review)
+	fmt.Fprintln(out)
+	printChanges(out, u.Changes)
+	switch {
+	case interactive && !yes:
+		question := "Update %s? [y/N] "
+		if u.Grown {
+			question = "The update requests MORE capabilities (marked +). Update %s anyway? [y/N] "
+		}
+		fmt.Fprintf(out, "\n"+question, name)
+		if !confirmed(out, cmd.InOrStdin()) {
+			return fmt.Errorf("declined; nothing changed")
+		}
+	case !yes:
+		return usagef("not updated: confirm on a terminal, or pass --yes")
+	case u.Grown && !acceptCapabilities && !interactive:
+		return fmt.Errorf("its tools request more capabilities than the installed version (marked + above), which --yes alone does not approve: " +
+			"run it on a terminal to decide, or pass --accept-capabilities too; nothing changed")
+	case u.Grown && !acceptCapabilities:
+		fmt.Fprintf(out, "\nThe update requests MORE capabilities (marked +). Update %s anyway? [y/N] ", name)
+		if !confirmed(out, cmd.InOrStdin()) {
+			return fmt.Errorf("declined; nothing changed")
+		}
+	}
+	if err := a.Install(ctx, u.Review); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: updated to %s (sha256 %s pinned; a running warden serve reloads it)\n", name, u.Review.Origin.Digest, u.Review.SHA256[:12])
+	return nil
+}
+
+// printChanges shows how the update differs from the installed version:
+// + marks what a tool requests now and did not before.
+func printChanges(w io.Writer, changes []app.ToolChange) {
+	if len(changes) == 0 {
+		fmt.Fprintln(w, "Changes  none in the tools' descriptors (the code changed)")
+		return
+	}
+	fmt.Fprintln(w, "Changes")
+	for _, c := range changes {
+		line := fmt.Sprintf("  %s %s", c.Kind, termsafe.Line(c.Name))
+		if len(c.Fields) > 0 {
+			line += " (" + strings.Join(c.Fields, ", ") + ")"
+		}
+		fmt.Fprintln(w, line)
+		for _, arg := range grantArgs(c.Grown) {
+			fmt.Fprintf(w, "    + requests %s\n", termsafe.Line(arg))
+		}
+		for _, arg := range grantArgs(c.Dropped) {
+			fmt.Fprintf(w, "    - no longer requests %s\n", termsafe.Line(arg))
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/warden-run/warden/internal/sigverify"
+	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
+)
+
+// Source is where an installed module came from (tools.sources.<module>):
+// the reference the user installed (oci://REGISTRY/REPO:TAG or @sha256:…,
+// or an https:// URL) and the digest it resolved to then (the OCI
+// manifest digest, or the sha256 of the downloaded file). With the module's
+// pin, it makes config.yaml a lockfile: `warden sync` fetches exactly this
+// digest, and `warden update` asks Ref what it points to now.
+type Source struct {
+	Ref    string `mapstructure:"ref"`
+	Digest string `mapstructure:"digest"`
+}
+
+// Fetch bounds every download from a registry or a URL (tools.fetch).
+type Fetch struct {
+	// MaxSize bounds the module and every blob downloaded for it.
+	MaxSize ByteSize `mapstructure:"max_size"`
+	// Timeout bounds one whole fetch: resolving, downloading, signatures.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// RedirectHosts are the hosts an https:// download may be redirected
+	// to (e.g. objects.githubusercontent.com for GitHub release assets).
+	RedirectHosts []string `mapstructure:"redirect_hosts"`
+}
+
+// SignaturePolicy is whom the modules of a source pattern must be signed by
+// (security.signatures.<pattern>): keyless, an identity (exact or a
+// whole-string regexp) and an OIDC issuer (exact or regexp); or a public
+// key file. Mode overrides security.signature_mode for the pattern.
+type SignaturePolicy struct {
+	Mode           string `mapstructure:"mode"`
+	Identity       string `mapstructure:"identity"`
+	IdentityRegexp string `mapstructure:"identity_regexp"`
+	Issuer         string `mapstructure:"issuer"`
+	IssuerRegexp   string `mapstructure:"issuer_regexp"`
+	// Key is a PEM public key file (cosign.pub), relative to the config.
+	Key string `mapstructure:"key"`
+}
+
+var sourceDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// CheckSourceRef reports whether ref is a reference warden installs from:
+// oci://REGISTRY/REPO with a tag or a digest, or an https:// URL (http://
+// only for a loopback host). It does not touch the network.
+func CheckSourceRef(ref string) error {
+	switch {
+	case strings.HasPrefix(ref, "oci://"):
+		r, err := registry.ParseReference(strings.TrimPrefix(ref, "oci://"))
+		if err != nil {
+			return fmt.Errorf("%q is not a registry reference (want oci://REGISTRY/REPO:TAG or @sha256:…): %v", ref, err)
+		}
+		if r.Reference == "" {
+			return fmt.Errorf("%q names no tag or digest (want oci://REGISTRY/REPO:TAG or @sha256:…)", ref)
+		}
+		return nil
+	case strings.HasPrefix(ref, "https://"), strings.HasPrefix(ref, "http://"):
+		u, err := url.Parse(ref)
+		if err != nil {
+			return fmt.Errorf("%q is not a URL: %v", ref, err)
+		}
+		if u.Host == "" || u.User != nil || u.Fragment != "" {
+			return fmt.Errorf("%q: a download URL needs a host and carries no user:password or #fragment", ref)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q is neither oci://REGISTRY/REPO:TAG nor an https:// URL", ref)
+}
+
+func (c *Config) validateSources(fail func(key, format string, args ...any)) {
+	for _, name := range sortedKeys(c.Tools.Sources) {
+		s := c.Tools.Sources[name]
+		key := "tools.sources." + name
+		if !runtime.ValidModuleName(name) {
+			fail(key, "%q is not a module name (%s)", name, tool.NameRule)
+		}
+		if err := CheckSourceRef(s.Ref); err != nil {
+			fail(key+".ref", "%v", err)
+		}
+		if !sourceDigestPattern.MatchString(s.Digest) {
+			fail(key+".digest", "must be sha256:<64 lowercase hex>, got %q", s.Digest)
+		}
+		if _, ok := c.Tools.Pins[name]; !ok {
+			fail(key, "has no tools.pins.%s: a source without the module's sha256 is no lock; install it again", name)
+		}
+	}
+	if c.Tools.Fetch.MaxSize < 1<<10 || c.Tools.Fetch.MaxSize > 1<<30 {
+		fail("tools.fetch.max_size", "must be between 1KiB and 1GiB, got %s", c.Tools.Fetch.MaxSize)
+	}
+	if c.Tools.Fetch.Timeout <= 0 {
+		fail("tools.fetch.timeout", "must be positive, got %s", c.Tools.Fetch.Timeout)
+	}
+	for _, h := range c.Tools.Fetch.RedirectHosts {
+		if h == "" || strings.ContainsAny(h, "/@ \t\r\n*") {
+			fail("tools.fetch.redirect_hosts", "%q is not a host name (HOST or HOST:PORT)", h)
+		}
+	}
+	if _, err := sigverify.ParseMode(strings.ToLower(c.Security.SignatureMode)); err != nil {
+		fail("security.signature_mode", "must be require, warn or off, got %q", c.Security.SignatureMode)
+	}
+	if _, err := sigverify.NewMatcher(c.signatureRules(nil), sigverify.Require); err != nil {
+		fail("security.signatures", "%v", err)
+	}
+	for _, pattern := range sortedKeys(c.Security.Signatures) {
+		p := c.Security.Signatures[pattern]
+		key := fmt.Sprintf("security.signatures.%q", pattern)
+		mode, err := sigverify.ParseMode(strings.ToLower(p.Mode))
+		if err != nil {
+			fail(key+".mode", "must be require, warn or off, got %q", p.Mode)
+		}
+		for field, re := range map[string]string{"identity_regexp": p.IdentityRegexp, "issuer_regexp": p.IssuerRegexp} {
+			if _, err := regexp.Compile(re); err != nil {
+				fail(key+"."+field, "%v", err)
+			}
+		}
+		keyless := p.Identity != "" || p.IdentityRegexp != "" || p.Issuer != "" || p.IssuerRegexp != ""
+		switch {
+		case mode == sigverify.Off:
+		case p.Key != "" && keyless:
+			fail(key, "has both key and identity/issuer: a policy is either a public key or a keyless identity")
+		case p.Key != "":
+		case (p.Identity == "") == (p.IdentityRegexp == ""):
+			fail(key, "needs exactly one of identity or identity_regexp (or key: a public key file)")
+		case (p.Issuer == "") == (p.IssuerRegexp == ""):
+			fail(key, "needs exactly one of issuer or issuer_regexp (e.g. issuer: https://token.actions.githubusercontent.com)")
+		}
+	}
+	if c.Security.TrustedRoot != "" {
+		if _, err := os.Stat(c.Security.TrustedRoot); err != nil {
+			fail("security.trusted_root", "%v", err)
+		}
+	}
+}
+
+// signatureRules turns security.signatures into matcher rules; keys holds
+// each pattern's public key bytes (nil: none read, for validation).
+func (c *Config) signatureRules(keys map[string][]byte) []sigverify.Rule {
+	var rules []sigverify.Rule
+	for _, pattern := range sortedKeys(c.Security.Signatures) {
+		p := c.Security.Signatures[pattern]
+		rules = append(rules, sigverify.Rule{
+			Pattern: pattern,
+			Mode:    sigverify.Mode(strings.ToLower(p.Mode)),
+			Policy: sigverify.Policy{
+				Identity: p.Identity, IdentityRegexp: p.IdentityRegexp,
+				Issuer: p.Issuer, IssuerRegexp: p.IssuerRegexp,
+				PublicKey: keys[pattern],
+			},
+		})
+	}
+	return rules
+}
+
+// SignatureMatcher returns the signature policy of every source, reading
+// the public key files the policies name.
+func (c *Config) SignatureMatcher() (*sigverify.Matcher, error) {
+	keys := map[string][]byte{}
+	for pattern, p := range c.Security.Signatures {
+		if p.Key == "" {
+			continue
+		}
+		b, err := os.ReadFile(p.Key)
+		if err != nil {
+			return nil, fmt.Errorf("security.signatures.%q.key: %w", pattern, err)
+		}
+		if len(b) == 0 {
+			return nil, fmt.Errorf("security.signatures.%q.key: %s is empty", pattern, p.Key)
+		}
+		keys[pattern] = b
+	}
+	return sigverify.NewMatcher(c.signatureRules(keys), sigverify.Mode(strings.ToLower(c.Security.SignatureMode)))
+}
+
+// SetSource records src as where module came from (tools.sources.<module>).
+func (d *Document) SetSource(module string, src Source) error {
+	if !tool.ValidName(module) {
+		return fmt.Errorf("tools.sources: %q is not a module name (%s)", module, tool.NameRule)
+	}
+	if err := CheckSourceRef(src.Ref); err != nil {
+		return fmt.Errorf("tools.sources.%s.ref: %w", module, err)
+	}
+	if !sourceDigestPattern.MatchString(src.Digest) {
+		return fmt.Errorf("tools.sources.%s.digest: %q is not sha256:<64 lowercase hex>", module, src.Digest)
+	}
+	m := EmptyMap()
+	m.Content = append(m.Content, Str("ref"), Str(src.Ref), Str("digest"), Str(src.Digest))
+	return d.Set(m, "tools", "sources", strings.ToLower(module))
+}
+
+// DeleteSource removes the source of module: a module installed from a
+// local file has none.
+func (d *Document) DeleteSource(module string) error {
+	return d.Delete("tools", "sources", strings.ToLower(module))
+}

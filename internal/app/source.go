@@ -1,0 +1,298 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/tuf"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/oci"
+	"github.com/warden-run/warden/internal/sigverify"
+	"github.com/warden-run/warden/internal/termsafe"
+)
+
+// ErrSignature marks a module refused by the signature policy; the error
+// also wraps the sigverify kind (sigverify.ErrUnsigned, ErrIdentityMismatch…).
+var ErrSignature = errors.New("signature policy refused the module")
+
+// IsRemote reports whether ref names a registry or a URL rather than a
+// local file.
+func IsRemote(ref string) bool {
+	return strings.HasPrefix(ref, "oci://") || strings.HasPrefix(ref, "https://") || strings.HasPrefix(ref, "http://")
+}
+
+// Fetched is a module fetched from a registry or a URL that passed the
+// signature policy, waiting in a private temp dir to be reviewed. Close
+// removes it; nothing of it is in the tools dir.
+type Fetched struct {
+	// Ref is the reference fetched, as recorded in tools.sources.<m>.ref.
+	Ref string
+	// Digest is what tools.sources.<m>.digest records: the OCI manifest (or
+	// index) digest, or the sha256 of a downloaded file.
+	Digest string
+	// Path is the module file.
+	Path string
+	// From describes where the bytes came from, for a person.
+	From string
+	// Signature is what the signature policy decided.
+	Signature SignatureCheck
+
+	dir string
+}
+
+// Close removes the fetched file.
+func (f *Fetched) Close() error { return os.RemoveAll(f.dir) }
+
+// DefaultModuleName is the module name a fetched module installs under when
+// none is given: the repository's last path segment (oci://ghcr.io/acme/fetch:1
+// gives fetch) or the URL's file name without .wasm.
+func (f *Fetched) DefaultModuleName() string { return moduleNameOfRef(f.Ref) }
+
+func moduleNameOfRef(ref string) string {
+	s := ref
+	if strings.HasPrefix(s, "oci://") {
+		s = sigverify.Repository(strings.TrimPrefix(s, "oci://"))
+	} else if u, err := url.Parse(s); err == nil {
+		s = u.Path
+	}
+	return strings.TrimSuffix(path.Base(s), ".wasm")
+}
+
+// SignatureCheck is what the signature policy decided for a fetch.
+type SignatureCheck struct {
+	Mode sigverify.Mode
+	// Pattern is the security.signatures pattern that applied; "" means
+	// none did and security.signature_mode decided.
+	Pattern string
+	// Verified describes the signature that verified; nil when none did.
+	Verified *sigverify.Result
+	// Warning says why a module is accepted unverified (mode warn or off).
+	Warning string
+}
+
+// String says in one line what was checked, for a person.
+func (s SignatureCheck) String() string {
+	switch {
+	case s.Verified != nil && s.Verified.Keyless:
+		return fmt.Sprintf("verified: signed by %s (issuer %s), policy %s", termsafe.Line(s.Verified.Identity), termsafe.Line(s.Verified.Issuer), s.policyName())
+	case s.Verified != nil:
+		return fmt.Sprintf("verified: signed with the public key of policy %s", s.policyName())
+	}
+	return "NOT VERIFIED: " + s.Warning
+}
+
+func (s SignatureCheck) policyName() string {
+	if s.Pattern == "" {
+		return "security.signature_mode"
+	}
+	return fmt.Sprintf("security.signatures.%q", s.Pattern)
+}
+
+// FetchOptions adjust Fetch.
+type FetchOptions struct {
+	// Digest, when set, is the digest the fetch must resolve to (sync):
+	// a registry reference is fetched by this digest instead of its tag,
+	// and a download whose sha256 differs is refused.
+	Digest string
+}
+
+// Fetch downloads the module ref names (oci://… or https://…), bounded by
+// tools.fetch, into a private temp dir, and checks it against the
+// signature policy before anything of the module runs. On any refusal
+// nothing is left behind.
+func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetched, err error) {
+	cfg := a.Config()
+	if err := config.CheckSourceRef(ref); err != nil {
+		return nil, err
+	}
+	matcher, err := cfg.SignatureMatcher()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Tools.Fetch.Timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "warden-fetch-*")
+	if err != nil {
+		return nil, err
+	}
+	f := &Fetched{Ref: ref, dir: dir}
+	defer func() {
+		if err != nil {
+			f.Close()
+			if ctx.Err() == context.DeadlineExceeded {
+				err = fmt.Errorf("%w (timed out after %s: tools.fetch.timeout)", err, cfg.Tools.Fetch.Timeout)
+			}
+		}
+	}()
+	var bundles func(context.Context) (*oci.Found, error)
+	if strings.HasPrefix(ref, "oci://") {
+		bundles, err = a.fetchOCI(ctx, cfg, f, opts)
+	} else {
+		bundles, err = a.fetchURL(ctx, cfg, f, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.Digest != "" && f.Digest != opts.Digest {
+		return nil, fmt.Errorf("%s resolved to %s, but the lockfile says %s: refused", termsafe.Line(ref), f.Digest, opts.Digest)
+	}
+	f.Signature, err = a.checkSignature(ctx, cfg, matcher, ref, f.Digest, bundles)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (a *App) fetchOCI(ctx context.Context, cfg *config.Config, f *Fetched, opts FetchOptions) (func(context.Context) (*oci.Found, error), error) {
+	oopts := oci.Options{Dir: f.dir, MaxBytes: int64(cfg.Tools.Fetch.MaxSize)}
+	target := f.Ref
+	if opts.Digest != "" {
+		target = "oci://" + sigverify.Repository(strings.TrimPrefix(f.Ref, "oci://")) + "@" + opts.Digest
+	}
+	art, err := oci.Fetch(ctx, target, oopts)
+	if err != nil {
+		return nil, err
+	}
+	f.Path = art.Path
+	f.Digest = sigverify.SignedDigest(art)
+	f.From = fmt.Sprintf("%s (%s, %s)", art.Resolved, art.Layout, termsafe.Line(art.LayerMediaType))
+	return func(ctx context.Context) (*oci.Found, error) {
+		return oci.Bundles(ctx, art.Resolved, f.Digest, oopts)
+	}, nil
+}
+
+// checkSignature applies the signature policy for ref to digest, with the
+// bundles found attached to it.
+func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, ref, digest string,
+	bundles func(context.Context) (*oci.Found, error)) (SignatureCheck, error) {
+	source := sourceKey(ref)
+	d := m.Match(source)
+	sc := SignatureCheck{Mode: d.Mode, Pattern: d.Pattern}
+	if d.Mode == sigverify.Off {
+		sc.Warning = fmt.Sprintf("signatures are off for %s (%s)", termsafe.Line(source), sc.offBy(cfg))
+		return sc, nil
+	}
+	if d.Policy == nil {
+		why := fmt.Sprintf("no security.signatures pattern names %s, so nobody is trusted to sign it", termsafe.Line(source))
+		if d.Mode == sigverify.Warn {
+			sc.Warning = why + " (security.signature_mode: warn)"
+			return sc, nil
+		}
+		return sc, fmt.Errorf("%w: %s, and security.signature_mode is require; to trust its signer add to %s\n"+
+			"  security:\n    signatures:\n      %q: {identity: <certificate identity>, issuer: <OIDC issuer>}   # or {key: path/to/cosign.pub}\n"+
+			"or, to install it unverified, security.signatures: {%q: {mode: warn}}",
+			ErrSignature, why, a.configName(cfg), sigverify.Repository(source), sigverify.Repository(source))
+	}
+	fail := func(err error) (SignatureCheck, error) {
+		if d.Mode == sigverify.Warn {
+			sc.Warning = err.Error() + fmt.Sprintf(" (security.signatures.%q.mode: warn)", d.Pattern)
+			return sc, nil
+		}
+		return sc, fmt.Errorf("%w: %s: %w", ErrSignature, termsafe.Line(ref), err)
+	}
+	found, err := bundles(ctx)
+	if err != nil {
+		return sc, err
+	}
+	if len(found.Bundles) == 0 {
+		msg := fmt.Sprintf("no Sigstore bundle is attached to %s, and policy %s wants one signed by %s", digest, sc.policyName(), d.Policy)
+		if len(found.Skipped) > 0 {
+			msg += "; found signatures warden cannot verify: " + termsafe.Bound(strings.Join(found.Skipped, "; "), termsafe.MaxText, false) +
+				" (sign with cosign --new-bundle-format)"
+		}
+		return fail(fmt.Errorf("%w: %s", sigverify.ErrUnsigned, msg))
+	}
+	var tm sigverify.TrustedMaterial
+	if d.Policy.Keyless() {
+		if tm, err = a.trustedRoot(cfg); err != nil {
+			return sc, err
+		}
+	}
+	var errs []error
+	for i, b := range found.Bundles {
+		res, err := sigverify.Verify(ctx, b, digest, *d.Policy, tm)
+		if err == nil {
+			sc.Verified = res
+			return sc, nil
+		}
+		errs = append(errs, fmt.Errorf("bundle from %s: %w", termsafe.Line(found.Sources[i]), err))
+	}
+	return fail(errors.Join(errs...))
+}
+
+func (s SignatureCheck) offBy(cfg *config.Config) string {
+	if s.Pattern == "" {
+		return "security.signature_mode: off"
+	}
+	return fmt.Sprintf("security.signatures.%q.mode: off", s.Pattern)
+}
+
+func (a *App) configName(cfg *config.Config) string {
+	if cfg.File == "" {
+		return "config.yaml"
+	}
+	return cfg.File
+}
+
+// sourceKey is what signature patterns are matched against: the reference
+// without its scheme, query or tag (ghcr.io/acme/tool,
+// example.com/releases/v1/tool.wasm).
+func sourceKey(ref string) string {
+	if s, ok := strings.CutPrefix(ref, "oci://"); ok {
+		return s
+	}
+	if u, err := url.Parse(ref); err == nil {
+		return u.Host + u.Path
+	}
+	return ref
+}
+
+// trustedRoots caches the Sigstore trusted root per process: TUF is asked
+// once per warden command, not once per module.
+type trustedRoots struct {
+	mu   sync.Mutex
+	path string
+	tm   sigverify.TrustedMaterial
+}
+
+// trustedRoot returns the trusted material for keyless verification: the
+// file security.trusted_root names, or else the Sigstore public-good root
+// fetched (and cached) through TUF.
+func (a *App) trustedRoot(cfg *config.Config) (sigverify.TrustedMaterial, error) {
+	a.roots.mu.Lock()
+	defer a.roots.mu.Unlock()
+	if a.roots.tm != nil && a.roots.path == cfg.Security.TrustedRoot {
+		return a.roots.tm, nil
+	}
+	var tm sigverify.TrustedMaterial
+	if cfg.Security.TrustedRoot != "" {
+		t, err := sigverify.LoadTrustedRoot(cfg.Security.TrustedRoot)
+		if err != nil {
+			return nil, fmt.Errorf("security.trusted_root: %w", err)
+		}
+		tm = t
+	} else {
+		opts := tuf.DefaultOptions()
+		if cache, err := os.UserCacheDir(); err == nil {
+			opts = opts.WithCachePath(filepath.Join(cache, "warden", "sigstore-tuf"))
+		}
+		t, err := root.FetchTrustedRootWithOptions(opts)
+		if err != nil {
+			return nil, fmt.Errorf("fetching the Sigstore trusted root through TUF from %s: %w; offline, download trusted_root.json "+
+				"(e.g. `cosign trusted-root create` or from the sigstore/root-signing repository) and set security.trusted_root in %s",
+				opts.RepositoryBaseURL, err, a.configName(cfg))
+		}
+		tm = t
+	}
+	a.roots.path, a.roots.tm = cfg.Security.TrustedRoot, tm
+	return tm, nil
+}

@@ -1,0 +1,286 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/tool"
+)
+
+// SyncState is what Sync did for one module.
+type SyncState string
+
+const (
+	SyncUpToDate SyncState = "up to date" // the file in the tools dir matches its pin
+	SyncFetched  SyncState = "fetched"    // fetched by its locked digest and written
+	SyncFailed   SyncState = "failed"     // see SyncResult.Err; nothing written
+)
+
+// SyncResult reports one module of Sync.
+type SyncResult struct {
+	Module    string
+	Source    config.Source // zero for a module with no source
+	State     SyncState
+	Err       error
+	Signature *SignatureCheck // set when fetched
+}
+
+// Sync makes the tools dir hold exactly what config.yaml locks: for each
+// module with a source (tools.sources), or only those named, a file whose
+// sha256 is its pin is left alone, and any other (or none) is replaced by
+// the module fetched at the locked digest, which must verify under the
+// signature policy and hash to the pin, or nothing is written. A pinned
+// module without a source whose file is missing is reported as failed:
+// there is nowhere to fetch it from. Config is never changed. It returns
+// every result in module order; failures do not stop the others.
+func (a *App) Sync(ctx context.Context, modules []string) []SyncResult {
+	cfg := a.Config()
+	names := modules
+	if len(names) == 0 {
+		for name := range cfg.Tools.Sources {
+			names = append(names, name)
+		}
+		for name := range cfg.Tools.Pins {
+			if _, ok := cfg.Tools.Sources[name]; !ok {
+				if _, err := os.Stat(filepath.Join(cfg.Tools.Dir, name+".wasm")); errors.Is(err, os.ErrNotExist) {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	var out []SyncResult
+	for _, name := range names {
+		out = append(out, a.syncOne(ctx, cfg, strings.ToLower(name)))
+	}
+	return out
+}
+
+func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) SyncResult {
+	res := SyncResult{Module: name, State: SyncFailed}
+	src, hasSource := cfg.Tools.Sources[name]
+	pin, pinned := cfg.Tools.Pins[name]
+	dest := filepath.Join(cfg.Tools.Dir, name+".wasm")
+	switch {
+	case !hasSource && !pinned:
+		res.Err = fmt.Errorf("no module %q in tools.sources or tools.pins of %s", termsafe.Line(name), a.configName(cfg))
+		return res
+	case !hasSource:
+		res.Err = fmt.Errorf("%s is missing and tools.sources has no entry for %s (it was installed from a local file): copy it there, or install it from a registry", dest, name)
+		if sum, err := fileSHA256(dest); err == nil && sum == pin {
+			res.State, res.Err = SyncUpToDate, nil
+		}
+		return res
+	}
+	res.Source = src
+	if sum, err := fileSHA256(dest); err == nil && sum == pin {
+		res.State = SyncUpToDate
+		return res
+	}
+	f, err := a.Fetch(ctx, src.Ref, FetchOptions{Digest: src.Digest})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer f.Close()
+	res.Signature = &f.Signature
+	wasm, err := readBounded(f.Path, int64(cfg.Tools.Fetch.MaxSize))
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	sum := sha256.Sum256(wasm)
+	if got := hex.EncodeToString(sum[:]); got != pin {
+		res.Err = fmt.Errorf("%s@%s holds a module with sha256 %s, but tools.pins.%s is %s: refused, nothing written",
+			termsafe.Line(src.Ref), src.Digest, got, name, pin)
+		return res
+	}
+	if err := writeModule(dest, wasm); err != nil {
+		res.Err = err
+		return res
+	}
+	res.State = SyncFetched
+	return res
+}
+
+func fileSHA256(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Update is what `warden update` would do to one module.
+type Update struct {
+	Module  string
+	Current config.Source
+	// UpToDate: the ref still resolves to the locked digest and the file
+	// matches its pin; Review is nil.
+	UpToDate bool
+	// Review is the new module's install review (its Origin is the new
+	// digest); Install(Review) applies the update.
+	Review *Review
+	// Changes lists each tool of the old and new module that differs.
+	Changes []ToolChange
+	// Grown is true when some tool requests capabilities its previous
+	// version did not, or a new tool requests any: the person must
+	// approve that explicitly.
+	Grown bool
+}
+
+// ToolChange is how one tool differs between the installed module and
+// its update.
+type ToolChange struct {
+	Name string
+	// Kind is "added", "removed" or "changed".
+	Kind string
+	// Fields names the descriptor fields that changed.
+	Fields []string
+	// Grown is what the new version requests beyond the old one.
+	Grown tool.Capabilities
+	// Dropped is what the old version requested that the new one does not.
+	Dropped tool.Capabilities
+}
+
+// ReviewUpdate fetches what module's source ref points to now (checked by
+// the signature policy) and compares it with the installed module (call
+// LoadTools first). The caller must Close u.Review.Fetched.
+func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) {
+	cfg := a.Config()
+	name := strings.ToLower(module)
+	src, ok := cfg.Tools.Sources[name]
+	if !ok {
+		return nil, fmt.Errorf("update %s: tools.sources has no entry for it (installed from a local file, or not installed): install it from oci://… or https://… first", termsafe.Line(module))
+	}
+	u := &Update{Module: name, Current: src}
+	f, err := a.Fetch(ctx, src.Ref, FetchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("update %s: %w", name, err)
+	}
+	if f.Digest == src.Digest {
+		if sum, err := fileSHA256(filepath.Join(cfg.Tools.Dir, name+".wasm")); err == nil && sum == cfg.Tools.Pins[name] {
+			f.Close()
+			u.UpToDate = true
+			return u, nil
+		}
+	}
+	installedAs := name
+	for _, m := range a.registry.Modules() {
+		if strings.EqualFold(m.Name(), name) {
+			installedAs = m.Name()
+		}
+	}
+	r, err := a.ReviewFetched(ctx, f, installedAs)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("update %s: %w", name, err)
+	}
+	u.Review = r
+	var before []tool.Descriptor
+	for _, m := range a.registry.Modules() {
+		if strings.EqualFold(m.Name(), name) {
+			for _, t := range m.Tools() {
+				before = append(before, t.Descriptor)
+			}
+		}
+	}
+	var after []tool.Descriptor
+	for _, t := range r.Tools {
+		after = append(after, t.Descriptor)
+	}
+	u.Changes, u.Grown = diffTools(before, after)
+	return u, nil
+}
+
+// diffTools compares two versions of a module's tools by name.
+func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown bool) {
+	old := map[string]tool.Descriptor{}
+	for _, d := range before {
+		old[strings.ToLower(d.Name)] = d
+	}
+	seen := map[string]bool{}
+	for _, d := range after {
+		key := strings.ToLower(d.Name)
+		seen[key] = true
+		o, ok := old[key]
+		if !ok {
+			c := ToolChange{Name: d.Name, Kind: "added", Grown: d.Capabilities}
+			grown = grown || !c.Grown.IsZero()
+			changes = append(changes, c)
+			continue
+		}
+		c := ToolChange{Name: d.Name, Kind: "changed",
+			Grown:   Missing(d.Capabilities, o.Capabilities),
+			Dropped: Missing(o.Capabilities, d.Capabilities)}
+		c.Fields = changedFields(o, d)
+		if len(c.Fields) > 0 {
+			grown = grown || !c.Grown.IsZero()
+			changes = append(changes, c)
+		}
+	}
+	for _, d := range before {
+		if !seen[strings.ToLower(d.Name)] {
+			changes = append(changes, ToolChange{Name: d.Name, Kind: "removed", Dropped: d.Capabilities})
+		}
+	}
+	return changes, grown
+}
+
+func changedFields(a, b tool.Descriptor) []string {
+	var out []string
+	add := func(name string, differ bool) {
+		if differ {
+			out = append(out, name)
+		}
+	}
+	add("name", a.Name != b.Name)
+	add("title", a.Title != b.Title)
+	add("description", a.Description != b.Description)
+	add("version", a.Version != b.Version)
+	add("inputSchema", !sameJSON(a.InputSchema, b.InputSchema))
+	add("outputSchema", !sameJSON(a.OutputSchema, b.OutputSchema))
+	add("annotations", !sameJSON(mustJSON(a.Annotations), mustJSON(b.Annotations)))
+	add("capabilities", !sameJSON(mustJSON(a.Capabilities), mustJSON(b.Capabilities)))
+	add("tags", !slices.Equal(a.Tags, b.Tags))
+	add("category", a.Category != b.Category)
+	add("timeoutMs", a.TimeoutMillis != b.TimeoutMillis)
+	add("paginates", a.Paginates != b.Paginates)
+	return out
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// sameJSON compares two JSON documents ignoring formatting.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y bytes.Buffer
+	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
+		return false
+	}
+	var va, vb any
+	if json.Unmarshal(x.Bytes(), &va) != nil || json.Unmarshal(y.Bytes(), &vb) != nil {
+		return false
+	}
+	ca, _ := json.Marshal(va)
+	cb, _ := json.Marshal(vb)
+	return bytes.Equal(ca, cb)
+}
