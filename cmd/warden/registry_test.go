@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +39,14 @@ type registryEnv struct {
 
 func newRegistryEnv(t *testing.T, extraConfig string) *registryEnv {
 	t.Helper()
-	e := &registryEnv{reg: ocitest.Start(t, nil), vs: sigtest.NewSigstore(t)}
+	return newRegistryEnvWrapped(t, extraConfig, nil)
+}
+
+// newRegistryEnvWrapped is newRegistryEnv with the registry's handler
+// wrapped (ocitest.Start).
+func newRegistryEnvWrapped(t *testing.T, extraConfig string, wrap func(http.Handler) http.Handler) *registryEnv {
+	t.Helper()
+	e := &registryEnv{reg: ocitest.Start(t, wrap), vs: sigtest.NewSigstore(t)}
 	e.v1 = readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": "1.0.0"}))
 	e.v2 = readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": "2.0.0", "host": "api.example.com"}))
 	t.Setenv("DOCKER_CONFIG", e.reg.DockerConfigDir)
@@ -166,4 +175,396 @@ func TestInstallNeedsCredentials(t *testing.T) {
 		t.Fatalf("install without credentials: %v", err)
 	}
 	e.unchanged(t, before)
+}
+
+// TestInstallRefusals: every way a fetched module can be wrong is refused
+// with a message naming what failed, and nothing is written: not the
+// tools dir, not config.yaml, not a temp file.
+func TestInstallRefusals(t *testing.T) {
+	// tamper, when on, swaps the bytes of every application/wasm blob the
+	// registry serves for a same-size forgery.
+	tamper := false
+	garbage := false
+	e := &registryEnv{}
+	e = newRegistryEnvWrapped(t, "", func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case garbage && strings.Contains(r.URL.Path, "/manifests/"):
+				w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+				w.Write([]byte("\x00\x01<html>not a manifest"))
+			case tamper && strings.Contains(r.URL.Path, "/blobs/"):
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, r)
+				b := rec.Body.Bytes()
+				if bytes.HasPrefix(b, []byte("\x00asm")) {
+					b = append([]byte(nil), b...)
+					b[len(b)-1] ^= 0xff
+				}
+				for k, v := range rec.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(rec.Code)
+				w.Write(b)
+			default:
+				h.ServeHTTP(w, r)
+			}
+		})
+	})
+	later := time.Now().Add(5 * time.Minute)
+	p := e.reg.Pusher(t, "acme/released")
+	signed := p.WasmArtifact(e.v1, "signed")
+	p.Referrer(signed, sigtest.KeylessBundle(t, e.vs, signer, oidc, signed.Digest.String(), later))
+
+	unsigned := p.WasmArtifact(e.v1, "unsigned")
+	_ = unsigned
+	m := p.WasmArtifact(e.v1, "wrong-identity")
+	p.Referrer(m, sigtest.KeylessBundle(t, e.vs, "https://github.com/mallory/tools/.github/workflows/x.yml@refs/heads/main", oidc, m.Digest.String(), later))
+	m = p.WasmArtifact(e.v1, "wrong-issuer")
+	p.Referrer(m, sigtest.KeylessBundle(t, e.vs, signer, "https://accounts.example.com", m.Digest.String(), later))
+	m = p.WasmArtifact(e.v1, "other-digest")
+	p.Referrer(m, sigtest.KeylessBundle(t, e.vs, signer, oidc, signed.Digest.String(), later))
+	m = p.WasmArtifact(e.v1, "expired")
+	// The virtual Fulcio's certificates are valid for 10 minutes; a log
+	// entry 30 minutes from now is outside that.
+	p.Referrer(m, sigtest.KeylessBundle(t, e.vs, signer, oidc, m.Digest.String(), time.Now().Add(30*time.Minute)))
+	m = p.WasmArtifact([]byte{0x00, 'a', 's', 'm', 0x0d, 0x00, 0x01, 0x00, 0x01}, "component")
+	p.Referrer(m, sigtest.KeylessBundle(t, e.vs, signer, oidc, m.Digest.String(), later))
+	m = p.WasmArtifactAs(e.v1, "application/octet-stream", "wrong-media-type")
+	p.Referrer(m, sigtest.KeylessBundle(t, e.vs, signer, oidc, m.Digest.String(), later))
+	other := e.reg.Pusher(t, "elsewhere/released")
+	m = other.WasmArtifact(e.v1, "1.0.0")
+	other.Referrer(m, sigtest.KeylessBundle(t, e.vs, signer, oidc, m.Digest.String(), later))
+
+	for _, c := range []struct {
+		name, ref string
+		setup     func()
+		want      []string
+	}{
+		{"unsigned under require", e.ref("acme/released", "unsigned"), nil,
+			[]string{"unsigned", "no Sigstore bundle found", signer}},
+		{"signer identity mismatch", e.ref("acme/released", "wrong-identity"), nil,
+			[]string{"signer identity mismatch", "mallory", signer}},
+		{"issuer mismatch", e.ref("acme/released", "wrong-issuer"), nil,
+			[]string{"OIDC issuer mismatch", "accounts.example.com", oidc}},
+		{"signature over another digest", e.ref("acme/released", "other-digest"), nil,
+			[]string{"signature is over another digest", signed.Digest.String()}},
+		{"expired certificate", e.ref("acme/released", "expired"), nil,
+			[]string{"certificate not valid at signing time"}},
+		{"component", e.ref("acme/released", "component"), nil,
+			[]string{"WebAssembly component", "core"}},
+		{"wrong media type", e.ref("acme/released", "wrong-media-type"), nil,
+			[]string{"application/octet-stream", "application/wasm"}},
+		{"no policy names the source", e.ref("elsewhere/released", "1.0.0"), nil,
+			[]string{"no security.signatures pattern names " + e.reg.Host + "/elsewhere/released", "security.signature_mode is require", "mode: warn"}},
+		{"tampered layer", e.ref("acme/released", "signed"), func() { tamper = true },
+			[]string{"digest"}},
+		{"registry answering garbage", e.ref("acme/released", "signed"), func() { tamper, garbage = false, true },
+			[]string{"manifest"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.setup != nil {
+				c.setup()
+			}
+			before := readFile(t, e.cfgPath)
+			out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", c.ref)
+			if err == nil {
+				t.Fatalf("installed:\n%s", out)
+			}
+			t.Logf("refused: %v", err)
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+			e.unchanged(t, before)
+		})
+	}
+}
+
+// serveRelease serves files at paths on loopback over HTTP (the download
+// rules allow plain HTTP to loopback only) and returns the base URL.
+func serveRelease(t *testing.T, files map[string][]byte) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if to, ok := strings.CutPrefix(r.URL.Path, "/moved/"); ok {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestInstallFromURL: a release download with a key-signed bundle beside
+// it installs and is locked by its sha256; a redirect to another host, a
+// file past tools.fetch.max_size, a bundle by another key and a file with
+// no bundle are refused, leaving nothing behind.
+func TestInstallFromURL(t *testing.T) {
+	sign, pub := sigtest.ECDSAKey(t)
+	_, otherPub := sigtest.ECDSAKey(t)
+	e := newRegistryEnv(t, "")
+	keyFile := filepath.Join(filepath.Dir(e.cfgPath), "acme.pub")
+	otherKey := filepath.Join(filepath.Dir(e.cfgPath), "other.pub")
+	os.WriteFile(keyFile, pub, 0o644)
+	os.WriteFile(otherKey, otherPub, 0o644)
+	digest := "sha256:" + sum(e.v1)
+	bundle := sigtest.KeyBundle(t, sign, digest)
+	base := serveRelease(t, map[string][]byte{
+		"/v1/released.wasm": e.v1, "/v1/released.wasm.sigstore.json": bundle,
+		"/unsigned/released.wasm": e.v1,
+	})
+	host := strings.TrimPrefix(base, "http://")
+	// The same server under another name: a different host.
+	otherHost := "localhost:" + host[strings.LastIndexByte(host, ':')+1:]
+	cfg := readFile(t, e.cfgPath)
+	// withPolicy trusts acme.pub for host and other.pub for otherHost;
+	// fetch, if set, is a tools.fetch value.
+	withPolicy := func(t *testing.T, fetch string) {
+		t.Helper()
+		b := append(append([]byte(nil), cfg...), []byte(fmt.Sprintf("    %q: {key: %s}\n    %q: {key: %s}\n", host+"/*", keyFile, otherHost+"/*", otherKey))...)
+		if fetch != "" {
+			b = bytes.Replace(b, []byte("tools:\n"), []byte("tools:\n  fetch: "+fetch+"\n"), 1)
+		}
+		if err := os.WriteFile(e.cfgPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		for _, c := range []struct {
+			name, url, extra string
+			want             []string
+		}{
+			{"redirect to another host", base + "/moved/http://" + otherHost + "/v1/released.wasm", "",
+				[]string{"redirect", host, otherHost, "tools.fetch.redirect_hosts"}},
+			{"past the size limit", base + "/v1/released.wasm", "{max_size: 1MiB}",
+				[]string{"tools.fetch.max_size"}},
+			{"no bundle beside it", base + "/unsigned/released.wasm", "",
+				[]string{"no Sigstore bundle", "public key"}},
+			{"signed by another key", "http://" + otherHost + "/v1/released.wasm", "",
+				[]string{"bad signature"}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				withPolicy(t, c.extra)
+				before := readFile(t, e.cfgPath)
+				out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", c.url)
+				if err == nil {
+					t.Fatalf("installed:\n%s", out)
+				}
+				t.Logf("refused: %v", err)
+				for _, w := range c.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error lacks %q: %v", w, err)
+					}
+				}
+				e.unchanged(t, before)
+			})
+		}
+	})
+
+	t.Run("valid", func(t *testing.T) {
+		withPolicy(t, "")
+		out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", base+"/v1/released.wasm")
+		if err != nil {
+			t.Fatalf("install: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "verified: signed with the public key") {
+			t.Errorf("output:\n%s", out)
+		}
+		c, err := config.Load(e.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Tools.Sources["released"]; got.Ref != base+"/v1/released.wasm" || got.Digest != digest {
+			t.Errorf("tools.sources.released = %+v", got)
+		}
+	})
+
+	t.Run("redirect allowed by config", func(t *testing.T) {
+		withPolicy(t, fmt.Sprintf("{redirect_hosts: [%q]}", otherHost))
+		out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", base+"/moved/http://"+otherHost+"/v1/released.wasm")
+		// The bytes come from the other host, but the bundle is fetched
+		// beside the URL installed from and the policy is the first host's.
+		if err != nil {
+			t.Fatalf("install: %v\n%s", err, out)
+		}
+	})
+}
+
+// TestSync: on a new machine (an empty tools dir) sync fetches exactly the
+// locked digests, even after the tag moved; a second sync changes
+// nothing; a lockfile naming a digest the registry lacks, or a pin that
+// does not match what the digest holds, fails without writing.
+func TestSync(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	e.pushSigned(t, "acme/released", "latest", e.v1)
+	ref := e.ref("acme/released", "latest")
+	if out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", ref); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	locked := readFile(t, e.cfgPath)
+	e.pushSigned(t, "acme/released", "latest", e.v2) // the tag moves on
+	if err := os.RemoveAll(e.tools); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := run(t, "", "-c", e.cfgPath, "sync")
+	if err != nil || !strings.Contains(out, "released: fetched "+ref) || !strings.Contains(out, "verified: signed by") {
+		t.Fatalf("sync: %v\n%s", err, out)
+	}
+	if got := readFile(t, filepath.Join(e.tools, "released.wasm")); !bytes.Equal(got, e.v1) {
+		t.Fatal("sync fetched other bytes than the locked digest's")
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), locked) {
+		t.Error("sync changed config.yaml")
+	}
+	out, err = run(t, "", "-c", e.cfgPath, "sync")
+	if err != nil || strings.TrimSpace(out) != "released: up to date" {
+		t.Fatalf("second sync: %v\n%s", err, out)
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		cfg, err := config.Load(e.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lockedDigest := cfg.Tools.Sources["released"].Digest
+		for _, c := range []struct {
+			name, from, to string
+			want           []string
+		}{
+			{"digest the registry lacks", lockedDigest, "sha256:" + strings.Repeat("0", 64), []string{"sha256:" + strings.Repeat("0", 64)}},
+			{"pin differs from the digest's module", sum(e.v1), sum(e.v2), []string{"tools.pins.released is " + sum(e.v2), "refused, nothing written"}},
+			{"pinned module without a source", "  sources:", "  other_sources:", nil},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				if err := os.WriteFile(e.cfgPath, bytes.Replace(locked, []byte(c.from), []byte(c.to), 1), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				os.RemoveAll(e.tools)
+				before := readFile(t, e.cfgPath)
+				out, err := run(t, "", "-c", e.cfgPath, "sync")
+				if c.want == nil { // an invalid key: the config names it
+					if err == nil || !strings.Contains(err.Error(), "other_sources") {
+						t.Fatalf("sync with an unknown key: %v\n%s", err, out)
+					}
+					return
+				}
+				if err == nil || !strings.Contains(out, "released: FAILED") {
+					t.Fatalf("sync succeeded:\n%s", out)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(out, w) {
+						t.Errorf("output lacks %q:\n%s", w, out)
+					}
+				}
+				e.unchanged(t, before)
+			})
+		}
+	})
+}
+
+// TestSyncLocalModuleMissing: a module pinned but installed from a local
+// file cannot be fetched: sync says so and fails.
+func TestSyncLocalModuleMissing(t *testing.T) {
+	cfgPath, echo := setup(t)
+	if out, err := run(t, "", "-c", cfgPath, "install", "--yes", "--name", "echo", echo); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	os.RemoveAll(filepath.Join(filepath.Dir(cfgPath), "tools"))
+	out, err := run(t, "", "-c", cfgPath, "sync")
+	if err == nil || !strings.Contains(out, "echo: FAILED") || !strings.Contains(out, "installed from a local file") {
+		t.Fatalf("sync: %v\n%s", err, out)
+	}
+}
+
+// TestUpdate: an update that requests more capabilities is shown as such
+// and not applied with --yes alone; with --accept-capabilities it is, and
+// the lockfile follows; then the module is up to date. A local module has
+// nothing to update from.
+func TestUpdate(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	first := e.pushSigned(t, "acme/released", "latest", e.v1)
+	ref := e.ref("acme/released", "latest")
+	if out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", ref); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	out, err := run(t, "", "-c", e.cfgPath, "update", "--yes")
+	if err != nil || !strings.Contains(out, "released: up to date ("+ref+" at "+first+")") {
+		t.Fatalf("update with nothing new: %v\n%s", err, out)
+	}
+
+	second := e.pushSigned(t, "acme/released", "latest", e.v2)
+	before := readFile(t, e.cfgPath)
+	installed := readFile(t, filepath.Join(e.tools, "released.wasm"))
+	out, err = run(t, "", "-c", e.cfgPath, "update")
+	if err == nil || !strings.Contains(out, "pass --yes") {
+		t.Fatalf("update without --yes off a terminal: %v\n%s", err, out)
+	}
+	out, err = run(t, "", "-c", e.cfgPath, "update", "--yes")
+	t.Logf("update --yes:\n%s", out)
+	for _, want := range []string{"moved from " + first + " to " + second, "changed released (version, capabilities)", "+ requests net=api.example.com", "--accept-capabilities", "NOT UPDATED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("update --yes output lacks %q:\n%s", want, out)
+		}
+	}
+	if err == nil {
+		t.Fatal("update --yes applied an update that requests more")
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), before) || !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), installed) {
+		t.Fatal("a refused update changed config or the module")
+	}
+	if ents, _ := os.ReadDir(os.Getenv("TMPDIR")); len(ents) > 0 {
+		t.Errorf("temp files left: %v", ents)
+	}
+
+	out, err = run(t, "", "-c", e.cfgPath, "update", "--yes", "--accept-capabilities", "released")
+	if err != nil || !strings.Contains(out, "released: updated to "+second) {
+		t.Fatalf("update --accept-capabilities: %v\n%s", err, out)
+	}
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := cfg.Tools.Sources["released"]; src.Digest != second || src.Ref != ref || cfg.Tools.Pins["released"] != sum(e.v2) {
+		t.Errorf("lockfile after update: %+v pin %s", src, cfg.Tools.Pins["released"])
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v2) {
+		t.Error("the module was not replaced")
+	}
+	out, err = run(t, "", "-c", e.cfgPath, "update", "--yes")
+	if err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("update after update: %v\n%s", err, out)
+	}
+	out, err = run(t, "", "-c", e.cfgPath, "update", "nosuch")
+	if err == nil || !strings.Contains(out, "tools.sources has no entry") {
+		t.Fatalf("update of an unknown module: %v\n%s", err, out)
+	}
+}
+
+// TestUpdateRefusesBadSignature: an update whose signature does not verify
+// is never installed, whatever the flags.
+func TestUpdateRefusesBadSignature(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	e.pushSigned(t, "acme/released", "latest", e.v1)
+	if out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", e.ref("acme/released", "latest")); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	p := e.reg.Pusher(t, "acme/released")
+	m := p.WasmArtifact(e.v2, "latest")
+	p.Referrer(m, sigtest.KeylessBundle(t, e.vs, "https://github.com/mallory/x/.github/workflows/r.yml@refs/heads/main", oidc, m.Digest.String(), time.Now().Add(5*time.Minute)))
+	before := readFile(t, e.cfgPath)
+	out, err := run(t, "", "-c", e.cfgPath, "update", "--yes", "--accept-capabilities")
+	if err == nil || !strings.Contains(out, "signer identity mismatch") {
+		t.Fatalf("update signed by another: %v\n%s", err, out)
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), before) || !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v1) {
+		t.Fatal("a refused update changed config or the module")
+	}
 }

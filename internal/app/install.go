@@ -218,6 +218,14 @@ func (a *App) Install(ctx context.Context, r *Review) error {
 	if err := writeModule(r.Dest, r.wasm); err != nil {
 		return fmt.Errorf("install %s: %w", r.Source, err)
 	}
+	// This app loaded the version being replaced (to check names): drop
+	// it now, or the new pin would unload it with an error as if the
+	// file had been tampered with.
+	for _, m := range a.registry.Modules() {
+		if m.Name() == r.Module && m.SHA256() != r.SHA256 && a.registry.RemoveIf(m.Name(), m) {
+			m.Close(ctx)
+		}
+	}
 	if _, err := config.EditFile(cfg.File, func(d *config.Document) error {
 		if err := d.Pin(r.Module, r.SHA256); err != nil {
 			return err

@@ -182,7 +182,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 		return sc, nil
 	}
 	if d.Policy == nil {
-		why := fmt.Sprintf("no security.signatures pattern names %s, so nobody is trusted to sign it", termsafe.Line(source))
+		why := fmt.Sprintf("no security.signatures pattern names %s, so nobody is trusted to sign it", termsafe.Line(sigverify.Repository(source)))
 		if d.Mode == sigverify.Warn {
 			sc.Warning = why + " (security.signature_mode: warn)"
 			return sc, nil
@@ -204,7 +204,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 		return sc, err
 	}
 	if len(found.Bundles) == 0 {
-		msg := fmt.Sprintf("no Sigstore bundle is attached to %s, and policy %s wants one signed by %s", digest, sc.policyName(), d.Policy)
+		msg := fmt.Sprintf("no Sigstore bundle found for %s, and policy %s wants one signed by %s", digest, sc.policyName(), d.Policy)
 		if len(found.Skipped) > 0 {
 			msg += "; found signatures warden cannot verify: " + termsafe.Bound(strings.Join(found.Skipped, "; "), termsafe.MaxText, false) +
 				" (sign with cosign --new-bundle-format)"

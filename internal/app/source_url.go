@@ -37,6 +37,6 @@ func (a *App) fetchURL(ctx context.Context, cfg *config.Config, f *Fetched, _ Fe
 		if err != nil {
 			return nil, err
 		}
-		return &oci.Found{Bundles: [][]byte{b}, Sources: []string{"the bundle beside " + termsafe.Line(f.Ref)}}, nil
+		return &oci.Found{Bundles: [][]byte{b}, Sources: []string{"beside " + termsafe.Line(f.Ref)}}, nil
 	}, nil
 }

@@ -160,7 +160,17 @@ func (p *Pusher) WasmArtifactAs(module []byte, layerMT, tag string) ocispec.Desc
 	p.t.Helper()
 	layer := p.Blob(layerMT, module)
 	cfg := []byte(`{"created":"2026-01-01T00:00:00Z","architecture":"wasm","os":"wasip1","layerDigests":["` + layer.Digest.String() + `"]}`)
-	return p.Manifest(ocispec.MediaTypeImageManifest, MediaTypeWasmConfig, cfg, []ocispec.Descriptor{layer}, tag)
+	// The tag as an annotation makes each push a distinct manifest, as
+	// real releases are (their configs' created times differ), so that
+	// signatures attached to one are not found on another.
+	m := ocispec.Manifest{
+		Versioned:   specs.Versioned{SchemaVersion: 2},
+		MediaType:   ocispec.MediaTypeImageManifest,
+		Config:      p.Blob(MediaTypeWasmConfig, cfg),
+		Layers:      []ocispec.Descriptor{layer},
+		Annotations: map[string]string{ocispec.AnnotationVersion: tag},
+	}
+	return p.push(ocispec.MediaTypeImageManifest, m, tag)
 }
 
 // HyperImage pushes module as hyper-mcp's plugin images are: a Docker v2
