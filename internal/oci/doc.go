@@ -1,7 +1,7 @@
 // Package oci fetches a WebAssembly tool from an OCI registry into a local
-// temp file, ready for warden's loader: the groundwork of installing tools
-// from registries. It is not yet wired into the CLI, and it does
-// not verify signatures; a later step decides what to trust.
+// temp file, ready for warden's loader (`warden install oci://…`, `sync`,
+// `update`, through internal/app). It does not verify signatures: Bundles
+// finds them, package sigverify decides what to trust.
 //
 // Two layouts cover the wasm tools published today:
 //

@@ -1,7 +1,7 @@
 // Package sigverify verifies that a WebAssembly tool fetched from an OCI
-// registry (internal/oci) was signed by someone the user trusts: the
-// signature groundwork of installing tools from registries (issue 14). It is
-// not yet wired into the CLI.
+// registry (internal/oci) or downloaded (internal/download) was signed by
+// someone the user trusts; internal/app applies it on every install, sync
+// and update.
 //
 // The unit of trust is the artifact's top-level OCI digest (sha256:…), what
 // `cosign sign REF` signs: SignedDigest returns it for an oci.Artifact (the
