@@ -25,6 +25,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add("project: {roots: {notes: /tmp}}\nsecurity: {deny: ['**/x/**']}")
 	f.Add("tools: {grants: {Echo: {module: Echo-v2.1, env: [X]}, b: {module: b}}, pins: {echo-v2.1: " + strings.Repeat("0", 64) + "}}")
 	f.Add("tools: {grants: {a: {module: [x]}, '..': {}}}")
+	f.Add("tools: {pins: {m: " + strings.Repeat("a", 64) + "}, sources: {m: {ref: 'oci://ghcr.io/a/m:1', digest: 'sha256:" + strings.Repeat("b", 64) + "'}}, fetch: {max_size: 1MiB, redirect_hosts: [x]}}")
+	f.Add("security: {signature_mode: warn, signatures: {'ghcr.io/a/*': {identity_regexp: '.+', issuer: i}, '*': {key: k.pub}}}")
 	f.Add("{{{")
 	f.Fuzz(func(t *testing.T, body string) {
 		path := filepath.Join(t.TempDir(), "config.yaml")

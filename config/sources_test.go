@@ -1,0 +1,129 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/internal/sigverify"
+)
+
+var (
+	pinHex    = strings.Repeat("ab", 32)
+	digestHex = "sha256:" + strings.Repeat("cd", 32)
+)
+
+func TestSourcesValid(t *testing.T) {
+	body := `tools:
+  pins: {fetch: ` + pinHex + `, dl: ` + pinHex + `}
+  sources:
+    fetch: {ref: "oci://ghcr.io/acme/fetch:1.2.0", digest: "` + digestHex + `"}
+    dl: {ref: "https://example.com/r/v1/dl.wasm", digest: "` + digestHex + `"}
+  fetch: {max_size: 8MiB, timeout: 30s, redirect_hosts: [objects.githubusercontent.com]}
+security:
+  signature_mode: warn
+  signatures:
+    "ghcr.io/acme/*": {identity_regexp: 'https://github\.com/acme/.+', issuer: https://token.actions.githubusercontent.com}
+    "example.com/r/*": {key: keys/r.pub, mode: require}
+    "localhost:5000/*": {mode: "off"}
+`
+	cfg, err := Load(writeConfig(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Tools.Sources["fetch"]; s.Ref != "oci://ghcr.io/acme/fetch:1.2.0" || s.Digest != digestHex {
+		t.Errorf("sources.fetch = %+v", s)
+	}
+	if cfg.Tools.Fetch.MaxSize != 8<<20 || cfg.Tools.Fetch.RedirectHosts[0] != "objects.githubusercontent.com" {
+		t.Errorf("fetch = %+v", cfg.Tools.Fetch)
+	}
+	if k := cfg.Security.Signatures["example.com/r/*"].Key; k != filepath.Join(cfg.Dir, "keys/r.pub") {
+		t.Errorf("key path not resolved against the config: %s", k)
+	}
+	// The key file does not exist: the matcher, built at install time,
+	// names the key that failed.
+	if _, err := cfg.SignatureMatcher(); err == nil || !strings.Contains(err.Error(), `security.signatures."example.com/r/*".key`) {
+		t.Errorf("matcher with a missing key file: %v", err)
+	}
+	os.MkdirAll(filepath.Join(cfg.Dir, "keys"), 0o755)
+	os.WriteFile(filepath.Join(cfg.Dir, "keys/r.pub"), []byte("-----BEGIN PUBLIC KEY-----\n"), 0o644)
+	m, err := cfg.SignatureMatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string]sigverify.Mode{
+		"ghcr.io/acme/fetch:1.2.0":      sigverify.Require,
+		"example.com/r/v1/dl.wasm":      sigverify.Require,
+		"localhost:5000/anything:1":     sigverify.Off,
+		"docker.io/someone/else:latest": sigverify.Warn,
+	} {
+		if got := m.Match(ref).Mode; got != want {
+			t.Errorf("Match(%s) = %s, want %s", ref, got, want)
+		}
+	}
+}
+
+func TestSourcesInvalid(t *testing.T) {
+	pins := "  pins: {m: " + pinHex + "}\n"
+	for body, want := range map[string]string{
+		"tools:\n" + pins + "  sources: {m: {ref: ghcr.io/acme/m:1, digest: " + digestHex + "}}":                   "tools.sources.m.ref: \"ghcr.io/acme/m:1\" is neither oci://",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m\", digest: " + digestHex + "}}":           "names no tag or digest",
+		"tools:\n" + pins + "  sources: {m: {ref: \"https://u:p@example.com/m.wasm\", digest: " + digestHex + "}}": "no user:password",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: sha256:abc}}":                "tools.sources.m.digest: must be sha256:<64 lowercase hex>",
+		"tools:\n  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + "}}":                     "has no tools.pins.m",
+		"tools: {fetch: {max_size: 10}}":                                                "tools.fetch.max_size: must be between 1KiB and 1GiB",
+		"tools: {fetch: {timeout: 0s}}":                                                 "tools.fetch.timeout: must be positive",
+		"tools: {fetch: {redirect_hosts: ['a/b']}}":                                     "tools.fetch.redirect_hosts",
+		"security: {signature_mode: maybe}":                                             "security.signature_mode: must be require, warn or off",
+		"security: {signatures: {'ghcr.io/a/*': {identity: x}}}":                        "needs exactly one of issuer or issuer_regexp",
+		"security: {signatures: {'ghcr.io/a/*': {issuer: x}}}":                          "needs exactly one of identity or identity_regexp",
+		"security: {signatures: {'ghcr.io/a/*': {key: k.pub, identity: x, issuer: y}}}": "either a public key or a keyless identity",
+		"security: {signatures: {'ghcr.io/a/*': {identity_regexp: '(', issuer: y}}}":    "identity_regexp",
+		"security: {signatures: {'ghcr.io/a:1': {key: k}}}":                             "security.signatures",
+		"security: {signatures: {'ghcr.io/a/*': {mode: often}}}":                        "mode: must be require, warn or off",
+		"security: {trusted_root: /nonexistent/trusted_root.json}":                      "security.trusted_root",
+	} {
+		_, err := Load(writeConfig(t, body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s:\n  got  %v\n  want %q", body, err, want)
+		}
+	}
+}
+
+// TestSetSource: install writes the pin and the source in one edit; a
+// local install deletes the source; bad values are refused before any edit.
+func TestSetSource(t *testing.T) {
+	d, err := ParseDocument([]byte("# lock\ntools:\n  pins: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pin("fetch", pinHex); err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: "oci://ghcr.io/acme/fetch:1.2.0", Digest: digestHex}
+	if err := d.SetSource("Fetch", src); err != nil {
+		t.Fatal(err)
+	}
+	path := writeConfig(t, string(d.Bytes()))
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d.Bytes())
+	}
+	if cfg.Tools.Sources["fetch"] != src || !strings.HasPrefix(string(d.Bytes()), "# lock\n") {
+		t.Fatalf("source %+v in\n%s", cfg.Tools.Sources, d.Bytes())
+	}
+	if err := d.SetSource("fetch", Source{Ref: "ftp://x/y", Digest: digestHex}); err == nil {
+		t.Error("SetSource took an ftp ref")
+	}
+	if err := d.SetSource("fetch", Source{Ref: src.Ref, Digest: "sha256:xyz"}); err == nil {
+		t.Error("SetSource took a bad digest")
+	}
+	if err := d.DeleteSource("fetch"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Load(writeConfig(t, string(d.Bytes())))
+	if err != nil || len(cfg.Tools.Sources) != 0 {
+		t.Fatalf("after DeleteSource: %v %+v\n%s", err, cfg, d.Bytes())
+	}
+}
