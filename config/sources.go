@@ -138,11 +138,9 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 			fail(key, "needs exactly one of issuer or issuer_regexp (e.g. issuer: https://token.actions.githubusercontent.com)")
 		}
 	}
-	if c.Security.TrustedRoot != "" {
-		if _, err := os.Stat(c.Security.TrustedRoot); err != nil {
-			fail("security.trusted_root", "%v", err)
-		}
-	}
+	// security.trusted_root and the key files are read when a signature is
+	// checked, not here: a missing trust file must not stop `warden serve`,
+	// which never needs it, and the error then names the key.
 }
 
 // signatureRules turns security.signatures into matcher rules; keys holds

@@ -82,7 +82,6 @@ func TestSourcesInvalid(t *testing.T) {
 		"security: {signatures: {'ghcr.io/a/*': {identity_regexp: '(', issuer: y}}}":    "identity_regexp",
 		"security: {signatures: {'ghcr.io/a:1': {key: k}}}":                             "security.signatures",
 		"security: {signatures: {'ghcr.io/a/*': {mode: often}}}":                        "mode: must be require, warn or off",
-		"security: {trusted_root: /nonexistent/trusted_root.json}":                      "security.trusted_root",
 	} {
 		_, err := Load(writeConfig(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) {

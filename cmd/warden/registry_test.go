@@ -132,6 +132,7 @@ func TestInstallFromRegistry(t *testing.T) {
 		{"cncf by tag", e.ref("acme/released", "1.0.0"), wasmDigest, "wasm"},
 		{"cncf by digest", e.ref("acme/released", wasmDigest), wasmDigest, "wasm"},
 		{"hyper-mcp image by tag", e.ref("acme/released", "image"), img.Digest.String(), "image"},
+		{"hyper-mcp image by digest", e.ref("acme/released", img.Digest.String()), img.Digest.String(), "image"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", c.ref)
@@ -256,7 +257,9 @@ func TestInstallRefusals(t *testing.T) {
 			[]string{"application/octet-stream", "application/wasm"}},
 		{"no policy names the source", e.ref("elsewhere/released", "1.0.0"), nil,
 			[]string{"no security.signatures pattern names " + e.reg.Host + "/elsewhere/released", "security.signature_mode is require", "mode: warn"}},
-		{"tampered layer", e.ref("acme/released", "signed"), func() { tamper = true },
+		{"past tools.fetch.max_size", e.ref("acme/released", "signed"), func() { t.Setenv("WARDEN_TOOLS_FETCH_MAX_SIZE", "1MiB") },
+			[]string{"size limit exceeded", "1048576"}},
+		{"tampered layer", e.ref("acme/released", "signed"), func() { os.Unsetenv("WARDEN_TOOLS_FETCH_MAX_SIZE"); tamper = true },
 			[]string{"digest"}},
 		{"registry answering garbage", e.ref("acme/released", "signed"), func() { tamper, garbage = false, true },
 			[]string{"manifest"}},
@@ -566,5 +569,20 @@ func TestUpdateRefusesBadSignature(t *testing.T) {
 	}
 	if !bytes.Equal(readFile(t, e.cfgPath), before) || !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v1) {
 		t.Fatal("a refused update changed config or the module")
+	}
+}
+
+// TestInstallWarnMode: under mode warn a module nobody is trusted to sign
+// installs, and the review and the lock say it is not verified.
+func TestInstallWarnMode(t *testing.T) {
+	e := newRegistryEnv(t, "  signature_mode: warn\n")
+	p := e.reg.Pusher(t, "elsewhere/released")
+	p.WasmArtifact(e.v1, "1.0.0")
+	out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", e.ref("elsewhere/released", "1.0.0"))
+	if err != nil {
+		t.Fatalf("install under warn: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Signed   NOT VERIFIED: no security.signatures pattern names "+e.reg.Host+"/elsewhere/released") {
+		t.Errorf("review does not say it is unverified:\n%s", out)
 	}
 }
