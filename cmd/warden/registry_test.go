@@ -118,6 +118,24 @@ func (e *registryEnv) unchanged(t *testing.T, cfgBefore []byte) {
 	}
 }
 
+// refused runs warden with args, which must fail with an error naming
+// each of want and change nothing.
+func (e *registryEnv) refused(t *testing.T, want []string, args ...string) {
+	t.Helper()
+	before := readFile(t, e.cfgPath)
+	out, err := run(t, "", append([]string{"-c", e.cfgPath}, args...)...)
+	if err == nil {
+		t.Fatalf("warden %s succeeded:\n%s", strings.Join(args, " "), out)
+	}
+	t.Logf("refused: %v", err)
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, err)
+		}
+	}
+	e.unchanged(t, before)
+}
+
 // TestInstallFromRegistry installs by tag and by digest in both layouts,
 // from a registry that requires the credentials of the Docker config, and
 // checks the lockfile entries install writes.
@@ -268,18 +286,7 @@ func TestInstallRefusals(t *testing.T) {
 			if c.setup != nil {
 				c.setup()
 			}
-			before := readFile(t, e.cfgPath)
-			out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", c.ref)
-			if err == nil {
-				t.Fatalf("installed:\n%s", out)
-			}
-			t.Logf("refused: %v", err)
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q: %v", w, err)
-				}
-			}
-			e.unchanged(t, before)
+			e.refused(t, c.want, "install", "--yes", c.ref)
 		})
 	}
 }
@@ -355,18 +362,7 @@ func TestInstallFromURL(t *testing.T) {
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				withPolicy(t, c.extra)
-				before := readFile(t, e.cfgPath)
-				out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", c.url)
-				if err == nil {
-					t.Fatalf("installed:\n%s", out)
-				}
-				t.Logf("refused: %v", err)
-				for _, w := range c.want {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error lacks %q: %v", w, err)
-					}
-				}
-				e.unchanged(t, before)
+				e.refused(t, c.want, "install", "--yes", c.url)
 			})
 		}
 	})

@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -17,16 +16,13 @@ import (
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/opencontainers/go-digest"
-	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/registry/remote"
-	"oras.land/oras-go/v2/registry/remote/auth"
+	"github.com/warden-run/warden/internal/oci/ocitest"
 )
 
 const (
-	testUser = "warden"
-	testPass = "s3cret"
+	testUser = ocitest.User
+	testPass = ocitest.Password
 )
 
 // coreModule is a core WebAssembly module padded with a custom section to
@@ -59,81 +55,24 @@ func startRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
-// pusher pushes test content with oras-go.
+// pusher pushes test content with oras-go (ocitest's pusher, sending
+// testUser/testPass, which are ocitest's credentials).
 type pusher struct {
+	*ocitest.Pusher
 	t    *testing.T
 	host string
-	repo *remote.Repository
 }
 
 func newPusher(t *testing.T, host, name string) *pusher {
 	t.Helper()
-	repo, err := remote.NewRepository(host + "/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo.PlainHTTP = true
-	repo.Client = &auth.Client{
-		Client:     http.DefaultClient,
-		Cache:      auth.NewCache(),
-		Credential: auth.StaticCredential(host, auth.Credential{Username: testUser, Password: testPass}),
-	}
-	return &pusher{t: t, host: host, repo: repo}
-}
-
-func (p *pusher) blob(mt string, data []byte) ocispec.Descriptor {
-	p.t.Helper()
-	d := content.NewDescriptorFromBytes(mt, data)
-	if err := p.repo.Push(context.Background(), d, bytes.NewReader(data)); err != nil {
-		p.t.Fatalf("push blob %s: %v", mt, err)
-	}
-	return d
-}
-
-// manifest pushes an image manifest of media type mt and tags it.
-func (p *pusher) manifest(mt, configMT string, config []byte, layers []ocispec.Descriptor, tag string) ocispec.Descriptor {
-	p.t.Helper()
-	m := ocispec.Manifest{
-		Versioned: specs.Versioned{SchemaVersion: 2},
-		MediaType: mt,
-		Config:    p.blob(configMT, config),
-		Layers:    layers,
-	}
-	if layers == nil {
-		m.Layers = []ocispec.Descriptor{}
-	}
-	return p.push(mt, m, tag)
-}
-
-func (p *pusher) index(mt string, entries []ocispec.Descriptor, tag string) ocispec.Descriptor {
-	p.t.Helper()
-	return p.push(mt, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: mt, Manifests: entries}, tag)
-}
-
-func (p *pusher) push(mt string, v any, tag string) ocispec.Descriptor {
-	p.t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	d := content.NewDescriptorFromBytes(mt, b)
-	ctx := context.Background()
-	if tag == "" {
-		err = p.repo.Manifests().Push(ctx, d, bytes.NewReader(b))
-	} else {
-		err = p.repo.Manifests().PushReference(ctx, d, bytes.NewReader(b), tag)
-	}
-	if err != nil {
-		p.t.Fatalf("push manifest %s: %v", mt, err)
-	}
-	return d
+	return &pusher{Pusher: ocitest.NewPusher(t, host, name), t: t, host: host}
 }
 
 // wasmArtifact pushes the CNCF Wasm OCI artifact layout.
 func (p *pusher) wasmArtifact(module []byte, tag string) (manifest, layer ocispec.Descriptor) {
-	layer = p.blob(MediaTypeWasmLayer, module)
+	layer = p.Blob(MediaTypeWasmLayer, module)
 	cfg := []byte(`{"created":"2025-01-01T00:00:00Z","architecture":"wasm","os":"wasip1","layerDigests":["` + layer.Digest.String() + `"]}`)
-	manifest = p.manifest(ocispec.MediaTypeImageManifest, MediaTypeWasmConfig, cfg, []ocispec.Descriptor{layer}, tag)
+	manifest = p.Manifest(ocispec.MediaTypeImageManifest, MediaTypeWasmConfig, cfg, []ocispec.Descriptor{layer}, tag)
 	return manifest, layer
 }
 
@@ -178,10 +117,10 @@ func tarGz(t *testing.T, entries ...tarEntry) []byte {
 // hyperImage pushes a plugin image as `docker build` + `docker push` make
 // one for hyper-mcp: Docker v2 manifest, gzip tar layers, /plugin.wasm.
 func (p *pusher) hyperImage(t *testing.T, module []byte, tag string) (manifest, layer ocispec.Descriptor) {
-	base := p.blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: "etc/", typ: tar.TypeDir}, tarEntry{name: "etc/motd", data: []byte("hi")}))
-	layer = p.blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: "plugin.wasm", data: module}))
+	base := p.Blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: "etc/", typ: tar.TypeDir}, tarEntry{name: "etc/motd", data: []byte("hi")}))
+	layer = p.Blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: "plugin.wasm", data: module}))
 	cfg := []byte(`{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}`)
-	manifest = p.manifest(mediaTypeDockerManifest, "application/vnd.docker.container.image.v1+json", cfg,
+	manifest = p.Manifest(mediaTypeDockerManifest, "application/vnd.docker.container.image.v1+json", cfg,
 		[]ocispec.Descriptor{base, layer}, tag)
 	return manifest, layer
 }
@@ -295,8 +234,8 @@ func TestFetchHyperMCPImage(t *testing.T) {
 	}
 
 	// An image without plugin.wasm is refused.
-	base := p.blob(ocispec.MediaTypeImageLayerGzip, tarGz(t, tarEntry{name: "bin/sh", data: []byte("#!")}))
-	p.manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{}`), []ocispec.Descriptor{base}, "noplugin")
+	base := p.Blob(ocispec.MediaTypeImageLayerGzip, tarGz(t, tarEntry{name: "bin/sh", data: []byte("#!")}))
+	p.Manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{}`), []ocispec.Descriptor{base}, "noplugin")
 	fetchErr(t, host+"/plugins/time:noplugin", testOptions(t), ErrNotWasm, "/plugin.wasm", base.Digest.String())
 }
 
@@ -305,15 +244,15 @@ func TestFetchIndex(t *testing.T) {
 	p := newPusher(t, host, "tools/multi")
 	module := coreModule(200)
 	wasmMan, _ := p.wasmArtifact(module, "")
-	linuxLayer := p.blob(ocispec.MediaTypeImageLayerGzip, tarGz(t, tarEntry{name: "bin/tool", data: []byte("\x7fELF")}))
-	linuxMan := p.manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{"os":"linux"}`), []ocispec.Descriptor{linuxLayer}, "")
-	armMan := p.manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{"os":"linux","architecture":"arm64"}`), []ocispec.Descriptor{linuxLayer}, "")
+	linuxLayer := p.Blob(ocispec.MediaTypeImageLayerGzip, tarGz(t, tarEntry{name: "bin/tool", data: []byte("\x7fELF")}))
+	linuxMan := p.Manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{"os":"linux"}`), []ocispec.Descriptor{linuxLayer}, "")
+	armMan := p.Manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{"os":"linux","architecture":"arm64"}`), []ocispec.Descriptor{linuxLayer}, "")
 	plat := func(d ocispec.Descriptor, os, arch string) ocispec.Descriptor {
 		d.Platform = &ocispec.Platform{OS: os, Architecture: arch}
 		return d
 	}
 
-	ix := p.index(ocispec.MediaTypeImageIndex, []ocispec.Descriptor{plat(linuxMan, "linux", "amd64"), plat(wasmMan, "wasip1", "wasm")}, "v1")
+	ix := p.Index(ocispec.MediaTypeImageIndex, []ocispec.Descriptor{plat(linuxMan, "linux", "amd64"), plat(wasmMan, "wasip1", "wasm")}, "v1")
 	a := fetchOK(t, host+"/tools/multi:v1", testOptions(t))
 	checkFile(t, a.Path, module)
 	if a.IndexDigest != ix.Digest || a.IndexMediaType != ocispec.MediaTypeImageIndex || a.ManifestDigest != wasmMan.Digest ||
@@ -324,10 +263,10 @@ func TestFetchIndex(t *testing.T) {
 	// docker buildx pushes a FROM scratch plugin as an index of the image
 	// and its provenance attestation.
 	plugin, _ := p.hyperImage(t, module, "")
-	att := p.manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{}`), nil, "")
+	att := p.Manifest(ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageConfig, []byte(`{}`), nil, "")
 	att = plat(att, "unknown", "unknown")
 	att.Annotations = map[string]string{"vnd.docker.reference.type": "attestation-manifest"}
-	p.index(ocispec.MediaTypeImageIndex, []ocispec.Descriptor{plat(plugin, "linux", "amd64"), att}, "buildx")
+	p.Index(ocispec.MediaTypeImageIndex, []ocispec.Descriptor{plat(plugin, "linux", "amd64"), att}, "buildx")
 	b := fetchOK(t, host+"/tools/multi:buildx", testOptions(t))
 	checkFile(t, b.Path, module)
 	if b.ManifestDigest != plugin.Digest || b.Layout != LayoutImage {
@@ -335,7 +274,7 @@ func TestFetchIndex(t *testing.T) {
 	}
 
 	// Two native platforms, no wasm: refused, naming what is there.
-	p.index(mediaTypeDockerManifestList, []ocispec.Descriptor{plat(linuxMan, "linux", "amd64"), plat(armMan, "linux", "arm64")}, "native")
+	p.Index(mediaTypeDockerManifestList, []ocispec.Descriptor{plat(linuxMan, "linux", "amd64"), plat(armMan, "linux", "arm64")}, "native")
 	fetchErr(t, host+"/tools/multi:native", testOptions(t), ErrNotWasm, "linux/amd64", "linux/arm64", "wasm")
 }
 
@@ -446,9 +385,9 @@ func TestFetchComponentRefused(t *testing.T) {
 func TestFetchNotWasmRefused(t *testing.T) {
 	host := startRegistry(t, nil)
 	p := newPusher(t, host, "misc/thing")
-	l1 := p.blob("text/plain", []byte("hello"))
-	l2 := p.blob("application/vnd.oci.image.layer.v1.tar+zstd", []byte("zstd?"))
-	p.manifest(ocispec.MediaTypeImageManifest, "application/vnd.example.config+json", []byte(`{}`), []ocispec.Descriptor{l1, l2}, "v1")
+	l1 := p.Blob("text/plain", []byte("hello"))
+	l2 := p.Blob("application/vnd.oci.image.layer.v1.tar+zstd", []byte("zstd?"))
+	p.Manifest(ocispec.MediaTypeImageManifest, "application/vnd.example.config+json", []byte(`{}`), []ocispec.Descriptor{l1, l2}, "v1")
 	fetchErr(t, host+"/misc/thing:v1", testOptions(t), ErrNotWasm,
 		"text/plain", "application/vnd.oci.image.layer.v1.tar+zstd", "application/vnd.example.config+json")
 
@@ -457,9 +396,9 @@ func TestFetchNotWasmRefused(t *testing.T) {
 	fetchErr(t, host+"/misc/thing:liar", testOptions(t), ErrNotWasm, "\\0asm", MediaTypeWasmLayer)
 
 	// Two wasm layers are ambiguous.
-	a := p.blob(MediaTypeWasmLayer, coreModule(50))
-	b := p.blob(MediaTypeWasmLayer, coreModule(60))
-	p.manifest(ocispec.MediaTypeImageManifest, MediaTypeWasmConfig, []byte(`{}`), []ocispec.Descriptor{a, b}, "two")
+	a := p.Blob(MediaTypeWasmLayer, coreModule(50))
+	b := p.Blob(MediaTypeWasmLayer, coreModule(60))
+	p.Manifest(ocispec.MediaTypeImageManifest, MediaTypeWasmConfig, []byte(`{}`), []ocispec.Descriptor{a, b}, "two")
 	fetchErr(t, host+"/misc/thing:two", testOptions(t), ErrUnsupported, "2 WebAssembly layers")
 }
 
@@ -526,8 +465,8 @@ func TestFetchTruncatedAndCancelled(t *testing.T) {
 func TestFetchHyperMCPWhiteout(t *testing.T) {
 	host := startRegistry(t, nil)
 	p := newPusher(t, host, "plugins/gone")
-	base := p.blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: "plugin.wasm", data: coreModule(100)}))
-	top := p.blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: ".wh.plugin.wasm"}))
-	p.manifest(mediaTypeDockerManifest, "application/vnd.docker.container.image.v1+json", []byte(`{}`), []ocispec.Descriptor{base, top}, "v1")
+	base := p.Blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: "plugin.wasm", data: coreModule(100)}))
+	top := p.Blob(mediaTypeDockerLayerGzip, tarGz(t, tarEntry{name: ".wh.plugin.wasm"}))
+	p.Manifest(mediaTypeDockerManifest, "application/vnd.docker.container.image.v1+json", []byte(`{}`), []ocispec.Descriptor{base, top}, "v1")
 	fetchErr(t, host+"/plugins/gone:v1", testOptions(t), ErrNotWasm, "whiteout", top.Digest.String())
 }

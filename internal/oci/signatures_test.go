@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 )
@@ -66,29 +65,13 @@ func startSigRegistry(t *testing.T, referrersAPI bool, wrap func(http.Handler) h
 	return strings.TrimPrefix(srv.URL, "http://"), rec
 }
 
-// referrer pushes a manifest with subject, as cosign --new-bundle-format
-// and oras attach do: an empty config, artifactType at, one layer.
-func (p *pusher) referrer(subject ocispec.Descriptor, at, layerMT string, data []byte) ocispec.Descriptor {
-	p.t.Helper()
-	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
-	m := ocispec.Manifest{
-		Versioned:    specs.Versioned{SchemaVersion: 2},
-		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: at,
-		Config:       p.blob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
-		Layers:       []ocispec.Descriptor{p.blob(layerMT, data)},
-		Subject:      &subject,
-	}
-	return p.push(ocispec.MediaTypeImageManifest, m, "")
-}
-
 // cosignTag pushes a manifest under cosign's tag for subject (suffix .sig
 // or .att) with one layer.
 func (p *pusher) cosignTag(subject ocispec.Descriptor, suffix, layerMT string, data []byte) {
 	p.t.Helper()
 	tag := "sha256-" + subject.Digest.Encoded() + suffix
-	p.manifest(ocispec.MediaTypeImageManifest, "application/vnd.oci.image.config.v1+json", []byte(`{"architecture":"","os":""}`),
-		[]ocispec.Descriptor{p.blob(layerMT, data)}, tag)
+	p.Manifest(ocispec.MediaTypeImageManifest, "application/vnd.oci.image.config.v1+json", []byte(`{"architecture":"","os":""}`),
+		[]ocispec.Descriptor{p.Blob(layerMT, data)}, tag)
 }
 
 func fakeBundle(name string) []byte {
@@ -158,7 +141,7 @@ func TestBundlesReferrer(t *testing.T) {
 		p := newPusher(t, host, "acme/tool")
 		man, _ := p.wasmArtifact(coreModule(100), "v1")
 		b := fakeBundle("one")
-		p.referrer(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, b)
+		p.ReferrerAs(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, b)
 		f := bundlesOK(t, rec, host, "acme/tool", man)
 		sameBundles(t, f.Bundles, b)
 		if len(f.Skipped) != 0 || len(f.Sources) != 1 || !strings.HasPrefix(f.Sources[0], "referrer sha256:") {
@@ -175,15 +158,15 @@ func TestBundlesTwoAndOtherTypes(t *testing.T) {
 		p := newPusher(t, host, "acme/tool")
 		man, _ := p.wasmArtifact(coreModule(100), "v1")
 		b1, b2 := fakeBundle("one"), fakeBundle("two")
-		p.referrer(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, b1)
+		p.ReferrerAs(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, b1)
 		// An older bundle version, with the parameter form of the type.
-		p.referrer(man, "application/vnd.dev.sigstore.bundle+json;version=0.2", "application/vnd.dev.sigstore.bundle+json;version=0.2", b2)
+		p.ReferrerAs(man, "application/vnd.dev.sigstore.bundle+json;version=0.2", "application/vnd.dev.sigstore.bundle+json;version=0.2", b2)
 		// Other referrers: an SBOM, and one pretending with its layer type only.
-		p.referrer(man, "application/spdx+json", "application/spdx+json", []byte(`{"spdxVersion":"SPDX-2.3"}`))
-		p.referrer(man, "application/vnd.example.other", MediaTypeSigstoreBundle, fakeBundle("not-a-signature-referrer"))
+		p.ReferrerAs(man, "application/spdx+json", "application/spdx+json", []byte(`{"spdxVersion":"SPDX-2.3"}`))
+		p.ReferrerAs(man, "application/vnd.example.other", MediaTypeSigstoreBundle, fakeBundle("not-a-signature-referrer"))
 		// A bundle attached to another artifact.
 		other, _ := p.wasmArtifact(coreModule(200), "v2")
-		p.referrer(other, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, fakeBundle("other"))
+		p.ReferrerAs(other, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, fakeBundle("other"))
 
 		f := bundlesOK(t, rec, host, "acme/tool", man)
 		sameBundles(t, f.Bundles, b1, b2)
@@ -212,7 +195,7 @@ func TestBundlesTooLarge(t *testing.T) {
 	p := newPusher(t, host, "acme/tool")
 	man, _ := p.wasmArtifact(coreModule(100), "v1")
 	big := append(fakeBundle("big"), bytes.Repeat([]byte(" "), MaxBundleBytes)...)
-	p.referrer(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, big)
+	p.ReferrerAs(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, big)
 	_, err := Bundles(context.Background(), host+"/acme/tool", man.Digest.String(), testOptions(t))
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("error %v, want ErrTooLarge", err)
@@ -230,7 +213,7 @@ func TestBundlesTamperedBlob(t *testing.T) {
 	host, _ := startSigRegistry(t, true, tamper(layer.Digest))
 	p := newPusher(t, host, "acme/tool")
 	man, _ := p.wasmArtifact(coreModule(100), "v1")
-	p.referrer(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, b)
+	p.ReferrerAs(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, b)
 	_, err := Bundles(context.Background(), host+"/acme/tool", man.Digest.String(), testOptions(t))
 	if !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("error %v, want ErrDigestMismatch", err)
@@ -305,7 +288,7 @@ func TestBundlesReferrerBound(t *testing.T) {
 	p := newPusher(t, host, "acme/tool")
 	man, _ := p.wasmArtifact(coreModule(100), "v1")
 	for i := range maxReferrers + 1 {
-		p.referrer(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, fakeBundle(strings.Repeat("x", i)))
+		p.ReferrerAs(man, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, fakeBundle(strings.Repeat("x", i)))
 	}
 	f := bundlesOK(t, nil, host, "acme/tool", man)
 	if len(f.Bundles) != maxReferrers {

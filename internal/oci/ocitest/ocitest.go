@@ -93,7 +93,14 @@ type Pusher struct {
 // Pusher returns a pusher for repository name.
 func (r *Registry) Pusher(t testing.TB, name string) *Pusher {
 	t.Helper()
-	repo, err := remote.NewRepository(r.Host + "/" + name)
+	return NewPusher(t, r.Host, name)
+}
+
+// NewPusher returns a pusher for repository name of the plain-HTTP
+// registry at host (host:port), sending User/Password.
+func NewPusher(t testing.TB, host, name string) *Pusher {
+	t.Helper()
+	repo, err := remote.NewRepository(host + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +108,7 @@ func (r *Registry) Pusher(t testing.TB, name string) *Pusher {
 	repo.Client = &auth.Client{
 		Client:     http.DefaultClient,
 		Cache:      auth.NewCache(),
-		Credential: auth.StaticCredential(r.Host, auth.Credential{Username: User, Password: Password}),
+		Credential: auth.StaticCredential(host, auth.Credential{Username: User, Password: Password}),
 	}
 	return &Pusher{t: t, repo: repo}
 }
@@ -126,10 +133,21 @@ func (p *Pusher) Manifest(mt, configMT string, config []byte, layers []ocispec.D
 		Config:    p.Blob(configMT, config),
 		Layers:    layers,
 	}
-	return p.push(mt, m, tag)
+	if layers == nil {
+		m.Layers = []ocispec.Descriptor{}
+	}
+	return p.Push(mt, m, tag)
 }
 
-func (p *Pusher) push(mt string, v any, tag string) ocispec.Descriptor {
+// Index pushes an image index of media type mt (tagged unless tag is empty).
+func (p *Pusher) Index(mt string, entries []ocispec.Descriptor, tag string) ocispec.Descriptor {
+	p.t.Helper()
+	return p.Push(mt, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: mt, Manifests: entries}, tag)
+}
+
+// Push pushes v, marshalled to JSON, as a manifest of media type mt
+// (tagged unless tag is empty).
+func (p *Pusher) Push(mt string, v any, tag string) ocispec.Descriptor {
 	p.t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -170,7 +188,7 @@ func (p *Pusher) WasmArtifactAs(module []byte, layerMT, tag string) ocispec.Desc
 		Layers:      []ocispec.Descriptor{layer},
 		Annotations: map[string]string{ocispec.AnnotationVersion: tag},
 	}
-	return p.push(ocispec.MediaTypeImageManifest, m, tag)
+	return p.Push(ocispec.MediaTypeImageManifest, m, tag)
 }
 
 // HyperImage pushes module as hyper-mcp's plugin images are: a Docker v2
@@ -186,16 +204,23 @@ func (p *Pusher) HyperImage(module []byte, tag string) ocispec.Descriptor {
 // --new-bundle-format does: a manifest with subject set, one bundle layer.
 func (p *Pusher) Referrer(subject ocispec.Descriptor, bundle []byte) ocispec.Descriptor {
 	p.t.Helper()
+	return p.ReferrerAs(subject, MediaTypeSigstoreBundle, MediaTypeSigstoreBundle, bundle)
+}
+
+// ReferrerAs pushes a manifest of artifact type at with subject set and one
+// layer of media type layerMT holding data.
+func (p *Pusher) ReferrerAs(subject ocispec.Descriptor, at, layerMT string, data []byte) ocispec.Descriptor {
+	p.t.Helper()
 	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
 	m := ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: MediaTypeSigstoreBundle,
+		ArtifactType: at,
 		Config:       p.Blob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
-		Layers:       []ocispec.Descriptor{p.Blob(MediaTypeSigstoreBundle, bundle)},
+		Layers:       []ocispec.Descriptor{p.Blob(layerMT, data)},
 		Subject:      &subject,
 	}
-	return p.push(ocispec.MediaTypeImageManifest, m, "")
+	return p.Push(ocispec.MediaTypeImageManifest, m, "")
 }
 
 func tarGz(t testing.TB, name string, data []byte) []byte {
