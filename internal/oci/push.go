@@ -112,6 +112,16 @@ func readBounded(path string, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// CheckPushRef reports whether ref (REGISTRY/REPO:TAG, with or without
+// oci://) can be pushed to, as Push would, without contacting the registry:
+// a digest reference or one without a tag is refused.
+func CheckPushRef(ref string) error {
+	if _, err := parsePushRef(ref); err != nil {
+		return fmt.Errorf("oci: push to %s: %w", termsafe.Line(ref), err)
+	}
+	return nil
+}
+
 // parsePushRef parses a reference that names a tag.
 func parsePushRef(raw string) (registry.Reference, error) {
 	s := strings.TrimPrefix(raw, "oci://")
