@@ -39,7 +39,7 @@ them to AI agents as an MCP server.`,
 		"config file (env WARDEN_CONFIG; default ./config.yaml when present)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config)")
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
-		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newGrantCmd(&g), newRevokeCmd(&g))
+		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g))
 	return root
 }
 

@@ -36,4 +36,8 @@
 // sha256-<hex>.sig/.att tags when they carry a bundle layer), bounded in
 // number and size, and reports legacy cosign signatures it skipped; it does
 // not verify them (package sigverify does).
+//
+// Push publishes a core module in the CNCF Wasm OCI artifact layout (what
+// `warden publish` does), and AttachBundle attaches a Sigstore bundle to a
+// pushed manifest as an OCI referrer, where Bundles finds it.
 package oci

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -34,7 +35,7 @@ const DefaultMaxBytes = 64 << 20
 // plugin.wasm is looked for, as a multiple of the size limit.
 const inflateFactor = 4
 
-// Options configure Fetch. The zero value is usable.
+// Options configure Fetch, Push, Bundles and AttachBundle. The zero value is usable.
 type Options struct {
 	// Dir is where the module's temp file is created; "" is os.TempDir().
 	Dir string
@@ -50,6 +51,9 @@ type Options struct {
 	DockerConfig string
 	// HTTPClient carries the requests; nil is oras-go's retrying client.
 	HTTPClient *http.Client
+	// Created is the created time Push writes into the artifact's config and
+	// manifest; zero is $SOURCE_DATE_EPOCH when set, else now.
+	Created time.Time
 }
 
 // Artifact is a fetched module.

@@ -242,3 +242,7 @@ func tarGz(t testing.TB, name string, data []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+// Repository is the oras-go repository the pusher writes to, to read back
+// what was pushed.
+func (p *Pusher) Repository() *remote.Repository { return p.repo }
