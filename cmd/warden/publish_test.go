@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
+	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/wasmfile"
@@ -244,5 +246,55 @@ func TestPublishRefusals(t *testing.T) {
 	}
 	if r := repositories(t, host); len(r) != 0 {
 		t.Errorf("repositories after refused publishes: %v", r)
+	}
+}
+
+// TestPublishThenInstall is an author's and a user's path end to end: the
+// author publishes with --sign-key, the user trusts the public key for the
+// repository and installs by the printed digest; the tool is installed,
+// verified and locked. The same install refuses under a policy naming
+// another key.
+func TestPublishThenInstall(t *testing.T) {
+	cfgPath, echo := setup(t)
+	host, dockerDir := startAuthRegistry(t)
+	login(t, dockerDir, host)
+	keyPath, pub := writeKey(t)
+	out, err := run(t, "", "-c", cfgPath, "publish", "--sign-key", keyPath, echo, "oci://"+host+"/acme/echo:v1")
+	if err != nil {
+		t.Fatalf("publish: %v\n%s", err, out)
+	}
+	m := installLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no install line in:\n%s", out)
+	}
+	ref := "oci://" + m[1]
+
+	dir := filepath.Dir(cfgPath)
+	_, otherPub := writeKey(t)
+	os.WriteFile(filepath.Join(dir, "other.pub"), otherPub, 0o644)
+	os.WriteFile(filepath.Join(dir, "echo.pub"), pub, 0o644)
+	body := readFile(t, cfgPath)
+	trust := func(key string) {
+		b := append(append([]byte(nil), body...), fmt.Sprintf("security:\n  signatures:\n    %q: {key: %s}\n", host+"/acme/echo", key)...)
+		if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	trust("other.pub")
+	if out, err := run(t, "", "-c", cfgPath, "install", "--yes", ref); err == nil || !strings.Contains(err.Error(), "bad signature") {
+		t.Fatalf("install under another key: %v\n%s", err, out)
+	}
+	trust("echo.pub")
+	out, err = run(t, "", "-c", cfgPath, "install", "--yes", ref)
+	if err != nil || !strings.Contains(out, "verified: signed with the public key") {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := cfg.Tools.Sources["echo"]; src.Ref != ref || "sha256:"+cfg.Tools.Pins["echo"] != fileSHA(t, echo) {
+		t.Errorf("lock: %+v, pin %s", src, cfg.Tools.Pins["echo"])
 	}
 }
