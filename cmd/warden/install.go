@@ -46,16 +46,11 @@ A tool name another installed module already provides is refused.`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, _, err := g.start(ctx)
+			a, err := g.startWithInstalled(cmd)
 			if err != nil {
 				return err
 			}
 			defer a.Close(ctx)
-			// Installed tools are loaded to find name collisions; those that
-			// fail to load cannot collide, so their errors are only noted.
-			for _, err := range a.LoadTools(ctx) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Message(err.Error()))
-			}
 			var r *app.Review
 			if app.IsRemote(args[0]) {
 				f, err := a.Fetch(ctx, args[0], app.FetchOptions{})

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigsign"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -49,7 +49,7 @@ loopback registries are spoken to over plain HTTP.`,
 			var keyPEM []byte
 			if keyPath != "" {
 				var err error
-				if keyPEM, err = readKey(keyPath); err != nil {
+				if keyPEM, err = boundedfile.Read(keyPath, maxKeyBytes); err != nil {
 					return fmt.Errorf("publish: --sign-key %s: %w", termsafe.Line(keyPath), err)
 				}
 				if key, err = sigsign.LoadKey(keyPEM); err != nil {
@@ -90,23 +90,6 @@ loopback registries are spoken to over plain HTTP.`,
 	}
 	cmd.Flags().StringVar(&keyPath, "sign-key", "", "sign the pushed manifest with this PEM private key (unencrypted PKCS#8, EC or RSA)")
 	return cmd
-}
-
-// readKey reads a private key file, bounded.
-func readKey(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxKeyBytes {
-		return nil, fmt.Errorf("more than %d bytes: not a PEM private key", maxKeyBytes)
-	}
-	return b, nil
 }
 
 // printPushed says what was pushed and how to install it. The tool names

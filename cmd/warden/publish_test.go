@@ -7,83 +7,44 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/oci"
+	"github.com/warden-run/warden/internal/oci/ocitest"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/wasmfile"
 )
 
-const (
-	regUser = "publisher"
-	regPass = "s3cret"
-)
-
-// startAuthRegistry serves go-containerregistry's in-memory registry on
-// loopback, requiring the test credentials, and points $DOCKER_CONFIG at
-// an empty config (no credentials) for the test.
+// startAuthRegistry serves a registry on loopback that requires
+// credentials (ocitest), and points $DOCKER_CONFIG at an empty config (no
+// credentials) for the test.
 func startAuthRegistry(t *testing.T) (host, dockerDir string) {
 	t.Helper()
-	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, pw, ok := r.BasicAuth(); !ok || u != regUser || pw != regPass {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	host = strings.TrimPrefix(srv.URL, "http://")
+	reg := ocitest.Start(t, nil)
 	dockerDir = t.TempDir()
 	t.Setenv("DOCKER_CONFIG", dockerDir)
-	return host, dockerDir
+	return reg.Host, dockerDir
 }
 
-// login writes the test credentials for host into the Docker config.
+// login writes the registry's credentials into the Docker config.
 func login(t *testing.T, dockerDir, host string) {
 	t.Helper()
-	cfg := `{"auths":{"` + host + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte(regUser+":"+regPass)) + `"}}}`
-	if err := os.WriteFile(filepath.Join(dockerDir, "config.json"), []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dockerDir, "config.json"), ocitest.DockerConfig(host), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // repositories lists what the registry holds.
-func repositories(t *testing.T, host string) []string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/v2/_catalog", nil)
-	req.SetBasicAuth(regUser, regPass)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var c struct {
-		Repositories []string `json:"repositories"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
-		t.Fatal(err)
-	}
-	return c.Repositories
-}
+func repositories(t *testing.T, host string) []string { return ocitest.Catalog(t, host) }
 
 var installLine = regexp.MustCompile(`warden install oci://(\S+@sha256:[0-9a-f]{64})\n`)
 
@@ -159,8 +120,7 @@ func writeKey(t *testing.T) (keyPath string, pubPEM []byte) {
 }
 
 // TestPublishSignKey: a publish signed with --sign-key attaches a bundle
-// (go-containerregistry's registry has no referrers API by default, so
-// through the referrers tag schema) that verifies with the public key.
+// as a referrer that verifies with the public key.
 func TestPublishSignKey(t *testing.T) {
 	cfgPath, echo := setup(t)
 	host, dockerDir := startAuthRegistry(t)

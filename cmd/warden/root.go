@@ -11,6 +11,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/termsafe"
 )
 
 // version is stamped at release builds with -ldflags "-X main.version=...".
@@ -83,4 +84,19 @@ func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error)
 		return nil, nil, fmt.Errorf("start: %w", err)
 	}
 	return a, logger, nil
+}
+
+// startWithInstalled starts the app and loads the installed tools, for a
+// command that installs next to them (name collisions, the version being
+// replaced). A module that fails to load cannot collide, so its error is
+// only noted on stderr.
+func (g *globalFlags) startWithInstalled(cmd *cobra.Command) (*app.App, error) {
+	a, _, err := g.start(cmd.Context())
+	if err != nil {
+		return nil, err
+	}
+	for _, err := range a.LoadTools(cmd.Context()) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Message(err.Error()))
+	}
+	return a, nil
 }

@@ -33,14 +33,11 @@ as config.yaml says.`,
   warden update fetch --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			a, _, err := g.start(ctx)
+			a, err := g.startWithInstalled(cmd)
 			if err != nil {
 				return err
 			}
 			defer a.Close(ctx)
-			for _, err := range a.LoadTools(ctx) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Message(err.Error()))
-			}
 			modules := args
 			if len(modules) == 0 {
 				for name := range a.Config().Tools.Sources {

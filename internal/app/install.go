@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -87,7 +87,7 @@ func (a *App) ReviewFetched(ctx context.Context, f *Fetched, name string) (*Revi
 	if err := a.checkModuleName(f.Ref, name); err != nil {
 		return nil, err
 	}
-	wasm, err := readBounded(f.Path, int64(a.Config().Tools.Fetch.MaxSize))
+	wasm, err := boundedfile.Read(f.Path, int64(a.Config().Tools.Fetch.MaxSize))
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", f.Ref, err)
 	}
@@ -98,21 +98,6 @@ func (a *App) ReviewFetched(ctx context.Context, f *Fetched, name string) (*Revi
 	r.Origin = &config.Source{Ref: f.Ref, Digest: f.Digest}
 	r.Fetched = f
 	return r, nil
-}
-
-// readBounded reads a file the size of which was bounded when it was
-// fetched; the bound is checked again rather than trusted.
-func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s is larger than tools.fetch.max_size (%d bytes)", path, max)
-	}
-	return b, err
 }
 
 func (a *App) checkModuleName(path, name string) error {

@@ -5,10 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
+	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/internal/wasmfile"
@@ -48,7 +47,7 @@ func (i *Inspection) Bytes() []byte { return i.wasm }
 // has no valid tool, is refused. Nothing is installed and config is not
 // consulted beyond the module limits for that name.
 func (a *App) Inspect(ctx context.Context, path string) (*Inspection, error) {
-	wasm, err := readModule(path, MaxPublishBytes)
+	wasm, err := boundedfile.Read(path, MaxPublishBytes)
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", termsafe.Line(path), err)
 	}
@@ -78,23 +77,6 @@ func (a *App) Inspect(ctx context.Context, path string) (*Inspection, error) {
 		return nil, fmt.Errorf("inspect %s: the module provides no valid tool (%d rejected)", termsafe.Line(path), len(in.Rejected))
 	}
 	return in, nil
-}
-
-// readModule reads at most max bytes of path, refusing a larger file.
-func readModule(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w: the file is more than the limit of %d bytes", oci.ErrTooLarge, max)
-	}
-	return b, nil
 }
 
 // publishName is the module name to load a file under: its name without

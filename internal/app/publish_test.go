@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/internal/wasmfile"
 )
@@ -62,19 +61,6 @@ func TestInspect(t *testing.T) {
 		if err == nil || (c.want != nil && !errors.Is(err, c.want)) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: %v, want %v mentioning %q", name, err, c.want, c.msg)
 		}
-	}
-}
-
-func TestReadModuleBound(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "big.wasm")
-	if err := os.WriteFile(p, make([]byte, 101), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readModule(p, 100); !errors.Is(err, oci.ErrTooLarge) {
-		t.Errorf("readModule: %v", err)
-	}
-	if b, err := readModule(p, 101); err != nil || len(b) != 101 {
-		t.Errorf("readModule at the limit: %d %v", len(b), err)
 	}
 }
 

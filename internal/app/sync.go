@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -96,7 +97,7 @@ func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) Sync
 	}
 	defer f.Close()
 	res.Signature = &f.Signature
-	wasm, err := readBounded(f.Path, int64(cfg.Tools.Fetch.MaxSize))
+	wasm, err := boundedfile.Read(f.Path, int64(cfg.Tools.Fetch.MaxSize))
 	if err != nil {
 		res.Err = err
 		return res

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/internal/wasmfile"
 )
@@ -75,7 +75,14 @@ type Pushed struct {
 // is sent. A digest reference is refused: a push names a tag. Registry
 // access is set up as for Fetch (Docker credentials, plain HTTP on loopback).
 func Push(ctx context.Context, ref, wasmPath string, opts Options) (*Pushed, error) {
-	wasm, err := readBounded(wasmPath, opts.MaxBytes)
+	max := opts.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	wasm, err := boundedfile.Read(wasmPath, max)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
+		err = fmt.Errorf("%w: %w", ErrTooLarge, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("oci: push %s to %s: %w", termsafe.Line(wasmPath), termsafe.Line(ref), err)
 	}
@@ -90,26 +97,6 @@ func PushBytes(ctx context.Context, ref string, wasm []byte, opts Options) (*Pus
 		return nil, fmt.Errorf("oci: push to %s: %w", termsafe.Line(ref), err)
 	}
 	return p, nil
-}
-
-// readBounded reads a file of at most max bytes (0 is DefaultMaxBytes).
-func readBounded(path string, max int64) ([]byte, error) {
-	if max <= 0 {
-		max = DefaultMaxBytes
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", termsafe.Line(path), err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w: %s is more than the limit of %d bytes", ErrTooLarge, termsafe.Line(path), max)
-	}
-	return b, nil
 }
 
 // CheckPushRef reports whether ref (REGISTRY/REPO:TAG, with or without

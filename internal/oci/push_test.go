@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/warden-run/warden/internal/oci/ocitest"
 	"oras.land/oras-go/v2/content"
 )
 
@@ -50,25 +50,8 @@ func writeFile(t *testing.T, name string, data []byte) string {
 	return p
 }
 
-// catalog lists the registry's repositories (with the test credentials).
-func catalog(t *testing.T, host string) []string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/v2/_catalog", nil)
-	req.SetBasicAuth(testUser, testPass)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var c struct {
-		Repositories []string `json:"repositories"`
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(body, &c); err != nil {
-		t.Fatalf("catalog %s: %v", body, err)
-	}
-	return c.Repositories
-}
+// catalog lists the registry's repositories.
+func catalog(t *testing.T, host string) []string { return ocitest.Catalog(t, host) }
 
 func TestPushFetchRoundTripWithCredentials(t *testing.T) {
 	host := startRegistry(t, basicAuth)

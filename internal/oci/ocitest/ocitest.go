@@ -77,11 +77,36 @@ func Start(t testing.TB, wrap func(http.Handler) http.Handler) *Registry {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	dir := t.TempDir()
-	cfg := `{"auths":{"` + host + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte(User+":"+Password)) + `"}}}`
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), DockerConfig(host), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return &Registry{Host: host, DockerConfigDir: dir}
+}
+
+// DockerConfig is a Docker config.json holding User/Password for host, as
+// `docker login` writes it.
+func DockerConfig(host string) []byte {
+	return []byte(`{"auths":{"` + host + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte(User+":"+Password)) + `"}}}`)
+}
+
+// Catalog lists the repositories the registry at host holds.
+func Catalog(t testing.TB, host string) []string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/v2/_catalog", nil)
+	req.SetBasicAuth(User, Password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Repositories []string `json:"repositories"`
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatalf("catalog %s: %v", body, err)
+	}
+	return c.Repositories
 }
 
 // Pusher pushes to one repository of a Registry.
