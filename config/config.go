@@ -155,8 +155,17 @@ type Security struct {
 	// names: require (the default: refused), warn or off.
 	SignatureMode string `mapstructure:"signature_mode"`
 	// TrustedRoot is a Sigstore trusted_root.json for keyless signatures;
-	// empty means fetching it from the Sigstore TUF repository.
+	// empty means fetching it from a TUF repository (TUFURL). When set it
+	// wins over TUFURL and TUFRoot: nothing is fetched.
 	TrustedRoot string `mapstructure:"trusted_root"`
+	// TUFURL is the TUF repository trusted_root.json is fetched from: a
+	// mirror, or a private Sigstore deployment's. Empty means Sigstore's
+	// public-good repository. https://, or http:// for a loopback host.
+	TUFURL string `mapstructure:"tuf_url"`
+	// TUFRoot is the initial TUF root.json (the trust anchor) of TUFURL's
+	// repository. Empty means sigstore-go's embedded public-good root;
+	// setting it needs TUFURL.
+	TUFRoot string `mapstructure:"tuf_root"`
 }
 
 // Server configures `warden serve`.
@@ -268,6 +277,8 @@ var defaults = map[string]any{
 	"security::prompts":               "on",
 	"security::signature_mode":        "require",
 	"security::trusted_root":          "",
+	"security::tuf_url":               "",
+	"security::tuf_root":              "",
 	"tools::fetch::max_size":          "64MiB",
 	"tools::fetch::timeout":           "2m",
 	"tools::fetch::redirect_hosts":    []string{},
@@ -385,6 +396,9 @@ func (c *Config) resolvePaths() {
 	c.Tools.Dir = abs(c.Tools.Dir)
 	if c.Security.TrustedRoot != "" {
 		c.Security.TrustedRoot = abs(c.Security.TrustedRoot)
+	}
+	if c.Security.TUFRoot != "" {
+		c.Security.TUFRoot = abs(c.Security.TUFRoot)
 	}
 	for pattern, p := range c.Security.Signatures {
 		if p.Key != "" {

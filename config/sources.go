@@ -10,6 +10,7 @@ import (
 
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -138,9 +139,48 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 			fail(key, "needs exactly one of issuer or issuer_regexp (e.g. issuer: https://token.actions.githubusercontent.com)")
 		}
 	}
-	// security.trusted_root and the key files are read when a signature is
-	// checked, not here: a missing trust file must not stop `warden serve`,
-	// which never needs it, and the error then names the key.
+	// security.trusted_root, security.tuf_root and the key files are read
+	// when a signature is checked, not here: a missing trust file must not
+	// stop `warden serve`, which never needs it, and the error then names
+	// the key.
+	if c.Security.TUFURL != "" {
+		if err := CheckTUFURL(c.Security.TUFURL); err != nil {
+			fail("security.tuf_url", "%v", err)
+		}
+	}
+	if c.Security.TUFRoot != "" {
+		if c.Security.TUFURL == "" {
+			fail("security.tuf_root", "is the root.json of the repository security.tuf_url names, and tuf_url is not set: "+
+				"set both (a mirror or a private Sigstore deployment), or neither (Sigstore's public-good repository)")
+		}
+	}
+}
+
+// CheckTUFURL reports whether raw is a TUF repository URL warden fetches
+// from: https://HOST[/PATH], or http:// for a loopback host only (the rule
+// of internal/download), with no user:password, query or #fragment.
+func CheckTUFURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", raw, err)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q: a TUF repository URL carries no user:password, ?query or #fragment", raw)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !download.LoopbackHost(u.Hostname()) {
+			return fmt.Errorf("%q: plain http:// is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1), "+
+				"and %s is not one: use https://", raw, u.Host)
+		}
+	default:
+		return fmt.Errorf("%q is not an https:// URL", raw)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("%q names no host", raw)
+	}
+	return nil
 }
 
 // signatureRules turns security.signatures into matcher rules; keys holds

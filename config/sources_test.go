@@ -82,10 +82,41 @@ func TestSourcesInvalid(t *testing.T) {
 		"security: {signatures: {'ghcr.io/a/*': {identity_regexp: '(', issuer: y}}}":    "identity_regexp",
 		"security: {signatures: {'ghcr.io/a:1': {key: k}}}":                             "security.signatures",
 		"security: {signatures: {'ghcr.io/a/*': {mode: often}}}":                        "mode: must be require, warn or off",
+		"security: {tuf_url: 'http://tuf.example.com'}":                                 "security.tuf_url: \"http://tuf.example.com\": plain http:// is allowed only for loopback hosts",
+		"security: {tuf_url: 'ftp://tuf.example.com'}":                                  "security.tuf_url: \"ftp://tuf.example.com\" is not an https:// URL",
+		"security: {tuf_url: 'tuf.example.com'}":                                        "security.tuf_url",
+		"security: {tuf_url: 'https://u:p@tuf.example.com'}":                            "security.tuf_url: \"https://u:p@tuf.example.com\": a TUF repository URL carries no user:password",
+		"security: {tuf_url: 'https:///x'}":                                             "security.tuf_url: \"https:///x\" names no host",
+		"security: {tuf_root: root.json}":                                               "security.tuf_root: is the root.json of the repository security.tuf_url names, and tuf_url is not set",
 	} {
 		_, err := Load(writeConfig(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s:\n  got  %v\n  want %q", body, err, want)
+		}
+	}
+}
+
+// TestTUFKeys: security.tuf_url takes https, and http for loopback hosts
+// only; security.tuf_root is resolved against the config's directory.
+func TestTUFKeys(t *testing.T) {
+	cfg, err := Load(writeConfig(t, "security: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Security.TUFURL != "" || cfg.Security.TUFRoot != "" {
+		t.Errorf("defaults: tuf_url %q, tuf_root %q", cfg.Security.TUFURL, cfg.Security.TUFRoot)
+	}
+	for _, u := range []string{"https://tuf.example.com", "https://tuf.example.com/prod/", "http://127.0.0.1:8080", "http://localhost/tuf", "http://[::1]:9"} {
+		path := writeConfig(t, "security: {tuf_url: '"+u+"', tuf_root: keys/root.json}\n")
+		os.MkdirAll(filepath.Join(filepath.Dir(path), "keys"), 0o755)
+		os.WriteFile(filepath.Join(filepath.Dir(path), "keys", "root.json"), []byte("{}"), 0o644)
+		cfg, err := Load(path)
+		if err != nil {
+			t.Errorf("%s: %v", u, err)
+			continue
+		}
+		if cfg.Security.TUFURL != u || cfg.Security.TUFRoot != filepath.Join(cfg.Dir, "keys", "root.json") {
+			t.Errorf("%s: tuf_url %q, tuf_root %q", u, cfg.Security.TUFURL, cfg.Security.TUFRoot)
 		}
 	}
 }

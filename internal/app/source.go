@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,6 +17,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -257,42 +260,102 @@ func sourceKey(ref string) string {
 }
 
 // trustedRoots caches the Sigstore trusted root per process: TUF is asked
-// once per warden command, not once per module.
+// once per warden command, not once per module. key is everything that
+// selected the root, so a config reload that changes any of it fetches anew.
 type trustedRoots struct {
-	mu   sync.Mutex
-	path string
-	tm   sigverify.TrustedMaterial
+	mu  sync.Mutex
+	key rootKey
+	tm  sigverify.TrustedMaterial
+}
+
+// rootKey is what selects the trusted root: the trusted_root.json file, or
+// the TUF repository and the sha256 of its initial root.json.
+type rootKey struct {
+	trustedRoot, tufURL, tufRoot string
 }
 
 // trustedRoot returns the trusted material for keyless verification: the
-// file security.trusted_root names, or else the Sigstore public-good root
-// fetched (and cached) through TUF.
+// file security.trusted_root names, or else trusted_root.json fetched (and
+// cached) through TUF from security.tuf_url (Sigstore's public-good
+// repository when empty), trusting security.tuf_root (sigstore-go's
+// embedded public-good root when empty).
 func (a *App) trustedRoot(cfg *config.Config) (sigverify.TrustedMaterial, error) {
+	sec := cfg.Security
+	key := rootKey{trustedRoot: sec.TrustedRoot}
+	var tufRoot []byte
+	if sec.TrustedRoot == "" {
+		key.tufURL = sec.TUFURL
+		if sec.TUFRoot != "" {
+			b, err := boundedfile.Read(sec.TUFRoot, 1<<20)
+			if err != nil {
+				return nil, fmt.Errorf("security.tuf_root: %w", err)
+			}
+			tufRoot = b
+			key.tufRoot = sha256Hex(b)
+		}
+	}
 	a.roots.mu.Lock()
 	defer a.roots.mu.Unlock()
-	if a.roots.tm != nil && a.roots.path == cfg.Security.TrustedRoot {
+	if a.roots.tm != nil && a.roots.key == key {
 		return a.roots.tm, nil
 	}
 	var tm sigverify.TrustedMaterial
-	if cfg.Security.TrustedRoot != "" {
-		t, err := sigverify.LoadTrustedRoot(cfg.Security.TrustedRoot)
+	if sec.TrustedRoot != "" {
+		t, err := sigverify.LoadTrustedRoot(sec.TrustedRoot)
 		if err != nil {
 			return nil, fmt.Errorf("security.trusted_root: %w", err)
 		}
 		tm = t
 	} else {
-		opts := tuf.DefaultOptions()
-		if cache, err := os.UserCacheDir(); err == nil {
-			opts = opts.WithCachePath(filepath.Join(cache, "warden", "sigstore-tuf"))
-		}
+		opts := tufOptions(sec.TUFURL, tufRoot)
 		t, err := root.FetchTrustedRootWithOptions(opts)
 		if err != nil {
-			return nil, fmt.Errorf("fetching the Sigstore trusted root through TUF from %s: %w; offline, download trusted_root.json "+
-				"(e.g. `cosign trusted-root create` or from the sigstore/root-signing repository) and set security.trusted_root in %s",
-				opts.RepositoryBaseURL, err, a.configName(cfg))
+			return nil, fmt.Errorf("fetching the Sigstore trusted root (trusted_root.json) through TUF from %s (%s) failed: %w; "+
+				"offline, download trusted_root.json (e.g. `cosign trusted-root create`, or from the sigstore/root-signing "+
+				"repository for the public-good instance) and set security.trusted_root in %s",
+				termsafe.Line(opts.RepositoryBaseURL), tufURLSetting(sec.TUFURL), err, a.configName(cfg))
 		}
 		tm = t
 	}
-	a.roots.path, a.roots.tm = cfg.Security.TrustedRoot, tm
+	a.roots.key, a.roots.tm = key, tm
 	return tm, nil
+}
+
+// tufOptions are sigstore-go's TUF client options for the repository at
+// repoURL (empty: the public-good one) trusting initialRoot (nil: the embedded
+// public-good root). The cache is the user cache dir's
+// warden/sigstore-tuf/<repository>-<hash of its URL>, so two repositories
+// never share cached metadata, even when tuf.URLToPath maps their URLs to
+// the same name (http:// and https://, a/b-c and a-b/c).
+func tufOptions(repoURL string, initialRoot []byte) *tuf.Options {
+	opts := tuf.DefaultOptions()
+	if repoURL != "" {
+		opts = opts.WithRepositoryBaseURL(repoURL)
+	}
+	if initialRoot != nil {
+		opts = opts.WithRoot(initialRoot)
+	}
+	base := opts.CachePath
+	if cache, err := os.UserCacheDir(); err == nil {
+		base = filepath.Join(cache, "warden", "sigstore-tuf")
+	}
+	return opts.WithCachePath(filepath.Join(base, tufCacheDir(opts.RepositoryBaseURL)))
+}
+
+// tufCacheDir is the cache subdirectory of the TUF repository at repoURL.
+func tufCacheDir(repoURL string) string {
+	return tuf.URLToPath(repoURL) + "-" + sha256Hex([]byte(repoURL))[:12]
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// tufURLSetting names where the TUF repository URL came from, for errors.
+func tufURLSetting(repoURL string) string {
+	if repoURL == "" {
+		return "Sigstore's public-good repository; security.tuf_url is not set"
+	}
+	return "security.tuf_url"
 }

@@ -54,6 +54,11 @@ func checkURL(u *url.URL) error {
 	return nil
 }
 
+// LoopbackHost reports whether host (without port or brackets) is localhost
+// or a loopback IP literal: the hosts plain http:// is allowed for. Other
+// settings that take a URL (security.tuf_url) apply the same rule.
+func LoopbackHost(host string) bool { return loopback(host) }
+
 // loopback reports whether host (without port or brackets) is localhost or
 // a loopback IP literal. Names other than localhost are not resolved: a name
 // that resolves to 127.0.0.1 today may not tomorrow.

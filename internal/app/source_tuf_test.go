@@ -1,0 +1,91 @@
+package app
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sigstore/sigstore-go/pkg/tuf"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/sigverify/sigtest"
+)
+
+// TestTUFOptions: empty settings mean Sigstore's public-good repository and
+// embedded root; the cache is the user cache dir's, one directory per
+// repository URL, even for URLs tuf.URLToPath maps to the same name.
+func TestTUFOptions(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", t.TempDir())
+
+	def := tufOptions("", nil)
+	if def.RepositoryBaseURL != tuf.DefaultMirror || !bytes.Equal(def.Root, tuf.DefaultRoot()) {
+		t.Errorf("default options: %s, root of %d bytes", def.RepositoryBaseURL, len(def.Root))
+	}
+	if want := filepath.Join(cache, "warden", "sigstore-tuf", tuf.URLToPath(tuf.DefaultMirror)+"-"); !strings.HasPrefix(def.CachePath, want) {
+		t.Errorf("default cache %s, want under %s*", def.CachePath, want)
+	}
+
+	own := tufOptions("https://tuf.example.com/prod", []byte(`{"signed":{}}`))
+	if own.RepositoryBaseURL != "https://tuf.example.com/prod" || string(own.Root) != `{"signed":{}}` {
+		t.Errorf("options: %s, root %q", own.RepositoryBaseURL, own.Root)
+	}
+	if !strings.HasPrefix(filepath.Base(own.CachePath), "tuf.example.com-prod-") {
+		t.Errorf("cache dir %s does not name the repository", own.CachePath)
+	}
+
+	for _, pair := range [][2]string{
+		{"http://127.0.0.1:8080", "https://127.0.0.1:8080"},
+		{"https://tuf.example.com/a/b-c", "https://tuf.example.com/a-b/c"},
+		{"https://tuf.example.com/A", "https://tuf.example.com/a"},
+	} {
+		if tuf.URLToPath(pair[0]) != tuf.URLToPath(pair[1]) {
+			t.Fatalf("URLToPath no longer maps %s and %s to one name: drop the case", pair[0], pair[1])
+		}
+		if a, b := tufOptions(pair[0], nil).CachePath, tufOptions(pair[1], nil).CachePath; a == b {
+			t.Errorf("%s and %s share the cache %s", pair[0], pair[1], a)
+		}
+	}
+}
+
+// TestTrustedRootCacheKey: the per-process trusted root is reused only
+// while trusted_root, tuf_url and tuf_root's content are what fetched it.
+func TestTrustedRootCacheKey(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	vs := sigtest.NewSigstore(t)
+	dir := t.TempDir()
+	repo := sigtest.TrustedRootTUF(t, vs, dir)
+	other := sigtest.TrustedRootTUF(t, vs, t.TempDir())
+	a := &App{}
+	tufCfg := func(url, root string) *config.Config {
+		return &config.Config{Security: config.Security{TUFURL: url, TUFRoot: root}}
+	}
+	timestamps := func() int { return strings.Count(strings.Join(repo.Requests(), " "), "/timestamp.json") }
+
+	first, err := a.trustedRoot(tufCfg(repo.URL, repo.RootPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.trustedRoot(tufCfg(repo.URL, repo.RootPath))
+	if err != nil || again != first || timestamps() != 1 {
+		t.Fatalf("second call: %v, same %v, %d refreshes", err, again == first, timestamps())
+	}
+	// Another initial root for the same URL is not served from the
+	// process cache: the repository's metadata does not verify against it.
+	if _, err := a.trustedRoot(tufCfg(repo.URL, other.RootPath)); err == nil || !strings.Contains(err.Error(), repo.URL) {
+		t.Fatalf("foreign tuf_root: %v", err)
+	}
+	// security.trusted_root wins over tuf_url: nothing is fetched.
+	file := sigtest.TrustedRootFile(t, vs, t.TempDir())
+	cfg := tufCfg("http://127.0.0.1:1", "")
+	cfg.Security.TrustedRoot = file
+	if _, err := a.trustedRoot(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if n := timestamps(); n != 2 {
+		t.Errorf("%d refreshes, want 2 (first fetch, foreign root)", n)
+	}
+}
