@@ -7,7 +7,7 @@
 export GOTOOLCHAIN := local
 GO ?= go
 
-.PHONY: all build tools demo serve test test-go test-race test-conformance bench-scale
+.PHONY: all build tools demo serve test test-go test-race test-conformance bench bench-scale
 
 all: build tools
 
@@ -44,6 +44,15 @@ test-race:
 test-conformance: all
 	WARDEN=$(CURDIR)/bin/warden .ci/conformance/run.sh
 	WARDEN=$(CURDIR)/bin/warden .ci/conformance/inspector.sh
+
+# The call-path table of docs/performance.md: warden beside a native go-sdk
+# server (stdio, HTTP), and the fuel pass's overhead per guest, with ratios
+# (a few minutes; not part of test). Run it on a quiet machine.
+BENCH_COUNT ?= 3
+bench: build
+	WARDEN_BIN=$(CURDIR)/bin/warden $(GO) test ./bench -run '^$$' -bench 'Echo' -benchtime 2000x -count $(BENCH_COUNT) | tee bin/bench-echo.txt
+	$(GO) test ./runtime/internal/instrument -run '^$$' -bench 'Interleaved' -count $(BENCH_COUNT) | tee bin/bench-fuel.txt
+	$(GO) run ./bench/benchtable bin/bench-echo.txt bin/bench-fuel.txt
 
 # The scale benchmarks of docs/performance.md (minutes; not part of test).
 bench-scale:

@@ -10,6 +10,7 @@
 // calls/s; BenchmarkEcho logs warden's p50 as a multiple of the native
 // server's (the goal is at most 1.2x). WARDEN_BIN selects the warden binary;
 // by default ./cmd/warden is built into a temporary directory.
+// WARDEN_SERVE_ARGS adds `warden serve` arguments (e.g. --cpuprofile FILE).
 package bench
 
 import (
@@ -24,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +77,45 @@ type server struct {
 	stdio   func() mcp.Transport // a new stdio transport (starts a process)
 	httpURL string               // the /mcp endpoint when serving HTTP
 	stop    func()
+
+	mu    sync.Mutex
+	procs []*exec.Cmd // the server processes started, for their CPU time
+}
+
+// started records a server process.
+func (s *server) started(cmd *exec.Cmd) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs = append(s.procs, cmd)
+}
+
+// cpuTime is the user+system CPU time of the server's live processes,
+// from /proc (0 where it cannot be read): the steadier figure on a shared
+// machine, where latency also measures the neighbours.
+func (s *server) cpuTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var total time.Duration
+	for _, cmd := range s.procs {
+		if cmd.Process == nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (which may hold spaces) start
+		// after the last ')'; utime and stime are fields 14 and 15.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		var ut, st int64
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+		total += time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	return total
 }
 
 // fixture builds warden and the echo module once per run.
@@ -156,10 +197,18 @@ func startHTTP(b *testing.B, name string, cmd *exec.Cmd, addr string) *server {
 	var once sync.Once
 	s := &server{name: name, httpURL: "http://" + addr + "/mcp", stop: func() {
 		once.Do(func() {
-			cmd.Process.Kill()
-			<-exited
+			// SIGTERM first, so that warden ends its serve (and writes a
+			// --cpuprofile); SIGKILL if it has not exited in time.
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+			}
 		})
 	}}
+	s.started(cmd)
 	// Stopped even when a later step fails the benchmark (say, the next
 	// server does not start): a child left behind serves forever, orphaned.
 	b.Cleanup(s.stop)
@@ -192,25 +241,34 @@ func servers(b *testing.B, transport string) []*server {
 		b.Fatal(err)
 	}
 	if transport == "stdio" {
-		native := func() mcp.Transport {
+		ns := &server{name: "native", stop: func() {}}
+		ns.stdio = func() mcp.Transport {
 			cmd := exec.Command(self)
 			cmd.Env = append(os.Environ(), "BENCH_NATIVE_SERVER=stdio")
+			ns.started(cmd)
 			return &mcp.CommandTransport{Command: cmd}
 		}
-		warden := func() mcp.Transport {
-			cmd := exec.Command(fx.warden, "serve", "--config", fx.config)
+		ws := &server{name: "warden", stop: func() {}}
+		ws.stdio = func() mcp.Transport {
+			cmd := exec.Command(fx.warden, append([]string{"serve", "--config", fx.config}, serveArgs()...)...)
 			cmd.Stderr = os.Stderr
+			ws.started(cmd)
 			return &mcp.CommandTransport{Command: cmd}
 		}
-		return []*server{{name: "native", stdio: native, stop: func() {}}, {name: "warden", stdio: warden, stop: func() {}}}
+		return []*server{ns, ws}
 	}
 	nativeAddr := freeAddr(b)
 	native := exec.Command(self)
 	native.Env = append(os.Environ(), "BENCH_NATIVE_SERVER=http:"+nativeAddr)
 	wardenAddr := freeAddr(b)
-	warden := exec.Command(fx.warden, "serve", "--config", fx.config, "--http", wardenAddr)
+	warden := exec.Command(fx.warden, append([]string{"serve", "--config", fx.config, "--http", wardenAddr}, serveArgs()...)...)
 	return []*server{startHTTP(b, "native", native, nativeAddr), startHTTP(b, "warden", warden, wardenAddr)}
 }
+
+// serveArgs are extra `warden serve` arguments from $WARDEN_SERVE_ARGS
+// (space-separated), e.g. "--cpuprofile /tmp/serve.prof" to profile the
+// server under the benchmark's load.
+func serveArgs() []string { return strings.Fields(os.Getenv("WARDEN_SERVE_ARGS")) }
 
 func connect(s *server) (*mcp.ClientSession, error) {
 	var t mcp.Transport
@@ -274,6 +332,7 @@ func runEcho(b *testing.B, s *server, clients int) time.Duration {
 	latencies := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	cpu0 := s.cpuTime()
 	start := time.Now()
 	for c := range clients {
 		n := b.N / clients
@@ -299,6 +358,7 @@ func runEcho(b *testing.B, s *server, clients int) time.Duration {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := s.cpuTime() - cpu0
 	b.StopTimer()
 	all := slices.Concat(latencies...)
 	if len(all) == 0 {
@@ -310,5 +370,6 @@ func runEcho(b *testing.B, s *server, clients int) time.Duration {
 	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
 	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(all)), "server-cpu-µs/call")
 	return p50
 }

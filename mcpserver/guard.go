@@ -43,7 +43,10 @@ type GuardedTransport struct {
 // DefaultMaxPending is GuardedTransport's default MaxPending.
 const DefaultMaxPending = 256
 
-// Connect implements [mcp.Transport].
+// Connect implements [mcp.Transport]. The connection it returns reads and
+// checks lines on the go-sdk's own read loop, and hands over each message
+// the check already decoded: no goroutine, pipe or second decode between
+// the client's bytes and the go-sdk (RATIONALE.md, "The stdio call path").
 func (t *GuardedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	max := t.MaxMessage
 	if max <= 0 {
@@ -53,29 +56,19 @@ func (t *GuardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	out := &lockedWriter{w: t.Writer}
-	pr, pw := io.Pipe()
-	g := &guard{
+	return &guard{
 		in:       t.Reader,
-		out:      out,
-		sdk:      pw,
+		r:        bufio.NewReaderSize(t.Reader, 64<<10),
+		out:      &lockedWriter{w: t.Writer},
 		max:      max,
 		pending:  cmp.Or(t.MaxPending, DefaultMaxPending),
 		log:      log,
 		inFlight: make(map[string]bool),
-	}
-	// The go-sdk reads only lines the guard let through; it bounds nothing
-	// itself (the guard does) and writes through the same lock as the guard.
-	inner, err := (&mcp.IOTransport{Reader: &pipeReader{pr, t.Reader}, Writer: out, MaxLineLength: -1}).Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	go g.run()
-	return &guardedConnection{Connection: inner, g: g}, nil
+	}, nil
 }
 
-// lockedWriter serializes whole messages: the go-sdk writes each message with
-// one Write, and so does the guard, so replies never interleave.
+// lockedWriter serializes whole messages: every reply and refusal is written
+// with one Write, so replies never interleave.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.WriteCloser
@@ -89,45 +82,62 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (l *lockedWriter) Close() error { return l.w.Close() }
 
-// pipeReader is the go-sdk's end of the pipe; closing it (the session ended)
-// also closes the client's input, which ends the guard's read loop.
-type pipeReader struct {
-	*io.PipeReader
-	in io.Closer
-}
-
-func (p *pipeReader) Close() error {
-	p.PipeReader.Close()
-	return p.in.Close()
-}
-
-// guard is the read loop between the client's bytes and the go-sdk.
+// guard is the connection between the client's bytes and the go-sdk: it
+// answers every line the go-sdk would choke on itself and passes the rest.
 type guard struct {
-	in      io.Reader
-	out     io.Writer
-	sdk     *io.PipeWriter
+	in      io.ReadCloser
+	r       *bufio.Reader
+	out     *lockedWriter
 	max     int
 	pending int
 	log     *slog.Logger
+	// line is the buffer of the line being read (read loop only); readErr
+	// is the error that ended the input, returned once the message read
+	// with it has been handed over.
+	line    []byte
+	readErr error
 
 	mu       sync.Mutex
 	inFlight map[string]bool // keys of calls handed to the go-sdk and not yet answered
+	closed   bool
 }
 
-// run reads lines until the input ends, then ends the go-sdk's input.
-func (g *guard) run() {
-	err := g.readLines(bufio.NewReaderSize(g.in, 64<<10))
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	g.sdk.CloseWithError(err) // nil: the go-sdk sees io.EOF
-}
-
-// readLines hands each line to handle, holding at most g.max bytes of it.
-func (g *guard) readLines(r *bufio.Reader) error {
-	var line []byte
+// Read implements [mcp.Connection]: the next message the guard lets
+// through. The go-sdk calls it from one goroutine.
+func (g *guard) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
-		chunk, err := r.ReadSlice('\n')
+		if g.readErr != nil {
+			return nil, g.readErr
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		line, err := g.readLine()
+		if err != nil {
+			g.readErr = err
+		}
+		if line == nil {
+			continue
+		}
+		if msg := g.admit(line); msg != nil {
+			return msg, nil
+		}
+	}
+}
+
+// readLine returns the next line (nil when there is none to hand on: a
+// line too long, refused here, or the end of the input, in which case err
+// says so), holding at most g.max bytes of it.
+func (g *guard) readLine() ([]byte, error) {
+	line := g.line[:0]
+	defer func() {
+		if cap(line) > 1<<20 {
+			line = nil // do not hold a large buffer between messages
+		}
+		g.line = line[:0]
+	}()
+	for {
+		chunk, err := g.r.ReadSlice('\n')
 		switch {
 		case len(line)+len(chunk) > g.max:
 			// Too long: keep the start (the id may be there), drop the rest.
@@ -135,7 +145,7 @@ func (g *guard) readLines(r *bufio.Reader) error {
 			line = append(line, chunk[:keep]...)
 			dropped := int64(len(line)) + int64(len(chunk)-keep)
 			if errors.Is(err, bufio.ErrBufferFull) {
-				n, derr := discardLine(r)
+				n, derr := discardLine(g.r)
 				dropped += n
 				err = derr
 			}
@@ -145,21 +155,16 @@ func (g *guard) readLines(r *bufio.Reader) error {
 			g.refuse(&refusal{code: jsonrpc.CodeInvalidRequest,
 				message: fmt.Sprintf("invalid request: a message of %d bytes exceeds the %d-byte bound (server.max_message); it was discarded", dropped, g.max),
 				id:      salvageID(line)})
+			return nil, err
 		case errors.Is(err, bufio.ErrBufferFull):
 			line = append(line, chunk...)
 			continue
 		default:
 			line = append(line, chunk...)
-			if serr := g.handle(line); serr != nil {
-				return serr
+			if len(line) == 0 {
+				return nil, err
 			}
-		}
-		line = line[:0]
-		if cap(line) > 1<<20 {
-			line = nil // do not hold a large buffer between messages
-		}
-		if err != nil {
-			return err
+			return line, err
 		}
 	}
 }
@@ -177,36 +182,24 @@ func discardLine(r *bufio.Reader) (int64, error) {
 	}
 }
 
-// handle answers one line itself or hands it to the go-sdk. It returns an
-// error only when the go-sdk's side is gone.
-func (g *guard) handle(line []byte) error {
+// admit answers one line itself (nil) or returns the message to hand to
+// the go-sdk, its call marked in flight.
+func (g *guard) admit(line []byte) jsonrpc.Message {
 	if len(trimSpace(line)) == 0 {
 		return nil // blank lines separate nothing; the go-sdk skips them too
 	}
-	calls, ref := inspect(line)
+	msg, c, ref := inspectMessage(line)
 	if ref != nil {
 		g.refuse(ref)
 		return nil
 	}
-	if t := trimSpace(line); t[0] == '[' {
-		// MCP has no batches since 2025-06-18, and the go-sdk cannot tell
-		// which revision this connection negotiated through the guard's
-		// wrapper: one line carrying thousands of calls is refused whole.
-		g.refuse(invalidRequest(nil, "batches are not supported: send one JSON-RPC message per line"))
-		return nil
+	if c != nil {
+		if dup := g.begin([]call{*c}); dup != nil {
+			g.refuse(dup)
+			return nil
+		}
 	}
-	if dup := g.begin(calls); dup != nil {
-		g.refuse(dup)
-		return nil
-	}
-	if line[len(line)-1] != '\n' {
-		line = append(line, '\n') // the last line of the input may lack one
-	}
-	if _, err := g.sdk.Write(line); err != nil {
-		g.end(calls)
-		return err
-	}
-	return nil
+	return msg
 }
 
 // begin marks calls in flight, or refuses them all if any is already.
@@ -276,17 +269,37 @@ func trimSpace(b []byte) []byte {
 	return b[skipSpace(b, 0):]
 }
 
-// guardedConnection is the go-sdk's connection with the guard's bookkeeping:
-// a call leaves the in-flight set as its reply is written (before, so that a
-// client reusing the id on seeing the reply is not refused).
-type guardedConnection struct {
-	mcp.Connection
-	g *guard
+// Write implements [mcp.Connection]. A call leaves the in-flight set as its
+// reply is written (before, so that a client reusing the id on seeing the
+// reply is not refused).
+func (g *guard) Write(_ context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		g.answered(resp.ID)
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding a message for the client: %w", err)
+	}
+	_, err = g.out.Write(append(data, '\n'))
+	return err
 }
 
-func (c *guardedConnection) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.g.answered(resp.ID)
+// Close implements [mcp.Connection]: it closes the client's input, which
+// ends a Read in progress, and the output.
+func (g *guard) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
 	}
-	return c.Connection.Write(ctx, msg)
+	g.closed = true
+	g.mu.Unlock()
+	err := g.in.Close()
+	if cerr := g.out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
+
+// SessionID implements [mcp.Connection]: stdio has no session id.
+func (g *guard) SessionID() string { return "" }

@@ -84,23 +84,13 @@ func keyOf(id jsonrpc.ID) (string, bool) {
 // the message carries, or why it must be refused. Everything it accepts the
 // go-sdk decodes without error, with the id the client sent.
 func inspect(data []byte) ([]call, *refusal) {
-	if depth, ok := nestingWithin(data, maxNesting); !ok {
-		return nil, &refusal{code: jsonrpc.CodeParseError,
-			message: fmt.Sprintf("parse error: arrays and objects nest deeper than %d levels (at least %d)", maxNesting, depth),
-			id:      salvageID(data)}
+	whole, ref := checkSyntax(data)
+	if ref != nil {
+		return nil, ref
 	}
-	var whole json.RawMessage
-	if err := json.Unmarshal(data, &whole); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, parseError("invalid JSON at byte %d: %v", se.Offset, err)
-		}
-		return nil, parseError("invalid JSON: %v", err)
-	}
-	whole = bytes.TrimSpace(whole)
 	switch whole[0] {
 	case '{':
-		c, err := inspectOne(whole)
+		_, c, err := inspectOne(whole)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +113,7 @@ func inspect(data []byte) ([]call, *refusal) {
 			if len(e) == 0 || e[0] != '{' {
 				return nil, invalidRequest(nil, "batch element %d is not a JSON object", i)
 			}
-			c, err := inspectOne(e)
+			_, c, err := inspectOne(e)
 			if err != nil {
 				err.message = fmt.Sprintf("batch element %d: %s", i, err.message)
 				err.id = nil // the reply to a refused batch is one error, not one per element
@@ -143,12 +133,57 @@ func inspect(data []byte) ([]call, *refusal) {
 	}
 }
 
-// inspectOne checks one message object (valid JSON, nesting bounded).
-func inspectOne(obj []byte) (*call, *refusal) {
+// checkSyntax checks that data is one JSON value nesting at most maxNesting
+// deep and returns it without surrounding space. A valid message costs one
+// scan and no allocation; only an invalid one is decoded again, for the
+// offset its error names.
+func checkSyntax(data []byte) ([]byte, *refusal) {
+	if depth, ok := nestingWithin(data, maxNesting); !ok {
+		return nil, &refusal{code: jsonrpc.CodeParseError,
+			message: fmt.Sprintf("parse error: arrays and objects nest deeper than %d levels (at least %d)", maxNesting, depth),
+			id:      salvageID(data)}
+	}
+	if !json.Valid(data) {
+		var whole json.RawMessage
+		err := json.Unmarshal(data, &whole)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, parseError("invalid JSON at byte %d: %v", se.Offset, err)
+		}
+		return nil, parseError("invalid JSON: %v", err)
+	}
+	return bytes.TrimSpace(data), nil
+}
+
+// inspectMessage checks one stdio line as inspect does, for a transport
+// that refuses batches, and returns the message the go-sdk decoded (so that
+// it is decoded once), and the call it carries when it is a request with an
+// id.
+func inspectMessage(data []byte) (jsonrpc.Message, *call, *refusal) {
+	whole, ref := checkSyntax(data)
+	if ref != nil {
+		return nil, nil, ref
+	}
+	switch whole[0] {
+	case '{':
+		return inspectOne(whole)
+	case '[':
+		// MCP has no batches since 2025-06-18: one line carrying thousands
+		// of calls is refused whole.
+		return nil, nil, invalidRequest(nil, "batches are not supported: send one JSON-RPC message per line")
+	default:
+		return nil, nil, invalidRequest(nil, "a message must be a JSON object, got %s", kindOf(whole[0]))
+	}
+}
+
+// inspectOne checks one message object (valid JSON, nesting bounded) and
+// returns it as the go-sdk decodes it, with its call when it is a request
+// with an id.
+func inspectOne(obj []byte) (jsonrpc.Message, *call, *refusal) {
 	env := scanEnvelope(obj)
 	echo := env.echoableID()
 	if env.ids > 1 {
-		return nil, invalidRequest(nil, `the message has %d "id" members`, env.ids)
+		return nil, nil, invalidRequest(nil, `the message has %d "id" members`, env.ids)
 	}
 	var version string
 	if env.version == nil || json.Unmarshal(env.version, &version) != nil || version != "2.0" {
@@ -156,19 +191,19 @@ func inspectOne(obj []byte) (*call, *refusal) {
 		if env.version != nil {
 			got = clip(env.version)
 		}
-		return nil, invalidRequest(echo, `"jsonrpc" must be "2.0", got %s`, got)
+		return nil, nil, invalidRequest(echo, `"jsonrpc" must be "2.0", got %s`, got)
 	}
 	var key string
 	if env.id != nil {
 		var r *refusal
 		if key, r = idKey(env.id); r != nil {
 			r.id = echo
-			return nil, r
+			return nil, nil, r
 		}
 	}
 	msg, err := jsonrpc.DecodeMessage(obj)
 	if err != nil {
-		return nil, invalidRequest(echo, "%v", err)
+		return nil, nil, invalidRequest(echo, "%v", err)
 	}
 	var id jsonrpc.ID
 	switch m := msg.(type) {
@@ -180,12 +215,12 @@ func inspectOne(obj []byte) (*call, *refusal) {
 	// The go-sdk must have read the same id as the scan above; a disagreement
 	// (an escaped key, say) would echo or track the wrong id.
 	if got, _ := keyOf(id); got != key {
-		return nil, invalidRequest(echo, "ambiguous id")
+		return nil, nil, invalidRequest(echo, "ambiguous id")
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
-		return &call{key: key, raw: env.id}, nil
+		return msg, &call{key: key, raw: env.id}, nil
 	}
-	return nil, nil
+	return msg, nil, nil
 }
 
 // idKey checks a raw id (valid JSON) and returns its in-flight key. MCP ids

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ import (
 const useConfigAddr = "config"
 
 func newServeCmd(g *globalFlags) *cobra.Command {
-	var addr, token string
+	var addr, token, cpuProfile string
 	var pageSize, maxInFlight int
 	var queueWait time.Duration
 	cmd := &cobra.Command{
@@ -43,6 +44,13 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 					return usagef("serve takes no arguments (did you mean --http %s?)", args[0])
 				}
 				addr = args[0]
+			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
 			}
 			ctx := cmd.Context()
 			a, logger, err := g.start(ctx)
@@ -125,7 +133,24 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 	cmd.Flags().IntVar(&maxInFlight, "max-in-flight", 0, "calls running at once across clients (default: server.max_in_flight)")
 	cmd.Flags().DurationVar(&queueWait, "queue-wait", 0, "how long an extra call waits for a slot (default: server.queue_wait)")
 	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole serve to this file when it ends (go tool pprof; docs/performance.md)")
 	return cmd
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // memoryHeadroom is what the Go heap may hold on top of the instance memory
