@@ -64,7 +64,7 @@ func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	if t.module.lazy != nil {
 		res = t.callLazy(ctx, req)
 	} else {
-		res = t.call(ctx, req)
+		res = t.call(ctx, req, false)
 	}
 	if res.Meta == nil {
 		res.Meta = make(map[string]any, 3)
@@ -82,11 +82,13 @@ func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	return res
 }
 
-func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
+func (t *Tool) call(ctx context.Context, req CallRequest, validated bool) *tool.Result {
 	m := t.module
 	name := t.Descriptor.Name
-	if err := t.validateArguments(&req); err != nil {
-		return tool.ErrorResult(err)
+	if !validated {
+		if err := t.validateArguments(&req); err != nil {
+			return tool.ErrorResult(err)
+		}
 	}
 	timeout := m.limits.Timeout
 	if d := t.Descriptor.Timeout(); d > 0 && d < timeout {

@@ -450,7 +450,11 @@ func (t *Tool) callLazy(ctx context.Context, req CallRequest) *tool.Result {
 		return tool.ErrorResult(tool.Errorf(tool.KindInternal,
 			"module %s no longer describes tool %s (its descriptor changed since it was listed)", m.name, t.Descriptor.Name))
 	}
-	return body.tools[i].call(ctx, req)
+	// The arguments were validated above against the listed descriptor's
+	// schema; the loaded tool validates again only if its schema differs
+	// (the module changed since it was listed).
+	bt := body.tools[i]
+	return bt.call(ctx, req, bytes.Equal(bt.Descriptor.InputSchema, t.Descriptor.InputSchema))
 }
 
 // closeLazy closes a lazily loaded module: its body, or the load in
