@@ -91,10 +91,8 @@ type guard struct {
 	max     int
 	pending int
 	log     *slog.Logger
-	// line is the buffer of the line being read (read loop only); readErr
-	// is the error that ended the input, returned once the message read
-	// with it has been handed over.
-	line    []byte
+	// readErr is the error that ended the input, returned once the
+	// message read with it has been handed over (read loop only).
 	readErr error
 
 	mu       sync.Mutex
@@ -128,14 +126,11 @@ func (g *guard) Read(ctx context.Context) (jsonrpc.Message, error) {
 // readLine returns the next line (nil when there is none to hand on: a
 // line too long, refused here, or the end of the input, in which case err
 // says so), holding at most g.max bytes of it.
+//
+// Each line is a new slice: the message decoded from it goes on to a
+// handler goroutine while the next line is read, so no buffer is reused.
 func (g *guard) readLine() ([]byte, error) {
-	line := g.line[:0]
-	defer func() {
-		if cap(line) > 1<<20 {
-			line = nil // do not hold a large buffer between messages
-		}
-		g.line = line[:0]
-	}()
+	var line []byte
 	for {
 		chunk, err := g.r.ReadSlice('\n')
 		switch {
