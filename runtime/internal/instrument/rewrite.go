@@ -295,10 +295,8 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 // local back to the global (a spill) wherever another party may read or
 // write it: before every call (host functions charge through the global,
 // callees load it), before every return and at the end of the body, and
-// at loop headers (so a trap inside a loop leaves the fuel of its last
-// iteration in the global); after a call it loads the global again. A
-// loop header's check also reads the global, so that it sees the
-// watchdog's interrupt.
+// before bulk operations; after a call it loads the global again. The
+// refill function also stores it. A loop header checks only the local.
 func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 	m := p.m
 	b := m.Bytes
@@ -439,11 +437,11 @@ func (p *pass) chargeEntry(o []byte, s segment) []byte {
 	return p.refillIf(o)
 }
 
-// charge subtracts s.cost from the fuel local. If s.check (a loop
-// header) it then checks the fuel local and the fuel global together,
-// calling the refill function if either is negative (the local when the
-// slice is used up, the global when the watchdog interrupted the guest or
-// a host function overdrew it), and spills the local.
+// charge subtracts s.cost from the fuel local and, if s.check (a loop
+// header), calls the refill function when the result is negative. The
+// check reads only the local: the watchdog's interrupt reaches a loop
+// through the reserve, at the next refill (see refillBody), and every
+// function entry through the global.
 func (p *pass) charge(o []byte, s segment) []byte {
 	if !p.cfg.Fuel || s.cost == 0 && !s.check {
 		return o
@@ -457,12 +455,9 @@ func (p *pass) charge(o []byte, s segment) []byte {
 		}
 		o = op32(o, wb.OpLocalTee, p.l64)
 	}
-	o = op32(o, wb.OpGlobalGet, p.fuel)
-	o = append(o, byte(wb.OpI64Or))
 	o = i64Const(o, 0)
 	o = append(o, byte(wb.OpI64LtS))
-	o = p.refillIf(o)
-	return p.spill(o)
+	return p.refillIf(o)
 }
 
 // spill stores the fuel local to the fuel global.
