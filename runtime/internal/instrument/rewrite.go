@@ -38,8 +38,8 @@ type pass struct {
 // construct's first instruction ran after the same charge. A segment is
 // overcharged only when control leaves it early (a branch outwards, a
 // return or a trap). check says whether to test the fuel at the charge
-// point: at function entry and loop headers, which every unbounded
-// execution passes through.
+// point: at loop headers, and at the entry of a function that calls,
+// which every unbounded execution passes through.
 type segment struct {
 	after int
 	cost  int64
