@@ -30,7 +30,7 @@ import (
 
 // Version changes whenever the pass's output for the same input and
 // Config may change: it is part of every key.
-const Version = 1
+const Version = 2
 
 const magic = "warden-instrumented 1\n"
 

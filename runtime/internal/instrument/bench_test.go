@@ -119,6 +119,15 @@ func BenchmarkJSON(b *testing.B) {
 	benchGuestCalls(b, goFixture(b, "goguest"), "json", true, 200)
 }
 
+// BenchmarkRegexp: compile a regexp and find all its submatches in 4 KiB
+// of text, twice, in a Go guest.
+func BenchmarkRegexp(b *testing.B) {
+	benchGuestCalls(b, goFixture(b, "goguest"), "regexp", true, regexpRounds)
+}
+
+// regexpRounds is the argument of the regexp benchmarks.
+const regexpRounds = 2
+
 // BenchmarkInterleaved calls the Go guest in every mode in turn, so that
 // load from other processes hits all modes alike, and reports the fastest
 // CPU time per call of each mode (the least disturbed sample). One op is
@@ -129,7 +138,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	for _, c := range []struct {
 		name, export string
 		arg          uint64
-	}{{"SHA256", "sha", 1 << 20}, {"JSON", "json", 200}} {
+	}{{"SHA256", "sha", 1 << 20}, {"JSON", "json", 200}, {"Regexp", "regexp", regexpRounds}} {
 		b.Run(c.name, func(b *testing.B) {
 			gs := make([]*benchGuest, len(modes))
 			best := make([]int64, len(modes))

@@ -2,10 +2,13 @@
 // compiled, so that the host can meter and bound every call into it:
 //
 //   - Fuel: code is charged its static cost where control merges, against
-//     an exported mutable i64 global; function entries and loop headers
-//     check it, and when it is negative refill it in slices from a reserve
-//     global (passing through the engine's Go code, so the Go runtime can
-//     stop the goroutine for GC) or trap when the budget is spent. Bulk
+//     a copy of an exported mutable i64 global that each function keeps in
+//     a local and stores back before calls and returns, so a host function
+//     or a callee always sees the exact fuel; loop headers and the entries
+//     of functions that call check it, and when it is negative refill it
+//     in slices from a reserve global (passing through the engine's Go
+//     code, so the Go runtime can stop the goroutine for GC) or trap when
+//     the budget is spent. Bulk
 //     memory and table instructions and memory.grow charge their size
 //     operand at run time. Host functions charge in Go (Meter.Charge).
 //   - Call depth: an exported i32 global counts nested calls and traps

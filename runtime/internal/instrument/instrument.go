@@ -402,7 +402,7 @@ func instrument(mod *wb.Module, cfg Config) (*Result, error) {
 		// The refill function needs a memory.grow to pass through Go; a
 		// module without memory gets a private one of zero pages.
 		p.ownMemory = m.memory == nil
-		p.refill = addFunc(wb.FuncType{}, p.refillBody())
+		p.refill = addFunc(wb.FuncType{Params: []wb.ValType{wb.I64}, Results: []wb.ValType{wb.I64}}, p.refillBody())
 	}
 
 	code, err := p.rewriteCode()

@@ -97,8 +97,9 @@ func mutable(mod api.Module, name string, t api.ValueType) (api.MutableGlobal, e
 
 // Start sets the fuel to budget (clamped to [0, MaxBudget]), resets the
 // call depth and, if ctx can end, arms a watchdog: when ctx is done it
-// drives the fuel far negative so the guest traps at its next check
-// (function entry or loop header). Call stop exactly once, after the guest
+// drives the fuel and the reserve far negative so the guest traps at its
+// next function entry or, in a loop, at its next refill (within
+// FuelSlice units). Call stop exactly once, after the guest
 // call returned; it disarms the watchdog (waiting for it if it is
 // running) and reports the fuel consumed and the reason the guest stopped.
 func (m *Meter) Start(ctx context.Context, budget int64) (stop func() (consumed int64, reason StopReason)) {

@@ -38,8 +38,8 @@ type pass struct {
 // construct's first instruction ran after the same charge. A segment is
 // overcharged only when control leaves it early (a branch outwards, a
 // return or a trap). check says whether to test the fuel at the charge
-// point: at function entry and loop headers, which every unbounded
-// execution passes through.
+// point: at loop headers, and at the entry of a function that calls,
+// which every unbounded execution passes through.
 type segment struct {
 	after int
 	cost  int64
@@ -119,6 +119,7 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 	p.segs = append(p.segs, segment{after: -1, check: true})
 	p.ctl = append(p.ctl, frame{kind: ctlFunc})
 	cur, dead := 0, false // open segment; whether the code here is unreachable
+	calls := false        // the body calls (directly, indirectly or by tail call)
 	// prologue: no control flow or call since the entry. A loop reached
 	// that way checks the fuel right after the entry charge, which then
 	// needs no check of its own (Go wraps every function in such a loop).
@@ -203,6 +204,12 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 				if pos != c.End {
 					return &wb.Error{Offset: pos, Msg: "bytes after the end of the function body"}
 				}
+				if !calls {
+					// Without calls the body cannot recurse: every
+					// unbounded execution of it passes a loop header,
+					// which checks. A leaf's entry only charges.
+					p.segs[0].check = false
+				}
 				return nil
 			case f.targeted && f.kind != ctlLoop:
 				open(idx, false)
@@ -237,11 +244,13 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 				return bad("function", in.Imm, nFuncs)
 			}
 			stops = in.Op == wb.OpReturnCall
+			calls = calls || in.Op != wb.OpRefFunc
 		case wb.OpCallIndirect, wb.OpReturnCallIndirect:
 			if in.Imm >= p.nTypes {
 				return bad("type", in.Imm, p.nTypes)
 			}
 			stops = in.Op == wb.OpReturnCallIndirect
+			calls = true
 		case wb.OpLocalGet, wb.OpLocalSet, wb.OpLocalTee:
 			if uint64(in.Imm) >= nLocals {
 				return bad("local", in.Imm, uint32(nLocals))
@@ -279,6 +288,15 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 }
 
 // emit writes the instrumented body of the function p.walk just read.
+//
+// With fuel, the body keeps the fuel in its scratch i64 local (a register
+// in compiled code) instead of the global (a memory access): it loads the
+// global at entry, charges its segments against the local, and stores the
+// local back to the global (a spill) wherever another party may read or
+// write it: before every call (host functions charge through the global,
+// callees load it), before every return and at the end of the body, and
+// before bulk operations; after a call it loads the global again. The
+// refill function also stores it. A loop header checks only the local.
 func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 	m := p.m
 	b := m.Bytes
@@ -297,11 +315,11 @@ func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 	if p.cfg.MaxCallDepth > 0 {
 		o = p.depthEnter(o)
 	}
-	o = p.charge(o, p.segs[0])
-	if p.cfg.MaxCallDepth > 0 {
+	o = p.chargeEntry(o, p.segs[0])
+	if scratch {
 		// Wrap the body in a block of the function's results, so that
 		// every branch to the function's label (a return in disguise)
-		// lands on the decrement below.
+		// lands on the spill and the depth decrement below.
 		o = append(o, byte(wb.OpBlock))
 		o = p.blockType(o, m.types[typeIdx].Results)
 	}
@@ -309,10 +327,15 @@ func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 	for i, in := range p.insts {
 		switch in.Op {
 		case wb.OpReturn, wb.OpReturnCall, wb.OpReturnCallIndirect:
+			o = p.spill(o)
 			if p.cfg.MaxCallDepth > 0 {
 				o = p.depthExit(o)
 			}
 			o = append(o, b[in.Pos:in.End]...)
+		case wb.OpCall, wb.OpCallIndirect:
+			o = p.spill(o)
+			o = append(o, b[in.Pos:in.End]...)
+			o = p.reload(o)
 		case wb.OpMemorySize:
 			if p.virtual {
 				o = op32(o, wb.OpGlobalGet, p.pages)
@@ -321,7 +344,10 @@ func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 			}
 		case wb.OpMemoryGrow:
 			if p.rewriteGrow {
+				// The grow function charges the global.
+				o = p.spill(o)
 				o = op32(o, wb.OpCall, p.grow)
+				o = p.reload(o)
 			} else {
 				o = append(o, b[in.Pos:in.End]...)
 			}
@@ -339,9 +365,12 @@ func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 			o = append(o, b[in.Pos:in.End]...)
 		}
 		if i == last {
-			if p.cfg.MaxCallDepth > 0 {
+			if scratch {
 				// The copied end closed the wrapper block.
-				o = p.depthExit(o)
+				o = p.spill(o)
+				if p.cfg.MaxCallDepth > 0 {
+					o = p.depthExit(o)
+				}
 				o = append(o, byte(wb.OpEnd))
 			}
 			break
@@ -382,49 +411,109 @@ func trapIf(o []byte) []byte {
 	return append(o, byte(wb.OpIf), 0x40, byte(wb.OpUnreachable), byte(wb.OpEnd))
 }
 
-// charge subtracts s.cost from the fuel global and, if s.check, traps when
-// the result is negative.
+// chargeEntry loads the fuel global into the body's fuel local, less
+// s.cost, and if s.check calls the refill function when the result is
+// negative. If s.cost is not zero it spills the result, so that a trap
+// in the body reports at least the entry's charge.
+func (p *pass) chargeEntry(o []byte, s segment) []byte {
+	if !p.cfg.Fuel {
+		return o
+	}
+	o = op32(o, wb.OpGlobalGet, p.fuel)
+	if s.cost == 0 {
+		o = op32(o, wb.OpLocalSet, p.l64)
+	} else {
+		o = i64Const(o, s.cost)
+		o = append(o, byte(wb.OpI64Sub))
+		o = op32(o, wb.OpLocalTee, p.l64)
+		o = op32(o, wb.OpGlobalSet, p.fuel)
+	}
+	if !s.check {
+		return o
+	}
+	o = op32(o, wb.OpLocalGet, p.l64)
+	o = i64Const(o, 0)
+	o = append(o, byte(wb.OpI64LtS))
+	return p.refillIf(o)
+}
+
+// charge subtracts s.cost from the fuel local and, if s.check (a loop
+// header), calls the refill function when the result is negative. The
+// check reads only the local: the watchdog's interrupt reaches a loop
+// through the reserve, at the next refill (see refillBody), and every
+// function entry through the global.
 func (p *pass) charge(o []byte, s segment) []byte {
 	if !p.cfg.Fuel || s.cost == 0 && !s.check {
 		return o
 	}
-	o = op32(o, wb.OpGlobalGet, p.fuel)
+	o = op32(o, wb.OpLocalGet, p.l64)
 	if s.cost != 0 {
 		o = i64Const(o, s.cost)
 		o = append(o, byte(wb.OpI64Sub))
-	}
-	if !s.check {
-		return op32(o, wb.OpGlobalSet, p.fuel)
-	}
-	if s.cost != 0 {
+		if !s.check {
+			return op32(o, wb.OpLocalSet, p.l64)
+		}
 		o = op32(o, wb.OpLocalTee, p.l64)
-		o = op32(o, wb.OpGlobalSet, p.fuel)
-		o = op32(o, wb.OpLocalGet, p.l64)
 	}
 	o = i64Const(o, 0)
 	o = append(o, byte(wb.OpI64LtS))
 	return p.refillIf(o)
 }
 
-// refillIf calls the refill function if the i32 on the stack is non-zero.
+// spill stores the fuel local to the fuel global.
+func (p *pass) spill(o []byte) []byte {
+	if !p.cfg.Fuel {
+		return o
+	}
+	o = op32(o, wb.OpLocalGet, p.l64)
+	return op32(o, wb.OpGlobalSet, p.fuel)
+}
+
+// reload loads the fuel global into the fuel local.
+func (p *pass) reload(o []byte) []byte {
+	if !p.cfg.Fuel {
+		return o
+	}
+	o = op32(o, wb.OpGlobalGet, p.fuel)
+	return op32(o, wb.OpLocalSet, p.l64)
+}
+
+// refillIf, if the i32 on the stack is non-zero, passes the fuel local to
+// the refill function and sets it to what that returns.
 func (p *pass) refillIf(o []byte) []byte {
 	o = append(o, byte(wb.OpIf), 0x40)
+	o = op32(o, wb.OpLocalGet, p.l64)
 	o = op32(o, wb.OpCall, p.refill)
+	o = op32(o, wb.OpLocalSet, p.l64)
 	return append(o, byte(wb.OpEnd))
 }
 
-// refillBody is the function a check calls when the fuel is negative: it
-// traps if fuel plus reserve is negative (out of fuel, or interrupted by
-// the watchdog), else it moves up to FuelSlice from the reserve into the
-// fuel. On the way it runs memory.grow 0, which wazero's compiler
-// implements in Go: the Go runtime can preempt the goroutine there (a
-// stop-the-world for GC, or a single P the watchdog needs), which it
-// cannot do while compiled guest code runs.
+// refillBody is the function a check calls with the caller's fuel local
+// when it or the fuel global is negative; it returns the caller's new fuel
+// local. It stores the fuel to the global, keeping the watchdog's offset
+// if the global carries it, then traps if fuel plus reserve is negative
+// (out of fuel, or interrupted by the watchdog), else it moves up to
+// FuelSlice from the reserve into the fuel. On the way it runs
+// memory.grow 0, which wazero's compiler implements in Go: the Go runtime
+// can preempt the goroutine there (a stop-the-world for GC, or a single P
+// the watchdog needs), which it cannot do while compiled guest code runs.
 func (p *pass) refillBody() []byte {
-	const total = 0
+	const fuel, total = 0, 1
 	o := []byte{1, 1, byte(wb.I64)}
-	o = op32(o, wb.OpGlobalGet, p.reserve)
+	// if the global is interrupted: fuel -= interruptOffset
 	o = op32(o, wb.OpGlobalGet, p.fuel)
+	o = i64Const(o, -interruptOffset/2)
+	o = append(o, byte(wb.OpI64LtS))
+	o = ifThen(o)
+	o = op32(o, wb.OpLocalGet, fuel)
+	o = i64Const(o, interruptOffset)
+	o = append(o, byte(wb.OpI64Sub))
+	o = op32(o, wb.OpLocalSet, fuel)
+	o = append(o, byte(wb.OpEnd))
+	o = op32(o, wb.OpLocalGet, fuel)
+	o = op32(o, wb.OpGlobalSet, p.fuel)
+	o = op32(o, wb.OpGlobalGet, p.reserve)
+	o = op32(o, wb.OpLocalGet, fuel)
 	o = append(o, byte(wb.OpI64Add))
 	o = op32(o, wb.OpLocalTee, total)
 	o = i64Const(o, 0)
@@ -440,20 +529,24 @@ func (p *pass) refillBody() []byte {
 	o = op32(o, wb.OpLocalGet, total)
 	o = i64Const(o, FuelSlice)
 	o = append(o, byte(wb.OpI64LtS), byte(wb.OpSelect))
+	o = op32(o, wb.OpLocalTee, fuel)
 	o = op32(o, wb.OpGlobalSet, p.fuel)
 	o = op32(o, wb.OpLocalGet, total)
-	o = op32(o, wb.OpGlobalGet, p.fuel)
+	o = op32(o, wb.OpLocalGet, fuel)
 	o = append(o, byte(wb.OpI64Sub))
 	o = op32(o, wb.OpGlobalSet, p.reserve)
+	o = op32(o, wb.OpLocalGet, fuel)
 	return append(o, byte(wb.OpEnd))
 }
 
 // chargeOperand charges the i32 size operand on top of the stack, shifted
-// right by shift, leaving the stack as it was, and traps if that exhausts
-// the fuel: the check comes before the operation runs.
+// right by shift, to the fuel local, leaving the stack as it was, and
+// traps if that exhausts the fuel: the check comes before the operation
+// runs. It spills the fuel, so that an operation that traps (out of
+// bounds) reports its charge.
 func (p *pass) chargeOperand(o []byte, shift int64) []byte {
 	o = op32(o, wb.OpLocalSet, p.l32)
-	o = op32(o, wb.OpGlobalGet, p.fuel)
+	o = op32(o, wb.OpLocalGet, p.l64)
 	o = op32(o, wb.OpLocalGet, p.l32)
 	o = append(o, byte(wb.OpI64ExtendI32U))
 	if shift != 0 {
@@ -462,11 +555,10 @@ func (p *pass) chargeOperand(o []byte, shift int64) []byte {
 	}
 	o = append(o, byte(wb.OpI64Sub))
 	o = op32(o, wb.OpLocalTee, p.l64)
-	o = op32(o, wb.OpGlobalSet, p.fuel)
-	o = op32(o, wb.OpLocalGet, p.l64)
 	o = i64Const(o, 0)
 	o = append(o, byte(wb.OpI64LtS))
 	o = p.refillIf(o)
+	o = p.spill(o)
 	return op32(o, wb.OpLocalGet, p.l32)
 }
 

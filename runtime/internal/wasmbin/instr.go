@@ -52,6 +52,7 @@ const (
 	OpI64Add             Op = 0x7c
 	OpI64Sub             Op = 0x7d
 	OpI64Mul             Op = 0x7e
+	OpI64Or              Op = 0x84
 	OpI64ShrU            Op = 0x88
 	OpI64ExtendI32U      Op = 0xad
 	OpI64Extend32S       Op = 0xc4

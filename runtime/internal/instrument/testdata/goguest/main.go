@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -112,3 +114,28 @@ func grow(n int32) int64 {
 }
 
 var keep [][]byte
+
+var text string
+
+// regexpMatch compiles a regexp and runs it over about 4 KiB of text, n
+// times; it returns the number of matches times 2^32 plus a sum of
+// submatch offsets.
+//
+//go:wasmexport regexp
+func regexpMatch(n int32) int64 {
+	if text == "" {
+		var sb strings.Builder
+		for i := 0; sb.Len() < 4096; i++ {
+			fmt.Fprintf(&sb, "user%d@host%d.example.org visited /path/%d?q=%x at 2026-11-%02dT%02d:%02d:00Z; ", i*37%1000, i%13, i, i*i, i%28+1, i%24, i%60)
+		}
+		text = sb.String()
+	}
+	var total int64
+	for range n {
+		re := regexp.MustCompile(`([a-z]+[0-9]*)@([a-z0-9]+)\.example\.(org|com)|/path/([0-9]+)\?q=([0-9a-f]+)|(\d{4})-(\d\d)-(\d\d)T`)
+		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+			total += int64(m[0]+m[len(m)-1]) + 1<<32
+		}
+	}
+	return total
+}
