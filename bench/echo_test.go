@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -34,11 +35,18 @@ import (
 
 // TestMain lets the test binary act as the native server in a child process.
 func TestMain(m *testing.M) {
+	if prof := os.Getenv("BENCH_NATIVE_CPUPROFILE"); prof != "" && os.Getenv("BENCH_NATIVE_SERVER") != "" {
+		// Profile the native server child, to compare with warden's
+		// --cpuprofile; written when its stdio ends.
+		if f, err := os.Create(prof); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	switch mode := os.Getenv("BENCH_NATIVE_SERVER"); {
 	case mode == "stdio":
 		if err := nativeServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
 		}
 		return
 	case strings.HasPrefix(mode, "http:"):
@@ -245,6 +253,7 @@ func servers(b *testing.B, transport string) []*server {
 		ns.stdio = func() mcp.Transport {
 			cmd := exec.Command(self)
 			cmd.Env = append(os.Environ(), "BENCH_NATIVE_SERVER=stdio")
+			cmd.Stderr = os.Stderr
 			ns.started(cmd)
 			return &mcp.CommandTransport{Command: cmd}
 		}

@@ -1,7 +1,19 @@
-package bench
+// Package inprocess measures warden's whole call path in one process: config,
+// app, the sandboxed echo module and mcpserver, against a native go-sdk
+// server, over in-memory transports, so that a CPU or allocation profile
+// shows warden's own code and not the pipes.
+//
+//	go test ./bench/inprocess -run '^$' -bench . -cpuprofile cpu.prof -memprofile mem.prof
+//
+// It is a package of its own so that bench's native server, a child
+// process of bench's test binary, is not linked with warden: every package
+// linked in (init-time heap, larger GC roots) made that baseline up to
+// twice as slow per call.
+package inprocess
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -16,14 +28,32 @@ import (
 	"github.com/warden-run/warden/mcpserver"
 )
 
-// BenchmarkInProcess is BenchmarkEcho's stdio row without the processes:
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+// nativeServer is bench's baseline: the echo tool in plain Go on the go-sdk.
+func nativeServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "native", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:         "echo",
+		Description:  "Returns the given text unchanged.",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoArgs, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, a, nil
+	})
+	return s
+}
+
+// BenchmarkInProcess is bench's BenchmarkEcho stdio row without the processes:
 // the whole warden stack (config, app, sandboxed echo module, mcpserver)
 // and the native go-sdk server, each over in-memory transports in this
 // process, so that a CPU or allocation profile of it (-cpuprofile,
 // -memprofile) shows warden's own call path and nothing else.
 func BenchmarkInProcess(b *testing.B) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	echo := testwasm.BuildGoFile(b, "../tools-wasm/echo")
+	echo := testwasm.BuildGoFile(b, "../../tools-wasm/echo")
 	dir := b.TempDir()
 	tools := filepath.Join(dir, "tools")
 	os.MkdirAll(tools, 0o755)
