@@ -35,7 +35,10 @@ func (a *App) WatchTools(ctx context.Context) error {
 	go func() {
 		defer w.Close()
 		pending := make(map[string]time.Time)
+		// The ticker runs only while a change is pending: an idle server
+		// does not wake up 20 times a second for nothing.
 		tick := time.NewTicker(reloadSettle / 3)
+		tick.Stop()
 		defer tick.Stop()
 		for {
 			select {
@@ -46,6 +49,9 @@ func (a *App) WatchTools(ctx context.Context) error {
 					return
 				}
 				if strings.HasSuffix(ev.Name, ".wasm") {
+					if len(pending) == 0 {
+						tick.Reset(reloadSettle / 3)
+					}
 					pending[ev.Name] = time.Now()
 				}
 			case err, ok := <-w.Errors:
@@ -59,6 +65,9 @@ func (a *App) WatchTools(ctx context.Context) error {
 						delete(pending, path)
 						a.reload(ctx, path)
 					}
+				}
+				if len(pending) == 0 {
+					tick.Stop()
 				}
 			}
 		}
