@@ -494,7 +494,6 @@ func (s *Server) addTool(d *tool.Descriptor) (err error) {
 // handler returns the go-sdk handler of the tool called name.
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		growStack()
 		release, busy := s.acquire(ctx)
 		if busy != nil {
 			return s.resultFor(name, busy), nil
@@ -628,26 +627,3 @@ func (l levelShift) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (l levelShift) WithGroup(name string) slog.Handler { return levelShift{l.h.WithGroup(name)} }
-
-// callStackBytes is about the stack a tool call uses below the handler:
-// argument validation (encoding/json, jsonschema-go recursion), the
-// sandbox call and the result's checks.
-const callStackBytes = 64 << 10
-
-// stackIndex is an index the compiler cannot see through, so that
-// growStack's frame is kept (a frame read only at constant indexes is
-// folded away).
-var stackIndex = callStackBytes - 1
-
-// growStack grows the calling goroutine's stack once, near the top of the
-// handler, to what a call will use. The go-sdk runs each request on a new
-// goroutine with a small stack; left alone it grows in several steps deep
-// inside validation, and each step copies the stack and walks every frame
-// on it (RATIONALE.md, "The stdio call path"). Zeroing the frame costs
-// about a microsecond.
-//
-//go:noinline
-func growStack() byte {
-	var frame [callStackBytes]byte
-	return frame[stackIndex&(callStackBytes-1)]
-}
