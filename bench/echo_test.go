@@ -15,7 +15,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,6 +30,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/bench/internal/echoserver"
 )
 
 // TestMain lets the test binary act as the native server in a child process.
@@ -60,24 +61,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type echoArgs struct {
-	Text string `json:"text"`
-}
+type echoArgs = echoserver.Args
 
-// nativeServer is the baseline: the echo tool in plain Go on the go-sdk,
-// with the same schemas and the same result as tools-wasm/echo.
-func nativeServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "native", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:         "echo",
-		Description:  "Returns the given text unchanged.",
-		InputSchema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-	}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoArgs, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, a, nil
-	})
-	return s
-}
+func nativeServer() *mcp.Server { return echoserver.Native() }
 
 // server is one running child process serving echo.
 type server struct {
@@ -228,7 +214,7 @@ func startHTTP(b *testing.B, name string, cmd *exec.Cmd, addr string) *server {
 		default:
 		}
 		if cs, err := connect(s); err == nil {
-			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"ready"}})
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{Text: "ready"}})
 			cs.Close()
 			if err == nil {
 				return s
@@ -334,7 +320,7 @@ func runEcho(b *testing.B, s *server, clients int) time.Duration {
 		sessions[i] = cs
 		// Warm up: the first call of a session pays for setup that is not
 		// the steady state being measured.
-		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"warm"}}); err != nil {
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{Text: "warm"}}); err != nil {
 			b.Fatalf("%s: %v", s.name, err)
 		}
 	}
@@ -351,7 +337,7 @@ func runEcho(b *testing.B, s *server, clients int) time.Duration {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			params := &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"hello, warden"}}
+			params := &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{Text: "hello, warden"}}
 			lat := make([]time.Duration, 0, n)
 			for range n {
 				t0 := time.Now()

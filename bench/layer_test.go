@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/warden-run/warden/bench/internal/echoserver"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
 )
@@ -49,26 +50,5 @@ func BenchmarkLayer(b *testing.B) {
 			s.Serve(ctx, t)
 		},
 	}
-	for _, name := range []string{"native", "mcpserver"} {
-		b.Run(name, func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			st, ct := mcp.NewInMemoryTransports()
-			go serve[name](ctx, st)
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			params := &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"hello, warden"}}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				res, err := cs.CallTool(ctx, params)
-				if err != nil || res.IsError {
-					b.Fatalf("%+v %v", res, err)
-				}
-			}
-		})
-	}
+	echoserver.CompareInMemory(b, []string{"native", "mcpserver"}, serve)
 }

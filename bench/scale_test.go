@@ -447,7 +447,7 @@ func (s *httpWarden) stop() {
 // callOnce calls a fixture tool and checks its exact answer.
 func callOnce(ctx context.Context, cs *mcp.ClientSession, name string) error {
 	const msg = "hello, warden"
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: echoArgs{msg}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: echoArgs{Text: msg}})
 	if err != nil {
 		return fmt.Errorf("tools/call %s: %w", name, err)
 	}

@@ -13,7 +13,6 @@ package inprocess
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -22,29 +21,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/warden-run/warden/bench/internal/echoserver"
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/mcpserver"
 )
-
-type echoArgs struct {
-	Text string `json:"text"`
-}
-
-// nativeServer is bench's baseline: the echo tool in plain Go on the go-sdk.
-func nativeServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "native", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:         "echo",
-		Description:  "Returns the given text unchanged.",
-		InputSchema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-	}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoArgs, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, a, nil
-	})
-	return s
-}
 
 // BenchmarkInProcess is bench's BenchmarkEcho stdio row without the processes:
 // the whole warden stack (config, app, sandboxed echo module, mcpserver)
@@ -66,7 +48,7 @@ func BenchmarkInProcess(b *testing.B) {
 	os.WriteFile(cfgPath, []byte("tools:\n  dir: tools\n  cache_dir: cache\n  grants: {echo: {}}\nlog: {level: warn}\n"), 0o644)
 
 	serve := map[string]func(ctx context.Context, t mcp.Transport){
-		"native": func(ctx context.Context, t mcp.Transport) { nativeServer().Run(ctx, t) },
+		"native": func(ctx context.Context, t mcp.Transport) { echoserver.Native().Run(ctx, t) },
 		"warden": func(ctx context.Context, t mcp.Transport) {
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
@@ -87,29 +69,5 @@ func BenchmarkInProcess(b *testing.B) {
 			s.Serve(ctx, t)
 		},
 	}
-	for _, name := range []string{"native", "warden"} {
-		b.Run(name, func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			st, ct := mcp.NewInMemoryTransports()
-			go serve[name](ctx, st)
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			params := &mcp.CallToolParams{Name: "echo", Arguments: echoArgs{"hello, warden"}}
-			if _, err := cs.CallTool(ctx, params); err != nil { // warm: the first call compiles and instantiates
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				res, err := cs.CallTool(ctx, params)
-				if err != nil || res.IsError {
-					b.Fatalf("%+v %v", res, err)
-				}
-			}
-		})
-	}
+	echoserver.CompareInMemory(b, []string{"native", "warden"}, serve)
 }
