@@ -3,13 +3,13 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/runtime"
@@ -202,6 +202,9 @@ func (c *Config) signatureRules(keys map[string][]byte) []sigverify.Rule {
 	return rules
 }
 
+// maxKeyFile bounds a public key file; a PEM key is well under 16 KiB.
+const maxKeyFile = 64 << 10
+
 // SignatureMatcher returns the signature policy of every source, reading
 // the public key files the policies name.
 func (c *Config) SignatureMatcher() (*sigverify.Matcher, error) {
@@ -210,7 +213,7 @@ func (c *Config) SignatureMatcher() (*sigverify.Matcher, error) {
 		if p.Key == "" {
 			continue
 		}
-		b, err := os.ReadFile(p.Key)
+		b, err := boundedfile.Read(p.Key, maxKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("security.signatures.%q.key: %w", pattern, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,13 +117,19 @@ func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) Sync
 	return res
 }
 
+// fileSHA256 hashes the file at path as it streams: a tools dir file of
+// any size costs no memory.
 func fileSHA256(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Update is what `warden update` would do to one module.
@@ -179,10 +186,15 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 			return u, nil
 		}
 	}
+	// The installed version: its name as spelled on disk, and its tools.
 	installedAs := name
+	var before []tool.Descriptor
 	for _, m := range a.registry.Modules() {
 		if strings.EqualFold(m.Name(), name) {
 			installedAs = m.Name()
+			for _, t := range m.Tools() {
+				before = append(before, t.Descriptor)
+			}
 		}
 	}
 	r, err := a.ReviewFetched(ctx, f, installedAs)
@@ -191,14 +203,6 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
 	u.Review = r
-	var before []tool.Descriptor
-	for _, m := range a.registry.Modules() {
-		if strings.EqualFold(m.Name(), name) {
-			for _, t := range m.Tools() {
-				before = append(before, t.Descriptor)
-			}
-		}
-	}
 	var after []tool.Descriptor
 	for _, t := range r.Tools {
 		after = append(after, t.Descriptor)
