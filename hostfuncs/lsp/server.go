@@ -226,13 +226,17 @@ func (s *server) watch(onExit func(*server)) {
 	s.pipes.Close()
 	s.conn.Close()
 	s.rootFS.Close()
-	close(s.exited)
 	if s.stopping.Load() {
 		s.log.Info("language server stopped", "pid", s.pid)
 	} else {
 		s.log.Warn("language server died", "pid", s.pid, "err", err, "stderr", s.stderr.lastLine())
 	}
+	// onExit (the manager counting the crash against the breaker) runs
+	// before exited is closed: a query that saw the crash through exited
+	// returns only after it is counted, so the next query already sees an
+	// open breaker instead of racing the bookkeeping.
 	onExit(s)
+	close(s.exited)
 }
 
 // dead reports whether the process has exited.
