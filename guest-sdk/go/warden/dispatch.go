@@ -40,8 +40,11 @@ func (r *Registry) Describe() []byte {
 //   - a panic in Call: "failed" with the panic value, the stack in details.
 func (r *Registry) Dispatch(request []byte, host HostFuncs) []byte {
 	var req tool.Request
-	if err := json.Unmarshal(request, &req); err != nil {
-		return encodeError(Failed("decode request: %v", err), nil)
+	if !decodeRequest(request, &req) {
+		req = tool.Request{}
+		if err := json.Unmarshal(request, &req); err != nil {
+			return encodeError(Failed("decode request: %v", err), nil)
+		}
 	}
 	i, ok := r.byName[req.Tool]
 	if !ok {
@@ -144,6 +147,9 @@ func encodeResult(r *tool.Result) []byte {
 			err = Failed("%s", resultText(r))
 		}
 		return encodeError(err, r.Details)
+	}
+	if b, ok := appendResult(make([]byte, 0, 256), r); ok {
+		return b
 	}
 	wire := struct {
 		Content           []tool.Content  `json:"content"`

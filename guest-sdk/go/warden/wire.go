@@ -1,0 +1,304 @@
+package warden
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/warden-run/warden/tool"
+)
+
+// The fast paths of this file exist because encoding/json's reflection is
+// slow inside wasm: decoding the call envelope and encoding a plain result
+// were most of a small tool's in-guest time (RATIONALE.md, "The guest
+// SDK's wire fast path"). Each handles only the common shape and reports
+// false for anything else, so encoding/json stays the authority: a request
+// or result that is not of that shape goes through it unchanged.
+
+// decodeRequest parses the request envelope the host writes:
+// {"tool": S, "arguments": V, "callId": S, "cursor": S} in any order, with
+// string values free of escapes. Anything else (an escape, another key, a
+// syntax error) returns false.
+func decodeRequest(b []byte, req *tool.Request) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		key, next, ok := plainString(b, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, next)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		switch key {
+		case "arguments":
+			end, ok := skipValue(b, i, 0)
+			if !ok || !json.Valid(b[i:end]) {
+				return false
+			}
+			req.Arguments = json.RawMessage(b[i:end])
+			i = end
+		case "tool", "callId", "cursor":
+			s, end, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			switch key {
+			case "tool":
+				req.Tool = s
+			case "callId":
+				req.CallID = s
+			default:
+				req.Cursor = s
+			}
+			i = end
+		default:
+			// encoding/json matches keys case-insensitively and ignores
+			// unknown ones: let it decide.
+			return false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainString reads a JSON string at b[i] that has no escape and is valid
+// UTF-8, returning it and the index after its closing quote.
+func plainString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			s := b[i+1 : j]
+			if !utf8.Valid(s) {
+				return "", 0, false
+			}
+			return string(s), j + 1, true
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// maxSkipDepth bounds skipValue's recursion; deeper arguments go through
+// encoding/json, which has its own bound.
+const maxSkipDepth = 1000
+
+// skipValue returns the index just past the JSON value at b[i]. It checks
+// structure (brackets, strings, commas and colons) only: the caller runs
+// json.Valid on the span, which is cheap next to a reflective decode.
+func skipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > maxSkipDepth {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1, true
+			}
+		}
+		return 0, false
+	case '{', '[':
+		closer := byte('}')
+		if b[i] == '[' {
+			closer = ']'
+		}
+		object := b[i] == '{'
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, true
+		}
+		for {
+			if object {
+				if i >= len(b) || b[i] != '"' {
+					return 0, false
+				}
+				end, ok := skipValue(b, i, depth+1)
+				if !ok {
+					return 0, false
+				}
+				i = skipSpace(b, end)
+				if i >= len(b) || b[i] != ':' {
+					return 0, false
+				}
+				i = skipSpace(b, i+1)
+			}
+			end, ok := skipValue(b, i, depth+1)
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(b, end)
+			if i >= len(b) {
+				return 0, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case closer:
+				return i + 1, true
+			default:
+				return 0, false
+			}
+		}
+	default:
+		// A literal or a number: up to the next delimiter.
+		j := i
+		for j < len(b) {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return j, j > i
+			case '"', '{', '[', ':':
+				return 0, false
+			}
+			j++
+		}
+		return j, j > i
+	}
+}
+
+// appendResult encodes a successful result as encodeResult's struct would
+// through encoding/json, byte for byte, when every content block is plain
+// text (or marshals on its own). It reports false when encoding/json must
+// decide (a raw message that is not valid JSON).
+func appendResult(dst []byte, r *tool.Result) ([]byte, bool) {
+	dst = append(dst, `{"content":[`...)
+	for i := range r.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		c := &r.Content[i]
+		if c.Data != "" || c.MimeType != "" || c.URI != "" || c.Name != "" || c.Title != "" ||
+			c.Description != "" || c.Size != nil || c.Resource != nil || c.Annotations != nil {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return nil, false
+			}
+			dst = append(dst, b...)
+			continue
+		}
+		dst = append(dst, `{"type":`...)
+		dst = appendString(dst, c.Type)
+		if c.Text != "" {
+			dst = append(dst, `,"text":`...)
+			dst = appendString(dst, c.Text)
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	var ok bool
+	if dst, ok = appendRaw(dst, `,"structuredContent":`, r.StructuredContent); !ok {
+		return nil, false
+	}
+	if dst, ok = appendRaw(dst, `,"details":`, r.Details); !ok {
+		return nil, false
+	}
+	if r.NextCursor != "" {
+		dst = append(dst, `,"nextCursor":`...)
+		dst = appendString(dst, r.NextCursor)
+	}
+	return append(dst, '}'), true
+}
+
+// appendRaw appends key and raw compacted, as encoding/json does for a
+// json.RawMessage with omitempty, or nothing when raw is empty.
+func appendRaw(dst []byte, key string, raw json.RawMessage) ([]byte, bool) {
+	if len(raw) == 0 {
+		return dst, true
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, false
+	}
+	// encoding/json escapes <, >, &, U+2028 and U+2029 in a RawMessage too.
+	buf := bytes.NewBuffer(append(dst, key...))
+	json.HTMLEscape(buf, compact.Bytes())
+	return buf.Bytes(), true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as encoding/json encodes a string (HTML-safe
+// escaping of <, > and &; U+2028 and U+2029 escaped; invalid UTF-8 as
+// U+FFFD).
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
