@@ -1,4 +1,5 @@
-// Builds every examples/*.ts into build/<name>.wasm. The examples import the
+// Builds every examples/*.ts into build/<name>.wasm (or into the directory
+// given as the first argument; with --testdata, testdata/*.ts too). The examples import the
 // SDK by relative path, so they use examples/asconfig.json (the package's
 // own asconfig.json names the SDK by its node_modules path, as a tool
 // project sees it).
@@ -8,12 +9,18 @@ import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const out = process.argv[2] || join(root, "build");
+const args = process.argv.slice(2);
+const dirs = ["examples"];
+if (args[0] === "--testdata") {
+  dirs.push("testdata");
+  args.shift();
+}
+const out = args[0] || join(root, "build");
 mkdirSync(out, { recursive: true });
 const asc = join(root, "node_modules", ".bin", "asc");
-for (const f of readdirSync(join(root, "examples")).filter((f) => f.endsWith(".ts")).sort()) {
+for (const dir of dirs) for (const f of readdirSync(join(root, dir)).filter((f) => f.endsWith(".ts")).sort()) {
   const name = f.slice(0, -3);
-  execFileSync(asc, [join("examples", f), "--config", join("examples", "asconfig.json"), "-o", join(out, name + ".wasm")], {
+  execFileSync(asc, [join(dir, f), "--config", join("examples", "asconfig.json"), "-o", join(out, name + ".wasm")], {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
   });
