@@ -125,7 +125,12 @@ typedef struct {
     size_t sp, scap;
 } parser;
 
-static void fail(parser *p, const char *msg) {
+/* The parser recurses once per nesting level and the wasm stack is 64 KiB
+ * (wasm-ld's default): the helpers stay out of line so that parse_value's own
+ * frame, the one repeated WD_JSON_MAX_DEPTH times, stays small. */
+#define OUT_OF_LINE __attribute__((noinline))
+
+static OUT_OF_LINE void fail(parser *p, const char *msg) {
     if (p->failed) return;
     p->failed = 1;
     if (p->err) {
@@ -142,7 +147,7 @@ static void skip_ws(parser *p) {
     }
 }
 
-static int push(parser *p, wd_json *v) {
+static OUT_OF_LINE int push(parser *p, wd_json *v) {
     if (p->sp == p->scap) {
         size_t cap = p->scap ? p->scap * 2 : 64;
         wd_json **ns = realloc(p->stack, cap * sizeof *ns);
@@ -231,7 +236,7 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 
 /* parse_string reads a string at p->i (on the opening quote) into the arena.
  * The decoded form is never longer than the source, which sizes the copy. */
-static const char *parse_string(parser *p, uint32_t *outlen) {
+static OUT_OF_LINE const char *parse_string(parser *p, uint32_t *outlen) {
     size_t start = ++p->i, end = start;
     /* First pass: find the closing quote, so the copy is sized once. */
     while (end < p->n && p->s[end] != '"') end += p->s[end] == '\\' ? 2 : 1;
@@ -308,7 +313,7 @@ static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
 static wd_json *parse_value(parser *p, int depth);
 
-static wd_json *new_value(parser *p, wd_json_type t) {
+static OUT_OF_LINE wd_json *new_value(parser *p, wd_json_type t) {
     wd_json *v = arena_alloc(p->doc, sizeof *v);
     if (!v) {
         fail(p, "out of memory");
@@ -319,7 +324,7 @@ static wd_json *new_value(parser *p, wd_json_type t) {
     return v;
 }
 
-static int finish_container(parser *p, wd_json *v, size_t base) {
+static OUT_OF_LINE int finish_container(parser *p, wd_json *v, size_t base) {
     size_t count = p->sp - base;
     if (count > UINT32_MAX) {
         fail(p, "too many elements");
@@ -338,7 +343,7 @@ static int finish_container(parser *p, wd_json *v, size_t base) {
     return 1;
 }
 
-static wd_json *parse_number(parser *p) {
+static OUT_OF_LINE wd_json *parse_number(parser *p) {
     size_t start = p->i;
     if (p->s[p->i] == '-') p->i++;
     if (p->i >= p->n || !is_digit(p->s[p->i])) {
@@ -382,7 +387,7 @@ static wd_json *parse_number(parser *p) {
     return v;
 }
 
-static int literal(parser *p, const char *word) {
+static OUT_OF_LINE int literal(parser *p, const char *word) {
     size_t n = strlen(word);
     if (p->n - p->i < n || memcmp(p->s + p->i, word, n) != 0) {
         fail(p, "invalid literal");
