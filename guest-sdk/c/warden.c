@@ -9,6 +9,9 @@
  * before calling the module again). So the heap of a long-lived instance
  * stays flat however many calls it serves.
  */
+/* strdup and strcasecmp are POSIX, not C11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include "warden.h"
 
 #include <errno.h>

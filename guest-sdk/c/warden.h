@@ -4,8 +4,8 @@
  * One header and one source file (warden.c): compile both into a WASI
  * reactor, e.g.
  *
- *   clang --target=wasm32-wasi --sysroot=/usr -O2 -mexec-model=reactor \
- *         -o tool.wasm tool.c warden.c
+ *   clang --target=wasm32-wasi --sysroot=/usr -std=c11 -O2 -mexec-model=reactor \
+ *         -Wl,--strip-debug -o tool.wasm tool.c warden.c
  *
  * warden.c defines the module's exports (warden_abi_version, warden_alloc,
  * warden_describe, warden_call); the tool's source registers its tools from a
@@ -262,8 +262,7 @@ typedef struct {
  * module. Call it from a constructor. It returns 0, or -1 if the name is
  * missing or taken (ignoring case) or the table is full (WD_MAX_TOOLS).
  * A rejected tool is left out of the descriptor, so the mistake shows as a
- * missing tool; the first rejection is also printed to stderr, which the
- * host logs.
+ * missing tool; the first rejection is also printed to stderr.
  */
 #define WD_MAX_TOOLS 64
 int wd_register(const wd_tool *tool);

@@ -188,6 +188,7 @@ func compact(t testing.TB, raw json.RawMessage) string {
 }
 
 func TestExportsAndImports(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	allowedImports := map[string]bool{"log": true, "progress": true, "fs": true, "memory": true, "lsp": true,
 		"net": true, "env": true, "elicit": true, "sample": true, "roots": true, "ask": true}
@@ -225,6 +226,7 @@ func TestExportsAndImports(t *testing.T) {
 }
 
 func TestWordCount(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []string{"word_count"}, "    word_count: {}\n", "")
 	for _, tc := range []struct {
 		text  string
@@ -266,6 +268,7 @@ func TestWordCount(t *testing.T) {
 // validation: an error recorded by the tool reaches the caller with its kind
 // and message.
 func TestArgumentErrors(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []string{"countdown", "text_stats"}, "", "")
 	if msg := w.fails("countdown", `{"steps":1000}`, tool.KindInvalidArguments); msg != "steps: want 1..100, got 1000" {
 		t.Errorf("countdown message %q", msg)
@@ -280,6 +283,7 @@ func TestArgumentErrors(t *testing.T) {
 }
 
 func TestNotesFSAndMemory(t *testing.T) {
+	t.Parallel()
 	grants := "    notes: {fs: {read: [docs]}, memory: read-write, memory_topics: [notes]}\n"
 	w := newWorld(t, []string{"notes"}, grants, "")
 	for path, content := range map[string]string{"docs/a.txt": "one\ntwo\n", "secret/b.txt": "no\n", "docs/.env": "K=V\n"} {
@@ -314,6 +318,7 @@ func TestNotesFSAndMemory(t *testing.T) {
 }
 
 func TestNotesWithoutGrants(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []string{"notes"}, "    notes: {}\n", "")
 	if err := os.WriteFile(filepath.Join(w.dir, "a.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -322,6 +327,7 @@ func TestNotesWithoutGrants(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []string{"countdown"}, "", "")
 	text, _, obs := w.ok("countdown", `{"steps":3}`)
 	if text != "counted 3 steps" {
@@ -335,6 +341,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestLogAndSessionState(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []string{"shout"}, "", "")
 	text, _, obs := w.ok("shout", `{"text":"hello"}`)
 	if text != "HELLO" {
@@ -362,6 +369,7 @@ func TestLogAndSessionState(t *testing.T) {
 }
 
 func TestStructuredOutputSchema(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []string{"text_stats"}, "", "")
 	text, structured, _ := w.ok("text_stats", `{"text":"a\nbb\n\n\"q\"\u00e9\n"}`)
 	if text != "4 lines, 12 bytes" {
@@ -393,6 +401,7 @@ func TestStructuredOutputSchema(t *testing.T) {
 // instance limited to 1 MiB of memory: they all succeed only if the SDK
 // frees the request, the parsed arguments and every response.
 func TestSessionCalls(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []string{"word_count"}, "    word_count: {}\n", "  limits: {word_count: {memory: 1MiB}}\n")
 	text := strings.Repeat("word ", 32<<10/5)
 	args, _ := json.Marshal(map[string]string{"text": text})
