@@ -64,12 +64,17 @@ func needToolchain(t testing.TB) string {
 }
 
 // buildExample compiles guest-sdk/c/examples/<name>.c with warden.c into
-// dir/<name>.wasm.
+// dir/<name>.wasm; a name with a slash ("testdata/hostcall") is a source
+// path relative to this package instead, built into dir/<base>.wasm.
 func buildExample(t testing.TB, dir, name string) string {
 	t.Helper()
 	clang := needToolchain(t)
-	out := filepath.Join(dir, name+".wasm")
-	args := append(slices.Clone(cFlags), "-o", out, filepath.Join("..", "examples", name+".c"), filepath.Join("..", "warden.c"))
+	src := filepath.Join("..", "examples", name+".c")
+	if strings.Contains(name, "/") {
+		src = filepath.FromSlash(name + ".c")
+	}
+	out := filepath.Join(dir, filepath.Base(name)+".wasm")
+	args := append(slices.Clone(cFlags), "-o", out, src, filepath.Join("..", "warden.c"))
 	if msg, err := exec.Command(clang, args...).CombinedOutput(); err != nil {
 		t.Fatalf("clang %s: %v\n%s", strings.Join(args, " "), err, msg)
 	}
@@ -192,7 +197,7 @@ func TestExportsAndImports(t *testing.T) {
 	dir := t.TempDir()
 	allowedImports := map[string]bool{"log": true, "progress": true, "fs": true, "memory": true, "lsp": true,
 		"net": true, "env": true, "elicit": true, "sample": true, "roots": true, "ask": true}
-	for _, name := range []string{"word_count", "notes", "countdown", "shout", "text_stats", "json_echo"} {
+	for _, name := range []string{"word_count", "notes", "countdown", "shout", "text_stats", "json_echo", "testdata/hostcall"} {
 		wasm, err := os.ReadFile(buildExample(t, dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -497,4 +502,45 @@ func depth(s string) int {
 			cur--
 		}
 	}
+}
+
+// TestEveryCapability calls each warden.* import through its wrapper: the
+// granted ones answer, the others are denied by the host, which proves each
+// wrapper reaches the import of its name.
+func TestEveryCapability(t *testing.T) {
+	t.Parallel()
+	grants := "    hostcall: {fs: {read: [.]}, memory: read, env: [TOKEN]}\n    envget: {module: hostcall, env: [TOKEN]}\n"
+	w := newWorld(t, []string{"testdata/hostcall"}, grants, "env: {values: {TOKEN: {value: s3cret}, OTHER: {value: x}}}\n")
+	if err := os.WriteFile(filepath.Join(w.dir, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ capability, request, want string }{
+		{"fs", `{"op":"glob","pattern":"*.txt"}`, `{"result":{"matches":["a.txt"]}}`},
+		{"memory", `{"op":"list"}`, `{"result":{"topics":[]}}`},
+		{"env", `{"op":"get","key":"TOKEN"}`, `{"result":{"key":"TOKEN","value":"s3cret"}}`},
+		{"env", `{"op":"list"}`, `{"result":{"keys":["TOKEN"]}}`},
+	} {
+		args := fmt.Sprintf(`{"capability":%q,"request":%s}`, tc.capability, tc.request)
+		if _, structured, _ := w.ok("hostcall", args); structured != tc.want {
+			t.Errorf("%s %s: %s, want %s", tc.capability, tc.request, structured, tc.want)
+		}
+	}
+	for _, tc := range []struct{ capability, request, mention string }{
+		{"net", `{"op":"request","url":"https://example.com/"}`, "example.com"},
+		{"lsp", `{"op":"documentSymbol","path":"a.go"}`, "lsp"},
+		{"env", `{"op":"get","key":"OTHER"}`, "OTHER"},
+		{"elicit", `{"key":"k","params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}}`, "elicit"},
+		{"sample", `{"key":"k","params":{"messages":[],"maxTokens":10}}`, "sample"},
+		{"roots", `{"key":"k","params":{}}`, "roots"},
+		{"ask", `{"requests":[{"key":"a","method":"roots/list","params":{}}]}`, "roots"},
+	} {
+		args := fmt.Sprintf(`{"capability":%q,"request":%s}`, tc.capability, tc.request)
+		if msg := w.fails("hostcall", args, tool.KindDenied); !strings.Contains(msg, tc.mention) {
+			t.Errorf("%s %s: denied with %q, which does not mention %q", tc.capability, tc.request, msg, tc.mention)
+		}
+	}
+	if text, _, _ := w.ok("envget", `{"key":"TOKEN"}`); text != "s3cret" {
+		t.Errorf("envget TOKEN: %q", text)
+	}
+	w.fails("envget", `{"key":"OTHER"}`, tool.KindDenied)
 }
