@@ -544,3 +544,40 @@ func TestEveryCapability(t *testing.T) {
 	}
 	w.fails("envget", `{"key":"OTHER"}`, tool.KindDenied)
 }
+
+// TestErrorKinds: a tool's error keeps its kind when a guest may report it;
+// a host-only kind, an unknown one, or -1 without an error become failed with
+// the reason in the message. Details survive errors; nextCursor a success.
+func TestErrorKinds(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, []string{"testdata/hostcall"}, "", "")
+	for _, tc := range []struct {
+		kind    string
+		want    tool.Kind
+		message string
+	}{
+		{"invalid_arguments", tool.KindInvalidArguments, "m"},
+		{"not_found", tool.KindNotFound, "m"},
+		{"denied", tool.KindDenied, "m"},
+		{"failed", tool.KindFailed, "m"},
+		{"cancelled", tool.KindCancelled, "m"},
+		{"unsupported", tool.KindUnsupported, "m"},
+		{"timeout", tool.KindFailed, "timeout: m"},
+		{"bad_output", tool.KindFailed, "bad_output: m"},
+		{"no_such_kind", tool.KindFailed, "m"},
+		{"silent", tool.KindFailed, "tool returned -1 without recording an error"},
+	} {
+		res, _ := w.call("fail", fmt.Sprintf(`{"kind":%q,"message":"m"}`, tc.kind), "")
+		if !res.IsError || res.Error.Kind != tc.want || res.Error.Message != tc.message {
+			t.Errorf("kind %s: got %+v, want %s %q", tc.kind, res.Error, tc.want, tc.message)
+			continue
+		}
+		if got, want := compact(t, res.Details), fmt.Sprintf(`{"asked":%q}`, tc.kind); !strings.Contains(got, want[1:len(want)-1]) {
+			t.Errorf("kind %s: details %s, want them to hold %s", tc.kind, got, want)
+		}
+	}
+	res, _ := w.call("fail", `{"kind":""}`, "")
+	if res.IsError || res.NextCursor == "" || len(res.Content) != 1 || res.Content[0].Text != "fine" {
+		t.Errorf("success: %+v", res)
+	}
+}

@@ -52,6 +52,27 @@ static int envget(wd_call *call, const wd_json *args) {
     return 0;
 }
 
+/* fail reports {"kind", "message"} as its error, with details; kind "silent"
+ * returns -1 without recording one, kind "" succeeds with a next cursor. */
+static int fail(wd_call *call, const wd_json *args) {
+    const char *kind, *message = "";
+    size_t n;
+    if (wd_arg_string(call, args, "kind", 1, &kind, &n) < 0) return -1;
+    if (wd_arg_string(call, args, "message", 0, &message, NULL) < 0) return -1;
+    wd_writer *details = wd_details(call);
+    wd_w_begin_object(details);
+    wd_w_key(details, "asked");
+    wd_w_string(details, kind);
+    wd_w_end_object(details);
+    if (strcmp(kind, "silent") == 0) return -1;
+    if (n == 0) {
+        wd_text(call, "fine");
+        wd_next_cursor(call, "page-2");
+        return 0;
+    }
+    return wd_error(call, wd_kind_parse(kind, n), "%s", message);
+}
+
 static const wd_tool tools[] = {
     {
         .name = "hostcall",
@@ -66,9 +87,16 @@ static const wd_tool tools[] = {
         .input_schema = "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\"}},\"required\":[\"key\"]}",
         .fn = envget,
     },
+    {
+        .name = "fail",
+        .description = "Fails as asked.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"kind\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}},"
+                        "\"required\":[\"kind\"]}",
+        .extra = "\"paginates\":true",
+        .fn = fail,
+    },
 };
 
 __attribute__((constructor)) static void init(void) {
-    wd_register(&tools[0]);
-    wd_register(&tools[1]);
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) wd_register(&tools[i]);
 }
