@@ -29,7 +29,7 @@ named NAME that counts the words in a text: its source, a Makefile (make builds 
 make test calls it through warden, make clean), a README, a config.yaml that loads the
 module from the folder, and the language's SDK, so that the project builds offline:
 
-  go              main.go with the Go SDK vendored in vendor/ (Go 1.24+; no module proxy)
+  go              main.go with the Go SDK vendored in vendor/ (the Go warden needs; no proxy)
   c               C with warden.h and warden.c (clang with a wasm32-wasi target)
   assemblyscript  AssemblyScript with the SDK package in warden-sdk/ (npm)
   wat             WebAssembly text written by hand against docs/abi.md (wabt's wat2wasm)
