@@ -3,16 +3,25 @@
 #   make test   runs every test: Go tests (unit, sandbox, real gopls, real MCP
 #               clients), the MCP conformance suite and the MCP Inspector CLI
 # `make serve` builds everything and serves the bundled tools over stdio.
+# `make install` puts warden on PATH: go install into $(go env GOBIN), else
+# $(go env GOPATH)/bin.
 
 export GOTOOLCHAIN := local
 GO ?= go
 
-.PHONY: all build tools demo serve test test-go test-race test-conformance bench bench-scale
+.PHONY: all build install tools demo serve test test-go test-race test-conformance bench bench-scale
 
 all: build tools
 
 build:
 	$(GO) build -o bin/warden ./cmd/warden
+
+# go install names no destination, so ask go where it put it.
+install:
+	$(GO) install ./cmd/warden
+	@bin="$$($(GO) env GOBIN)"; [ -n "$$bin" ] || bin="$$($(GO) env GOPATH)/bin"; \
+	echo "installed $$bin/warden"; \
+	case ":$$PATH:" in *":$$bin:"*) ;; *) echo "$$bin is not on your PATH: add it (export PATH=\"\$$PATH:$$bin\")";; esac
 
 tools:
 	$(GO) run ./cmd/build-tools -o bin/tools

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -166,5 +167,25 @@ func TestDescriptorValidation(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("rejected %d tools, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// TestPingServesOneSessionForever: under isolation "session" one instance
+// serves every call of the session, so ping's allocator must reuse memory.
+// Its old bump allocator never freed and failed on call 272 with
+// "warden_alloc(238) returned 65522, outside guest memory".
+func TestPingServesOneSessionForever(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	tl := loadTool(t, rt, "ping", testwasm.WAT(t, "testdata/ping.wat"), runtime.Limits{Isolation: runtime.IsolationSession})
+	// Requests of about 220 bytes: 1000 of them are more than ping's 64 KiB.
+	args := json.RawMessage(`{"pad":"` + strings.Repeat("x", 200) + `"}`)
+	for i := range 1000 {
+		res := tl.Call(context.Background(), runtime.CallRequest{Arguments: args, Session: "s1"})
+		if res.IsError {
+			t.Fatalf("call %d: %v", i+1, res.Error)
+		}
+		if len(res.Content) != 1 || res.Content[0].Text != "pong" {
+			t.Fatalf("call %d: content %+v, want pong", i+1, res.Content)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/warden-run/warden/internal/termsafe"
@@ -35,6 +36,16 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// hintError is a usage error followed by lines of advice that warden
+// wrote itself (shown as they are, not escaped onto one line).
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e hintError) Error() string { return e.err.Error() }
+func (e hintError) Unwrap() error { return usageError{e.err} }
+
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // toolError marks a call whose result was an error; the result itself has
@@ -50,6 +61,12 @@ func exitCode(err error) int {
 		return exitToolError
 	case errors.As(err, &usage):
 		fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
+		var hint hintError
+		if errors.As(err, &hint) {
+			for _, line := range strings.Split(hint.hint, "\n") {
+				fmt.Fprintln(os.Stderr, "  "+termsafe.Escape(line))
+			}
+		}
 		return exitUsage
 	default:
 		// Errors carry guest strings (tool names, rejection reasons).

@@ -19,6 +19,7 @@ const useConfigAddr = "config"
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var addr, token, cpuProfile string
 	var pageSize, maxInFlight int
+	var allowEmpty bool
 	var queueWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -31,8 +32,15 @@ anything but a loopback address.
 
 Tools, grants and limits follow config.yaml and the tools directory while serving: a
 changed config applies to the next call, and a .wasm file added, replaced or removed in
-the tools directory is (re)loaded and clients are told the tool list changed.`,
-		Example: `  warden serve
+the tools directory is (re)loaded and clients are told the tool list changed.
+
+The config is --config, else $WARDEN_CONFIG, else ./config.yaml. With none of them serve
+stops and says where it looked (--allow-empty serves the defaults instead); an MCP client
+starts warden from a folder of its own choosing, so register it with --config (warden
+mcp-config prints the snippet). A ./config.yaml without any of warden's top-level keys is
+another program's and is refused.`,
+		Example: `  warden serve                        # the config: --config, else $WARDEN_CONFIG, else ./config.yaml
+  warden serve -c ~/tools/config.yaml
   warden serve --http                 # server.http from config, 127.0.0.1:7331 by default
   warden serve --http 0.0.0.0:7331 --token "$(cat token)"`,
 		Args: cobraArgs(cobra.MaximumNArgs(1)),
@@ -44,6 +52,9 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 					return usagef("serve takes no arguments (did you mean --http %s?)", args[0])
 				}
 				addr = args[0]
+			}
+			if g.configPath == "" && !allowEmpty {
+				return errNoConfig()
 			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
@@ -133,6 +144,7 @@ the tools directory is (re)loaded and clients are told the tool list changed.`,
 	cmd.Flags().IntVar(&maxInFlight, "max-in-flight", 0, "calls running at once across clients (default: server.max_in_flight)")
 	cmd.Flags().DurationVar(&queueWait, "queue-wait", 0, "how long an extra call waits for a slot (default: server.queue_wait)")
 	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN)")
+	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "serve even when no config is found (the defaults: tools from ./bin/tools)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole serve to this file when it ends (go tool pprof; docs/performance.md)")
 	return cmd
 }
