@@ -155,21 +155,14 @@ func TestEveryTemplateBuildsAndAnswers(t *testing.T) {
 	cases := []struct {
 		lang  string
 		tools []string
-		// later is set for templates written elsewhere.
-		// TODO(issue 16): remove the skip for c and assemblyscript at
-		// integration, when their templates are in this tree.
-		later bool
 	}{
-		{"go", []string{"make", "go"}, false},
-		{"wat", []string{"make", "wat2wasm"}, false},
-		{"c", []string{"make", "clang"}, true},
-		{"assemblyscript", []string{"make", "npx"}, true},
+		{"go", []string{"make", "go"}},
+		{"wat", []string{"make", "wat2wasm"}},
+		{"c", []string{"make", "clang", "wasm-ld"}},
+		{"assemblyscript", []string{"make", "npm", "node"}},
 	}
 	for _, c := range cases {
 		t.Run(c.lang, func(t *testing.T) {
-			if c.later && !HasTemplate(c.lang) {
-				t.Skipf("internal/scaffold/templates/%s is not in this tree yet", c.lang)
-			}
 			needTools(t, c.tools...)
 			warden := builtWarden(t)
 			dir, err := New(t.TempDir(), "wc", c.lang)
