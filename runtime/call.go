@@ -271,7 +271,15 @@ func (m *Module) failure(parent context.Context, in *instance, name string, err 
 	case o.Host != nil:
 		return o.Host
 	case o.Trap != "":
-		return &tool.Error{Kind: tool.KindTrapped, Trap: o.Trap, Message: fmt.Sprintf("%s trapped: %s", name, o.Trap)}
+		msg := fmt.Sprintf("%s trapped: %s", name, o.Trap)
+		if captured != nil {
+			if cause := guest.Cause(captured.Stderr); cause != "" {
+				// The trap alone ("unreachable") tells the model nothing;
+				// a panicking guest says why on stderr.
+				msg += "; its stderr says: " + cause
+			}
+		}
+		return &tool.Error{Kind: tool.KindTrapped, Trap: o.Trap, Message: msg}
 	default:
 		code := o.Exit.ExitCode()
 		msg := fmt.Sprintf("%s exited with code %d", name, code)

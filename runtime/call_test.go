@@ -215,3 +215,39 @@ func TestGuestOutputCaptured(t *testing.T) {
 		t.Errorf("next call captured %+v", res.Captured)
 	}
 }
+
+// TestTrapQuotesStderr: a guest that panics (writes why to stderr, then
+// traps, as Rust and AssemblyScript do) shows the model why, not only
+// "unreachable"; control characters in that line are escaped and the line
+// is bounded. The next call works.
+func TestTrapQuotesStderr(t *testing.T) {
+	for _, c := range []struct{ stderr, want string }{
+		{"thread '<unnamed>' panicked at src/lib.rs:10:5:\nmissing required configuration: api-key\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+			"flood trapped: unreachable; its stderr says: thread '<unnamed>' panicked at src/lib.rs:10:5: missing required configuration: api-key"},
+		{"panic: boom\x1b[31m\n\ngoroutine 1 [running]:\nmain.main()\n",
+			`flood trapped: unreachable; its stderr says: panic: boom\x1b[31m`},
+		{"abort: b must not be zero at stats.ts:3:5\n",
+			"flood trapped: unreachable; its stderr says: abort: b must not be zero at stats.ts:3:5"},
+		{strings.Repeat("y", 600) + "\n",
+			"flood trapped: unreachable; its stderr says: " + strings.Repeat("y", 240) + "…(360 more bytes)"},
+		{"", "flood trapped: unreachable"},
+	} {
+		msg := c.stderr
+		f := watFixture{
+			name:    "flood",
+			imports: `(import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))`,
+			// One iovec at 3072: len(msg) bytes at 8192.
+			funcs: fmt.Sprintf(`(data (i32.const 3072) %s)
+  (data (i32.const 8192) %s)`, watString(string([]byte{0, 0x20, 0, 0, byte(len(msg)), byte(len(msg) >> 8), 0, 0})), watString(msg)),
+			failBody: `(drop (call $fd_write (i32.const 2) (i32.const 3072) (i32.const 1) (i32.const 3088)))
+      unreachable`,
+		}
+		rt := newRuntime(t, runtime.Options{})
+		tl := loadTool(t, rt, "flood", f.build(t), runtime.Limits{})
+		e := wantKind(t, call(t, tl, `{"fail":true}`), tool.KindTrapped)
+		if e.Message != c.want {
+			t.Errorf("message:\n got %q\nwant %q", e.Message, c.want)
+		}
+		wantOK(t, call(t, tl, `{}`), "pong")
+	}
+}

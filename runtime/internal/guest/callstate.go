@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	"github.com/warden-run/warden/runtime/internal/trap"
 	"github.com/warden-run/warden/tool"
@@ -229,4 +230,36 @@ func FirstLines(s string, n int) string {
 		lines = append(lines[:n], "…")
 	}
 	return strings.Join(lines, " | ")
+}
+
+// maxCause bounds the stderr line a trap's message quotes.
+const maxCause = 240
+
+// Cause picks the line of a trapped guest's stderr that says why, for the
+// error the model sees: a guest that panics and then traps (Rust's panic
+// aborts with `unreachable`; AssemblyScript's abort) explains itself only
+// there. It prefers a Go "panic: " line, then a Rust "panicked at" line
+// with the message on the line after it (Rust 1.73+) or inside it
+// (older), then the last line that is not a backtrace hint. The line is
+// escaped (control characters, bidi overrides) and bounded; "" when stderr
+// says nothing.
+func Cause(stderr string) string {
+	lines := strings.Split(strings.ReplaceAll(stderr, "\r\n", "\n"), "\n")
+	pick := ""
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "panic: "):
+			return termsafe.Bound(l, maxCause, false)
+		case strings.Contains(l, " panicked at "):
+			if strings.HasSuffix(l, ":") && i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "" {
+				l += " " + strings.TrimSpace(lines[i+1])
+			}
+			return termsafe.Bound(l, maxCause, false)
+		case l == "", strings.HasPrefix(l, "note: run with `RUST_BACKTRACE"):
+		default:
+			pick = l
+		}
+	}
+	return termsafe.Bound(pick, maxCause, false)
 }
