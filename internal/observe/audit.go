@@ -71,6 +71,8 @@ type AuditOptions struct {
 	// number of lines of each flush.
 	tick    <-chan time.Time
 	flushed chan<- int
+	// hold, when set, keeps the writer from starting until it is closed.
+	hold <-chan struct{}
 }
 
 // Defaults of AuditOptions.
@@ -198,6 +200,9 @@ func (a *Audit) open() error {
 
 func (a *Audit) run(tick <-chan time.Time) {
 	defer close(a.done)
+	if a.opts.hold != nil {
+		<-a.opts.hold
+	}
 	for {
 		select {
 		case line, ok := <-a.queue:
