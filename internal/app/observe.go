@@ -18,7 +18,9 @@ import (
 // recorderRef holds the Recorder the capabilities, prompts and calls
 // report to; it is set once serving starts (SetRecorder), after the
 // capabilities were handed to the runtime.
-type recorderRef struct{ p atomic.Pointer[observe.Recorder] }
+type recorderRef struct {
+	p atomic.Pointer[observe.Recorder]
+}
 
 // get returns the Recorder, or nil when observability is off.
 func (r *recorderRef) get() observe.Recorder {

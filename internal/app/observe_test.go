@@ -24,7 +24,7 @@ import (
 // duration vary).
 type auditFields struct {
 	Who, Via, Session, Tool, Module, Event, Capability, Op, Path, Mode, Host, Topic, Key, Gate, Outcome, Decision, Kind string
-	Denied                                                                                                          bool
+	Denied                                                                                                              bool
 }
 
 func readAudit(t *testing.T, path string) []auditFields {

@@ -15,26 +15,26 @@ import (
 
 // Line is one audit log line. Empty fields are left out.
 type Line struct {
-	Time       string `json:"time"`
-	Who        string `json:"who"`
-	Via        string `json:"via"`
-	Session    string `json:"session,omitempty"`
-	Tool       string `json:"tool,omitempty"`
-	Module     string `json:"module,omitempty"`
-	Event      string `json:"event"`
-	Capability string `json:"capability,omitempty"`
-	Op         string `json:"op,omitempty"`
-	Path       string `json:"path,omitempty"`
-	Mode       string `json:"mode,omitempty"`
-	Host       string `json:"host,omitempty"`
-	Topic      string `json:"topic,omitempty"`
-	Key        string `json:"key,omitempty"`
-	Language   string `json:"language,omitempty"`
-	Gate       string `json:"gate,omitempty"`
-	Outcome    string `json:"outcome,omitempty"`
-	Decision   string `json:"decision,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	Kind       string `json:"kind,omitempty"`
+	Time       string   `json:"time"`
+	Who        string   `json:"who"`
+	Via        string   `json:"via"`
+	Session    string   `json:"session,omitempty"`
+	Tool       string   `json:"tool,omitempty"`
+	Module     string   `json:"module,omitempty"`
+	Event      string   `json:"event"`
+	Capability string   `json:"capability,omitempty"`
+	Op         string   `json:"op,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	Mode       string   `json:"mode,omitempty"`
+	Host       string   `json:"host,omitempty"`
+	Topic      string   `json:"topic,omitempty"`
+	Key        string   `json:"key,omitempty"`
+	Language   string   `json:"language,omitempty"`
+	Gate       string   `json:"gate,omitempty"`
+	Outcome    string   `json:"outcome,omitempty"`
+	Decision   string   `json:"decision,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	Kind       string   `json:"kind,omitempty"`
 	Fuel       *uint64  `json:"fuel,omitempty"`
 	DurationMs *float64 `json:"duration_ms,omitempty"`
 	// Arguments are the call's arguments, with log.audit_arguments only;
