@@ -197,6 +197,12 @@ type Server struct {
 	// Resources configures what the server offers as MCP resources
 	// besides the modules' own.
 	Resources ServerResources `mapstructure:"resources"`
+	// Metrics serves Prometheus /metrics on the serve --http address.
+	Metrics bool `mapstructure:"metrics"`
+	// MetricsAddr serves /metrics on an address of its own (also for stdio).
+	MetricsAddr string `mapstructure:"metrics_addr"`
+	// Tracing exports OpenTelemetry traces.
+	Tracing Tracing `mapstructure:"tracing"`
 }
 
 // ServerResources configures the resources warden serves itself.
@@ -244,6 +250,22 @@ type Memory struct {
 // Log configures warden's own log (always on stderr).
 type Log struct {
 	Level string `mapstructure:"level"`
+	// Audit is the audit log file (JSON lines); empty turns it off.
+	Audit string `mapstructure:"audit"`
+	// AuditMaxSize rotates the audit log before it passes this size.
+	AuditMaxSize ByteSize `mapstructure:"audit_max_size"`
+	// AuditKeep is how many rotated audit files are kept.
+	AuditKeep int `mapstructure:"audit_keep"`
+	// AuditArguments records calls' arguments (bounded) in the audit log.
+	AuditArguments bool `mapstructure:"audit_arguments"`
+}
+
+// Tracing configures OpenTelemetry traces (server.tracing).
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP collector URL; empty turns tracing off.
+	Endpoint string `mapstructure:"endpoint"`
+	// SampleRatio is the fraction of calls traced without a sampled parent.
+	SampleRatio float64 `mapstructure:"sample_ratio"`
 }
 
 // ByteSize is a size written "128MiB", "1 MB" or a plain byte count.
@@ -302,6 +324,14 @@ var defaults = map[string]any{
 	"net::timeout":                    "30s",
 	"memory::max_value":               "256KiB",
 	"log::level":                      "info",
+	"log::audit":                      "",
+	"log::audit_max_size":             "100MiB",
+	"log::audit_keep":                 5,
+	"log::audit_arguments":            false,
+	"server::metrics":                 false,
+	"server::metrics_addr":            "",
+	"server::tracing::endpoint":       "",
+	"server::tracing::sample_ratio":   1.0,
 }
 
 // Load reads the config file at path. An empty path means no file: defaults
@@ -394,6 +424,9 @@ func (c *Config) resolvePaths() {
 		c.Project.Roots[name] = abs(root)
 	}
 	c.Tools.Dir = abs(c.Tools.Dir)
+	if c.Log.Audit != "" {
+		c.Log.Audit = abs(c.Log.Audit)
+	}
 	if c.Security.TrustedRoot != "" {
 		c.Security.TrustedRoot = abs(c.Security.TrustedRoot)
 	}
@@ -528,6 +561,18 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "warning", "error":
 	default:
 		fail("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if c.Log.AuditKeep < 0 {
+		fail("log.audit_keep", "must not be negative, got %d", c.Log.AuditKeep)
+	}
+	if c.Log.AuditMaxSize < 4<<10 {
+		fail("log.audit_max_size", "must be at least 4KiB, got %s", c.Log.AuditMaxSize)
+	}
+	if r := c.Server.Tracing.SampleRatio; r < 0 || r > 1 {
+		fail("server.tracing.sample_ratio", "must be from 0 to 1, got %v", r)
+	}
+	if e := c.Server.Tracing.Endpoint; e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+		fail("server.tracing.endpoint", "must be an http:// or https:// URL such as http://127.0.0.1:4318, got %q", e)
 	}
 	return errors.Join(errs...)
 }

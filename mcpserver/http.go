@@ -39,6 +39,9 @@ type HTTPOptions struct {
 	// DefaultMaxConnections. At the cap a new connection evicts the one
 	// that has waited longest without a complete request in progress.
 	MaxConnections int
+	// Extra are more handlers by path, such as /metrics; they require the
+	// bearer token like /mcp when Token is set (a scraper can send one).
+	Extra map[string]http.Handler
 }
 
 // Defaults of HTTPOptions.
@@ -130,6 +133,12 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PathMCP, mcpHandler)
 	mux.HandleFunc(PathHealthz, s.healthz)
+	for path, h := range opts.Extra {
+		if opts.Token != "" {
+			h = requireBearer(opts.Token, h)
+		}
+		mux.Handle(path, h)
+	}
 	return paceRequests(mux, opts.BodyTimeout)
 }
 

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime"
 	"sync"
@@ -139,6 +140,13 @@ type Options struct {
 	// ClientWait returns how long a requestState stays valid: the bound on
 	// a person's answer (tools.defaults.client_wait). nil means 5 minutes.
 	ClientWait func() time.Duration
+	// QueueWaited, when set, hears how long each call waited for a call
+	// slot (0 when one was free), for warden_queue_wait_seconds.
+	QueueWaited func(time.Duration)
+	// CallContext, when set, derives a call's context from the HTTP
+	// request headers that carried it (nil on stdio): the trace context
+	// of a W3C traceparent header.
+	CallContext func(ctx context.Context, header http.Header) context.Context
 }
 
 // Defaults applied by [New] to zero Options fields.
@@ -500,6 +508,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		defer release()
 
+		if s.opts.CallContext != nil && req.Extra != nil && req.Extra.Header != nil {
+			ctx = s.opts.CallContext(ctx, req.Extra.Header)
+		}
 		session := req.Session.ID()
 		s.watchSession(session, req.Session)
 		args := arguments(req.Params.Arguments)
@@ -576,13 +587,20 @@ func (s *Server) acquire(ctx context.Context) (release func(), fail *tool.Result
 	release = func() { <-s.slots }
 	select {
 	case s.slots <- struct{}{}:
+		if s.opts.QueueWaited != nil {
+			s.opts.QueueWaited(0)
+		}
 		return release, nil
 	default:
 	}
+	start := time.Now()
 	timer := time.NewTimer(s.opts.QueueWait)
 	defer timer.Stop()
 	select {
 	case s.slots <- struct{}{}:
+		if s.opts.QueueWaited != nil {
+			s.opts.QueueWaited(time.Since(start))
+		}
 		return release, nil
 	case <-timer.C:
 		// Waiting ran out: the call timed out before it could start.

@@ -178,3 +178,10 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	return err
 }
+
+// CompileCacheStats returns the lookups in the cache of instrumented
+// modules (under CacheDir) so far: hits, misses, and errors (an entry that
+// could not be used or written). All zero when the disk cache is off.
+func (r *Runtime) CompileCacheStats() (hits, misses, errs uint64) {
+	return r.instrumented.Stats()
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -85,6 +86,16 @@ another program's and is refused.`,
 			}
 			cfg := a.Config()
 			setMemoryLimit(uint64(cfg.Server.MaxInstanceMemory))
+			obs, err := startObservability(ctx, cfg, a, logger)
+			if err != nil {
+				return err
+			}
+			// Flushed on the way out, after the server stopped calling.
+			defer func() {
+				if err := obs.close(ctx); err != nil {
+					logger.Error("observability not flushed", "error", err)
+				}
+			}()
 			opts := mcpserver.Options{
 				Name:        "warden",
 				Version:     version,
@@ -109,9 +120,13 @@ another program's and is refused.`,
 			if opts.PageSize < 1 || opts.MaxInFlight < 1 || opts.QueueWait < 0 {
 				return usagef("--page-size and --max-in-flight must be at least 1, --queue-wait not negative")
 			}
+			obs.apply(&opts)
 			srv := mcpserver.New(a, opts)
 			defer srv.Close()
 			if addr == "" {
+				if cfg.Server.Metrics && cfg.Server.MetricsAddr == "" {
+					logger.Warn("server.metrics serves /metrics on the --http address; over stdio set server.metrics_addr")
+				}
 				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()), "loading", len(a.Loading()))
 				return srv.ServeStdio(ctx)
 			}
@@ -121,7 +136,12 @@ another program's and is refused.`,
 			if token == "" {
 				token = cfg.Server.Token
 			}
+			var extra map[string]http.Handler
+			if cfg.Server.Metrics && obs.metrics != nil {
+				extra = map[string]http.Handler{"/metrics": obs.metrics.Handler()}
+			}
 			err = srv.ListenAndServe(ctx, addr, mcpserver.HTTPOptions{
+				Extra:           extra,
 				Token:           token,
 				MaxRequestBytes: int64(cfg.Server.MaxMessage),
 				HeaderTimeout:   cfg.Server.HeaderTimeout,

@@ -492,9 +492,9 @@ func (a *App) heldBy(cfg *config.Config, t *runtime.Tool) string {
 	return ""
 }
 
-// Call implements mcpserver.Tools: the tool runs with the grants and limits
-// of the config in force right now.
-func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
+// call is Call without the observation (observe.go): the tool runs with
+// the grants and limits of the config in force right now.
+func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
 	t, ok := a.registry.Tool(c.Name)
 	if !ok {
 		var reasons []string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
@@ -32,13 +33,16 @@ type capabilities struct {
 	prompts *prompter
 	// servers runs the language servers behind lsp; Close stops them.
 	servers *lsp.Manager
+	// rec hears of every request and its decision (observe.go).
+	rec *recorderRef
 }
 
 func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, error) {
 	var c capabilities
 	var err error
 	c.client = client.New(cfg.ClientWait())
-	c.prompts = &prompter{log: logger}
+	c.rec = &recorderRef{}
+	c.prompts = &prompter{log: logger, rec: c.rec}
 	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("fs capability: %w", err)
 	}
@@ -64,10 +68,10 @@ func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, er
 }
 
 func (c *capabilities) list() []hostfuncs.Capability {
-	list := []hostfuncs.Capability{noteFS{noting{c.fs, c.prompts}, c.fs}, noting{c.memory, c.prompts}, noting{c.net, c.prompts},
-		noting{c.env, c.prompts}, noting{c.lsp, c.prompts}}
+	list := []hostfuncs.Capability{noteFS{noting{c.fs, c.prompts, c.rec}, c.fs}, noting{c.memory, c.prompts, c.rec}, noting{c.net, c.prompts, c.rec},
+		noting{c.env, c.prompts, c.rec}, noting{c.lsp, c.prompts, c.rec}}
 	for _, cc := range c.client.List() {
-		list = append(list, noting{cc, nil})
+		list = append(list, noting{cc, nil, c.rec})
 	}
 	return list
 }
@@ -106,9 +110,23 @@ func grantNote(cfg *config.Config, toolName, module string, elsewhere error) str
 type noting struct {
 	hostfuncs.Capability
 	prompts *prompter // nil: never prompts
+	// rec is the one observation point of every capability: each request
+	// is recorded once, with its final decision (after any prompt).
+	rec *recorderRef
 }
 
 func (n noting) Serve(ctx context.Context, call *hostfuncs.Call, request []byte) (any, error) {
+	rec := n.rec.get()
+	if rec == nil {
+		return n.serve(ctx, call, request)
+	}
+	start := time.Now()
+	result, err := n.serve(ctx, call, request)
+	rec.CapabilityUse(ctx, useOf(n.Name(), call, request, err, start))
+	return result, err
+}
+
+func (n noting) serve(ctx context.Context, call *hostfuncs.Call, request []byte) (any, error) {
 	result, err := n.Capability.Serve(ctx, call, request)
 	if err != nil && n.prompts != nil {
 		result, err = n.prompts.retry(ctx, call, func() (any, error) { return n.Capability.Serve(ctx, call, request) }, result, err)

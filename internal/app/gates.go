@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
@@ -29,6 +30,32 @@ const maxShownArguments = 2 << 10
 // the ask stops the call with an input-required result, and the retry
 // carries the person's answer.
 func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities) *tool.Result {
+	rec := a.caps.rec.get()
+	if rec == nil {
+		return a.decideGate(ctx, cfg, c, d, grants, nil)
+	}
+	var action string
+	res := a.decideGate(ctx, cfg, c, d, grants, &action)
+	if action == "" || action == config.GateAllow {
+		return res // no gate stood in the way
+	}
+	dec := observe.Decision{Event: "gate", Detail: action, Outcome: "allow"}
+	switch {
+	case res == nil:
+	case res.Error != nil && res.Error == tool.ErrInputRequired:
+		return res // asked; the retry decides
+	case res.Error != nil:
+		dec.Outcome, dec.Denied, dec.Reason = "deny", true, res.Error.Message
+	default:
+		dec.Outcome = "result" // answered by config; the tool did not run
+	}
+	rec.Decision(ctx, dec)
+	return res
+}
+
+// decideGate is gate; action, when not nil, is set to the action of the
+// gate that applies ("" when none does).
+func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, action *string) *tool.Result {
 	g, key, ok := cfg.GateFor(c.Name)
 	why := "tools.gates." + key
 	if !ok {
@@ -40,6 +67,9 @@ func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d 
 	}
 	// An entry of the tool's exact name beats any pattern: the line that
 	// lets this one tool through.
+	if action != nil {
+		*action = g.Action
+	}
 	allowLine := fmt.Sprintf("tools.gates.%s.action: allow", strings.ToLower(c.Name))
 	switch g.Action {
 	case config.GateBlock:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -39,6 +40,7 @@ type prompter struct {
 	// written holds from the next call on, not only once the watcher sees it.
 	reload func() error
 	log    *slog.Logger
+	rec    *recorderRef
 }
 
 // retry serves a denied request again after the person allowed it. It
@@ -50,6 +52,13 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 			return result, err
 		}
 		decision, askErr := p.ask(ctx, call, need)
+		if rec := p.rec.get(); rec != nil {
+			d := observe.Decision{Event: "prompt", Detail: need.Key + "=" + need.Value, Outcome: decision, Denied: decision == deny || askErr != nil}
+			if askErr != nil {
+				d.Outcome, d.Reason = "unanswered", askErr.Error()
+			}
+			rec.Decision(ctx, d)
+		}
 		if askErr != nil {
 			return result, withNote(err, askErr.Error())
 		}

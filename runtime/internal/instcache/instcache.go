@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/warden-run/warden/runtime/internal/instrument"
 )
@@ -42,6 +43,8 @@ const maxFile = 1 << 28
 type Store struct {
 	dir string
 	log *slog.Logger
+	// Lookups, for warden_compile_cache_total.
+	hits, misses, errs atomic.Uint64
 }
 
 // New returns a store in dir, or nil when dir is "".
@@ -72,9 +75,27 @@ func (s *Store) Get(key string) (*instrument.Result, bool) {
 	if s == nil {
 		return nil, false
 	}
+	res, ok := s.get(key)
+	if ok {
+		s.hits.Add(1)
+	}
+	return res, ok
+}
+
+// Stats returns the lookups so far: hits, misses (no entry) and errors
+// (an entry that could not be used, or a Put that could not write).
+func (s *Store) Stats() (hits, misses, errs uint64) {
+	if s == nil {
+		return 0, 0, 0
+	}
+	return s.hits.Load(), s.misses.Load(), s.errs.Load()
+}
+
+func (s *Store) get(key string) (*instrument.Result, bool) {
 	path := s.path(key)
 	info, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		s.misses.Add(1)
 		return nil, false
 	}
 	if err != nil || !info.Mode().IsRegular() || info.Size() > maxFile {
@@ -108,11 +129,13 @@ func (s *Store) Put(key string, res *instrument.Result) {
 		err = writeAtomic(s.path(key), data)
 	}
 	if err != nil {
+		s.errs.Add(1)
 		s.log.Warn("instrumented module not cached", "dir", s.dir, "error", err)
 	}
 }
 
 func (s *Store) drop(path, why string) {
+	s.errs.Add(1)
 	s.log.Warn("instrumented module cache entry removed; it will be rebuilt", "file", path, "reason", why)
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("instrumented module cache entry could not be removed", "file", path, "error", err)

@@ -4,7 +4,7 @@
 //
 // Arguments (all optional): "fs" and "env" are the requests to send, by
 // default {"op":"read","path":"README.md"} and {"op":"get","key":"HOME"};
-// "memory", when given, is sent to the memory capability too.
+// "memory" and "net", when given, are sent to those capabilities too.
 // The result's structured content is
 //
 //	{"fs": {"result": ...} | {"error": {"kind", "message"}}, "env": ..., "memory": ...}
@@ -28,7 +28,7 @@ func (fixture) Descriptor() tool.Descriptor {
 	return tool.Descriptor{
 		Name:        "hostcalls",
 		Description: "Runtime test fixture: calls log, progress, fs and env and reports the replies.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"fs":{"type":"object"},"env":{"type":"object"},"memory":{"type":"object"}}}`),
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"fs":{"type":"object"},"env":{"type":"object"},"memory":{"type":"object"},"net":{"type":"object"}}}`),
 		Capabilities: tool.Capabilities{
 			FS:  tool.FSAccess{Read: []string{"."}},
 			Env: []string{"HOME"},
@@ -40,6 +40,7 @@ type args struct {
 	FS     json.RawMessage `json:"fs"`
 	Env    json.RawMessage `json:"env"`
 	Memory json.RawMessage `json:"memory"`
+	Net    json.RawMessage `json:"net"`
 }
 
 // outcome is one capability's answer as the test sees it.
@@ -69,6 +70,9 @@ func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, err
 	replies := map[string]outcome{"fs": fs, "env": env}
 	if a.Memory != nil {
 		replies["memory"] = ask(ctx, "memory", a.Memory)
+	}
+	if a.Net != nil {
+		replies["net"] = ask(ctx, "net", a.Net)
 	}
 	return warden.JSON(replies)
 }

@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
+)
+
+// recorderRef holds the Recorder the capabilities, prompts and calls
+// report to; it is set once serving starts (SetRecorder), after the
+// capabilities were handed to the runtime.
+type recorderRef struct {
+	p atomic.Pointer[observe.Recorder]
+}
+
+// get returns the Recorder, or nil when observability is off.
+func (r *recorderRef) get() observe.Recorder {
+	if r == nil {
+		return nil
+	}
+	if p := r.p.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetRecorder makes every later call, capability request, gate and prompt
+// decision report to rec; nil turns reporting off.
+func (a *App) SetRecorder(rec observe.Recorder) {
+	a.caps.rec.p.Store(&rec)
+}
+
+// ObserveSources are the values metrics read from the app at scrape time.
+func (a *App) ObserveSources() observe.Sources {
+	return observe.Sources{
+		Live: func() map[string]int {
+			mods := a.registry.Modules()
+			live := make(map[string]int, len(mods))
+			for _, m := range mods {
+				live[m.Name()] += m.Live()
+			}
+			return live
+		},
+		CompileCache: a.rt.CompileCacheStats,
+	}
+}
+
+// Call implements mcpserver.Tools: the tool runs with the grants and limits
+// config holds for it when the call starts; rec, when on, hears of it.
+func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
+	rec := a.caps.rec.get()
+	if rec == nil {
+		return a.call(ctx, c)
+	}
+	start := time.Now()
+	module := ""
+	t, known := a.registry.Tool(c.Name)
+	if known {
+		module = t.Module().Name()
+	}
+	ctx = rec.CallStarted(ctx, observe.CallStart{Tool: c.Name, Module: module, Session: c.Session, Known: known, Arguments: c.Arguments})
+	res, err := a.call(ctx, c)
+	end := observe.CallEnd{Kind: "ok", Duration: time.Since(start)}
+	switch {
+	case err != nil:
+		end.Kind, end.Reason = string(tool.KindOf(err)), err.Error()
+	case res != nil && res.Error != nil:
+		end.Kind, end.Reason = string(res.Error.Kind), res.Error.Message
+	}
+	if res != nil {
+		switch f := res.Meta[runtime.MetaFuel].(type) {
+		case int64:
+			end.Fuel = uint64(max(f, 0))
+		case uint64:
+			end.Fuel = f
+		}
+	}
+	rec.CallEnded(ctx, end)
+	return res, err
+}
+
+// useOf describes one capability request for the audit log: the fields
+// of the request that say what was asked for (never contents).
+func useOf(capability string, call *hostfuncs.Call, request []byte, err error, start time.Time) observe.Use {
+	var req struct {
+		Op       string `json:"op"`
+		Path     string `json:"path"`
+		URL      string `json:"url"`
+		Topic    string `json:"topic"`
+		Key      string `json:"key"`
+		Language string `json:"language"`
+	}
+	_ = json.Unmarshal(request, &req) // a malformed request is recorded with what it had
+	u := observe.Use{Capability: capability, Tool: call.Tool, Module: call.Module, Op: req.Op, Start: start}
+	switch capability {
+	case "fs":
+		u.Path, u.Mode = req.Path, "write"
+		switch req.Op {
+		case "read", "list", "stat", "glob", "search":
+			u.Mode = "read"
+		}
+	case "net":
+		if p, perr := url.Parse(req.URL); perr == nil {
+			u.Host = p.Host
+		} else {
+			u.Host = "(unparsable url)"
+		}
+	case "memory":
+		u.Topic = req.Topic
+	case "env":
+		u.Key = req.Key
+	case "lsp":
+		u.Language, u.Path = req.Language, req.Path
+	default:
+		if u.Op == "" {
+			u.Op = capability
+		}
+	}
+	var te *tool.Error
+	if errors.As(err, &te) && te.Kind == tool.KindDenied {
+		u.Denied, u.Reason = true, te.Message
+	}
+	return u
+}

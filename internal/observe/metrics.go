@@ -1,0 +1,111 @@
+package observe
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Sources are the values the metrics read when scraped, rather than
+// counting them on the hot path.
+type Sources struct {
+	// Live returns the live instances of each loaded module.
+	Live func() map[string]int
+	// CompileCache returns the instrumented-module cache's hits, misses
+	// and errors so far.
+	CompileCache func() (hit, miss, errs uint64)
+	// AuditDropped returns the audit lines dropped so far.
+	AuditDropped func() uint64
+}
+
+// Metrics are warden's Prometheus series, in a registry of its own.
+type Metrics struct {
+	reg       *prometheus.Registry
+	calls     *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	fuel      *prometheus.HistogramVec
+	denials   *prometheus.CounterVec
+	queueWait prometheus.Histogram
+}
+
+// NewMetrics registers warden's series, reading src at scrape time.
+func NewMetrics(src Sources) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_calls_total", Help: "Tool calls by tool and result kind (ok or the error kind).",
+		}, []string{"tool", "kind"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "warden_call_duration_seconds", Help: "Tool call duration, from the app's view (gates included).",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"tool"}),
+		fuel: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "warden_call_fuel", Help: "Fuel (instructions metered) a call consumed.",
+			Buckets: prometheus.ExponentialBuckets(1000, 10, 9), // 1e3 .. 1e11
+		}, []string{"tool"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_denials_total", Help: "Denied capability requests, gate refusals and prompt denials.",
+		}, []string{"capability"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "warden_queue_wait_seconds", Help: "How long calls waited for a call slot (server.max_in_flight).",
+			Buckets: []float64{0, .001, .01, .1, .5, 1, 2.5, 5, 10, 30},
+		}),
+	}
+	m.reg.MustRegister(m.calls, m.duration, m.fuel, m.denials, m.queueWait, scraped{src})
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Registry is the registry the series are in.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) call(toolName string, e CallEnd) {
+	m.calls.WithLabelValues(toolName, e.Kind).Inc()
+	m.duration.WithLabelValues(toolName).Observe(e.Duration.Seconds())
+	m.fuel.WithLabelValues(toolName).Observe(float64(e.Fuel))
+}
+
+func (m *Metrics) denied(capability string) { m.denials.WithLabelValues(capability).Inc() }
+
+var (
+	liveDesc = prometheus.NewDesc("warden_instances_live", "Instances of each loaded module not yet closed, busy or idle.",
+		[]string{"module"}, nil)
+	cacheDesc = prometheus.NewDesc("warden_compile_cache_total", "Lookups in the cache of instrumented modules (tools.cache_dir).",
+		[]string{"result"}, nil)
+	droppedDesc = prometheus.NewDesc("warden_audit_dropped_total", "Audit lines dropped because the queue was full or the file failed.",
+		nil, nil)
+)
+
+// scraped collects the series read from Sources.
+type scraped struct{ src Sources }
+
+func (s scraped) Describe(ch chan<- *prometheus.Desc) {
+	ch <- liveDesc
+	ch <- cacheDesc
+	ch <- droppedDesc
+}
+
+func (s scraped) Collect(ch chan<- prometheus.Metric) {
+	if s.src.Live != nil {
+		for module, n := range s.src.Live() {
+			ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(n), module)
+		}
+	}
+	var hit, miss, errs uint64
+	if s.src.CompileCache != nil {
+		hit, miss, errs = s.src.CompileCache()
+	}
+	ch <- prometheus.MustNewConstMetric(cacheDesc, prometheus.CounterValue, float64(hit), "hit")
+	ch <- prometheus.MustNewConstMetric(cacheDesc, prometheus.CounterValue, float64(miss), "miss")
+	ch <- prometheus.MustNewConstMetric(cacheDesc, prometheus.CounterValue, float64(errs), "error")
+	var dropped uint64
+	if s.src.AuditDropped != nil {
+		dropped = s.src.AuditDropped()
+	}
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(dropped))
+}
