@@ -476,8 +476,12 @@ func gate(call *hostfuncs.Call, req *request) ([]grant, error) {
 	if len(grants) == 0 {
 		if req != nil {
 			entry := targetEntry(req.target)
+			host := req.target.host
+			if req.target.addr.Is6() {
+				host = "[" + host + "]"
+			}
 			return nil, tool.DeniedFor(tool.Need{Key: "net", Value: entry},
-				"net: tool %q has no net grant (config key tools.grants.%[1]s.net, e.g. %[2]q)", call.Tool, entry)
+				"net: request to host %q is not granted to tool %q: it has no net grant (config key tools.grants.%[2]s.net, e.g. %[3]q)", host, call.Tool, entry)
 		}
 		return nil, tool.Errorf(tool.KindDenied, "net: tool %q has no net grant (config key tools.grants.%[1]s.net)", call.Tool)
 	}

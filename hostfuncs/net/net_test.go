@@ -200,7 +200,7 @@ func TestDenied(t *testing.T) {
 		url    string
 		want   []string // in the message
 	}{
-		{"no grant", nil, f.local("/"), []string{"no net grant", "tools.grants.t.net"}},
+		{"no grant", nil, f.local("/"), []string{`net: request to host "127.0.0.1" is not granted to tool "t": it has no net grant (config key tools.grants.t.net, e.g. "http://127.0.0.1:` + p + `")`}},
 		{"only invalid grants", []string{"ftp://x", ""}, f.local("/"), []string{"no net grant"}},
 		{"unlisted host", []string{f.grant()}, "https://example.com/", []string{`"example.com"`, "tools.grants.t.net", `"https://example.com"`}},
 		{"loopback without explicit grant", []string{"http://*:" + p}, f.local("/"), []string{"127.0.0.1", "not a public address", "tools.grants.t.net", `"127.0.0.1:` + p + `"`}},
