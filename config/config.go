@@ -20,6 +20,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/runtime"
@@ -128,6 +129,10 @@ type Grant struct {
 	// Client lists what the tool may ask of the MCP client: elicit,
 	// sample, roots (tool.ClientFeatures).
 	Client []string `mapstructure:"client"`
+	// Config is the tool's own key/value configuration, any key, as an
+	// Extism plugin's author wrote it (`api-key`, `base-url`): each value
+	// is {value: literal} or {from_env: HOST_VAR}. Only this tool reads it.
+	Config map[string]EnvValue `mapstructure:"config"`
 }
 
 // FSGrant lists paths relative to a root.
@@ -552,6 +557,20 @@ func (c *Config) Validate() error {
 			fail("lsp.languages."+name+".command", "must not be empty")
 		}
 	}
+	for name, g := range c.Tools.Grants {
+		for key, v := range g.Config {
+			at := "tools.grants." + name + ".config." + key
+			switch {
+			case len(key) > 256 || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+				fail(at, "a key must be at most 256 bytes without control characters")
+			case (v.Value == "") == (v.FromEnv == ""):
+				fail(at, "set exactly one of value or from_env")
+			case v.FromEnv != "" && strings.ContainsAny(v.FromEnv, "=\x00"):
+				// Not quoted: a value pasted into the wrong field is still a secret.
+				fail(at+".from_env", "is not a variable name (it contains = or NUL)")
+			}
+		}
+	}
 	for name, ev := range c.Env.Values {
 		if (ev.Value == "") == (ev.FromEnv == "") {
 			fail("env.values."+name, "set exactly one of value or from_env")
@@ -616,6 +635,24 @@ func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
 		Env:          g.Env,
 		Client:       g.Client,
 	}, nil
+}
+
+// ToolConfig returns the own configuration (tools.grants.<tool>.config) of
+// toolName served by module, keyed in lower case, or nil: like Grants, it
+// belongs to the module the entry is bound to and to no other.
+func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.SecretValue {
+	g, ok := c.Tools.Grants[strings.ToLower(toolName)]
+	if !ok || len(g.Config) == 0 {
+		return nil
+	}
+	if bound, _, _ := c.GrantModule(toolName); bound != module {
+		return nil
+	}
+	out := make(map[string]hostfuncs.SecretValue, len(g.Config))
+	for k, v := range g.Config {
+		out[strings.ToLower(k)] = hostfuncs.SecretValue{Value: v.Value, FromEnv: v.FromEnv}
+	}
+	return out
 }
 
 // GrantModule returns the module the grant entry of toolName is bound to:

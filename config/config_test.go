@@ -87,21 +87,23 @@ func TestEnvOverride(t *testing.T) {
 
 func TestInvalid(t *testing.T) {
 	cases := map[string]string{
-		"tools: {defaults: {timeout: soon}}":               "timeout",
-		"tools: {defaults: {memory: lots}}":                `"lots" is not a size`,
-		"tools: {defaults: {isolation: sometimes}}":        `tools.defaults: isolation: must be call, session or shared`,
-		"tools: {limits: {jq: {memory: 5GiB}}}":            "tools.limits.jq: memory: at most 4GiB",
-		"tools: {grants: {x: {memory: all}}}":              "tools.grants.x.memory: must be read or read-write",
-		"tools: {grants: {x: {lsp: [cobol]}}}":             `tools.grants.x.lsp: no language "cobol"`,
-		"tools: {grants: {x: {fs: {read: [\"docs:a\"]}}}}": `names root "docs"`,
-		"tools: {pins: {echo: abc}}":                       "tools.pins.echo: must be a lowercase hex sha256",
-		"server: {page_size: 0}":                           "server.page_size: must be at least 1",
-		"server: {max_instance_memory: 64KiB}":             "server.max_instance_memory: must be between 1MiB and 1TiB, got 64 KiB",
-		"env: {values: {K: {value: a, from_env: B}}}":      "env.values.k: set exactly one of value or from_env",
-		"log: {level: chatty}":                             "log.level",
-		"tools: {dirr: x}":                                 "dirr",
-		"tools: [1, 2":                                     "config",
-		"lsp: {languages: {rust: {args: [x]}}}":            "lsp.languages.rust.command: must not be empty",
+		"tools: {defaults: {timeout: soon}}":                                 "timeout",
+		"tools: {defaults: {memory: lots}}":                                  `"lots" is not a size`,
+		"tools: {defaults: {isolation: sometimes}}":                          `tools.defaults: isolation: must be call, session or shared`,
+		"tools: {limits: {jq: {memory: 5GiB}}}":                              "tools.limits.jq: memory: at most 4GiB",
+		"tools: {grants: {x: {memory: all}}}":                                "tools.grants.x.memory: must be read or read-write",
+		"tools: {grants: {x: {lsp: [cobol]}}}":                               `tools.grants.x.lsp: no language "cobol"`,
+		"tools: {grants: {x: {fs: {read: [\"docs:a\"]}}}}":                   `names root "docs"`,
+		"tools: {pins: {echo: abc}}":                                         "tools.pins.echo: must be a lowercase hex sha256",
+		"server: {page_size: 0}":                                             "server.page_size: must be at least 1",
+		"server: {max_instance_memory: 64KiB}":                               "server.max_instance_memory: must be between 1MiB and 1TiB, got 64 KiB",
+		"env: {values: {K: {value: a, from_env: B}}}":                        "env.values.k: set exactly one of value or from_env",
+		"tools: {grants: {x: {config: {api-key: {value: a, from_env: B}}}}}": "tools.grants.x.config.api-key: set exactly one of value or from_env",
+		"tools: {grants: {x: {config: {k: {from_env: \"A=B\"}}}}}":           "tools.grants.x.config.k.from_env: is not a variable name",
+		"log: {level: chatty}":                                               "log.level",
+		"tools: {dirr: x}":                                                   "dirr",
+		"tools: [1, 2":                                                       "config",
+		"lsp: {languages: {rust: {args: [x]}}}":                              "lsp.languages.rust.command: must not be empty",
 	}
 	for body, want := range cases {
 		path := writeConfig(t, body)
@@ -248,5 +250,24 @@ func TestModuleAndToolNamesInConfig(t *testing.T) {
 	}
 	if _, err := Load(writeConfig(t, `tools: {grants: {echo: {module: echo-v2.1}}, pins: {echo-v2.1: `+sum+`}}`+"\n")); err != nil {
 		t.Errorf("valid names refused: %v", err)
+	}
+}
+
+// TestToolConfig: a tool's own config belongs to the module its grant is
+// bound to, keyed in lower case, and is nil for anyone else.
+func TestToolConfig(t *testing.T) {
+	c, err := Load(writeConfig(t, "tools:\n  grants:\n    brave: {config: {API-Key: {from_env: BRAVE_KEY}, base-url: {value: \"https://x\"}}}\n    other: {module: brave}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.ToolConfig("Brave", "brave")
+	if len(got) != 2 || got["api-key"].FromEnv != "BRAVE_KEY" || got["base-url"].Value != "https://x" {
+		t.Fatalf("ToolConfig = %#v", got)
+	}
+	if got := c.ToolConfig("brave", "impostor"); got != nil {
+		t.Fatalf("another module got %#v", got)
+	}
+	if got := c.ToolConfig("other", "brave"); got != nil {
+		t.Fatalf("a tool without config got %#v", got)
 	}
 }

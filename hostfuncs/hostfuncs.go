@@ -38,6 +38,10 @@ type Call struct {
 	// Prompted records the permission prompts put to the person during
 	// the call, so that each need is asked about once per call.
 	Prompted map[tool.Need]bool
+	// Config is the tool's own key/value configuration
+	// (tools.grants.<tool>.config), keyed in lower case: what an Extism
+	// plugin reads with config_get. Nil when config gives it none.
+	Config map[string]SecretValue
 }
 
 // Capability serves the requests of one warden.<Name> import.

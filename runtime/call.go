@@ -35,6 +35,8 @@ type CallRequest struct {
 	// Client is the MCP client the call may ask (tool.Client); nil when
 	// none can be asked.
 	Client tool.Client
+	// Config is the tool's own configuration (hostfuncs.Call.Config).
+	Config map[string]hostfuncs.SecretValue
 }
 
 // guestKinds are the error kinds a guest may report itself.
@@ -176,7 +178,7 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 		grantsOf = name
 	}
 	state := guest.NewCallState(&hostfuncs.Call{
-		Tool: grantsOf, Module: m.name, Grants: req.Grants, Observer: observer,
+		Tool: grantsOf, Module: m.name, Grants: req.Grants, Config: req.Config, Observer: observer,
 		Client: req.Client, Hold: deadline.hold, Requested: inv.requested,
 	}, in.Instance, m.limits.guest())
 	guestCtx := guest.WithState(callCtx, state)

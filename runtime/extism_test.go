@@ -325,6 +325,31 @@ func TestExtismConfig(t *testing.T) {
 	wantOK(t, call(t, cfg, `{"key":"API_BASE"}`), "false ")
 }
 
+// TestExtismToolConfig: a tool's own config (tools.grants.<tool>.config)
+// answers config_get for any key, as the plugin's author spelled it, and
+// only for the call it is given to.
+func TestExtismToolConfig(t *testing.T) {
+	rt := extismRuntime(t, runtime.Options{})
+	cfg := toolNamed(t, extismPlugin(t, rt, "v1", runtime.Limits{}), "v1_config")
+	t.Setenv("WARDEN_TEST_BRAVE_KEY", "brave-secret")
+	own := runtime.CallRequest{Config: map[string]hostfuncs.SecretValue{
+		"api-key":  {FromEnv: "WARDEN_TEST_BRAVE_KEY"},
+		"base-url": {Value: "https://api.search.brave.com"},
+		"unset":    {FromEnv: "WARDEN_TEST_NOT_SET"},
+	}}
+	for key, want := range map[string]string{
+		"api-key":  "true brave-secret",
+		"base-url": "true https://api.search.brave.com",
+		"BASE-URL": "true https://api.search.brave.com", // config.yaml keys are lower-cased
+		"unset":    "false ",
+		"other":    "false ",
+	} {
+		wantOK(t, callWith(t, cfg, `{"key":"`+key+`"}`, own), want)
+	}
+	// Another call (another tool's, or none) does not see it.
+	wantOK(t, call(t, cfg, `{"key":"api-key"}`), "false ")
+}
+
 func TestExtismIsolation(t *testing.T) {
 	rt := extismRuntime(t, runtime.Options{})
 	for _, c := range []struct {

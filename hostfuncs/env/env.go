@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -17,36 +16,9 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// Value is where one key's value comes from: the literal Value, or the host
-// environment variable FromEnv, read at each request. Exactly one is set.
-//
-// Value prints as "[redacted]" (or "from_env:NAME") in fmt, slog and JSON
-// alike, so that logging a Config can never leak a secret.
-type Value struct {
-	Value   string
-	FromEnv string
-}
-
-const redacted = "[redacted]"
-
-func (v Value) String() string { return v.describe() }
-
-// GoString keeps %#v from printing the fields.
-func (v Value) GoString() string { return v.describe() }
-
-// LogValue keeps slog from printing the fields.
-func (v Value) LogValue() slog.Value { return slog.StringValue(v.describe()) }
-
-// MarshalJSON keeps JSON encoders, slog's JSON handler among them, from
-// printing the fields. A Value is never meant to be serialized.
-func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.describe()) }
-
-func (v Value) describe() string {
-	if v.FromEnv != "" {
-		return "from_env:" + v.FromEnv
-	}
-	return redacted
-}
+// Value is where one key's value comes from (see hostfuncs.SecretValue:
+// it never prints its content).
+type Value = hostfuncs.SecretValue
 
 // Config maps each key a tool may be granted to its Value.
 type Config struct {
@@ -187,13 +159,10 @@ func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any,
 // value. A host variable that is unset has no value.
 func resolve(values map[string]Value, key string) (string, bool) {
 	v, ok := values[strings.ToUpper(key)]
-	switch {
-	case !ok:
+	if !ok {
 		return "", false
-	case v.FromEnv != "":
-		return os.LookupEnv(v.FromEnv)
 	}
-	return v.Value, true
+	return v.Lookup()
 }
 
 func decode(raw []byte) (*request, error) {

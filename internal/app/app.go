@@ -547,6 +547,7 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		Observer:  c.Observer,
 		Timeout:   cfg.ToolTimeout(c.Name),
 		Client:    c.Client,
+		Config:    cfg.ToolConfig(c.Name, t.Module().Name()),
 	})
 	if res.NextCursor != "" {
 		res.NextCursor = a.cursors.seal(c.Name, res.NextCursor)

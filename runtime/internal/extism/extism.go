@@ -588,8 +588,11 @@ func pluginFailure(state *guest.CallState, name, msg string) []byte {
 // warden refused one of the call's file or config requests, the refusal is
 // the likely cause and the call is denied.
 func failureError(name, msg string, denial *tool.Error) *tool.Error {
-	if denial != nil {
+	switch {
+	case denial != nil && denial.Kind == tool.KindDenied:
 		return tool.Errorf(tool.KindDenied, "%s failed after warden refused it: %s (the plugin said: %s)", name, denial.Message, msg)
+	case denial != nil:
+		return tool.Errorf(denial.Kind, "%s failed after %s (the plugin said: %s)", name, denial.Message, msg)
 	}
 	return tool.Errorf(tool.KindFailed, "%s", msg)
 }

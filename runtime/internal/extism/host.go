@@ -267,14 +267,28 @@ func redactURL(u string) string {
 	return u
 }
 
-// configGet replaces the SDK's config_get: Extism config keys are warden
-// env keys, read through warden.env under the call's env grants. A key the
-// call may not read is absent, as an unset one is, and the refusal is kept:
-// if the call then fails, it is reported as denied, naming the grant.
+// configGet replaces the SDK's config_get. A key of the tool's own config
+// (tools.grants.<tool>.config, any key, matched ignoring case because
+// config.yaml's keys are lower-cased) is answered from it, and no other
+// tool sees it. Any other key is a warden env key, read through warden.env
+// under the call's env grants. A key the call may not read is absent, as
+// an unset one is, and the refusal is kept: if the call then fails, it is
+// reported as denied, naming the grant.
 func (x *plugin) configGet(ctx context.Context, cp *sdk.CurrentPlugin, stack []uint64) {
 	state := guest.StateFrom(ctx, "config_get")
 	key := readKernel(cp, stack[0], guest.MaxLogBytes, "config key")
 	stack[0] = 0
+	if v, ok := state.Call.Config[strings.ToLower(string(key))]; ok {
+		value, set := v.Lookup()
+		if !set {
+			state.Denial = tool.Errorf(tool.KindFailed, "config %q: the host variable %s is not set (tools.grants.%s.config.%s.from_env)",
+				key, v.FromEnv, strings.ToLower(state.Call.Tool), strings.ToLower(string(key)))
+			return
+		}
+		guest.ChargeHost(state, len(key)+len(value))
+		stack[0] = writeKernel(cp, []byte(value), "a config value")
+		return
+	}
 	env := x.host.Capabilities["env"]
 	if env == nil {
 		state.Denial = tool.Errorf(tool.KindDenied, "config %q: this warden has no env capability", key)

@@ -1,0 +1,49 @@
+package hostfuncs
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+)
+
+// SecretValue is where a configured value comes from: the literal Value, or
+// the host environment variable FromEnv, read each time it is looked up.
+// Exactly one is set. env.values and a tool's own config
+// (tools.grants.<tool>.config) hold them.
+//
+// A SecretValue prints as "[redacted]" (or "from_env:NAME") in fmt, slog and
+// JSON alike, so that logging a config can never leak a secret.
+type SecretValue struct {
+	Value   string
+	FromEnv string
+}
+
+const redacted = "[redacted]"
+
+func (v SecretValue) String() string { return v.describe() }
+
+// GoString keeps %#v from printing the fields.
+func (v SecretValue) GoString() string { return v.describe() }
+
+// LogValue keeps slog from printing the fields.
+func (v SecretValue) LogValue() slog.Value { return slog.StringValue(v.describe()) }
+
+// MarshalJSON keeps JSON encoders, slog's JSON handler among them, from
+// printing the fields. A SecretValue is never meant to be serialized.
+func (v SecretValue) MarshalJSON() ([]byte, error) { return json.Marshal(v.describe()) }
+
+func (v SecretValue) describe() string {
+	if v.FromEnv != "" {
+		return "from_env:" + v.FromEnv
+	}
+	return redacted
+}
+
+// Lookup returns the value: the literal, or the host variable's current
+// value (ok is false when it is unset).
+func (v SecretValue) Lookup() (string, bool) {
+	if v.FromEnv != "" {
+		return os.LookupEnv(v.FromEnv)
+	}
+	return v.Value, true
+}
