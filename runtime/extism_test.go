@@ -86,7 +86,11 @@ func callWith(t testing.TB, tl *runtime.Tool, args string, req runtime.CallReque
 // call outputs out (both through the kernel, as a PDK would).
 func extismWAT(t testing.TB, desc, out, imports string) []byte {
 	t.Helper()
-	return testwasm.WATString(t, fmt.Sprintf(`(module
+	return testwasm.WATString(t, extismWATSource(desc, out, imports))
+}
+
+func extismWATSource(desc, out, imports string) string {
+	return fmt.Sprintf(`(module
   (import "extism:host/env" "alloc" (func $alloc (param i64) (result i64)))
   (import "extism:host/env" "store_u8" (func $store_u8 (param i64 i32)))
   (import "extism:host/env" "output_set" (func $output_set (param i64 i64)))
@@ -106,7 +110,29 @@ func extismWAT(t testing.TB, desc, out, imports string) []byte {
     (call $output_set (local.get $off) (i64.extend_i32_u (local.get $len))))
   (func (export "describe") (result i32) (call $out (i32.const 0) (i32.const %d)) (i32.const 0))
   (func (export "call") (result i32) (call $out (i32.const 32768) (i32.const %d)) (i32.const 0)))`,
-		imports, watString(desc), watString(out), len(desc), len(out)))
+		imports, watString(desc), watString(out), len(desc), len(out))
+}
+
+// TestExtismToolListChanged: a plugin importing hyper-mcp's
+// notify_tool_list_changed loads and may call it; the tools served stay
+// the ones it described at load.
+func TestExtismToolListChanged(t *testing.T) {
+	rt := extismRuntime(t, runtime.Options{})
+	src := extismWATSource(descOf("add_tool"), `{"content":[{"type":"text","text":"added"}]}`,
+		`(import "extism:host/user" "notify_tool_list_changed" (func $notify))`)
+	src = strings.Replace(src, `(func (export "call") (result i32) (call $out`, `(func (export "call") (result i32) (call $notify) (call $out`, 1)
+	m, err := rt.Load(context.Background(), "changing", testwasm.WATString(t, src), runtime.Limits{})
+	if err != nil {
+		t.Fatalf("a plugin importing notify_tool_list_changed was refused: %v", err)
+	}
+	defer m.Close(context.Background())
+	add := toolNamed(t, m, "add_tool")
+	for range 2 {
+		wantOK(t, call(t, add, `{}`), "added")
+	}
+	if names := len(m.Tools()); names != 1 {
+		t.Fatalf("tools after the notification: %d, want the 1 described at load", names)
+	}
 }
 
 func descOf(names ...string) string {

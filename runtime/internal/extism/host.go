@@ -17,11 +17,13 @@ import (
 
 // extismUserFuncs are the extism:host/user functions warden offers: the
 // notifications of hyper-mcp's host interface that map onto a call's
-// tool.Observer. (Sampling, elicitation, roots and OAuth are not offered; a
-// plugin importing them is refused at load, naming them.)
+// tool.Observer, and notify_tool_list_changed. (Sampling, elicitation,
+// roots and OAuth are not offered; a plugin importing them is refused at
+// load, naming them.)
 var extismUserFuncs = map[string]guest.FuncSig{
-	"notify_progress":        {Params: []api.ValueType{api.ValueTypeI64}},
-	"notify_logging_message": {Params: []api.ValueType{api.ValueTypeI64}},
+	"notify_progress":          {Params: []api.ValueType{api.ValueTypeI64}},
+	"notify_logging_message":   {Params: []api.ValueType{api.ValueTypeI64}},
+	"notify_tool_list_changed": {},
 }
 
 // hostFunctions are the functions warden gives every instance of x: the
@@ -33,6 +35,7 @@ func (x *plugin) hostFunctions() []sdk.HostFunction {
 	fns := []sdk.HostFunction{
 		sdk.NewHostFunctionWithStack("notify_progress", x.notifyProgress, i64, nil),
 		sdk.NewHostFunctionWithStack("notify_logging_message", x.notifyLoggingMessage, i64, nil),
+		sdk.NewHostFunctionWithStack("notify_tool_list_changed", x.notifyToolListChanged, nil, nil),
 	}
 	served := []sdk.HostFunction{
 		sdk.NewHostFunctionWithStack("http_request", x.httpRequest, []sdk.ValueType{sdk.ValueTypeI64, sdk.ValueTypeI64}, i64),
@@ -113,6 +116,21 @@ func (x *plugin) notifyProgress(ctx context.Context, cp *sdk.CurrentPlugin, stac
 		return
 	}
 	state.ReportProgress(p) // dropped unless it increases
+}
+
+// notifyToolListChanged is hyper-mcp's notify_tool_list_changed. It is
+// offered so that plugins importing it load and run, but the tools warden
+// serves stay the ones the module described at load: those are what the
+// person installing it reviewed, pinned and granted, and a tool a plugin
+// invents mid-session (its list lives in one instance's memory, which
+// isolation gives each session its own of) has been through none of that.
+// The call is noted in the server's log and the plugin is told it worked;
+// calling a tool that is not listed stays not_found.
+func (x *plugin) notifyToolListChanged(ctx context.Context, _ *sdk.CurrentPlugin, _ []uint64) {
+	state := guest.StateFrom(ctx, "notify_tool_list_changed")
+	guest.ChargeHost(state, 0)
+	x.host.Log.Info("plugin says its tool list changed; warden keeps serving the tools it described at load (docs/abi.md, Extism plugins)",
+		"tool", state.Call.Tool, "module", state.Call.Module)
 }
 
 // mcpLevels maps MCP logging levels onto slog's.
