@@ -80,6 +80,10 @@ type request struct {
 	Column             int     `json:"column"`
 	Query              *string `json:"query"`
 	IncludeDeclaration *bool   `json:"includeDeclaration"`
+	// Offset skips that many items of a list reply (documentSymbol,
+	// workspaceSymbol, definition, references, diagnostics), so that a
+	// tool can fetch past MaxResults.
+	Offset int `json:"offset"`
 }
 
 const (
@@ -124,6 +128,12 @@ func parseRequest(raw []byte) (*request, error) {
 	if req.Op != opWorkspaceSymbol && req.Query != nil {
 		return nil, tool.Errorf(tool.KindInvalidArguments, "%s takes no query", req.Op)
 	}
+	if req.Offset < 0 {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "%s: offset must not be negative, got %d", req.Op, req.Offset)
+	}
+	if req.Op == opHover && req.Offset != 0 {
+		return nil, tool.Errorf(tool.KindInvalidArguments, "hover takes no offset")
+	}
 	if req.Op != opReferences && req.IncludeDeclaration != nil {
 		return nil, tool.Errorf(tool.KindInvalidArguments, "%s takes no includeDeclaration", req.Op)
 	}
@@ -153,13 +163,20 @@ func parseRequest(raw []byte) (*request, error) {
 // Replies. Lines and columns are 1-based; columns count UTF-8 bytes.
 type (
 	symbolsReply struct {
-		Path      string   `json:"path,omitempty"`
-		Symbols   []Symbol `json:"symbols"`
-		Truncated bool     `json:"truncated,omitempty"`
+		Path    string   `json:"path,omitempty"`
+		Symbols []Symbol `json:"symbols"`
+		page
 	}
 	locationsReply struct {
 		Locations []Location `json:"locations"`
-		Truncated bool       `json:"truncated,omitempty"`
+		page
+	}
+	// page says where a list reply's items sit in the whole list: Total
+	// items exist (after the gate's filtering), and Truncated is set when
+	// some follow the ones returned (ask again with offset).
+	page struct {
+		Total     int  `json:"total"`
+		Truncated bool `json:"truncated,omitempty"`
 	}
 	hoverReply struct {
 		Hover *Hover `json:"hover"`
@@ -168,8 +185,8 @@ type (
 		Diagnostics []Diagnostic `json:"diagnostics"`
 		// Complete is false when the server had not yet diagnosed the
 		// file's current content when the wait ran out.
-		Complete  bool `json:"complete"`
-		Truncated bool `json:"truncated,omitempty"`
+		Complete bool `json:"complete"`
+		page
 	}
 )
 
@@ -213,8 +230,8 @@ func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte
 		if err != nil {
 			return nil, err
 		}
-		syms, cut := capped(syms)
-		return symbolsReply{Path: req.Path, Symbols: nonNil(syms), Truncated: cut}, nil
+		syms, pg := window(syms, req.Offset)
+		return symbolsReply{Path: req.Path, Symbols: syms, page: pg}, nil
 
 	case opWorkspaceSymbol:
 		syms, err := c.m.WorkspaceSymbols(ctx, t, *req.Query)
@@ -222,16 +239,16 @@ func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte
 			return nil, err
 		}
 		syms = slices.DeleteFunc(syms, func(s Symbol) bool { return !g.allows(s.Path) })
-		syms, cut := capped(syms)
-		return symbolsReply{Symbols: nonNil(syms), Truncated: cut}, nil
+		syms, pg := window(syms, req.Offset)
+		return symbolsReply{Symbols: syms, page: pg}, nil
 
 	case opDefinition:
 		locs, err := c.m.Definition(ctx, t, req.Path, pos)
 		if err != nil {
 			return nil, err
 		}
-		locs, cut := capped(g.locations(locs))
-		return locationsReply{Locations: nonNil(locs), Truncated: cut}, nil
+		locs, pg := window(g.locations(locs), req.Offset)
+		return locationsReply{Locations: locs, page: pg}, nil
 
 	case opReferences:
 		include := req.IncludeDeclaration != nil && *req.IncludeDeclaration
@@ -239,8 +256,8 @@ func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte
 		if err != nil {
 			return nil, err
 		}
-		locs, cut := capped(g.locations(locs))
-		return locationsReply{Locations: nonNil(locs), Truncated: cut}, nil
+		locs, pg := window(g.locations(locs), req.Offset)
+		return locationsReply{Locations: locs, page: pg}, nil
 
 	case opHover:
 		// Hover text is mostly the definition's signature and doc
@@ -271,8 +288,8 @@ func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte
 		for i := range diags {
 			diags[i].Related = g.locations(diags[i].Related)
 		}
-		diags, cut := capped(diags)
-		return diagnosticsReply{Diagnostics: nonNil(diags), Complete: complete, Truncated: cut}, nil
+		diags, pg := window(diags, req.Offset)
+		return diagnosticsReply{Diagnostics: diags, Complete: complete, page: pg}, nil
 	}
 	return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: unknown op %q", req.Op)
 }
@@ -341,11 +358,15 @@ func (g *gate) locations(locs []Location) []Location {
 	return slices.DeleteFunc(locs, func(l Location) bool { return !g.allows(l.Path) })
 }
 
-func capped[T any](s []T) ([]T, bool) {
+// window returns at most MaxResults items of s from offset on (never nil,
+// so that an empty list encodes as []) and where they sit in s.
+func window[T any](s []T, offset int) ([]T, page) {
+	pg := page{Total: len(s)}
+	s = s[min(offset, len(s)):]
 	if len(s) > MaxResults {
-		return s[:MaxResults], true
+		s, pg.Truncated = s[:MaxResults], true
 	}
-	return s, false
+	return nonNil(s), pg
 }
 
 // nonNil makes empty results encode as [] rather than null.

@@ -88,7 +88,10 @@
 // "code"?,"related"?:[location]}],"complete","truncated"?}; complete is
 // false when the wait ran out before the server published.
 //
-// Lists stop at MaxResults (1000) with "truncated": true.
+// Every list reply also says "total": how many items exist (after the fs
+// gate's filtering). A list stops at MaxResults (1000) with "truncated":
+// true; "offset":N in the request skips N items, so a tool fetches the
+// rest page by page (hover takes no offset).
 //
 // Errors: denied (no lsp grant for the language, or the fs gate refuses the
 // path), invalid_arguments (malformed request, a path outside the project,

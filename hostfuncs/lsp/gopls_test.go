@@ -71,7 +71,7 @@ func TestDocumentSymbol(t *testing.T) {
 		`{"name":"Total","kind":"function","detail":"func(shapes ...Shape) float64","line":20,"column":6,"endLine":26},` +
 		// Columns count bytes: "Grüße" is 7 bytes long.
 		`{"name":"Grüße","kind":"variable","line":29,"column":5,"endLine":29},` +
-		`{"name":"Ünit","kind":"variable","line":29,"column":14,"endLine":29}]}`
+		`{"name":"Ünit","kind":"variable","line":29,"column":14,"endLine":29}],"total":6}`
 	if got != want {
 		t.Fatalf("documentSymbol:\n got %s\nwant %s", got, want)
 	}
@@ -84,9 +84,17 @@ func TestWorkspaceSymbol(t *testing.T) {
 	want := `{"symbols":[` +
 		`{"name":"Square","kind":"struct","container":"example.com/fixture/shapes","path":"shapes/shapes.go","line":10,"column":6,"endLine":10},` +
 		`{"name":"Square.Area","kind":"method","container":"example.com/fixture/shapes","path":"shapes/shapes.go","line":15,"column":17,"endLine":15},` +
-		`{"name":"Square.Side","kind":"field","container":"example.com/fixture/shapes","path":"shapes/shapes.go","line":11,"column":2,"endLine":11}]}`
+		`{"name":"Square.Side","kind":"field","container":"example.com/fixture/shapes","path":"shapes/shapes.go","line":11,"column":2,"endLine":11}],"total":3}`
 	if got != want {
 		t.Fatalf("workspaceSymbol Square:\n got %s\nwant %s", got, want)
+	}
+	// An offset skips into the same list; total stays the whole list's.
+	if got, want := mustServe(t, e.c, `{"op":"workspaceSymbol","query":"Square","offset":2}`),
+		`{"symbols":[{"name":"Square.Side","kind":"field","container":"example.com/fixture/shapes","path":"shapes/shapes.go","line":11,"column":2,"endLine":11}],"total":3}`; got != want {
+		t.Fatalf("workspaceSymbol Square from offset 2:\n got %s\nwant %s", got, want)
+	}
+	if got, want := mustServe(t, e.c, `{"op":"workspaceSymbol","query":"Square","offset":9}`), `{"symbols":[],"total":3}`; got != want {
+		t.Fatalf("workspaceSymbol Square past the end:\n got %s\nwant %s", got, want)
 	}
 
 	// Bias lives in secret/: the server finds it, the tool does not.
@@ -97,7 +105,7 @@ func TestWorkspaceSymbol(t *testing.T) {
 	if len(direct) != 1 || direct[0].Path != "secret/secret.go" || direct[0].Line != 7 {
 		t.Fatalf("gopls should find Bias in secret/secret.go:7, got %+v", direct)
 	}
-	if got := mustServe(t, e.c, `{"op":"workspaceSymbol","language":"go","query":"Bias"}`); got != `{"symbols":[]}` {
+	if got := mustServe(t, e.c, `{"op":"workspaceSymbol","language":"go","query":"Bias"}`); got != `{"symbols":[],"total":0}` {
 		t.Fatalf("workspaceSymbol Bias leaks a denied file: %s", got)
 	}
 }
@@ -218,10 +226,10 @@ func TestDiagnostics(t *testing.T) {
 	broken := `{"path":"broken/broken.go","line":5,"column":9,"endLine":5,"endColumn":21,"severity":"error",` +
 		`"message":"cannot use \"not an int\" (untyped string constant) as int value in return statement","source":"compiler","code":"IncompatibleAssign"}`
 	got := mustServe(t, e.c, `{"op":"diagnostics","path":"broken/broken.go"}`)
-	if want := `{"diagnostics":[` + broken + `],"complete":true}`; got != want {
+	if want := `{"diagnostics":[` + broken + `],"complete":true,"total":1}`; got != want {
 		t.Fatalf("diagnostics:\n got %s\nwant %s", got, want)
 	}
-	if got := mustServe(t, e.c, `{"op":"diagnostics","path":"main.go"}`); got != `{"diagnostics":[],"complete":true}` {
+	if got := mustServe(t, e.c, `{"op":"diagnostics","path":"main.go"}`); got != `{"diagnostics":[],"complete":true,"total":0}` {
 		t.Fatalf("diagnostics of a clean file: %s", got)
 	}
 
@@ -254,7 +262,7 @@ func TestDiagnostics(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustServe(t, e.c, `{"op":"diagnostics","path":"broken/broken.go"}`); got != `{"diagnostics":[],"complete":true}` {
+	if got := mustServe(t, e.c, `{"op":"diagnostics","path":"broken/broken.go"}`); got != `{"diagnostics":[],"complete":true,"total":0}` {
 		t.Fatalf("diagnostics after the fix: %s", got)
 	}
 }

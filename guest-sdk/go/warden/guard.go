@@ -37,9 +37,12 @@ type Guard struct {
 // Overflow tells the model that a list was cut and how to see more. It is
 // the seeds' OverflowInfo; put it in the result next to the list.
 type Overflow struct {
-	Shown int    `json:"shown"`
-	Total int    `json:"total"`
-	Hint  string `json:"hint"`
+	Shown int `json:"shown"`
+	Total int `json:"total"`
+	// AtLeast says Total is a lower bound: the source had more items than
+	// the tool could fetch, so the list is known to be incomplete.
+	AtLeast bool   `json:"at_least,omitempty"`
+	Hint    string `json:"hint"`
 	// NextOffset is set in Focused mode when a further page exists.
 	NextOffset *int `json:"next_offset,omitempty"`
 }

@@ -10,6 +10,7 @@ package lsptool
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
@@ -33,25 +34,58 @@ func LSP(ctx *warden.Context, request map[string]any, reply any) error {
 	return warden.Host(ctx, "lsp", request, reply)
 }
 
+// MaxFetched bounds the items a tool gathers from warden.lsp across pages
+// of a list (the capability returns at most 1000 per request): a list
+// longer than this is reported as "at least MaxFetched", never as complete.
+const MaxFetched = 20000
+
+// Fetch asks warden.lsp for the whole list request names, whose items are
+// the reply's field ("locations" or "symbols"), page by page past the
+// capability's cap, up to MaxFetched items. complete is false when the
+// server has more: the tool must then say its total is a lower bound.
+func Fetch[T any](ctx *warden.Context, request map[string]any, field string) (items []T, complete bool, err error) {
+	req := maps.Clone(request)
+	for {
+		req["offset"] = len(items)
+		var reply map[string]json.RawMessage
+		if err := LSP(ctx, req, &reply); err != nil {
+			return nil, false, err
+		}
+		var page []T
+		if err := json.Unmarshal(reply[field], &page); err != nil {
+			return nil, false, warden.Failed("decode lsp %s: %v", field, err)
+		}
+		var truncated bool
+		if raw, ok := reply["truncated"]; ok {
+			if err := json.Unmarshal(raw, &truncated); err != nil {
+				return nil, false, warden.Failed("decode lsp truncated: %v", err)
+			}
+		}
+		items = append(items, page...)
+		switch {
+		case !truncated:
+			return items, true, nil
+		case len(page) == 0 || len(items) >= MaxFetched:
+			return items, false, nil
+		}
+	}
+}
+
 // Request is a warden.lsp request naming a position.
 func PositionRequest(op, path string, line, column int) map[string]any {
 	return map[string]any{"op": op, "path": path, "line": line, "column": column}
 }
 
-// DocumentSymbols returns the outline of one file.
-func DocumentSymbols(ctx *warden.Context, path string) ([]Symbol, error) {
-	var reply struct {
-		Symbols []Symbol `json:"symbols"`
-	}
-	if err := LSP(ctx, map[string]any{"op": "documentSymbol", "path": path}, &reply); err != nil {
-		return nil, err
-	}
-	return reply.Symbols, nil
+// DocumentSymbols returns the outline of one file; complete is false when
+// it has more top-level symbols than MaxFetched.
+func DocumentSymbols(ctx *warden.Context, path string) (syms []Symbol, complete bool, err error) {
+	return Fetch[Symbol](ctx, map[string]any{"op": "documentSymbol", "path": path}, "symbols")
 }
 
 // Overflow is the overflow object of the tools' output schemas.
 const overflowSchema = `{"type": "object", "description": "Present when results were left out: how many are shown, how many exist, and how to see the rest.",
 	"properties": {"shown": {"type": "integer"}, "total": {"type": "integer"}, "hint": {"type": "string"},
+		"at_least": {"type": "boolean", "description": "total is a lower bound: there are more than could be fetched."},
 		"next_offset": {"type": "integer", "description": "With detail_level \"full\": the offset of the next page."}},
 	"required": ["shown", "total", "hint"]}`
 

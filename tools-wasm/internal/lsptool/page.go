@@ -20,8 +20,11 @@ import (
 type Pager struct {
 	*warden.Guard
 	// Unit names what is paged in hints ("results" unless set).
-	Unit  string
-	query json.RawMessage
+	Unit string
+	// Incomplete says the list Page is given is only the part that could
+	// be fetched (Fetch's complete was false): its length is a lower bound.
+	Incomplete bool
+	query      json.RawMessage
 }
 
 type cursorState struct {
@@ -68,6 +71,9 @@ func NewPager(ctx *warden.Context, args json.RawMessage, query any, maxResults i
 // mode how to narrow the query.
 func Page[T any](p *Pager, items []T, exploreHint string) ([]T, *warden.Overflow, string) {
 	page, o := warden.Page(p.Guard, items, exploreHint)
+	if p.Incomplete {
+		return incompletePage(p, page, o, len(items), exploreHint)
+	}
 	if o == nil || p.Mode == warden.Exploring {
 		if o != nil {
 			o.Hint = exploreHint + `; or use detail_level "full" with offset/limit to page through all ` + fmt.Sprint(o.Total, " ", p.Unit)
@@ -82,6 +88,27 @@ func Page[T any](p *Pager, items []T, exploreHint string) ([]T, *warden.Overflow
 	state, err := json.Marshal(cursorState{Query: p.query, Offset: *o.NextOffset, Limit: p.Limit})
 	if err != nil {
 		// A RawMessage and two ints always encode.
+		return page, o, ""
+	}
+	return page, o, string(state)
+}
+
+// incompletePage is Page for a list that was cut before it reached the
+// tool: every page, the last one fetched included, says that more exist
+// and how many at least, so that nothing reads as complete.
+func incompletePage[T any](p *Pager, page []T, o *warden.Overflow, fetched int, exploreHint string) ([]T, *warden.Overflow, string) {
+	if o == nil {
+		o = &warden.Overflow{Shown: len(page), Total: fetched}
+	}
+	o.AtLeast = true
+	more := fmt.Sprintf("there are more than the %d %s warden could fetch, so this list is incomplete; %s", fetched, p.Unit, exploreHint)
+	if p.Mode == warden.Exploring || o.NextOffset == nil {
+		o.Hint = more
+		return page, o, ""
+	}
+	o.Hint = fmt.Sprintf("more %s: call again with offset %d (or with the result's cursor); %s", p.Unit, *o.NextOffset, more)
+	state, err := json.Marshal(cursorState{Query: p.query, Offset: *o.NextOffset, Limit: p.Limit})
+	if err != nil {
 		return page, o, ""
 	}
 	return page, o, string(state)

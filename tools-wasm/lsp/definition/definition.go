@@ -93,13 +93,12 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 		return nil, err
 	}
 	pager.Unit = "definitions"
-	var reply struct {
-		Locations []lsptool.Location `json:"locations"`
-	}
-	if err := lsptool.LSP(ctx, at.Request("definition"), &reply); err != nil {
+	locs, complete, err := lsptool.Fetch[lsptool.Location](ctx, at.Request("definition"), "locations")
+	if err != nil {
 		return nil, err
 	}
-	page, overflow, next := lsptool.Page(pager, reply.Locations, "the identifier has several definitions")
+	pager.Incomplete = !complete
+	page, overflow, next := lsptool.Page(pager, locs, "the identifier has several definitions")
 	out := output{Definitions: make([]Definition, len(page)), Overflow: overflow}
 	var lines []string
 	for i, l := range page {
@@ -119,7 +118,7 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 		}
 		out.Definitions[i] = d
 	}
-	if len(reply.Locations) == 0 {
+	if len(locs) == 0 {
 		lines = append(lines, fmt.Sprintf("no definition found in the project for the identifier at %s "+
 			"(it may be a builtin, in the standard library or a dependency, or in a file you may not read)", at))
 	}
@@ -134,7 +133,7 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 // declaration fills in the declaration whose name d points at, and its
 // source. Failing to find it leaves d as it is: the location is the answer.
 func declaration(ctx *warden.Context, src *lsptool.Sources, d *Definition) {
-	syms, err := lsptool.DocumentSymbols(ctx, d.Path)
+	syms, _, err := lsptool.DocumentSymbols(ctx, d.Path)
 	if err != nil {
 		return
 	}

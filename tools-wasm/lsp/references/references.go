@@ -4,6 +4,7 @@ package references
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
@@ -93,13 +94,12 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 	pager.Unit = "references"
 	req := at.Request("references")
 	req["includeDeclaration"] = a.IncludeDeclaration
-	var reply struct {
-		Locations []lsptool.Location `json:"locations"`
-	}
-	if err := lsptool.LSP(ctx, req, &reply); err != nil {
+	locs, complete, err := lsptool.Fetch[lsptool.Location](ctx, req, "locations")
+	if err != nil {
 		return nil, err
 	}
-	page, overflow, next := lsptool.Page(pager, reply.Locations, "ask about a narrower identifier")
+	pager.Incomplete = !complete
+	page, overflow, next := lsptool.Page(pager, locs, "ask about a narrower identifier")
 	out := output{References: make([]Reference, len(page)), Overflow: overflow}
 	lines := make([]string, 0, len(page)+1)
 	for i, l := range page {
@@ -111,9 +111,15 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 		lines = append(lines, lsptool.Pos(r.Path, r.Line, r.Column)+": "+r.Text)
 	}
 	if overflow != nil && pager.Mode == warden.Exploring {
-		out.Files = countByFile(reply.Locations)
+		// Where the references left out are: in the text too, since a
+		// model may read only the text.
+		out.Files = countByFile(locs)
+		lines = append(lines, fmt.Sprintf("# references per file (%d files):", len(out.Files)))
+		for _, f := range out.Files {
+			lines = append(lines, fmt.Sprintf("#   %s: %d", f.Path, f.Count))
+		}
 	}
-	if len(reply.Locations) == 0 {
+	if len(locs) == 0 {
 		lines = append(lines, "no references")
 	}
 	res, err := warden.WithStructured(warden.Text(lsptool.Text(lines, overflow)), out)

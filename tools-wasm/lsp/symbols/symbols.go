@@ -118,7 +118,10 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 		if isDir {
 			ctx.Progress(float64(i+1), float64(len(files)), f)
 		}
-		syms, err := lsptool.DocumentSymbols(ctx, f)
+		syms, complete, err := lsptool.DocumentSymbols(ctx, f)
+		if !complete && err == nil {
+			pager.Incomplete = true
+		}
 		if err != nil {
 			if !isDir {
 				return nil, err

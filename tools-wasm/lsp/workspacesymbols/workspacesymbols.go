@@ -85,13 +85,12 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 		return nil, err
 	}
 	pager.Unit = "symbols"
-	var reply struct {
-		Symbols []lsptool.Symbol `json:"symbols"`
-	}
-	if err := lsptool.LSP(ctx, map[string]any{"op": "workspaceSymbol", "language": lsptool.Language, "query": a.Query}, &reply); err != nil {
+	all, complete, err := lsptool.Fetch[lsptool.Symbol](ctx, map[string]any{"op": "workspaceSymbol", "language": lsptool.Language, "query": a.Query}, "symbols")
+	if err != nil {
 		return nil, err
 	}
-	syms := reply.Symbols
+	pager.Incomplete = !complete
+	syms := all
 	if a.Kind != "" {
 		syms = slices.DeleteFunc(syms, func(s lsptool.Symbol) bool { return s.Kind != a.Kind })
 	}
@@ -100,7 +99,7 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 		hint += " or a kind filter"
 	}
 	page, overflow, next := lsptool.Page(pager, syms, hint)
-	if len(reply.Symbols) >= goplsMax && overflow != nil {
+	if len(all) >= goplsMax && overflow != nil {
 		overflow.Hint = fmt.Sprintf("gopls returns at most %d matches, so there may be more; %s", goplsMax, overflow.Hint)
 	}
 	out := output{Symbols: make([]Match, len(page)), Overflow: overflow}
