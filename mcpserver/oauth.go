@@ -206,7 +206,6 @@ func (s *Server) requireOAuth(st *oauthState, next http.Handler) http.Handler {
 		if err != nil {
 			var fault interface{ ServerFault() bool }
 			if errors.As(err, &fault) && fault.ServerFault() {
-				s.log.Error("cannot verify access tokens", "error", err)
 				http.Error(w, "cannot verify access tokens right now: "+describe(err), http.StatusServiceUnavailable)
 				return
 			}

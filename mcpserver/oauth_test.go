@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -591,5 +592,24 @@ func TestOAuthOptionsChecked(t *testing.T) {
 	o := HTTPOptions{OAuth: good}
 	if err := o.checkAuth("0.0.0.0:7331"); err != nil {
 		t.Errorf("OAuth on every interface: %v", err)
+	}
+}
+
+// TestOAuthKeysUnavailable: a token that cannot be checked because the
+// issuer's keys cannot be had is the server's trouble: 503, no challenge.
+func TestOAuthKeysUnavailable(t *testing.T) {
+	s, _ := newServer(t, newFakeTools(desc("a")), Options{})
+	verify := func(context.Context, string) (principal.Principal, error) {
+		return principal.Principal{}, &oauth.Error{Description: "the issuer's signing keys could not be fetched; try again later", Unavailable: true}
+	}
+	h := s.Handler(HTTPOptions{OAuth: &OAuthOptions{Resource: "https://w.example.com/mcp",
+		AuthorizationServers: []string{"https://idp.example.com"}, Verify: verify}})
+	req := httptest.NewRequest("POST", PathMCP, strings.NewReader(listBody))
+	req.Header.Set("Authorization", "Bearer x.y.z")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("WWW-Authenticate") != "" ||
+		!strings.Contains(rec.Body.String(), "could not be fetched") {
+		t.Errorf("%d %q %s", rec.Code, rec.Header().Get("WWW-Authenticate"), rec.Body)
 	}
 }

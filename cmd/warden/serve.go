@@ -141,6 +141,8 @@ another program's and is refused.`,
 				if httpOpts.OAuth, err = oauthOptions(oauthCfg, logger); err != nil {
 					return err
 				}
+			} else if len(cfg.Tools.Scopes) > 0 {
+				logger.Warn("tools.scopes limits OAuth callers only, and server.oauth is not set: every client may call every tool")
 			}
 			err = srv.ListenAndServe(ctx, addr, httpOpts)
 			if errors.Is(err, mcpserver.ErrTokenRequired) {
