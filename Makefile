@@ -45,7 +45,7 @@ test-go:
 # stdio and HTTP guards, the registry and background loads, capabilities
 # with live config), under the race detector. runtime itself is left out:
 # wazero's compiler under -race takes over ten minutes on two cores.
-RACE_PACKAGES := ./mcpserver ./internal/app ./config ./hostfuncs/... ./tool/...
+RACE_PACKAGES := ./mcpserver ./internal/app ./internal/oauth/... ./config ./hostfuncs/... ./tool/...
 
 test-race:
 	$(GO) test -race $(RACE_PACKAGES)

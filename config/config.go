@@ -70,6 +70,10 @@ type Tools struct {
 	// Gates decide, per tool name or pattern, whether a call runs: block,
 	// confirm (ask the person first) or result (a fixed answer).
 	Gates map[string]Gate `mapstructure:"gates"`
+	// Scopes lists, per tool name or pattern, the OAuth scopes a token
+	// must grant for a tools/call of the tool (server.oauth): all of them.
+	// Exact names and patterns resolve as Gates do.
+	Scopes map[string][]string `mapstructure:"scopes"`
 	// Expose and Hide choose the tools clients see, by name pattern
 	// (path.Match syntax): a tool is served when it matches Expose (or
 	// Expose is empty) and does not match Hide.
@@ -208,6 +212,42 @@ type Server struct {
 	MetricsAddr string `mapstructure:"metrics_addr"`
 	// Tracing exports OpenTelemetry traces.
 	Tracing Tracing `mapstructure:"tracing"`
+	// OAuth makes HTTP mode an OAuth 2.1 resource server: clients present
+	// JWT access tokens from the issuers listed (instead of Token).
+	OAuth OAuth `mapstructure:"oauth"`
+}
+
+// OAuth configures `warden serve --http` as an OAuth 2.1 resource server
+// (docs/auth.md). It is read at start.
+type OAuth struct {
+	// Resource is this server's canonical URL, as clients reach it (e.g.
+	// https://warden.example.com/mcp): what tokens' audience must contain
+	// and what the protected resource metadata names.
+	Resource string `mapstructure:"resource"`
+	// Issuers are the authorization servers whose tokens are accepted.
+	Issuers []OAuthIssuer `mapstructure:"issuers"`
+	// Scopes are required of every request to /mcp, whatever it asks.
+	Scopes []string `mapstructure:"scopes"`
+	// ClockSkew is the tolerance on a token's exp, nbf and iat.
+	ClockSkew time.Duration `mapstructure:"clock_skew"`
+	// JWKSRefreshMin is the least time between two fetches of an issuer's
+	// keys (a token naming an unknown key fetches them again, at most this
+	// often).
+	JWKSRefreshMin time.Duration `mapstructure:"jwks_refresh_min"`
+}
+
+// OAuthIssuer is one trusted authorization server.
+type OAuthIssuer struct {
+	// Issuer is the issuer identifier, exactly as tokens' iss claim says.
+	Issuer string `mapstructure:"issuer"`
+	// JWKSURL is where its signing keys (a JWK Set) are fetched: https://,
+	// or http:// for a loopback host.
+	JWKSURL string `mapstructure:"jwks_url"`
+}
+
+// Enabled reports whether any server.oauth key that turns OAuth on is set.
+func (o OAuth) Enabled() bool {
+	return o.Resource != "" || len(o.Issuers) > 0 || len(o.Scopes) > 0
 }
 
 // ServerResources configures the resources warden serves itself.
@@ -323,6 +363,9 @@ var defaults = map[string]any{
 	"server::max_connections":         256,
 	"server::max_instance_memory":     "256MiB",
 	"server::resources::memory":       false,
+	"server::oauth::resource":         "",
+	"server::oauth::clock_skew":       "60s",
+	"server::oauth::jwks_refresh_min": "1m",
 	"lsp::idle_ttl":                   "10m",
 	"lsp::timeout":                    "30s",
 	"net::max_response":               "4MiB",
@@ -515,6 +558,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateGates(fail)
+	c.validateScopes(fail)
+	c.validateOAuth(fail)
 	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]

@@ -59,18 +59,26 @@ func (c *Config) validateGates(fail func(key, format string, args ...any)) {
 // is one, else the longest pattern that matches it (ties: the first in
 // sort order). ok is false when no entry applies.
 func (c *Config) GateFor(name string) (g Gate, key string, ok bool) {
+	return lookupTool(c.Tools.Gates, name)
+}
+
+// lookupTool finds the entry of the tool called name in a map keyed by
+// tool name or pattern (viper lower-cases the keys): the entry of exactly
+// that name (ignoring case), else the longest matching pattern (ties: the
+// first in sort order).
+func lookupTool[V any](entries map[string]V, name string) (v V, key string, ok bool) {
 	lower := strings.ToLower(name)
-	if g, ok := c.Tools.Gates[lower]; ok {
-		return g, lower, true
+	if v, ok := entries[lower]; ok {
+		return v, lower, true
 	}
 	var patterns []string
-	for p := range c.Tools.Gates {
+	for p := range entries {
 		if matched, _ := path.Match(p, lower); matched {
 			patterns = append(patterns, p)
 		}
 	}
 	if len(patterns) == 0 {
-		return Gate{}, "", false
+		return v, "", false
 	}
 	sort.Slice(patterns, func(i, j int) bool {
 		if len(patterns[i]) != len(patterns[j]) {
@@ -78,7 +86,7 @@ func (c *Config) GateFor(name string) (g Gate, key string, ok bool) {
 		}
 		return patterns[i] < patterns[j]
 	})
-	return c.Tools.Gates[patterns[0]], patterns[0], true
+	return entries[patterns[0]], patterns[0], true
 }
 
 // Exposed reports whether clients see the tool called name: it matches

@@ -12,14 +12,19 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/internal/principal"
 )
 
 // HTTPOptions configures serving over streamable HTTP.
 type HTTPOptions struct {
 	// Token, when set, must accompany every request to /mcp as
-	// "Authorization: Bearer <Token>". It is required for any listener that
-	// is not on a loopback address.
+	// "Authorization: Bearer <Token>". A listener that is not on a loopback
+	// address requires Token or OAuth.
 	Token string
+	// OAuth, when set, makes /mcp an OAuth 2.1 resource server instead
+	// (Token must then be empty).
+	OAuth *OAuthOptions
 	// SessionTimeout closes a 2025-11-25 session after this long without a
 	// request; 0 means one hour. Stateless (2026-07-28) requests have none.
 	SessionTimeout time.Duration
@@ -85,8 +90,8 @@ const (
 const firstStatelessVersion = "2026-07-28"
 
 // ErrTokenRequired is returned when serving HTTP on a non-loopback address
-// without a bearer token.
-var ErrTokenRequired = errors.New("a bearer token is required to serve MCP on a non-loopback address")
+// without authentication (a bearer token or OAuth).
+var ErrTokenRequired = errors.New("a bearer token or OAuth is required to serve MCP on a non-loopback address")
 
 // Handler returns the HTTP handler for /mcp (streamable HTTP) and /healthz.
 //
@@ -96,8 +101,29 @@ var ErrTokenRequired = errors.New("a bearer token is required to serve MCP on a 
 // Mcp-Protocol-Version header picks one of two handlers over the same server.
 // DNS-rebinding protection is on: a request that reached a loopback address
 // with a Host header naming anything but a loopback host is refused (403).
+//
+// With opts.OAuth, /mcp requires an access token (RFC 6750: 401 with a
+// WWW-Authenticate challenge naming the metadata, 403 insufficient_scope)
+// and the protected resource metadata (RFC 9728) is served at
+// PathProtectedResource. OAuth options that do not check (no verifier,
+// no authorization server, a resource that is not an absolute URL) make
+// /mcp answer 500: ServeListener refuses them up front.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	opts.setDefaults()
+	mux := http.NewServeMux()
+	mux.HandleFunc(PathHealthz, s.healthz)
+	var st *oauthState
+	if opts.OAuth != nil {
+		var err error
+		if st, err = newOAuthState(opts.OAuth, s.tools); err != nil {
+			s.log.Error("OAuth is misconfigured; /mcp refuses every request", "error", err)
+			mux.HandleFunc(PathMCP, func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "OAuth is misconfigured on this server", http.StatusInternalServerError)
+			})
+			return paceRequests(mux, opts.BodyTimeout)
+		}
+		mux.HandleFunc("/.well-known/", st.serveMetadata)
+	}
 	getServer := func(*http.Request) *mcp.Server { return s.sdk }
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -122,19 +148,28 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		stateful.ServeHTTP(w, r)
 	})
 	// Every message is checked before the go-sdk reads it: see guardMessages.
-	mcpHandler = guardMessages(mcpHandler, opts.MaxRequestBytes, s.log)
+	var authz func(*http.Request, []call) (*refusal, func(http.ResponseWriter))
+	if st != nil {
+		authz = s.httpScopeCheck(st)
+	}
+	mcpHandler = guardMessages(mcpHandler, opts.MaxRequestBytes, s.log, authz)
 	// Browsers are the one client that can be made to send requests it was
 	// not asked to; a cross-site browser request to a local server is refused.
 	mcpHandler = http.NewCrossOriginProtection().Handler(mcpHandler)
-	if opts.Token != "" {
+	switch {
+	case st != nil:
+		mcpHandler = s.requireOAuth(st, mcpHandler)
+	case opts.Token != "":
 		mcpHandler = requireBearer(opts.Token, mcpHandler)
 	}
-
-	mux := http.NewServeMux()
 	mux.Handle(PathMCP, mcpHandler)
-	mux.HandleFunc(PathHealthz, s.healthz)
+	// Extra handlers (/metrics) hold information about the tools and
+	// their use: they take the same authentication as /mcp.
 	for path, h := range opts.Extra {
-		if opts.Token != "" {
+		switch {
+		case st != nil:
+			h = s.requireOAuth(st, h)
+		case opts.Token != "":
 			h = requireBearer(opts.Token, h)
 		}
 		mux.Handle(path, h)
@@ -165,9 +200,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(health)
 }
 
+// tokenPrincipal is the caller of a request bearing the static token.
+var tokenPrincipal = principal.Principal{Subject: "token", Via: principal.ViaToken}
+
 // requireBearer refuses requests without the token. The comparison takes the
 // same time whatever the presented token, so the token cannot be guessed
-// byte by byte from response times.
+// byte by byte from response times. The header goes no further (serveAs).
 func requireBearer(token string, next http.Handler) http.Handler {
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -178,15 +216,16 @@ func requireBearer(token string, next http.Handler) http.Handler {
 			http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
 			return
 		}
-		next.ServeHTTP(w, r)
+		serveAs(w, r, tokenPrincipal, next)
 	})
 }
 
 // ListenAndServe listens on addr (host:port) and serves Handler(opts) until
 // ctx ends. It refuses to start, with ErrTokenRequired, when addr is not a
-// loopback address and opts.Token is empty.
+// loopback address and neither opts.Token nor opts.OAuth is set, and when
+// both are.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, opts HTTPOptions) error {
-	if err := checkExposure(addr, opts.Token); err != nil {
+	if err := opts.checkAuth(addr); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -199,7 +238,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, opts HTTPOptio
 // ServeListener is ListenAndServe on an existing listener, which it closes.
 // The same token rule applies, to the listener's actual address.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
-	if err := checkExposure(ln.Addr().String(), opts.Token); err != nil {
+	if err := opts.checkAuth(ln.Addr().String()); err != nil {
 		ln.Close()
 		return err
 	}
@@ -217,7 +256,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, opts HTTPOp
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	s.log.Info("serving MCP over HTTP", "url", "http://"+ln.Addr().String()+PathMCP,
-		"auth", opts.Token != "")
+		"auth", opts.authName())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -242,11 +281,34 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, opts HTTPOp
 	return nil
 }
 
-// checkExposure enforces the token rule: without a token, only a loopback
-// listener is allowed. An empty or unspecified host listens on every
-// interface, which is not loopback.
-func checkExposure(addr, token string) error {
-	if token != "" {
+// checkAuth checks the authentication options for a listener on addr.
+func (o *HTTPOptions) checkAuth(addr string) error {
+	if o.OAuth != nil {
+		if o.Token != "" {
+			return errors.New("a bearer token and OAuth are both set: use one")
+		}
+		if err := o.OAuth.check(); err != nil {
+			return err
+		}
+	}
+	return checkExposure(addr, o.Token != "" || o.OAuth != nil)
+}
+
+func (o *HTTPOptions) authName() string {
+	switch {
+	case o.OAuth != nil:
+		return "oauth"
+	case o.Token != "":
+		return "token"
+	}
+	return "none"
+}
+
+// checkExposure enforces the authentication rule: without authentication,
+// only a loopback listener is allowed. An empty or unspecified host listens
+// on every interface, which is not loopback.
+func checkExposure(addr string, authenticated bool) error {
+	if authenticated {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
@@ -256,7 +318,7 @@ func checkExposure(addr, token string) error {
 	if isLoopbackHost(host) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is reachable from other machines; set a token (serve --token, or the environment), or bind to 127.0.0.1", ErrTokenRequired, addr)
+	return fmt.Errorf("%w: %s is reachable from other machines; set a token (serve --token, or the environment) or server.oauth, or bind to 127.0.0.1", ErrTokenRequired, addr)
 }
 
 func isLoopbackHost(host string) bool {

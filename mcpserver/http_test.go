@@ -33,11 +33,11 @@ func TestNonLoopbackBindWithoutTokenIsRefused(t *testing.T) {
 		t.Errorf("ServeListener on %s: %v, want ErrTokenRequired", ln.Addr(), err)
 	}
 	for _, addr := range []string{"127.0.0.1:1", "localhost:1", "[::1]:1"} {
-		if err := checkExposure(addr, ""); err != nil {
+		if err := checkExposure(addr, false); err != nil {
 			t.Errorf("%s: %v, want loopback allowed", addr, err)
 		}
 	}
-	if err := checkExposure("0.0.0.0:1", "secret"); err != nil {
+	if err := checkExposure("0.0.0.0:1", true); err != nil {
 		t.Errorf("with a token: %v", err)
 	}
 }

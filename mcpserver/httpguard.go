@@ -21,8 +21,11 @@ import (
 // [GuardedTransport] checks stdio lines: a body that is not one valid
 // JSON-RPC message (or batch) gets a JSON-RPC error with the client's id as
 // written, a body over maxBytes gets 413, and a call whose id is already in
-// flight in the same session gets 409. The go-sdk then reads the same bytes.
-func guardMessages(next http.Handler, maxBytes int64, log *slog.Logger) http.Handler {
+// flight in the same session gets 409. When authz is set, it may refuse the
+// calls (an OAuth token lacking a tool's scope: 403, its headers set by the
+// returned function). The go-sdk then reads the same bytes.
+func guardMessages(next http.Handler, maxBytes int64, log *slog.Logger,
+	authz func(*http.Request, []call) (*refusal, func(http.ResponseWriter))) http.Handler {
 	var inFlight sessionCalls
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -50,6 +53,13 @@ func guardMessages(next http.Handler, maxBytes int64, log *slog.Logger) http.Han
 		if ref != nil {
 			refuseHTTP(w, log, http.StatusBadRequest, ref)
 			return
+		}
+		if authz != nil {
+			if ref, headers := authz(r, calls); ref != nil {
+				headers(w)
+				refuseHTTP(w, log, http.StatusForbidden, ref)
+				return
+			}
 		}
 		// Stateless requests have no session, and so no other request their
 		// ids could be confused with.

@@ -243,6 +243,9 @@ func New(tools Tools, opts Options) *Server {
 	if l, ok := tools.(Loader); ok {
 		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
 	}
+	// Outermost, so it runs first: the caller is known, and a call its
+	// token may not make refused, before anything else is done for it.
+	s.sdk.AddReceivingMiddleware(s.authorize)
 	s.resync()
 	s.stopWatches = s.startFeatures()
 	s.cancel = tools.Subscribe(s.scheduleResync)

@@ -64,6 +64,7 @@ func invalidRequest(id json.RawMessage, format string, args ...any) *refusal {
 type call struct {
 	key string
 	raw json.RawMessage
+	req *jsonrpc.Request // the request as the go-sdk decodes it
 }
 
 // keyOf is the in-flight key of an id as the go-sdk decoded it; it agrees with
@@ -218,7 +219,7 @@ func inspectOne(obj []byte) (jsonrpc.Message, *call, *refusal) {
 		return nil, nil, invalidRequest(echo, "ambiguous id")
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
-		return msg, &call{key: key, raw: env.id}, nil
+		return msg, &call{key: key, raw: env.id, req: req}, nil
 	}
 	return msg, nil, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/oauth"
 	"github.com/warden-run/warden/mcpserver"
 )
 
@@ -28,8 +31,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		Long: `Serve the loaded tools to an MCP client. By default over stdio: stdout carries the
 protocol and nothing else, logs go to stderr. With --http, over streamable HTTP at /mcp
 (both stateless 2026-07-28 requests and 2025-11-25 sessions) with /healthz beside it.
-A bearer token (--token, server.token or WARDEN_SERVER_TOKEN) is required to listen on
-anything but a loopback address.
+A bearer token (--token, server.token or WARDEN_SERVER_TOKEN) or OAuth (server.oauth:
+warden checks access tokens from your authorization server, docs/auth.md) is required to
+listen on anything but a loopback address.
 
 Tools, grants and limits follow config.yaml and the tools directory while serving: a
 changed config applies to the next call, and a .wasm file added, replaced or removed in
@@ -133,6 +137,10 @@ another program's and is refused.`,
 			if addr == useConfigAddr {
 				addr = cfg.Server.HTTP
 			}
+			oauthCfg := cfg.Server.OAuth
+			if token != "" && oauthCfg.Enabled() {
+				return usagef("--token and server.oauth are both set: use one (server.oauth checks access tokens from an authorization server)")
+			}
 			if token == "" {
 				token = cfg.Server.Token
 			}
@@ -140,7 +148,7 @@ another program's and is refused.`,
 			if cfg.Server.Metrics && obs.metrics != nil {
 				extra = map[string]http.Handler{"/metrics": obs.metrics.Handler()}
 			}
-			err = srv.ListenAndServe(ctx, addr, mcpserver.HTTPOptions{
+			httpOpts := mcpserver.HTTPOptions{
 				Extra:           extra,
 				Token:           token,
 				MaxRequestBytes: int64(cfg.Server.MaxMessage),
@@ -148,9 +156,17 @@ another program's and is refused.`,
 				BodyTimeout:     cfg.Server.BodyTimeout,
 				IdleTimeout:     cfg.Server.IdleTimeout,
 				MaxConnections:  cfg.Server.MaxConnections,
-			})
+			}
+			if oauthCfg.Enabled() {
+				if httpOpts.OAuth, err = oauthOptions(oauthCfg, logger); err != nil {
+					return err
+				}
+			} else if len(cfg.Tools.Scopes) > 0 {
+				logger.Warn("tools.scopes limits OAuth callers only, and server.oauth is not set: every client may call every tool")
+			}
+			err = srv.ListenAndServe(ctx, addr, httpOpts)
 			if errors.Is(err, mcpserver.ErrTokenRequired) {
-				return usagef("%v: pass --token, or set server.token or WARDEN_SERVER_TOKEN", err)
+				return usagef("%v: pass --token, or set server.token or WARDEN_SERVER_TOKEN, or configure server.oauth (docs/auth.md)", err)
 			}
 			if err != nil {
 				return fmt.Errorf("serve %s: %w", addr, err)
@@ -163,10 +179,38 @@ another program's and is refused.`,
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "tools per tools/list page (default: server.page_size)")
 	cmd.Flags().IntVar(&maxInFlight, "max-in-flight", 0, "calls running at once across clients (default: server.max_in_flight)")
 	cmd.Flags().DurationVar(&queueWait, "queue-wait", 0, "how long an extra call waits for a slot (default: server.queue_wait)")
-	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN)")
+	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN; not with server.oauth)")
 	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "serve even when no config is found (the defaults: tools from ./bin/tools)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole serve to this file when it ends (go tool pprof; docs/performance.md)")
 	return cmd
+}
+
+// oauthOptions makes HTTP mode a resource server of the authorization
+// servers server.oauth lists (read at start). Their keys are fetched in
+// the background at once, so that the first client need not wait.
+func oauthOptions(c config.OAuth, logger *slog.Logger) (*mcpserver.OAuthOptions, error) {
+	opts := oauth.Options{
+		Resource:   c.Resource,
+		ClockSkew:  c.ClockSkew,
+		RefreshMin: c.JWKSRefreshMin,
+		Logger:     logger,
+	}
+	var servers []string
+	for _, is := range c.Issuers {
+		opts.Issuers = append(opts.Issuers, oauth.Issuer{Issuer: is.Issuer, JWKSURL: is.JWKSURL})
+		servers = append(servers, is.Issuer)
+	}
+	v, err := oauth.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("server.oauth: %w", err)
+	}
+	v.Prefetch()
+	return &mcpserver.OAuthOptions{
+		Resource:             c.Resource,
+		AuthorizationServers: servers,
+		Scopes:               c.Scopes,
+		Verify:               v.VerifyPrincipal,
+	}, nil
 }
 
 // startCPUProfile profiles the process into path until stop is called.

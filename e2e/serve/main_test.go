@@ -426,6 +426,17 @@ func startHTTP(t *testing.T, e *env, args ...string) *httpServer {
 // HTTP on addr.
 func startServe(t *testing.T, e *env, addr string, args ...string) *httpServer {
 	t.Helper()
+	hc := http.DefaultClient
+	if i := slices.Index(args, "--token"); i >= 0 && i+1 < len(args) {
+		hc = &http.Client{Transport: bearer{args[i+1]}}
+	}
+	return startServeAs(t, e, addr, hc, args...)
+}
+
+// startServeAs is startServe whose first client, which waits for the
+// modules to load, connects with hc.
+func startServeAs(t *testing.T, e *env, addr string, hc *http.Client, args ...string) *httpServer {
+	t.Helper()
 	s := &httpServer{addr: addr, stderr: &logBuffer{}, exited: make(chan struct{})}
 	dumpOnFailure(t, "warden serve --http", s.stderr)
 	s.cmd = exec.Command(built.warden, append([]string{"serve", "--config", e.config}, args...)...)
@@ -476,10 +487,6 @@ func startServe(t *testing.T, e *env, addr string, args ...string) *httpServer {
 	// failed, so that tests see the tools dir's full tool set.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hc := http.DefaultClient
-	if i := slices.Index(args, "--token"); i >= 0 && i+1 < len(args) {
-		hc = &http.Client{Transport: bearer{args[i+1]}}
-	}
 	cs, err := newClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url(), HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatalf("connect to %s: %v", s.url(), err)

@@ -1,0 +1,22 @@
+package app
+
+import (
+	"slices"
+
+	"github.com/warden-run/warden/mcpserver"
+)
+
+var _ mcpserver.ScopePolicy = (*App)(nil)
+
+// ToolScopes returns the OAuth scopes a call of the tool called name needs
+// (tools.scopes, as config stands now) and the config line that says so.
+func (a *App) ToolScopes(name string) (scopes []string, source string) {
+	scopes, key, ok := a.Config().ScopesFor(name)
+	if !ok {
+		return nil, ""
+	}
+	return slices.Clone(scopes), a.configLine("tools.scopes." + key)
+}
+
+// SupportedScopes lists every scope tools.scopes names.
+func (a *App) SupportedScopes() []string { return a.Config().ToolScopes() }
