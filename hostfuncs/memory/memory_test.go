@@ -426,7 +426,7 @@ func TestConcurrentAppends(t *testing.T) {
 
 func TestLockWaitHonoursContext(t *testing.T) {
 	m, _ := newMemory(t)
-	unlock, err := m.store.Load().lock(t.Context())
+	unlock, err := m.front.Load().backend.(*store).lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -62,20 +63,34 @@ func (m *Memory) Watch(f func(Change)) (cancel func()) { return m.watchers.add(f
 // denied files). It applies no grant: the host reads it for the person who
 // configured warden.
 func (m *Memory) Topics() (entries []Entry, truncated bool, err error) {
-	entries, truncated, _, err = m.store.Load().list("", func(string) bool { return true })
-	return entries, truncated, err
+	return m.TopicsContext(context.Background())
+}
+
+// TopicsContext is Topics bounded by ctx.
+func (m *Memory) TopicsContext(ctx context.Context) (entries []Entry, truncated bool, err error) {
+	f := m.front.Load()
+	entries, truncated, _, err = f.list(ctx, "", func(string) bool { return true })
+	if err != nil {
+		return nil, false, f.storeError(&request{Op: "list"}, err)
+	}
+	return entries, truncated, nil
 }
 
 // Read returns the memory of topic, as the get op does (without a grant);
 // truncated when the file is larger than the value limit.
 func (m *Memory) Read(topic string) (value []byte, truncated bool, modified time.Time, err error) {
+	return m.ReadContext(context.Background(), topic)
+}
+
+// ReadContext is Read bounded by ctx.
+func (m *Memory) ReadContext(ctx context.Context, topic string) (value []byte, truncated bool, modified time.Time, err error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, false, time.Time{}, err
 	}
-	s := m.store.Load()
-	value, truncated, modified, err = s.get(topic)
+	f := m.front.Load()
+	value, truncated, modified, err = f.get(ctx, topic)
 	if err != nil {
-		return nil, false, time.Time{}, s.storeError(&request{Op: "get", Topic: topic}, err)
+		return nil, false, time.Time{}, f.storeError(&request{Op: "get", Topic: topic}, err)
 	}
 	return value, truncated, modified, nil
 }
