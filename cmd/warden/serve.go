@@ -101,6 +101,7 @@ another program's and is refused.`,
 				MaxMessage:  int(cfg.Server.MaxMessage),
 				Logger:      logger,
 				StateKey:    stateKey,
+				SpentStates: a.SpentStates(),
 				ClientWait:  func() time.Duration { return a.Config().ClientWait() },
 			}
 			if cmd.Flags().Changed("page-size") {

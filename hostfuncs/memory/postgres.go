@@ -45,6 +45,13 @@ var migrations = []string{
 		value    bytea NOT NULL,
 		modified timestamptz NOT NULL
 	)`,
+	// Spent requestState nonces (mcpserver), so that replicas accept each
+	// state once between them; rows past expires are forgotten.
+	`CREATE TABLE warden_spent_states (
+		nonce   text PRIMARY KEY,
+		expires timestamptz NOT NULL
+	);
+	CREATE INDEX warden_spent_states_expires ON warden_spent_states (expires)`,
 }
 
 type pgBackend struct {
@@ -278,4 +285,21 @@ func (p *pgBackend) list(ctx context.Context, prefix string, filter func(topic s
 		return nil, false, Skipped{}, err
 	}
 	return entries, truncated, skipped, nil
+}
+
+// spend records a requestState nonce as spent; see Memory.SpentStates.
+func (p *pgBackend) spend(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error) {
+	err = p.run(ctx, "spend requestState", func(ctx context.Context) error {
+		// Forget a bounded batch of expired nonces on each spend, so the
+		// table holds about the live ones without a background job.
+		if _, err := p.pool.Exec(ctx, `DELETE FROM warden_spent_states WHERE nonce IN
+			(SELECT nonce FROM warden_spent_states WHERE expires < now() LIMIT 100)`); err != nil {
+			return err
+		}
+		tag, err := p.pool.Exec(ctx, `INSERT INTO warden_spent_states (nonce, expires) VALUES ($1, $2)
+			ON CONFLICT (nonce) DO NOTHING`, nonce, expires)
+		fresh = tag.RowsAffected() == 1
+		return err
+	})
+	return fresh, err
 }

@@ -58,7 +58,7 @@ func TestPostgresConcurrentStartsMigrateOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = NewContext(t.Context(), Config{ProjectRoot: dir, Backend: url}, nil)
-	if err == nil || !strings.Contains(err.Error(), "schema is at version 999, newer than this warden's 1") {
+	if err == nil || !strings.Contains(err.Error(), "schema is at version 999, newer than this warden's 2") {
 		t.Fatalf("newer schema: %v", err)
 	}
 }
@@ -135,5 +135,52 @@ func TestPostgresReloadKeepsBackend(t *testing.T) {
 	}
 	if r := mustServe(t, m, rw, req{"op": "get", "topic": "a"}); r["value"] != "in " || r["truncated"] != true {
 		t.Fatalf("after reload: %v", r)
+	}
+}
+
+// TestPostgresSpentStates: a requestState nonce is fresh once across every
+// capability on the database (replicas); the file backend has no ledger.
+func TestPostgresSpentStates(t *testing.T) {
+	url := pg.DB(t)
+	dir := t.TempDir()
+	a, err := NewContext(t.Context(), Config{ProjectRoot: dir, Backend: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewContext(t.Context(), Config{ProjectRoot: dir, Backend: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	expires := time.Now().Add(time.Minute)
+	if fresh, err := a.SpentStates().Spend(t.Context(), "n1", expires); !fresh || err != nil {
+		t.Fatalf("first spend: %v, %v", fresh, err)
+	}
+	if fresh, err := b.SpentStates().Spend(t.Context(), "n1", expires); fresh || err != nil {
+		t.Fatalf("second spend on another replica: %v, %v", fresh, err)
+	}
+	// Expired nonces are forgotten by later spends.
+	if _, err := a.SpentStates().Spend(t.Context(), "old", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SpentStates().Spend(t.Context(), "n2", expires); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM warden_spent_states WHERE nonce = 'old'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("expired nonce kept: %d, %v", n, err)
+	}
+	file, err := New(Config{ProjectRoot: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file.SpentStates() != nil {
+		t.Fatal("the file backend offers a ledger")
 	}
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -93,4 +94,28 @@ func (m *Memory) ReadContext(ctx context.Context, topic string) (value []byte, t
 		return nil, false, time.Time{}, f.storeError(&request{Op: "get", Topic: topic}, err)
 	}
 	return value, truncated, modified, nil
+}
+
+// StateLedger is the ledger of spent requestStates (mcpserver.SpentStates)
+// kept in the PostgreSQL backend's database, which replicas share.
+type StateLedger struct{ m *Memory }
+
+// SpentStates returns the ledger of spent requestStates in the backend's
+// database, so that replicas accept each requestState once between them;
+// nil on the file backend, which replicas do not share.
+func (m *Memory) SpentStates() *StateLedger {
+	if _, ok := m.front.Load().backend.(*pgBackend); !ok {
+		return nil
+	}
+	return &StateLedger{m: m}
+}
+
+// Spend records nonce as spent until expires and reports whether it was not
+// already. It is bounded by memory.postgres.query_timeout.
+func (l *StateLedger) Spend(ctx context.Context, nonce string, expires time.Time) (bool, error) {
+	p, ok := l.m.front.Load().backend.(*pgBackend)
+	if !ok {
+		return false, errors.New("the memory backend is no longer PostgreSQL")
+	}
+	return p.spend(ctx, nonce, expires)
 }
