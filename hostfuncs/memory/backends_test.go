@@ -296,3 +296,24 @@ func TestBackendListTruncated(t *testing.T) {
 		}
 	})
 }
+
+// TestBackendTopics: bad topics are refused before any backend is asked,
+// and the longest and deepest valid ones round-trip on both.
+func TestBackendTopics(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s storeUnderTest) {
+		m := s.open(Config{})
+		for _, topic := range []string{"../x", "/abs", ".hidden", "a//b", "a\x00b", "x.md", strings.Repeat("a", MaxTopicBytes+1)} {
+			_, err := serve(t, m, rw, req{"op": "set", "topic": topic, "value": "pwned"})
+			wantKind(t, err, tool.KindInvalidArguments)
+		}
+		for _, topic := range []string{strings.Repeat("a", maxComponentBytes), strings.Repeat("b/", MaxTopicDepth-1) + "b", "v1.2_x-y"} {
+			mustServe(t, m, rw, req{"op": "set", "topic": topic, "value": topic})
+			if r := mustServe(t, m, rw, req{"op": "get", "topic": topic}); r["value"] != topic {
+				t.Fatalf("get %q = %v", topic, r)
+			}
+		}
+		if got := listTopics(t, m, rw, ""); len(got) != 3 {
+			t.Fatalf("list = %q", got)
+		}
+	})
+}
