@@ -287,6 +287,13 @@ func TestReplicasShareMemory(t *testing.T) {
 			if missing := missingEntries(got.Value, ackedBy[c]); len(missing) > 0 {
 				t.Errorf("replica %s: clients/%02d lost acknowledged writes %q (value %q)", r.addr, c, missing, got.Value)
 			}
+			// Appends never interleave: the value is whole entries of this
+			// client only (a retried one may appear twice).
+			for _, e := range strings.SplitAfter(got.Value, ";") {
+				if e != "" && (len(e) != len("00.00;") || !strings.HasPrefix(e, fmt.Sprintf("%02d.", c))) {
+					t.Errorf("replica %s: clients/%02d holds a torn or foreign entry %q", r.addr, c, e)
+				}
+			}
 		}
 		res, toolErr, err := memoryCall(t.Context(), cs, map[string]any{"op": "list", "prefix": "clients"})
 		var list struct{ Topics []struct{ Topic string } }
