@@ -52,7 +52,13 @@ func Start() (*Server, error) {
 	if err != nil {
 		return &Server{missing: err.Error()}, nil
 	}
-	dir, err := os.MkdirTemp("", "warden-pg-")
+	base := os.TempDir()
+	if os.Geteuid() == 0 && !traversable(base) {
+		// The server's user must reach its directory: a root-only TMPDIR
+		// will not do, /tmp (sticky, world-writable) will.
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "warden-pg-")
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +187,20 @@ func findBin() (string, error) {
 func version(binDir string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
 	return v
+}
+
+// traversable reports whether every directory from / to dir lets others
+// through (x for others).
+func traversable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil || info.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 func isExec(p string) bool {
