@@ -75,12 +75,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	// One PostgreSQL server for the replica tests (pgtest); without
-	// PostgreSQL installed they skip, or fail under CI.
-	if pg, err = pgtest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e/serve:", err)
-		return 1
-	}
+	// One PostgreSQL server for the replica tests (pgtest), started by the
+	// first; without PostgreSQL installed they skip, or fail under CI.
+	pg = pgtest.New()
 	defer pg.Stop()
 	if err := build(tmp); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e/serve:", err)

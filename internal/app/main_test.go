@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,11 +12,7 @@ import (
 var pg *pgtest.Server
 
 func TestMain(m *testing.M) {
-	var err error
-	if pg, err = pgtest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	pg = pgtest.New() // started by the first test that asks for a database
 	code := m.Run()
 	pg.Stop()
 	os.Exit(code)

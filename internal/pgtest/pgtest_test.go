@@ -13,11 +13,7 @@ import (
 var server *Server
 
 func TestMain(m *testing.M) {
-	var err error
-	if server, err = Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	server = New()
 	code := m.Run()
 	server.Stop()
 	os.Exit(code)
@@ -66,7 +62,9 @@ func dbWithout(t *testing.T) (r *recorder) {
 			panic(p)
 		}
 	}()
-	(&Server{missing: "no initdb"}).DB(r)
+	s := &Server{missing: "no initdb"}
+	s.once.Do(func() {}) // as if start had found no PostgreSQL
+	s.DB(r)
 	return r
 }
 
