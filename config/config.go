@@ -7,6 +7,10 @@
 package config
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -287,9 +291,66 @@ type EnvValue struct {
 	FromEnv string `mapstructure:"from_env"`
 }
 
-// Memory bounds the project memory store.
+// Memory bounds the project memory store and says where it lives.
 type Memory struct {
 	MaxValue ByteSize `mapstructure:"max_value"`
+	// Backend is "file" (the project's .warden/memories) or a postgres://
+	// URL. The URL holds a password: set it from the environment
+	// (WARDEN_MEMORY_BACKEND). Read at start.
+	Backend  string         `mapstructure:"backend"`
+	Postgres MemoryPostgres `mapstructure:"postgres"`
+}
+
+// MemoryPostgres bounds the PostgreSQL memory backend. Read at start.
+type MemoryPostgres struct {
+	MaxConns     int           `mapstructure:"max_conns"`
+	QueryTimeout time.Duration `mapstructure:"query_timeout"`
+}
+
+// MinStateKeyBytes is the shortest server.state_key accepted, decoded.
+const MinStateKeyBytes = 32
+
+// StateKeyBytes decodes server.state_key (hex or base64); nil when unset, which
+// means a random key per process.
+func (s Server) StateKeyBytes() ([]byte, error) {
+	k := strings.TrimSpace(s.StateKey)
+	if k == "" {
+		return nil, nil
+	}
+	var key []byte
+	if b, err := hex.DecodeString(k); err == nil {
+		key = b
+	} else {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(k); err == nil {
+				key = b
+				break
+			}
+		}
+		if key == nil {
+			return nil, errors.New("must be hex or base64 (generate one with: openssl rand -base64 32)")
+		}
+	}
+	if len(key) < MinStateKeyBytes {
+		return nil, fmt.Errorf("must be at least %d bytes once decoded, got %d (generate one with: openssl rand -base64 32)", MinStateKeyBytes, len(key))
+	}
+	return key, nil
+}
+
+// StateKeys derives, from server.state_key, the HMAC keys of continuation
+// cursors and of requestState: separate keys, so that one kind of token can
+// never pass for the other. Both are nil when the key is unset.
+func (s Server) StateKeys() (cursor, requestState []byte, err error) {
+	key, err := s.StateKeyBytes()
+	if key == nil || err != nil {
+		return nil, nil, err
+	}
+	derive := func(label string) []byte {
+		h := hmac.New(sha256.New, key)
+		h.Write([]byte(label))
+		return h.Sum(nil)
+	}
+	return derive("warden cursor v1"), derive("warden requestState v1"), nil
 }
 
 // Log configures warden's own log (always on stderr).
@@ -371,6 +432,9 @@ var defaults = map[string]any{
 	"net::max_response":               "4MiB",
 	"net::timeout":                    "30s",
 	"memory::max_value":               "256KiB",
+	"memory::backend":                 "file",
+	"memory::postgres::max_conns":     8,
+	"memory::postgres::query_timeout": "5s",
 	"log::level":                      "info",
 	"log::audit":                      "",
 	"log::audit_max_size":             "100MiB",
@@ -596,6 +660,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxInstanceMemory < 1<<20 || c.Server.MaxInstanceMemory > 1<<40 {
 		fail("server.max_instance_memory", "must be between 1MiB and 1TiB, got %s", c.Server.MaxInstanceMemory)
+	}
+	if _, err := c.Server.StateKeyBytes(); err != nil {
+		fail("server.state_key", "%v", err) // never the key itself
+	}
+	if b := c.Memory.Backend; b != "file" && !strings.HasPrefix(b, "postgres://") && !strings.HasPrefix(b, "postgresql://") {
+		// The value may be a URL with a password: never echo it.
+		fail("memory.backend", `must be "file" or a postgres:// URL`)
+	}
+	if n := c.Memory.Postgres.MaxConns; n < 1 || n > 1000 {
+		fail("memory.postgres.max_conns", "must be between 1 and 1000, got %d", n)
+	}
+	if d := c.Memory.Postgres.QueryTimeout; d <= 0 || d > 10*time.Minute {
+		fail("memory.postgres.query_timeout", "must be positive and at most 10m, got %s", d)
 	}
 	for name, lang := range c.LSP.Languages {
 		if lang.Command == "" {

@@ -85,6 +85,28 @@ func TestEnvOverride(t *testing.T) {
 	}
 }
 
+// TestMemoryBackendFromEnv: the backend URL, which holds a password, may
+// come from the environment; a state key is accepted as hex or base64, and
+// neither is echoed in an error.
+func TestMemoryBackendFromEnv(t *testing.T) {
+	t.Setenv("WARDEN_MEMORY_BACKEND", "postgres://warden:pw@db:5432/warden")
+	t.Setenv("WARDEN_SERVER_STATE_KEY", strings.Repeat("ab", 32))
+	c, err := Load(writeConfig(t, "memory: {postgres: {max_conns: 3}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Memory.Backend != "postgres://warden:pw@db:5432/warden" || c.Memory.Postgres.MaxConns != 3 || c.Memory.Postgres.QueryTimeout != 5*time.Second {
+		t.Errorf("memory = %+v", c.Memory)
+	}
+	if key, err := c.Server.StateKeyBytes(); len(key) != 32 || key[0] != 0xab || err != nil {
+		t.Errorf("state key = %x, %v", key, err)
+	}
+	t.Setenv("WARDEN_MEMORY_BACKEND", "redis://:pw@cache")
+	if _, err := Load(""); err == nil || strings.Contains(err.Error(), "pw") {
+		t.Errorf("bad backend from env: %v", err)
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	cases := map[string]string{
 		"tools: {defaults: {timeout: soon}}":                                 "timeout",
@@ -104,6 +126,11 @@ func TestInvalid(t *testing.T) {
 		"tools: {dirr: x}":                                                   "dirr",
 		"tools: [1, 2":                                                       "config",
 		"lsp: {languages: {rust: {args: [x]}}}":                              "lsp.languages.rust.command: must not be empty",
+		"server: {state_key: c2hvcnQ=}":                                      "server.state_key: must be at least 32 bytes once decoded, got 5",
+		"server: {state_key: \"not a key!\"}":                                "server.state_key: must be hex or base64",
+		"memory: {backend: \"mysql://u:pw@h/db\"}":                           `memory.backend: must be "file" or a postgres:// URL`,
+		"memory: {postgres: {max_conns: 0}}":                                 "memory.postgres.max_conns: must be between 1 and 1000, got 0",
+		"memory: {postgres: {query_timeout: 0s}}":                            "memory.postgres.query_timeout: must be positive",
 	}
 	for body, want := range cases {
 		path := writeConfig(t, body)

@@ -137,6 +137,10 @@ type Options struct {
 	// results; servers sharing a key accept each other's states. nil means
 	// a random key: states then do not survive a restart.
 	StateKey []byte
+	// SpentStates, when set, is the ledger of spent requestStates that
+	// replicas share, so that a state is accepted once across all of them
+	// and not once per replica. nil keeps the ledger in this process only.
+	SpentStates SpentStates
 	// ClientWait returns how long a requestState stays valid: the bound on
 	// a person's answer (tools.defaults.client_wait). nil means 5 minutes.
 	ClientWait func() time.Duration
@@ -221,7 +225,7 @@ func New(tools Tools, opts Options) *Server {
 		log:        opts.Logger,
 		slots:      make(chan struct{}, opts.MaxInFlight),
 		registered: make(map[string][]byte),
-		states:     newStateSealer(opts.StateKey),
+		states:     newStateSealer(opts.StateKey, opts.SpentStates),
 		feat:       newFeatureState(),
 	}
 	sdkOpts := &mcp.ServerOptions{

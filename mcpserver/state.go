@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -57,19 +58,30 @@ type answer struct {
 // person's "yes" must not run the call again without asking.
 type stateSealer struct {
 	key []byte
+	// spent, when set, is the ledger replicas share; the local set is
+	// still checked first, so a replay to this process costs no query.
+	spent SpentStates
 
 	mu   sync.Mutex
 	used map[string]int64 // nonce -> expiry (unix seconds)
 }
 
-func newStateSealer(key []byte) *stateSealer {
+// SpentStates is a ledger of spent requestState nonces shared by replicas
+// (memory.Memory's, on the PostgreSQL backend).
+type SpentStates interface {
+	// Spend records nonce, valid until expires, as spent, and reports
+	// whether it was not already. It must bound its own wait.
+	Spend(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
+}
+
+func newStateSealer(key []byte, spent SpentStates) *stateSealer {
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
 			panic("crypto/rand failed: " + err.Error())
 		}
 	}
-	return &stateSealer{key: append([]byte(nil), key...), used: make(map[string]int64)}
+	return &stateSealer{key: append([]byte(nil), key...), used: make(map[string]int64), spent: spent}
 }
 
 func (s *stateSealer) mac(payload []byte) []byte {
@@ -127,6 +139,17 @@ func (s *stateSealer) open(sealed string, now time.Time) (*requestState, error) 
 	}
 	if !s.spend(st.Nonce, st.Expires, now) {
 		return nil, &errState{"already used: each requestState is accepted once"}
+	}
+	if s.spent != nil {
+		// Fail closed: a state that cannot be checked against the other
+		// replicas might have been spent there.
+		fresh, err := s.spent.Spend(context.Background(), st.Nonce, time.Unix(st.Expires, 0))
+		if err != nil {
+			return nil, &errState{fmt.Sprintf("could not be checked against the replicas' spent states: %v", err)}
+		}
+		if !fresh {
+			return nil, &errState{"already used: each requestState is accepted once (here or by another replica)"}
+		}
 	}
 	return &st, nil
 }

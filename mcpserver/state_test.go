@@ -2,12 +2,14 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,7 +52,7 @@ func refusedSaying(t *testing.T, err error, want string) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	st := sampleState("n1")
 	sealed := mustSeal(t, s, st)
 	if strings.Contains(sealed, "Ada") {
@@ -66,20 +68,20 @@ func TestStateRoundTrip(t *testing.T) {
 
 	// Another sealer with the same key opens it (servers sharing a key);
 	// one with another key, or a random one, does not.
-	if _, err := newStateSealer(stateTestKey).open(sealed, stateNow); err != nil {
+	if _, err := newStateSealer(stateTestKey, nil).open(sealed, stateNow); err != nil {
 		t.Errorf("same key: %v", err)
 	}
 	other := append([]byte(nil), stateTestKey...)
 	other[0] ^= 1
-	_, err = newStateSealer(other).open(sealed, stateNow)
+	_, err = newStateSealer(other, nil).open(sealed, stateNow)
 	refusedSaying(t, err, "integrity")
-	_, err = newStateSealer(nil).open(sealed, stateNow)
+	_, err = newStateSealer(nil, nil).open(sealed, stateNow)
 	refusedSaying(t, err, "integrity")
 }
 
 func TestStateKeyIsCopied(t *testing.T) {
 	key := append([]byte(nil), stateTestKey...)
-	s := newStateSealer(key)
+	s := newStateSealer(key, nil)
 	sealed := mustSeal(t, s, sampleState("n1"))
 	key[0] ^= 0xff // the caller's slice changes afterwards
 	if _, err := s.open(sealed, stateNow); err != nil {
@@ -88,7 +90,7 @@ func TestStateKeyIsCopied(t *testing.T) {
 }
 
 func TestStateEverySingleByteChangeIsRefused(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	sealed := mustSeal(t, s, sampleState("n1"))
 	b := []byte(sealed)
 	tried := 0
@@ -133,7 +135,7 @@ func TestStateEverySingleByteChangeIsRefused(t *testing.T) {
 }
 
 func TestStateRefusesWhatItDidNotSeal(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	sealedPayload := func(payload []byte) string {
 		return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
 	}
@@ -160,7 +162,7 @@ func TestStateRefusesWhatItDidNotSeal(t *testing.T) {
 }
 
 func TestStateExpiry(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	st := sampleState("n1")
 	sealed := mustSeal(t, s, st)
 	expires := time.Unix(st.Expires, 0)
@@ -179,7 +181,7 @@ func TestStateExpiry(t *testing.T) {
 }
 
 func TestStateSingleUse(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	sealed := mustSeal(t, s, sampleState("n1"))
 	if _, err := s.open(sealed, stateNow); err != nil {
 		t.Fatal(err)
@@ -198,7 +200,7 @@ func TestStateSingleUse(t *testing.T) {
 }
 
 func TestStateSealRefusesOversize(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	st := sampleState("n1")
 	st.Answers = []answer{{asked: asked{Key: "k", Method: "elicitation/create"},
 		Result: json.RawMessage(`"` + strings.Repeat("x", MaxRequestState) + `"`)}}
@@ -208,7 +210,7 @@ func TestStateSealRefusesOversize(t *testing.T) {
 }
 
 func TestUsedStatesAreBounded(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	now := stateNow.Unix()
 	// Fill it with live states, each expiring a second after the last.
 	for i := range maxUsedStates {
@@ -250,7 +252,7 @@ func TestUsedStatesAreBounded(t *testing.T) {
 }
 
 func TestUsedStatesSweepKeepsTheLive(t *testing.T) {
-	s := newStateSealer(stateTestKey)
+	s := newStateSealer(stateTestKey, nil)
 	now := stateNow.Unix()
 	for i := range maxUsedStates {
 		exp := now - 1 // expired
@@ -292,7 +294,7 @@ func TestDigestIgnoresLayout(t *testing.T) {
 // FuzzOpenState: open never panics, and accepts nothing but the states this
 // sealer sealed.
 func FuzzOpenState(f *testing.F) {
-	seeder := newStateSealer(stateTestKey)
+	seeder := newStateSealer(stateTestKey, nil)
 	genuine := map[string]bool{}
 	for i, st := range []*requestState{sampleState("seed1"), {Version: 1, Nonce: "seed2", Expires: stateNow.Unix()}} {
 		sealed := mustSeal(f, seeder, st)
@@ -309,7 +311,7 @@ func FuzzOpenState(f *testing.F) {
 	f.Add("..")
 	f.Add("e30.e30")
 	f.Fuzz(func(t *testing.T, sealed string) {
-		s := newStateSealer(stateTestKey)
+		s := newStateSealer(stateTestKey, nil)
 		st, err := s.open(sealed, stateNow)
 		if err != nil {
 			var es *errState
@@ -333,4 +335,42 @@ func FuzzOpenState(f *testing.F) {
 			t.Fatal("unreachable")
 		}
 	})
+}
+
+// ledger is a SpentStates shared by sealers standing for replicas.
+type ledger struct {
+	mu    sync.Mutex
+	spent map[string]bool
+	err   error
+}
+
+func (l *ledger) Spend(_ context.Context, nonce string, _ time.Time) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return false, l.err
+	}
+	if l.spent[nonce] {
+		return false, nil
+	}
+	l.spent[nonce] = true
+	return true, nil
+}
+
+// TestStateSpentAcrossReplicas: with a shared ledger, a state spent by one
+// replica is refused by another; without one it would be accepted once per
+// replica. A ledger that cannot answer refuses the state.
+func TestStateSpentAcrossReplicas(t *testing.T) {
+	shared := &ledger{spent: map[string]bool{}}
+	a, b := newStateSealer(stateTestKey, shared), newStateSealer(stateTestKey, shared)
+	sealed := mustSeal(t, a, sampleState("replicated"))
+	if _, err := a.open(sealed, stateNow); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.open(sealed, stateNow)
+	refusedSaying(t, err, "already used: each requestState is accepted once (here or by another replica)")
+
+	shared.err = errors.New("database down")
+	_, err = b.open(mustSeal(t, a, sampleState("unchecked")), stateNow)
+	refusedSaying(t, err, "could not be checked against the replicas' spent states: database down")
 }

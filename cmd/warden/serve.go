@@ -89,6 +89,12 @@ another program's and is refused.`,
 				logger.Warn("tools dir changes will need a restart", "error", err)
 			}
 			cfg := a.Config()
+			// Validated with the config; derived so that cursors and
+			// requestStates are keyed apart.
+			_, stateKey, err := cfg.Server.StateKeys()
+			if err != nil {
+				return fmt.Errorf("server.state_key: %w", err)
+			}
 			setMemoryLimit(uint64(cfg.Server.MaxInstanceMemory))
 			obs, err := startObservability(ctx, cfg, a, logger)
 			if err != nil {
@@ -109,7 +115,8 @@ another program's and is refused.`,
 				ListWait:    cfg.Server.ListWait,
 				MaxMessage:  int(cfg.Server.MaxMessage),
 				Logger:      logger,
-				StateKey:    []byte(cfg.Server.StateKey),
+				StateKey:    stateKey,
+				SpentStates: a.SpentStates(),
 				ClientWait:  func() time.Duration { return a.Config().ClientWait() },
 			}
 			if cmd.Flags().Changed("page-size") {

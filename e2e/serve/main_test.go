@@ -31,8 +31,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/warden-run/warden/internal/pgtest"
 	"github.com/warden-run/warden/internal/testwasm"
 )
+
+// pg is the PostgreSQL server the replica tests share.
+var pg *pgtest.Server
 
 // fixtures are the modules the tests serve, by tool name, and the package
 // each is built from (relative to the module root).
@@ -45,6 +49,7 @@ var fixtures = map[string]string{
 	"hostcalls":   "runtime/testdata/goguest/hostcalls",
 	"stdoutflood": "runtime/testdata/goguest/stdoutflood",
 	"busy":        "e2e/serve/testdata/busy",
+	"pager":       "e2e/serve/testdata/pager",
 	"surface":     "e2e/serve/testdata/hostile/surface",
 	"shouty":      "e2e/serve/testdata/hostile/shouty",
 	"conformance": "tools-wasm/conformance",
@@ -70,6 +75,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	// One PostgreSQL server for the replica tests (pgtest), started by the
+	// first; without PostgreSQL installed they skip, or fail under CI.
+	pg = pgtest.New()
+	defer pg.Stop()
 	if err := build(tmp); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e/serve:", err)
 		return 1

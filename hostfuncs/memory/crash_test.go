@@ -38,7 +38,7 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := writeStep(os.Getenv(crashStepEnv))
-	m.store.Load().reached = func(step writeStep) {
+	m.front.Load().backend.(*store).reached = func(step writeStep) {
 		if step == target {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // SIGKILL is not deliverable late, but never go on

@@ -16,6 +16,17 @@
 // .warden/memories.lock: a writer killed at any instant leaves each memory
 // either as it was or as written, never torn or empty.
 //
+// # Backends
+//
+// The above is the file store, the default. With Config.Backend a
+// postgres:// URL (config memory.backend), memories live in a PostgreSQL
+// table that replicas share instead (postgres.go): each operation is one
+// SQL statement, bounded by Config.QueryTimeout, so an append is atomic
+// across processes and machines. Everything but storage (topic validation,
+// grants, deny rules applied to the path the file store would use, the
+// value limit, list bounds, error kinds and messages) is shared by both
+// backends (backend.go); links and hard links exist only in the file store.
+//
 // # Grants
 //
 // Config grants a tool memory: read (get, list) or memory: read-write (also

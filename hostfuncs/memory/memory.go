@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +21,12 @@ import (
 // DefaultMaxValueBytes is the value limit when Config.MaxValueBytes is 0.
 const DefaultMaxValueBytes = 256 << 10
 
+// Defaults of the PostgreSQL backend's bounds.
+const (
+	DefaultMaxConns     = 8
+	DefaultQueryTimeout = 5 * time.Second
+)
+
 // Config is the memory capability's configuration.
 type Config struct {
 	// ProjectRoot is the project directory; memories live in
@@ -32,19 +37,50 @@ type Config struct {
 	MaxValueBytes int
 	// Deny holds the user's deny patterns (config security.deny); with the
 	// built-in ones (the fs capability's list) they apply to the file each
-	// topic is stored in.
+	// topic is stored in (.warden/memories/<topic>.md under ProjectRoot),
+	// whichever backend stores it.
 	Deny []string
 	// Home is the directory "~" stands for in deny patterns; empty means
 	// the user's home directory.
 	Home string
+	// Backend is where memories are stored: "" or "file" for the project's
+	// .warden/memories directory, or a postgres:// URL (config
+	// memory.backend) for a PostgreSQL database shared by replicas. It is
+	// read at start: a reload naming another backend keeps the running one.
+	Backend string
+	// MaxConns bounds the PostgreSQL connection pool; 0 means
+	// DefaultMaxConns.
+	MaxConns int
+	// QueryTimeout bounds each PostgreSQL operation; 0 means
+	// DefaultQueryTimeout.
+	QueryTimeout time.Duration
 }
 
-func (c Config) store() (*store, error) {
+// front is one configuration of the capability: the checks that apply to
+// every backend, and the backend.
+type front struct {
+	backend     backend
+	projectRoot string
+	maxValue    int
+	// guard holds the deny-list of the fs capability; it is applied to the
+	// path every topic is (or, on PostgreSQL, would be) stored at.
+	guard *pathguard.Guard
+}
+
+// check validates cfg and returns its front, with the backend to be opened
+// (nil) unless keep, the running backend, is the one cfg names.
+func (c Config) check() (*front, error) {
 	if c.ProjectRoot == "" {
 		return nil, errors.New("memory: project root is not set")
 	}
 	if c.MaxValueBytes < 0 {
 		return nil, fmt.Errorf("memory: max value bytes must not be negative, got %d", c.MaxValueBytes)
+	}
+	if c.MaxConns < 0 || c.QueryTimeout < 0 {
+		return nil, fmt.Errorf("memory: max conns and query timeout must not be negative, got %d and %v", c.MaxConns, c.QueryTimeout)
+	}
+	if c.Backend != "" && c.Backend != "file" && !isPostgresURL(c.Backend) {
+		return nil, errors.New(`memory: backend must be "file" or a postgres:// URL (config key memory.backend)`)
 	}
 	home := c.Home
 	if home == "" {
@@ -59,43 +95,89 @@ func (c Config) store() (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	s := &store{projectRoot: c.ProjectRoot, maxValue: c.MaxValueBytes, guard: guard}
-	if s.maxValue == 0 {
-		s.maxValue = DefaultMaxValueBytes
+	f := &front{projectRoot: c.ProjectRoot, maxValue: c.MaxValueBytes, guard: guard}
+	if f.maxValue == 0 {
+		f.maxValue = DefaultMaxValueBytes
 	}
-	return s, nil
+	return f, nil
+}
+
+// open opens the backend cfg names.
+func (c Config) open(ctx context.Context) (backend, error) {
+	if isPostgresURL(c.Backend) {
+		return openPostgres(ctx, c)
+	}
+	return &store{projectRoot: c.ProjectRoot}, nil
 }
 
 // Memory is the warden.memory capability.
 type Memory struct {
-	store  atomic.Pointer[store]
+	front  atomic.Pointer[front]
 	logger *slog.Logger
 	// watchers hear of every write (resources.go).
 	watchers watchers
 }
 
-// New returns the capability for cfg. logger receives one debug line per
-// operation (tool, op, topic; never a value); nil discards them.
+// New returns the capability for cfg, opening its backend: for PostgreSQL,
+// connecting and migrating the schema within ctx. logger receives one debug
+// line per operation (tool, op, topic; never a value); nil discards them.
+// Close releases the backend.
 func New(cfg Config, logger *slog.Logger) (*Memory, error) {
+	return NewContext(context.Background(), cfg, logger)
+}
+
+// NewContext is New bounded by ctx (connecting to PostgreSQL).
+func NewContext(ctx context.Context, cfg Config, logger *slog.Logger) (*Memory, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Memory{logger: logger}
-	if err := m.SetConfig(cfg); err != nil {
+	f, err := cfg.check()
+	if err != nil {
 		return nil, err
 	}
+	if f.backend, err = cfg.open(ctx); err != nil {
+		return nil, err
+	}
+	m := &Memory{logger: logger}
+	m.front.Store(f)
 	return m, nil
+}
+
+// Close releases the backend (PostgreSQL's connection pool). Calls made
+// after it fail.
+func (m *Memory) Close() {
+	m.front.Load().backend.close()
 }
 
 // SetConfig replaces the configuration. Calls already running finish under
 // the old one; the next operation uses cfg. An invalid cfg changes nothing.
+// The backend is read at start: a cfg naming another one than the running
+// one keeps the running one, with a warning (a file store follows a new
+// project root, which is part of the same setting).
 func (m *Memory) SetConfig(cfg Config) error {
-	s, err := cfg.store()
+	f, err := cfg.check()
 	if err != nil {
 		return err
 	}
-	m.store.Store(s)
+	old := m.front.Load().backend
+	if _, isFile := old.(*store); isFile && !isPostgresURL(cfg.Backend) {
+		f.backend = &store{projectRoot: cfg.ProjectRoot, reached: old.(*store).reached}
+	} else {
+		f.backend = old
+		if want := backendID(cfg); want != old.id() {
+			m.logger.Warn("memory.backend changed; restart warden to use the new backend", "running", old.id(), "configured", want)
+		}
+	}
+	m.front.Store(f)
 	return nil
+}
+
+// backendID is the id the backend cfg names would have.
+func backendID(cfg Config) string {
+	if isPostgresURL(cfg.Backend) {
+		return postgresID(cfg.Backend)
+	}
+	return "file"
 }
 
 // Name returns "memory".
@@ -145,34 +227,34 @@ func (m *Memory) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (a
 		return nil, decodeErr
 	}
 	m.logger.Debug("memory", "tool", call.Tool, "op", req.Op, "topic", req.Topic, "prefix", req.Prefix)
-	s := m.store.Load()
+	f := m.front.Load()
 	switch req.Op {
 	case "get":
-		value, truncated, modified, err := s.get(req.Topic)
+		value, truncated, modified, err := f.get(ctx, req.Topic)
 		if err != nil {
-			return nil, s.storeError(req, err)
+			return nil, f.storeError(req, err)
 		}
 		return getReply{Topic: req.Topic, Value: string(value), Truncated: truncated, Modified: modified.UTC()}, nil
 	case "set", "append":
-		size, err := s.put(ctx, req.Topic, []byte(*req.Value), req.Op == "append")
+		size, err := f.put(ctx, req.Topic, []byte(*req.Value), req.Op == "append")
 		if err != nil {
-			return nil, s.storeError(req, err)
+			return nil, f.storeError(req, err)
 		}
 		m.watchers.notify(Change{Topic: req.Topic, Op: req.Op})
 		return putReply{Topic: req.Topic, Size: size}, nil
 	case "delete":
-		deleted, err := s.remove(ctx, req.Topic)
+		deleted, err := f.remove(ctx, req.Topic)
 		if err != nil {
-			return nil, s.storeError(req, err)
+			return nil, f.storeError(req, err)
 		}
 		if deleted {
 			m.watchers.notify(Change{Topic: req.Topic, Op: req.Op})
 		}
 		return deleteReply{Topic: req.Topic, Deleted: deleted}, nil
 	default: // "list"; decode accepts no other op
-		topics, truncated, skipped, err := s.list(req.Prefix, func(topic string) bool { return granted(call.Grants.MemoryTopics, topic) })
+		topics, truncated, skipped, err := f.list(ctx, req.Prefix, func(topic string) bool { return granted(call.Grants.MemoryTopics, topic) })
 		if err != nil {
-			return nil, s.storeError(req, err)
+			return nil, f.storeError(req, err)
 		}
 		reply := listReply{Topics: topics, Truncated: truncated}
 		if skipped.any() {
@@ -298,8 +380,9 @@ func granted(prefixes []string, topic string) bool {
 
 // storeError maps a store failure onto an error kind. Messages name topics,
 // never host paths.
-func (s *store) storeError(req *request, err error) error {
+func (f *front) storeError(req *request, err error) error {
 	var tooLarge errTooLarge
+	var queryTimeout errQueryTimeout
 	var refused *errRefused
 	var deny *errDenyRule
 	what := fmt.Sprintf("topic %q", req.Topic)
@@ -311,6 +394,8 @@ func (s *store) storeError(req *request, err error) error {
 		return tool.Errorf(tool.KindDenied, "memory %s: %s refused: %v", req.Op, what, refused)
 	case errors.As(err, &deny):
 		return tool.Errorf(tool.KindDenied, "memory %s: %s refused: %v (config key security.deny; built-in rules cannot be lifted)", req.Op, what, deny)
+	case errors.As(err, &queryTimeout):
+		return tool.Errorf(tool.KindTimeout, "memory %s %q: %v", req.Op, req.Topic, queryTimeout)
 	case errors.As(err, &tooLarge):
 		return tool.Errorf(tool.KindInvalidArguments, "memory %s %q: %v", req.Op, req.Topic, tooLarge)
 	case errors.Is(err, fs.ErrNotExist):
@@ -320,6 +405,61 @@ func (s *store) storeError(req *request, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return tool.Errorf(tool.KindTimeout, "memory %s %q: deadline passed waiting for the store lock", req.Op, req.Topic)
 	}
-	msg := strings.ReplaceAll(err.Error(), s.projectRoot, "<project>")
+	msg := f.backend.redact(err.Error())
 	return tool.Errorf(tool.KindFailed, "memory %s %q: %s", req.Op, req.Topic, msg)
+}
+
+// The operations every backend shares: the deny rules and the value limit
+// apply here, before the backend is asked.
+
+func (f *front) get(ctx context.Context, topic string) ([]byte, bool, time.Time, error) {
+	if err := f.checkDenied(topic); err != nil {
+		return nil, false, time.Time{}, err
+	}
+	return f.backend.get(ctx, topic, f.maxValue)
+}
+
+func (f *front) put(ctx context.Context, topic string, value []byte, appending bool) (int, error) {
+	if err := f.checkDenied(topic); err != nil {
+		return 0, err
+	}
+	if len(value) > f.maxValue {
+		return 0, errTooLarge{size: len(value), limit: f.maxValue}
+	}
+	return f.backend.put(ctx, topic, value, appending, f.maxValue)
+}
+
+func (f *front) remove(ctx context.Context, topic string) (bool, error) {
+	if err := f.checkDenied(topic); err != nil {
+		return false, err
+	}
+	return f.backend.remove(ctx, topic)
+}
+
+// list lists the topics within prefix that keep accepts; topics a deny rule
+// covers are left out and counted.
+func (f *front) list(ctx context.Context, prefix string, keep func(topic string) bool) ([]Entry, bool, Skipped, error) {
+	return f.backend.list(ctx, prefix, func(topic string) verdict {
+		switch {
+		case !keep(topic):
+			return hide
+		case f.checkDenied(topic) != nil:
+			return denied
+		}
+		return show
+	})
+}
+
+// checkDenied applies the deny-list to where topic is stored in the file
+// store (.warden/memories/<topic>.md), whichever backend stores it: a rule
+// such as "**/secrets/**" means the same on both.
+func (f *front) checkDenied(topic string) error {
+	if f.guard == nil {
+		return nil
+	}
+	t := pathguard.Target{Root: f.guard.Roots()[0], Rel: memoriesDir + "/" + fileName(topic)}
+	if rule := f.guard.Denied(t); rule != nil {
+		return &errDenyRule{path: t.Rel, rule: rule}
+	}
+	return nil
 }

@@ -289,7 +289,10 @@ func TestBadTopics(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	m, _ := newMemory(t)
+	forEachBackend(t, func(t *testing.T, s storeUnderTest) { testBadRequests(t, s.open(Config{})) })
+}
+
+func testBadRequests(t *testing.T, m *Memory) {
 	for _, raw := range []string{
 		``, `{`, `[]`, `{"op":"get","topic":"a"} {}`, `{"op":"frob","topic":"a"}`, `{"op":"GET","topic":"a"}`,
 		`{"op":"get","topic":"a","extra":1}`, `{"op":"set","topic":"a"}`, `{"op":"set","topic":"a","value":null}`,
@@ -426,7 +429,7 @@ func TestConcurrentAppends(t *testing.T) {
 
 func TestLockWaitHonoursContext(t *testing.T) {
 	m, _ := newMemory(t)
-	unlock, err := m.store.Load().lock(t.Context())
+	unlock, err := m.front.Load().backend.(*store).lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,12 +464,15 @@ func TestStaleTempFilesAreIgnoredAndRemoved(t *testing.T) {
 }
 
 func TestLogsNeverHoldValues(t *testing.T) {
-	var buf strings.Builder
-	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m, err := New(Config{ProjectRoot: t.TempDir()}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	forEachBackend(t, func(t *testing.T, s storeUnderTest) {
+		var buf strings.Builder
+		m := s.open(Config{})
+		m.logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		testLogsNeverHoldValues(t, m, &buf)
+	})
+}
+
+func testLogsNeverHoldValues(t *testing.T, m *Memory, buf *strings.Builder) {
 	mustServe(t, m, rw, req{"op": "set", "topic": "a", "value": "s3cr3t-value"})
 	mustServe(t, m, rw, req{"op": "get", "topic": "a"})
 	serve(t, m, callWith(tool.Capabilities{}), req{"op": "set", "topic": "a", "value": "s3cr3t-value"})

@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -62,20 +64,58 @@ func (m *Memory) Watch(f func(Change)) (cancel func()) { return m.watchers.add(f
 // denied files). It applies no grant: the host reads it for the person who
 // configured warden.
 func (m *Memory) Topics() (entries []Entry, truncated bool, err error) {
-	entries, truncated, _, err = m.store.Load().list("", func(string) bool { return true })
-	return entries, truncated, err
+	return m.TopicsContext(context.Background())
+}
+
+// TopicsContext is Topics bounded by ctx.
+func (m *Memory) TopicsContext(ctx context.Context) (entries []Entry, truncated bool, err error) {
+	f := m.front.Load()
+	entries, truncated, _, err = f.list(ctx, "", func(string) bool { return true })
+	if err != nil {
+		return nil, false, f.storeError(&request{Op: "list"}, err)
+	}
+	return entries, truncated, nil
 }
 
 // Read returns the memory of topic, as the get op does (without a grant);
 // truncated when the file is larger than the value limit.
 func (m *Memory) Read(topic string) (value []byte, truncated bool, modified time.Time, err error) {
+	return m.ReadContext(context.Background(), topic)
+}
+
+// ReadContext is Read bounded by ctx.
+func (m *Memory) ReadContext(ctx context.Context, topic string) (value []byte, truncated bool, modified time.Time, err error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, false, time.Time{}, err
 	}
-	s := m.store.Load()
-	value, truncated, modified, err = s.get(topic)
+	f := m.front.Load()
+	value, truncated, modified, err = f.get(ctx, topic)
 	if err != nil {
-		return nil, false, time.Time{}, s.storeError(&request{Op: "get", Topic: topic}, err)
+		return nil, false, time.Time{}, f.storeError(&request{Op: "get", Topic: topic}, err)
 	}
 	return value, truncated, modified, nil
+}
+
+// StateLedger is the ledger of spent requestStates (mcpserver.SpentStates)
+// kept in the PostgreSQL backend's database, which replicas share.
+type StateLedger struct{ m *Memory }
+
+// SpentStates returns the ledger of spent requestStates in the backend's
+// database, so that replicas accept each requestState once between them;
+// nil on the file backend, which replicas do not share.
+func (m *Memory) SpentStates() *StateLedger {
+	if _, ok := m.front.Load().backend.(*pgBackend); !ok {
+		return nil
+	}
+	return &StateLedger{m: m}
+}
+
+// Spend records nonce as spent until expires and reports whether it was not
+// already. It is bounded by memory.postgres.query_timeout.
+func (l *StateLedger) Spend(ctx context.Context, nonce string, expires time.Time) (bool, error) {
+	p, ok := l.m.front.Load().backend.(*pgBackend)
+	if !ok {
+		return false, errors.New("the memory backend is no longer PostgreSQL")
+	}
+	return p.spend(ctx, nonce, expires)
 }

@@ -36,10 +36,6 @@ const (
 // new project root) never has to wait for or invalidate in-flight calls.
 type store struct {
 	projectRoot string
-	maxValue    int
-	// guard holds the deny-list of the fs capability; it is applied to the
-	// path every topic is stored at.
-	guard *pathguard.Guard
 	// reached, when set, is told each step of a write as it completes. Only
 	// the crash test sets it, to kill the writer at an exact step.
 	reached func(step writeStep)
@@ -129,17 +125,14 @@ func openTopicDir(chain *dirChain, topic string, create bool) (base string, crea
 	return base, created, nil
 }
 
-// checkDenied applies the deny-list to where topic is stored. With no
-// symlink below the project root, that path is what the store resolves to.
-func (s *store) checkDenied(topic string) error {
-	if s.guard == nil {
-		return nil
-	}
-	t := pathguard.Target{Root: s.guard.Roots()[0], Rel: memoriesDir + "/" + fileName(topic)}
-	if rule := s.guard.Denied(t); rule != nil {
-		return &errDenyRule{path: t.Rel, rule: rule}
-	}
-	return nil
+func (s *store) id() string { return "file" }
+
+func (s *store) close() {}
+
+// redact keeps host paths out of messages: the project root is named
+// <project>.
+func (s *store) redact(msg string) string {
+	return strings.ReplaceAll(msg, s.projectRoot, "<project>")
 }
 
 type errDenyRule struct {
@@ -201,10 +194,7 @@ func (s *store) lock(ctx context.Context) (unlock func(), err error) {
 
 // get reads a memory. A file larger than the value limit (edited by hand,
 // or written under a larger limit) is returned cut at the limit.
-func (s *store) get(topic string) (value []byte, truncated bool, modified time.Time, err error) {
-	if err := s.checkDenied(topic); err != nil {
-		return nil, false, time.Time{}, err
-	}
+func (s *store) get(_ context.Context, topic string, limit int) (value []byte, truncated bool, modified time.Time, err error) {
 	chain, err := s.open(false)
 	if err != nil {
 		return nil, false, time.Time{}, err
@@ -219,12 +209,12 @@ func (s *store) get(topic string) (value []byte, truncated bool, modified time.T
 		return nil, false, time.Time{}, err
 	}
 	defer f.Close()
-	value, err = io.ReadAll(io.LimitReader(f, int64(s.maxValue)+1))
+	value, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, false, time.Time{}, err
 	}
-	if len(value) > s.maxValue {
-		value, truncated = value[:s.maxValue], true
+	if len(value) > limit {
+		value, truncated = value[:limit], true
 	}
 	return value, truncated, info.ModTime(), nil
 }
@@ -234,10 +224,7 @@ func (s *store) get(topic string) (value []byte, truncated bool, modified time.T
 // symlink is refused for both (replacing the link would be harmless, but a
 // store that never acts on a link is simpler to reason about); a hard-linked
 // one is refused when appending, which reads it.
-func (s *store) put(ctx context.Context, topic string, value []byte, appending bool) (int, error) {
-	if err := s.checkDenied(topic); err != nil {
-		return 0, err
-	}
+func (s *store) put(ctx context.Context, topic string, value []byte, appending bool, limit int) (int, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return 0, err
@@ -254,21 +241,21 @@ func (s *store) put(ctx context.Context, topic string, value []byte, appending b
 	}
 	dir, display := chain.leaf(), chain.child(base)
 	if appending {
-		old, err := readExisting(dir, base, display, s.maxValue)
+		old, err := readExisting(dir, base, display, limit)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
 			return 0, err
-		case len(old)+len(value) > s.maxValue:
-			return 0, errTooLarge{size: len(old) + len(value), limit: s.maxValue}
+		case len(old)+len(value) > limit:
+			return 0, errTooLarge{size: len(old) + len(value), limit: limit}
 		default:
 			value = append(old, value...)
 		}
 	} else if info, err := dir.Lstat(base); err == nil && info.Mode()&fs.ModeSymlink != 0 {
 		return 0, &errRefused{Path: display, Reason: reasonSymlink}
 	}
-	if len(value) > s.maxValue {
-		return 0, errTooLarge{size: len(value), limit: s.maxValue}
+	if len(value) > limit {
+		return 0, errTooLarge{size: len(value), limit: limit}
 	}
 	if err := s.writeAtomic(dir, base, value); err != nil {
 		return 0, err
@@ -372,9 +359,6 @@ func removeStaleTemps(dir *os.Root) {
 // remove deletes a memory and then any directories the deletion left empty.
 // A topic file that is a symlink is refused, not deleted.
 func (s *store) remove(ctx context.Context, topic string) (bool, error) {
-	if err := s.checkDenied(topic); err != nil {
-		return false, err
-	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return false, err
@@ -426,11 +410,11 @@ func (s *store) remove(ctx context.Context, topic string) (bool, error) {
 	return true, d.Sync()
 }
 
-// list returns the memories below prefix ("" for all) that keep(topic)
-// accepts, sorted by topic, at most maxListed of them. It opens every
-// directory without following a link and counts, in skipped, the links and
+// list returns the memories below prefix ("" for all) that filter shows,
+// sorted by topic, at most maxListed of them. It opens every directory
+// without following a link and counts, in skipped, the links and
 // hard-linked or denied files it left out.
-func (s *store) list(prefix string, keep func(topic string) bool) (entries []Entry, truncated bool, skipped Skipped, err error) {
+func (s *store) list(_ context.Context, prefix string, filter func(topic string) verdict) (entries []Entry, truncated bool, skipped Skipped, err error) {
 	chain, err := s.open(false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Entry{}, false, skipped, nil
@@ -446,7 +430,7 @@ func (s *store) list(prefix string, keep func(topic string) bool) (entries []Ent
 		if prefix != "" && !within(topic, prefix) && !(dir && within(prefix, topic)) {
 			return false
 		}
-		return dir || keep(topic)
+		return dir || filter(topic) != hide
 	}
 	var walk func(dir *os.Root, rel string, depth int) error
 	walk = func(dir *os.Root, rel string, depth int) error {
@@ -509,7 +493,7 @@ func (s *store) list(prefix string, keep func(topic string) bool) (entries []Ent
 			case links(info) > 1:
 				skipped.HardLinks++
 				continue
-			case s.checkDenied(topic) != nil:
+			case filter(topic) == denied:
 				skipped.Denied++
 				continue
 			}

@@ -67,7 +67,11 @@ type App struct {
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
 func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, error) {
-	caps, err := newCapabilities(cfg, logger)
+	cursorKey, _, err := cfg.Server.StateKeys()
+	if err != nil {
+		return nil, fmt.Errorf("server.state_key: %w", err)
+	}
+	caps, err := newCapabilities(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +85,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		rt:          rt,
 		registry:    runtime.NewRegistry(),
 		log:         logger,
-		cursors:     newCursorSigner(),
+		cursors:     newCursorSigner(cursorKey),
 		subscribers: make(map[int]func()),
 		loadErrors:  make(map[string]error),
 		loading:     make(map[string]bool),

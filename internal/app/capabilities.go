@@ -37,18 +37,23 @@ type capabilities struct {
 	rec *recorderRef
 }
 
-func newCapabilities(cfg *config.Config, logger *slog.Logger) (*capabilities, error) {
+func newCapabilities(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *capabilities, err error) {
 	var c capabilities
-	var err error
 	c.client = client.New(cfg.ClientWait())
 	c.rec = &recorderRef{}
 	c.prompts = &prompter{log: logger, rec: c.rec}
 	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("fs capability: %w", err)
 	}
-	if c.memory, err = memory.New(memoryConfig(cfg), logger); err != nil {
+	// On PostgreSQL, this connects and migrates the schema.
+	if c.memory, err = memory.NewContext(ctx, memoryConfig(cfg), logger); err != nil {
 		return nil, fmt.Errorf("memory capability: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			c.memory.Close()
+		}
+	}()
 	if c.net, err = net.New(netConfig(cfg), logger); err != nil {
 		return nil, fmt.Errorf("net capability: %w", err)
 	}
@@ -156,6 +161,7 @@ func (n noteFS) Locate(abs string) (string, bool) { return n.fs.Locate(abs) }
 // close stops the language servers: shutdown, exit, then kill after a grace
 // period, so that none outlives warden.
 func (c *capabilities) close(ctx context.Context) error {
+	defer c.memory.Close()
 	return c.servers.Close(ctx)
 }
 
@@ -183,7 +189,8 @@ func fsConfig(cfg *config.Config) fs.Config {
 }
 
 func memoryConfig(cfg *config.Config) memory.Config {
-	return memory.Config{ProjectRoot: cfg.Project.Root, MaxValueBytes: int(cfg.Memory.MaxValue), Deny: cfg.Security.Deny}
+	return memory.Config{ProjectRoot: cfg.Project.Root, MaxValueBytes: int(cfg.Memory.MaxValue), Deny: cfg.Security.Deny,
+		Backend: cfg.Memory.Backend, MaxConns: cfg.Memory.Postgres.MaxConns, QueryTimeout: cfg.Memory.Postgres.QueryTimeout}
 }
 
 func netConfig(cfg *config.Config) net.Config {

@@ -10,13 +10,19 @@ import (
 
 // cursorSigner seals the continuation cursors tools hand out, so that a
 // client (or another tool) cannot forge or alter one: a cursor is the
-// tool's own opaque state plus an HMAC over the tool name and that state,
-// keyed per process. Cursors therefore do not survive a restart, which
-// matches their purpose: continuing a listing now, not bookmarking it.
+// tool's own opaque state plus an HMAC over the tool name and that state.
+// The key comes from server.state_key (derived, see config.Server.StateKeys),
+// so that replicas sharing it accept each other's cursors; unset, it is
+// random per process and cursors do not survive a restart, which matches
+// their purpose: continuing a listing now, not bookmarking it.
 type cursorSigner struct{ key []byte }
 
-func newCursorSigner() *cursorSigner {
-	key := make([]byte, 32)
+// newCursorSigner signs with key, or with a random key when key is empty.
+func newCursorSigner(key []byte) *cursorSigner {
+	if len(key) > 0 {
+		return &cursorSigner{key: append([]byte(nil), key...)}
+	}
+	key = make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		panic("crypto/rand failed: " + err.Error()) // the platform is broken beyond repair
 	}

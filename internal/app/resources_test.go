@@ -19,6 +19,12 @@ import (
 // read-write) and the conformance fixture, served over MCP in memory.
 func resourceWorld(t *testing.T, memoryResources bool) (*App, *mcp.ClientSession, chan string, chan struct{}) {
 	t.Helper()
+	return resourceWorldOn(t, memoryResources, "file")
+}
+
+// resourceWorldOn is resourceWorld with the memory store on backend.
+func resourceWorldOn(t *testing.T, memoryResources bool, backend string) (*App, *mcp.ClientSession, chan string, chan struct{}) {
+	t.Helper()
 	root := t.TempDir()
 	project, tools := filepath.Join(root, "project"), filepath.Join(root, "tools")
 	os.MkdirAll(project, 0o755)
@@ -43,7 +49,9 @@ tools:
 server:
   resources:
     memory: %t
-`, userCacheDir, memoryResources), nil)
+memory:
+  backend: %q
+`, userCacheDir, memoryResources, backend), nil)
 	if errs := a.LoadTools(context.Background()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -90,7 +98,12 @@ func resourceURIs(t *testing.T, cs *mcp.ClientSession) string {
 // and changes the list; the modules' own resources and prompts are served
 // beside them.
 func TestMemoryResources(t *testing.T) {
-	a, cs, updated, listChanged := resourceWorld(t, true)
+	t.Run("file", func(t *testing.T) { testMemoryResources(t, "file") })
+	t.Run("postgres", func(t *testing.T) { testMemoryResources(t, pg.DB(t)) })
+}
+
+func testMemoryResources(t *testing.T, backend string) {
+	a, cs, updated, listChanged := resourceWorldOn(t, true, backend)
 	ctx := context.Background()
 	if got := resourceURIs(t, cs); got != "test://static-binary test://static-text test://watched-resource" {
 		t.Fatalf("resources = %s", got)
