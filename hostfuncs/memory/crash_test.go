@@ -3,12 +3,16 @@ package memory
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The crash child's instructions, passed in its environment.
@@ -142,4 +146,64 @@ func tempFiles(dir string) []string {
 		return nil
 	})
 	return names
+}
+
+// TestStartSweepsDeadWritersTemps: temp files a killed writer left (older
+// than a minute) anywhere in the store are removed when warden starts,
+// not only when their directory is written again; a fresh one (another
+// warden writing right now), other files, and what a link points to are
+// left alone.
+func TestStartSweepsDeadWritersTemps(t *testing.T) {
+	root := t.TempDir()
+	mem := filepath.Join(root, ".warden", "memories")
+	if err := os.MkdirAll(filepath.Join(mem, "arch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "target")
+	write := func(p string, old bool) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if old {
+			past := time.Now().Add(-2 * staleTempAge)
+			if err := os.Chtimes(p, past, past); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(filepath.Join(mem, tempPrefix+"dead1"), true)
+	write(filepath.Join(mem, "arch", tempPrefix+"dead2"), true)
+	write(filepath.Join(mem, "arch", tempPrefix+"live"), false)
+	write(filepath.Join(mem, "arch", "db.md"), true)
+	write(outside, true)
+	if err := os.Symlink(outside, filepath.Join(mem, tempPrefix+"link")); err != nil {
+		t.Fatal(err)
+	}
+	// The link itself is old too (its own times, not its target's).
+	old := unix.NsecToTimespec(time.Now().Add(-2 * staleTempAge).UnixNano())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(mem, tempPrefix+"link"), []unix.Timespec{old, old}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := New(Config{ProjectRoot: root}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+
+	var left []string
+	filepath.WalkDir(mem, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(mem, p)
+			left = append(left, rel)
+		}
+		return nil
+	})
+	if want := []string{"arch/.tmp-live", "arch/db.md"}; fmt.Sprint(left) != fmt.Sprint(want) {
+		t.Fatalf("after start the store holds %q, want %q", left, want)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatalf("the link's target was touched: %v", err)
+	}
 }

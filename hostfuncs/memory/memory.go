@@ -107,7 +107,9 @@ func (c Config) open(ctx context.Context) (backend, error) {
 	if isPostgresURL(c.Backend) {
 		return openPostgres(ctx, c)
 	}
-	return &store{projectRoot: c.ProjectRoot}, nil
+	s := &store{projectRoot: c.ProjectRoot}
+	s.sweepStaleTemps(staleTempAge, time.Now())
+	return s, nil
 }
 
 // Memory is the warden.memory capability.

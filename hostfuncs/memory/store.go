@@ -511,3 +511,49 @@ func (s *store) list(_ context.Context, prefix string, filter func(topic string)
 	}
 	return entries, truncated, skipped, nil
 }
+
+// staleTempAge is how old a temp file must be before a starting warden
+// removes it: a write holds its temp file for milliseconds, so one a
+// minute old belongs to a writer that died (kill -9), never to another
+// warden writing right now.
+const staleTempAge = time.Minute
+
+// maxSweepEntries bounds the start-up sweep of a store some other program
+// filled with millions of entries.
+const maxSweepEntries = 100_000
+
+// sweepStaleTemps removes the temp files of writers that died (warden's
+// own, by name prefix, older than age) anywhere in the store, at start:
+// writeAtomic cleans a topic directory only when that directory is
+// written again, which may be never. It follows no link (a link is
+// removed itself, never its target), and any error just ends the sweep:
+// a leftover temp file costs disk, not correctness.
+func (s *store) sweepStaleTemps(age time.Duration, now time.Time) (removed int) {
+	chain, err := s.open(false)
+	if err != nil {
+		return 0
+	}
+	defer chain.close()
+	root := chain.leaf()
+	seen := 0
+	fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if seen++; seen > maxSweepEntries {
+			return fs.SkipAll
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
+			return nil
+		}
+		info, err := root.Lstat(p)
+		if err != nil || now.Sub(info.ModTime()) < age {
+			return nil
+		}
+		if root.Remove(p) == nil {
+			removed++
+		}
+		return nil
+	})
+	return removed
+}
