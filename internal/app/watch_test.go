@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,4 +99,31 @@ func TestToolsDirRescanOnWatchError(t *testing.T) {
 	wantReply(t, a, "broken", "fixed")
 	cancel()
 	<-done
+}
+
+// TestZeroToolsLoadedSaysSo: a start whose every module fails logs one
+// error-level summary line, and LoadErrors (what /healthz lists) names each
+// module with its error.
+func TestZeroToolsLoadedSaysSo(t *testing.T) {
+	w := newLazyWorld(t, nil)
+	w.put(t, "broken", []byte("not wasm"))
+	w.put(t, "worse", []byte("\x00asm"))
+	var logs syncBuffer
+	a, _ := startApp(t, w.dir, w.config(""), &logs)
+	var mu sync.Mutex
+	var reported []error
+	a.LoadToolsInBackground(context.Background(), func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() })
+	a.loads.Wait()
+	if len(reported) != 2 {
+		t.Fatalf("reported %v", reported)
+	}
+	if !strings.Contains(logs.String(), `level=ERROR msg="no tools served: 2 of 2 modules failed to load (errors above; /healthz lists them)"`) ||
+		!strings.Contains(logs.String(), "failed=\"[broken worse]\"") {
+		t.Fatalf("no summary line:\n%s", logs.String())
+	}
+	errs := a.LoadErrors()
+	if len(errs) != 2 || errs[0].Module != "broken" || errs[1].Module != "worse" ||
+		!strings.HasPrefix(errs[0].Error, "load "+filepath.Join(w.tools, "broken.wasm")+": ") {
+		t.Fatalf("LoadErrors %+v", errs)
+	}
 }
