@@ -23,6 +23,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/memory"
@@ -47,6 +48,9 @@ type Config struct {
 	// directory relative paths in it are resolved against.
 	File string `mapstructure:"-"`
 	Dir  string `mapstructure:"-"`
+	// Blank reports that File held no YAML value at all: nothing, or only
+	// whitespace and comments (see Live.Reload). `{}` is not blank.
+	Blank bool `mapstructure:"-"`
 }
 
 // Project locates the files tools may be granted.
@@ -460,7 +464,13 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	blank := false
 	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		blank = isBlankYAML(data)
 		v.SetConfigFile(path)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
@@ -478,12 +488,23 @@ func Load(path string) (*Config, error) {
 	))); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
 	}
-	c.File, c.Dir = path, dir
+	c.File, c.Dir, c.Blank = path, dir, blank
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
 	}
 	return &c, nil
+}
+
+// isBlankYAML reports whether data holds no YAML value: empty, or only
+// whitespace, comments and document markers. A document that does not parse
+// is not blank (Load reports it).
+func isBlankYAML(data []byte) bool {
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return false
+	}
+	return v == nil
 }
 
 func displayPath(path string) string {

@@ -298,3 +298,59 @@ func TestToolConfig(t *testing.T) {
 		t.Fatalf("a tool without config got %#v", got)
 	}
 }
+
+// TestReloadRefusesBlankFile: a config file that becomes empty while warden
+// runs (an editor's truncating save) is refused, naming the file and how to
+// clear the config on purpose; the previous grants and limits stay. `{}`
+// clears it, and a file blank from the start loads.
+func TestReloadRefusesBlankFile(t *testing.T) {
+	path := writeConfig(t, "tools: {grants: {echo: {lsp: [go]}}, limits: {echo: {timeout: 1s}}}\n")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive(c, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	for _, body := range []string{"", "  \n\n   \n", "# everything commented out\n# tools: {}\n", "---\n"} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := live.Reload()
+		want := "config " + path + ": the file became empty (nothing but whitespace or comments), which would drop every grant and reset every limit to its default; refused as a truncated save. To clear the config on purpose, write {} into the file (or set the keys explicitly)"
+		if err == nil || err.Error() != want {
+			t.Fatalf("Reload of %q:\n got %v\nwant %s", body, err, want)
+		}
+		if g := granted(live.Current(), "echo"); len(g.LSP) != 1 {
+			t.Fatalf("%q dropped the grant: %+v", body, g)
+		}
+		if got := live.Current().ToolTimeout("echo"); got != time.Second {
+			t.Fatalf("%q reset the echo timeout to %s", body, got)
+		}
+	}
+	// {} clears the config deliberately.
+	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reload(); err != nil {
+		t.Fatalf("Reload of {}: %v", err)
+	}
+	if g := granted(live.Current(), "echo"); len(g.LSP) != 0 {
+		t.Fatalf("{} kept the grant: %+v", g)
+	}
+	// From {} to an empty file changes nothing: accepted.
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reload(); err != nil {
+		t.Fatalf("Reload of an empty file after {}: %v", err)
+	}
+	// A file empty from the start loads, and stays reloadable.
+	blank := writeConfig(t, "# nothing yet\n")
+	c, err = Load(blank)
+	if err != nil {
+		t.Fatalf("Load of a blank file: %v", err)
+	}
+	live = NewLive(c, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err := live.Reload(); err != nil {
+		t.Fatalf("Reload of a file blank from the start: %v", err)
+	}
+}

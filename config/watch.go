@@ -2,14 +2,19 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
+
+// ErrBecameBlank refuses a config file that became empty while warden runs.
+var ErrBecameBlank = errors.New("the file became empty (nothing but whitespace or comments), which would drop every grant and reset every limit to its default; refused as a truncated save. To clear the config on purpose, write {} into the file (or set the keys explicitly)")
 
 // Live holds the config in force. Readers take Current on every call, so a
 // change applies from the next call on; a file that fails to load or
@@ -32,17 +37,35 @@ func NewLive(c *Config, logger *slog.Logger, changed func(*Config)) *Live {
 func (l *Live) Current() *Config { return l.current.Load() }
 
 // Reload reads the file again; on error the previous config stays.
+//
+// A file that became blank (empty, or only whitespace and comments) while
+// the previous one was not is refused with ErrBecameBlank: an editor's
+// truncating save, or a half-written file, looks exactly like that, and
+// applying it would drop every grant and reset every limit to its default
+// at once. Writing `{}` clears the config deliberately.
 func (l *Live) Reload() error {
 	prev := l.current.Load()
 	next, err := Load(prev.File)
 	if err != nil {
 		return err
 	}
+	if next.Blank && !prev.Blank && !sameSettings(prev, next) {
+		return fmt.Errorf("config %s: %w", prev.File, ErrBecameBlank)
+	}
 	l.current.Store(next)
 	if l.changed != nil {
 		l.changed(next)
 	}
 	return nil
+}
+
+// sameSettings reports whether a and b configure the same, whatever file
+// they came from.
+func sameSettings(a, b *Config) bool {
+	x, y := *a, *b
+	x.File, x.Dir, x.Blank = "", "", false
+	y.File, y.Dir, y.Blank = "", "", false
+	return reflect.DeepEqual(x, y)
 }
 
 // Watch reloads the config whenever its file changes, until ctx ends. It

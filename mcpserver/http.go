@@ -197,8 +197,44 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	code := http.StatusOK
+	if r, ok := s.tools.(LoadErrorReporter); ok {
+		if errs := r.LoadErrors(); len(errs) > 0 {
+			// Degraded: some modules did not load. Still 200 while any tool
+			// is served (pulling a replica that serves most tools helps no
+			// one); 503 when none is, so a load balancer stops routing to
+			// a server with nothing to serve.
+			health["status"] = "degraded"
+			health["load_errors_total"] = len(errs)
+			if len(errs) > MaxHealthLoadErrors {
+				errs = errs[:MaxHealthLoadErrors]
+			}
+			health["load_errors"] = errs
+			if n == 0 {
+				code = http.StatusServiceUnavailable
+			}
+		}
+	}
+	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(health)
 }
+
+// LoadErrorReporter is implemented by Tools that know which modules failed
+// to load; /healthz reports them.
+type LoadErrorReporter interface {
+	// LoadErrors lists each module whose latest load failed, sorted.
+	LoadErrors() []LoadError
+}
+
+// LoadError is one module that failed to load, as /healthz reports it.
+type LoadError struct {
+	Module string `json:"module"`
+	Error  string `json:"error"`
+}
+
+// MaxHealthLoadErrors bounds the load errors /healthz lists
+// (load_errors_total counts them all).
+const MaxHealthLoadErrors = 20
 
 // tokenPrincipal is the caller of a request bearing the static token.
 var tokenPrincipal = principal.Principal{Subject: "token", Via: principal.ViaToken}

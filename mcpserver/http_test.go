@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -216,5 +217,52 @@ func TestHealthzStats(t *testing.T) {
 	}
 	if body.Status != "ok" || body.InstanceMemory.Limit != 256<<20 || body.InstanceMemory.Used != 1024 {
 		t.Errorf("/healthz: %+v", body)
+	}
+}
+
+type failingTools struct {
+	*fakeTools
+	errs []LoadError
+}
+
+func (f *failingTools) LoadErrors() []LoadError { return f.errs }
+
+// TestHealthzLoadErrors: modules that failed to load make /healthz
+// "degraded", listing them (at most MaxHealthLoadErrors, with the total);
+// 503 when no tool is served at all, 200 while some are.
+func TestHealthzLoadErrors(t *testing.T) {
+	var many []LoadError
+	for i := range 25 {
+		many = append(many, LoadError{Module: fmt.Sprintf("m%02d", i), Error: "load m.wasm: invalid module: boom"})
+	}
+	for _, tc := range []struct {
+		name  string
+		tools *fakeTools
+		code  int
+	}{
+		{"none served", newFakeTools(), http.StatusServiceUnavailable},
+		{"some served", newFakeTools(desc("a")), http.StatusOK},
+	} {
+		s, _ := newServer(t, &failingTools{fakeTools: tc.tools, errs: many}, Options{})
+		hs := httptest.NewServer(s.Handler(HTTPOptions{}))
+		resp, err := http.Get(hs.URL + PathHealthz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Status     string
+			LoadErrors []LoadError `json:"load_errors"`
+			Total      int         `json:"load_errors_total"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		hs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tc.code || body.Status != "degraded" || body.Total != 25 || len(body.LoadErrors) != MaxHealthLoadErrors ||
+			body.LoadErrors[0] != many[0] {
+			t.Errorf("%s: %d %+v", tc.name, resp.StatusCode, body)
+		}
 	}
 }

@@ -2,11 +2,17 @@ package runtime_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
 
 	"github.com/warden-run/warden/runtime"
 )
@@ -58,5 +64,59 @@ func TestUnsafeCacheDirFallsBackToMemory(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "writable by others") {
 		t.Fatalf("no warning about the dir:\n%s", logs.String())
+	}
+}
+
+// TestFullCompileCacheRunsWithout: a disk cache whose write fails with
+// ENOSPC (injected where wazero writes a compiled module: after compiling it
+// into memory) does not fail the load. The module loads and answers, the
+// warning names the cache dir, once, and later loads work too.
+func TestFullCompileCacheRunsWithout(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	rt := newRuntime(t, runtime.Options{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	written := make(map[string]bool)
+	runtime.SetCompileHook(rt, func(ctx context.Context, wasm []byte, compile func() (wazero.CompiledModule, error)) (wazero.CompiledModule, error) {
+		c, err := compile()
+		if err != nil {
+			return nil, err
+		}
+		if !written[string(wasm)] {
+			// As wazero's file cache does on a full disk: the module is
+			// compiled and kept in memory, the write fails; compiling it
+			// again finds it in memory.
+			written[string(wasm)] = true
+			return nil, &fs.PathError{Op: "write", Path: filepath.Join(dir, "wazero-x", "entry.123.tmp"), Err: syscall.ENOSPC}
+		}
+		return c, nil
+	})
+	wantPong(t, loadTool(t, rt, "ping", watFixture{name: "ping"}.build(t), runtime.Limits{}))
+	wantPong(t, loadTool(t, rt, "pong", watFixture{name: "ping"}.build(t), runtime.Limits{MaxOutput: 1 << 19}))
+	if got := strings.Count(logs.String(), "compile cache failed; running without it"); got != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "dir="+dir) || !strings.Contains(logs.String(), "no space left on device") {
+		t.Fatalf("the warning does not name the dir and the error:\n%s", logs.String())
+	}
+}
+
+// TestReadOnlyCompileCacheRunsWithout: a cache dir wazero cannot create its
+// directory in (a read-only filesystem, injected where wazero opens it) is
+// not a refusal to start: the runtime warns and modules load.
+func TestReadOnlyCompileCacheRunsWithout(t *testing.T) {
+	dir := t.TempDir()
+	restore := runtime.SetDiskCacheOpener(func(d string) (wazero.CompilationCache, error) {
+		return nil, fmt.Errorf("create directory %s: %w", filepath.Join(d, "wazero-v1"), &fs.PathError{Op: "mkdir", Path: filepath.Join(d, "wazero-v1"), Err: syscall.EROFS})
+	})
+	defer restore()
+	var logs bytes.Buffer
+	rt, err := runtime.New(context.Background(), runtime.Options{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("New with a read-only cache dir: %v", err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	wantPong(t, loadTool(t, rt, "ping", watFixture{name: "ping"}.build(t), runtime.Limits{}))
+	if !strings.Contains(logs.String(), "compile cache not used") || !strings.Contains(logs.String(), "read-only file system") {
+		t.Fatalf("no warning naming the error:\n%s", logs.String())
 	}
 }

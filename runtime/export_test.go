@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -31,6 +32,22 @@ func PooledInstance(t *Tool) api.Module {
 // exact point.
 func SetLoadHooks(r *Runtime, loading, joined func(module string)) {
 	r.testHooks = testHooks{loading: loading, joined: joined}
+}
+
+// SetCompileHook makes r compile through f, which gets wazero's own compile
+// to call (or not), so that a test can fail a compile at that exact point.
+func SetCompileHook(r *Runtime, f func(ctx context.Context, wasm []byte, compile func() (wazero.CompiledModule, error)) (wazero.CompiledModule, error)) {
+	r.testHooks.compile = func(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+		return f(ctx, wasm, func() (wazero.CompiledModule, error) { return r.wz.CompileModule(ctx, wasm) })
+	}
+}
+
+// SetDiskCacheOpener replaces how New opens wazero's disk cache until the
+// returned restore is called.
+func SetDiskCacheOpener(f func(dir string) (wazero.CompilationCache, error)) (restore func()) {
+	prev := newDiskCache
+	newDiskCache = f
+	return func() { newDiskCache = prev }
 }
 
 // ManifestFile is the file m's manifest is stored in ("" in memory).

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tetratelabs/wazero"
+
 	"github.com/warden-run/warden/runtime/internal/manifest"
 	"github.com/warden-run/warden/tool"
 )
@@ -504,6 +506,8 @@ func (r *Runtime) BodyLoads() int64 { return r.bodyLoads.Load() }
 type testHooks struct {
 	loading func(module string) // a lazy load is about to start
 	joined  func(module string) // a caller is about to wait for a load
+	// compile stands in for wazero's CompileModule (fault injection).
+	compile func(ctx context.Context, wasm []byte) (wazero.CompiledModule, error)
 }
 
 // newManifestStore keeps manifests beside the compilation cache, in

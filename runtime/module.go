@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -134,7 +136,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 			break
 		}
 	}
-	if r.codeGuard != nil {
+	if r.codeGuard != nil && !r.cacheFailed.Load() {
 		end := r.codeGuard.Begin()
 		defer end()
 	}
@@ -193,7 +195,12 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 	go func() {
 		defer r.compiles.Done()
 		defer func() { <-r.compileSlots }()
-		c, err := r.wz.CompileModule(context.WithoutCancel(ctx), wasm)
+		c, err := r.compileModule(context.WithoutCancel(ctx), wasm)
+		if err != nil && r.cacheFailure(err) {
+			// wazero keeps the module compiled in memory before writing it
+			// to the disk cache: compiling again finds it there.
+			c, err = r.compileModule(context.WithoutCancel(ctx), wasm)
+		}
 		done <- outcome{c, err}
 	}()
 	select {
@@ -216,6 +223,37 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 		return nil, fmt.Errorf("compile: %w", ctx.Err())
 	}
 	return nil, fmt.Errorf("compile: did not finish within the compile budget of %s (tools.defaults.compile_budget, or tools.limits.<module>.compile_budget, allows more)", budget)
+}
+
+// compileModule is wazero's CompileModule, or a test's stand-in for it.
+func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	if r.testHooks.compile != nil {
+		return r.testHooks.compile(ctx, wasm)
+	}
+	return r.wz.CompileModule(ctx, wasm)
+}
+
+// cacheFailure reports whether err, from a compile, is the disk cache's
+// I/O error (a full or read-only filesystem: wazero's validation and
+// compile errors are never file errors). The first one is logged, once;
+// loads then skip the cache's checks, and every compile that meets the
+// error again is retried from memory.
+func (r *Runtime) cacheFailure(err error) bool {
+	if r.cacheDir == "" {
+		return false
+	}
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	var errno syscall.Errno
+	if !errors.As(err, &pathErr) && !errors.As(err, &linkErr) && !errors.As(err, &errno) {
+		return false
+	}
+	r.cacheFailed.Store(true)
+	r.cacheWarn.Do(func() {
+		r.log.Warn("compile cache failed; running without it: compiled code is kept in memory only until restart (free space, or set tools.cache_dir to a writable dir, or off)",
+			"dir", r.cacheDir, "error", err)
+	})
+	return true
 }
 
 // describe parses and validates the descriptor JSON. A bad descriptor

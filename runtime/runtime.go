@@ -53,6 +53,12 @@ type Runtime struct {
 	// codeGuard checks the disk cache of compiled code around every load;
 	// nil when there is none.
 	codeGuard *codecache.Guard
+	// cacheDir is the disk cache's dir ("" without one); cacheFailed is
+	// set at its first write error (cacheFailure), from which on loads
+	// keep their compiled code in memory only.
+	cacheDir    string
+	cacheFailed atomic.Bool
+	cacheWarn   sync.Once
 	// instrumented keeps instrumentation results beside the compiled code
 	// (nil when there is no disk cache); host is what the loaders share.
 	instrumented *instcache.Store
@@ -81,6 +87,10 @@ type Runtime struct {
 	// budget bounds the linear memory of every instance (budget.go).
 	budget *budget
 }
+
+// newDiskCache opens wazero's compilation cache in dir; tests replace it to
+// fail as a read-only filesystem does.
+var newDiskCache = wazero.NewCompilationCacheWithDir
 
 // New returns a Runtime with WASI and the warden host module instantiated.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
@@ -124,13 +134,17 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			// Manifests are not kept there either: memory only.
 			r.manifests = newManifestStore("off", logger)
 		} else {
-			cache, err := wazero.NewCompilationCacheWithDir(dir)
+			cache, err := newDiskCache(dir)
 			if err != nil {
-				return nil, fmt.Errorf("compilation cache %s: %w", dir, err)
+				// A read-only or full filesystem: the cache is an
+				// optimisation, so warden runs without it.
+				logger.Warn("compile cache not used; modules compile on every start (set tools.cache_dir to a writable dir, or off)", "dir", dir, "error", err)
+				r.manifests = newManifestStore("off", logger)
+			} else {
+				r.cache, r.codeGuard, r.cacheDir = cache, guard, dir
+				r.instrumented = instcache.New(filepath.Join(dir, "instrumented"), logger)
+				config = config.WithCompilationCache(cache)
 			}
-			r.cache, r.codeGuard = cache, guard
-			r.instrumented = instcache.New(filepath.Join(dir, "instrumented"), logger)
-			config = config.WithCompilationCache(cache)
 		}
 	}
 	if r.cache == nil {

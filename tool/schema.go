@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -51,6 +54,12 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("not a JSON Schema: %w", err)
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err == nil {
+		if err := checkTypeNames(doc, ""); err != nil {
+			return nil, err
+		}
 	}
 	if s.Type != "object" {
 		return nil, fmt.Errorf(`root must have "type": "object", got %q`, s.Type)
@@ -105,4 +114,61 @@ func (s *Schema) check(instance any) (stats schemabound.Stats, err error) {
 		return stats, err
 	}
 	return stats, nil
+}
+
+// typeNames are the JSON Schema type names.
+var typeNames = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
+
+// checkTypeNames refuses a "type" that is no JSON Schema type name (a typo
+// like "strin" would otherwise pass as a type nothing has), naming where.
+// Keywords whose values are data, not schemas, are not walked.
+func checkTypeNames(v any, at string) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			where := k
+			if at != "" {
+				where = at + "." + k
+			}
+			switch k {
+			case "const", "enum", "default", "examples":
+				continue
+			case "type":
+				var names []any
+				switch t := v[k].(type) {
+				case string:
+					names = []any{t}
+				case []any:
+					names = t
+				default:
+					// A property named "type": a schema, walked below.
+					if err := checkTypeNames(t, where); err != nil {
+						return err
+					}
+					continue
+				}
+				for _, n := range names {
+					if name, ok := n.(string); !ok || !slices.Contains(typeNames, name) {
+						return fmt.Errorf("%s: unknown type %s (allowed: %s)", where, quoteJSON(n), strings.Join(typeNames, ", "))
+					}
+				}
+				continue
+			}
+			if err := checkTypeNames(v[k], where); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := checkTypeNames(e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func quoteJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -294,3 +294,27 @@ func TestValidatorRecursionIsBounded(t *testing.T) {
 		t.Fatalf("depth 20: %v", err)
 	}
 }
+
+// TestCompileSchemaRefusesUnknownTypeNames: a type name that is no JSON
+// Schema type is refused naming the field; a property named "type" and
+// type names inside enum or const are not type keywords.
+func TestCompileSchemaRefusesUnknownTypeNames(t *testing.T) {
+	for _, tc := range []struct{ schema, want string }{
+		{`{"type":"object","properties":{"a":{"type":"strin"}}}`,
+			`properties.a.type: unknown type "strin" (allowed: array, boolean, integer, null, number, object, string)`},
+		{`{"type":"object","properties":{"a":{"type":["string","nul"]}}}`,
+			`properties.a.type: unknown type "nul" (allowed: array, boolean, integer, null, number, object, string)`},
+		{`{"type":"object","properties":{"a":{"type":"array","items":{"type":"int"}}}}`,
+			`properties.a.items.type: unknown type "int" (allowed: array, boolean, integer, null, number, object, string)`},
+		{`{"type":"object","properties":{"type":{"type":"string","enum":["strin"]},"b":{"const":{"type":"x"}}}}`, ""},
+	} {
+		_, err := CompileSchema(json.RawMessage(tc.schema))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.schema, got, tc.want)
+		}
+	}
+}

@@ -276,6 +276,7 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 				for _, r := range a.registry.Refused() {
 					report(r)
 				}
+				a.logLoadSummary(len(paths))
 				if preload {
 					a.preloadAll(ctx)
 				}
@@ -590,6 +591,43 @@ var _ mcpserver.StatsReporter = (*App)(nil)
 // Stats reports resource use for /healthz: the instance memory budget.
 func (a *App) Stats() map[string]any {
 	return map[string]any{"instanceMemory": a.rt.InstanceMemory()}
+}
+
+var _ mcpserver.LoadErrorReporter = (*App)(nil)
+
+// LoadErrors lists the modules whose latest load failed, by module name,
+// for /healthz.
+func (a *App) LoadErrors() []mcpserver.LoadError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]mcpserver.LoadError, 0, len(a.loadErrors))
+	for path, err := range a.loadErrors {
+		out = append(out, mcpserver.LoadError{Module: ModuleName(path), Error: err.Error()})
+	}
+	slices.SortFunc(out, func(x, y mcpserver.LoadError) int { return strings.Compare(x.Module, y.Module) })
+	return out
+}
+
+// logLoadSummary logs one line once every module of the tools dir was
+// tried: an error when no tool is served because modules failed, a warning
+// when some failed.
+func (a *App) logLoadSummary(modules int) {
+	failed := a.LoadErrors()
+	if len(failed) == 0 {
+		return
+	}
+	tools := len(a.registry.Tools())
+	names := make([]string, len(failed))
+	for i, f := range failed {
+		names[i] = f.Module
+	}
+	if tools == 0 {
+		a.log.Error(fmt.Sprintf("no tools served: %d of %d modules failed to load (errors above; /healthz lists them)", len(failed), modules),
+			"dir", a.Config().Tools.Dir, "failed", names)
+		return
+	}
+	a.log.Warn(fmt.Sprintf("%d tools served; %d of %d modules failed to load (errors above; /healthz lists them)", tools, len(failed), modules),
+		"dir", a.Config().Tools.Dir, "failed", names)
 }
 
 // EndSession releases what a client session kept (IsolationSession).

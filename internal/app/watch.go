@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/warden-run/warden/runtime"
 )
 
 // reloadSettle is how long a module file must stay quiet before it is
@@ -34,45 +36,105 @@ func (a *App) WatchTools(ctx context.Context) error {
 	}
 	go func() {
 		defer w.Close()
-		pending := make(map[string]time.Time)
-		// The ticker runs only while a change is pending: an idle server
-		// does not wake up 20 times a second for nothing.
-		tick := time.NewTicker(reloadSettle / 3)
-		tick.Stop()
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if strings.HasSuffix(ev.Name, ".wasm") {
-					if len(pending) == 0 {
-						tick.Reset(reloadSettle / 3)
-					}
-					pending[ev.Name] = time.Now()
-				}
-			case err, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				a.log.Warn("tools dir watch", "error", err)
-			case now := <-tick.C:
-				for path, last := range pending {
-					if now.Sub(last) >= reloadSettle {
-						delete(pending, path)
-						a.reload(ctx, path)
-					}
-				}
-				if len(pending) == 0 {
-					tick.Stop()
-				}
-			}
-		}
+		a.watchLoop(ctx, dir, w.Events, w.Errors)
 	}()
 	return nil
+}
+
+// watchLoop applies the watcher's events until ctx ends or a channel
+// closes. An event on the dir itself (its mode changed: it may have become
+// readable again) and a watcher error (events may have been lost, e.g. a
+// queue overflow) rescan the dir: a module added or changed while the dir
+// was unreadable, or whose event was lost, is loaded without being touched.
+func (a *App) watchLoop(ctx context.Context, dir string, events <-chan fsnotify.Event, errs <-chan error) {
+	pending := make(map[string]time.Time)
+	// The ticker runs only while a change is pending: an idle server
+	// does not wake up 20 times a second for nothing.
+	tick := time.NewTicker(reloadSettle / 3)
+	tick.Stop()
+	defer tick.Stop()
+	schedule := func(path string) {
+		if len(pending) == 0 {
+			tick.Reset(reloadSettle / 3)
+		}
+		pending[path] = time.Now()
+	}
+	rescan := func(why string) {
+		paths := a.rescanPaths(dir)
+		if len(paths) > 0 {
+			a.log.Info("tools dir rescanned", "dir", dir, "reason", why, "modules", len(paths))
+		}
+		for _, path := range paths {
+			schedule(path)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			switch {
+			case strings.HasSuffix(ev.Name, ".wasm"):
+				schedule(ev.Name)
+			case filepath.Clean(ev.Name) == filepath.Clean(dir):
+				rescan("the dir changed (" + ev.Op.String() + ")")
+			}
+		case err, ok := <-errs:
+			if !ok {
+				return
+			}
+			a.log.Warn("tools dir watch", "error", err)
+			rescan("watch error")
+		case now := <-tick.C:
+			for path, last := range pending {
+				if now.Sub(last) >= reloadSettle {
+					delete(pending, path)
+					a.reload(ctx, path)
+				}
+			}
+			if len(pending) == 0 {
+				tick.Stop()
+			}
+		}
+	}
+}
+
+// rescanPaths lists the module files of dir that are not in the registry
+// or whose last load failed, and the registry's modules whose file is gone:
+// what a lost or failed event may have left out of line.
+func (a *App) rescanPaths(dir string) []string {
+	paths, err := runtime.ModuleFiles(dir)
+	if err != nil {
+		a.log.Warn("tools dir not rescanned", "dir", dir, "error", err)
+		return nil
+	}
+	loaded := make(map[string]bool)
+	for _, m := range a.registry.Modules() {
+		loaded[m.Name()] = true
+	}
+	a.mu.Lock()
+	failed := make(map[string]bool, len(a.loadErrors))
+	for path := range a.loadErrors {
+		failed[path] = true
+	}
+	a.mu.Unlock()
+	var out []string
+	present := make(map[string]bool)
+	for _, path := range paths {
+		present[ModuleName(path)] = true
+		if !loaded[ModuleName(path)] || failed[path] {
+			out = append(out, path)
+		}
+	}
+	for name := range loaded {
+		if !present[name] {
+			out = append(out, filepath.Join(dir, name+".wasm"))
+		}
+	}
+	return out
 }
 
 // reload brings the registry in line with the file at path.
