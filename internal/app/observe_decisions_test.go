@@ -1,13 +1,10 @@
 package app
 
 import (
-	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 
 	"github.com/warden-run/warden/internal/observe"
-	"github.com/warden-run/warden/mcpserver"
 )
 
 // auditTo turns on the audit log of w's app (and metrics, returned) and
@@ -70,7 +67,7 @@ func TestObservePromptDecisions(t *testing.T) {
 		return f
 	}
 	prompt := func(outcome, decision string) auditFields {
-		return local(auditFields{Event: "prompt", Gate: "fs.read=docs/readme.md", Outcome: outcome, Decision: decision})
+		return local(auditFields{Event: "prompt", Capability: "fs", Gate: "fs.read=docs/readme.md", Outcome: outcome, Decision: decision})
 	}
 	read := func(decision string) auditFields {
 		return local(auditFields{Event: "fs", Capability: "fs", Op: "read", Path: "docs/readme.md", Mode: "read", Decision: decision})
@@ -109,14 +106,10 @@ func TestObserveGateConfirm(t *testing.T) {
 		local(auditFields{Event: "gate", Gate: "confirm", Outcome: "deny", Decision: "deny"}),
 		local(auditFields{Event: "call", Decision: "deny", Kind: "denied"}),
 		local(auditFields{Event: "gate", Gate: "confirm", Outcome: "allow", Decision: "allow"}),
-		local(auditFields{Event: "prompt", Gate: "fs.read=README.md", Outcome: "deny", Decision: "deny"}),
+		local(auditFields{Event: "prompt", Capability: "fs", Gate: "fs.read=README.md", Outcome: "deny", Decision: "deny"}),
 		local(auditFields{Event: "fs", Capability: "fs", Op: "read", Path: "README.md", Mode: "read", Decision: "deny"}),
-		local(auditFields{Event: "prompt", Gate: "env=HOME", Outcome: "deny", Decision: "deny"}),
+		local(auditFields{Event: "prompt", Capability: "env", Gate: "env=HOME", Outcome: "deny", Decision: "deny"}),
 		local(auditFields{Event: "env", Capability: "env", Op: "get", Key: "HOME", Decision: "deny"}),
 		local(auditFields{Event: "call", Decision: "allow", Kind: "ok"}),
 	})
 }
-
-var _ = context.Background
-var _ = json.Marshal
-var _ mcpserver.Call
