@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // withConfig appends YAML to e's config.yaml, which ends in the log
@@ -76,7 +79,7 @@ func auditCalls(t *testing.T, path string) []string {
 func TestServeObserveHTTP(t *testing.T) {
 	t.Parallel()
 	const token = "e2e-metrics-token"
-	e := newEnv(t, "", "echo")
+	e := newEnv(t, "sleep: {timeout: 60s}", "echo", "sleep")
 	audit := filepath.Join(e.dir, "audit.log")
 	e.withConfig(t, fmt.Sprintf("  audit: %s\nserver:\n  metrics: true\n  token: %s\n", audit, token))
 	addr := freeAddr(t)
@@ -108,6 +111,19 @@ func TestServeObserveHTTP(t *testing.T) {
 		}
 	}
 
+	// A call still running at SIGTERM (sleep sleeps for an hour) ends on
+	// the way out, and its line too reaches the log. It holds a slot once
+	// the queue-wait histogram has counted it.
+	sleeping := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{}})
+		sleeping <- err
+	}()
+	eventually(t, "the sleep call holding a slot", func() bool {
+		_, body := getMetrics(t, metricsURL, token)
+		return strings.Contains(body, fmt.Sprintf("warden_queue_wait_seconds_count %d\n", calls+1))
+	})
+
 	// SIGTERM right after the calls: the audit log is flushed on the way out.
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -118,14 +134,18 @@ func TestServeObserveHTTP(t *testing.T) {
 	if s.err != nil {
 		t.Fatalf("warden serve exited with %v after SIGTERM", s.err)
 	}
+	<-sleeping // the call ended, whatever the client heard
 	got := auditCalls(t, audit)
-	if len(got) != calls {
-		t.Fatalf("%d call lines in the audit log after SIGTERM, want %d: %q", len(got), calls, got)
+	if len(got) != calls+1 {
+		t.Fatalf("%d call lines in the audit log after SIGTERM, want %d: %q", len(got), calls+1, got)
 	}
-	for _, l := range got {
+	for _, l := range got[:calls] {
 		if l != "token token echo ok" {
 			t.Errorf("call line %q, want %q", l, "token token echo ok")
 		}
+	}
+	if l := got[calls]; l != "token token sleep cancelled" {
+		t.Errorf("the call running at SIGTERM: %q, want %q", l, "token token sleep cancelled")
 	}
 }
 
