@@ -3,18 +3,24 @@ package serve
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracev1 "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // withConfig appends YAML to e's config.yaml, which ends in the log
@@ -81,7 +87,9 @@ func TestServeObserveHTTP(t *testing.T) {
 	const token = "e2e-metrics-token"
 	e := newEnv(t, "sleep: {timeout: 60s}", "echo", "sleep")
 	audit := filepath.Join(e.dir, "audit.log")
-	e.withConfig(t, fmt.Sprintf("  audit: %s\nserver:\n  metrics: true\n  token: %s\n", audit, token))
+	spans := collector(t)
+	e.withConfig(t, fmt.Sprintf("  audit: %s\nserver:\n  metrics: true\n  token: %s\n  tracing: {endpoint: %s, sample_ratio: 1}\n",
+		audit, token, spans.url))
 	addr := freeAddr(t)
 	s := startServeAs(t, e, addr, &http.Client{Transport: bearer{token}}, "--http="+addr)
 	metricsURL := "http://" + addr + "/metrics"
@@ -97,13 +105,19 @@ func TestServeObserveHTTP(t *testing.T) {
 	for i := range calls {
 		wantEcho(t, cs, fmt.Sprint("call ", i))
 	}
+	// A caller's W3C traceparent: the call joins the caller's trace.
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	traced := s.connect(t, "", nil, &http.Client{Transport: headers{"Authorization": "Bearer " + token,
+		"traceparent": "00-" + traceID + "-" + parentID + "-01"}})
+	wantEcho(t, traced, "traced")
+
 	status, body := getMetrics(t, metricsURL, token)
 	if status != http.StatusOK {
 		t.Fatalf("GET /metrics with the token: %d\n%s", status, body)
 	}
 	for _, want := range []string{
-		fmt.Sprintf(`warden_calls_total{kind="ok",tool="echo"} %d`, calls),
-		fmt.Sprintf(`warden_queue_wait_seconds_count %d`, calls),
+		fmt.Sprintf(`warden_calls_total{kind="ok",tool="echo"} %d`, calls+1),
+		fmt.Sprintf(`warden_queue_wait_seconds_count %d`, calls+1),
 		`warden_instances_live{module="echo"}`,
 	} {
 		if !strings.Contains(body, want) {
@@ -121,7 +135,7 @@ func TestServeObserveHTTP(t *testing.T) {
 	}()
 	eventually(t, "the sleep call holding a slot", func() bool {
 		_, body := getMetrics(t, metricsURL, token)
-		return strings.Contains(body, fmt.Sprintf("warden_queue_wait_seconds_count %d\n", calls+1))
+		return strings.Contains(body, fmt.Sprintf("warden_queue_wait_seconds_count %d\n", calls+2))
 	})
 
 	// SIGTERM right after the calls: the audit log is flushed on the way out.
@@ -136,16 +150,30 @@ func TestServeObserveHTTP(t *testing.T) {
 	}
 	<-sleeping // the call ended, whatever the client heard
 	got := auditCalls(t, audit)
-	if len(got) != calls+1 {
-		t.Fatalf("%d call lines in the audit log after SIGTERM, want %d: %q", len(got), calls+1, got)
+	if len(got) != calls+2 {
+		t.Fatalf("%d call lines in the audit log after SIGTERM, want %d: %q", len(got), calls+2, got)
 	}
-	for _, l := range got[:calls] {
+	for _, l := range got[:calls+1] {
 		if l != "token token echo ok" {
 			t.Errorf("call line %q, want %q", l, "token token echo ok")
 		}
 	}
-	if l := got[calls]; l != "token token sleep cancelled" {
+	if l := got[calls+1]; l != "token token sleep cancelled" {
 		t.Errorf("the call running at SIGTERM: %q, want %q", l, "token token sleep cancelled")
+	}
+
+	// The spans were sent by shutdown at the latest: one per call, and
+	// only the traced one in the caller's trace, under the caller's span.
+	var inTrace []string
+	n := 0
+	for _, sp := range spans.calls() {
+		n++
+		if sp.trace == traceID {
+			inTrace = append(inTrace, sp.name+" parent "+sp.parent)
+		}
+	}
+	if n != calls+2 || len(inTrace) != 1 || inTrace[0] != "warden.call echo parent "+parentID {
+		t.Errorf("%d call spans (want %d); in the caller's trace: %q, want [warden.call echo parent %s]", n, calls+2, inTrace, parentID)
 	}
 }
 
@@ -171,4 +199,62 @@ func TestServeObserveStdio(t *testing.T) {
 	if got := auditCalls(t, audit); len(got) != 1 || got[0] != "local local echo ok" {
 		t.Fatalf("audit call lines %q, want [local local echo ok]", got)
 	}
+}
+
+// headers is a RoundTripper adding fixed headers to every request.
+type headers map[string]string
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// otlpCollector is a loopback OTLP/HTTP trace collector.
+type otlpCollector struct {
+	url   string
+	mu    sync.Mutex
+	spans []*tracev1.Span
+}
+
+type callSpan struct{ name, trace, parent string }
+
+func collector(t *testing.T) *otlpCollector {
+	t.Helper()
+	c := &otlpCollector{}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("collector: %v", err)
+		}
+		c.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				c.spans = append(c.spans, ss.Spans...)
+			}
+		}
+		c.mu.Unlock()
+		rw.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+		rw.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	c.url = srv.URL
+	return c
+}
+
+// calls returns the call spans received so far.
+func (c *otlpCollector) calls() []callSpan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []callSpan
+	for _, s := range c.spans {
+		if strings.HasPrefix(s.Name, "warden.call ") {
+			out = append(out, callSpan{s.Name, hex.EncodeToString(s.TraceId), hex.EncodeToString(s.ParentSpanId)})
+		}
+	}
+	return out
 }
