@@ -53,9 +53,13 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 		}
 		decision, askErr := p.ask(ctx, call, need)
 		if rec := p.rec.get(); rec != nil {
-			d := observe.Decision{Event: "prompt", Detail: need.Key + "=" + need.Value, Outcome: decision, Denied: decision == deny || askErr != nil}
-			if askErr != nil {
+			capability, _, _ := strings.Cut(need.Key, ".") // fs.read, memory.topics
+			d := observe.Decision{Event: "prompt", Detail: need.Key + "=" + need.Value, Capability: capability, Outcome: decision, Denied: decision == deny || askErr != nil}
+			switch {
+			case askErr != nil:
 				d.Outcome, d.Reason = "unanswered", askErr.Error()
+			case decision == deny:
+				d.Reason = "the person denied it when asked"
 			}
 			rec.Decision(ctx, d)
 		}

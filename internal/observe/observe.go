@@ -78,6 +78,9 @@ type Decision struct {
 	// Detail is what was decided: the gate action (confirm, block,
 	// result) or the grant a prompt asked for ("fs.read=src").
 	Detail string
+	// Capability is, for a prompt, the capability the grant is of (fs,
+	// net, memory, env, lsp); empty for a gate.
+	Capability string
 	// Outcome is what was decided: allow, deny; a prompt's once/always.
 	Outcome string
 	Denied  bool
@@ -211,6 +214,7 @@ func (h *Hub) Decision(ctx context.Context, d Decision) {
 	if h.audit != nil {
 		l := h.line(c, d.Event)
 		l.Gate = clip(d.Detail, maxField)
+		l.Capability = d.Capability
 		l.Decision = "allow"
 		if d.Denied {
 			l.Decision = "deny"
