@@ -161,12 +161,16 @@ func (d *Descriptor) Validate() (*Schemas, error) {
 	var err error
 	if len(d.InputSchema) == 0 {
 		fail("inputSchema: missing")
-	} else if schemas.Input, err = CompileSchema(d.InputSchema); err != nil {
+	} else if schemas.Input, err = CompileSchema(d.InputSchema); err == nil {
+		schemas.Input.noun = "argument"
+	} else {
 		fail("inputSchema: %w", err)
 	}
 	if len(d.OutputSchema) > 0 {
 		if schemas.Output, err = CompileSchema(d.OutputSchema); err != nil {
 			fail("outputSchema: %w", err)
+		} else {
+			schemas.Output.noun = "field"
 		}
 	}
 	if len(errs) > 0 {

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
-	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -22,6 +19,9 @@ import (
 type Schema struct {
 	resolved *jsonschema.Resolved
 	graph    *schemabound.Graph
+	// noun names what the schema validates in errors: "argument" for an
+	// input schema, "field" for an output schema ("value" when unset).
+	noun string
 }
 
 // SchemaLimitError reports a value that would cost more to validate than a
@@ -51,15 +51,17 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err := schemabound.CheckRaw(raw, lim); err != nil {
 		return nil, err
 	}
+	// Keywords of the wrong JSON type are named by their place in the
+	// schema before encoding/json would report them as a Go type.
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err == nil {
+		if err := checkSchemaDoc(doc, ""); err != nil {
+			return nil, err
+		}
+	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("not a JSON Schema: %w", err)
-	}
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err == nil {
-		if err := checkTypeNames(doc, ""); err != nil {
-			return nil, err
-		}
 	}
 	if s.Type != "object" {
 		return nil, fmt.Errorf(`root must have "type": "object", got %q`, s.Type)
@@ -104,6 +106,11 @@ func (s *Schema) check(instance any) (stats schemabound.Stats, err error) {
 		}
 	}()
 	if err := s.resolved.Validate(instance); err != nil {
+		noun := s.noun
+		if noun == "" {
+			noun = "value"
+		}
+		err = errors.New(readableValidation(err.Error(), noun))
 		if msg := err.Error(); len(msg) > maxReportBytes {
 			cut := maxReportBytes
 			for cut > 0 && !utf8.RuneStart(msg[cut]) {
@@ -118,55 +125,6 @@ func (s *Schema) check(instance any) (stats schemabound.Stats, err error) {
 
 // typeNames are the JSON Schema type names.
 var typeNames = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
-
-// checkTypeNames refuses a "type" that is no JSON Schema type name (a typo
-// like "strin" would otherwise pass as a type nothing has), naming where.
-// Keywords whose values are data, not schemas, are not walked.
-func checkTypeNames(v any, at string) error {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			where := k
-			if at != "" {
-				where = at + "." + k
-			}
-			switch k {
-			case "const", "enum", "default", "examples":
-				continue
-			case "type":
-				var names []any
-				switch t := v[k].(type) {
-				case string:
-					names = []any{t}
-				case []any:
-					names = t
-				default:
-					// A property named "type": a schema, walked below.
-					if err := checkTypeNames(t, where); err != nil {
-						return err
-					}
-					continue
-				}
-				for _, n := range names {
-					if name, ok := n.(string); !ok || !slices.Contains(typeNames, name) {
-						return fmt.Errorf("%s: unknown type %s (allowed: %s)", where, quoteJSON(n), strings.Join(typeNames, ", "))
-					}
-				}
-				continue
-			}
-			if err := checkTypeNames(v[k], where); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, e := range v {
-			if err := checkTypeNames(e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 func quoteJSON(v any) string {
 	b, _ := json.Marshal(v)
