@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,10 @@ type Server struct {
 	lock     *os.File // flocked while this process uses dir (sweep)
 	proc     *os.Process
 	exited   chan error
-	missing  string // why there is no server; Server is otherwise unused
+	// forker holds the OS thread postgres was forked from until Stop
+	// (see startPostgres); closing it lets that thread exit.
+	forker  chan struct{}
+	missing string // why there is no server; Server is otherwise unused
 }
 
 // New returns a server that starts on the first DB call, so that a test
@@ -148,7 +152,21 @@ func (s *Server) startPostgres() error {
 	// Go sets the parent-death signal after switching credentials, which
 	// would otherwise clear it.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig fires when the thread that forked postgres exits, not the
+	// process (go.dev/issue/27505), and Go ends a thread when a goroutine
+	// locked to it exits: the LSP manager's spawner does that on Close, and
+	// a test binary's goroutines share threads. Forking from a goroutine
+	// that locks its thread and holds it until Stop keeps postgres alive
+	// exactly as long as the tests need it.
+	forker := make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		started <- cmd.Start()
+		<-forker
+	}()
+	if err := <-started; err != nil {
+		close(forker)
 		return err
 	}
 	exited := make(chan error, 1)
@@ -157,6 +175,7 @@ func (s *Server) startPostgres() error {
 	for {
 		select {
 		case err := <-exited:
+			close(forker)
 			return fmt.Errorf("exited before accepting connections: %v", err)
 		default:
 		}
@@ -165,12 +184,13 @@ func (s *Server) startPostgres() error {
 		cancel()
 		if err == nil {
 			conn.Close(context.Background())
-			s.proc, s.exited = cmd.Process, exited
+			s.proc, s.exited, s.forker = cmd.Process, exited, forker
 			return nil
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			<-exited
+			close(forker)
 			return fmt.Errorf("not accepting connections after a minute: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling for readiness, not a wait for luck
@@ -191,6 +211,10 @@ func (s *Server) Stop() {
 			s.proc.Kill()
 			<-s.exited
 		}
+	}
+	if s.forker != nil {
+		close(s.forker)
+		s.forker = nil
 	}
 	os.RemoveAll(s.dir)
 	s.lock.Close()
