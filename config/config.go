@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,6 +29,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -124,6 +126,13 @@ type Limits struct {
 	// person behind it) to answer an elicitation, sampling or roots
 	// request; the call's own deadline and fuel do not run meanwhile.
 	ClientWait time.Duration `mapstructure:"client_wait"`
+	// MaxInFlight, Rate and Burst are read per tool only (tools.limits.<tool>):
+	// how many of the tool's calls run at once (default: its module's
+	// max_instances), and a token bucket for its calls ("10/s", burst 20)
+	// that replaces server.rate_limit.per_tool for it.
+	MaxInFlight int    `mapstructure:"max_in_flight"`
+	Rate        string `mapstructure:"rate"`
+	Burst       int    `mapstructure:"burst"`
 }
 
 // Grant is what one tool may use. Nothing is granted unless listed.
@@ -192,6 +201,14 @@ type Server struct {
 	PageSize    int           `mapstructure:"page_size"`
 	MaxInFlight int           `mapstructure:"max_in_flight"`
 	QueueWait   time.Duration `mapstructure:"queue_wait"`
+	// MaxInFlightPerClient is one client's share of MaxInFlight (0: three
+	// quarters of it); MaxQueued and MaxQueuedPerClient bound the calls
+	// waiting for a slot (0: 1024 and 256).
+	MaxInFlightPerClient int `mapstructure:"max_in_flight_per_client"`
+	MaxQueued            int `mapstructure:"max_queued"`
+	MaxQueuedPerClient   int `mapstructure:"max_queued_per_client"`
+	// RateLimit bounds how often each client and each tool may be called.
+	RateLimit RateLimits `mapstructure:"rate_limit"`
 	// ListWait bounds how long a tools/list waits for modules still loading
 	// in the background before it answers with what is loaded.
 	ListWait time.Duration `mapstructure:"list_wait"`
@@ -256,6 +273,56 @@ type OAuthIssuer struct {
 // Enabled reports whether any server.oauth key that turns OAuth on is set.
 func (o OAuth) Enabled() bool {
 	return o.Resource != "" || len(o.Issuers) > 0 || len(o.Scopes) > 0
+}
+
+// RateLimits are the server's token buckets; an empty rate means none.
+type RateLimits struct {
+	PerClient RateLimit `mapstructure:"per_client"`
+	PerTool   RateLimit `mapstructure:"per_tool"`
+}
+
+// RateLimit is a token bucket: Rate calls per unit ("10/s", "600/m",
+// "2/h"), up to Burst at once (0: one second's worth, at least 1).
+type RateLimit struct {
+	Rate  string `mapstructure:"rate"`
+	Burst int    `mapstructure:"burst"`
+}
+
+// Bucket returns the limit as the server takes it, nil when there is none;
+// setting names its config key in refusals. Validate has checked it.
+func (r RateLimit) Bucket(setting string) *mcpserver.RateLimit {
+	perSecond, err := mcpserver.ParseRate(r.Rate)
+	if err != nil || perSecond == 0 {
+		return nil
+	}
+	burst := r.Burst
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(perSecond)))
+	}
+	return &mcpserver.RateLimit{Rate: perSecond, Burst: burst, Setting: setting}
+}
+
+func (r RateLimit) validate(key string, fail func(key, format string, args ...any)) {
+	if _, err := mcpserver.ParseRate(r.Rate); err != nil {
+		fail(key+".rate", "%v", err)
+	}
+	if r.Burst < 0 {
+		fail(key+".burst", "must not be negative, got %d", r.Burst)
+	}
+}
+
+// ToolRate returns a tool's own rate limit (tools.limits.<tool>.rate), nil
+// when it has none.
+func (c *Config) ToolRate(name string) *mcpserver.RateLimit {
+	key := strings.ToLower(name)
+	l := c.Tools.Limits[key]
+	return RateLimit{Rate: l.Rate, Burst: l.Burst}.Bucket("tools.limits." + key + ".rate")
+}
+
+// ToolMaxInFlight returns a tool's own bound on its calls at once
+// (tools.limits.<tool>.max_in_flight), 0 when it has none.
+func (c *Config) ToolMaxInFlight(name string) int {
+	return c.Tools.Limits[strings.ToLower(name)].MaxInFlight
 }
 
 // ServerResources configures the resources warden serves itself.
@@ -387,67 +454,74 @@ func (s ByteSize) String() string { return humanize.IBytes(uint64(s)) }
 // defaults are the values a key has when config.yaml does not set it. They
 // double as the list of keys the environment may override.
 var defaults = map[string]any{
-	"project::root":                   "",
-	"tools::dir":                      "bin/tools",
-	"tools::cache_dir":                "",
-	"tools::defaults::timeout":        "30s",
-	"tools::defaults::memory":         "128MiB",
-	"tools::defaults::max_output":     "1MiB",
-	"tools::defaults::fuel":           runtime.DefaultFuel,
-	"tools::defaults::load_budget":    "10s",
-	"tools::defaults::isolation":      "session",
-	"tools::defaults::max_instances":  runtime.DefaultMaxInstances,
-	"tools::defaults::log_bytes":      "1MiB",
-	"tools::defaults::log_lines":      runtime.DefaultLogLines,
-	"tools::defaults::compile_budget": "60s",
-	"tools::defaults::idle_ttl":       "10m",
-	"tools::defaults::preload":        false,
-	"tools::defaults::client_wait":    "5m",
-	"tools::expose":                   []string{},
-	"tools::hide":                     []string{},
-	"security::confirm":               "on",
-	"security::prompts":               "on",
-	"security::signature_mode":        "require",
-	"security::trusted_root":          "",
-	"security::tuf_url":               "",
-	"security::tuf_root":              "",
-	"tools::fetch::max_size":          "64MiB",
-	"tools::fetch::timeout":           "2m",
-	"tools::fetch::redirect_hosts":    []string{},
-	"server::state_key":               "",
-	"server::http":                    "127.0.0.1:7331",
-	"server::token":                   "",
-	"server::page_size":               100,
-	"server::max_in_flight":           32,
-	"server::queue_wait":              "10s",
-	"server::list_wait":               "10s",
-	"server::max_message":             "16MiB",
-	"server::header_timeout":          "10s",
-	"server::body_timeout":            "30s",
-	"server::idle_timeout":            "2m",
-	"server::max_connections":         256,
-	"server::max_instance_memory":     "256MiB",
-	"server::resources::memory":       false,
-	"server::oauth::resource":         "",
-	"server::oauth::clock_skew":       "60s",
-	"server::oauth::jwks_refresh_min": "1m",
-	"lsp::idle_ttl":                   "10m",
-	"lsp::timeout":                    "30s",
-	"net::max_response":               "4MiB",
-	"net::timeout":                    "30s",
-	"memory::max_value":               "256KiB",
-	"memory::backend":                 "file",
-	"memory::postgres::max_conns":     8,
-	"memory::postgres::query_timeout": "5s",
-	"log::level":                      "info",
-	"log::audit":                      "",
-	"log::audit_max_size":             "100MiB",
-	"log::audit_keep":                 5,
-	"log::audit_arguments":            false,
-	"server::metrics":                 false,
-	"server::metrics_addr":            "",
-	"server::tracing::endpoint":       "",
-	"server::tracing::sample_ratio":   1.0,
+	"project::root":                         "",
+	"tools::dir":                            "bin/tools",
+	"tools::cache_dir":                      "",
+	"tools::defaults::timeout":              "30s",
+	"tools::defaults::memory":               "128MiB",
+	"tools::defaults::max_output":           "1MiB",
+	"tools::defaults::fuel":                 runtime.DefaultFuel,
+	"tools::defaults::load_budget":          "10s",
+	"tools::defaults::isolation":            "session",
+	"tools::defaults::max_instances":        runtime.DefaultMaxInstances,
+	"tools::defaults::log_bytes":            "1MiB",
+	"tools::defaults::log_lines":            runtime.DefaultLogLines,
+	"tools::defaults::compile_budget":       "60s",
+	"tools::defaults::idle_ttl":             "10m",
+	"tools::defaults::preload":              false,
+	"tools::defaults::client_wait":          "5m",
+	"tools::expose":                         []string{},
+	"tools::hide":                           []string{},
+	"security::confirm":                     "on",
+	"security::prompts":                     "on",
+	"security::signature_mode":              "require",
+	"security::trusted_root":                "",
+	"security::tuf_url":                     "",
+	"security::tuf_root":                    "",
+	"tools::fetch::max_size":                "64MiB",
+	"tools::fetch::timeout":                 "2m",
+	"tools::fetch::redirect_hosts":          []string{},
+	"server::state_key":                     "",
+	"server::http":                          "127.0.0.1:7331",
+	"server::token":                         "",
+	"server::page_size":                     100,
+	"server::max_in_flight":                 32,
+	"server::queue_wait":                    "10s",
+	"server::list_wait":                     "10s",
+	"server::max_message":                   "16MiB",
+	"server::header_timeout":                "10s",
+	"server::body_timeout":                  "30s",
+	"server::idle_timeout":                  "2m",
+	"server::max_connections":               256,
+	"server::max_instance_memory":           "256MiB",
+	"server::resources::memory":             false,
+	"server::oauth::resource":               "",
+	"server::oauth::clock_skew":             "60s",
+	"server::oauth::jwks_refresh_min":       "1m",
+	"lsp::idle_ttl":                         "10m",
+	"lsp::timeout":                          "30s",
+	"net::max_response":                     "4MiB",
+	"net::timeout":                          "30s",
+	"memory::max_value":                     "256KiB",
+	"memory::backend":                       "file",
+	"memory::postgres::max_conns":           8,
+	"memory::postgres::query_timeout":       "5s",
+	"log::level":                            "info",
+	"log::audit":                            "",
+	"log::audit_max_size":                   "100MiB",
+	"log::audit_keep":                       5,
+	"log::audit_arguments":                  false,
+	"server::metrics":                       false,
+	"server::metrics_addr":                  "",
+	"server::tracing::endpoint":             "",
+	"server::tracing::sample_ratio":         1.0,
+	"server::max_in_flight_per_client":      0,
+	"server::max_queued":                    0,
+	"server::max_queued_per_client":         0,
+	"server::rate_limit::per_client::rate":  "",
+	"server::rate_limit::per_client::burst": 0,
+	"server::rate_limit::per_tool::rate":    "",
+	"server::rate_limit::per_tool::burst":   0,
 }
 
 // Load reads the config file at path. An empty path means no file: defaults
@@ -586,6 +660,9 @@ func (c *Config) Validate() error {
 	if err := c.Tools.Defaults.runtime(runtime.Limits{}).Validate(); err != nil {
 		fail("tools.defaults", "%v", err)
 	}
+	if d := c.Tools.Defaults; d.MaxInFlight != 0 || d.Rate != "" || d.Burst != 0 {
+		fail("tools.defaults", "max_in_flight, rate and burst apply to one tool: set them under tools.limits.<tool> (or server.rate_limit.per_tool for every tool)")
+	}
 	if c.Tools.Defaults.IdleTTL < 0 {
 		fail("tools.defaults.idle_ttl", "must not be negative (0 keeps modules loaded), got %s", c.Tools.Defaults.IdleTTL)
 	}
@@ -599,6 +676,11 @@ func (c *Config) Validate() error {
 		if l := c.Tools.Limits[name]; l.IdleTTL != 0 || l.Preload {
 			fail("tools.limits."+name, "idle_ttl and preload apply to every module: set them under tools.defaults")
 		}
+		l := c.Tools.Limits[name]
+		if l.MaxInFlight < 0 {
+			fail("tools.limits."+name+".max_in_flight", "must not be negative, got %d", l.MaxInFlight)
+		}
+		RateLimit{Rate: l.Rate, Burst: l.Burst}.validate("tools.limits."+name, fail)
 	}
 	for _, name := range sortedKeys(c.Tools.Grants) {
 		g := c.Tools.Grants[name]
@@ -661,6 +743,17 @@ func (c *Config) Validate() error {
 	if c.Server.MaxInFlight < 1 {
 		fail("server.max_in_flight", "must be at least 1, got %d", c.Server.MaxInFlight)
 	}
+	for key, n := range map[string]int{
+		"server.max_in_flight_per_client": c.Server.MaxInFlightPerClient,
+		"server.max_queued":               c.Server.MaxQueued,
+		"server.max_queued_per_client":    c.Server.MaxQueuedPerClient,
+	} {
+		if n < 0 {
+			fail(key, "must not be negative (0 means the default), got %d", n)
+		}
+	}
+	c.Server.RateLimit.PerClient.validate("server.rate_limit.per_client", fail)
+	c.Server.RateLimit.PerTool.validate("server.rate_limit.per_tool", fail)
 	if c.Server.MaxMessage < 1<<10 || c.Server.MaxMessage > 1<<30 {
 		fail("server.max_message", "must be between 1KiB and 1GiB, got %s", c.Server.MaxMessage)
 	}

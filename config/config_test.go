@@ -131,6 +131,12 @@ func TestInvalid(t *testing.T) {
 		"memory: {backend: \"mysql://u:pw@h/db\"}":                           `memory.backend: must be "file" or a postgres:// URL`,
 		"memory: {postgres: {max_conns: 0}}":                                 "memory.postgres.max_conns: must be between 1 and 1000, got 0",
 		"memory: {postgres: {query_timeout: 0s}}":                            "memory.postgres.query_timeout: must be positive",
+		"server: {rate_limit: {per_client: {rate: \"10\"}}}":                 `server.rate_limit.per_client.rate: "10" is not a rate: write calls per unit, such as 10/s`,
+		"server: {rate_limit: {per_tool: {rate: 5/s, burst: -1}}}":           "server.rate_limit.per_tool.burst: must not be negative",
+		"tools: {limits: {jq: {rate: 5/day}}}":                               `tools.limits.jq.rate: "5/day" is not a rate: the unit "day" is not s, m or h`,
+		"tools: {limits: {jq: {max_in_flight: -1}}}":                         "tools.limits.jq.max_in_flight: must not be negative",
+		"tools: {defaults: {max_in_flight: 2}}":                              "tools.defaults: max_in_flight, rate and burst apply to one tool",
+		"server: {max_queued: -1}":                                           "server.max_queued: must not be negative",
 	}
 	for body, want := range cases {
 		path := writeConfig(t, body)

@@ -278,7 +278,7 @@ func TestConcurrentCallsWithCancellationsLeakNothing(t *testing.T) {
 			if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "work"}); err != nil || res.IsError {
 				t.Fatalf("call after the storm: %+v %v", res, err)
 			}
-			if n := len(s.slots); n != 0 {
+			if n := s.admit.inUse(); n != 0 {
 				t.Errorf("%d call slots still taken", n)
 			}
 

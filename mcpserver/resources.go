@@ -355,7 +355,7 @@ func featureError(err error, uri string) error {
 func (s *Server) readHandler(owner string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
-		release, busy := s.acquire(ctx)
+		release, busy := s.acquire(ctx, req.Session.ID())
 		if busy != nil {
 			return nil, featureError(busy.Error, "")
 		}
@@ -405,7 +405,7 @@ func (s *Server) readHandler(owner string) mcp.ResourceHandler {
 // promptHandler gets the prompt name of owner.
 func (s *Server) promptHandler(owner, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		release, busy := s.acquire(ctx)
+		release, busy := s.acquire(ctx, req.Session.ID())
 		if busy != nil {
 			return nil, featureError(busy.Error, "")
 		}
@@ -468,7 +468,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("completion/complete: no prompt or resource template %q (%s)", p.Ref.Name+p.Ref.URI, p.Ref.Type)}
 	}
-	release, busy := s.acquire(ctx)
+	release, busy := s.acquire(ctx, req.Session.ID())
 	if busy != nil {
 		return nil, featureError(busy.Error, "")
 	}

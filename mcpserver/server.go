@@ -30,6 +30,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/warden-run/warden/internal/calltime"
+	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -121,8 +123,26 @@ type Options struct {
 	// 0 means 4 × GOMAXPROCS.
 	MaxInFlight int
 	// QueueWait bounds how long a call waits for a free slot before it fails
-	// with a "timeout" result; 0 means 10 s.
+	// with a "timeout" result; 0 means 10 s. A tool's own timeout
+	// (CallLimits.Timeout) bounds the wait too: its deadline starts when
+	// the call arrives.
 	QueueWait time.Duration
+	// MaxInFlightPerClient bounds how many of the MaxInFlight slots one
+	// client (a session, or the principal of a sessionless request) holds
+	// at once; 0 means three quarters of MaxInFlight (at least 1).
+	MaxInFlightPerClient int
+	// MaxQueued bounds the calls waiting for a slot across clients, and
+	// MaxQueuedPerClient those of one client; past them a call is refused
+	// at once ("unavailable"). 0 means DefaultMaxQueued and
+	// DefaultMaxQueuedPerClient (a connection's own bound on its unanswered
+	// requests, DefaultMaxPending).
+	MaxQueued, MaxQueuedPerClient int
+	// RateLimit bounds how often each client, and each tool, may be called
+	// (token buckets); a call over it is refused with kind rate_limited
+	// and a retry hint. A tool's CallLimits.Rate replaces PerTool for it.
+	RateLimit RateLimits
+	// Now is the clock of the rate limits; nil means time.Now.
+	Now func() time.Time
 	// ListWait bounds how long a tools/list waits for modules still loading
 	// in the background (see [Loader]) before it answers with the tools
 	// loaded so far; 0 means 10 s, a negative value means not at all.
@@ -153,11 +173,20 @@ type Options struct {
 	CallContext func(ctx context.Context, header http.Header) context.Context
 }
 
+// RateLimits are the server's rate limits; a nil field means none.
+type RateLimits struct {
+	PerClient, PerTool *RateLimit
+}
+
 // Defaults applied by [New] to zero Options fields.
 const (
 	DefaultPageSize  = 100
 	DefaultQueueWait = 10 * time.Second
 	DefaultListWait  = 10 * time.Second
+	// DefaultMaxQueued bounds the calls waiting for a slot across clients;
+	// DefaultMaxQueuedPerClient those of one client.
+	DefaultMaxQueued          = 1024
+	DefaultMaxQueuedPerClient = DefaultMaxPending
 )
 
 // Server serves a [Tools] over MCP. It is safe for concurrent use; one Server
@@ -167,7 +196,8 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	sdk    *mcp.Server
-	slots  chan struct{}
+	admit  *admission
+	rates  *rateLimiter
 	cancel func()
 
 	// syncMu serializes resyncs; registered is the tool set the go-sdk
@@ -216,6 +246,15 @@ func New(tools Tools, opts Options) *Server {
 	if opts.QueueWait <= 0 {
 		opts.QueueWait = DefaultQueueWait
 	}
+	if opts.MaxInFlightPerClient <= 0 {
+		opts.MaxInFlightPerClient = max(1, (3*opts.MaxInFlight+3)/4)
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = DefaultMaxQueued
+	}
+	if opts.MaxQueuedPerClient <= 0 {
+		opts.MaxQueuedPerClient = DefaultMaxQueuedPerClient
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -223,7 +262,8 @@ func New(tools Tools, opts Options) *Server {
 		tools:      tools,
 		opts:       opts,
 		log:        opts.Logger,
-		slots:      make(chan struct{}, opts.MaxInFlight),
+		admit:      newAdmission(opts.MaxInFlight, opts.MaxInFlightPerClient, opts.MaxQueued, opts.MaxQueuedPerClient),
+		rates:      newRateLimiter(opts.Now),
 		registered: make(map[string][]byte),
 		states:     newStateSealer(opts.StateKey, opts.SpentStates),
 		feat:       newFeatureState(),
@@ -509,11 +549,22 @@ func (s *Server) addTool(d *tool.Descriptor) (err error) {
 // handler returns the go-sdk handler of the tool called name.
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		release, busy := s.acquire(ctx)
+		t := s.ticketFor(ctx, name, req.Session.ID())
+		perTool := s.opts.RateLimit.PerTool
+		if t.limits.Rate != nil {
+			perTool = t.limits.Rate
+		}
+		if refused := s.rates.allow(t.client, name, s.opts.RateLimit.PerClient, perTool); refused != nil {
+			return s.resultFor(name, refused), nil
+		}
+		release, waited, busy := s.acquireTicket(ctx, t)
 		if busy != nil {
 			return s.resultFor(name, busy), nil
 		}
 		defer release()
+		// The tool's deadline counts its wait for a slot: it started when
+		// the call arrived.
+		ctx = calltime.WithQueueWait(ctx, waited)
 
 		if s.opts.CallContext != nil && req.Extra != nil && req.Extra.Header != nil {
 			ctx = s.opts.CallContext(ctx, req.Extra.Header)
@@ -588,35 +639,62 @@ func (s *Server) watchSession(id string, ss *mcp.ServerSession) {
 	}()
 }
 
-// acquire takes a call slot, waiting at most QueueWait. It returns a non-nil
-// result instead when the call must fail.
-func (s *Server) acquire(ctx context.Context) (release func(), fail *tool.Result) {
-	release = func() { <-s.slots }
-	select {
-	case s.slots <- struct{}{}:
-		if s.opts.QueueWaited != nil {
-			s.opts.QueueWaited(0)
-		}
-		return release, nil
-	default:
+// ticketFor is what a call of the tool called name must fit to run.
+func (s *Server) ticketFor(ctx context.Context, name, session string) *ticket {
+	t := &ticket{client: clientOf(ctx, session), tool: name}
+	if l, ok := s.tools.(CallLimiter); ok && name != "" {
+		t.limits = l.CallLimits(name)
 	}
-	start := time.Now()
-	timer := time.NewTimer(s.opts.QueueWait)
-	defer timer.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		if s.opts.QueueWaited != nil {
-			s.opts.QueueWaited(time.Since(start))
-		}
-		return release, nil
-	case <-timer.C:
-		// Waiting ran out: the call timed out before it could start.
-		return nil, tool.ErrorResult(tool.Errorf(tool.KindTimeout,
-			"server busy: %d calls already running and none finished within %s; retry later",
-			cap(s.slots), s.opts.QueueWait))
-	case <-ctx.Done():
-		return nil, tool.ErrorResult(tool.Errorf(tool.KindCancelled, "cancelled while waiting for a free call slot"))
+	return t
+}
+
+// clientOf names the client behind a request, for its share of the slots
+// and its rate limit: its session, or, for a sessionless request, its
+// principal.
+func clientOf(ctx context.Context, session string) string {
+	if session != "" {
+		return "session " + session
 	}
+	return "principal " + principal.From(ctx).Subject
+}
+
+// acquire takes a call slot for a request that is not a tool's call (a
+// resource read, a prompt, a completion): it counts against its client's
+// share and the server's slots only.
+func (s *Server) acquire(ctx context.Context, session string) (release func(), fail *tool.Result) {
+	release, _, fail = s.acquireTicket(ctx, &ticket{client: clientOf(ctx, session)})
+	return release, fail
+}
+
+// acquireTicket takes a call slot for t, waiting at most QueueWait (and
+// at most the tool's timeout). It returns a non-nil result instead when
+// the call must fail.
+func (s *Server) acquireTicket(ctx context.Context, t *ticket) (release func(), waited time.Duration, fail *tool.Result) {
+	wait, bound := s.opts.QueueWait, "server.queue_wait"
+	if d := t.limits.Timeout; d > 0 && d < wait {
+		wait, bound = d, ""
+	}
+	waited, blocked, err := s.admit.acquire(ctx, t, wait)
+	if err != nil {
+		return nil, waited, tool.ErrorResult(err)
+	}
+	if blocked == "" {
+		if s.opts.QueueWaited != nil {
+			s.opts.QueueWaited(waited)
+		}
+		return func() { s.admit.release(t) }, waited, nil
+	}
+	if s.opts.QueueWaited != nil {
+		s.opts.QueueWaited(waited)
+	}
+	// Waiting ran out: the call timed out before it could start.
+	if bound == "" {
+		return nil, waited, tool.ErrorResult(tool.Errorf(tool.KindTimeout,
+			"server busy: %s did not start within its timeout of %s, which counts its wait for a call slot: %s; retry later",
+			t.tool, wait, blocked))
+	}
+	return nil, waited, tool.ErrorResult(tool.Errorf(tool.KindTimeout,
+		"server busy: waited %s (%s) for a call slot: %s; retry later", wait, bound, blocked))
 }
 
 // arguments normalizes a missing or null arguments object to "{}": MCP makes

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/calltime"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/instrument"
@@ -84,6 +85,16 @@ func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	return res
 }
 
+// Timeout is the tool's deadline: its module's, lowered by its
+// descriptor's own (a CallRequest may lower it further).
+func (t *Tool) Timeout() time.Duration {
+	timeout := t.module.limits.Timeout
+	if d := t.Descriptor.Timeout(); d > 0 && d < timeout {
+		timeout = d
+	}
+	return timeout
+}
+
 func (t *Tool) call(ctx context.Context, req CallRequest, validated bool) *tool.Result {
 	m := t.module
 	name := t.Descriptor.Name
@@ -92,10 +103,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest, validated bool) *tool.
 			return tool.ErrorResult(err)
 		}
 	}
-	timeout := m.limits.Timeout
-	if d := t.Descriptor.Timeout(); d > 0 && d < timeout {
-		timeout = d
-	}
+	timeout := t.Timeout()
 	request := tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor}
 	var res *tool.Result
 	out := m.invoke(ctx, invocation{
@@ -154,7 +162,15 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 	if req.Timeout > 0 && req.Timeout < timeout {
 		timeout = req.Timeout
 	}
-	callCtx, deadline := newCallDeadline(ctx, timeout)
+	// The deadline started when the call arrived: what it waited for a
+	// slot in the MCP layer (calltime) is already spent.
+	left := timeout
+	if waited := calltime.QueueWait(ctx); waited > 0 {
+		if left -= waited; left <= 0 {
+			return invoked{err: tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while waiting %s for a call slot)", name, timeout, waited.Round(time.Millisecond))}
+		}
+	}
+	callCtx, deadline := newCallDeadline(ctx, left)
 	defer deadline.stop()
 
 	in, fresh, err := m.pool.acquire(callCtx, req.Session)

@@ -46,3 +46,16 @@ func SnapshotLen(t *Tool) int {
 	}
 	return e.snapshot.Len()
 }
+
+// SessionRegion is the address of the region of the instance a session
+// keeps (0 when none, or not a region).
+func SessionRegion(t *Tool, session string) uintptr {
+	p := t.module.pool
+	p.mu.Lock()
+	s := p.sessions[session]
+	p.mu.Unlock()
+	if s == nil || s.in == nil || s.in.Memory.Cow == nil {
+		return 0
+	}
+	return s.in.Memory.Cow.Base()
+}

@@ -74,6 +74,7 @@ func (in *instance) close(ctx context.Context) {
 	in.pool.live.Add(-1)
 	in.Instance.Close(ctx)
 	in.acct.close()
+	in.pool.m.rt.trim.closed()
 }
 
 // evict closes an instance the budget claimed (see budget.pop): it leaves

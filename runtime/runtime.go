@@ -9,6 +9,7 @@ import (
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -40,6 +41,11 @@ type Options struct {
 	// first; only when every instance is running a call is the request
 	// refused, with tool.KindUnavailable.
 	MaxInstanceMemory uint64
+	// TrimDelay is how long after instances close their memory is given
+	// back to the OS (see trimmer): 0 means DefaultTrimDelay, a negative
+	// value never. FreeOSMemory replaces debug.FreeOSMemory, for tests.
+	TrimDelay    time.Duration
+	FreeOSMemory func()
 }
 
 // Runtime compiles and instantiates tool modules. It is safe for concurrent
@@ -86,6 +92,8 @@ type Runtime struct {
 	testHooks testHooks
 	// budget bounds the linear memory of every instance (budget.go).
 	budget *budget
+	// trim gives closed instances' memory back to the OS (trim.go).
+	trim *trimmer
 }
 
 // newDiskCache opens wazero's compilation cache in dir; tests replace it to
@@ -174,6 +182,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	r.loaders = r.newLoaders()
+	// Last: a failed New leaves no goroutine behind.
+	r.trim = newTrimmer(opts.TrimDelay, opts.FreeOSMemory)
 	return r, nil
 }
 
@@ -184,6 +194,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.loadsMu.Unlock()
 	r.loads.Wait()
 	r.compiles.Wait()
+	r.trim.close()
 	err := r.wz.Close(ctx)
 	if r.cache != nil {
 		if cerr := r.cache.Close(ctx); err == nil {

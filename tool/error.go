@@ -45,13 +45,18 @@ const (
 	// sampling, roots), or a client that cannot be asked at all. Nothing ran
 	// on the tool's behalf that needed it.
 	KindUnsupported Kind = "unsupported"
+	// KindRateLimited: the call was refused before it ran because its
+	// client or tool used up its rate limit (server.rate_limit,
+	// tools.limits.<tool>.rate); the result's _meta["warden/retryAfter"]
+	// says in how many seconds a call would be admitted.
+	KindRateLimited Kind = "rate_limited"
 )
 
 // Kinds lists every Kind, in documentation order.
 var Kinds = []Kind{
 	KindInvalidArguments, KindNotFound, KindDenied, KindFailed, KindCancelled,
 	KindTimeout, KindOutOfFuel, KindOutOfMemory, KindTrapped, KindGuestExit,
-	KindBadOutput, KindInternal, KindUnavailable, KindUnsupported,
+	KindBadOutput, KindInternal, KindUnavailable, KindUnsupported, KindRateLimited,
 }
 
 // Valid reports whether k is one of the defined kinds.

@@ -107,11 +107,18 @@ another program's and is refused.`,
 				}
 			}()
 			opts := mcpserver.Options{
-				Name:        "warden",
-				Version:     version,
-				PageSize:    cfg.Server.PageSize,
-				MaxInFlight: cfg.Server.MaxInFlight,
-				QueueWait:   cfg.Server.QueueWait,
+				Name:                 "warden",
+				Version:              version,
+				PageSize:             cfg.Server.PageSize,
+				MaxInFlight:          cfg.Server.MaxInFlight,
+				QueueWait:            cfg.Server.QueueWait,
+				MaxInFlightPerClient: cfg.Server.MaxInFlightPerClient,
+				MaxQueued:            cfg.Server.MaxQueued,
+				MaxQueuedPerClient:   cfg.Server.MaxQueuedPerClient,
+				RateLimit: mcpserver.RateLimits{
+					PerClient: cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client"),
+					PerTool:   cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool"),
+				},
 				ListWait:    cfg.Server.ListWait,
 				MaxMessage:  int(cfg.Server.MaxMessage),
 				Logger:      logger,

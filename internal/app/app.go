@@ -560,6 +560,40 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	return res, nil
 }
 
+// CallLimits implements mcpserver.CallLimiter: a tool's calls run at most
+// one per instance of its module (tools.limits.<module>.max_instances),
+// and at most tools.limits.<tool>.max_in_flight; its deadline, which
+// covers its wait for a slot, is the one its call gets.
+func (a *App) CallLimits(name string) mcpserver.CallLimits {
+	t, ok := a.registry.Tool(name)
+	if !ok {
+		return mcpserver.CallLimits{}
+	}
+	cfg := a.Config()
+	m := t.Module()
+	instances := m.Limits().MaxInstances
+	if instances <= 0 {
+		instances = runtime.DefaultMaxInstances
+	}
+	timeout := t.Timeout()
+	if d := cfg.ToolTimeout(name); d > 0 && d < timeout {
+		timeout = d
+	}
+	module := strings.ToLower(m.Name())
+	tk := strings.ToLower(name)
+	return mcpserver.CallLimits{
+		Module:           m.Name(),
+		MaxInstances:     instances,
+		InstancesSetting: "tools.limits." + module + ".max_instances",
+		MaxInFlight:      cfg.ToolMaxInFlight(name),
+		InFlightSetting:  "tools.limits." + tk + ".max_in_flight",
+		Timeout:          timeout,
+		Rate:             cfg.ToolRate(name),
+	}
+}
+
+var _ mcpserver.CallLimiter = (*App)(nil)
+
 // Subscribe implements mcpserver.Tools.
 func (a *App) Subscribe(f func()) (cancel func()) {
 	a.mu.Lock()

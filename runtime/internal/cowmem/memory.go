@@ -98,6 +98,11 @@ func releaseMemory(r memoryRelease) {
 // Shared reports whether the memory maps its image rather than copying it.
 func (m *Memory) Shared() bool { return m.region != nil }
 
+// Base is the address of the memory's region, 0 for a Go slice memory or
+// after Free: what /proc/self/maps names it by, for tests that check a
+// freed memory is unmapped.
+func (m *Memory) Base() uintptr { return uintptr(m.region) }
+
 // Refused reports whether a Reallocate was refused for passing the limit
 // since the last ClearRefused.
 func (m *Memory) Refused() bool { return m.refused.Load() }
