@@ -14,17 +14,12 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// waitingForSlot reports whether some goroutine is inside acquire: with the
-// only slot held, that goroutine waits for it.
-func waitingForSlot() bool {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Contains(string(buf[:n]), "mcpserver.(*Server).acquire(")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+// waitingForSlot reports whether a call is queued for a slot: with the
+// only slot held, that call waits for it.
+func waitingForSlot(s *Server) bool {
+	s.admit.mu.Lock()
+	defer s.admit.mu.Unlock()
+	return s.admit.queued > 0
 }
 
 // A call that waits for a call slot is one observation of
@@ -58,7 +53,7 @@ func TestQueueWaitObserved(t *testing.T) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "quick"})
 		quick <- err
 	}()
-	for !waitingForSlot() {
+	for !waitingForSlot(s) {
 		runtime.Gosched()
 	}
 	close(release)
