@@ -105,12 +105,11 @@ func TestFullCompileCacheRunsWithout(t *testing.T) {
 // not a refusal to start: the runtime warns and modules load.
 func TestReadOnlyCompileCacheRunsWithout(t *testing.T) {
 	dir := t.TempDir()
-	restore := runtime.SetDiskCacheOpener(func(d string) (wazero.CompilationCache, error) {
+	var logs bytes.Buffer
+	opts := runtime.WithDiskCacheOpener(runtime.Options{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, func(d string) (wazero.CompilationCache, error) {
 		return nil, fmt.Errorf("create directory %s: %w", filepath.Join(d, "wazero-v1"), &fs.PathError{Op: "mkdir", Path: filepath.Join(d, "wazero-v1"), Err: syscall.EROFS})
 	})
-	defer restore()
-	var logs bytes.Buffer
-	rt, err := runtime.New(context.Background(), runtime.Options{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	rt, err := runtime.New(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("New with a read-only cache dir: %v", err)
 	}
@@ -118,5 +117,44 @@ func TestReadOnlyCompileCacheRunsWithout(t *testing.T) {
 	wantPong(t, loadTool(t, rt, "ping", watFixture{name: "ping"}.build(t), runtime.Limits{}))
 	if !strings.Contains(logs.String(), "compile cache not used") || !strings.Contains(logs.String(), "read-only file system") {
 		t.Fatalf("no warning naming the error:\n%s", logs.String())
+	}
+}
+
+// TestFullCompileCacheLoadsExtismPlugins: the Extism SDK compiles its
+// kernel and the plugin in an engine of its own, through the same disk
+// cache; a write failing there (injected after the SDK's compile, as
+// wazero fails after keeping the compiled modules in memory) does not fail
+// the load either: the plugin loads and answers, a second plugin meeting
+// the same error loads too, and the warning is logged once.
+func TestFullCompileCacheLoadsExtismPlugins(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	rt := newRuntime(t, runtime.Options{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	compiles := 0
+	runtime.SetPluginCompileHook(rt, func(compile func() error) error {
+		compiles++
+		if err := compile(); err != nil {
+			return err
+		}
+		if compiles%2 == 1 {
+			// Each plugin's first compile: its modules are in memory now,
+			// and writing one of them to the cache fails, as on a full disk.
+			return fmt.Errorf("instantiating extism module: %w", &fs.PathError{Op: "write", Path: filepath.Join(dir, "wazero-x", "entry.7.tmp"), Err: syscall.ENOSPC})
+		}
+		return nil
+	})
+	for _, name := range []string{"first", "second"} {
+		m, err := rt.Load(context.Background(), name, extismWAT(t, descOf(name+"_tool"), `{"content":[{"type":"text","text":"fine"}]}`, ""), runtime.Limits{})
+		if err != nil {
+			t.Fatalf("load %s with the cache full: %v", name, err)
+		}
+		defer m.Close(context.Background())
+		wantOK(t, call(t, toolNamed(t, m, name+"_tool"), `{}`), "fine")
+	}
+	if compiles != 4 {
+		t.Fatalf("%d plugin compiles, want 4 (each plugin's failed one, then its retry)", compiles)
+	}
+	if got := strings.Count(logs.String(), "compile cache failed; running without it"); got != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", got, logs.String())
 	}
 }

@@ -42,12 +42,16 @@ func SetCompileHook(r *Runtime, f func(ctx context.Context, wasm []byte, compile
 	}
 }
 
-// SetDiskCacheOpener replaces how New opens wazero's disk cache until the
-// returned restore is called.
-func SetDiskCacheOpener(f func(dir string) (wazero.CompilationCache, error)) (restore func()) {
-	prev := newDiskCache
-	newDiskCache = f
-	return func() { newDiskCache = prev }
+// WithDiskCacheOpener returns o opening wazero's disk cache through f.
+func WithDiskCacheOpener(o Options, f func(dir string) (wazero.CompilationCache, error)) Options {
+	o.openDiskCache = f
+	return o
+}
+
+// SetPluginCompileHook makes r compile Extism plugins through f, which gets
+// the SDK's compile to run (or not).
+func SetPluginCompileHook(r *Runtime, f func(compile func() error) error) {
+	r.testHooks.pluginCompile = f
 }
 
 // ManifestFile is the file m's manifest is stored in ("" in memory).

@@ -508,6 +508,9 @@ type testHooks struct {
 	joined  func(module string) // a caller is about to wait for a load
 	// compile stands in for wazero's CompileModule (fault injection).
 	compile func(ctx context.Context, wasm []byte) (wazero.CompiledModule, error)
+	// pluginCompile stands around an Extism plugin's compile in the SDK
+	// (fault injection): it gets the compile to run, or not.
+	pluginCompile func(compile func() error) error
 }
 
 // newManifestStore keeps manifests beside the compilation cache, in

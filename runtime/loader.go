@@ -21,6 +21,7 @@ func (r *Runtime) newLoaders() []guest.Loader {
 		Capabilities: r.capabilities,
 		Log:          r.log,
 		Compile:      r.compile,
+		ThroughCache: r.pluginThroughCache,
 		Instrumented: r.instrumented,
 	}
 	r.host = host

@@ -195,12 +195,11 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 	go func() {
 		defer r.compiles.Done()
 		defer func() { <-r.compileSlots }()
-		c, err := r.compileModule(context.WithoutCancel(ctx), wasm)
-		if err != nil && r.cacheFailure(err) {
-			// wazero keeps the module compiled in memory before writing it
-			// to the disk cache: compiling again finds it there.
+		var c wazero.CompiledModule
+		err := r.throughCache(func() (err error) {
 			c, err = r.compileModule(context.WithoutCancel(ctx), wasm)
-		}
+			return err
+		})
 		done <- outcome{c, err}
 	}()
 	select {
@@ -231,6 +230,33 @@ func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (wazero.Compil
 		return r.testHooks.compile(ctx, wasm)
 	}
 	return r.wz.CompileModule(ctx, wasm)
+}
+
+// maxCacheRetries bounds throughCache's retries: each finds one more module
+// in memory, and an Extism plugin compiles two (the SDK's kernel and the
+// plugin itself).
+const maxCacheRetries = 3
+
+// throughCache runs compile, which compiles through the disk cache, and
+// runs it again while it fails with the cache's error (cacheFailure).
+// wazero keeps each module it compiled in memory before it writes the
+// module to the disk cache, so a retry finds it there and goes on.
+func (r *Runtime) throughCache(compile func() error) error {
+	err := compile()
+	for retries := 0; err != nil && retries < maxCacheRetries && r.cacheFailure(err); retries++ {
+		err = compile()
+	}
+	return err
+}
+
+// pluginThroughCache is throughCache for the engines Extism plugins make
+// (guest.Host.ThroughCache), through a test's hook when one is set.
+func (r *Runtime) pluginThroughCache(compile func() error) error {
+	if hook := r.testHooks.pluginCompile; hook != nil {
+		inner := compile
+		compile = func() error { return hook(inner) }
+	}
+	return r.throughCache(compile)
 }
 
 // cacheFailure reports whether err, from a compile, is the disk cache's

@@ -46,6 +46,10 @@ type Options struct {
 	// value never. FreeOSMemory replaces debug.FreeOSMemory, for tests.
 	TrimDelay    time.Duration
 	FreeOSMemory func()
+
+	// openDiskCache replaces wazero.NewCompilationCacheWithDir, so that a
+	// test can fail it as a read-only filesystem does (export_test.go).
+	openDiskCache func(dir string) (wazero.CompilationCache, error)
 }
 
 // Runtime compiles and instantiates tool modules. It is safe for concurrent
@@ -96,10 +100,6 @@ type Runtime struct {
 	trim *trimmer
 }
 
-// newDiskCache opens wazero's compilation cache in dir; tests replace it to
-// fail as a read-only filesystem does.
-var newDiskCache = wazero.NewCompilationCacheWithDir
-
 // New returns a Runtime with WASI and the warden host module instantiated.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
 	logger := opts.Logger
@@ -142,7 +142,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			// Manifests are not kept there either: memory only.
 			r.manifests = newManifestStore("off", logger)
 		} else {
-			cache, err := newDiskCache(dir)
+			openDiskCache := wazero.NewCompilationCacheWithDir
+			if opts.openDiskCache != nil {
+				openDiskCache = opts.openDiskCache
+			}
+			cache, err := openDiskCache(dir)
 			if err != nil {
 				// A read-only or full filesystem: the cache is an
 				// optimisation, so warden runs without it.

@@ -168,11 +168,14 @@ func (l Loader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*gue
 		// (extismAllocator), so that running out is reported as such.
 		Memory: &sdk.ManifestMemory{MaxPages: 65536, MaxHttpResponseBytes: x.maxHTTP, MaxVarBytes: min(int64(limits.Memory)/4, 1<<20)},
 	}
-	x.compiled, err = sdk.NewCompiledPlugin(ctx, manifest, sdk.PluginConfig{
-		RuntimeConfig:             l.Host.Config,
-		EnableWasi:                true,
-		EnableHttpResponseHeaders: true,
-	}, x.hostFunctions())
+	err = l.Host.ThroughCache(func() (err error) {
+		x.compiled, err = sdk.NewCompiledPlugin(ctx, manifest, sdk.PluginConfig{
+			RuntimeConfig:             l.Host.Config,
+			EnableWasi:                true,
+			EnableHttpResponseHeaders: true,
+		}, x.hostFunctions())
+		return err
+	})
 	if err != nil {
 		compiled.Close(ctx)
 		return nil, fmt.Errorf("extism plugin: %w", err)

@@ -105,6 +105,11 @@ type Host struct {
 	// Compile compiles wasm within budget, in one of the runtime's compile
 	// slots (Runtime.compile).
 	Compile func(ctx context.Context, wasm []byte, budget time.Duration) (wazero.CompiledModule, error)
+	// ThroughCache runs compile, which compiles through Config's disk
+	// cache in an engine the loader made itself, again after the cache
+	// failed to store what it compiled (a full or read-only disk): the
+	// cache is an optimisation, never a reason for a load to fail.
+	ThroughCache func(compile func() error) error
 	// Instrumented keeps the instrumentation pass's output across loads
 	// (nil keeps nothing); Passes counts the passes run.
 	Instrumented *instcache.Store
