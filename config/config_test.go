@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -358,5 +359,44 @@ func TestReloadRefusesBlankFile(t *testing.T) {
 	live = NewLive(c, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err := live.Reload(); err != nil {
 		t.Fatalf("Reload of a file blank from the start: %v", err)
+	}
+}
+
+// TestReloadNamesStartOnlyKeys: a reload that changes keys a running server
+// reads only at start (tools.dir, server.* but server.rate_limit) is applied
+// and logged once, naming exactly those keys; changing only the rate limit
+// or a tool's limits logs nothing.
+func TestReloadNamesStartOnlyKeys(t *testing.T) {
+	path := writeConfig(t, "server: {max_in_flight: 8}\ntools: {limits: {echo: {timeout: 1s}}}\n")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	live := NewLive(c, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	reload := func(body string) string {
+		t.Helper()
+		logs.Reset()
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := live.Reload(); err != nil {
+			t.Fatalf("Reload: %v", err)
+		}
+		return logs.String()
+	}
+	out := reload("server: {max_in_flight: 8, rate_limit: {per_client: {rate: 5/s}}}\ntools: {limits: {echo: {timeout: 2s}}}\n")
+	if out != "" {
+		t.Fatalf("a rate limit and a tool limit changed, yet:\n%s", out)
+	}
+	if got := live.Current().ToolTimeout("echo"); got != 2*time.Second {
+		t.Fatalf("the tool limit was not applied: %s", got)
+	}
+	out = reload("server: {max_in_flight: 16, queue_wait: 3s, rate_limit: {per_client: {rate: 5/s}}}\ntools: {dir: " + t.TempDir() + ", limits: {echo: {timeout: 2s}}}\n")
+	if n := strings.Count(out, "config change not applied until warden serve restarts"); n != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "keys=\"[tools.dir server.max_in_flight server.queue_wait]\"") {
+		t.Fatalf("the warning does not name exactly the changed start-only keys:\n%s", out)
 	}
 }

@@ -53,10 +53,33 @@ func (l *Live) Reload() error {
 		return fmt.Errorf("config %s: %w", prev.File, ErrBecameBlank)
 	}
 	l.current.Store(next)
+	if keys := StartOnlyChanges(prev, next); len(keys) > 0 {
+		l.log.Warn("config change not applied until warden serve restarts: these keys are read at start", "file", next.File, "keys", keys)
+	}
 	if l.changed != nil {
 		l.changed(next)
 	}
 	return nil
+}
+
+// StartOnlyChanges lists the keys that differ between a and b and that a
+// running server reads only at start: tools.dir and every server.* key but
+// server.rate_limit (which applies from the next call). A reload applies
+// everything else, so these are what an operator must be told about.
+func StartOnlyChanges(a, b *Config) []string {
+	var keys []string
+	if a.Tools.Dir != b.Tools.Dir {
+		keys = append(keys, "tools.dir")
+	}
+	x, y := reflect.ValueOf(a.Server), reflect.ValueOf(b.Server)
+	for i := range x.NumField() {
+		name := x.Type().Field(i).Tag.Get("mapstructure")
+		if name == "rate_limit" || reflect.DeepEqual(x.Field(i).Interface(), y.Field(i).Interface()) {
+			continue
+		}
+		keys = append(keys, "server."+name)
+	}
+	return keys
 }
 
 // sameSettings reports whether a and b configure the same, whatever file

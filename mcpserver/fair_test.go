@@ -403,9 +403,12 @@ func TestRateLimits(t *testing.T) {
 		"c": {Rate: &RateLimit{Rate: 0.5, Burst: 1, Setting: "tools.limits.c.rate"}},
 	}}
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	s, _ := newServer(t, tools, Options{Now: clock.Now, RateLimit: RateLimits{
-		PerClient: &RateLimit{Rate: 1, Burst: 2, Setting: "server.rate_limit.per_client"},
-		PerTool:   &RateLimit{Rate: 10, Burst: 10, Setting: "server.rate_limit.per_tool"},
+	perClient := &RateLimit{Rate: 1, Burst: 2, Setting: "server.rate_limit.per_client"}
+	s, _ := newServer(t, tools, Options{Now: clock.Now, RateLimit: func() RateLimits {
+		return RateLimits{
+			PerClient: perClient,
+			PerTool:   &RateLimit{Rate: 10, Burst: 10, Setting: "server.rate_limit.per_tool"},
+		}
 	}})
 	one := connect(t, s, transports[0], nil)
 	two := connect(t, s, transports[0], nil)
@@ -453,6 +456,19 @@ func TestRateLimits(t *testing.T) {
 	clock.advance(time.Second)
 	if res := call(two, "b"); res.IsError {
 		t.Errorf("two after a second: %s", text(res))
+	}
+	// A reloaded config's rate applies from the next call, with no
+	// restart: one's bucket, emptied, refills at the new rate.
+	for i := 0; !call(one, "a").IsError; i++ {
+		if i == 2 {
+			t.Fatal("one's bucket of burst 2 did not empty")
+		}
+	}
+	perClient = &RateLimit{Rate: 1.0 / 60, Burst: 1, Setting: "server.rate_limit.per_client"}
+	res = call(one, "a")
+	want = "rate_limited: this client is over its rate of 1/m calls (burst 1, server.rate_limit.per_client); retry in 60s"
+	if !res.IsError || text(res) != want {
+		t.Errorf("after the rate changed to 1/m: %q, want %q", text(res), want)
 	}
 }
 

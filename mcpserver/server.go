@@ -137,10 +137,13 @@ type Options struct {
 	// DefaultMaxQueuedPerClient (a connection's own bound on its unanswered
 	// requests, DefaultMaxPending).
 	MaxQueued, MaxQueuedPerClient int
-	// RateLimit bounds how often each client, and each tool, may be called
-	// (token buckets); a call over it is refused with kind rate_limited
-	// and a retry hint. A tool's CallLimits.Rate replaces PerTool for it.
-	RateLimit RateLimits
+	// RateLimit returns the limits on how often each client, and each
+	// tool, may be called (token buckets); a call over one is refused with
+	// kind rate_limited and a retry hint. It is asked at every call, so
+	// that a config reload applies from the next one; a bucket keeps its
+	// tokens across a change of its rate. A tool's CallLimits.Rate
+	// replaces PerTool for it. nil means no limits.
+	RateLimit func() RateLimits
 	// Now is the clock of the rate limits; nil means time.Now.
 	Now func() time.Time
 	// ListWait bounds how long a tools/list waits for modules still loading
@@ -550,11 +553,14 @@ func (s *Server) addTool(d *tool.Descriptor) (err error) {
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		t := s.ticketFor(ctx, name, req.Session.ID())
-		perTool := s.opts.RateLimit.PerTool
-		if t.limits.Rate != nil {
-			perTool = t.limits.Rate
+		var rates RateLimits
+		if s.opts.RateLimit != nil {
+			rates = s.opts.RateLimit()
 		}
-		if refused := s.rates.allow(t.client, name, s.opts.RateLimit.PerClient, perTool); refused != nil {
+		if t.limits.Rate != nil {
+			rates.PerTool = t.limits.Rate
+		}
+		if refused := s.rates.allow(t.client, name, rates.PerClient, rates.PerTool); refused != nil {
 			return s.resultFor(name, refused), nil
 		}
 		release, waited, busy := s.acquireTicket(ctx, t)

@@ -115,16 +115,13 @@ another program's and is refused.`,
 				MaxInFlightPerClient: cfg.Server.MaxInFlightPerClient,
 				MaxQueued:            cfg.Server.MaxQueued,
 				MaxQueuedPerClient:   cfg.Server.MaxQueuedPerClient,
-				RateLimit: mcpserver.RateLimits{
-					PerClient: cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client"),
-					PerTool:   cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool"),
-				},
-				ListWait:    cfg.Server.ListWait,
-				MaxMessage:  int(cfg.Server.MaxMessage),
-				Logger:      logger,
-				StateKey:    stateKey,
-				SpentStates: a.SpentStates(),
-				ClientWait:  func() time.Duration { return a.Config().ClientWait() },
+				RateLimit:            a.ServerRateLimits,
+				ListWait:             cfg.Server.ListWait,
+				MaxMessage:           int(cfg.Server.MaxMessage),
+				Logger:               logger,
+				StateKey:             stateKey,
+				SpentStates:          a.SpentStates(),
+				ClientWait:           func() time.Duration { return a.Config().ClientWait() },
 			}
 			if cmd.Flags().Changed("page-size") {
 				opts.PageSize = pageSize

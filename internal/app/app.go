@@ -31,6 +31,8 @@ type App struct {
 	registry *runtime.Registry
 	log      *slog.Logger
 	cursors  *cursorSigner
+	// rateLimits caches ServerRateLimits for the config in force.
+	rateLimits atomic.Pointer[rateLimitsOf]
 
 	// pinMu orders a module's entry into the registry against repin, so
 	// that a pin changed while the module compiled is applied to it: the
@@ -593,6 +595,28 @@ func (a *App) CallLimits(name string) mcpserver.CallLimits {
 }
 
 var _ mcpserver.CallLimiter = (*App)(nil)
+
+// ServerRateLimits returns server.rate_limit as the config in force sets
+// it, for mcpserver.Options.RateLimit: asked at every call, it is built
+// once per config.
+func (a *App) ServerRateLimits() mcpserver.RateLimits {
+	cfg := a.Config()
+	if c := a.rateLimits.Load(); c != nil && c.cfg == cfg {
+		return c.limits
+	}
+	l := mcpserver.RateLimits{
+		PerClient: cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client"),
+		PerTool:   cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool"),
+	}
+	a.rateLimits.Store(&rateLimitsOf{cfg: cfg, limits: l})
+	return l
+}
+
+// rateLimitsOf is ServerRateLimits's answer for one config.
+type rateLimitsOf struct {
+	cfg    *config.Config
+	limits mcpserver.RateLimits
+}
 
 // Subscribe implements mcpserver.Tools.
 func (a *App) Subscribe(f func()) (cancel func()) {

@@ -55,3 +55,39 @@ func TestCallLimits(t *testing.T) {
 		t.Errorf("CallLimits of an unknown tool = %+v, want none", l)
 	}
 }
+
+// TestServerRateLimitsFollowReload: server.rate_limit is read from the config
+// in force at every call, so that an edit applies without a restart; a
+// removed limit is none.
+func TestServerRateLimitsFollowReload(t *testing.T) {
+	dir := t.TempDir()
+	a, path := startApp(t, dir, "server: {rate_limit: {per_client: {rate: 1/s, burst: 2}}}\ntools: {dir: tools, cache_dir: off}\n", nil)
+	if got := a.ServerRateLimits(); got.PerClient == nil || *got.PerClient != (mcpserver.RateLimit{Rate: 1, Burst: 2, Setting: "server.rate_limit.per_client"}) || got.PerTool != nil {
+		t.Fatalf("at start: %+v", got)
+	}
+	for _, c := range []struct {
+		body      string
+		perClient *mcpserver.RateLimit
+		perTool   *mcpserver.RateLimit
+	}{
+		{"server: {rate_limit: {per_client: {rate: 30/m}, per_tool: {rate: 10/s, burst: 20}}}\ntools: {dir: tools, cache_dir: off}\n",
+			&mcpserver.RateLimit{Rate: 0.5, Burst: 1, Setting: "server.rate_limit.per_client"},
+			&mcpserver.RateLimit{Rate: 10, Burst: 20, Setting: "server.rate_limit.per_tool"}},
+		{"tools: {dir: tools, cache_dir: off}\n", nil, nil},
+	} {
+		if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.live.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		got := a.ServerRateLimits()
+		if !sameLimit(got.PerClient, c.perClient) || !sameLimit(got.PerTool, c.perTool) {
+			t.Fatalf("after reloading %q: per client %+v, per tool %+v; want %+v, %+v", c.body, got.PerClient, got.PerTool, c.perClient, c.perTool)
+		}
+	}
+}
+
+func sameLimit(a, b *mcpserver.RateLimit) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
