@@ -39,13 +39,21 @@ type CallLimits struct {
 	// Rate, when set, replaces the server's per-tool rate limit for this
 	// tool (tools.limits.<tool>.rate).
 	Rate *RateLimit
+	// OneCallPerSession says that Module keeps one instance per client
+	// session (isolation: session), on which that session's calls run one
+	// at a time: a session's second call waits in the server's queue, not
+	// on a call slot. IsolationSetting is the config key, for refusals.
+	OneCallPerSession bool
+	IsolationSetting  string
 }
 
 // ticket is what one call must fit to run: a slot of the server, of its
-// client, of its tool and of its module.
+// client, of its tool and of its module, and, for a module with an
+// instance per session, that session's turn on it. session is the MCP
+// session ("" for a sessionless request).
 type ticket struct {
-	client, tool string
-	limits       CallLimits
+	client, tool, session string
+	limits                CallLimits
 }
 
 func (t *ticket) moduleKey() string {
@@ -53,6 +61,15 @@ func (t *ticket) moduleKey() string {
 		return "t\x00" + t.tool
 	}
 	return "m\x00" + t.limits.Module
+}
+
+// sessionKey counts the session's calls of the module, when they run one
+// at a time; "" when they do not.
+func (t *ticket) sessionKey() string {
+	if !t.limits.OneCallPerSession || t.session == "" {
+		return ""
+	}
+	return "s\x00" + t.session + "\x00" + t.moduleKey()
 }
 
 // admission shares the server's call slots fairly. A call waits in its
@@ -119,6 +136,12 @@ func (a *admission) blocker(t *ticket) string {
 			return fmt.Sprintf("%d calls of module %s are running, one on each of its instances (%s)", l.MaxInstances, l.Module, l.InstancesSetting)
 		}
 		return fmt.Sprintf("%d calls of %s are running, one on each of its instances (%s)", l.MaxInstances, t.tool, l.InstancesSetting)
+	case t.sessionKey() != "" && a.counts[t.sessionKey()] > 0:
+		module := l.Module
+		if module == "" {
+			module = t.tool
+		}
+		return fmt.Sprintf("this session's previous call of %s is still running: a session's calls run one at a time on its own instance (%s)", module, l.IsolationSetting)
 	}
 	return ""
 }
@@ -130,6 +153,9 @@ func (a *admission) take(t *ticket) {
 	if t.limits.Module != "" {
 		a.counts[t.moduleKey()]++
 	}
+	if k := t.sessionKey(); k != "" {
+		a.counts[k]++
+	}
 }
 
 func (a *admission) put(t *ticket) {
@@ -137,6 +163,9 @@ func (a *admission) put(t *ticket) {
 	keys := []string{"c\x00" + t.client, "t\x00" + t.tool}
 	if t.limits.Module != "" {
 		keys = append(keys, t.moduleKey())
+	}
+	if k := t.sessionKey(); k != "" {
+		keys = append(keys, k)
 	}
 	for _, k := range keys {
 		if a.counts[k]--; a.counts[k] <= 0 {

@@ -89,6 +89,12 @@ func (g *gate) peakOf(name string) int {
 	return g.peak[name]
 }
 
+func (s *Server) runningCalls() int {
+	s.admit.mu.Lock()
+	defer s.admit.mu.Unlock()
+	return s.admit.running
+}
+
 func (s *Server) queuedCalls() int {
 	s.admit.mu.Lock()
 	defer s.admit.mu.Unlock()
@@ -182,6 +188,62 @@ func TestSlowToolDoesNotBlockOthers(t *testing.T) {
 	}
 	if n := s.admit.inUse(); n != 0 {
 		t.Errorf("%d slots or queue entries left after every call ended", n)
+	}
+}
+
+// TestSessionCallsWaitInTheQueue: a module that keeps an instance per
+// session runs that session's calls one at a time, so a session's flood of
+// it waits in the queue without holding call slots or the module's other
+// instances: one call of the flood runs, another session's call of the same
+// module runs beside it at once, and the waiting calls hold no slot.
+func TestSessionCallsWaitInTheQueue(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			g := newGate("slow")
+			tools := &limitedTools{fakeTools: newFakeTools(desc("slow")), limits: map[string]CallLimits{
+				"slow": {Module: "slowmod", MaxInstances: 8, InstancesSetting: "tools.limits.slowmod.max_instances",
+					OneCallPerSession: true, IsolationSetting: "tools.limits.slowmod.isolation"},
+			}}
+			tools.setCall(g.call)
+			if tr.http && tr.protocol == "" {
+				t.Skip("HTTP under 2026-07-28 is sessionless: each call is isolated on its own instance")
+			}
+			s, _ := newServer(t, tools, Options{MaxInFlight: 4, QueueWait: time.Minute})
+			flooder := connect(t, s, tr, nil)
+			other := connect(t, s, tr, nil)
+			// On a failure, blocked calls must end before the connections
+			// close (cleanups run last-registered first).
+			var releaseOnce sync.Once
+			releaseAll := func() { releaseOnce.Do(func() { close(g.release) }) }
+			t.Cleanup(releaseAll)
+			results := floodText(flooder, "slow", "flood", 10)
+			eventually(t, "1 call of the flood running and 9 queued", func() bool {
+				return g.runningOf("slow/flood") == 1 && s.queuedCalls() == 9
+			})
+			if running := s.runningCalls(); running != 1 {
+				t.Fatalf("%d call slots taken, want 1: the session's waiting calls hold none", running)
+			}
+			solo := floodText(other, "slow", "other", 1)
+			eventually(t, "the other session's call running beside the flood", func() bool {
+				return g.runningOf("slow/other") == 1
+			})
+			close(g.releaseOne("other"))
+			if res := <-solo; res.IsError {
+				t.Fatalf("other session: %s", text(res))
+			}
+			releaseAll()
+			for range 10 {
+				if res := <-results; res.IsError {
+					t.Errorf("flood call: %s", text(res))
+				}
+			}
+			if p := g.peakOf("slow"); p != 2 {
+				t.Errorf("slow ran %d calls at once, want 2 (one per session)", p)
+			}
+			if n := s.admit.inUse(); n != 0 {
+				t.Errorf("%d slots or queue entries left after every call ended", n)
+			}
+		})
 	}
 }
 

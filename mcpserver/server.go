@@ -647,7 +647,7 @@ func (s *Server) watchSession(id string, ss *mcp.ServerSession) {
 
 // ticketFor is what a call of the tool called name must fit to run.
 func (s *Server) ticketFor(ctx context.Context, name, session string) *ticket {
-	t := &ticket{client: clientOf(ctx, session), tool: name}
+	t := &ticket{client: clientOf(ctx, session), tool: name, session: session}
 	if l, ok := s.tools.(CallLimiter); ok && name != "" {
 		t.limits = l.CallLimits(name)
 	}

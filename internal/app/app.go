@@ -591,6 +591,10 @@ func (a *App) CallLimits(name string) mcpserver.CallLimits {
 		InFlightSetting:  "tools.limits." + tk + ".max_in_flight",
 		Timeout:          timeout,
 		Rate:             cfg.ToolRate(name),
+		// The runtime gives a session its own instance and runs its calls
+		// there one at a time: the second waits in the queue, not on a slot.
+		OneCallPerSession: m.Limits().Isolation == runtime.IsolationSession,
+		IsolationSetting:  "tools.limits." + module + ".isolation",
 	}
 }
 

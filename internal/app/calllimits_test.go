@@ -42,6 +42,7 @@ func TestCallLimits(t *testing.T) {
 	want := mcpserver.CallLimits{
 		Module: "echo", MaxInstances: 3, InstancesSetting: "tools.limits.echo.max_instances",
 		MaxInFlight: 2, InFlightSetting: "tools.limits.echo.max_in_flight", Timeout: 7 * time.Second,
+		OneCallPerSession: true, IsolationSetting: "tools.limits.echo.isolation",
 	}
 	rate := got.Rate
 	got.Rate = nil
