@@ -26,8 +26,17 @@ var (
 	fairFast     = flag.Int("fair.fast", 4, "BenchmarkFairShare: clients calling the fast tool in a loop, each its own session")
 	fairDuration = flag.Duration("fair.duration", 20*time.Second, "BenchmarkFairShare: how long the fast clients call, alone and then under the flood")
 	fairDelay    = flag.Duration("fair.delay", 500*time.Millisecond, "BenchmarkFairShare: how long the slow tool's HTTP request waits for its answer")
-	fairSessions = flag.String("fair.sessions", "1,40", "BenchmarkFairShare: numbers of sessions the flood is spread over (1: one client sends it all; at most fair.flood)")
+	fairSessions = flag.String("fair.sessions", "1,40", "BenchmarkFairShare: numbers of sessions the flood is spread over (1: one client sends it all; at most fair.flood); caller i uses session i mod this")
+	fairModules  = flag.Int("fair.modules", 1, "BenchmarkFairShare: slow modules (slow, slow_2, ...) the flood is spread over; caller i calls module i mod this")
 )
+
+// slowTool is the name of the i-th slow module (from 0) and of its tool.
+func slowTool(i int) string {
+	if i == 0 {
+		return "slow"
+	}
+	return fmt.Sprintf("slow_%d", i+1)
+}
 
 // slowToolTimeout is the slow tool's deadline: tools.defaults.timeout,
 // which the benchmark's config leaves at its default.
@@ -39,7 +48,8 @@ const slowToolTimeout = 30 * time.Second
 // fair.delay for a loopback HTTP server of the benchmark through its net
 // grant, and the bundled echo. First fair.fast clients call echo in a loop
 // for fair.duration, alone; then they do the same while fair.flood callers
-// call slow in a loop, spread over fair.sessions sessions. It reports the
+// call slow in a loop, spread over fair.sessions sessions (and, with
+// fair.modules, over as many slow modules). It reports the
 // fast calls' latency and failures in both phases, and the slow calls'
 // completions, latency (against their 30 s timeout) and refusals by kind.
 //
@@ -53,9 +63,16 @@ func BenchmarkFairShare(b *testing.B) {
 	delay := newDelayServer(*fairDelay)
 	defer delay.Close()
 	config := writeFairConfig(b, delay)
+	if *fairModules < 1 || *fairModules > *fairFlood {
+		b.Fatalf("-fair.modules=%d: want 1 to fair.flood (%d)", *fairModules, *fairFlood)
+	}
 	for _, sessions := range ints(b, "fair.sessions", *fairSessions) {
 		sessions = min(sessions, *fairFlood)
-		b.Run(fmt.Sprintf("flood=%d/sessions=%d", *fairFlood, sessions), func(b *testing.B) {
+		name := fmt.Sprintf("flood=%d/sessions=%d", *fairFlood, sessions)
+		if *fairModules > 1 {
+			name = fmt.Sprintf("flood=%d/modules=%d/sessions=%d", *fairFlood, *fairModules, sessions)
+		}
+		b.Run(name, func(b *testing.B) {
 			for range b.N {
 				runFairShare(b, config, delay, sessions)
 			}
@@ -63,9 +80,9 @@ func BenchmarkFairShare(b *testing.B) {
 	}
 }
 
-// writeFairConfig installs the slow and echo modules in a fresh tools dir
-// and writes a config that grants slow the delay server's address, and
-// nothing else beyond the defaults.
+// writeFairConfig installs the slow modules and echo in a fresh tools dir
+// and writes a config that grants the slow ones the delay server's
+// address, and nothing else beyond the defaults.
 func writeFairConfig(b *testing.B, delay *delayServer) string {
 	b.Helper()
 	dir := b.TempDir()
@@ -73,7 +90,12 @@ func writeFairConfig(b *testing.B, delay *delayServer) string {
 	if err := os.MkdirAll(tools, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	copyFile(b, testwasm.BuildGoFile(b, "testdata/slow"), filepath.Join(tools, "slow.wasm"))
+	var grants strings.Builder
+	for i := range *fairModules {
+		copyFile(b, testwasm.BuildGoFileVars(b, "testdata/slow", map[string]string{"name": slowTool(i)}),
+			filepath.Join(tools, slowTool(i)+".wasm"))
+		fmt.Fprintf(&grants, "    %s:\n      net: [\"http://%s\"]\n", slowTool(i), delay.Listener.Addr())
+	}
 	// fx.setup built the bundled echo next to its config.
 	copyFile(b, filepath.Join(filepath.Dir(fx.config), "tools", "echo.wasm"), filepath.Join(tools, "echo.wasm"))
 	base, err := os.UserCacheDir()
@@ -88,11 +110,9 @@ tools:
   cache_dir: %s
   grants:
     echo: {}
-    slow:
-      net: ["http://%s"]
-log:
+%slog:
   level: warn
-`, dir, tools, filepath.Join(base, "warden-bench", "compiled"), delay.Listener.Addr())), 0o644)
+`, dir, tools, filepath.Join(base, "warden-bench", "compiled"), grants.String())), 0o644)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,9 +170,14 @@ func runFairShare(b *testing.B, config string, delay *delayServer, floodSessions
 		return all
 	}
 	fast := connectAll(*fairFast, fastHTTP, func(cs *mcp.ClientSession) error { return callOnce(ctx, cs, "echo") })
+	var warmed int
 	flood := connectAll(floodSessions, floodHTTP, func(cs *mcp.ClientSession) error {
-		if kind, text := callSlow(ctx, cs, delay.URL); kind != "" {
-			return fmt.Errorf("slow: %s: %s", kind, text)
+		// Session j's first caller is caller j, which calls module j mod
+		// fair.modules.
+		tool := slowTool(warmed % *fairModules)
+		warmed++
+		if kind, text := callSlow(ctx, cs, tool, delay.URL); kind != "" {
+			return fmt.Errorf("%s: %s: %s", tool, kind, text)
 		}
 		return nil
 	})
@@ -167,7 +192,7 @@ func runFairShare(b *testing.B, config string, delay *delayServer, floodSessions
 	go func() {
 		defer close(floodDone)
 		slow = runCallsUntil(*fairFlood, &stopFlood, func(i int) (string, string) {
-			return callSlow(ctx, flood[i%len(flood)], delay.URL)
+			return callSlow(ctx, flood[i%len(flood)], slowTool(i%*fairModules), delay.URL)
 		})
 	}()
 	// The fast clients start once the flood has reached the slow tool.
@@ -222,9 +247,9 @@ func callEcho(ctx context.Context, cs *mcp.ClientSession) (kind, text string) {
 	return kind, text
 }
 
-// callSlow calls slow with the delay server's URL.
-func callSlow(ctx context.Context, cs *mcp.ClientSession, url string) (kind, text string) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]string{"url": url}})
+// callSlow calls a slow tool with the delay server's URL.
+func callSlow(ctx context.Context, cs *mcp.ClientSession, tool, url string) (kind, text string) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]string{"url": url}})
 	kind, text = classify(res, err)
 	if kind == "" && text != "ok" {
 		return "wrong-answer", text

@@ -3,9 +3,10 @@
 // of the benchmark that answers after a fixed delay) and returns the body.
 // It is slow by waiting on the host, not by computing, so that on a small
 // machine a flood of its calls measures admission, not CPU contention: a
-// call waiting in warden.net burns no fuel and no CPU.
+// call waiting in warden.net burns no fuel and no CPU. Its tool name is set
+// at link time, so that one source yields several slow modules:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o slow.wasm
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags "-X main.name=slow_2" -o slow_2.wasm
 package main
 
 import (
@@ -26,12 +27,15 @@ type args struct {
 	URL string `json:"url"`
 }
 
+// name is the tool's name, set with -ldflags "-X main.name=...".
+var name = "slow"
+
 var yes = true
 
 func (slowTool) Descriptor() tool.Descriptor {
 	return tool.Descriptor{
-		Name:         "slow",
-		Title:        "Slow tool",
+		Name:         name,
+		Title:        "Slow tool " + name,
 		Description:  "GETs the given URL and returns its body; as slow as the server behind the URL.",
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","description":"The URL to GET."}},"required":["url"],"additionalProperties":false}`),
 		Annotations:  &tool.Annotations{ReadOnlyHint: &yes},
