@@ -68,6 +68,7 @@ bench: build
 	$(GO) test ./runtime/internal/instrument -run '^$$' -bench 'Interleaved' -count $(BENCH_COUNT) | tee bin/bench-fuel.txt
 	$(GO) run ./bench/benchtable bin/bench-echo.txt bin/bench-fuel.txt
 
-# The scale benchmarks of docs/performance.md (minutes; not part of test).
+# The scale and fair-share benchmarks of docs/performance.md (minutes; not
+# part of test).
 bench-scale:
-	go test ./bench -run '^$$' -bench 'Startup|Sessions' -benchtime 1x -timeout 60m
+	go test ./bench -run '^$$' -bench 'Startup|Sessions|FairShare' -benchtime 1x -timeout 60m

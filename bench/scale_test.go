@@ -364,6 +364,13 @@ type httpWarden struct {
 // has loaded and tool_01 answers.
 func startHTTPWarden(b *testing.B, config string) *httpWarden {
 	b.Helper()
+	return startHTTPWardenCalling(b, config, toolName(1))
+}
+
+// startHTTPWardenCalling starts warden serve --http and waits until every
+// module has loaded and warmUp, an echo tool, answers.
+func startHTTPWardenCalling(b *testing.B, config, warmUp string) *httpWarden {
+	b.Helper()
 	fx.setup(b)
 	addr := freeAddr(b)
 	stderr := &logTail{}
@@ -419,15 +426,21 @@ func startHTTPWarden(b *testing.B, config string) *httpWarden {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := callOnce(ctx, cs, toolName(1)); err != nil {
+	if err := callOnce(ctx, cs, warmUp); err != nil {
 		b.Fatalf("warm-up call: %v", err)
 	}
 	return s
 }
 
 func (s *httpWarden) connect(ctx context.Context, protocol string) (*mcp.ClientSession, error) {
+	return s.connectVia(ctx, protocol, s.client)
+}
+
+// connectVia opens a session whose requests go through hc, for clients
+// that must not share (and wait for) the connections of others.
+func (s *httpWarden) connectVia(ctx context.Context, protocol string, hc *http.Client) (*mcp.ClientSession, error) {
 	return mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.client, DisableStandaloneSSE: true},
+		&mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc, DisableStandaloneSSE: true},
 		&mcp.ClientSessionOptions{ProtocolVersion: protocol})
 }
 
