@@ -242,6 +242,19 @@ func makeEnv(dir, limits string, names ...string) (*env, error) {
 	return e, os.WriteFile(e.config, []byte(cfg.String()), 0o644)
 }
 
+// setLogLevel sets the config's log.level (makeEnv writes info).
+func (e *env) setLogLevel(t *testing.T, level string) {
+	t.Helper()
+	b, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("log:\n  level: info\n"), []byte("log:\n  level: "+level+"\n"), 1)
+	if err := os.WriteFile(e.config, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // install copies fixture name into the tools dir the way cp does: the file is
 // created in place and written, so a watcher sees it grow.
 func (e *env) install(t *testing.T, name string) {
