@@ -43,16 +43,23 @@ func TestHotReloadResyncsAndNotifiesListChanged(t *testing.T) {
 			tools := newFakeTools(desc("a"), desc("b"))
 			s, logs := newServer(t, tools, Options{})
 			changed := make(chan struct{}, 16)
-			cs := connect(t, s, tr, &mcp.ClientOptions{
+			client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 			})
+			listening := listenAcknowledged(client)
+			cs := connectWith(t, s, tr, client)
 			if got := toolNames(t, cs); !slices.Equal(got, []string{"a", "b"}) {
 				t.Fatalf("tools %v", got)
 			}
 			if tr.protocol == "" {
 				// 2026-07-28 delivers list_changed on a subscriptions/listen
-				// stream, which the client opens in the background.
-				time.Sleep(50 * time.Millisecond)
+				// stream, which the client opens in the background; the
+				// server acknowledges it once it is subscribed.
+				select {
+				case <-listening:
+				case <-time.After(30 * time.Second):
+					t.Fatal("no notifications/subscriptions/acknowledged")
+				}
 			}
 
 			changedB := desc("b")

@@ -583,6 +583,10 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return nil, err
 		}
 		obs := newObserver(ctx, s.log, name, req)
+		// Logged once the call holds its slot and goes to the tool: the
+		// point from which a cancellation reaches the tool (and is logged
+		// as "tool call failed"). Tests synchronise on it.
+		s.log.Debug("tool call started", "tool", name)
 		res, err := s.tools.Call(ctx, Call{
 			Name:      name,
 			Arguments: args,

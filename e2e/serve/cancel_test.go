@@ -17,16 +17,16 @@ import (
 // session the client sends notifications/cancelled; a stateless 2026-07-28
 // client closes the request's stream instead.
 //
-// The loop and sleep fixtures are cancelled 200 ms after the call; whether
-// the guest had started by then is not observable (a call the server has
-// not dispatched yet is dropped without running), so for them the test
-// logs when the server stopped the guest but asserts only the client's side.
-// The busy fixture reports progress once it runs, so the test cancels it
-// while it certainly runs — spinning (stopped by the instrumented checks) or
-// blocked in sleep — and asserts that the server stops it.
+// The test cancels each call only once the server has handed it to the
+// tool, so that the server, not just the client, sees the cancellation and
+// must stop the call: the loop and sleep fixtures once serve logs "tool call
+// started" (debug level) for them, the busy fixture once it reports
+// progress, i.e. while it certainly runs — spinning (stopped by the
+// instrumented checks) or blocked in sleep.
 func TestCancellation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "loop: {timeout: 60s}\nsleep: {timeout: 60s}\nbusy: {timeout: 60s}", "echo", "loop", "sleep", "busy")
+	e.setLogLevel(t, "debug") // for "tool call started"
 	hs := startHTTP(t, e)
 	for _, tc := range []struct{ transport, protocol string }{
 		{"stdio", "2025-11-25"},
@@ -57,6 +57,9 @@ func TestCancellation(t *testing.T) {
 			stoppedLines := func(name string) int {
 				return len(stderr.lines(`msg="tool call failed"`, "tool="+name, "kind=cancelled"))
 			}
+			startedLines := func(name string) int {
+				return len(stderr.lines(`msg="tool call started"`, "tool="+name))
+			}
 
 			for i, c := range []struct {
 				tool string
@@ -66,7 +69,7 @@ func TestCancellation(t *testing.T) {
 				if c.mode != "" {
 					what += "/" + c.mode
 				}
-				before := stoppedLines(c.tool)
+				before, startedBefore := stoppedLines(c.tool), startedLines(c.tool)
 				ctx, cancel := context.WithCancel(context.Background())
 				params := &mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{}}
 				var started chan struct{}
@@ -80,14 +83,20 @@ func TestCancellation(t *testing.T) {
 					mu.Unlock()
 				}
 				var cancelled time.Time
+				dispatched := make(chan struct{})
 				go func() {
+					defer close(dispatched)
 					if started != nil {
 						select {
 						case <-started:
 						case <-time.After(30 * time.Second):
 						}
 					} else {
-						time.Sleep(200 * time.Millisecond)
+						// Polls the server's log: nothing else tells that
+						// the server dispatched the call.
+						for deadline := time.Now().Add(30 * time.Second); startedLines(c.tool) == startedBefore && time.Now().Before(deadline); {
+							time.Sleep(5 * time.Millisecond)
+						}
 					}
 					cancelled = time.Now()
 					cancel()
@@ -95,6 +104,7 @@ func TestCancellation(t *testing.T) {
 				res, err := cs.CallTool(ctx, params)
 				returned := time.Now()
 				cancel()
+				<-dispatched
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("%s cancelled by the client: %s, %v; want context.Canceled", what, dump(res), err)
 				}
@@ -104,21 +114,12 @@ func TestCancellation(t *testing.T) {
 					default:
 						t.Fatalf("%s: cancelled without having reported that it runs", what)
 					}
+				} else if startedLines(c.tool) == startedBefore {
+					t.Fatalf("%s: cancelled before the server dispatched it", what)
 				}
 				// The server logs the call as cancelled once the guest stopped.
-				stopped := func() bool { return stoppedLines(c.tool) > before }
-				if started != nil {
-					eventually(t, what+" stopped by the server", stopped)
-				} else {
-					for deadline := time.Now().Add(5 * time.Second); !stopped() && time.Now().Before(deadline); {
-						time.Sleep(5 * time.Millisecond)
-					}
-				}
-				stop := "not logged within 5 s (the call may not have started)"
-				if stopped() {
-					stop = fmt.Sprintf("logged as cancelled by %v after cancel", time.Since(cancelled))
-				}
-				t.Logf("%s: client returned %v after cancel; server stop %s", what, returned.Sub(cancelled), stop)
+				eventually(t, what+" stopped by the server", func() bool { return stoppedLines(c.tool) > before })
+				t.Logf("%s: client returned %v after cancel; server logged the stop by %v after cancel", what, returned.Sub(cancelled), time.Since(cancelled))
 				wantEcho(t, cs, "served after cancelling "+what)
 			}
 		})

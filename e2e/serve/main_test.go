@@ -242,6 +242,19 @@ func makeEnv(dir, limits string, names ...string) (*env, error) {
 	return e, os.WriteFile(e.config, []byte(cfg.String()), 0o644)
 }
 
+// setLogLevel sets the config's log.level (makeEnv writes info).
+func (e *env) setLogLevel(t *testing.T, level string) {
+	t.Helper()
+	b, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("log:\n  level: info\n"), []byte("log:\n  level: "+level+"\n"), 1)
+	if err := os.WriteFile(e.config, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // install copies fixture name into the tools dir the way cp does: the file is
 // created in place and written, so a watcher sees it grow.
 func (e *env) install(t *testing.T, name string) {
@@ -349,13 +362,40 @@ func newClient(opts *mcp.ClientOptions) *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
 }
 
+// listenAcknowledged returns a channel closed when client receives
+// notifications/subscriptions/acknowledged: under 2026-07-28 the server
+// sends it once the client's subscriptions/listen stream (which the client
+// opens in the background) is registered, so from then on a list_changed
+// reaches the client. Call it before Connect.
+func listenAcknowledged(client *mcp.Client) <-chan struct{} {
+	acked := make(chan struct{})
+	var once sync.Once
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "notifications/subscriptions/acknowledged" {
+				once.Do(func() { close(acked) })
+			}
+			return res, err
+		}
+	})
+	return acked
+}
+
 // stdioServer starts `warden serve --config e.config` under the go-sdk's
 // CommandTransport and connects a client at protocol (""= the latest).
 // Closing the session (done at cleanup) closes warden's stdin; the cleanup
 // asserts that warden then exits cleanly.
 func stdioServer(t *testing.T, e *env, protocol string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *logBuffer) {
 	t.Helper()
-	cs, stderr := stdioServerLoading(t, e, protocol, opts, args...)
+	return stdioServerWith(t, e, protocol, newClient(opts), args...)
+}
+
+// stdioServerWith is stdioServer with a client of the caller's (one with
+// middleware, say).
+func stdioServerWith(t *testing.T, e *env, protocol string, client *mcp.Client, args ...string) (*mcp.ClientSession, *logBuffer) {
+	t.Helper()
+	cs, stderr := stdioServerConnect(t, e, protocol, client, args...)
 	waitLoaded(t, cs)
 	return cs, stderr
 }
@@ -377,6 +417,11 @@ func waitLoaded(t *testing.T, cs *mcp.ClientSession) {
 // stdioServerLoading is stdioServer without waiting for the modules to load.
 func stdioServerLoading(t *testing.T, e *env, protocol string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *logBuffer) {
 	t.Helper()
+	return stdioServerConnect(t, e, protocol, newClient(opts), args...)
+}
+
+func stdioServerConnect(t *testing.T, e *env, protocol string, client *mcp.Client, args ...string) (*mcp.ClientSession, *logBuffer) {
+	t.Helper()
 	stderr := &logBuffer{}
 	dumpOnFailure(t, "warden serve (stdio)", stderr)
 	cmd := exec.Command(built.warden, append([]string{"serve", "--config", e.config}, args...)...)
@@ -385,7 +430,7 @@ func stdioServerLoading(t *testing.T, e *env, protocol string, opts *mcp.ClientO
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
-	cs, err := newClient(opts).Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connect to warden serve over stdio: %v", err)
 	}
@@ -510,9 +555,15 @@ func startServeAs(t *testing.T, e *env, addr string, hc *http.Client, args ...st
 // stateless 2026-07-28), closed at cleanup.
 func (s *httpServer) connect(t *testing.T, protocol string, opts *mcp.ClientOptions, hc *http.Client) *mcp.ClientSession {
 	t.Helper()
+	return s.connectWith(t, protocol, newClient(opts), hc)
+}
+
+// connectWith is connect with a client of the caller's.
+func (s *httpServer) connectWith(t *testing.T, protocol string, client *mcp.Client, hc *http.Client) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := newClient(opts).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url(), HTTPClient: hc},
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url(), HTTPClient: hc},
 		&mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connect to %s at %q: %v", s.url(), protocol, err)

@@ -30,19 +30,29 @@ func TestHotReload(t *testing.T) {
 		t.Run(tc.transport+"/"+tc.protocol, func(t *testing.T) {
 			e := newEnv(t, "", "echo")
 			var changed atomic.Int64
-			opts := &mcp.ClientOptions{
+			client := newClient(&mcp.ClientOptions{
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
-			}
+			})
+			listening := listenAcknowledged(client)
 			var cs *mcp.ClientSession
 			var stderr *logBuffer
 			if tc.transport == "stdio" {
-				cs, stderr = stdioServer(t, e, tc.protocol, opts)
+				cs, stderr = stdioServerWith(t, e, tc.protocol, client)
 			} else {
 				hs := startHTTP(t, e)
-				cs, stderr = hs.connect(t, tc.protocol, opts, nil), hs.stderr
+				cs, stderr = hs.connectWith(t, tc.protocol, client, nil), hs.stderr
 			}
 			if names := toolNames(t, cs); !slices.Equal(names, []string{"echo"}) {
 				t.Fatalf("tools/list before = %v", names)
+			}
+			if tc.protocol >= "2026-07-28" {
+				// A list_changed sent before the listen stream is registered
+				// is lost: wait until the server acknowledged it.
+				select {
+				case <-listening:
+				case <-time.After(30 * time.Second):
+					t.Fatal("no notifications/subscriptions/acknowledged")
+				}
 			}
 
 			// serve loads modules in the background, so echo's own arrival

@@ -2,12 +2,14 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/warden-run/warden/tool"
 )
@@ -68,11 +70,37 @@ func TestPostgresConcurrentStartsMigrateOnce(t *testing.T) {
 // own cancellation is told apart, and the next request works.
 func TestPostgresQueryTimeout(t *testing.T) {
 	url := pg.DB(t)
-	m, err := NewContext(t.Context(), Config{ProjectRoot: t.TempDir(), Backend: url, QueryTimeout: 300 * time.Millisecond, MaxConns: 2}, nil)
+	// Operations expected to succeed (connecting included) run under a
+	// generous bound, since a loaded machine may take longer than 300 ms
+	// for them; only the append that must block past it gets the short one.
+	m, err := NewContext(t.Context(), Config{ProjectRoot: t.TempDir(), Backend: url, QueryTimeout: time.Minute, MaxConns: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	backend := m.front.Load().backend.(*pgBackend)
+	// setTimeout changes the bound as if the backend had been configured
+	// with d: the server's statement_timeout on each pooled connection (the
+	// test holds all of them, so it reaches each) and the client's own.
+	// Nothing runs concurrently, so the bound may change in place.
+	setTimeout := func(d time.Duration) {
+		t.Helper()
+		var held []*pgxpool.Conn
+		for range backend.pool.Config().MaxConns {
+			c, err := backend.pool.Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			if _, err := c.Exec(t.Context(), fmt.Sprintf("SET statement_timeout = %d", d.Milliseconds())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range held {
+			c.Release()
+		}
+		backend.timeout = d
+	}
 	mustServe(t, m, rw, req{"op": "set", "topic": "log", "value": "a"})
 
 	conn, err := pgx.Connect(t.Context(), url)
@@ -87,6 +115,7 @@ func TestPostgresQueryTimeout(t *testing.T) {
 	if _, err := tx.Exec(t.Context(), `SELECT 1 FROM warden_memories WHERE topic = 'log' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
+	setTimeout(300 * time.Millisecond)
 	_, err = serve(t, m, rw, req{"op": "append", "topic": "log", "value": "b"})
 	wantKind(t, err, tool.KindTimeout)
 	if want := `timeout: memory append "log": the memory backend did not answer within 300ms (config key memory.postgres.query_timeout)`; err.Error() != want {
@@ -97,6 +126,7 @@ func TestPostgresQueryTimeout(t *testing.T) {
 	_, err = m.Serve(ctx, rw, []byte(`{"op":"append","topic":"log","value":"c"}`))
 	wantKind(t, err, tool.KindCancelled)
 	tx.Rollback(t.Context())
+	setTimeout(time.Minute)
 
 	mustServe(t, m, rw, req{"op": "append", "topic": "log", "value": "d"})
 	if r := mustServe(t, m, rw, req{"op": "get", "topic": "log"}); r["value"] != "ad" {

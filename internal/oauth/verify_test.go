@@ -330,9 +330,12 @@ func TestFetchBounds(t *testing.T) {
 			w.Write([]byte(`{"keys":[` + strings.Repeat(" ", 2<<10) + `]}`))
 		}, "larger than 1024 bytes"},
 		{"too slow", func(w http.ResponseWriter, r *http.Request) {
+			// Answers only when the verifier gave up: the error then names
+			// the fetch's deadline. The minute keeps a verifier without one
+			// from hanging the test (it then fails on the detail).
 			select {
 			case <-r.Context().Done():
-			case <-time.After(10 * time.Second):
+			case <-time.After(time.Minute):
 			}
 		}, "context deadline exceeded"},
 		{"redirect", func(w http.ResponseWriter, r *http.Request) {
@@ -345,16 +348,18 @@ func TestFetchBounds(t *testing.T) {
 		{"not JSON", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) }, "not JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Only the fetch that must time out gets a short bound: a
+			// loaded machine may take longer than that for one that must
+			// succeed, so those keep the default.
+			slow := tc.name == "too slow"
 			f := newFixture(t, func(o *oauth.Options) {
 				o.MaxJWKSBytes = 1 << 10
-				o.FetchTimeout = 300 * time.Millisecond
+				if slow {
+					o.FetchTimeout = 300 * time.Millisecond
+				}
 			})
 			f.is.Handle(tc.handler)
-			start := time.Now()
 			_, err := f.v.Verify(context.Background(), f.is.Sign(t, "rsa-1", f.claims()))
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("took %s", took)
-			}
 			var e *oauth.Error
 			if !errors.As(err, &e) || !e.Unavailable || !strings.Contains(e.Detail, tc.detail) {
 				t.Fatalf("error %v, want unavailable with %q", err, tc.detail)
@@ -366,6 +371,9 @@ func TestFetchBounds(t *testing.T) {
 			f.v.Verify(context.Background(), f.is.Sign(t, "rsa-1", f.claims()))
 			if got := f.is.Hits(); got != 1 {
 				t.Errorf("%d fetches within RefreshMin of a failure, want 1", got)
+			}
+			if slow {
+				return // recovery would be a fetch that must succeed within 300 ms; the other cases show it
 			}
 			f.is.Handle(nil)
 			f.clock.Advance(time.Minute)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,15 +101,30 @@ func TestWatchdog(t *testing.T) {
 			}
 		})
 		t.Run(e.name+"/disarmed", func(t *testing.T) {
-			// A context that ends after stop must not touch the fuel.
+			// A context that ends after stop must not touch the fuel. Whether
+			// a watchdog left armed would run before the check below is up to
+			// the scheduler, so the test checks the cause instead: stop
+			// disarmed the watchdog before it could start (context.AfterFunc's
+			// stop returned true), so it never runs.
 			inst := instantiate(t, e, r.Wasm)
 			m, _ := NewMeter(inst.mod, r)
+			var disarms []bool
+			m.afterFunc = func(ctx context.Context, f func()) func() bool {
+				disarm := context.AfterFunc(ctx, f)
+				return func() bool {
+					ok := disarm()
+					disarms = append(disarms, ok)
+					return ok
+				}
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			stop := m.Start(ctx, 1000)
 			callExport(ctx, inst.mod, "run_trap")
 			used, reason := stop()
 			cancel()
-			time.Sleep(5 * time.Millisecond)
+			if !slices.Equal(disarms, []bool{true}) {
+				t.Fatalf("stop disarmed the watchdog %v, want once, before it started", disarms)
+			}
 			if reason != StopNone || m.Remaining() != 1000-used {
 				t.Fatalf("reason %v, remaining %d after used %d", reason, m.Remaining(), used)
 			}

@@ -63,6 +63,11 @@ type Meter struct {
 	depth    api.MutableGlobal // nil without a depth bound
 	maxDepth uint32
 	budget   int64
+
+	// afterFunc arms the watchdog; nil means context.AfterFunc. A test
+	// wraps it to see whether stop disarmed the watchdog, which a late
+	// cancellation cannot show deterministically.
+	afterFunc func(context.Context, func()) (stop func() bool)
 }
 
 // NewMeter binds a Meter to an instance of r.Wasm. The module must have
@@ -114,7 +119,11 @@ func (m *Meter) Start(ctx context.Context, budget int64) (stop func() (consumed 
 	var w *watchdog
 	if ctx.Done() != nil {
 		w = &watchdog{globals: [2]api.MutableGlobal{m.reserve, m.fuel}, done: make(chan struct{}), exited: make(chan struct{})}
-		w.disarm = context.AfterFunc(ctx, w.run)
+		arm := m.afterFunc
+		if arm == nil {
+			arm = context.AfterFunc
+		}
+		w.disarm = arm(ctx, w.run)
 	}
 	return func() (int64, StopReason) {
 		fired := false
