@@ -84,3 +84,27 @@ func checkDecodeMatches(t *testing.T, data []byte) {
 		t.Fatalf("%s: fast path ok=%v, the go-sdk's error %v", whole, ok, wantErr)
 	}
 }
+
+// BenchmarkDecodeMessage compares the guard's decode of a tools/call with
+// the go-sdk's own, which it replaces.
+//
+//	go test ./mcpserver -run '^$' -bench DecodeMessage -benchmem
+func BenchmarkDecodeMessage(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"progressToken":3},"name":"echo","arguments":{"text":"hello, warden"}}}`)
+	b.Run("go-sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("guard", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeMessage(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
