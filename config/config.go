@@ -316,6 +316,9 @@ func (r RateLimit) validate(key string, fail func(key, format string, args ...an
 func (c *Config) ToolRate(name string) *mcpserver.RateLimit {
 	key := strings.ToLower(name)
 	l := c.Tools.Limits[key]
+	if l.Rate == "" {
+		return nil // the common case, asked on every call: build no setting name
+	}
 	return RateLimit{Rate: l.Rate, Burst: l.Burst}.Bucket("tools.limits." + key + ".rate")
 }
 

@@ -56,20 +56,38 @@ type ticket struct {
 	limits                CallLimits
 }
 
-func (t *ticket) moduleKey() string {
+// countKey names one of the things admission counts running calls of: a
+// client, a tool, a module, or a session's calls of a module. A struct
+// rather than a prefixed string, so that counting a call builds no string
+// (RATIONALE.md, "The stdio call path").
+type countKey struct {
+	kind byte // 'c' client, 't' tool, 'm' module, 's' a session's calls of a module
+	name string
+	// of is, for kind 's', the module's own key (kind and name).
+	ofKind byte
+	ofName string
+}
+
+func clientKey(client string) countKey { return countKey{kind: 'c', name: client} }
+func toolKey(name string) countKey     { return countKey{kind: 't', name: name} }
+
+// moduleKey is the key t's instances are counted under: its module's, or,
+// for a tool that has none, its own.
+func (t *ticket) moduleKey() countKey {
 	if t.limits.Module == "" {
-		return "t\x00" + t.tool
+		return toolKey(t.tool)
 	}
-	return "m\x00" + t.limits.Module
+	return countKey{kind: 'm', name: t.limits.Module}
 }
 
 // sessionKey counts the session's calls of the module, when they run one
-// at a time; "" when they do not.
-func (t *ticket) sessionKey() string {
+// at a time; ok is false when they do not.
+func (t *ticket) sessionKey() (k countKey, ok bool) {
 	if !t.limits.OneCallPerSession || t.session == "" {
-		return ""
+		return countKey{}, false
 	}
-	return "s\x00" + t.session + "\x00" + t.moduleKey()
+	m := t.moduleKey()
+	return countKey{kind: 's', name: t.session, ofKind: m.kind, ofName: m.name}, true
 }
 
 // admission shares the server's call slots fairly. A call waits in its
@@ -86,7 +104,7 @@ type admission struct {
 
 	mu      sync.Mutex
 	running int
-	counts  map[string]int // by "c\x00client", "t\x00tool", "m\x00module"
+	counts  map[countKey]int
 	clients []*clientQueue // clients with waiting calls, in serving order
 	queued  int
 }
@@ -111,7 +129,7 @@ type waiter struct {
 func newAdmission(global, perClient, maxQueued, maxClientQueue int) *admission {
 	return &admission{
 		global: global, perClient: perClient, maxQueued: maxQueued, maxClientQueue: maxClientQueue,
-		counts: make(map[string]int),
+		counts: make(map[countKey]int),
 	}
 }
 
@@ -127,16 +145,16 @@ func (a *admission) blocker(t *ticket) string {
 	switch {
 	case a.running >= a.global:
 		return fmt.Sprintf("all %d call slots of the server are taken (server.max_in_flight)", a.global)
-	case a.counts["c\x00"+t.client] >= a.perClient:
+	case a.counts[clientKey(t.client)] >= a.perClient:
 		return fmt.Sprintf("this client already runs %d calls, its share (server.max_in_flight_per_client)", a.perClient)
-	case l.MaxInFlight > 0 && a.counts["t\x00"+t.tool] >= l.MaxInFlight:
+	case l.MaxInFlight > 0 && a.counts[toolKey(t.tool)] >= l.MaxInFlight:
 		return fmt.Sprintf("%d calls of %s are running, its limit (%s)", l.MaxInFlight, t.tool, l.InFlightSetting)
 	case l.MaxInstances > 0 && a.counts[t.moduleKey()] >= l.MaxInstances:
 		if l.Module != "" && l.Module != t.tool {
 			return fmt.Sprintf("%d calls of module %s are running, one on each of its instances (%s)", l.MaxInstances, l.Module, l.InstancesSetting)
 		}
 		return fmt.Sprintf("%d calls of %s are running, one on each of its instances (%s)", l.MaxInstances, t.tool, l.InstancesSetting)
-	case t.sessionKey() != "" && a.counts[t.sessionKey()] > 0:
+	case a.sessionBusy(t):
 		module := l.Module
 		if module == "" {
 			module = t.tool
@@ -146,31 +164,40 @@ func (a *admission) blocker(t *ticket) string {
 	return ""
 }
 
+// sessionBusy reports whether t's session already runs a call of t's
+// module that must end before t starts. Called with a.mu held.
+func (a *admission) sessionBusy(t *ticket) bool {
+	k, ok := t.sessionKey()
+	return ok && a.counts[k] > 0
+}
+
 func (a *admission) take(t *ticket) {
 	a.running++
-	a.counts["c\x00"+t.client]++
-	a.counts["t\x00"+t.tool]++
+	a.counts[clientKey(t.client)]++
+	a.counts[toolKey(t.tool)]++
 	if t.limits.Module != "" {
 		a.counts[t.moduleKey()]++
 	}
-	if k := t.sessionKey(); k != "" {
+	if k, ok := t.sessionKey(); ok {
 		a.counts[k]++
 	}
 }
 
 func (a *admission) put(t *ticket) {
 	a.running--
-	keys := []string{"c\x00" + t.client, "t\x00" + t.tool}
+	a.uncount(clientKey(t.client))
+	a.uncount(toolKey(t.tool))
 	if t.limits.Module != "" {
-		keys = append(keys, t.moduleKey())
+		a.uncount(t.moduleKey())
 	}
-	if k := t.sessionKey(); k != "" {
-		keys = append(keys, k)
+	if k, ok := t.sessionKey(); ok {
+		a.uncount(k)
 	}
-	for _, k := range keys {
-		if a.counts[k]--; a.counts[k] <= 0 {
-			delete(a.counts, k)
-		}
+}
+
+func (a *admission) uncount(k countKey) {
+	if a.counts[k]--; a.counts[k] <= 0 {
+		delete(a.counts, k)
 	}
 }
 
@@ -211,7 +238,7 @@ func (a *admission) dispatch() {
 	for a.running < a.global {
 		ci, tj := -1, -1
 		for i, c := range a.clients {
-			if ci >= 0 && a.counts["c\x00"+c.id] >= a.counts["c\x00"+a.clients[ci].id] {
+			if ci >= 0 && a.counts[clientKey(c.id)] >= a.counts[clientKey(a.clients[ci].id)] {
 				continue
 			}
 			best := -1
@@ -219,7 +246,7 @@ func (a *admission) dispatch() {
 				if !a.fits(q.waiters[0].t) {
 					continue
 				}
-				if best < 0 || a.counts["t\x00"+q.name] < a.counts["t\x00"+c.tools[best].name] {
+				if best < 0 || a.counts[toolKey(q.name)] < a.counts[toolKey(c.tools[best].name)] {
 					best = j
 				}
 			}
@@ -289,6 +316,14 @@ func (a *admission) release(t *ticket) {
 func (a *admission) acquire(ctx context.Context, t *ticket, wait time.Duration) (waited time.Duration, blocked string, err *tool.Error) {
 	start := time.Now()
 	a.mu.Lock()
+	if a.queued == 0 && a.maxQueued > 0 && a.fits(t) {
+		// Nobody waits and t fits: enter and dispatch would queue t and
+		// admit it at once, leaving the queues as they were; take the slot
+		// without building the queue entries.
+		a.take(t)
+		a.mu.Unlock()
+		return 0, "", nil
+	}
 	w, refused := a.enter(t)
 	if refused != nil {
 		a.mu.Unlock()

@@ -551,3 +551,25 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionUncontendedAllocatesNothing: a call that fits while nobody
+// waits takes and frees its slots without allocating (no queue entries, no
+// count keys built), and leaves the admission as it found it. Every call
+// on a server that is not saturated goes this way.
+func TestAdmissionUncontendedAllocatesNothing(t *testing.T) {
+	a := newAdmission(4, 2, 100, 100)
+	tk := &ticket{client: "session s-0123456789abcdef0123456789", tool: "echo", session: "s-0123456789abcdef0123456789",
+		limits: CallLimits{Module: "echo-module", MaxInstances: 2, MaxInFlight: 2, OneCallPerSession: true}}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, blocked, err := a.acquire(context.Background(), tk, time.Second); err != nil || blocked != "" {
+			t.Fatalf("acquire: %v %q", err, blocked)
+		}
+		a.release(tk)
+	})
+	if allocs != 0 {
+		t.Errorf("acquire and release of an uncontended call: %v allocations, want 0", allocs)
+	}
+	if n := a.inUse(); n != 0 {
+		t.Errorf("after release: %d slots, waiters or counts left", n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdkjson "github.com/segmentio/encoding/json"
 )
 
 // DefaultMaxMessage is the default bound on one inbound JSON-RPC message: a
@@ -202,7 +203,7 @@ func inspectOne(obj []byte) (jsonrpc.Message, *call, *refusal) {
 			return nil, nil, r
 		}
 	}
-	msg, err := jsonrpc.DecodeMessage(obj)
+	msg, err := decodeMessage(obj)
 	if err != nil {
 		return nil, nil, invalidRequest(echo, "%v", err)
 	}
@@ -222,6 +223,69 @@ func inspectOne(obj []byte) (jsonrpc.Message, *call, *refusal) {
 		return msg, &call{key: key, raw: env.id, req: req}, nil
 	}
 	return msg, nil, nil
+}
+
+// wireMessage is the go-sdk's own decoding target for a JSON-RPC message
+// (jsonrpc2.wireDecode in go-sdk v1.8.0), field for field, so that
+// decodeMessage reads a message exactly as jsonrpc.DecodeMessage does.
+type wireMessage struct {
+	VersionTag string          `json:"jsonrpc"`
+	ID         any             `json:"id,omitempty"`
+	Method     json.RawMessage `json:"method"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// sdkParseFlags are the go-sdk's decoding flags (its internal/json
+// decoder sets exactly this one).
+const sdkParseFlags = sdkjson.DontMatchCaseInsensitiveStructFields
+
+// decodeMessage is [jsonrpc.DecodeMessage] for one JSON object that
+// checkSyntax accepted (one valid value, nesting within the go-sdk's own
+// bound), without the 32 KiB the go-sdk's decoding allocates and zeroes for
+// each of its two decodes (a segmentio json.Decoder per Unmarshal, whose
+// read buffer starts at 32 KiB even for a 100-byte message). It parses
+// with the same library, the same flags and into the same struct the
+// go-sdk does, so the message it returns is the one the go-sdk would
+// have made; on any error it defers to jsonrpc.DecodeMessage, so the
+// error, too, is the go-sdk's (RATIONALE.md, "The stdio call path").
+func decodeMessage(obj []byte) (jsonrpc.Message, error) {
+	if msg, ok := decodeMessageFast(obj); ok {
+		return msg, nil
+	}
+	return jsonrpc.DecodeMessage(obj)
+}
+
+// decodeMessageFast is decodeMessage's path for a message the go-sdk
+// decodes without error; ok is false for anything else.
+func decodeMessageFast(obj []byte) (msg jsonrpc.Message, ok bool) {
+	var w wireMessage
+	if rest, err := sdkjson.Parse(obj, &w, sdkParseFlags); err != nil || len(rest) != 0 {
+		return nil, false
+	}
+	if w.VersionTag != "2.0" {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, false
+	}
+	if len(w.Method) > 0 {
+		var method string
+		if rest, err := sdkjson.Parse(w.Method, &method, sdkParseFlags); err != nil || len(rest) != 0 {
+			return nil, false
+		}
+		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, true
+	}
+	if !id.IsValid() {
+		return nil, false
+	}
+	resp := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		resp.Error = w.Error
+	}
+	return resp, true
 }
 
 // idKey checks a raw id (valid JSON) and returns its in-flight key. MCP ids

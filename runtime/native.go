@@ -194,7 +194,7 @@ func (e *native) initialize(ctx context.Context) (*guest.Instance, []byte, error
 	if _, reason := stop(); err != nil {
 		return fail(exportDescribe, loadError(err, reason))
 	}
-	raw, terr := readResponse(in.Mod, results[0], limits.MaxOutput, "descriptor")
+	raw, terr := readResponse(in.Mod, results[0], limits.MaxOutput, "", "descriptor")
 	if terr != nil {
 		return fail(exportDescribe, terr)
 	}
@@ -314,7 +314,7 @@ func (e *native) Run(ctx context.Context, in *guest.Instance, req tool.Request) 
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, respErr = readResponse(in.Mod, packed, e.spec.Limits.MaxOutput, req.Tool+" response")
+	raw, respErr = readResponse(in.Mod, packed, e.spec.Limits.MaxOutput, req.Tool, "response")
 	return raw, respErr, nil
 }
 
@@ -346,16 +346,24 @@ func (e *native) Close(ctx context.Context) error {
 	return e.compiled.Close(ctx)
 }
 
-// readResponse copies a packed range the guest returned, enforcing the bound.
-func readResponse(mod api.Module, packed uint64, limit int, what string) ([]byte, *tool.Error) {
+// readResponse copies a packed range the guest returned, enforcing the
+// bound. Errors name it as what, preceded by whose when that is not empty
+// (a tool's name): the two are joined only for an error, not on every call.
+func readResponse(mod api.Module, packed uint64, limit int, whose, what string) ([]byte, *tool.Error) {
+	label := func() string {
+		if whose == "" {
+			return what
+		}
+		return whose + " " + what
+	}
 	ptr, size := uint32(packed>>32), uint32(packed)
 	if uint64(size) > uint64(limit) {
-		return nil, tool.Errorf(tool.KindBadOutput, "%s is %d bytes, over the output limit of %d", what, size, limit)
+		return nil, tool.Errorf(tool.KindBadOutput, "%s is %d bytes, over the output limit of %d", label(), size, limit)
 	}
 	view, ok := mod.Memory().Read(ptr, size)
 	if !ok {
 		return nil, tool.Errorf(tool.KindBadOutput, "%s at [%d, %d) lies outside guest memory (%d bytes)",
-			what, ptr, uint64(ptr)+uint64(size), mod.Memory().Size())
+			label(), ptr, uint64(ptr)+uint64(size), mod.Memory().Size())
 	}
 	return bytes.Clone(view), nil
 }

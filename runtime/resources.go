@@ -55,7 +55,7 @@ func (e *native) RunOp(ctx context.Context, in *guest.Instance, op guest.Op, req
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, respErr := readResponse(in.Mod, packed, e.spec.Limits.MaxOutput, what)
+	raw, respErr := readResponse(in.Mod, packed, e.spec.Limits.MaxOutput, "", what)
 	return raw, respErr, nil
 }
 

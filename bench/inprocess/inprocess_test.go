@@ -15,6 +15,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,27 +48,41 @@ func BenchmarkInProcess(b *testing.B) {
 	cfgPath := filepath.Join(dir, "config.yaml")
 	os.WriteFile(cfgPath, []byte("tools:\n  dir: tools\n  cache_dir: cache\n  grants: {echo: {}}\nlog: {level: warn}\n"), 0o644)
 
+	serveWarden := func(ctx context.Context, t mcp.Transport) {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		a, err := app.New(ctx, cfg, quiet)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer a.Close(context.Background())
+		for _, err := range a.LoadTools(ctx) {
+			b.Error(err)
+		}
+		s := mcpserver.New(a, mcpserver.Options{Logger: quiet, MaxInFlight: 32, PageSize: 100})
+		defer s.Close()
+		s.Serve(ctx, t)
+	}
 	serve := map[string]func(ctx context.Context, t mcp.Transport){
 		"native": func(ctx context.Context, t mcp.Transport) { echoserver.Native().Run(ctx, t) },
-		"warden": func(ctx context.Context, t mcp.Transport) {
-			cfg, err := config.Load(cfgPath)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			a, err := app.New(ctx, cfg, quiet)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer a.Close(context.Background())
-			for _, err := range a.LoadTools(ctx) {
-				b.Error(err)
-			}
-			s := mcpserver.New(a, mcpserver.Options{Logger: quiet, MaxInFlight: 32, PageSize: 100})
-			defer s.Close()
-			s.Serve(ctx, t)
-		},
+		"warden": serveWarden,
 	}
 	echoserver.CompareInMemory(b, []string{"native", "warden"}, serve)
+
+	// The stdio row's transports: warden reads through its guard (what
+	// `warden serve` runs on stdio), the native server through the
+	// go-sdk's IOTransport, both over an in-memory byte stream.
+	stdio := map[string]func(ctx context.Context, conn net.Conn){
+		"native-stdio": func(ctx context.Context, conn net.Conn) {
+			echoserver.Native().Run(ctx, &mcp.IOTransport{Reader: conn, Writer: conn})
+		},
+		"warden-stdio": func(ctx context.Context, conn net.Conn) {
+			serveWarden(ctx, &mcpserver.GuardedTransport{Reader: conn, Writer: conn, Logger: quiet})
+		},
+	}
+	echoserver.ComparePipes(b, []string{"native-stdio", "warden-stdio"}, stdio)
 }

@@ -8,6 +8,7 @@ package echoserver
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,23 +43,45 @@ func CompareInMemory(b *testing.B, names []string, serve map[string]func(context
 			defer cancel()
 			st, ct := mcp.NewInMemoryTransports()
 			go serve[name](ctx, st)
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			params := &mcp.CallToolParams{Name: "echo", Arguments: Args{Text: "hello, warden"}}
-			if _, err := cs.CallTool(ctx, params); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				res, err := cs.CallTool(ctx, params)
-				if err != nil || res.IsError {
-					b.Fatalf("%+v %v", res, err)
-				}
-			}
+			callLoop(b, ctx, ct)
 		})
+	}
+}
+
+// ComparePipes is CompareInMemory with the server given the raw byte
+// stream (newline-delimited JSON-RPC, as on stdio) instead of a transport,
+// so that it can serve it with a transport of its own; the client speaks
+// the go-sdk's IOTransport, as over a child's stdin and stdout.
+func ComparePipes(b *testing.B, names []string, serve map[string]func(context.Context, net.Conn)) {
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			server, client := net.Pipe()
+			go serve[name](ctx, server)
+			callLoop(b, ctx, &mcp.IOTransport{Reader: client, Writer: client})
+		})
+	}
+}
+
+// callLoop connects a go-sdk client over ct and calls echo b.N times after
+// one warm-up call.
+func callLoop(b *testing.B, ctx context.Context, ct mcp.Transport) {
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "echo", Arguments: Args{Text: "hello, warden"}}
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := cs.CallTool(ctx, params)
+		if err != nil || res.IsError {
+			b.Fatalf("%+v %v", res, err)
+		}
 	}
 }
