@@ -10,7 +10,10 @@
 // calls/s; BenchmarkEcho logs warden's p50 as a multiple of the native
 // server's (the goal is at most 1.2x). WARDEN_BIN selects the warden binary;
 // by default ./cmd/warden is built into a temporary directory.
-// WARDEN_SERVE_ARGS adds `warden serve` arguments (e.g. --cpuprofile FILE).
+// WARDEN_SERVE_ARGS adds `warden serve` arguments (e.g. --cpuprofile FILE);
+// BENCH_SERVER_ENV adds environment variables to both server children
+// only (e.g. GODEBUG=gctrace=1, whose lines then come from the servers
+// alone).
 package bench
 
 import (
@@ -22,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +46,14 @@ func TestMain(m *testing.M) {
 		if f, err := os.Create(prof); err == nil {
 			pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
+		}
+	}
+	if path := os.Getenv("BENCH_NATIVE_TRACE"); path != "" && os.Getenv("BENCH_NATIVE_SERVER") != "" {
+		// An execution trace of the native server child, to compare with
+		// warden's --trace.
+		if f, err := os.Create(path); err == nil {
+			trace.Start(f)
+			defer trace.Stop()
 		}
 	}
 	switch mode := os.Getenv("BENCH_NATIVE_SERVER"); {
@@ -238,7 +250,7 @@ func servers(b *testing.B, transport string) []*server {
 		ns := &server{name: "native", stop: func() {}}
 		ns.stdio = func() mcp.Transport {
 			cmd := exec.Command(self)
-			cmd.Env = append(os.Environ(), "BENCH_NATIVE_SERVER=stdio")
+			cmd.Env = append(serverEnv(), "BENCH_NATIVE_SERVER=stdio")
 			cmd.Stderr = os.Stderr
 			ns.started(cmd)
 			return &mcp.CommandTransport{Command: cmd}
@@ -246,6 +258,7 @@ func servers(b *testing.B, transport string) []*server {
 		ws := &server{name: "warden", stop: func() {}}
 		ws.stdio = func() mcp.Transport {
 			cmd := exec.Command(fx.warden, append([]string{"serve", "--config", fx.config}, serveArgs()...)...)
+			cmd.Env = serverEnv()
 			cmd.Stderr = os.Stderr
 			ws.started(cmd)
 			return &mcp.CommandTransport{Command: cmd}
@@ -254,9 +267,10 @@ func servers(b *testing.B, transport string) []*server {
 	}
 	nativeAddr := freeAddr(b)
 	native := exec.Command(self)
-	native.Env = append(os.Environ(), "BENCH_NATIVE_SERVER=http:"+nativeAddr)
+	native.Env = append(serverEnv(), "BENCH_NATIVE_SERVER=http:"+nativeAddr)
 	wardenAddr := freeAddr(b)
 	warden := exec.Command(fx.warden, append([]string{"serve", "--config", fx.config, "--http", wardenAddr}, serveArgs()...)...)
+	warden.Env = serverEnv()
 	return []*server{startHTTP(b, "native", native, nativeAddr), startHTTP(b, "warden", warden, wardenAddr)}
 }
 
@@ -264,6 +278,14 @@ func servers(b *testing.B, transport string) []*server {
 // (space-separated), e.g. "--cpuprofile /tmp/serve.prof" to profile the
 // server under the benchmark's load.
 func serveArgs() []string { return strings.Fields(os.Getenv("WARDEN_SERVE_ARGS")) }
+
+// serverEnv is the environment of a server child: the benchmark's own,
+// plus $BENCH_SERVER_ENV (space-separated KEY=VALUE), e.g.
+// "GODEBUG=gctrace=1" to trace the servers' collections without tracing
+// the benchmark process too.
+func serverEnv() []string {
+	return append(os.Environ(), strings.Fields(os.Getenv("BENCH_SERVER_ENV"))...)
+}
 
 func connect(s *server) (*mcp.ClientSession, error) {
 	var t mcp.Transport

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +22,7 @@ import (
 const useConfigAddr = "config"
 
 func newServeCmd(g *globalFlags) *cobra.Command {
-	var addr, token, cpuProfile string
+	var addr, token, cpuProfile, execTrace string
 	var pageSize, maxInFlight int
 	var allowEmpty bool
 	var queueWait time.Duration
@@ -63,6 +64,13 @@ another program's and is refused.`,
 			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			if execTrace != "" {
+				stop, err := startTrace(execTrace)
 				if err != nil {
 					return err
 				}
@@ -193,6 +201,7 @@ another program's and is refused.`,
 	cmd.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: server.token or WARDEN_SERVER_TOKEN; not with server.oauth)")
 	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "serve even when no config is found (the defaults: tools from ./bin/tools)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole serve to this file when it ends (go tool pprof; docs/performance.md)")
+	cmd.Flags().StringVar(&execTrace, "trace", "", "write an execution trace of the whole serve to this file (go tool trace; docs/performance.md)")
 	return cmd
 }
 
@@ -236,6 +245,23 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}
 	return func() {
 		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// startTrace writes an execution trace (goroutines, scheduling, GC) of
+// the process into path until stop is called.
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	return func() {
+		trace.Stop()
 		f.Close()
 	}, nil
 }
