@@ -96,9 +96,11 @@ func TestHostileSchemas(t *testing.T) {
 		"defscycle":   `outputSchema: #/$defs/a: the in-place applicators form a cycle, #/$defs/a -($ref)-> #/$defs/b -(allOf/0)-> #/$defs/b/allOf/0 -($ref)-> #/$defs/a`,
 		"exponential": `tool \"exponential\": inputSchema: #: validating any single value against this subschema takes more than 262144 evaluation steps`,
 	} {
-		if lines := stderr.lines("tool not loaded", module+".wasm", want); len(lines) == 0 {
-			t.Errorf("no log line refusing %s.wasm with %q", module, want)
-		}
+		// The list answers once the loads ended; their error lines are
+		// written by the load's callback, maybe just after: wait for them.
+		eventually(t, fmt.Sprintf("a log line refusing %s.wasm with %q", module, want), func() bool {
+			return len(stderr.lines("tool not loaded", module+".wasm", want)) > 0
+		})
 	}
 
 	res := call(t, cs, "costly_in", stringList(5000))
