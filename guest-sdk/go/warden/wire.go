@@ -90,22 +90,28 @@ func skipSpace(b []byte, i int) int {
 // plainString reads a JSON string at b[i] that has no escape and is valid
 // UTF-8, returning it and the index after its closing quote.
 func plainString(b []byte, i int) (string, int, bool) {
+	s, end, ok := plainSpan(b, i)
+	return string(s), end, ok
+}
+
+// plainSpan is plainString without the copy: the string's bytes in b.
+func plainSpan(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
-		return "", 0, false
+		return nil, 0, false
 	}
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
 			s := b[i+1 : j]
 			if !utf8.Valid(s) {
-				return "", 0, false
+				return nil, 0, false
 			}
-			return string(s), j + 1, true
+			return s, j + 1, true
 		case c == '\\' || c < 0x20:
-			return "", 0, false
+			return nil, 0, false
 		}
 	}
-	return "", 0, false
+	return nil, 0, false
 }
 
 // maxScanDepth bounds scanValue's recursion; deeper values go through
