@@ -18,6 +18,11 @@ func Args[T any](args json.RawMessage) (T, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return v, nil
 	}
+	if decodeFlatArgs(args, reflect.ValueOf(&v).Elem()) {
+		return v, nil
+	}
+	var zero T
+	v = zero
 	if err := json.Unmarshal(args, &v); err != nil {
 		return v, argsError(err)
 	}

@@ -40,8 +40,8 @@ func decodeRequest(b []byte, req *tool.Request) bool {
 		i = skipSpace(b, i+1)
 		switch key {
 		case "arguments":
-			end, ok := skipValue(b, i, 0)
-			if !ok || !json.Valid(b[i:end]) {
+			end, ok := scanValue(b, i, 0, false)
+			if !ok {
 				return false
 			}
 			req.Arguments = json.RawMessage(b[i:end])
@@ -90,53 +90,59 @@ func skipSpace(b []byte, i int) int {
 // plainString reads a JSON string at b[i] that has no escape and is valid
 // UTF-8, returning it and the index after its closing quote.
 func plainString(b []byte, i int) (string, int, bool) {
+	s, end, ok := plainSpan(b, i)
+	return string(s), end, ok
+}
+
+// plainSpan is plainString without the copy: the string's bytes in b.
+func plainSpan(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
-		return "", 0, false
+		return nil, 0, false
 	}
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
 			s := b[i+1 : j]
 			if !utf8.Valid(s) {
-				return "", 0, false
+				return nil, 0, false
 			}
-			return string(s), j + 1, true
+			return s, j + 1, true
 		case c == '\\' || c < 0x20:
-			return "", 0, false
+			return nil, 0, false
 		}
 	}
-	return "", 0, false
+	return nil, 0, false
 }
 
-// maxSkipDepth bounds skipValue's recursion; deeper arguments go through
+// maxScanDepth bounds scanValue's recursion; deeper values go through
 // encoding/json, which has its own bound.
-const maxSkipDepth = 1000
+const maxScanDepth = 1000
 
-// skipValue returns the index just past the JSON value at b[i]. It checks
-// structure (brackets, strings, commas and colons) only: the caller runs
-// json.Valid on the span, which is cheap next to a reflective decode.
-func skipValue(b []byte, i, depth int) (int, bool) {
-	if i >= len(b) || depth > maxSkipDepth {
+// scanValue returns the index just past the JSON value at b[i], checking it
+// fully against JSON's grammar (the encoding/json scanner's: strings may
+// hold any byte from 0x20 up, invalid UTF-8 included). It replaces
+// json.Valid on the fast paths because encoding/json's scanner calls a
+// state function per byte, which is costly inside wasm.
+//
+// With compact set it also requires the value to be exactly what
+// json.Compact followed by json.HTMLEscape would make of it (no whitespace
+// outside strings; no <, >, &, U+2028 or U+2029 anywhere), so that the
+// caller can copy it verbatim. It may decline a valid value (too deep, or
+// not compact): the caller then lets encoding/json decide.
+func scanValue(b []byte, i, depth int, compact bool) (int, bool) {
+	if i >= len(b) || depth > maxScanDepth {
 		return 0, false
 	}
 	switch b[i] {
 	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1, true
-			}
-		}
-		return 0, false
+		return scanString(b, i, compact)
 	case '{', '[':
 		closer := byte('}')
 		if b[i] == '[' {
 			closer = ']'
 		}
 		object := b[i] == '{'
-		i = skipSpace(b, i+1)
+		i = scanSpace(b, i+1, compact)
 		if i < len(b) && b[i] == closer {
 			return i + 1, true
 		}
@@ -145,47 +151,142 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 				if i >= len(b) || b[i] != '"' {
 					return 0, false
 				}
-				end, ok := skipValue(b, i, depth+1)
+				end, ok := scanString(b, i, compact)
 				if !ok {
 					return 0, false
 				}
-				i = skipSpace(b, end)
+				i = scanSpace(b, end, compact)
 				if i >= len(b) || b[i] != ':' {
 					return 0, false
 				}
-				i = skipSpace(b, i+1)
+				i = scanSpace(b, i+1, compact)
 			}
-			end, ok := skipValue(b, i, depth+1)
+			end, ok := scanValue(b, i, depth+1, compact)
 			if !ok {
 				return 0, false
 			}
-			i = skipSpace(b, end)
+			i = scanSpace(b, end, compact)
 			if i >= len(b) {
 				return 0, false
 			}
 			switch b[i] {
 			case ',':
-				i = skipSpace(b, i+1)
+				i = scanSpace(b, i+1, compact)
 			case closer:
 				return i + 1, true
 			default:
 				return 0, false
 			}
 		}
+	case 't':
+		return scanLiteral(b, i, "true")
+	case 'f':
+		return scanLiteral(b, i, "false")
+	case 'n':
+		return scanLiteral(b, i, "null")
 	default:
-		// A literal or a number: up to the next delimiter.
-		j := i
-		for j < len(b) {
-			switch b[j] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return j, j > i
-			case '"', '{', '[', ':':
+		return scanNumber(b, i)
+	}
+}
+
+// scanSpace skips whitespace, or none when the value must be compact (the
+// caller's next check then fails on it).
+func scanSpace(b []byte, i int, compact bool) int {
+	if compact {
+		return i
+	}
+	return skipSpace(b, i)
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// scanString returns the index after the JSON string at b[i].
+func scanString(b []byte, i int, compact bool) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			j++
+			if j >= len(b) {
 				return 0, false
 			}
-			j++
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(b)-j <= 4 {
+					return 0, false
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !isHex(h) {
+						return 0, false
+					}
+				}
+				j += 4
+			default:
+				return 0, false
+			}
+		case compact && (c == '<' || c == '>' || c == '&'):
+			return 0, false
+		case compact && c == 0xE2 && j+2 < len(b) && b[j+1] == 0x80 && b[j+2]&^1 == 0xA8:
+			// U+2028 or U+2029, which json.HTMLEscape escapes.
+			return 0, false
 		}
-		return j, j > i
 	}
+	return 0, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// scanNumber returns the index after the JSON number at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = scanDigits(b, i)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		end := scanDigits(b, i+1)
+		if end == i+1 {
+			return 0, false
+		}
+		i = end
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		end := scanDigits(b, i)
+		if end == i {
+			return 0, false
+		}
+		i = end
+	}
+	return i, true
+}
+
+func scanDigits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // appendResult encodes a successful result as encodeResult's struct would
@@ -236,6 +337,11 @@ func appendResult(dst []byte, r *tool.Result) ([]byte, bool) {
 func appendRaw(dst []byte, key string, raw json.RawMessage) ([]byte, bool) {
 	if len(raw) == 0 {
 		return dst, true
+	}
+	// What json.Marshal made (WithStructured, JSON, WithDetails) is already
+	// compact and HTML-escaped: copy it without encoding/json's scanner.
+	if end, ok := scanValue(raw, 0, 0, true); ok && end == len(raw) {
+		return append(append(dst, key...), raw...), true
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {

@@ -152,3 +152,77 @@ func BenchmarkWire(b *testing.B) {
 		}
 	})
 }
+
+// checkScan asserts that scanValue accepts only what encoding/json accepts,
+// and that in compact mode it accepts only what json.Compact followed by
+// json.HTMLEscape leaves unchanged: appendRaw copies such a value verbatim.
+func checkScan(t *testing.T, b []byte) {
+	t.Helper()
+	if end, ok := scanValue(b, 0, 0, false); ok {
+		if !json.Valid(b[:end]) {
+			t.Fatalf("scanValue accepted %q, which json.Valid refuses", b[:end])
+		}
+		if end < len(b) && !json.Valid(b) && skipSpace(b, end) == len(b) {
+			t.Fatalf("scanValue(%q) = %d, json.Valid refuses the whole", b, end)
+		}
+	} else if json.Valid(b) && !bytes.ContainsAny(b, " \t\r\n") && bytes.Count(b, []byte("[")) < maxScanDepth && bytes.Count(b, []byte("{")) < maxScanDepth {
+		t.Fatalf("scanValue refused %q, which json.Valid accepts", b)
+	}
+	end, ok := scanValue(b, 0, 0, true)
+	if !ok || end != len(b) {
+		return
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, b); err != nil {
+		t.Fatalf("compact scan accepted %q, json.Compact: %v", b, err)
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, compact.Bytes())
+	if !bytes.Equal(escaped.Bytes(), b) {
+		t.Fatalf("compact scan accepted %q, which encoding/json writes as %q", b, escaped.Bytes())
+	}
+}
+
+func TestScanValueMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `[]`, `""`, `0`, `-0`, `1.5e+10`, `-12.0E-3`, `true`, `false`, `null`,
+		`{"a":[1,{"b":"\u00e9\"\\\/\b\f\n\r\t"}],"c":null}`, `{"a":"<"}`, `{"a":"\u003c"}`, `{"a":"` + "\u2028" + `"}`,
+		`{"a":"` + "\xff\xc3" + `"}`, `{"a":"\x"}`, `{"a":"\u12"}`, `{"a":"\u12g4"}`, `01`, `1.`, `.5`, `1e`, `-`, `+1`,
+		`tru`, `nul`, `{"a" : 1}`, ` {}`, `{} `, `{"a":1,}`, `[1,]`, `{"a"}`, `{1:2}`, `"a` + "\x01" + `"`, `"`, `[`, `{"a":1}{}`,
+	} {
+		checkScan(t, []byte(s))
+	}
+	// What json.Marshal makes is compact and HTML-escaped: the fast path
+	// must copy it without a scan by encoding/json.
+	for _, s := range wireStrings {
+		raw, err := json.Marshal(map[string]any{"text": s, s: []any{s, 1.5, true, nil, map[string]string{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end, ok := scanValue(raw, 0, 0, true); !ok || end != len(raw) {
+			t.Errorf("compact scan refused json.Marshal's %q", raw)
+		}
+		checkScan(t, raw)
+		checkResult(t, &tool.Result{Content: []tool.Content{tool.TextContent(s)}, StructuredContent: raw, Details: raw})
+	}
+	deep := bytes.Repeat([]byte("["), maxScanDepth+2)
+	deep = append(deep, bytes.Repeat([]byte("]"), maxScanDepth+2)...)
+	if _, ok := scanValue(deep, 0, 0, true); ok {
+		t.Error("scanValue accepted a value deeper than maxScanDepth")
+	}
+	checkResult(t, &tool.Result{StructuredContent: deep})
+}
+
+func FuzzScanValue(f *testing.F) {
+	for _, s := range wireStrings {
+		raw, _ := json.Marshal(map[string]string{"text": s})
+		f.Add(raw)
+		f.Add([]byte(`"` + s + `"`))
+	}
+	f.Add([]byte(`{"a":[1,-0.5e+3,{"b":"\u00e9\"\\"}],"c":null,"d":true}`))
+	f.Add([]byte(` [1, {"b": "\u00e9"}] `))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkScan(t, b)
+		checkResult(t, &tool.Result{Content: []tool.Content{tool.TextContent("x")}, StructuredContent: b, Details: b})
+	})
+}
