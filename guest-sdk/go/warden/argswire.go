@@ -32,60 +32,29 @@ func decodeFlatArgs(b []byte, v reflect.Value) bool {
 		return false
 	}
 	var seen uint64
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		key, next, ok := plainSpan(b, i)
-		if !ok {
-			return false
-		}
+	return scanObject(b, func(key []byte, i int) (int, bool) {
 		field := indexOf(names, string(key))
 		if field < 0 || seen&(1<<field) != 0 {
-			return false
+			return 0, false
 		}
 		seen |= 1 << field
-		i = skipSpace(b, next)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
 		f := v.Field(field)
 		if f.Kind() == reflect.String {
 			s, end, ok := plainString(b, i)
-			if !ok {
-				return false
+			if ok {
+				f.SetString(s)
 			}
-			f.SetString(s)
-			i = end
-		} else {
-			end, ok := scanLiteral(b, i, "true")
-			if !ok {
-				if end, ok = scanLiteral(b, i, "false"); !ok {
-					return false
-				}
+			return end, ok
+		}
+		end, ok := scanLiteral(b, i, "true")
+		if !ok {
+			if end, ok = scanLiteral(b, i, "false"); !ok {
+				return 0, false
 			}
-			f.SetBool(b[i] == 't')
-			i = end
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
+		f.SetBool(b[i] == 't')
+		return end, true
+	})
 }
 
 var (

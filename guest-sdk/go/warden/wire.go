@@ -20,6 +20,44 @@ import (
 // string values free of escapes. Anything else (an escape, another key, a
 // syntax error) returns false.
 func decodeRequest(b []byte, req *tool.Request) bool {
+	return scanObject(b, func(key []byte, i int) (int, bool) {
+		switch string(key) {
+		case "arguments":
+			end, ok := scanValue(b, i, 0, false)
+			if !ok {
+				return 0, false
+			}
+			req.Arguments = json.RawMessage(b[i:end])
+			return end, true
+		case "tool", "callId", "cursor":
+			s, end, ok := plainString(b, i)
+			if !ok {
+				return 0, false
+			}
+			switch string(key) {
+			case "tool":
+				req.Tool = s
+			case "callId":
+				req.CallID = s
+			default:
+				req.Cursor = s
+			}
+			return end, true
+		}
+		// encoding/json matches keys case-insensitively and ignores
+		// unknown ones: let it decide.
+		return 0, false
+	})
+}
+
+// scanObject walks the JSON object that is the whole of b (spaces around
+// it allowed) whose keys are plain strings (no escape, valid UTF-8): for
+// each member it calls member with the key's bytes and the index of its
+// value, and member returns the index just past the value, or false to
+// decline. scanObject returns false for anything else (a syntax error,
+// an escaped key, trailing bytes) and as soon as member declines. It is
+// the shape both fast paths read: the request envelope and Args.
+func scanObject(b []byte, member func(key []byte, value int) (end int, ok bool)) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -29,7 +67,7 @@ func decodeRequest(b []byte, req *tool.Request) bool {
 		return skipSpace(b, i+1) == len(b)
 	}
 	for {
-		key, next, ok := plainString(b, i)
+		key, next, ok := plainSpan(b, i)
 		if !ok {
 			return false
 		}
@@ -37,32 +75,7 @@ func decodeRequest(b []byte, req *tool.Request) bool {
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		i = skipSpace(b, i+1)
-		switch key {
-		case "arguments":
-			end, ok := scanValue(b, i, 0, false)
-			if !ok {
-				return false
-			}
-			req.Arguments = json.RawMessage(b[i:end])
-			i = end
-		case "tool", "callId", "cursor":
-			s, end, ok := plainString(b, i)
-			if !ok {
-				return false
-			}
-			switch key {
-			case "tool":
-				req.Tool = s
-			case "callId":
-				req.CallID = s
-			default:
-				req.Cursor = s
-			}
-			i = end
-		default:
-			// encoding/json matches keys case-insensitively and ignores
-			// unknown ones: let it decide.
+		if i, ok = member(key, skipSpace(b, i+1)); !ok {
 			return false
 		}
 		i = skipSpace(b, i)
