@@ -128,7 +128,7 @@ func checkHTTPSURL(raw string, query bool) error {
 	if !query && (u.RawQuery != "" || u.ForceQuery) {
 		return fmt.Errorf("%q: the URL must carry no ?query", raw)
 	}
-	switch strings.ToLower(u.Scheme) {
+	switch u.Scheme { // url.Parse lowers the scheme
 	case "https":
 	case "http":
 		if !download.LoopbackHost(u.Hostname()) {

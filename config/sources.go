@@ -10,7 +10,6 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/warden-run/warden/internal/boundedfile"
-	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -144,7 +143,9 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 	// stop `warden serve`, which never needs it, and the error then names
 	// the key.
 	if c.Security.TUFURL != "" {
-		if err := CheckTUFURL(c.Security.TUFURL); err != nil {
+		// https://HOST[/PATH], or http:// for a loopback host only (the
+		// rule of internal/download), with no user:password, query or #fragment.
+		if err := checkHTTPSURL(c.Security.TUFURL, false); err != nil {
 			fail("security.tuf_url", "%v", err)
 		}
 	}
@@ -154,33 +155,6 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 				"set both (a mirror or a private Sigstore deployment), or neither (Sigstore's public-good repository)")
 		}
 	}
-}
-
-// CheckTUFURL reports whether raw is a TUF repository URL warden fetches
-// from: https://HOST[/PATH], or http:// for a loopback host only (the rule
-// of internal/download), with no user:password, query or #fragment.
-func CheckTUFURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL: %v", raw, err)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q: a TUF repository URL carries no user:password, ?query or #fragment", raw)
-	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !download.LoopbackHost(u.Hostname()) {
-			return fmt.Errorf("%q: plain http:// is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1), "+
-				"and %s is not one: use https://", raw, u.Host)
-		}
-	default:
-		return fmt.Errorf("%q is not an https:// URL", raw)
-	}
-	if u.Hostname() == "" {
-		return fmt.Errorf("%q names no host", raw)
-	}
-	return nil
 }
 
 // signatureRules turns security.signatures into matcher rules; keys holds

@@ -85,7 +85,7 @@ func TestSourcesInvalid(t *testing.T) {
 		"security: {tuf_url: 'http://tuf.example.com'}":                                 "security.tuf_url: \"http://tuf.example.com\": plain http:// is allowed only for loopback hosts",
 		"security: {tuf_url: 'ftp://tuf.example.com'}":                                  "security.tuf_url: \"ftp://tuf.example.com\" is not an https:// URL",
 		"security: {tuf_url: 'tuf.example.com'}":                                        "security.tuf_url",
-		"security: {tuf_url: 'https://u:p@tuf.example.com'}":                            "security.tuf_url: \"https://u:p@tuf.example.com\": a TUF repository URL carries no user:password",
+		"security: {tuf_url: 'https://u:p@tuf.example.com'}":                            "security.tuf_url: \"https://u:p@tuf.example.com\": the URL must carry no user:password or #fragment",
 		"security: {tuf_url: 'https:///x'}":                                             "security.tuf_url: \"https:///x\" names no host",
 		"security: {tuf_root: root.json}":                                               "security.tuf_root: is the root.json of the repository security.tuf_url names, and tuf_url is not set",
 	} {
