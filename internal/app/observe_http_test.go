@@ -3,18 +3,13 @@ package app
 import (
 	"context"
 	"encoding/hex"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/warden-run/warden/internal/oauth"
 	"github.com/warden-run/warden/internal/oauth/oauthtest"
@@ -83,28 +78,7 @@ func TestObserveOverHTTP(t *testing.T) {
 	w.setGrants(t, "    hostcalls: {fs: {read: [README.md]}, env: [HOME]}")
 	w.app.SetRecorder(nil)
 
-	spans := make(chan *collectortrace.ExportTraceServiceRequest, 64)
-	collector := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req collectortrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			t.Errorf("collector: %v", err)
-		}
-		spans <- &req
-		rw.Header().Set("Content-Type", "application/x-protobuf")
-		b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-		rw.Write(b)
-	}))
-	defer collector.Close()
-	tracing, err := observe.NewTracing(context.Background(), observe.TracingOptions{Endpoint: collector.URL, SampleRatio: 1, Sync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	auditPath := filepath.Join(t.TempDir(), "audit.log")
-	audit, err := observe.OpenAudit(observe.AuditOptions{Path: auditPath})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spans, tracing, audit, auditPath := observeSinks(t, 64)
 	rec := observe.New(observe.Options{Audit: audit, Tracing: tracing})
 	w.app.SetRecorder(rec)
 	defer w.app.SetRecorder(nil)

@@ -57,16 +57,14 @@ func readAudit(t *testing.T, path string) []auditFields {
 	return out
 }
 
-// Real tool calls through the capabilities: every allowed and every
-// denied request is one audit line with its detail, a gate's refusal is
-// one line, and the metrics and the trace agree.
-func TestObserveCapabilities(t *testing.T) {
-	w := newEscapeWorld(t)
-	const grants = "    hostcalls: {fs: {read: [src]}, env: [VISIBLE], memory: read}"
-	w.setGrants(t, grants)
-
-	// The collector: the real OTLP/HTTP exporter posts protobuf here.
-	spans := make(chan *collectortrace.ExportTraceServiceRequest, 16)
+// observeSinks starts what a recorder writes to in these tests: an
+// OTLP/HTTP collector (the real exporter posts protobuf to it; each export
+// arrives on spans, which holds capacity), a synchronous tracing exporter
+// to it, and an audit log at auditPath. The collector stops when the test
+// ends.
+func observeSinks(t *testing.T, capacity int) (spans chan *collectortrace.ExportTraceServiceRequest, tracing *observe.Tracing, audit *observe.Audit, auditPath string) {
+	t.Helper()
+	spans = make(chan *collectortrace.ExportTraceServiceRequest, capacity)
 	collector := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req collectortrace.ExportTraceServiceRequest
@@ -78,16 +76,28 @@ func TestObserveCapabilities(t *testing.T) {
 		b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
 		rw.Write(b)
 	}))
-	defer collector.Close()
+	t.Cleanup(collector.Close)
 	tracing, err := observe.NewTracing(context.Background(), observe.TracingOptions{Endpoint: collector.URL, SampleRatio: 1, Sync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	auditPath := filepath.Join(t.TempDir(), "audit.log")
-	audit, err := observe.OpenAudit(observe.AuditOptions{Path: auditPath})
-	if err != nil {
+	auditPath = filepath.Join(t.TempDir(), "audit.log")
+	if audit, err = observe.OpenAudit(observe.AuditOptions{Path: auditPath}); err != nil {
 		t.Fatal(err)
 	}
+	return spans, tracing, audit, auditPath
+}
+
+// Real tool calls through the capabilities: every allowed and every
+// denied request is one audit line with its detail, a gate's refusal is
+// one line, and the metrics and the trace agree.
+func TestObserveCapabilities(t *testing.T) {
+	w := newEscapeWorld(t)
+	const grants = "    hostcalls: {fs: {read: [src]}, env: [VISIBLE], memory: read}"
+	w.setGrants(t, grants)
+
+	// The collector: the real OTLP/HTTP exporter posts protobuf here.
+	spans, tracing, audit, auditPath := observeSinks(t, 16)
 	src := w.app.ObserveSources()
 	src.AuditDropped = audit.Dropped
 	metrics := observe.NewMetrics(src)
