@@ -31,8 +31,10 @@ type App struct {
 	registry *runtime.Registry
 	log      *slog.Logger
 	cursors  *cursorSigner
-	// rateLimits caches ServerRateLimits for the config in force.
+	// rateLimits caches ServerRateLimits for the config in force, and
+	// callLimits each tool's CallLimits (by name, *callLimitsOf).
 	rateLimits atomic.Pointer[rateLimitsOf]
+	callLimits sync.Map
 
 	// pinMu orders a module's entry into the registry against repin, so
 	// that a pin changed while the module compiled is applied to it: the
@@ -571,7 +573,28 @@ func (a *App) CallLimits(name string) mcpserver.CallLimits {
 	if !ok {
 		return mcpserver.CallLimits{}
 	}
+	// Asked on every call's path: built once per tool and config (a
+	// reloaded module is a new Tool, a reloaded config a new Config).
 	cfg := a.Config()
+	if c, ok := a.callLimits.Load(name); ok {
+		if c := c.(*callLimitsOf); c.cfg == cfg && c.tool == t {
+			return c.limits
+		}
+	}
+	l := callLimitsFor(cfg, name, t)
+	a.callLimits.Store(name, &callLimitsOf{cfg: cfg, tool: t, limits: l})
+	return l
+}
+
+// callLimitsOf is CallLimits's answer for one tool under one config.
+type callLimitsOf struct {
+	cfg    *config.Config
+	tool   *runtime.Tool
+	limits mcpserver.CallLimits
+}
+
+// callLimitsFor derives the limits of the tool t called name from cfg.
+func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.CallLimits {
 	m := t.Module()
 	instances := m.Limits().MaxInstances
 	if instances <= 0 {

@@ -34,7 +34,7 @@ func TestCallLimits(t *testing.T) {
   limits:
     echo: {max_instances: 3, max_in_flight: 2, rate: 5/s, timeout: 7s}
 `, "CACHE", userCacheDir)
-	a, _ := startApp(t, dir, body, nil)
+	a, path := startApp(t, dir, body, nil)
 	if errs := a.LoadTools(t.Context()); len(errs) != 0 {
 		t.Fatal(errs)
 	}
@@ -54,6 +54,17 @@ func TestCallLimits(t *testing.T) {
 	}
 	if l := a.CallLimits("no-such-tool"); l != (mcpserver.CallLimits{}) {
 		t.Errorf("CallLimits of an unknown tool = %+v, want none", l)
+	}
+	// The limits are kept per config: a reload that changes them applies
+	// from the next call.
+	if err := os.WriteFile(path, []byte(strings.Replace(body, "max_in_flight: 2, rate: 5/s, timeout: 7s", "max_in_flight: 1, timeout: 3s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.CallLimits("echo"); got.MaxInFlight != 1 || got.Timeout != 3*time.Second || got.Rate != nil {
+		t.Errorf("after the reload: max_in_flight %d, timeout %s, rate %+v; want 1, 3s, none", got.MaxInFlight, got.Timeout, got.Rate)
 	}
 }
 
