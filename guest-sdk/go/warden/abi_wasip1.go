@@ -59,7 +59,9 @@ func wardenCall(request int64) int64 {
 	lent.reset()
 	var resp []byte
 	if ok {
-		resp = module.Dispatch(req, wasmHost{})
+		// The previous response has been read: its storage takes this one.
+		resp = module.dispatch(lent.reuse(), req, wasmHost{})
+		lent.keep(resp)
 	} else {
 		resp = encodeError(Failed("request range %#x+%d was not allocated by warden_alloc", ptr, n), nil)
 	}

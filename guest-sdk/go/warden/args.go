@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"unsafe"
 
 	"github.com/warden-run/warden/tool"
 )
@@ -15,19 +16,33 @@ import (
 // tool can return it unchanged. Missing or null arguments decode to the zero T.
 func Args[T any](args json.RawMessage) (T, error) {
 	var v T
-	if len(bytes.TrimSpace(args)) == 0 {
+	if blank(args) {
 		return v, nil
 	}
-	if decodeFlatArgs(args, reflect.ValueOf(&v).Elem()) {
+	if decodeFlatArgs(args, reflect.TypeFor[T](), unsafe.Pointer(&v)) {
 		return v, nil
 	}
-	var zero T
-	v = zero
+	return unmarshalArgs[T](args)
+}
+
+// unmarshalArgs is Args through encoding/json. It is apart so that only
+// this path's T escapes to the heap, not the fast path's.
+func unmarshalArgs[T any](args json.RawMessage) (T, error) {
+	var v T
 	if err := json.Unmarshal(args, &v); err != nil {
 		return v, argsError(err)
 	}
 	return v, nil
 }
+
+// blank reports whether bytes.TrimSpace(b) is empty, calling it only when
+// b's first or last byte may be Unicode white space (an ASCII control or
+// space, or part of a multi-byte rune such as U+00A0).
+func blank(b []byte) bool {
+	return len(b) == 0 || (maySpace(b[0]) || maySpace(b[len(b)-1])) && len(bytes.TrimSpace(b)) == 0
+}
+
+func maySpace(c byte) bool { return c <= ' ' || c >= 0x80 }
 
 func argsError(err error) *tool.Error {
 	var typeErr *json.UnmarshalTypeError

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 // The shapes decodeFlatArgs takes and some it must refuse.
@@ -51,7 +52,7 @@ func (a refusedTextUnmarshaler) UnmarshalText([]byte) error { return nil }
 func checkFlatArgs[T any](t *testing.T, b []byte) bool {
 	t.Helper()
 	var got T
-	if !decodeFlatArgs(b, reflect.ValueOf(&got).Elem()) {
+	if !decodeFlatArgs(b, reflect.TypeFor[T](), unsafe.Pointer(&got)) {
 		return false
 	}
 	var want T
@@ -122,7 +123,7 @@ func TestFlatArgsMatchEncodingJSON(t *testing.T) {
 		{`"x"`, false},
 	} {
 		var v flatArgs
-		if got := decodeFlatArgs([]byte(tc.in), reflect.ValueOf(&v).Elem()); got != tc.fast {
+		if got := decodeFlatArgs([]byte(tc.in), reflect.TypeFor[flatArgs](), unsafe.Pointer(&v)); got != tc.fast {
 			t.Errorf("decodeFlatArgs(%s) = %v, want %v", tc.in, got, tc.fast)
 		}
 		checkAllFlatArgs(t, []byte(tc.in))

@@ -13,11 +13,27 @@ package warden
 // It is plain Go so that its bookkeeping is tested on the host; the wasip1
 // file supplies the addresses.
 type buffers struct {
-	lent     map[uint32][]byte
+	// lent is a list, not a map: a call has a buffer or two outstanding at
+	// a time (its request, a capability's reply), and scanning that few
+	// costs fewer instructions than a map's hashing and bookkeeping.
+	lent     []lentBuffer
 	response []byte
+	// spare is the storage of warden_call's previous response, which the
+	// host has read by the time the next export call begins: the next
+	// response is appended to it instead of to a new allocation.
+	spare []byte
 }
 
-func newBuffers() *buffers { return &buffers{lent: map[uint32][]byte{}} }
+// maxSpare bounds the response storage kept for reuse, so that one large
+// response does not stay allocated for the module's lifetime.
+const maxSpare = 64 << 10
+
+type lentBuffer struct {
+	addr uint32
+	buf  []byte
+}
+
+func newBuffers() *buffers { return &buffers{} }
 
 // alloc returns a new zeroed buffer of size bytes (at least one, so that
 // every buffer has a distinct address) and records it under the address
@@ -28,7 +44,7 @@ func (b *buffers) alloc(size int32, addr func([]byte) uint32) (uint32, []byte) {
 	}
 	buf := make([]byte, max(size, 1))
 	a := addr(buf)
-	b.lent[a] = buf
+	b.lent = append(b.lent, lentBuffer{a, buf})
 	return a, buf[:size]
 }
 
@@ -39,18 +55,45 @@ func (b *buffers) take(a, n uint32) (data []byte, ok bool) {
 	if a == 0 && n == 0 {
 		return nil, true
 	}
-	buf, found := b.lent[a]
-	if !found || uint64(n) > uint64(len(buf)) {
-		return nil, false
+	for i := range b.lent {
+		if b.lent[i].addr != a {
+			continue
+		}
+		buf := b.lent[i].buf
+		if uint64(n) > uint64(len(buf)) {
+			return nil, false
+		}
+		last := len(b.lent) - 1
+		b.lent[i] = b.lent[last]
+		b.lent[last] = lentBuffer{} // drop the reference
+		b.lent = b.lent[:last]
+		return buf[:n], true
 	}
-	delete(b.lent, a)
-	return buf[:n], true
+	return nil, false
 }
 
 // reset forgets everything lent before the current export call.
 func (b *buffers) reset() {
-	clear(b.lent)
+	clear(b.lent) // drop the references, keep the storage
+	b.lent = b.lent[:0]
 	b.response = nil
+}
+
+// reuse returns, emptied, the storage of the last response that keep
+// marked reusable, or nil; it must be called only after reset, once the
+// host no longer reads that response.
+func (b *buffers) reuse() []byte {
+	spare := b.spare
+	b.spare = nil
+	return spare[:0]
+}
+
+// keep marks resp, which no one but b references (Dispatch's responses are
+// always freshly built), reusable by the next call's reuse.
+func (b *buffers) keep(resp []byte) {
+	if cap(resp) <= maxSpare {
+		b.spare = resp
+	}
 }
 
 // respond keeps resp alive until the next export call and returns it.

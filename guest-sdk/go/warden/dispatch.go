@@ -39,39 +39,80 @@ func (r *Registry) Describe() []byte {
 //     and "failed" for a kind only the host may report (timeout, ...);
 //   - a panic in Call: "failed" with the panic value, the stack in details.
 func (r *Registry) Dispatch(request []byte, host HostFuncs) []byte {
+	return r.dispatch(nil, request, host)
+}
+
+// dispatch is Dispatch appending a successful result to dst, whose storage
+// warden_call reuses from one call to the next.
+func (r *Registry) dispatch(dst, request []byte, host HostFuncs) []byte {
 	var req tool.Request
-	if !decodeRequest(request, &req) {
-		req = tool.Request{}
-		if err := json.Unmarshal(request, &req); err != nil {
+	name, ok := decodeRequest(request, &req)
+	if !ok {
+		var err error
+		if req, err = unmarshalRequest(request); err != nil {
 			return encodeError(Failed("decode request: %v", err), nil)
 		}
+		name = []byte(req.Tool)
 	}
-	i, ok := r.byName[req.Tool]
+	i, ok := r.lookup(name)
 	if !ok {
-		return encodeError(NotFound("this module has no tool %q", req.Tool), nil)
+		return encodeError(NotFound("this module has no tool %q", name), nil)
 	}
 	args := req.Arguments
-	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+	if blankOrNull(args) {
 		args = json.RawMessage("{}")
 	}
-	result, err := run(r.tools[i].tool, NewContext(req.CallID, req.Cursor, host), args)
+	result, err := run(&r.tools[i], NewContext(req.CallID, req.Cursor, host), args)
 	if err != nil {
 		return encodeError(err, nil)
 	}
-	return encodeResult(result)
+	return encodeResult(dst, result)
+}
+
+// blankOrNull reports whether b, spaces trimmed, is empty or null; it
+// trims only when b may begin or end with a space.
+func blankOrNull(b []byte) bool {
+	if len(b) > 0 && !maySpace(b[0]) && !maySpace(b[len(b)-1]) {
+		return string(b) == "null"
+	}
+	trimmed := bytes.TrimSpace(b)
+	return len(trimmed) == 0 || string(trimmed) == "null"
+}
+
+// lookup returns the index of the tool named name. A module usually has a
+// few tools: comparing their names costs fewer instructions than hashing.
+func (r *Registry) lookup(name []byte) (int, bool) {
+	if len(r.tools) > 8 {
+		i, ok := r.byName[string(name)] // the conversion does not copy
+		return i, ok
+	}
+	for i := range r.tools {
+		if r.tools[i].name == string(name) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// unmarshalRequest is the request decoded by encoding/json. It is apart so
+// that only this path's request escapes to the heap, not the fast path's.
+func unmarshalRequest(request []byte) (tool.Request, error) {
+	var req tool.Request
+	err := json.Unmarshal(request, &req)
+	return req, err
 }
 
 // run calls t, turning a panic into an error. It returns a nil result only
 // together with an error.
-func run(t Tool, ctx *Context, args json.RawMessage) (result *tool.Result, err error) {
+func run(t *registered, ctx *Context, args json.RawMessage) (result *tool.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			result, err = nil, ErrorWithDetails(Failed("panic: %v", p),
 				map[string]string{"panic": fmt.Sprint(p), "stack": string(debug.Stack())})
 		}
 	}()
-	if v, ok := t.(ArgsValidator); ok {
-		if err := v.ValidateArgs(args); err != nil {
+	if t.validator != nil {
+		if err := t.validator.ValidateArgs(args); err != nil {
 			var te *tool.Error
 			if !errors.As(err, &te) {
 				err = InvalidArguments("%v", err)
@@ -79,7 +120,7 @@ func run(t Tool, ctx *Context, args json.RawMessage) (result *tool.Result, err e
 			return nil, err
 		}
 	}
-	result, err = t.Call(ctx, args)
+	result, err = t.tool.Call(ctx, args)
 	if err == nil && result == nil {
 		result = Result()
 	}
@@ -140,7 +181,8 @@ func encodeError(err error, details json.RawMessage) []byte {
 	return b
 }
 
-func encodeResult(r *tool.Result) []byte {
+// encodeResult encodes r, appending it to dst when the fast path can.
+func encodeResult(dst []byte, r *tool.Result) []byte {
 	if r.IsError || r.Error != nil {
 		err := r.Error
 		if err == nil {
@@ -148,7 +190,10 @@ func encodeResult(r *tool.Result) []byte {
 		}
 		return encodeError(err, r.Details)
 	}
-	if b, ok := appendResult(make([]byte, 0, 256), r); ok {
+	if dst == nil {
+		dst = make([]byte, 0, 256)
+	}
+	if b, ok := appendResult(dst, r); ok {
 		return b
 	}
 	wire := struct {

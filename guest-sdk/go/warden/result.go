@@ -20,7 +20,20 @@ func Result(blocks ...tool.Content) *tool.Result {
 }
 
 // Text returns a result with one text block.
-func Text(s string) *tool.Result { return Result(TextBlock(s)) }
+func Text(s string) *tool.Result { return single(TextBlock(s)) }
+
+// single returns a result of one block, allocating the result and its block
+// together: each allocation costs hundreds of instructions inside wasm, and
+// a one-block result is what most calls return.
+func single(block tool.Content) *tool.Result {
+	r := new(struct {
+		result tool.Result
+		blocks [1]tool.Content
+	})
+	r.blocks[0] = block
+	r.result.Content = r.blocks[:]
+	return &r.result
+}
 
 // Textf is Text with a format.
 func Textf(format string, args ...any) *tool.Result { return Text(fmt.Sprintf(format, args...)) }
@@ -51,6 +64,9 @@ func WithStructured(r *tool.Result, v any) (*tool.Result, error) {
 }
 
 func structured(v any) (json.RawMessage, error) {
+	if raw, ok := encodeFlatStruct(v); ok {
+		return raw, nil
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, Failed("encode structured content: %v", err)
@@ -79,22 +95,22 @@ func encodeDetails(details any) json.RawMessage {
 }
 
 // Image returns a result with one image block.
-func Image(data []byte, mimeType string) *tool.Result { return Result(ImageBlock(data, mimeType)) }
+func Image(data []byte, mimeType string) *tool.Result { return single(ImageBlock(data, mimeType)) }
 
 // Audio returns a result with one audio block.
-func Audio(data []byte, mimeType string) *tool.Result { return Result(AudioBlock(data, mimeType)) }
+func Audio(data []byte, mimeType string) *tool.Result { return single(AudioBlock(data, mimeType)) }
 
 // ResourceLink returns a result with one resource_link block.
-func ResourceLink(uri, name string) *tool.Result { return Result(ResourceLinkBlock(uri, name)) }
+func ResourceLink(uri, name string) *tool.Result { return single(ResourceLinkBlock(uri, name)) }
 
 // EmbeddedText returns a result with one embedded text resource.
 func EmbeddedText(uri, mimeType, text string) *tool.Result {
-	return Result(EmbeddedTextBlock(uri, mimeType, text))
+	return single(EmbeddedTextBlock(uri, mimeType, text))
 }
 
 // EmbeddedBlob returns a result with one embedded binary resource.
 func EmbeddedBlob(uri, mimeType string, data []byte) *tool.Result {
-	return Result(EmbeddedBlobBlock(uri, mimeType, data))
+	return single(EmbeddedBlobBlock(uri, mimeType, data))
 }
 
 // TextBlock returns a text content block.

@@ -282,7 +282,7 @@ func TestContextLogAndProgress(t *testing.T) {
 }
 
 func TestResultHelpers(t *testing.T) {
-	enc := func(r *tool.Result) string { return string(encodeResult(r)) }
+	enc := func(r *tool.Result) string { return string(encodeResult(nil, r)) }
 	cases := map[string]struct{ got, want string }{
 		"image": {enc(Image([]byte{1, 2}, "image/png")), `{"content":[{"type":"image","data":"AQI=","mimeType":"image/png"}]}`},
 		"audio": {enc(Audio([]byte("a"), "audio/wav")), `{"content":[{"type":"audio","data":"YQ==","mimeType":"audio/wav"}]}`},
@@ -343,6 +343,20 @@ func TestBuffers(t *testing.T) {
 	b.reset()
 	if _, ok := b.take(a2, 0); ok || len(b.lent) != 0 || b.response != nil {
 		t.Fatal("reset kept buffers")
+	}
+	// A response marked reusable lends its storage to the next one, once.
+	resp := make([]byte, 3, 16)
+	b.keep(b.respond(resp))
+	b.reset()
+	if spare := b.reuse(); len(spare) != 0 || cap(spare) != 16 || &spare[:1][0] != &resp[0] {
+		t.Fatalf("reuse = len %d cap %d, want the kept storage, emptied", len(spare), cap(spare))
+	}
+	if spare := b.reuse(); spare != nil {
+		t.Fatal("reused the same storage twice")
+	}
+	b.keep(make([]byte, maxSpare+1))
+	if spare := b.reuse(); spare != nil {
+		t.Fatal("kept a response over maxSpare")
 	}
 	if p, n := unpack(pack(0xdeadbeef, 0xffffffff)); p != 0xdeadbeef || n != 0xffffffff {
 		t.Fatalf("unpack(pack) = %#x, %#x", p, n)
@@ -417,4 +431,30 @@ func TestWithPagination(t *testing.T) {
 		}
 	}()
 	WithPagination(json.RawMessage(`[]`))
+}
+
+// TestDispatchLookup: a tool is found by its exact name whether the
+// registry compares names (a few tools) or hashes them (many), and an
+// unknown name, escaped or not, is not_found naming it.
+func TestDispatchLookup(t *testing.T) {
+	for _, n := range []int{1, 8, 9, 20} {
+		var tools []Tool
+		for i := range n {
+			name := fmt.Sprint("t", i)
+			tools = append(tools, fnTool{name: name, call: func(*Context, json.RawMessage) (*tool.Result, error) { return Text(name), nil }})
+		}
+		r := NewRegistry(tools...)
+		for _, c := range []struct{ request, want string }{
+			{`{"tool":"t0"}`, `{"content":[{"type":"text","text":"t0"}]}`},
+			{fmt.Sprintf(`{"tool":"t%d","arguments":{}}`, n-1), fmt.Sprintf(`{"content":[{"type":"text","text":"t%d"}]}`, n-1)},
+			{`{"tool":"t\u0030"}`, `{"content":[{"type":"text","text":"t0"}]}`},
+			{`{"tool":"T0"}`, `{"error":{"kind":"not_found","message":"this module has no tool \"T0\""}}`},
+			{`{"tool":"t0 "}`, `{"error":{"kind":"not_found","message":"this module has no tool \"t0 \""}}`},
+			{`{"tool":"\u003c"}`, `{"error":{"kind":"not_found","message":"this module has no tool \"\u003c\""}}`},
+		} {
+			if got := string(r.Dispatch([]byte(c.request), nil)); got != c.want {
+				t.Errorf("%d tools, %s:\ngot  %s\nwant %s", n, c.request, got, c.want)
+			}
+		}
+	}
 }

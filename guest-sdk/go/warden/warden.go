@@ -41,6 +41,9 @@ type Registry struct {
 type registered struct {
 	tool Tool
 	name string
+	// validator is tool as an ArgsValidator, or nil: asserted once here
+	// rather than on every call.
+	validator ArgsValidator
 }
 
 // NewRegistry returns a registry holding tools. It panics like Register does.
@@ -61,7 +64,8 @@ func (r *Registry) Add(tools ...Tool) {
 			panic(fmt.Sprintf("warden: tool %q registered twice", d.Name))
 		}
 		r.byName[d.Name] = len(r.tools)
-		r.tools = append(r.tools, registered{tool: t, name: d.Name})
+		validator, _ := t.(ArgsValidator)
+		r.tools = append(r.tools, registered{tool: t, name: d.Name, validator: validator})
 		r.descriptors = append(r.descriptors, d)
 	}
 }
@@ -96,6 +100,6 @@ func warm() {
 	var req tool.Request
 	_ = json.Unmarshal([]byte(`{"tool":"t","arguments":{"a":[1,"b",true,null]},"callId":"c","cursor":"k"}`), &req)
 	structured, _ := WithStructured(Text("t"), map[string]any{"a": 1})
-	_ = encodeResult(WithDetails(structured, map[string]string{"a": "b"}))
+	_ = encodeResult(nil, WithDetails(structured, map[string]string{"a": "b"}))
 	_ = encodeError(Failed("f"), nil)
 }

@@ -18,9 +18,11 @@ import (
 // decodeRequest parses the request envelope the host writes:
 // {"tool": S, "arguments": V, "callId": S, "cursor": S} in any order, with
 // string values free of escapes. Anything else (an escape, another key, a
-// syntax error) returns false.
-func decodeRequest(b []byte, req *tool.Request) bool {
-	return scanObject(b, func(key []byte, i int) (int, bool) {
+// syntax error) returns false. It sets every field of req but Tool, whose
+// bytes it returns instead: the caller looks the tool up without copying
+// its name.
+func decodeRequest(b []byte, req *tool.Request) (toolName []byte, ok bool) {
+	ok = scanObject(b, func(key []byte, i int) (int, bool) {
 		switch string(key) {
 		case "arguments":
 			end, ok := scanValue(b, i, 0, false)
@@ -29,17 +31,18 @@ func decodeRequest(b []byte, req *tool.Request) bool {
 			}
 			req.Arguments = json.RawMessage(b[i:end])
 			return end, true
-		case "tool", "callId", "cursor":
+		case "tool":
+			s, end, ok := plainSpan(b, i)
+			toolName = s
+			return end, ok
+		case "callId", "cursor":
 			s, end, ok := plainString(b, i)
 			if !ok {
 				return 0, false
 			}
-			switch string(key) {
-			case "tool":
-				req.Tool = s
-			case "callId":
+			if string(key) == "callId" {
 				req.CallID = s
-			default:
+			} else {
 				req.Cursor = s
 			}
 			return end, true
@@ -48,6 +51,7 @@ func decodeRequest(b []byte, req *tool.Request) bool {
 		// unknown ones: let it decide.
 		return 0, false
 	})
+	return toolName, ok
 }
 
 // scanObject walks the JSON object that is the whole of b (spaces around
@@ -112,20 +116,37 @@ func plainSpan(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, false
 	}
+	ascii := true
 	for j := i + 1; j < len(b); j++ {
+		if htmlSafe[b[j]] {
+			continue
+		}
 		switch c := b[j]; {
 		case c == '"':
 			s := b[i+1 : j]
-			if !utf8.Valid(s) {
+			if !ascii && !utf8.Valid(s) {
 				return nil, 0, false
 			}
 			return s, j + 1, true
 		case c == '\\' || c < 0x20:
 			return nil, 0, false
+		case c >= utf8.RuneSelf:
+			ascii = false
 		}
 	}
 	return nil, 0, false
 }
+
+// htmlSafe marks the bytes a JSON string may hold as they are, in any of
+// the scanners' modes: printable ASCII but for ", \, <, > and &. The
+// scanners' inner loops skip them with one load each and look closer only
+// at the others.
+var htmlSafe = func() (safe [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		safe[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return safe
+}()
 
 // maxScanDepth bounds scanValue's recursion; deeper values go through
 // encoding/json, which has its own bound.
@@ -221,6 +242,9 @@ func scanLiteral(b []byte, i int, lit string) (int, bool) {
 // scanString returns the index after the JSON string at b[i].
 func scanString(b []byte, i int, compact bool) (int, bool) {
 	for j := i + 1; j < len(b); j++ {
+		if htmlSafe[b[j]] {
+			continue
+		}
 		switch c := b[j]; {
 		case c == '"':
 			return j + 1, true
@@ -322,8 +346,12 @@ func appendResult(dst []byte, r *tool.Result) ([]byte, bool) {
 			dst = append(dst, b...)
 			continue
 		}
-		dst = append(dst, `{"type":`...)
-		dst = appendString(dst, c.Type)
+		if c.Type == tool.ContentText { // the common block, without a scan
+			dst = append(dst, `{"type":"text"`...)
+		} else {
+			dst = append(dst, `{"type":`...)
+			dst = appendString(dst, c.Type)
+		}
 		if c.Text != "" {
 			dst = append(dst, `,"text":`...)
 			dst = appendString(dst, c.Text)
@@ -375,8 +403,9 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if htmlSafe[c] {
 				i++
 				continue
 			}
