@@ -2,7 +2,11 @@
 // tools/call of the bundled echo tool through `warden serve`, side by side
 // in one run with a native go-sdk server that implements the same tool in
 // plain Go. Both servers run as child processes and are driven by the go-sdk
-// client, over stdio and over streamable HTTP.
+// client, over stdio and over streamable HTTP. A third, warden-c, is warden
+// serving the same tool written with the C SDK (guest-sdk/c/examples/echo.c,
+// when clang can build it): the guest's own work is then a few thousand
+// instructions instead of a Go runtime's, so it shows what warden's call
+// path costs apart from the guest.
 //
 //	go test ./bench -run '^$' -bench Echo -benchtime 2000x
 //
@@ -130,6 +134,11 @@ type fixture struct {
 	err    error
 	warden string
 	config string
+	// cConfig serves the C SDK's echo (guest-sdk/c/examples/echo.c) instead
+	// of the Go one: "" when clang cannot build it here, and the warden-c
+	// rows are then left out (logged, not silently).
+	cConfig string
+	cErr    error
 }
 
 var fx fixture
@@ -159,6 +168,16 @@ func (f *fixture) setup(b *testing.B) {
 		f.err = os.WriteFile(f.config, []byte(fmt.Sprintf(
 			"tools:\n  dir: %s\n  cache_dir: %s\n  grants:\n    echo: {}\nlog:\n  level: warn\n",
 			tools, filepath.Join(dir, "cache"))), 0o644)
+		if f.err != nil {
+			return
+		}
+		cTools := filepath.Join(dir, "ctools")
+		if f.cErr = buildCEcho(filepath.Join(cTools, "echo.wasm")); f.cErr == nil {
+			f.cConfig = filepath.Join(dir, "cconfig.yaml")
+			f.err = os.WriteFile(f.cConfig, []byte(fmt.Sprintf(
+				"tools:\n  dir: %s\n  cache_dir: %s\n  grants:\n    echo: {}\nlog:\n  level: warn\n",
+				cTools, filepath.Join(dir, "cache"))), 0o644)
+		}
 		if f.err == nil {
 			if out, err := exec.Command(f.warden, "serve", "--help").CombinedOutput(); err != nil {
 				f.err = fmt.Errorf("%s has no serve command: %v\n%s", f.warden, err, out)
@@ -168,6 +187,23 @@ func (f *fixture) setup(b *testing.B) {
 	if f.err != nil {
 		b.Skipf("cannot run warden: %v", f.err)
 	}
+}
+
+// buildCEcho compiles the C SDK's echo example to out, with the SDK's own
+// flags (guest-sdk/c/Makefile).
+func buildCEcho(out string) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("make", "-s", "-C", "../guest-sdk/c", "examples/echo.wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("make the C echo: %v\n%s", err, b)
+	}
+	wasm, err := os.ReadFile("../guest-sdk/c/examples/echo.wasm")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, wasm, 0o644)
 }
 
 func goBuild(env []string, args ...string) error {
@@ -242,6 +278,9 @@ func startHTTP(b *testing.B, name string, cmd *exec.Cmd, addr string) *server {
 
 func servers(b *testing.B, transport string) []*server {
 	fx.setup(b)
+	if fx.cErr != nil {
+		b.Logf("warden-c (the C SDK's echo) is not measured: %v", fx.cErr)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
@@ -255,15 +294,22 @@ func servers(b *testing.B, transport string) []*server {
 			ns.started(cmd)
 			return &mcp.CommandTransport{Command: cmd}
 		}
-		ws := &server{name: "warden", stop: func() {}}
-		ws.stdio = func() mcp.Transport {
-			cmd := exec.Command(fx.warden, append([]string{"serve", "--config", fx.config}, serveArgs()...)...)
-			cmd.Env = serverEnv()
-			cmd.Stderr = os.Stderr
-			ws.started(cmd)
-			return &mcp.CommandTransport{Command: cmd}
+		wardenStdio := func(name, config string) *server {
+			ws := &server{name: name, stop: func() {}}
+			ws.stdio = func() mcp.Transport {
+				cmd := exec.Command(fx.warden, append([]string{"serve", "--config", config}, serveArgs()...)...)
+				cmd.Env = serverEnv()
+				cmd.Stderr = os.Stderr
+				ws.started(cmd)
+				return &mcp.CommandTransport{Command: cmd}
+			}
+			return ws
 		}
-		return []*server{ns, ws}
+		srvs := []*server{ns, wardenStdio("warden", fx.config)}
+		if fx.cConfig != "" {
+			srvs = append(srvs, wardenStdio("warden-c", fx.cConfig))
+		}
+		return srvs
 	}
 	nativeAddr := freeAddr(b)
 	native := exec.Command(self)
@@ -271,7 +317,14 @@ func servers(b *testing.B, transport string) []*server {
 	wardenAddr := freeAddr(b)
 	warden := exec.Command(fx.warden, append([]string{"serve", "--config", fx.config, "--http", wardenAddr}, serveArgs()...)...)
 	warden.Env = serverEnv()
-	return []*server{startHTTP(b, "native", native, nativeAddr), startHTTP(b, "warden", warden, wardenAddr)}
+	srvs := []*server{startHTTP(b, "native", native, nativeAddr), startHTTP(b, "warden", warden, wardenAddr)}
+	if fx.cConfig != "" {
+		cAddr := freeAddr(b)
+		wardenC := exec.Command(fx.warden, append([]string{"serve", "--config", fx.cConfig, "--http", cAddr}, serveArgs()...)...)
+		wardenC.Env = serverEnv()
+		srvs = append(srvs, startHTTP(b, "warden-c", wardenC, cAddr))
+	}
+	return srvs
 }
 
 // serveArgs are extra `warden serve` arguments from $WARDEN_SERVE_ARGS
@@ -320,9 +373,11 @@ func BenchmarkEcho(b *testing.B) {
 						p50[s.name] = runEcho(b, s, clients)
 					})
 				}
-				if p50["native"] > 0 && p50["warden"] > 0 {
-					b.Logf("%s, %d client(s): warden p50 %v = %.2fx native p50 %v (goal <= 1.2x)", transport, clients,
-						p50["warden"], float64(p50["warden"])/float64(p50["native"]), p50["native"])
+				for _, w := range []string{"warden", "warden-c"} {
+					if p50["native"] > 0 && p50[w] > 0 {
+						b.Logf("%s, %d client(s): %s p50 %v = %.2fx native p50 %v (goal <= 1.2x)", transport, clients, w,
+							p50[w], float64(p50[w])/float64(p50["native"]), p50["native"])
+					}
 				}
 			}
 		})

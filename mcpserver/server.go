@@ -587,8 +587,6 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		// point from which a cancellation reaches the tool (and is logged
 		// as "tool call failed"). Tests synchronise on it.
 		s.log.Debug("tool call started", "tool", name)
-		// Only admitted calls (at most max_in_flight) hold the grown stack.
-		growCallStack(1)
 		res, err := s.tools.Call(ctx, Call{
 			Name:      name,
 			Arguments: args,

@@ -19,6 +19,9 @@ import (
 type Schema struct {
 	resolved *jsonschema.Resolved
 	graph    *schemabound.Graph
+	// flat, when the schema has that shape, answers "valid" for most
+	// values without the validator (schemaflat.go).
+	flat *flatSchema
 	// noun names what the schema validates in errors: "argument" for an
 	// input schema, "field" for an output schema ("value" when unset).
 	noun string
@@ -54,10 +57,12 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	// Keywords of the wrong JSON type are named by their place in the
 	// schema before encoding/json would report them as a Go type.
 	var doc any
+	var flat *flatSchema
 	if err := json.Unmarshal(raw, &doc); err == nil {
 		if err := checkSchemaDoc(doc, ""); err != nil {
 			return nil, err
 		}
+		flat = newFlatSchema(doc)
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -78,7 +83,7 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{resolved: resolved, graph: g}, nil
+	return &Schema{resolved: resolved, graph: g, flat: flat}, nil
 }
 
 // Validate validates instance, a JSON value as encoding/json decodes it into
@@ -90,6 +95,16 @@ func (s *Schema) Validate(instance any) error {
 }
 
 func (s *Schema) check(instance any) (stats schemabound.Stats, err error) {
+	if s.flat != nil && s.flat.valid(instance) {
+		// One pass over the members, as bounded as the value itself.
+		return stats, nil
+	}
+	return s.validate(instance)
+}
+
+// validate validates instance with jsonschema-go, under the budget.
+func (s *Schema) validate(instance any) (stats schemabound.Stats, err error) {
+	growCallStack(1)
 	stats, err = s.graph.Check(instance)
 	if err != nil {
 		var le *schemabound.LimitError

@@ -102,9 +102,9 @@ type row struct {
 
 func render(w io.Writer, m metrics) error {
 	var rows []row
-	latency := func(what, transport string, clients int, better string) {
+	latency := func(what, server, transport string, clients int, better string) {
 		n := fmt.Sprintf("Echo/%s/native/clients=%d", transport, clients)
-		wn := fmt.Sprintf("Echo/%s/warden/clients=%d", transport, clients)
+		wn := fmt.Sprintf("Echo/%s/%s/clients=%d", transport, server, clients)
 		nv, ok1 := m.get(n, "p50-µs")
 		wv, ok2 := m.get(wn, "p50-µs")
 		if !ok1 || !ok2 {
@@ -113,8 +113,12 @@ func render(w io.Writer, m metrics) error {
 		rows = append(rows, row{what, fmt.Sprintf("%.0f µs", wv), fmt.Sprintf("native go-sdk server %.0f µs", nv),
 			fmt.Sprintf("%.2f×", wv/nv), better + goalMark(wv/nv <= 1.2)})
 	}
-	latency("stdio tools/call p50, echo", "stdio", 1, "≤ 1.2×")
-	latency("HTTP, 1 client, p50", "http", 1, "≤ 1.2×")
+	latency("stdio tools/call p50, echo", "warden", "stdio", 1, "≤ 1.2×")
+	latency("HTTP, 1 client, p50", "warden", "http", 1, "≤ 1.2×")
+	// The same tool written in C: warden's call path with a guest that
+	// does next to nothing (bench's warden-c server).
+	latency("stdio p50, echo in C", "warden-c", "stdio", 1, "≤ 1.2×")
+	latency("HTTP, 1 client, p50, echo in C", "warden-c", "http", 1, "≤ 1.2×")
 	if nv, ok := m.get("Echo/http/native/clients=16", "calls/s"); ok {
 		if wv, ok := m.get("Echo/http/warden/clients=16", "calls/s"); ok {
 			rows = append(rows, row{"HTTP, 16 clients, calls/s", fmt.Sprintf("%.0f", wv), fmt.Sprintf("%.0f", nv),

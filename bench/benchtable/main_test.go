@@ -11,6 +11,7 @@ BenchmarkEcho/stdio/native/clients=1-2         	    2000	    414657 ns/op	      
 BenchmarkEcho/stdio/warden/clients=1-2         	    2000	    813916 ns/op	      1229 calls/s	       330.0 p50-µs	      4562 p99-µs	 500 server-cpu-µs/call
 BenchmarkEcho/stdio/warden/clients=1-2         	    2000	    813916 ns/op	      1229 calls/s	       390.0 p50-µs	      4562 p99-µs	 500 server-cpu-µs/call
 BenchmarkEcho/stdio/warden/clients=1-2         	    2000	    813916 ns/op	      1229 calls/s	       360.0 p50-µs	      4562 p99-µs	 500 server-cpu-µs/call
+BenchmarkEcho/stdio/warden-c/clients=1-2       	    2000	    713916 ns/op	      1429 calls/s	       315.0 p50-µs	      3562 p99-µs	 400 server-cpu-µs/call
 BenchmarkEcho/http/native/clients=16-2         	    2000	   1007499 ns/op	       1000 calls/s	     12183 p50-µs	     61829 p99-µs
 BenchmarkEcho/http/warden/clients=16-2         	    2000	   1280305 ns/op	       900.0 calls/s	     15899 p50-µs	     71195 p99-µs
 time=2026-11-26T16:30:18.158Z level=INFO msg="not a benchmark line"
@@ -34,6 +35,7 @@ func TestRender(t *testing.T) {
 		"| stdio tools/call p50, echo | 360 µs | native go-sdk server 300 µs | 1.20× | ≤ 1.2× ✓ |",
 		"| HTTP, 16 clients, calls/s | 900 | 1000 | 0.90× | ≥ 1.0× ✗ |",
 		"| server CPU per call, stdio | 500 µs | 700 µs | 0.71× | — |",
+		"| stdio p50, echo in C | 315 µs | native go-sdk server 300 µs | 1.05× | ≤ 1.2× ✓ |",
 		"| fuel + deadline + bounds, SHA256 | +9.5 % (fuel alone +8.5 %) | uninstrumented | — | ≤ +10 % ✓ |",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
 )
@@ -121,6 +122,13 @@ func newWorld(t testing.TB, examples []string, grants, extra string) *world {
 	for _, name := range examples {
 		buildExample(t, toolsDir, name)
 	}
+	return serveWorld(t, dir, grants, extra)
+}
+
+// serveWorld starts warden on dir, whose tools directory is filled; grants
+// and extra are as for newWorld.
+func serveWorld(t testing.TB, dir, grants, extra string) *world {
+	t.Helper()
 	body := fmt.Sprintf("project: {root: %s}\ntools:\n  dir: tools\n  cache_dir: \"off\"\n  grants:\n%s%s", dir, grants, extra)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
@@ -197,7 +205,7 @@ func TestExportsAndImports(t *testing.T) {
 	dir := t.TempDir()
 	allowedImports := map[string]bool{"log": true, "progress": true, "fs": true, "memory": true, "lsp": true,
 		"net": true, "env": true, "elicit": true, "sample": true, "roots": true, "ask": true}
-	for _, name := range []string{"word_count", "notes", "countdown", "shout", "text_stats", "json_echo", "testdata/hostcall"} {
+	for _, name := range []string{"word_count", "notes", "countdown", "shout", "text_stats", "json_echo", "echo", "testdata/hostcall"} {
 		wasm, err := os.ReadFile(buildExample(t, dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -580,4 +588,66 @@ func TestErrorKinds(t *testing.T) {
 	if res.IsError || res.NextCursor == "" || len(res.Content) != 1 || res.Content[0].Text != "fine" {
 		t.Errorf("success: %+v", res)
 	}
+}
+
+// TestEchoMatchesTheGoEcho: bench serves examples/echo.c beside the bundled
+// Go echo (tools-wasm/echo) to split a call's cost between warden and the
+// guest, which is only fair if the two are the same tool: the same
+// descriptor, and the same result for every argument.
+func TestEchoMatchesTheGoEcho(t *testing.T) {
+	t.Parallel()
+	c := newWorld(t, []string{"echo"}, "    echo: {}\n", "")
+	goDir := t.TempDir()
+	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../../tools-wasm/echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(goDir, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(goDir, "tools", "echo.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := serveWorld(t, goDir, "    echo: {}\n", "")
+
+	descriptor := func(w *world) string {
+		for _, d := range w.app.List() {
+			if d.Name == "echo" {
+				b, err := json.Marshal(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return compact(t, b)
+			}
+		}
+		t.Fatal("echo is not listed")
+		return ""
+	}
+	if cd, gd := descriptor(c), descriptor(g); cd != gd {
+		t.Errorf("descriptors differ:\nC  %s\nGo %s", cd, gd)
+	}
+	for _, text := range []string{"", "hello, warden", `"quoted" \\ back\\slash`, "<b>&amp;</b>", "tab\tnewline\n\u0000nul",
+		"é ü 日本 🎉", "\u2028\u2029", strings.Repeat("x", 70000)} {
+		args, err := json.Marshal(map[string]string{"text": text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, cs, _ := c.ok("echo", string(args))
+		gt, gs, _ := g.ok("echo", string(args))
+		if ct != text || gt != text {
+			t.Errorf("text %.40q: C returned %.40q, Go %.40q", text, ct, gt)
+		}
+		var cv, gv any
+		if err := json.Unmarshal([]byte(cs), &cv); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(gs), &gv); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]any{"text": text}; !reflect.DeepEqual(cv, want) || !reflect.DeepEqual(gv, want) {
+			t.Errorf("text %.40q: structuredContent C %.80s, Go %.80s", text, cs, gs)
+		}
+	}
+	c.fails("echo", `{"text":7}`, tool.KindInvalidArguments)
+	g.fails("echo", `{"text":7}`, tool.KindInvalidArguments)
 }
