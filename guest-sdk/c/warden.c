@@ -259,6 +259,20 @@ static OUT_OF_LINE const char *parse_string(parser *p, uint32_t *outlen) {
             fail(p, "control character in string");
             return NULL;
         }
+        if (c < 0x80 && c != '\\') {
+            /* A run of plain ASCII is copied at once: one memcpy per
+             * character was most of a short call's instructions. */
+            size_t run = 1;
+            while (p->i + run < p->n) {
+                unsigned char r = p->s[p->i + run];
+                if (r < 0x20 || r >= 0x80 || r == '"' || r == '\\') break;
+                run++;
+            }
+            memcpy(out + o, p->s + p->i, run);
+            o += run;
+            p->i += run;
+            continue;
+        }
         if (c != '\\') {
             size_t l = utf8_len(p->s + p->i, p->n - p->i);
             if (l == 0) {

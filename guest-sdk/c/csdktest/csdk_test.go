@@ -651,3 +651,24 @@ func TestEchoMatchesTheGoEcho(t *testing.T) {
 	c.fails("echo", `{"text":7}`, tool.KindInvalidArguments)
 	g.fails("echo", `{"text":7}`, tool.KindInvalidArguments)
 }
+
+// TestEchoFuel: a call of the C echo costs the same fuel (wasm
+// instructions, exact) every time, and stays under 20,000: the reader
+// copies a run of plain ASCII with one memcpy, where it made one call per
+// character (25,186 units before, 19,730 after). A change that puts such a
+// per-byte cost back on the common path fails here, deterministically.
+func TestEchoFuel(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, []string{"echo"}, "    echo: {}\n", "")
+	var fuel []int64
+	for range 3 {
+		res, _ := w.call("echo", `{"text":"hello, warden"}`, "")
+		if res.IsError {
+			t.Fatalf("echo: %s", res.Error.Message)
+		}
+		fuel = append(fuel, res.Meta["warden/fuel"].(int64))
+	}
+	if fuel[0] != fuel[1] || fuel[1] != fuel[2] || fuel[0] > 20_000 {
+		t.Fatalf("echo calls cost %v units of fuel, want the same each time and at most 20,000", fuel)
+	}
+}
