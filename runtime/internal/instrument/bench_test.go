@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +23,14 @@ import (
 //	fuel:  Config{Fuel}, Meter with a deadline context
 //	full:  fuel + default depth bound + VirtualMemory + ExportGlobals,
 //	       Meter with a deadline context (what the runtime runs)
+//
+// BenchmarkInterleaved adds two:
+//
+//	plain2:  plain compiled a second time (a compilation cache of its
+//	         own): the noise floor of the comparison
+//	rewrite: the structure of fuel (wrapper block, scratch locals,
+//	         appended globals, functions and exports) without any
+//	         inserted fuel code, Meter with a deadline context
 var benchModes = []string{"plain", "close", "fuel", "full"}
 
 type benchGuest struct {
@@ -31,10 +41,20 @@ type benchGuest struct {
 }
 
 func newBenchGuest(b testing.TB, wasm []byte, mode, export string, initialize bool) *benchGuest {
+	return newBenchGuestCached(b, wasm, mode, export, initialize, compileCache)
+}
+
+func newBenchGuestCached(b testing.TB, wasm []byte, mode, export string, initialize bool, cache wazero.CompilationCache) *benchGuest {
 	ctx := context.Background()
-	cfg := wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(compileCache)
+	cfg := wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(cache)
 	var r *Result
 	switch mode {
+	case "rewrite":
+		r = mustInstrument(b, wasm, Config{Fuel: true, structureOnly: true})
+	case "nospills":
+		r = mustInstrument(b, wasm, Config{Fuel: true, ablate: ablateSpills})
+	case "nochecks":
+		r = mustInstrument(b, wasm, Config{Fuel: true, ablate: ablateChecks})
 	case "close":
 		cfg = cfg.WithCloseOnContextDone(true)
 	case "fuel":
@@ -68,7 +88,7 @@ func newBenchGuest(b testing.TB, wasm []byte, mode, export string, initialize bo
 
 // call makes one call the way the runtime would in this mode.
 func (g *benchGuest) call(fn api.Function, args ...uint64) ([]uint64, error) {
-	if g.mode == "plain" {
+	if g.mode == "plain" || g.mode == "plain2" {
 		return fn.Call(context.Background(), args...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -129,39 +149,96 @@ func BenchmarkRegexp(b *testing.B) {
 const regexpRounds = 2
 
 // BenchmarkInterleaved calls the Go guest in every mode in turn, so that
-// load from other processes hits all modes alike, and reports the fastest
-// CPU time per call of each mode (the least disturbed sample). One op is
-// one round of calls.
+// load from other processes hits all modes alike; one op is one round of
+// calls, each round starting at the next instance so that no instance
+// always runs right after another. Each mode runs benchInstances
+// instances, because one instance of a module can be 10-20 % faster or
+// slower than another instance of the same compiled code for as long as
+// it lives (where its memory lands). It reports, per mode, the median
+// over the rounds of the CPU time of the mode's instances divided by
+// plain's in the same round (%mode: the overhead in percent); plain2
+// against plain is the noise floor of the figure. CPU time is the
+// calling thread's: the calls run on it, and other goroutines (the host's
+// GC workers) are left out.
 func BenchmarkInterleaved(b *testing.B) {
+	benchInterleaved(b, "plain", "plain2", "rewrite", "fuel", "full")
+}
+
+// BenchmarkAblate is BenchmarkInterleaved for fuel and fuel with parts
+// left out (unsafe, to locate the cost): nospills keeps the counter out of
+// the global around calls and returns, nochecks never tests it.
+func BenchmarkAblate(b *testing.B) {
+	benchInterleaved(b, "plain", "fuel", "nospills", "nochecks")
+}
+
+// benchInterleaved runs the Go guest calls in modes, modes[0] being the
+// base of the reported ratios.
+func benchInterleaved(b *testing.B, modes ...string) {
 	wasm := goFixture(b, "goguest")
-	modes := []string{"plain", "fuel", "full"}
+	cache2 := wazero.NewCompilationCache()
+	b.Cleanup(func() { cache2.Close(context.Background()) })
 	for _, c := range []struct {
 		name, export string
 		arg          uint64
 	}{{"SHA256", "sha", 1 << 20}, {"JSON", "json", 200}, {"Regexp", "regexp", regexpRounds}} {
 		b.Run(c.name, func(b *testing.B) {
-			gs := make([]*benchGuest, len(modes))
-			best := make([]int64, len(modes))
+			var gs []*benchGuest
+			var modeOf []int
 			for i, mode := range modes {
-				gs[i] = newBenchGuest(b, wasm, mode, c.export, true)
-				best[i] = 1 << 62
+				cache := compileCache
+				if mode == "plain2" {
+					cache = cache2
+				}
+				for range benchInstances {
+					g := newBenchGuestCached(b, wasm, mode, c.export, true, cache)
+					if _, err := g.call(g.fn, c.arg); err != nil { // warm up
+						b.Fatal(err)
+					}
+					gs = append(gs, g)
+					modeOf = append(modeOf, i)
+				}
 			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ratios := make([][]float64, len(modes))
+			took := make([]int64, len(modes))
+			round := 0
 			for b.Loop() {
-				for i, g := range gs {
-					t0 := cpuTime()
+				clear(took)
+				for k := range gs {
+					i := (round + k) % len(gs)
+					g := gs[i]
+					t0 := threadCPUTime()
 					if _, err := g.call(g.fn, c.arg); err != nil {
 						b.Fatal(err)
 					}
-					best[i] = min(best[i], cpuTime()-t0)
+					took[modeOf[i]] += threadCPUTime() - t0
 				}
+				if took[0] > 0 {
+					for i := range modes {
+						ratios[i] = append(ratios[i], float64(took[i])/float64(took[0]))
+					}
+				}
+				round++
 			}
-			for i, mode := range modes {
-				b.ReportMetric(float64(best[i]), "min-cpu-ns/"+mode)
+			for i, mode := range modes[1:] {
+				b.ReportMetric(100*(median(ratios[i+1])-1), "%"+mode)
 			}
-			b.ReportMetric(100*float64(best[1]-best[0])/float64(best[0]), "%fuel")
-			b.ReportMetric(100*float64(best[2]-best[0])/float64(best[0]), "%full")
 		})
 	}
+}
+
+// benchInstances is how many instances of each mode BenchmarkInterleaved
+// runs.
+const benchInstances = 4
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
 }
 
 // BenchmarkInstrumentGo: the pass itself on a ~3.5 MB Go module.
@@ -212,6 +289,19 @@ func cpuTime() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// threadCPUTime is the calling thread's user+system CPU time in
+// nanoseconds.
+func threadCPUTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// rusageThread is Linux's RUSAGE_THREAD, which package syscall lacks.
+const rusageThread = 1
 
 func rssKiB(b *testing.B) int64 {
 	f, err := os.Open("/proc/self/status")

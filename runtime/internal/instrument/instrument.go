@@ -134,7 +134,25 @@ type Config struct {
 	DeferStart bool
 	// Limits bound the module's structure (zero: DefaultLimits).
 	Limits Limits
+
+	// structureOnly (tests only) makes every change the pass makes to the
+	// module's structure (wrapper block, scratch locals, appended globals,
+	// functions and exports, memory.grow through its function) but inserts
+	// no fuel code: BenchmarkInterleaved's "rewrite" mode, which tells the
+	// cost of the structure from that of the inserted instructions.
+	structureOnly bool
+	// ablate (tests only) leaves out parts of the fuel code, breaking the
+	// accounting, to measure what each part costs (BenchmarkAblate).
+	ablate ablation
 }
+
+// ablation is a set of parts of the fuel code to leave out.
+type ablation uint8
+
+const (
+	ablateSpills ablation = 1 << iota // stores and loads around calls and returns
+	ablateChecks                      // the fuel tests at loop headers and entries
+)
 
 // Result is an instrumented module and what the host needs to drive it.
 type Result struct {

@@ -425,3 +425,22 @@ func mustRead(t *testing.T, mem api.Memory, off, n uint32) []byte {
 	}
 	return b
 }
+
+// TestStructureOnly: BenchmarkInterleaved's "rewrite" mode keeps the fuel
+// pass's structure (the fuel globals are there for a Meter) but charges
+// nothing, and computes what the module computes.
+func TestStructureOnly(t *testing.T) {
+	wasm := watFixture(t, "loops")
+	r := mustInstrument(t, wasm, Config{Fuel: true, structureOnly: true})
+	if r.FuelGlobal == "" || len(r.Wasm) <= len(wasm) {
+		t.Fatalf("fuel global %q, %d bytes from %d: want the structure", r.FuelGlobal, len(r.Wasm), len(wasm))
+	}
+	plain := &Result{Wasm: wasm}
+	for _, e := range engines {
+		want, _, _ := fuelRun(t, e, plain, "count", MaxBudget, 1000)
+		got, used, reason := fuelRun(t, e, r, "count", MaxBudget, 1000)
+		if !got.equal(want) || used != 0 || reason != StopNone {
+			t.Errorf("%s: count(1000) = %+v, used %d, %v; want %+v, no fuel used", e.name, got, used, reason, want)
+		}
+	}
+}

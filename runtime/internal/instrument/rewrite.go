@@ -416,9 +416,10 @@ func trapIf(o []byte) []byte {
 // negative. If s.cost is not zero it spills the result, so that a trap
 // in the body reports at least the entry's charge.
 func (p *pass) chargeEntry(o []byte, s segment) []byte {
-	if !p.cfg.Fuel {
+	if !p.cfg.Fuel || p.cfg.structureOnly {
 		return o
 	}
+	s.check = s.check && p.cfg.ablate&ablateChecks == 0
 	o = op32(o, wb.OpGlobalGet, p.fuel)
 	if s.cost == 0 {
 		o = op32(o, wb.OpLocalSet, p.l64)
@@ -443,7 +444,8 @@ func (p *pass) chargeEntry(o []byte, s segment) []byte {
 // through the reserve, at the next refill (see refillBody), and every
 // function entry through the global.
 func (p *pass) charge(o []byte, s segment) []byte {
-	if !p.cfg.Fuel || s.cost == 0 && !s.check {
+	s.check = s.check && p.cfg.ablate&ablateChecks == 0
+	if !p.cfg.Fuel || p.cfg.structureOnly || s.cost == 0 && !s.check {
 		return o
 	}
 	o = op32(o, wb.OpLocalGet, p.l64)
@@ -462,7 +464,7 @@ func (p *pass) charge(o []byte, s segment) []byte {
 
 // spill stores the fuel local to the fuel global.
 func (p *pass) spill(o []byte) []byte {
-	if !p.cfg.Fuel {
+	if !p.cfg.Fuel || p.cfg.structureOnly || p.cfg.ablate&ablateSpills != 0 {
 		return o
 	}
 	o = op32(o, wb.OpLocalGet, p.l64)
@@ -471,7 +473,7 @@ func (p *pass) spill(o []byte) []byte {
 
 // reload loads the fuel global into the fuel local.
 func (p *pass) reload(o []byte) []byte {
-	if !p.cfg.Fuel {
+	if !p.cfg.Fuel || p.cfg.structureOnly || p.cfg.ablate&ablateSpills != 0 {
 		return o
 	}
 	o = op32(o, wb.OpGlobalGet, p.fuel)
@@ -545,6 +547,9 @@ func (p *pass) refillBody() []byte {
 // runs. It spills the fuel, so that an operation that traps (out of
 // bounds) reports its charge.
 func (p *pass) chargeOperand(o []byte, shift int64) []byte {
+	if p.cfg.structureOnly {
+		return o
+	}
 	o = op32(o, wb.OpLocalSet, p.l32)
 	o = op32(o, wb.OpLocalGet, p.l64)
 	o = op32(o, wb.OpLocalGet, p.l32)
