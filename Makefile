@@ -65,7 +65,7 @@ test-conformance: all
 BENCH_COUNT ?= 3
 bench: build
 	WARDEN_BIN=$(CURDIR)/bin/warden $(GO) test ./bench -run '^$$' -bench 'Echo' -benchtime 2000x -count $(BENCH_COUNT) | tee bin/bench-echo.txt
-	$(GO) test ./runtime/internal/instrument -run '^$$' -bench 'Interleaved' -count $(BENCH_COUNT) | tee bin/bench-fuel.txt
+	$(GO) test ./runtime/internal/instrument -run '^$$' -bench 'Interleaved' -benchtime 12x -count $(BENCH_COUNT) | tee bin/bench-fuel.txt
 	$(GO) run ./bench/benchtable bin/bench-echo.txt bin/bench-fuel.txt
 
 # The scale and fair-share benchmarks of docs/performance.md (minutes; not
