@@ -75,13 +75,21 @@ type budget struct {
 	// rather than fail; spareDone is closed and replaced whenever one is.
 	preparing uint64
 	spareDone chan struct{}
+	// claimed is the memory of victims being evicted, which stays counted
+	// until their evictor retakes mu: without it, a spare (or another
+	// call) could take the room an eviction freed while mu was dropped,
+	// and the evictor would evict one more session to replace it.
+	claimed uint64
+	// evict closes a victim the evictor claimed (with mu not held); a
+	// test seam, instance.evict otherwise.
+	evict func(*memAccount)
 }
 
 func newBudget(limit uint64) *budget {
 	if limit == 0 {
 		limit = DefaultMaxInstanceMemory
 	}
-	return &budget{limit: limit, spareDone: make(chan struct{})}
+	return &budget{limit: limit, spareDone: make(chan struct{}), evict: func(a *memAccount) { a.in.evict() }}
 }
 
 type acctState uint8
@@ -166,12 +174,12 @@ func (b *budget) open(ctx context.Context, need uint64, spare bool) (*memAccount
 // refusal, wait is non-nil when spares being made may free room soon.
 func (b *budget) makeRoom(need uint64, evict bool) (wait <-chan struct{}, err error) {
 	for {
-		if b.used+need <= b.limit {
+		if b.used+b.claimed+need <= b.limit {
 			b.used += need
 			b.peak = max(b.peak, b.used)
 			return nil, nil
 		}
-		if !evict || b.used-b.evictable+need > b.limit {
+		if !evict || b.used+b.claimed-b.evictable+need > b.limit {
 			// Evicting everything would not be enough: evict nothing.
 			// (A spare that does not fit is simply not made.)
 			if evict {
@@ -184,9 +192,12 @@ func (b *budget) makeRoom(need uint64, evict bool) (wait <-chan struct{}, err er
 			return nil, err
 		}
 		victim := b.pop()
+		freed := victim.charged
+		b.claimed += freed
 		b.mu.Unlock()
-		victim.in.evict()
+		b.evict(victim)
 		b.mu.Lock()
+		b.claimed -= freed
 	}
 }
 
