@@ -75,10 +75,12 @@ type budget struct {
 	// rather than fail; spareDone is closed and replaced whenever one is.
 	preparing uint64
 	spareDone chan struct{}
-	// claimed is the memory of victims being evicted, which stays counted
-	// until their evictor retakes mu: without it, a spare (or another
-	// call) could take the room an eviction freed while mu was dropped,
-	// and the evictor would evict one more session to replace it.
+	// claimed is the memory of victims being evicted, until their evictor
+	// retakes mu: a spare, which must never cause an eviction, does not
+	// get that room; without this it could take what an eviction freed
+	// while mu was dropped, and the evictor would evict one more session
+	// to replace it. Calls may take it, as before: every call needing
+	// room may evict.
 	claimed uint64
 	// evict closes a victim the evictor claimed (with mu not held); a
 	// test seam, instance.evict otherwise.
@@ -174,12 +176,15 @@ func (b *budget) open(ctx context.Context, need uint64, spare bool) (*memAccount
 // refusal, wait is non-nil when spares being made may free room soon.
 func (b *budget) makeRoom(need uint64, evict bool) (wait <-chan struct{}, err error) {
 	for {
-		if b.used+b.claimed+need <= b.limit {
+		// A spare (evict false) must also leave alone the room evictions
+		// under way are freeing for their calls; a call may take it, as
+		// the call that evicted for it would have.
+		if b.used+need <= b.limit && (evict || b.used+b.claimed+need <= b.limit) {
 			b.used += need
 			b.peak = max(b.peak, b.used)
 			return nil, nil
 		}
-		if !evict || b.used+b.claimed-b.evictable+need > b.limit {
+		if !evict || b.used-b.evictable+need > b.limit {
 			// Evicting everything would not be enough: evict nothing.
 			// (A spare that does not fit is simply not made.)
 			if evict {
