@@ -49,7 +49,7 @@ test-go:
 # -race (under 2 minutes on two cores); the whole package does not fit:
 # compiling its Go guests with wazero under -race takes over ten minutes.
 RACE_PACKAGES := ./mcpserver ./internal/app ./internal/oauth/... ./internal/observe ./internal/pgtest ./config ./hostfuncs/... ./tool/...
-RUNTIME_RACE_TESTS := TestDeadlineConcurrentHolds|TestBudget|TestEvictedRoomGoesToTheEvictor|TestSessionsStartWarm|TestExtismConcurrentCalls|TestResetAfterGrowth|TestConcurrentCalls|TestConcurrentFirstCallsLoadOnce|TestIdleRelease|TestLazyLoadFailure
+RUNTIME_RACE_TESTS := TestDeadlineConcurrentHolds|TestBudget|TestEvictedRoomGoesToTheEvictor|TestCloseWaitsForSpares|TestSessionsStartWarm|TestExtismConcurrentCalls|TestResetAfterGrowth|TestConcurrentCalls|TestConcurrentFirstCallsLoadOnce|TestIdleRelease|TestLazyLoadFailure
 
 test-race:
 	$(GO) test -race $(RACE_PACKAGES)

@@ -42,6 +42,14 @@ func SetCompileHook(r *Runtime, f func(ctx context.Context, wasm []byte, compile
 	}
 }
 
+// SetSpareHooks makes r call spare as a spare instance of a module starts
+// being made in the background, and closeWaits as Close is about to wait
+// for such spares, so that a test can close r at that exact point.
+func SetSpareHooks(r *Runtime, spare func(module string), closeWaits func()) {
+	r.testHooks.spare = spare
+	r.testHooks.closeWaits = closeWaits
+}
+
 // WithDiskCacheOpener returns o opening wazero's disk cache through f.
 func WithDiskCacheOpener(o Options, f func(dir string) (wazero.CompilationCache, error)) Options {
 	o.openDiskCache = f

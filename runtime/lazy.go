@@ -511,6 +511,11 @@ type testHooks struct {
 	// pluginCompile stands around an Extism plugin's compile in the SDK
 	// (fault injection): it gets the compile to run, or not.
 	pluginCompile func(compile func() error) error
+	// spare is called as a spare instance starts being made; closeWaits
+	// as Close finds spares being made and is about to wait for them
+	// (with the Runtime's loadsMu held).
+	spare      func(module string)
+	closeWaits func()
 }
 
 // newManifestStore keeps manifests beside the compilation cache, in

@@ -131,13 +131,17 @@ func (p *pool) takeIdle() *instance {
 // the spare does not compete with the call that took the last idle
 // instance. Called with p.mu held.
 func (p *pool) warmLocked() {
-	if p.closed || p.warming || len(p.idle) > 0 {
+	if p.closed || p.warming || len(p.idle) > 0 || !p.m.rt.startSpare() {
 		return
 	}
 	p.warming = true
 	p.warm.Add(1)
 	go func() {
+		defer p.m.rt.endSpare()
 		defer p.warm.Done()
+		if h := p.m.rt.testHooks.spare; h != nil {
+			h(p.m.name)
+		}
 		in, err := p.fresh(p.ctx, true)
 		p.mu.Lock()
 		defer p.mu.Unlock()

@@ -89,11 +89,17 @@ type Runtime struct {
 	// manifests caches what modules expose, for Open (lazy.go).
 	manifests *manifest.Store
 	// loads counts lazy loads in flight, bodyLoads all loads Open did.
-	loadsMu   sync.Mutex
-	closing   bool // set by Close: no lazy load starts after
-	loads     sync.WaitGroup
-	bodyLoads atomic.Int64
-	testHooks testHooks
+	loadsMu sync.Mutex
+	closing bool // set by Close: no lazy load or spare starts after
+	loads   sync.WaitGroup
+	// spares counts spare instances being made in the background (pool's
+	// warmLocked), of every module, under loadsMu: Close waits for them
+	// (sparesDone), since closing wazero frees the memories a spare is
+	// being restored into.
+	spares     int
+	sparesDone sync.Cond
+	bodyLoads  atomic.Int64
+	testHooks  testHooks
 	// budget bounds the linear memory of every instance (budget.go).
 	budget *budget
 	// trim gives closed instances' memory back to the OS (trim.go).
@@ -123,6 +129,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
 		manifests:    newManifestStore(opts.CacheDir, logger),
 		budget:       newBudget(opts.MaxInstanceMemory)}
+	r.sparesDone.L = &r.loadsMu
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
 		if dir == "" {
@@ -198,6 +205,14 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.loadsMu.Unlock()
 	r.loads.Wait()
 	r.compiles.Wait()
+	r.loadsMu.Lock()
+	if r.spares > 0 && r.testHooks.closeWaits != nil {
+		r.testHooks.closeWaits()
+	}
+	for r.spares > 0 {
+		r.sparesDone.Wait()
+	}
+	r.loadsMu.Unlock()
 	r.trim.close()
 	err := r.wz.Close(ctx)
 	if r.cache != nil {
@@ -206,6 +221,28 @@ func (r *Runtime) Close(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// startSpare registers a spare being made in the background, which Close
+// waits for; it reports false once Close has begun, and then no spare is
+// made.
+func (r *Runtime) startSpare() bool {
+	r.loadsMu.Lock()
+	defer r.loadsMu.Unlock()
+	if r.closing {
+		return false
+	}
+	r.spares++
+	return true
+}
+
+// endSpare ends what startSpare began.
+func (r *Runtime) endSpare() {
+	r.loadsMu.Lock()
+	defer r.loadsMu.Unlock()
+	if r.spares--; r.spares == 0 {
+		r.sparesDone.Broadcast()
+	}
 }
 
 // CompileCacheStats returns the lookups in the cache of instrumented
