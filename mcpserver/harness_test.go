@@ -194,25 +194,6 @@ func connectWith(t *testing.T, s *Server, tr transport, client *mcp.Client) *mcp
 	return cs
 }
 
-// listenAcknowledged returns a channel closed when client receives
-// notifications/subscriptions/acknowledged: under 2026-07-28 the server
-// sends it once the client's subscriptions/listen stream is registered, so
-// from then on a list_changed reaches the client. Call it before Connect.
-func listenAcknowledged(client *mcp.Client) <-chan struct{} {
-	acked := make(chan struct{})
-	var once sync.Once
-	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			if method == "notifications/subscriptions/acknowledged" {
-				once.Do(func() { close(acked) })
-			}
-			return res, err
-		}
-	})
-	return acked
-}
-
 // eventually polls cond until it holds or the test's patience runs out. It
 // waits for an event; it asserts nothing about how long the event took.
 func eventually(t *testing.T, what string, cond func() bool) {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warden-run/warden/internal/mcptest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/warden-run/warden/tool"
@@ -46,7 +48,7 @@ func TestHotReloadResyncsAndNotifiesListChanged(t *testing.T) {
 			client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 			})
-			listening := listenAcknowledged(client)
+			listening := mcptest.ListenAcknowledged(client)
 			cs := connectWith(t, s, tr, client)
 			if got := toolNames(t, cs); !slices.Equal(got, []string{"a", "b"}) {
 				t.Fatalf("tools %v", got)

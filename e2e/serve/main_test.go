@@ -362,26 +362,6 @@ func newClient(opts *mcp.ClientOptions) *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
 }
 
-// listenAcknowledged returns a channel closed when client receives
-// notifications/subscriptions/acknowledged: under 2026-07-28 the server
-// sends it once the client's subscriptions/listen stream (which the client
-// opens in the background) is registered, so from then on a list_changed
-// reaches the client. Call it before Connect.
-func listenAcknowledged(client *mcp.Client) <-chan struct{} {
-	acked := make(chan struct{})
-	var once sync.Once
-	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			if method == "notifications/subscriptions/acknowledged" {
-				once.Do(func() { close(acked) })
-			}
-			return res, err
-		}
-	})
-	return acked
-}
-
 // stdioServer starts `warden serve --config e.config` under the go-sdk's
 // CommandTransport and connects a client at protocol (""= the latest).
 // Closing the session (done at cleanup) closes warden's stdin; the cleanup

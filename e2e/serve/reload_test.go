@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warden-run/warden/internal/mcptest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,7 +35,7 @@ func TestHotReload(t *testing.T) {
 			client := newClient(&mcp.ClientOptions{
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
 			})
-			listening := listenAcknowledged(client)
+			listening := mcptest.ListenAcknowledged(client)
 			var cs *mcp.ClientSession
 			var stderr *logBuffer
 			if tc.transport == "stdio" {
