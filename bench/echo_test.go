@@ -4,9 +4,8 @@
 // plain Go. Both servers run as child processes and are driven by the go-sdk
 // client, over stdio and over streamable HTTP. A third, warden-c, is warden
 // serving the same tool written with the C SDK (guest-sdk/c/examples/echo.c,
-// when clang can build it): the guest's own work is then a few thousand
-// instructions instead of a Go runtime's, so it shows what warden's call
-// path costs apart from the guest.
+// when clang can build it): the same work without a Go runtime in the
+// guest, so it shows what warden's call path costs apart from the Go guest.
 //
 //	go test ./bench -run '^$' -bench Echo -benchtime 2000x
 //
@@ -164,19 +163,19 @@ func (f *fixture) setup(b *testing.B) {
 		if f.err = goBuild([]string{"GOOS=wasip1", "GOARCH=wasm"}, "-buildmode=c-shared", "-o", filepath.Join(tools, "echo.wasm"), "./tools-wasm/echo"); f.err != nil {
 			return
 		}
-		f.config = filepath.Join(dir, "config.yaml")
-		f.err = os.WriteFile(f.config, []byte(fmt.Sprintf(
-			"tools:\n  dir: %s\n  cache_dir: %s\n  grants:\n    echo: {}\nlog:\n  level: warn\n",
-			tools, filepath.Join(dir, "cache"))), 0o644)
-		if f.err != nil {
+		// config serves echo from toolsDir, with the shared compile cache.
+		config := func(name, toolsDir string) (string, error) {
+			path := filepath.Join(dir, name)
+			return path, os.WriteFile(path, []byte(fmt.Sprintf(
+				"tools:\n  dir: %s\n  cache_dir: %s\n  grants:\n    echo: {}\nlog:\n  level: warn\n",
+				toolsDir, filepath.Join(dir, "cache"))), 0o644)
+		}
+		if f.config, f.err = config("config.yaml", tools); f.err != nil {
 			return
 		}
 		cTools := filepath.Join(dir, "ctools")
 		if f.cErr = buildCEcho(filepath.Join(cTools, "echo.wasm")); f.cErr == nil {
-			f.cConfig = filepath.Join(dir, "cconfig.yaml")
-			f.err = os.WriteFile(f.cConfig, []byte(fmt.Sprintf(
-				"tools:\n  dir: %s\n  cache_dir: %s\n  grants:\n    echo: {}\nlog:\n  level: warn\n",
-				cTools, filepath.Join(dir, "cache"))), 0o644)
+			f.cConfig, f.err = config("cconfig.yaml", cTools)
 		}
 		if f.err == nil {
 			if out, err := exec.Command(f.warden, "serve", "--help").CombinedOutput(); err != nil {
@@ -314,15 +313,15 @@ func servers(b *testing.B, transport string) []*server {
 	nativeAddr := freeAddr(b)
 	native := exec.Command(self)
 	native.Env = append(serverEnv(), "BENCH_NATIVE_SERVER=http:"+nativeAddr)
-	wardenAddr := freeAddr(b)
-	warden := exec.Command(fx.warden, append([]string{"serve", "--config", fx.config, "--http", wardenAddr}, serveArgs()...)...)
-	warden.Env = serverEnv()
-	srvs := []*server{startHTTP(b, "native", native, nativeAddr), startHTTP(b, "warden", warden, wardenAddr)}
+	wardenHTTP := func(name, config string) *server {
+		addr := freeAddr(b)
+		cmd := exec.Command(fx.warden, append([]string{"serve", "--config", config, "--http", addr}, serveArgs()...)...)
+		cmd.Env = serverEnv()
+		return startHTTP(b, name, cmd, addr)
+	}
+	srvs := []*server{startHTTP(b, "native", native, nativeAddr), wardenHTTP("warden", fx.config)}
 	if fx.cConfig != "" {
-		cAddr := freeAddr(b)
-		wardenC := exec.Command(fx.warden, append([]string{"serve", "--config", fx.cConfig, "--http", cAddr}, serveArgs()...)...)
-		wardenC.Env = serverEnv()
-		srvs = append(srvs, startHTTP(b, "warden-c", wardenC, cAddr))
+		srvs = append(srvs, wardenHTTP("warden-c", fx.cConfig))
 	}
 	return srvs
 }
