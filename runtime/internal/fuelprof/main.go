@@ -7,6 +7,7 @@
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o /tmp/echo.wasm ./tools-wasm/echo
 //	go run ./runtime/internal/fuelprof [-warm N] [-request JSON] [-print] /tmp/echo.wasm
 //	go run ./runtime/internal/fuelprof -series 200 /tmp/echo.wasm
+//	go run ./runtime/internal/fuelprof -export regexp -arg 2 -warm 2 /tmp/goguest.wasm
 //
 // It meters the module with the runtime's own instrumentation (fuel only),
 // makes N warm warden_call calls, then profiles one more with a wazero
@@ -40,6 +41,8 @@ func main() {
 	request := flag.String("request", `{"tool":"echo","arguments":{"text":"hello"}}`, "the warden_call request")
 	printResponse := flag.Bool("print", false, "print the profiled call's response")
 	series := flag.Int("series", 0, "instead of a profile, print the fuel of this many calls after the warm ones")
+	export := flag.String("export", "", "call this export with -arg instead of warden_call (a benchmark guest)")
+	arg := flag.Uint64("arg", 0, "the argument of -export")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: fuelprof [flags] module.wasm")
 		flag.PrintDefaults()
@@ -49,12 +52,12 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(os.Stdout, flag.Arg(0), []byte(*request), *warm, *series, *printResponse); err != nil {
+	if err := run(os.Stdout, flag.Arg(0), []byte(*request), *export, *arg, *warm, *series, *printResponse); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(out io.Writer, path string, request []byte, warm, series int, printResponse bool) error {
+func run(out io.Writer, path string, request []byte, export string, arg uint64, warm, series int, printResponse bool) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -75,6 +78,17 @@ func run(out io.Writer, path string, request []byte, warm, series int, printResp
 	}
 	p.fuel = m.ExportedGlobal(metered.FuelGlobal)
 	call := func() ([]byte, error) {
+		if export != "" {
+			fn := m.ExportedFunction(export)
+			if fn == nil {
+				return nil, fmt.Errorf("%s exports no function %q", path, export)
+			}
+			res, err := fn.Call(ctx, arg)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", export, err)
+			}
+			return fmt.Appendf(nil, "%v", res), nil
+		}
 		at, err := m.ExportedFunction("warden_alloc").Call(ctx, uint64(len(request)))
 		if err != nil {
 			return nil, fmt.Errorf("warden_alloc: %w", err)

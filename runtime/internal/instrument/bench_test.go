@@ -53,6 +53,8 @@ func newBenchGuestCached(b testing.TB, wasm []byte, mode, export string, initial
 		r = mustInstrument(b, wasm, Config{Fuel: true, structureOnly: true})
 	case "nospills":
 		r = mustInstrument(b, wasm, Config{Fuel: true, ablate: ablateSpills})
+	case "nodirect":
+		r = mustInstrument(b, wasm, Config{Fuel: true, ablate: ablateDirectJumps})
 	case "nochecks":
 		r = mustInstrument(b, wasm, Config{Fuel: true, ablate: ablateChecks})
 	case "close":
@@ -82,6 +84,27 @@ func newBenchGuestCached(b testing.TB, wasm []byte, mode, export string, initial
 		if _, err := g.call(mod.ExportedFunction("_initialize")); err != nil {
 			b.Fatal(err)
 		}
+	}
+	return g
+}
+
+// newBenchGuestFrom instantiates an instrumented module r of the Go
+// guest, initialized, with a Meter.
+func newBenchGuestFrom(b testing.TB, r *Result, export string) *benchGuest {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(compileCache))
+	b.Cleanup(func() { rt.Close(ctx) })
+	wasiInstantiate(ctx, rt)
+	mod, err := rt.InstantiateWithConfig(ctx, r.Wasm, wazero.NewModuleConfig().WithStartFunctions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := &benchGuest{mod: mod, fn: mod.ExportedFunction(export), mode: "fuel"}
+	if g.m, err = NewMeter(mod, r); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := g.call(mod.ExportedFunction("_initialize")); err != nil {
+		b.Fatal(err)
 	}
 	return g
 }
@@ -162,6 +185,47 @@ const regexpRounds = 2
 // GC workers) are left out.
 func BenchmarkInterleaved(b *testing.B) {
 	benchInterleaved(b, "plain", "plain2", "rewrite", "fuel", "full")
+}
+
+// BenchmarkDirectJumps is BenchmarkInterleaved for the fuel pass with
+// and without sending dispatch jumps straight to their target
+// (nodirect), and for the pass's structure alone with them (rewrite):
+// what the jumps save against what the fuel code costs.
+func BenchmarkDirectJumps(b *testing.B) {
+	benchInterleaved(b, "plain", "rewrite", "fuel", "nodirect")
+}
+
+// BenchmarkChargeCounts reports, per call of each Go guest, the fuel (the
+// wasm instructions run), the charges and the checks run, with and
+// without direct jumps. The counts are exact; the time is not the point.
+func BenchmarkChargeCounts(b *testing.B) {
+	wasm := goFixture(b, "goguest")
+	for _, c := range []struct {
+		name, export string
+		arg          uint64
+	}{{"SHA256", "sha", 1 << 20}, {"JSON", "json", 200}, {"Regexp", "regexp", regexpRounds}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				for _, m := range []struct {
+					name   string
+					ablate ablation
+				}{
+					{"fuel", 0}, {"charges", countCharges}, {"checks", countChecks},
+					{"fuel-nodirect", ablateDirectJumps}, {"charges-nodirect", countCharges | ablateDirectJumps},
+					{"checks-nodirect", countChecks | ablateDirectJumps},
+				} {
+					g := newBenchGuestFrom(b, mustInstrument(b, wasm, Config{Fuel: true, ablate: m.ablate}), c.export)
+					g.call(g.fn, c.arg) // warm up
+					stop := g.m.Start(context.Background(), MaxBudget)
+					if _, err := g.fn.Call(context.Background(), c.arg); err != nil {
+						b.Fatal(err)
+					}
+					used, _ := stop()
+					b.ReportMetric(float64(used), m.name+"/call")
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkAblate is BenchmarkInterleaved for fuel and fuel with parts

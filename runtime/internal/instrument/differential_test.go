@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var watFixtures = []string{"loops", "recursion", "bulk", "simd", "multivalue", "tailcall"}
+var watFixtures = []string{"loops", "recursion", "bulk", "simd", "multivalue", "tailcall", "dispatch"}
 
 var configs = []struct {
 	name string

@@ -150,8 +150,11 @@ type Config struct {
 type ablation uint8
 
 const (
-	ablateSpills ablation = 1 << iota // stores and loads around calls and returns
-	ablateChecks                      // the fuel tests at loop headers and entries
+	ablateSpills      ablation = 1 << iota // stores and loads around calls and returns
+	ablateChecks                           // the fuel tests at loop headers and entries
+	ablateDirectJumps                      // dispatch jumps sent straight to their target
+	countCharges                           // every charge costs 1: fuel counts the charges run
+	countChecks                            // checks cost 1, nothing else: fuel counts the checks run
 )
 
 // Result is an instrumented module and what the host needs to drive it.
@@ -182,6 +185,10 @@ type Result struct {
 	// DropsData: the code contains data.drop, so which data segments are
 	// still available is instance state that memory snapshots miss.
 	DropsData bool
+	// DirectJumps is how many branches to a dispatch loop the pass sent
+	// straight to the block end the loop would dispatch them to (see
+	// RATIONALE.md, "Dispatch jumps go straight to their target").
+	DirectJumps int
 	// Deepest is the deepest control nesting of any function, for
 	// measurements against Limits.MaxNesting.
 	Deepest uint32

@@ -26,6 +26,33 @@ type pass struct {
 	segs                 []segment
 	ctl                  []frame
 	out                  []byte
+
+	// Dispatch loops of the current body (see noteJump).
+	dispatches  []dispatch // indexed by frame.dispatch-1
+	dispTargets []int32    // every dispatch's table, as block numbers
+	jumps       []jump     // jumps sent straight to their target, in order
+}
+
+// A dispatch is a loop that starts by branching on a local: its body
+// begins with blocks, then local.get and br_table, so that a branch to
+// the loop with a known value in the local lands at a known block end.
+// Go compiles every function into one (its jumps set the local and
+// branch to the loop). The blocks are numbered from the innermost, whose
+// end comes first, so block t is open until the walk has passed t ends.
+type dispatch struct {
+	local  uint32
+	blocks int // how many blocks the body begins with
+	closed int // how many of them the walk has passed the end of
+	// The table is dispTargets[first:first+n]: per entry (the default
+	// last) the number of the block it ends, or -1 if the label is not
+	// one of the dispatch's blocks.
+	first, n int
+}
+
+// A jump is a br at insts[inst] sent straight to label.
+type jump struct {
+	inst  int
+	label uint32
 }
 
 // A segment is code whose cost is charged at one point, the instruction
@@ -49,10 +76,11 @@ type segment struct {
 // frame is an open construct during the walk.
 type frame struct {
 	kind     byte
-	outer    int  // segment open before the construct
-	deadOut  bool // whether the code before it was unreachable
-	targeted bool // a branch targets its end (blocks and ifs)
-	thenDead bool // an if's then branch ended unreachable
+	dispatch int32 // a loop's or a dispatch block's dispatch: index+1 in pass.dispatches, or 0
+	outer    int   // segment open before the construct
+	deadOut  bool  // whether the code before it was unreachable
+	targeted bool  // a branch targets its end (blocks and ifs)
+	thenDead bool  // an if's then branch ended unreachable
 }
 
 const (
@@ -84,6 +112,7 @@ func (p *pass) rewriteCode() ([]byte, error) {
 			return nil, fmt.Errorf("function %d: %w", fn, err)
 		}
 		if change {
+			p.res.DirectJumps += len(p.jumps)
 			body := p.emit(c, m.funcTypes[fn])
 			out = wb.AppendU32(out, uint32(len(body)))
 			out = append(out, body...)
@@ -116,6 +145,7 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 	nFuncs, nGlobals := uint32(len(m.funcTypes)), uint32(len(m.globals))
 
 	p.insts, p.segs, p.ctl = p.insts[:0], p.segs[:0], p.ctl[:0]
+	p.dispatches, p.dispTargets, p.jumps = p.dispatches[:0], p.dispTargets[:0], p.jumps[:0]
 	p.segs = append(p.segs, segment{after: -1, check: true})
 	p.ctl = append(p.ctl, frame{kind: ctlFunc})
 	cur, dead := 0, false // open segment; whether the code here is unreachable
@@ -198,6 +228,8 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			p.ctl = p.ctl[:len(p.ctl)-1]
 			if f.kind == ctlLoop {
 				loops--
+			} else if f.dispatch != 0 {
+				p.dispatches[f.dispatch-1].closed++
 			}
 			switch {
 			case f.kind == ctlFunc:
@@ -226,6 +258,9 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			if in.Imm >= uint32(len(p.ctl)) {
 				return bad("label", in.Imm, uint32(len(p.ctl)))
 			}
+			if in.Op == wb.OpBr {
+				p.noteJump(idx)
+			}
 			target(in.Imm)
 			stops = in.Op == wb.OpBr
 		case wb.OpBrTable:
@@ -236,6 +271,7 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 				return &wb.Error{Offset: in.Pos, Msg: fmt.Sprintf("br_table of %d targets, over the limit of %d", n, lim.MaxBrTableTargets)}
 			}
 			wb.BrTableLabels(b, in, target)
+			p.noteDispatch(b, idx)
 			stops = true
 		case wb.OpReturn, wb.OpUnreachable:
 			stops = true
@@ -301,6 +337,17 @@ func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 	m := p.m
 	b := m.Bytes
 	o := p.out[:0]
+	if p.cfg.ablate&(countCharges|countChecks) != 0 {
+		for i := range p.segs {
+			if p.cfg.ablate&countCharges != 0 {
+				p.segs[i].cost = 1
+			} else if p.segs[i].check {
+				p.segs[i].cost = 1
+			} else {
+				p.segs[i].cost = 0
+			}
+		}
+	}
 	scratch := p.cfg.Fuel || p.cfg.MaxCallDepth > 0
 	first := p.insts[0].Pos // end of local declarations
 	if scratch {
@@ -323,9 +370,16 @@ func (p *pass) emit(c wb.Code, typeIdx uint32) []byte {
 		o = append(o, byte(wb.OpBlock))
 		o = p.blockType(o, m.types[typeIdx].Results)
 	}
-	si, last := 1, len(p.insts)-1
+	si, ji, last := 1, 0, len(p.insts)-1
 	for i, in := range p.insts {
 		switch in.Op {
+		case wb.OpBr:
+			if ji < len(p.jumps) && p.jumps[ji].inst == i {
+				o = op32(o, wb.OpBr, p.jumps[ji].label)
+				ji++
+			} else {
+				o = append(o, b[in.Pos:in.End]...)
+			}
 		case wb.OpReturn, wb.OpReturnCall, wb.OpReturnCallIndirect:
 			o = p.spill(o)
 			if p.cfg.MaxCallDepth > 0 {
@@ -662,3 +716,66 @@ func (p *pass) growBody() []byte {
 
 // ifThen opens an if without results; the caller writes its body and end.
 func ifThen(o []byte) []byte { return append(o, byte(wb.OpIf), 0x40) }
+
+// noteDispatch records the loop around the br_table at p.insts[idx] as a
+// dispatch if the loop's body starts with blocks without params or
+// results, then a local.get of the table's operand, then the table. The
+// walk has just pushed those blocks, so they are the frames above the
+// loop.
+func (p *pass) noteDispatch(b []byte, idx int) {
+	if p.cfg.ablate&ablateDirectJumps != 0 || idx < 2 || p.insts[idx-1].Op != wb.OpLocalGet {
+		return
+	}
+	blocks := 0
+	k := idx - 2
+	for ; k >= 0 && p.insts[k].Op == wb.OpBlock && p.insts[k].BlockType == wb.BlockEmpty; k-- {
+		blocks++
+	}
+	li := len(p.ctl) - 1 - blocks
+	if k < 0 || p.insts[k].Op != wb.OpLoop || p.insts[k].BlockType != wb.BlockEmpty || li < 0 ||
+		p.ctl[li].kind != ctlLoop || p.ctl[li].dispatch != 0 {
+		return
+	}
+	first := len(p.dispTargets)
+	wb.BrTableLabels(b, p.insts[idx], func(l uint32) {
+		block := int32(-1)
+		if fi := len(p.ctl) - 1 - int(l); fi > li {
+			block = int32(l)
+		}
+		p.dispTargets = append(p.dispTargets, block)
+	})
+	p.dispatches = append(p.dispatches, dispatch{local: p.insts[idx-1].Imm, blocks: blocks, first: first, n: len(p.dispTargets) - first})
+	for i := li; i < len(p.ctl); i++ {
+		p.ctl[i].dispatch = int32(len(p.dispatches))
+	}
+}
+
+// noteJump sends the br at p.insts[idx] straight to its target if it is
+// a forward dispatch jump: "i32.const K; local.set L; br loop" to a
+// dispatch on L whose table sends K to the end of one of its blocks that
+// is still open here. Going there directly is the same: the loop header
+// runs no code but the dispatch, and neither a loop without params nor a
+// block without results takes a value. It skips the header's charge,
+// check and indirect branch, which is the point: Go compiles every jump
+// into a dispatch jump, forward ones included, and only a jump back can
+// make a loop (RATIONALE.md, "Dispatch jumps go straight to their
+// target").
+func (p *pass) noteJump(idx int) {
+	fi := len(p.ctl) - 1 - int(p.insts[idx].Imm)
+	f := p.ctl[fi]
+	if f.kind != ctlLoop || f.dispatch == 0 || idx < 2 {
+		return
+	}
+	d := p.dispatches[f.dispatch-1]
+	set, k := p.insts[idx-1], p.insts[idx-2]
+	if set.Op != wb.OpLocalSet || set.Imm != d.local || k.Op != wb.OpI32Const {
+		return
+	}
+	to := p.dispTargets[d.first+int(min(k.Imm, uint32(d.n-1)))]
+	if to < 0 || int(to) < d.closed {
+		return // not one of the blocks, or a jump back
+	}
+	// Block to is open; the blocks are the frames above the loop, the
+	// outermost first.
+	p.jumps = append(p.jumps, jump{inst: idx, label: uint32(len(p.ctl) - 1 - (fi + d.blocks - int(to)))})
+}

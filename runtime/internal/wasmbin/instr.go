@@ -100,6 +100,10 @@ func (o Op) String() string {
 	return fmt.Sprintf("opcode %#x", byte(o))
 }
 
+// BlockEmpty is the BlockType of a block, loop or if without params or
+// results.
+const BlockEmpty = -64
+
 // Instr is one decoded instruction.
 type Instr struct {
 	Op  Op
@@ -108,7 +112,8 @@ type Instr struct {
 	// Imm is the first index immediate: label (br, br_if), label count
 	// (br_table), function (call, return_call, ref.func), type
 	// (call_indirect), local, global, table (table.*), data (memory.init,
-	// data.drop) or element (table.init, elem.drop) index.
+	// data.drop) or element (table.init, elem.drop) index; the value of
+	// i32.const, as its two's complement.
 	Imm uint32
 	// Imm2 is the second index immediate: table index of call_indirect,
 	// table.init and the source table of table.copy; the largest label of
@@ -201,7 +206,9 @@ func Decode(b []byte, pos int) (Instr, error) {
 	case c == 0x3f || c == 0x40:
 		zero()
 	case c == 0x41:
-		_, p, ok = readSleb(b, p, 32)
+		var v int64
+		v, p, ok = readSleb(b, p, 32)
+		in.Imm = uint32(v)
 	case c == 0x42:
 		_, p, ok = readSleb(b, p, 64)
 	case c == 0x43:
