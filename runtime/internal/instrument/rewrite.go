@@ -2,6 +2,7 @@ package instrument
 
 import (
 	"fmt"
+	"slices"
 
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
 )
@@ -30,7 +31,9 @@ type pass struct {
 	// Dispatch loops of the current body (see noteJump).
 	dispatches  []dispatch // indexed by frame.dispatch-1
 	dispTargets []int32    // every dispatch's table, as block numbers
-	jumps       []jump     // jumps sent straight to their target, in order
+	jumps       []jump     // forward dispatch jumps, in order: sent straight to their target
+	backs       []jump     // backward dispatch jumps
+	falls       []bool     // per dispatch region (dispatch.regions): it falls through into the next
 }
 
 // A dispatch is a loop that starts by branching on a local: its body
@@ -47,12 +50,18 @@ type dispatch struct {
 	// last) the number of the block it ends, or -1 if the label is not
 	// one of the dispatch's blocks.
 	first, n int
+	// Region r's entry in pass.falls is falls[regions+r].
+	regions int
 }
 
-// A jump is a br at insts[inst] sent straight to label.
+// A jump is a dispatch jump at insts[inst], from region from of dispatch
+// d to region to (the code after the end of block to-1); label is the
+// block end's label for a forward jump.
 type jump struct {
-	inst  int
-	label uint32
+	inst     int
+	label    uint32
+	d        int32
+	from, to int32
 }
 
 // A segment is code whose cost is charged at one point, the instruction
@@ -145,7 +154,7 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 	nFuncs, nGlobals := uint32(len(m.funcTypes)), uint32(len(m.globals))
 
 	p.insts, p.segs, p.ctl = p.insts[:0], p.segs[:0], p.ctl[:0]
-	p.dispatches, p.dispTargets, p.jumps = p.dispatches[:0], p.dispTargets[:0], p.jumps[:0]
+	p.dispatches, p.dispTargets, p.jumps, p.backs, p.falls = p.dispatches[:0], p.dispTargets[:0], p.jumps[:0], p.backs[:0], p.falls[:0]
 	p.segs = append(p.segs, segment{after: -1, check: true})
 	p.ctl = append(p.ctl, frame{kind: ctlFunc})
 	cur, dead := 0, false // open segment; whether the code here is unreachable
@@ -229,13 +238,16 @@ func (p *pass) walk(c wb.Code, typeIdx uint32) error {
 			if f.kind == ctlLoop {
 				loops--
 			} else if f.dispatch != 0 {
-				p.dispatches[f.dispatch-1].closed++
+				d := &p.dispatches[f.dispatch-1]
+				p.falls[d.regions+d.closed] = !dead
+				d.closed++
 			}
 			switch {
 			case f.kind == ctlFunc:
 				if pos != c.End {
 					return &wb.Error{Offset: pos, Msg: "bytes after the end of the function body"}
 				}
+				p.keepJumps()
 				if !calls {
 					// Without calls the body cannot recurse: every
 					// unbounded execution of it passes a loop header,
@@ -744,7 +756,8 @@ func (p *pass) noteDispatch(b []byte, idx int) {
 		}
 		p.dispTargets = append(p.dispTargets, block)
 	})
-	p.dispatches = append(p.dispatches, dispatch{local: p.insts[idx-1].Imm, blocks: blocks, first: first, n: len(p.dispTargets) - first})
+	p.dispatches = append(p.dispatches, dispatch{local: p.insts[idx-1].Imm, blocks: blocks, first: first, n: len(p.dispTargets) - first, regions: len(p.falls)})
+	p.falls = append(p.falls, make([]bool, blocks+1)...)
 	for i := li; i < len(p.ctl); i++ {
 		p.ctl[i].dispatch = int32(len(p.dispatches))
 	}
@@ -772,10 +785,219 @@ func (p *pass) noteJump(idx int) {
 		return
 	}
 	to := p.dispTargets[d.first+int(min(k.Imm, uint32(d.n-1)))]
-	if to < 0 || int(to) < d.closed {
-		return // not one of the blocks, or a jump back
+	if to < 0 {
+		return // not one of the blocks
+	}
+	j := jump{inst: idx, d: f.dispatch - 1, from: int32(d.closed), to: to + 1}
+	if int(to) < d.closed {
+		p.backs = append(p.backs, j)
+		return
 	}
 	// Block to is open; the blocks are the frames above the loop, the
 	// outermost first.
-	p.jumps = append(p.jumps, jump{inst: idx, label: uint32(len(p.ctl) - 1 - (fi + d.blocks - int(to)))})
+	j.label = uint32(len(p.ctl) - 1 - (fi + d.blocks - int(to)))
+	p.jumps = append(p.jumps, j)
+}
+
+// keepJumps, once the body is walked, keeps the forward jumps that do
+// not enter a loop from outside it: a jump into a loop still goes
+// through the dispatch. Measured (RATIONALE.md, "Dispatch jumps go
+// straight to their target"): wazero's register allocator can take the
+// state of a loop's first region from the edge that enters it first,
+// and a direct entry made the loop's own edges shuffle registers on
+// every iteration (sha256 +10 %); through the dispatch, every region
+// starts from the loop header's state.
+func (p *pass) keepJumps() {
+	if len(p.jumps) == 0 {
+		return
+	}
+	nests := make([]*loops, len(p.dispatches))
+	done := make([]bool, len(p.dispatches))
+	keep := p.jumps[:0]
+	for _, j := range p.jumps {
+		if !done[j.d] {
+			nests[j.d], done[j.d] = p.loopNest(j.d), true
+		}
+		nest := nests[j.d]
+		if nest == nil {
+			continue // too large to analyse: no direct jumps
+		}
+		if l := nest.inner[j.to]; l < 0 || nest.contains(l, j.from) {
+			keep = append(keep, j)
+		}
+	}
+	p.jumps = keep
+}
+
+// maxLoopRegions bounds the loop analysis, which is linear in the
+// regions and jumps per level of loop nesting: a dispatch with more
+// regions gets no direct jumps.
+const maxLoopRegions = 4096
+
+// maxLoopDepth bounds the nesting the analysis descends into; deeper
+// loops count as part of the loop around them.
+const maxLoopDepth = 64
+
+// loops is the loop nest of a dispatch's regions.
+type loops struct {
+	inner  []int32 // per region: its innermost loop, or -1
+	parent []int32 // per loop: the loop around it, or -1
+}
+
+// contains reports whether loop l contains region r.
+func (l *loops) contains(lp, r int32) bool {
+	for k := l.inner[r]; k >= 0; k = l.parent[k] {
+		if k == lp {
+			return true
+		}
+	}
+	return false
+}
+
+// loopNest finds the loops among the regions of dispatch d: on the graph
+// whose edges are falling through into the next region and the dispatch
+// jumps, a loop is a strongly connected component, and the loops inside
+// it are the components left when the edges into its entries (the
+// regions entered from outside it) are cut. It returns nil if the
+// dispatch has more than maxLoopRegions regions.
+func (p *pass) loopNest(d int32) *loops {
+	disp := p.dispatches[d]
+	n := disp.blocks + 1
+	if n > maxLoopRegions {
+		return nil
+	}
+	g := &regionGraph{
+		succ: make([][]int32, n), pred: make([][]int32, n),
+		scope: make([]int32, n), cut: make([]bool, n),
+		index: make([]int32, n), low: make([]int32, n), onStack: make([]bool, n),
+	}
+	edge := func(u, v int32) {
+		g.succ[u] = append(g.succ[u], v)
+		g.pred[v] = append(g.pred[v], u)
+	}
+	for r := int32(0); r+1 < int32(n); r++ {
+		if p.falls[disp.regions+int(r)] {
+			edge(r, r+1)
+		}
+	}
+	for _, js := range [][]jump{p.jumps, p.backs} {
+		for _, j := range js {
+			if j.d == d {
+				edge(j.from, j.to)
+			}
+		}
+	}
+	l := &loops{inner: make([]int32, n)}
+	all := make([]int32, n)
+	for i := range all {
+		all[i] = int32(i)
+		l.inner[i] = -1
+		g.scope[i] = -1
+	}
+	g.nest(l, all, -1, 0)
+	return l
+}
+
+// regionGraph is a dispatch's regions and their edges, with the scratch
+// of loopNest: scope[v] is the loop whose inside is being searched when v
+// belongs to it, cut[v] that edges into v are left out.
+type regionGraph struct {
+	succ, pred [][]int32
+	scope      []int32
+	cut        []bool
+	index, low []int32
+	onStack    []bool
+	stack      []int32
+	next       int32
+}
+
+// nest records the loops among nodes (whose scope is outer) and,
+// recursively, the loops inside them.
+func (g *regionGraph) nest(l *loops, nodes []int32, outer int32, depth int) {
+	if depth >= maxLoopDepth {
+		return
+	}
+	for _, comp := range g.components(nodes, outer) {
+		if len(comp) == 1 && !g.selfLoop(comp[0]) {
+			continue
+		}
+		id := int32(len(l.parent))
+		l.parent = append(l.parent, outer)
+		for _, v := range comp {
+			l.inner[v], g.scope[v] = id, id
+		}
+		// Cut the edges into the entries; a loop only the dispatch
+		// enters is entered at its first region.
+		var entries []int32
+		for _, v := range comp {
+			for _, u := range g.pred[v] {
+				if g.scope[u] != id && !g.cut[v] {
+					g.cut[v] = true
+					entries = append(entries, v)
+				}
+			}
+		}
+		if len(entries) == 0 {
+			first := slices.Min(comp)
+			g.cut[first] = true
+			entries = append(entries, first)
+		}
+		g.nest(l, comp, id, depth+1)
+		for _, v := range entries {
+			g.cut[v] = false
+		}
+	}
+}
+
+func (g *regionGraph) selfLoop(v int32) bool {
+	return !g.cut[v] && slices.Contains(g.succ[v], v)
+}
+
+// components returns the strongly connected components of nodes (all
+// in scope), following only edges into nodes in scope that are not cut
+// (Tarjan's algorithm).
+func (g *regionGraph) components(nodes []int32, scope int32) [][]int32 {
+	for _, v := range nodes {
+		g.index[v] = -1
+		g.onStack[v] = false
+	}
+	g.next = 0
+	var out [][]int32
+	var visit func(v int32)
+	visit = func(v int32) {
+		g.index[v], g.low[v] = g.next, g.next
+		g.next++
+		g.stack = append(g.stack, v)
+		g.onStack[v] = true
+		for _, w := range g.succ[v] {
+			if g.scope[w] != scope || g.cut[w] {
+				continue
+			}
+			if g.index[w] < 0 {
+				visit(w)
+				g.low[v] = min(g.low[v], g.low[w])
+			} else if g.onStack[w] {
+				g.low[v] = min(g.low[v], g.index[w])
+			}
+		}
+		if g.low[v] == g.index[v] {
+			var c []int32
+			for {
+				w := g.stack[len(g.stack)-1]
+				g.stack = g.stack[:len(g.stack)-1]
+				g.onStack[w] = false
+				c = append(c, w)
+				if w == v {
+					break
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	for _, v := range nodes {
+		if g.index[v] < 0 {
+			visit(v)
+		}
+	}
+	return out
 }

@@ -2,11 +2,13 @@
 ;; starts with blocks, then br_table on a local, and jumps written as
 ;; "i32.const K; local.set $pc; br $loop". The pass sends a jump straight
 ;; to the block end the table would pick when that block is still open
-;; (a forward jump); the counts in dispatch_test.go say which jumps
-;; qualify. run_* exports take no arguments (TestDifferentialWAT).
+;; (a forward jump) and the jump does not enter a loop from outside it;
+;; the counts in dispatch_test.go say which jumps qualify. run_* exports
+;; take no arguments (TestDifferentialWAT).
 (module
-  ;; A counted loop: forward jumps r0 -> r2 and r2 -> r3 (2 direct), a
-  ;; backward jump r2 -> r1 per iteration (through the loop).
+  ;; A counted loop entered at its test: the jump r0 -> r2 enters the loop
+  ;; (through the dispatch), r2 -> r3 leaves it (direct), r2 -> r1 jumps
+  ;; back (through the dispatch).
   (func $count (export "count") (param $n i32) (result i32)
     (local $pc i32) (local $i i32) (local $acc i32)
     (loop $top
@@ -125,4 +127,42 @@
         (br $top))
       (i32.add (local.get $x) (local.get $pc))))
   (func (export "run_valued") (result i32) (call $valued (i32.const 41)))
+
+  ;; Nested loops: b1 is the outer loop's head, b2 the inner one's. The
+  ;; jump b1 -> b2 enters the inner loop from the outer one (through the
+  ;; dispatch); b1 -> b5 leaves the outer loop and b2 -> b4 the inner one
+  ;; (direct); b3 -> b2 and b4 -> b1 jump back.
+  (func $nested (export "nested") (param $n i32) (result i32)
+    (local $pc i32) (local $i i32) (local $j i32) (local $acc i32)
+    (loop $top
+      (block $b5
+        (block $b4
+          (block $b3
+            (block $b2
+              (block $b1
+                (block $b0
+                  (br_table $b0 $b1 $b2 $b3 $b4 $b5 (local.get $pc)))
+                (local.set $i (i32.const 0)))
+              ;; b1: the outer loop's head
+              (if (i32.ge_u (local.get $i) (local.get $n))
+                (then (local.set $pc (i32.const 5)) (br $top)))
+              (local.set $j (i32.const 0))
+              (local.set $pc (i32.const 2))
+              (br $top))
+            ;; b2: the inner loop's head
+            (if (i32.ge_u (local.get $j) (i32.const 3))
+              (then (local.set $pc (i32.const 4)) (br $top))))
+          ;; b3: the inner loop's body
+          (local.set $acc (i32.add (i32.mul (local.get $acc) (i32.const 7)) (i32.add (local.get $i) (local.get $j))))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (local.set $pc (i32.const 2))
+          (br $top))
+        ;; b4: the outer loop's latch
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (local.set $pc (i32.const 1))
+        (br $top))
+      ;; b5: exit
+      (return (local.get $acc)))
+    (unreachable))
+  (func (export "run_nested") (result i32) (call $nested (i32.const 10)))
 )
