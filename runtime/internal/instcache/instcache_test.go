@@ -2,6 +2,11 @@ package instcache
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -12,7 +17,7 @@ func sample() *instrument.Result {
 	return &instrument.Result{
 		Wasm: []byte("\x00asm\x01\x00\x00\x00"), FuelGlobal: "warden:fuel", ReserveGlobal: "warden:reserve",
 		DepthGlobal: "warden:depth", MaxCallDepth: 1000, PagesGlobal: "warden:pages",
-		Globals: []string{"g0", "g1"}, MutatesTables: true, Deepest: 7, StartExport: "warden:start",
+		Globals: []string{"g0", "g1"}, MutatesTables: true, DirectJumps: 3, Deepest: 7, StartExport: "warden:start",
 	}
 }
 
@@ -42,6 +47,47 @@ func TestRoundTripAndStore(t *testing.T) {
 	if _, ok := none.Get(key); ok {
 		t.Fatal("a nil store hit")
 	}
+}
+
+// TestVersionCoversThePass pins the pass's output for a few fixed modules
+// to Version: when the pass changes what it writes, entries cached by the
+// old pass must stop matching, so Version must change with it.
+func TestVersionCoversThePass(t *testing.T) {
+	digests := map[int]string{
+		3: "df43c687294d017019d286d50d712b1cfcb407b480159cb2bcb3645fa1c89dd3",
+	}
+	h := sha256.New()
+	for _, name := range []string{"dispatch", "fuelpaths", "loops", "bulk"} {
+		wasm := wat2wasm(t, filepath.Join("..", "instrument", "testdata", name+".wat"))
+		for _, cfg := range []instrument.Config{
+			{Fuel: true},
+			{Fuel: true, MaxCallDepth: instrument.DefaultMaxCallDepth, VirtualMemory: true, ExportGlobals: true, DeferStart: true},
+		} {
+			r, err := instrument.Instrument(wasm, cfg)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			h.Write(r.Wasm)
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); digests[Version] != got {
+		t.Fatalf("the instrument pass's output is %s, not the %q recorded for Version %d: "+
+			"if the pass changed, bump Version (entries the old pass cached must not be used) and record the new digest",
+			got, digests[Version], Version)
+	}
+}
+
+func wat2wasm(t *testing.T, path string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "m.wasm")
+	if msg, err := exec.Command("wat2wasm", "--enable-tail-call", path, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm %s: %v\n%s (needs wabt: apt-get install wabt)", path, err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestKeysDiffer(t *testing.T) {

@@ -20,6 +20,14 @@
 //   - Virtual memory size: memory.size and memory.grow work against an
 //     exported page count, so an instance restored to a snapshot reports
 //     the snapshot's size even though its real memory already grew.
+//   - Dispatch jumps: in a loop that begins by dispatching on a local
+//     through br_table (Go compiles every function into one), a jump that
+//     sets the local to a constant and branches to the loop goes straight
+//     to the block end the table would pick, when that is a forward jump
+//     that does not enter a loop from outside it. The program is the same;
+//     it skips the loop header's charge, check and indirect branch, and
+//     the register shuffle wazero's compiler does on every edge into the
+//     header (Result.DirectJumps counts them).
 //
 // Instrument does the rewrite; Meter is the host half, used around each
 // call: Start sets the budget and arms a watchdog that turns a context's

@@ -949,6 +949,7 @@ func (g *regionGraph) nest(l *loops, nodes []int32, outer int32, depth int) {
 	}
 }
 
+// selfLoop reports whether region v jumps back to its own start.
 func (g *regionGraph) selfLoop(v int32) bool {
 	return !g.cut[v] && slices.Contains(g.succ[v], v)
 }
