@@ -34,6 +34,9 @@ type pass struct {
 	jumps       []jump     // forward dispatch jumps, in order: sent straight to their target
 	backs       []jump     // backward dispatch jumps
 	falls       []bool     // per dispatch region (dispatch.regions): it falls through into the next
+	dropJump    []bool     // scratch of keepJumps
+	graph       regionGraph
+	loops       loops
 }
 
 // A dispatch is a loop that starts by branching on a local: its body
@@ -811,18 +814,23 @@ func (p *pass) keepJumps() {
 	if len(p.jumps) == 0 {
 		return
 	}
-	nests := make([]*loops, len(p.dispatches))
-	done := make([]bool, len(p.dispatches))
+	p.dropJump = append(p.dropJump[:0], make([]bool, len(p.jumps))...)
+	for d := range p.dispatches {
+		l := p.loopNest(int32(d))
+		for i, j := range p.jumps {
+			if j.d != int32(d) {
+				continue
+			}
+			if l == nil {
+				p.dropJump[i] = true // too large to analyse: no direct jumps
+			} else if lp := l.inner[j.to]; lp >= 0 && !l.contains(lp, j.from) {
+				p.dropJump[i] = true
+			}
+		}
+	}
 	keep := p.jumps[:0]
-	for _, j := range p.jumps {
-		if !done[j.d] {
-			nests[j.d], done[j.d] = p.loopNest(j.d), true
-		}
-		nest := nests[j.d]
-		if nest == nil {
-			continue // too large to analyse: no direct jumps
-		}
-		if l := nest.inner[j.to]; l < 0 || nest.contains(l, j.from) {
+	for i, j := range p.jumps {
+		if !p.dropJump[i] {
 			keep = append(keep, j)
 		}
 	}
@@ -859,18 +867,16 @@ func (l *loops) contains(lp, r int32) bool {
 // jumps, a loop is a strongly connected component, and the loops inside
 // it are the components left when the edges into its entries (the
 // regions entered from outside it) are cut. It returns nil if the
-// dispatch has more than maxLoopRegions regions.
+// dispatch has more than maxLoopRegions regions. The result is scratch,
+// valid until the next call.
 func (p *pass) loopNest(d int32) *loops {
 	disp := p.dispatches[d]
 	n := disp.blocks + 1
 	if n > maxLoopRegions {
 		return nil
 	}
-	g := &regionGraph{
-		succ: make([][]int32, n), pred: make([][]int32, n),
-		scope: make([]int32, n), cut: make([]bool, n),
-		index: make([]int32, n), low: make([]int32, n), onStack: make([]bool, n),
-	}
+	g := &p.graph
+	g.reset(n)
 	edge := func(u, v int32) {
 		g.succ[u] = append(g.succ[u], v)
 		g.pred[v] = append(g.pred[v], u)
@@ -887,15 +893,33 @@ func (p *pass) loopNest(d int32) *loops {
 			}
 		}
 	}
-	l := &loops{inner: make([]int32, n)}
-	all := make([]int32, n)
-	for i := range all {
-		all[i] = int32(i)
-		l.inner[i] = -1
-		g.scope[i] = -1
+	l := &p.loops
+	l.inner, l.parent = resize(l.inner, n), l.parent[:0]
+	g.all = resize(g.all, n)
+	for i := range n {
+		g.all[i], l.inner[i], g.scope[i] = int32(i), -1, -1
 	}
-	g.nest(l, all, -1, 0)
+	g.nest(l, g.all, -1, 0)
 	return l
+}
+
+// resize returns s with length n, reusing its array when it can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// reset makes g an empty graph of n regions, reusing its arrays.
+func (g *regionGraph) reset(n int) {
+	g.succ, g.pred = resize(g.succ, n), resize(g.pred, n)
+	for i := range n {
+		g.succ[i], g.pred[i] = g.succ[i][:0], g.pred[i][:0]
+	}
+	g.scope, g.cut = resize(g.scope, n), resize(g.cut, n)
+	clear(g.cut)
+	g.index, g.low, g.onStack = resize(g.index, n), resize(g.low, n), resize(g.onStack, n)
 }
 
 // regionGraph is a dispatch's regions and their edges, with the scratch
@@ -909,6 +933,7 @@ type regionGraph struct {
 	onStack    []bool
 	stack      []int32
 	next       int32
+	all        []int32
 }
 
 // nest records the loops among nodes (whose scope is outer) and,
@@ -918,9 +943,6 @@ func (g *regionGraph) nest(l *loops, nodes []int32, outer int32, depth int) {
 		return
 	}
 	for _, comp := range g.components(nodes, outer) {
-		if len(comp) == 1 && !g.selfLoop(comp[0]) {
-			continue
-		}
 		id := int32(len(l.parent))
 		l.parent = append(l.parent, outer)
 		for _, v := range comp {
@@ -955,8 +977,8 @@ func (g *regionGraph) selfLoop(v int32) bool {
 }
 
 // components returns the strongly connected components of nodes (all
-// in scope), following only edges into nodes in scope that are not cut
-// (Tarjan's algorithm).
+// in scope) that are loops, following only edges into nodes in scope
+// that are not cut (Tarjan's algorithm).
 func (g *regionGraph) components(nodes []int32, scope int32) [][]int32 {
 	for _, v := range nodes {
 		g.index[v] = -1
@@ -982,17 +1004,19 @@ func (g *regionGraph) components(nodes []int32, scope int32) [][]int32 {
 			}
 		}
 		if g.low[v] == g.index[v] {
-			var c []int32
-			for {
-				w := g.stack[len(g.stack)-1]
-				g.stack = g.stack[:len(g.stack)-1]
-				g.onStack[w] = false
-				c = append(c, w)
-				if w == v {
-					break
-				}
+			i := len(g.stack) - 1
+			for g.stack[i] != v {
+				i--
 			}
-			out = append(out, c)
+			for _, w := range g.stack[i:] {
+				g.onStack[w] = false
+			}
+			// A single region is a loop only if it jumps to itself;
+			// leave the rest out, which spares most allocations.
+			if len(g.stack)-i > 1 || g.selfLoop(v) {
+				out = append(out, slices.Clone(g.stack[i:]))
+			}
+			g.stack = g.stack[:i]
 		}
 	}
 	for _, v := range nodes {
