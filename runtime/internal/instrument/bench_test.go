@@ -45,7 +45,6 @@ func newBenchGuest(b testing.TB, wasm []byte, mode, export string, initialize bo
 }
 
 func newBenchGuestCached(b testing.TB, wasm []byte, mode, export string, initialize bool, cache wazero.CompilationCache) *benchGuest {
-	ctx := context.Background()
 	cfg := wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(cache)
 	var r *Result
 	switch mode {
@@ -64,6 +63,13 @@ func newBenchGuestCached(b testing.TB, wasm []byte, mode, export string, initial
 	case "full":
 		r = mustInstrument(b, wasm, Config{Fuel: true, MaxCallDepth: DefaultMaxCallDepth, VirtualMemory: true, ExportGlobals: true})
 	}
+	return startBenchGuest(b, cfg, wasm, r, mode, export, initialize)
+}
+
+// startBenchGuest instantiates wasm, or r's module if r is not nil (with
+// a Meter), and initializes it if asked to.
+func startBenchGuest(b testing.TB, cfg wazero.RuntimeConfig, wasm []byte, r *Result, mode, export string, initialize bool) *benchGuest {
+	ctx := context.Background()
 	if r != nil {
 		wasm = r.Wasm
 	}
@@ -84,27 +90,6 @@ func newBenchGuestCached(b testing.TB, wasm []byte, mode, export string, initial
 		if _, err := g.call(mod.ExportedFunction("_initialize")); err != nil {
 			b.Fatal(err)
 		}
-	}
-	return g
-}
-
-// newBenchGuestFrom instantiates an instrumented module r of the Go
-// guest, initialized, with a Meter.
-func newBenchGuestFrom(b testing.TB, r *Result, export string) *benchGuest {
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(compileCache))
-	b.Cleanup(func() { rt.Close(ctx) })
-	wasiInstantiate(ctx, rt)
-	mod, err := rt.InstantiateWithConfig(ctx, r.Wasm, wazero.NewModuleConfig().WithStartFunctions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := &benchGuest{mod: mod, fn: mod.ExportedFunction(export), mode: "fuel"}
-	if g.m, err = NewMeter(mod, r); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := g.call(mod.ExportedFunction("_initialize")); err != nil {
-		b.Fatal(err)
 	}
 	return g
 }
@@ -214,8 +199,12 @@ func BenchmarkChargeCounts(b *testing.B) {
 					{"fuel-nodirect", ablateDirectJumps}, {"charges-nodirect", countCharges | ablateDirectJumps},
 					{"checks-nodirect", countChecks | ablateDirectJumps},
 				} {
-					g := newBenchGuestFrom(b, mustInstrument(b, wasm, Config{Fuel: true, ablate: m.ablate}), c.export)
-					g.call(g.fn, c.arg) // warm up
+					r := mustInstrument(b, wasm, Config{Fuel: true, ablate: m.ablate})
+					cfg := wazero.NewRuntimeConfigCompiler().WithCoreFeatures(features).WithCompilationCache(compileCache)
+					g := startBenchGuest(b, cfg, nil, r, "fuel", c.export, true)
+					if _, err := g.call(g.fn, c.arg); err != nil { // warm up
+						b.Fatal(err)
+					}
 					stop := g.m.Start(context.Background(), MaxBudget)
 					if _, err := g.fn.Call(context.Background(), c.arg); err != nil {
 						b.Fatal(err)

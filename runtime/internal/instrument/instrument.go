@@ -152,7 +152,7 @@ type ablation uint8
 const (
 	ablateSpills      ablation = 1 << iota // stores and loads around calls and returns
 	ablateChecks                           // the fuel tests at loop headers and entries
-	ablateDirectJumps                      // dispatch jumps sent straight to their target
+	ablateDirectJumps                      // every dispatch jump goes through its loop
 	countCharges                           // every charge costs 1: fuel counts the charges run
 	countChecks                            // checks cost 1, nothing else: fuel counts the checks run
 )
