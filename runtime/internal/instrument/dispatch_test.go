@@ -20,16 +20,16 @@ func TestDirectJumps(t *testing.T) {
 		noDirect.ablate = ablateDirectJumps
 		through := mustInstrument(t, wasm, noDirect)
 		// count 1, dispatch_spin 1, edges 1, lookalikes 2, nested 2,
-		// busy and valued none.
-		if direct.DirectJumps != 7 || through.DirectJumps != 0 {
-			t.Fatalf("direct jumps: %d and %d, want 7 and 0", direct.DirectJumps, through.DirectJumps)
+		// twice 2, busy and valued none.
+		if direct.DirectJumps != 9 || through.DirectJumps != 0 {
+			t.Fatalf("direct jumps: %d and %d, want 9 and 0", direct.DirectJumps, through.DirectJumps)
 		}
 		for _, c := range []struct {
 			export string
 			arg    uint64
 			taken  int64 // direct jumps the call takes
 		}{
-			{"count", 0, 1}, {"count", 1000, 1}, {"nested", 0, 1}, {"nested", 10, 11},
+			{"count", 0, 1}, {"count", 1000, 1}, {"nested", 0, 1}, {"nested", 10, 11}, {"twice", 5, 2},
 			{"edges", 0, 1}, {"edges", 1, 0},
 			{"lookalikes", 0, 1}, {"lookalikes", 1, 1}, {"lookalikes", 2, 1}, {"lookalikes", 3, 1},
 			{"busy", 1, 0}, {"valued", 1, 0},

@@ -35,6 +35,9 @@ type pass struct {
 	backs       []jump     // backward dispatch jumps
 	falls       []bool     // per dispatch region (dispatch.regions): it falls through into the next
 	dropJump    []bool     // scratch of keepJumps
+	grouped     []int32    // the jumps by dispatch (groupJumps)
+	groupStart  []int32
+	groupNext   []int32
 	graph       regionGraph
 	loops       loops
 }
@@ -814,13 +817,20 @@ func (p *pass) keepJumps() {
 	if len(p.jumps) == 0 {
 		return
 	}
-	p.dropJump = append(p.dropJump[:0], make([]bool, len(p.jumps))...)
+	p.groupJumps()
+	p.dropJump = resize(p.dropJump, len(p.jumps))
+	clear(p.dropJump)
 	for d := range p.dispatches {
-		l := p.loopNest(int32(d))
-		for i, j := range p.jumps {
-			if j.d != int32(d) {
-				continue
+		group := p.grouped[p.groupStart[d]:p.groupStart[d+1]]
+		if len(group) == 0 || group[0] >= int32(len(p.jumps)) {
+			continue // no forward jumps (they sort first)
+		}
+		l := p.loopNest(int32(d), group)
+		for _, i := range group {
+			if int(i) >= len(p.jumps) {
+				break
 			}
+			j := p.jumps[i]
 			if l == nil {
 				p.dropJump[i] = true // too large to analyse: no direct jumps
 			} else if lp := l.inner[j.to]; lp >= 0 && !l.contains(lp, j.from) {
@@ -835,6 +845,44 @@ func (p *pass) keepJumps() {
 		}
 	}
 	p.jumps = keep
+}
+
+// groupJumps sorts the dispatch jumps by dispatch (a counting sort, so
+// that the analysis stays linear however many dispatch loops a body
+// has): grouped[groupStart[d]:groupStart[d+1]] are dispatch d's, as
+// indices into p.jumps and then, offset by len(p.jumps), into p.backs.
+func (p *pass) groupJumps() {
+	n := len(p.dispatches)
+	p.groupStart = resize(p.groupStart, n+1)
+	clear(p.groupStart)
+	for _, js := range [][]jump{p.jumps, p.backs} {
+		for _, j := range js {
+			p.groupStart[j.d+1]++
+		}
+	}
+	for d := range n {
+		p.groupStart[d+1] += p.groupStart[d]
+	}
+	p.grouped = resize(p.grouped, len(p.jumps)+len(p.backs))
+	next := append(p.groupNext[:0], p.groupStart[:n]...)
+	p.groupNext = next
+	for i, j := range p.jumps {
+		p.grouped[next[j.d]] = int32(i)
+		next[j.d]++
+	}
+	for i, j := range p.backs {
+		p.grouped[next[j.d]] = int32(len(p.jumps) + i)
+		next[j.d]++
+	}
+}
+
+// jump returns the forward jump i, or for i >= len(p.jumps) the backward
+// jump i-len(p.jumps).
+func (p *pass) jump(i int32) jump {
+	if int(i) < len(p.jumps) {
+		return p.jumps[i]
+	}
+	return p.backs[int(i)-len(p.jumps)]
 }
 
 // maxLoopRegions bounds the loop analysis, which is linear in the
@@ -867,9 +915,10 @@ func (l *loops) contains(lp, r int32) bool {
 // jumps, a loop is a strongly connected component, and the loops inside
 // it are the components left when the edges into its entries (the
 // regions entered from outside it) are cut. It returns nil if the
-// dispatch has more than maxLoopRegions regions. The result is scratch,
-// valid until the next call.
-func (p *pass) loopNest(d int32) *loops {
+// dispatch has more than maxLoopRegions regions. group is the
+// dispatch's jumps (see groupJumps). The result is scratch, valid until
+// the next call.
+func (p *pass) loopNest(d int32, group []int32) *loops {
 	disp := p.dispatches[d]
 	n := disp.blocks + 1
 	if n > maxLoopRegions {
@@ -886,12 +935,9 @@ func (p *pass) loopNest(d int32) *loops {
 			edge(r, r+1)
 		}
 	}
-	for _, js := range [][]jump{p.jumps, p.backs} {
-		for _, j := range js {
-			if j.d == d {
-				edge(j.from, j.to)
-			}
-		}
+	for _, i := range group {
+		j := p.jump(i)
+		edge(j.from, j.to)
 	}
 	l := &p.loops
 	l.inner, l.parent = resize(l.inner, n), l.parent[:0]

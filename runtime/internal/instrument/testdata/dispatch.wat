@@ -165,4 +165,32 @@
       (return (local.get $acc)))
     (unreachable))
   (func (export "run_nested") (result i32) (call $nested (i32.const 10)))
+
+  ;; Two dispatch loops in one body, each with a loop and a direct jump
+  ;; out of it; the analysis sorts the jumps by dispatch.
+  (func $twice (export "twice") (param $n i32) (result i32)
+    (local $pc i32) (local $qc i32) (local $i i32) (local $acc i32)
+    (loop $first
+      (block $a1
+        (block $a0
+          (br_table $a0 $a1 (local.get $pc)))
+        ;; a0: count up to n, then leave
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (if (i32.ge_u (local.get $i) (local.get $n))
+          (then (local.set $pc (i32.const 1)) (br $first)))
+        (local.set $pc (i32.const 0))
+        (br $first)))
+    (loop $second
+      (block $b1
+        (block $b0
+          (br_table $b0 $b1 (local.get $qc)))
+        ;; b0: count down to 0, then leave
+        (local.set $acc (i32.add (i32.mul (local.get $acc) (i32.const 3)) (local.get $i)))
+        (local.set $i (i32.sub (local.get $i) (i32.const 1)))
+        (if (i32.eqz (local.get $i))
+          (then (local.set $qc (i32.const 1)) (br $second)))
+        (local.set $qc (i32.const 0))
+        (br $second)))
+    (local.get $acc))
+  (func (export "run_twice") (result i32) (call $twice (i32.const 9)))
 )
