@@ -268,18 +268,18 @@ func withFuncName(wasm []byte, idx byte, name string) []byte {
 func TestLoadStageNamed(t *testing.T) {
 	rt := newRuntime(t, runtime.Options{})
 	sleep := `(func $sleep ` + sleepHour + `)`
-	limits := runtime.Limits{LoadBudget: 50 * time.Millisecond}
+	limits := runtime.Limits{LoadBudget: shortTimeout}
 	cases := []struct {
 		name, funcs string
 		named       string // the start function's name in a name section
 		want        string
 	}{
 		{name: "start", funcs: sleep + ` (start $sleep)`,
-			want: "start function (func 4): did not finish within the load budget of 50ms"},
+			want: "start function (func 4): did not finish within the load budget of 300ms"},
 		{name: "startnamed", funcs: sleep + ` (start $sleep)`, named: "sleep\u202eevil",
-			want: `start function (func 4 $sleep\u202eevil): did not finish within the load budget of 50ms`},
+			want: `start function (func 4 $sleep\u202eevil): did not finish within the load budget of 300ms`},
 		{name: "init", funcs: sleep + ` (func (export "_initialize") (call $sleep))`,
-			want: "_initialize: did not finish within the load budget of 50ms"},
+			want: "_initialize: did not finish within the load budget of 300ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -299,7 +299,7 @@ func TestLoadStageNamed(t *testing.T) {
 		`(func (export "warden_describe") (result i64) (i64.const`,
 		`(func (export "warden_describe") (result i64) `+sleepHour+` (i64.const`, 1)
 	_, err := rt.Load(callerGuard(t), "describe", watBytes(t, src), limits)
-	if want := "warden_describe: did not finish within the load budget of 50ms"; err == nil || err.Error() != want {
+	if want := "warden_describe: did not finish within the load budget of 300ms"; err == nil || err.Error() != want {
 		t.Fatalf("load error = %v, want %q", err, want)
 	}
 	wantOK(t, call(t, pingTool(t, rt), `{}`), "pong")
