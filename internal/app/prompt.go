@@ -235,6 +235,7 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	key := fmt.Sprintf("warden/permission-%d", len(call.Prompted))
 	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: q.params}})
+	waitErr := askCtx.Err() // before cancel, which sets it
 	cancel()
 	release()
 	switch {
@@ -242,7 +243,7 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 		panic(tool.ErrInputRequired) // stop the guest: the answer comes with the retry
 	case err != nil && ctx.Err() != nil:
 		return "", fmt.Errorf("the call ended while the person was asked")
-	case err != nil && askCtx.Err() != nil:
+	case err != nil && errors.Is(waitErr, context.DeadlineExceeded):
 		return "", fmt.Errorf("no answer within %s (tools.defaults.client_wait)", wait)
 	case err != nil:
 		return "", fmt.Errorf("the person could not be asked: %v", err)
