@@ -582,3 +582,46 @@ func TestToolCannotPoseAsWarden(t *testing.T) {
 		})
 	}
 }
+
+// TestGateAnswerAfterConfigChangeAsksAgain: a gate's confirmation asked
+// under one config and answered after the owner changed config.yaml is not
+// taken: the retry is asked again and nothing runs; answered under the
+// config in force, the call runs.
+func TestGateAnswerAfterConfigChangeAsksAgain(t *testing.T) {
+	e := personEnv(t, "2m")
+	srv := startHTTP(t, e)
+	cs := srv.connect(t, "2026-07-28", &mcp.ClientOptions{ElicitationHandler: (&decider{confirm: "accept"}).handle,
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	write := hostcallsArgs(map[string]any{"op": "write", "path": "out/x.txt", "content": "x"})
+	out := filepath.Join(e.dir, "out", "x.txt")
+	yes := mcp.InputResponseMap{"warden/confirm": &mcp.ElicitResult{Action: "accept"}}
+	r1, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hostcalls", Arguments: write})
+	p1, ok := r1.InputRequests["warden/confirm"].(*mcp.ElicitParams)
+	if err != nil || !r1.NeedsInput() || !ok || p1.Meta["warden/question"] != "confirm" {
+		t.Fatalf("want the gate's confirmation: %v %s", err, dump(r1))
+	}
+	cfg, _ := os.ReadFile(e.config)
+	changed := strings.Replace(string(cfg), "log:\n", "  hide: [test_sampling]\nlog:\n", 1)
+	if err := os.WriteFile(e.config, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the change is in force", func() bool { return !slices.Contains(toolNames(t, cs), "test_sampling") })
+	r2, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hostcalls", Arguments: write, InputResponses: yes, RequestState: r1.RequestState})
+	p2, ok := r2.InputRequests["warden/confirm"].(*mcp.ElicitParams)
+	if err != nil || !r2.NeedsInput() || !ok || p2.Meta["warden/config"] == p1.Meta["warden/config"] {
+		t.Fatalf("an answer given under the old config was taken: %v %s", err, dump(r2))
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the call ran on an answer given under another config (%v)", err)
+	}
+	r3, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hostcalls", Arguments: write, InputResponses: yes, RequestState: r2.RequestState})
+	if err != nil || r3.NeedsInput() || r3.IsError {
+		t.Fatalf("answered under the config in force: %v %s", err, dump(r3))
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "x" {
+		t.Fatalf("%s = %q, %v", out, b, err)
+	}
+	wantEcho(t, cs, "still serving")
+}
