@@ -212,11 +212,11 @@ func (p *prompter) question(cfg *config.Config, call *hostfuncs.Call, need tool.
 		msg += fmt.Sprintf("\"Allow always\" is not offered: config would refuse %s (%s).",
 			termsafe.Line(q.line), termsafe.Message(checkErr.Error()))
 	}
-	var meta map[string]any
+	params := map[string]any{"message": msg, "requestedSchema": schema}
 	if p.digests != nil {
-		meta = p.digests.questionMeta(questionPermission, cfg)
+		params["_meta"] = p.digests.questionMeta(questionPermission, cfg)
 	}
-	q.params, _ = json.Marshal(map[string]any{"message": msg, "requestedSchema": schema, "_meta": meta})
+	q.params, _ = json.Marshal(params)
 	return q
 }
 
