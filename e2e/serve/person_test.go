@@ -625,3 +625,38 @@ func TestGateAnswerAfterConfigChangeAsksAgain(t *testing.T) {
 	}
 	wantEcho(t, cs, "still serving")
 }
+
+// TestPromptSaysWhenTheGrantWasNotSaved: the person answers "always", but
+// while they were asked the owner bound hostcalls's grant entry to another
+// module, so the grant cannot be written into it. The call still has this
+// one read (the person allowed it), and its result says the grant was NOT
+// saved and why: a text item and _meta warden/notices, not only a line on
+// the server's stderr. config.yaml is the owner's, byte for byte.
+func TestPromptSaysWhenTheGrantWasNotSaved(t *testing.T) {
+	e := promptEnv(t, "", "")
+	rebound := promptConfig(e, "    hostcalls: {module: reviewed}\n", "")
+	r := &recorder{answer: func(p *mcp.ElicitParams) *mcp.ElicitResult {
+		if err := os.WriteFile(e.config, []byte(rebound), 0o644); err != nil {
+			t.Error(err)
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "always"}}
+	}}
+	cs, _ := stdioServer(t, e, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: r.handle})
+	res := call(t, cs, "hostcalls", readArgs("docs/readme.md"))
+	if got := hostcallsFS(t, res); got.FS.Error != nil || !strings.Contains(string(got.FS.Result), "docs-marker") {
+		t.Fatalf("the read the person allowed: %+v", got.FS)
+	}
+	want := `warden: the grant tools.grants.hostcalls.fs.read: ["docs/readme.md"] (with tools.grants.hostcalls.module: hostcalls) was NOT saved to ` +
+		e.config + ": config " + e.config + ": tools.grants.hostcalls belongs to module reviewed, not to module hostcalls serving the tool; it applied to this call only"
+	notices, _ := res.Meta["warden/notices"].([]any)
+	if len(notices) != 1 || notices[0] != want {
+		t.Fatalf("_meta warden/notices = %v, want [%q]", res.Meta["warden/notices"], want)
+	}
+	if last, ok := res.Content[len(res.Content)-1].(*mcp.TextContent); !ok || last.Text != want {
+		t.Fatalf("the result's content does not say it: %s", dump(res.Content))
+	}
+	if after, _ := os.ReadFile(e.config); string(after) != rebound {
+		t.Fatalf("config.yaml is not the owner's:\n%s", after)
+	}
+	wantEcho(t, cs, "still serving")
+}
