@@ -19,7 +19,9 @@ type paramShape struct {
 }
 
 // clientMethods are the params of every method a client sends a server,
-// each string, id or number of them a slot.
+// each string, id or number of them a slot. All the go-sdk serves are here
+// but subscriptions/listen, a stream that is answered only once the client
+// cancels it.
 var clientMethods = []paramShape{
 	{"initialize", true, `{"protocolVersion":@,"capabilities":{"roots":@},"clientInfo":{"name":@,"version":@}}`},
 	{"ping", true, `{"_meta":{"progressToken":@}}`},
@@ -39,6 +41,7 @@ var clientMethods = []paramShape{
 	{"completion/complete", true, `{"ref":{"type":"ref/resource","uri":@},"argument":{"name":"id","value":@},"context":{"arguments":@}}`},
 	{"completion/complete", true, `{"ref":@,"argument":@}`},
 	{"logging/setLevel", true, `{"level":@}`},
+	{"server/discover", true, `{"_meta":{"io.modelcontextprotocol/protocolVersion":@,"io.modelcontextprotocol/clientInfo":{"name":@,"version":"1"}}}`},
 	{"notifications/initialized", false, `{"_meta":@}`},
 	{"notifications/cancelled", false, `{"requestId":@,"reason":@}`},
 	{"notifications/progress", false, `{"progressToken":@,"progress":@,"total":@,"message":@}`},
