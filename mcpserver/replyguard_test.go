@@ -61,6 +61,7 @@ func (s stdioConn) call(t *testing.T, id, method, params string) string {
 }
 
 func (s stdioConn) notify(t *testing.T, method, params string) {
+	t.Helper()
 	s.c.t = t
 	s.c.send(message("", method, params))
 }
@@ -212,6 +213,7 @@ func TestStdioNetAnswersAReplyThatDoesNotEncode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { conn.Close() })
 	lines := bufio.NewScanner(outR)
 	write := func(msg jsonrpc.Message) (string, error) {
 		done := make(chan error, 1)
