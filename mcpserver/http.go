@@ -99,8 +99,11 @@ var ErrTokenRequired = errors.New("a bearer token or OAuth is required to serve 
 // protocol requires; older ones get 2025-11-25-style sessions (Mcp-Session-Id).
 // The go-sdk serves either kind but not both from one handler, so the request's
 // Mcp-Protocol-Version header picks one of two handlers over the same server.
-// DNS-rebinding protection is on: a request that reached a loopback address
-// with a Host header naming anything but a loopback host is refused (403).
+// Every endpoint (/mcp, /healthz, the OAuth metadata, opts.Extra and any
+// path not served) is behind GuardOrigin: a request that reached a loopback
+// address with a Host header naming anything but a loopback host (DNS
+// rebinding), and a cross-origin browser request, are refused (403) before
+// any handler runs.
 //
 // With opts.OAuth, /mcp requires an access token (RFC 6750: 401 with a
 // WWW-Authenticate challenge naming the metadata, 403 insufficient_scope)
@@ -110,7 +113,15 @@ var ErrTokenRequired = errors.New("a bearer token or OAuth is required to serve 
 // /mcp answer 500: ServeListener refuses them up front.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	opts.setDefaults()
-	mux := http.NewServeMux()
+	// Every endpoint is behind one guard (Host and Origin, GuardOrigin):
+	// it wraps the whole mux, so an endpoint added to routes cannot skip it.
+	return paceRequests(GuardOrigin(s.routes(opts), s.log), opts.BodyTimeout)
+}
+
+// routes builds the mux of every endpoint Handler serves, remembering the
+// patterns so that a test can reach each one.
+func (s *Server) routes(opts HTTPOptions) *routes {
+	mux := &routes{ServeMux: http.NewServeMux()}
 	mux.HandleFunc(PathHealthz, s.healthz)
 	var st *oauthState
 	if opts.OAuth != nil {
@@ -120,7 +131,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			mux.HandleFunc(PathMCP, func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "OAuth is misconfigured on this server", http.StatusInternalServerError)
 			})
-			return paceRequests(mux, opts.BodyTimeout)
+			return mux
 		}
 		mux.HandleFunc("/.well-known/", st.serveMetadata)
 	}
@@ -153,9 +164,6 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		authz = s.httpScopeCheck(st)
 	}
 	mcpHandler = guardMessages(mcpHandler, opts.MaxRequestBytes, s.log, authz)
-	// Browsers are the one client that can be made to send requests it was
-	// not asked to; a cross-site browser request to a local server is refused.
-	mcpHandler = http.NewCrossOriginProtection().Handler(mcpHandler)
 	switch {
 	case st != nil:
 		mcpHandler = s.requireOAuth(st, mcpHandler)
@@ -174,7 +182,22 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		}
 		mux.Handle(path, h)
 	}
-	return paceRequests(mux, opts.BodyTimeout)
+	return mux
+}
+
+// routes is a mux that remembers its patterns.
+type routes struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *routes) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *routes) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
