@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -199,65 +198,6 @@ func (m *routes) Handle(pattern string, h http.Handler) {
 func (m *routes) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
 	m.Handle(pattern, http.HandlerFunc(h))
 }
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	s.syncMu.Lock()
-	n := len(s.registered)
-	s.syncMu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	// refused: tools not served because several modules describe the name.
-	health := map[string]any{"status": "ok", "tools": n, "refused": nonNil(s.refused())}
-	if r, ok := s.tools.(StatsReporter); ok {
-		for k, v := range r.Stats() {
-			if _, taken := health[k]; !taken {
-				health[k] = v
-			}
-		}
-	}
-	code := http.StatusOK
-	if r, ok := s.tools.(LoadErrorReporter); ok {
-		if errs := r.LoadErrors(); len(errs) > 0 {
-			// Degraded: some modules did not load. Still 200 while any tool
-			// is served (pulling a replica that serves most tools helps no
-			// one); 503 when none is, so a load balancer stops routing to
-			// a server with nothing to serve.
-			health["status"] = "degraded"
-			health["load_errors_total"] = len(errs)
-			if len(errs) > MaxHealthLoadErrors {
-				errs = errs[:MaxHealthLoadErrors]
-			}
-			health["load_errors"] = errs
-			if n == 0 {
-				code = http.StatusServiceUnavailable
-			}
-		}
-	}
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(health)
-}
-
-// LoadErrorReporter is implemented by Tools that know which modules failed
-// to load; /healthz reports them.
-type LoadErrorReporter interface {
-	// LoadErrors lists each module whose latest load failed, sorted.
-	LoadErrors() []LoadError
-}
-
-// LoadError is one module that failed to load, as /healthz reports it.
-type LoadError struct {
-	Module string `json:"module"`
-	Error  string `json:"error"`
-}
-
-// MaxHealthLoadErrors bounds the load errors /healthz lists
-// (load_errors_total counts them all).
-const MaxHealthLoadErrors = 20
 
 // tokenPrincipal is the caller of a request bearing the static token.
 var tokenPrincipal = principal.Principal{Subject: "token", Via: principal.ViaToken}
