@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/warden-run/warden/internal/termsafe"
 )
 
 // StartupLoader is implemented by a Loader whose modules start loading in
@@ -116,8 +118,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if nothingServed || !ready && r.URL.Query().Has("ready") {
 		code = http.StatusServiceUnavailable
 	}
+	body, err := json.Marshal(health)
+	if err != nil { // cannot happen: strings, numbers and lists of them
+		http.Error(w, "encoding the health: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(health)
+	// Load errors may quote a module's text, and the body is read with
+	// curl on a terminal: escaped as the audit log is.
+	w.Write(append(termsafe.JSON(body), '\n'))
 }

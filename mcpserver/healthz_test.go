@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -133,4 +135,31 @@ func TestHealthzStartup(t *testing.T) {
 	hs2 := httptest.NewServer(s2.Handler(HTTPOptions{}))
 	defer hs2.Close()
 	wantHealth(t, hs2.URL, HealthDegraded, false, http.StatusServiceUnavailable, nil, 0)
+}
+
+// TestHealthzIsTerminalSafe: a load error quoting a module's text (a bidi
+// override, a C1 control, a zero-width space) reaches /healthz's bytes
+// escaped (\uXXXX), since the body is read with curl on a terminal, and
+// decodes to the same text.
+func TestHealthzIsTerminalSafe(t *testing.T) {
+	const hostile = "load m.wasm: description \"a\u202eb\u009bc\u200bd\x1b[2J\""
+	tools := &failingTools{fakeTools: newFakeTools(desc("a")), errs: []LoadError{{Module: "m\u2066", Error: hostile}}}
+	s, _ := newServer(t, tools, Options{})
+	hs := httptest.NewServer(s.Handler(HTTPOptions{}))
+	defer hs.Close()
+	resp, err := http.Get(hs.URL + PathHealthz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, c := range []string{"\u202e", "\u009b", "\u200b", "\x1b", "\u2066"} {
+		if strings.Contains(string(raw), c) {
+			t.Fatalf("%+q raw in /healthz: %s", c, raw)
+		}
+	}
+	var h health
+	if err := json.Unmarshal(raw, &h); err != nil || len(h.LoadErrors) != 1 || h.LoadErrors[0].Error != hostile || h.LoadErrors[0].Module != "m\u2066" {
+		t.Fatalf("/healthz: %s (%v)", raw, err)
+	}
 }
