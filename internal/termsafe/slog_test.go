@@ -55,3 +55,23 @@ func TestHandlerEscapesEveryRecord(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHandler: whatever text is logged as a message, key, group, string,
+// error or other value, the text and JSON handlers behind Handler write
+// no character a terminal would act on (but the line's final newline).
+func FuzzHandler(f *testing.F) {
+	f.Add(hostile)
+	f.Add("plain")
+	f.Add("\xff\xfe\u2028\u2029\x00")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, json := range []bool{false, true} {
+			var buf bytes.Buffer
+			var inner slog.Handler = slog.NewTextHandler(&buf, nil)
+			if json {
+				inner = slog.NewJSONHandler(&buf, nil)
+			}
+			slog.New(NewHandler(inner)).With(s, s).WithGroup(s).Info(s, s, s, "err", errors.New(s), "list", []string{s}, slog.Group(s, s, s))
+			noRaw(t, strings.TrimSuffix(buf.String(), "\n"), false)
+		}
+	})
+}
