@@ -141,10 +141,10 @@ func CoversNeed(c tool.Capabilities, need tool.Need) bool {
 }
 
 // Describe lists each request in m (a result of Missing) in words, one
-// entry per host, path, key, language or feature, e.g. "net
-// https://127.0.0.1" or "memory read-write over every topic (the whole
-// store)". The strings are the module's own text: escape them before
-// printing.
+// entry per host, path, key, language or feature, e.g. "net example.com",
+// "net https://127.0.0.1 (an internal host, which "*" never covers)" or
+// "memory read-write over every topic (the whole store)". The strings hold
+// the module's own text: escape them before printing.
 func Describe(m tool.Capabilities) []string {
 	var out []string
 	add := func(key string, values []string) {
@@ -163,7 +163,12 @@ func Describe(m tool.Capabilities) []string {
 		add("memory.topics", m.MemoryTopics)
 	}
 	add("lsp", m.LSP)
-	add("net", m.Net)
+	for _, v := range m.Net {
+		if net.Internal(v) {
+			v += ` (an internal host, which "*" never covers)`
+		}
+		out = append(out, "net "+v)
+	}
 	add("env", m.Env)
 	add("client", m.Client)
 	return out

@@ -68,8 +68,9 @@ func mem(level tool.MemoryAccess, topics ...string) tool.Capabilities {
 }
 
 func TestDescribe(t *testing.T) {
-	got := Describe(tool.Capabilities{Net: []string{"https://127.0.0.1", "10.0.0.7"}, Memory: tool.MemoryRead, Env: []string{"TOKEN"}})
-	want := []string{"memory read over every topic (the whole store)", "net https://127.0.0.1", "net 10.0.0.7", "env TOKEN"}
+	got := Describe(tool.Capabilities{Net: []string{"https://127.0.0.1", "10.0.0.7", "api.example.com"}, Memory: tool.MemoryRead, Env: []string{"TOKEN"}})
+	want := []string{"memory read over every topic (the whole store)", `net https://127.0.0.1 (an internal host, which "*" never covers)`,
+		`net 10.0.0.7 (an internal host, which "*" never covers)`, "net api.example.com", "env TOKEN"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
