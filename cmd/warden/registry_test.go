@@ -509,8 +509,8 @@ func TestUpdate(t *testing.T) {
 	}
 	out, err = run(t, "", "-c", e.cfgPath, "update", "--yes")
 	t.Logf("update --yes:\n%s", out)
-	for _, want := range []string{"moved from " + first + " to " + second, "changed released (version, capabilities)", "+ requests net api.example.com",
-		"tool released requests net api.example.com;", "--accept-capabilities", "NOT UPDATED"} {
+	for _, want := range []string{"moved from " + first + " to " + second, "changed released (version, capabilities)", "+ requests net=api.example.com",
+		"tool released requests net=api.example.com;", "--accept-capabilities", "NOT UPDATED"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update --yes output lacks %q:\n%s", want, out)
 		}
@@ -573,13 +573,13 @@ func TestUpdateRefusesInternalHostsAndDroppedTopics(t *testing.T) {
 	}
 	internal := ` (an internal host, which "*" never covers)`
 	for _, want := range []string{
-		"+ requests net https://127.0.0.1" + internal,
-		"+ requests net 10.0.0.7" + internal,
-		"+ requests net localhost" + internal,
-		"+ requests memory read over every topic (the whole store)",
+		"+ requests net=https://127.0.0.1" + internal,
+		"+ requests net=10.0.0.7" + internal,
+		"+ requests net=localhost" + internal,
+		"+ requests memory=read over every topic (the whole store)",
 		"NOT UPDATED: its tools request more capabilities than the installed version, which --yes alone does not approve: " +
-			"tool released requests memory read over every topic (the whole store), net https://127.0.0.1" + internal +
-			", net 10.0.0.7" + internal + ", net localhost" + internal + "; run it on a terminal to decide, or pass --accept-capabilities too; nothing changed",
+			"tool released requests memory=read over every topic (the whole store), net=https://127.0.0.1" + internal +
+			", net=10.0.0.7" + internal + ", net=localhost" + internal + "; run it on a terminal to decide, or pass --accept-capabilities too; nothing changed",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update --yes output lacks %q", want)

@@ -142,8 +142,8 @@ func printChanges(w io.Writer, changes []app.ToolChange) {
 }
 
 // growth names each new request of each tool, for the refusal of an
-// update that asks for more: "tool fetch requests net https://127.0.0.1
-// (...), memory read over every topic (the whole store)".
+// update that asks for more: "tool fetch requests net=https://127.0.0.1
+// (...), memory=read over every topic (the whole store)".
 func growth(changes []app.ToolChange) string {
 	var tools []string
 	for _, c := range changes {

@@ -140,25 +140,26 @@ func CoversNeed(c tool.Capabilities, need tool.Need) bool {
 	return ok && Covers(c, n)
 }
 
-// Describe lists each request in m (a result of Missing) in words, one
-// entry per host, path, key, language or feature, e.g. "net example.com",
-// "net https://127.0.0.1 (an internal host, which "*" never covers)" or
-// "memory read-write over every topic (the whole store)". The strings hold
-// the module's own text: escape them before printing.
+// Describe lists each request in m (a result of Missing), one entry per
+// host, path, key, language or feature, in the KEY=VALUE form `warden
+// grant` takes, with what the form alone would not say: e.g.
+// "net=example.com", "net=https://127.0.0.1 (an internal host, which "*"
+// never covers)" or "memory=read-write over every topic (the whole store)".
+// The strings hold the module's own text: escape them before printing.
 func Describe(m tool.Capabilities) []string {
 	var out []string
 	add := func(key string, values []string) {
 		for _, v := range values {
-			out = append(out, key+" "+v)
+			out = append(out, key+"="+v)
 		}
 	}
 	add("fs.read", m.FS.Read)
 	add("fs.write", m.FS.Write)
 	switch {
 	case m.Memory != tool.MemoryNone && len(m.MemoryTopics) == 0:
-		out = append(out, fmt.Sprintf("memory %s over every topic (the whole store)", m.Memory))
+		out = append(out, fmt.Sprintf("memory=%s over every topic (the whole store)", m.Memory))
 	case m.Memory != tool.MemoryNone:
-		out = append(out, fmt.Sprintf("memory %s over topics %s", m.Memory, strings.Join(m.MemoryTopics, ", ")))
+		out = append(out, fmt.Sprintf("memory=%s over topics %s", m.Memory, strings.Join(m.MemoryTopics, ",")))
 	default:
 		add("memory.topics", m.MemoryTopics)
 	}
@@ -167,7 +168,7 @@ func Describe(m tool.Capabilities) []string {
 		if net.Internal(v) {
 			v += ` (an internal host, which "*" never covers)`
 		}
-		out = append(out, "net "+v)
+		out = append(out, "net="+v)
 	}
 	add("env", m.Env)
 	add("client", m.Client)

@@ -69,13 +69,16 @@ func mem(level tool.MemoryAccess, topics ...string) tool.Capabilities {
 
 func TestDescribe(t *testing.T) {
 	got := Describe(tool.Capabilities{Net: []string{"https://127.0.0.1", "10.0.0.7", "api.example.com"}, Memory: tool.MemoryRead, Env: []string{"TOKEN"}})
-	want := []string{"memory read over every topic (the whole store)", `net https://127.0.0.1 (an internal host, which "*" never covers)`,
-		`net 10.0.0.7 (an internal host, which "*" never covers)`, "net api.example.com", "env TOKEN"}
+	want := []string{"memory=read over every topic (the whole store)", `net=https://127.0.0.1 (an internal host, which "*" never covers)`,
+		`net=10.0.0.7 (an internal host, which "*" never covers)`, "net=api.example.com", "env=TOKEN"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
-	if got := Describe(tool.Capabilities{MemoryTopics: []string{"keys"}}); !slices.Equal(got, []string{"memory.topics keys"}) {
+	if got := Describe(tool.Capabilities{MemoryTopics: []string{"keys"}}); !slices.Equal(got, []string{"memory.topics=keys"}) {
 		t.Errorf("Describe(topics) = %q", got)
+	}
+	if got := Describe(tool.Capabilities{Memory: tool.MemoryReadWrite, MemoryTopics: []string{"a", "b"}}); !slices.Equal(got, []string{"memory=read-write over topics a,b"}) {
+		t.Errorf("Describe(level over topics) = %q", got)
 	}
 }
 
