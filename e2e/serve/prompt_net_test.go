@@ -55,7 +55,9 @@ func TestPromptNeverOffersInternalHostsUnderStar(t *testing.T) {
 				if res.IsError {
 					t.Fatalf("netstar %s: %s", url, dump(res))
 				}
-				var out struct{ Error *struct{ Kind, Message string } }
+				var out struct {
+					Error *struct{ Kind, Message string }
+				}
 				raw, _ := json.Marshal(res.StructuredContent)
 				if err := json.Unmarshal(raw, &out); err != nil || out.Error == nil {
 					t.Fatalf("netstar %s: %s", url, raw)
