@@ -26,8 +26,9 @@ the installed one: tools added and removed, descriptor fields changed, and capab
 requested beyond what the previous version requested, in every dimension (fs paths,
 net hosts, env keys, LSP languages, memory level and topics, client features). A host
 named beside "*" that "*" never reached (loopback, private, link-local, localhost) is
-more, and so is dropping a memory topic limit (no topics means the whole store). Once approved it replaces the module, and its
-new pin and digest are written to config.yaml; a running ` + "`warden serve`" + ` picks it up.
+more, and so is dropping a memory topic limit (no topics means the whole store).
+Once approved it replaces the module, and its new pin and digest are written to
+config.yaml; a running ` + "`warden serve`" + ` picks it up.
 
 Approval: on a terminal you are asked per module. --yes approves updates whose tools
 request nothing new; an update that requests more capabilities needs a person on a

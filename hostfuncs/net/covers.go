@@ -10,11 +10,12 @@ import "strings"
 //
 // A wildcard ("*", "*.example.com") never covers an internal host, because
 // it never reaches one: the SSRF guard refuses every non-public address to
-// a wildcard grant at dial time. Internal hosts are IP literals that are not
-// public (loopback, RFC 1918 private, IPv6 unique-local, link-local,
-// unspecified, and the rest of the guard's list, see Internal), "localhost"
-// and names under ".localhost", and names marked "private". Only an entry
-// naming the same host, scheme and port covers one.
+// a wildcard grant at dial time. Internal hosts (see Internal) are IP
+// literals that are not public (loopback, RFC 1918 private, IPv6
+// unique-local, link-local, unspecified, and the rest of the guard's list),
+// "localhost" and names under ".localhost". Only an entry naming the same
+// host, scheme and port covers one; likewise a name marked "private" is
+// covered only by the same name marked "private".
 //
 // An entry that does not parse allows nothing at run time; as a request it
 // is covered only by the identical entry, so that a review still shows it.
