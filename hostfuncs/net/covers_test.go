@@ -193,3 +193,36 @@ func FuzzCovers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTargetEntry checks the grant a denial names (tool.Need, which a
+// permission prompt offers and "allow always" writes): for every URL the
+// capability accepts, it is an entry config accepts, it allows that URL,
+// and it is internal exactly when the URL's host is.
+func FuzzTargetEntry(f *testing.F) {
+	for _, seed := range []string{"https://[::ffff:10.0.0.7]/", "http://[0:0::1]:8080/x", "https://API.example.com./",
+		"https://127.0.0.1:443/", "http://localhost:3000", "https://8.8.8.8/", "https://a.localhost/"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		tg, err := parseTarget(u)
+		if err != nil {
+			return
+		}
+		entry := targetEntry(tg)
+		g, err := parseGrant(entry)
+		if err != nil {
+			t.Fatalf("%q: the denial names %q, which is not a grant: %v", raw, entry, err)
+		}
+		if !g.matches(tg) {
+			t.Fatalf("%q: the denial names %q, which does not allow it", raw, entry)
+		}
+		internal := tg.addr.IsValid() && !public(tg.addr) || tg.host == "localhost" || strings.HasSuffix(tg.host, ".localhost")
+		if Internal(entry) != internal {
+			t.Fatalf("%q: Internal(%q) = %v", raw, entry, !internal)
+		}
+	})
+}
