@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -508,7 +509,8 @@ func TestUpdate(t *testing.T) {
 	}
 	out, err = run(t, "", "-c", e.cfgPath, "update", "--yes")
 	t.Logf("update --yes:\n%s", out)
-	for _, want := range []string{"moved from " + first + " to " + second, "changed released (version, capabilities)", "+ requests net=api.example.com", "--accept-capabilities", "NOT UPDATED"} {
+	for _, want := range []string{"moved from " + first + " to " + second, "changed released (version, capabilities)", "+ requests net=api.example.com",
+		"tool released requests net=api.example.com;", "--accept-capabilities", "NOT UPDATED"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update --yes output lacks %q:\n%s", want, out)
 		}
@@ -545,6 +547,75 @@ func TestUpdate(t *testing.T) {
 	if err == nil || !strings.Contains(out, "tools.sources has no entry") {
 		t.Fatalf("update of an unknown module: %v\n%s", err, out)
 	}
+}
+
+// TestUpdateRefusesInternalHostsAndDroppedTopics: an update whose tool
+// newly names loopback and private hosts beside "*", and drops its memory
+// topic limit, requests more; --yes alone refuses it, naming each new
+// request, and writes nothing.
+func TestUpdateRefusesInternalHostsAndDroppedTopics(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	v1 := readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": "1.0.0", "host": "*", "memory": "read", "topics": "notes"}))
+	v2 := readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": "2.0.0",
+		"host": "*,https://127.0.0.1,10.0.0.7,localhost", "memory": "read"}))
+	e.pushSigned(t, "acme/released", "latest", v1)
+	ref := e.ref("acme/released", "latest")
+	if out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", ref); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	e.pushSigned(t, "acme/released", "latest", v2)
+	cfgBefore := readFile(t, e.cfgPath)
+	toolsBefore := dirContents(t, e.tools)
+	out, err := run(t, "", "-c", e.cfgPath, "update", "--yes")
+	t.Logf("update --yes:\n%s", out)
+	if err == nil {
+		t.Fatal("update --yes applied an update that newly requests internal hosts and the whole memory store")
+	}
+	internal := ` (an internal host, which "*" never covers)`
+	for _, want := range []string{
+		"+ requests net=https://127.0.0.1" + internal,
+		"+ requests net=10.0.0.7" + internal,
+		"+ requests net=localhost" + internal,
+		"+ requests memory=read over every topic (the whole store)",
+		"NOT UPDATED: its tools request more capabilities than the installed version, which --yes alone does not approve: " +
+			"tool released requests memory=read over every topic (the whole store), net=https://127.0.0.1" + internal +
+			", net=10.0.0.7" + internal + ", net=localhost" + internal + "; run it on a terminal to decide, or pass --accept-capabilities too; nothing changed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("update --yes output lacks %q", want)
+		}
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), cfgBefore) {
+		t.Errorf("a refused update changed config.yaml:\n%s", readFile(t, e.cfgPath))
+	}
+	if got := dirContents(t, e.tools); !maps.EqualFunc(got, toolsBefore, bytes.Equal) {
+		t.Errorf("a refused update changed the tools dir: %d files, was %d", len(got), len(toolsBefore))
+	}
+	if ents, _ := os.ReadDir(os.Getenv("TMPDIR")); len(ents) > 0 {
+		t.Errorf("temp files left: %v", ents)
+	}
+	// With --accept-capabilities the person has approved it.
+	if out, err := run(t, "", "-c", e.cfgPath, "update", "--yes", "--accept-capabilities"); err != nil || !strings.Contains(out, "released: updated to") {
+		t.Fatalf("update --accept-capabilities: %v\n%s", err, out)
+	}
+}
+
+// dirContents is every file under dir by relative path.
+func dirContents(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = readFile(t, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // TestUpdateRefusesBadSignature: an update whose signature does not verify

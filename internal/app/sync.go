@@ -211,7 +211,11 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 	return u, nil
 }
 
-// diffTools compares two versions of a module's tools by name.
+// diffTools compares two versions of a module's tools by name. A tool's
+// growth is what its new descriptor requests that the old one does not
+// cover (Missing, which is capset.Missing), in every dimension: a host
+// named beside "*" that "*" never reached, memory topics dropped (the
+// whole store), a level raised. grown is true exactly when some tool grew.
 func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown bool) {
 	old := map[string]tool.Descriptor{}
 	for _, d := range before {
@@ -223,7 +227,7 @@ func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown boo
 		seen[key] = true
 		o, ok := old[key]
 		if !ok {
-			c := ToolChange{Name: d.Name, Kind: "added", Grown: d.Capabilities}
+			c := ToolChange{Name: d.Name, Kind: "added", Grown: Missing(d.Capabilities, tool.Capabilities{})}
 			grown = grown || !c.Grown.IsZero()
 			changes = append(changes, c)
 			continue
