@@ -18,6 +18,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -30,14 +31,17 @@ var ErrSignature = errors.New("signature policy refused the module")
 // IsRemote reports whether ref names a registry or a URL rather than a
 // local file.
 func IsRemote(ref string) bool {
-	return strings.HasPrefix(ref, "oci://") || strings.HasPrefix(ref, "https://") || strings.HasPrefix(ref, "http://")
+	l := strings.ToLower(ref[:min(len(ref), len("https://"))])
+	return strings.HasPrefix(ref, "oci://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://")
 }
 
 // Fetched is a module fetched from a registry or a URL that passed the
 // signature policy, waiting in a private temp dir to be reviewed. Close
 // removes it; nothing of it is in the tools dir.
 type Fetched struct {
-	// Ref is the reference fetched, as recorded in tools.sources.<m>.ref.
+	// Ref is the reference fetched, in its canonical form
+	// (config.CanonicalSourceRef): the one the signature policy matched and
+	// tools.sources.<m>.ref records.
 	Ref string
 	// Digest is what tools.sources.<m>.digest records: the OCI manifest (or
 	// index) digest, or the sha256 of a downloaded file.
@@ -110,11 +114,15 @@ type FetchOptions struct {
 
 // Fetch downloads the module ref names (oci://… or https://…), bounded by
 // tools.fetch, into a private temp dir, and checks it against the
-// signature policy before anything of the module runs. On any refusal
-// nothing is left behind.
+// signature policy before anything of the module runs. ref is first made
+// canonical (config.CanonicalSourceRef), and that one string is what the
+// policy matches, what is fetched and what Fetched.Ref records: a
+// https://HOST/trusted/../evil/tool.wasm is /evil/tool.wasm to all three.
+// On any refusal nothing is left behind.
 func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetched, err error) {
 	cfg := a.Config()
-	if err := config.CheckSourceRef(ref); err != nil {
+	ref, err = config.CanonicalSourceRef(ref)
+	if err != nil {
 		return nil, err
 	}
 	matcher, err := cfg.SignatureMatcher()
@@ -177,8 +185,12 @@ func (a *App) fetchOCI(ctx context.Context, cfg *config.Config, f *Fetched, opts
 // bundles found attached to it.
 func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, ref, digest string,
 	bundles func(context.Context) (*oci.Found, error)) (SignatureCheck, error) {
-	source := sourceKey(ref)
-	d := m.Match(source)
+	source, d := sourceKey(ref), sigverify.Decision{}
+	if strings.HasPrefix(ref, "oci://") {
+		d = m.Match(source)
+	} else {
+		d = m.MatchURL(source)
+	}
 	sc := SignatureCheck{Mode: d.Mode, Pattern: d.Pattern}
 	if d.Mode == sigverify.Off {
 		sc.Warning = fmt.Sprintf("signatures are off for %s (%s)", termsafe.Line(source), sc.offBy(cfg))
@@ -246,17 +258,14 @@ func (a *App) configName(cfg *config.Config) string {
 	return cfg.File
 }
 
-// sourceKey is what signature patterns are matched against: the reference
-// without its scheme, query or tag (ghcr.io/acme/tool,
-// example.com/releases/v1/tool.wasm).
+// sourceKey is what signature patterns are matched against, for a
+// canonical ref: the reference without its scheme, query or tag
+// (ghcr.io/acme/tool, example.com/releases/v1/tool.wasm).
 func sourceKey(ref string) string {
 	if s, ok := strings.CutPrefix(ref, "oci://"); ok {
 		return s
 	}
-	if u, err := url.Parse(ref); err == nil {
-		return u.Host + u.Path
-	}
-	return ref
+	return download.MatchKey(ref)
 }
 
 // trustedRoots caches the Sigstore trusted root per process: TUF is asked

@@ -28,7 +28,7 @@ func (a *App) fetchURL(ctx context.Context, cfg *config.Config, f *Fetched, _ Fe
 	}
 	f.Path = file.Path
 	f.Digest = "sha256:" + file.SHA256
-	f.From = fmt.Sprintf("%s (%d bytes)", termsafe.Line(file.FinalURL), file.Size)
+	f.From = fmt.Sprintf("%s (%d bytes)", download.ShowURL(file.FinalURL), file.Size)
 	return func(ctx context.Context) (*oci.Found, error) {
 		b, err := download.Bundle(ctx, f.Ref, dopts)
 		if errors.Is(err, download.ErrNoBundle) {

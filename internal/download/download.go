@@ -69,8 +69,9 @@ type File struct {
 	// Path is the temp file in Options.Dir holding it; the caller owns it
 	// and removes or renames it.
 	Path string
-	// URL is the URL as given; FinalURL is where the file came from after
-	// redirects (chosen by the server: escape it before showing it).
+	// URL is the canonical form of the URL given (CanonicalURL), the one
+	// requested; FinalURL is where the file came from after redirects
+	// (chosen by the server: show it with ShowURL).
 	URL      string
 	FinalURL string
 	// Size is its length in bytes and SHA256 its digest, lowercase hex.
@@ -101,13 +102,13 @@ var defaultClient = &http.Client{
 func Get(ctx context.Context, rawURL string, opts Options) (*File, error) {
 	f, err := get(ctx, rawURL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", displayURL(rawURL), err)
+		return nil, fmt.Errorf("download %s: %w", ShowURL(rawURL), err)
 	}
 	return f, nil
 }
 
 func get(ctx context.Context, rawURL string, opts Options) (_ *File, err error) {
-	u, err := parseURL(rawURL)
+	u, err := parseCanonical(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func get(ctx context.Context, rawURL string, opts Options) (_ *File, err error) 
 	}
 	return &File{
 		Path:     tmp.Name(),
-		URL:      rawURL,
+		URL:      u.String(),
 		FinalURL: r.final().String(),
 		Size:     total,
 		SHA256:   hex.EncodeToString(h.Sum(nil)),
@@ -205,9 +206,9 @@ func size(n int64) string {
 // URL rules of Get apply; the bundle is bounded at MaxBundleBytes and must
 // be a JSON object. When both answer 404 the error is ErrNoBundle.
 func Bundle(ctx context.Context, rawURL string, opts Options) ([]byte, error) {
-	u, err := parseURL(rawURL)
+	u, err := parseCanonical(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", displayURL(rawURL), err)
+		return nil, fmt.Errorf("download %s: %w", ShowURL(rawURL), err)
 	}
 	var tried []string
 	for _, suffix := range []string{".sigstore.json", ".bundle"} {

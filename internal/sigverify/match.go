@@ -121,8 +121,18 @@ func Repository(ref string) string {
 
 // Match returns the decision for the source ref (a reference with or without
 // tag or digest). It is a pure function of the matcher and ref.
-func (m *Matcher) Match(ref string) Decision {
-	repo := Repository(ref)
+func (m *Matcher) Match(ref string) Decision { return m.decide(Repository(ref)) }
+
+// MatchURL returns the decision for a download URL by its key, the
+// canonical URL's host and path (download.MatchKey:
+// example.com/releases/v1/tool.wasm). Unlike Match it strips no tag or
+// digest: a path may hold : and @, and /trusted/tool.wasm@x is not
+// /trusted/tool.wasm. Like Match it ignores case, since config keys (the
+// patterns) reach warden in lower case.
+func (m *Matcher) MatchURL(key string) Decision { return m.decide(strings.ToLower(key)) }
+
+// decide picks the most specific rule matching the lower-cased source.
+func (m *Matcher) decide(repo string) Decision {
 	best := -1
 	for i, r := range m.rules {
 		if !patternMatches(r.Pattern, repo) {
