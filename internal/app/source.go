@@ -185,11 +185,13 @@ func (a *App) fetchOCI(ctx context.Context, cfg *config.Config, f *Fetched, opts
 // bundles found attached to it.
 func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, ref, digest string,
 	bundles func(context.Context) (*oci.Found, error)) (SignatureCheck, error) {
-	source, d := sourceKey(ref), sigverify.Decision{}
+	// named is the source as a pattern would name it: an OCI repository
+	// without its tag, or a URL's host and path as they are.
+	source, named, d := sourceKey(ref), "", sigverify.Decision{}
 	if strings.HasPrefix(ref, "oci://") {
-		d = m.Match(source)
+		named, d = sigverify.Repository(source), m.Match(source)
 	} else {
-		d = m.MatchURL(source)
+		named, d = strings.ToLower(source), m.MatchURL(source)
 	}
 	sc := SignatureCheck{Mode: d.Mode, Pattern: d.Pattern}
 	if d.Mode == sigverify.Off {
@@ -197,7 +199,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 		return sc, nil
 	}
 	if d.Policy == nil {
-		why := fmt.Sprintf("no security.signatures pattern names %s, so nobody is trusted to sign it", termsafe.Line(sigverify.Repository(source)))
+		why := fmt.Sprintf("no security.signatures pattern names %s, so nobody is trusted to sign it", termsafe.Line(named))
 		if d.Mode == sigverify.Warn {
 			sc.Warning = why + " (security.signature_mode: warn)"
 			return sc, nil
@@ -205,7 +207,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 		return sc, fmt.Errorf("%w: %s, and security.signature_mode is require; to trust its signer add to %s\n"+
 			"  security:\n    signatures:\n      %q: {identity: <certificate identity>, issuer: <OIDC issuer>}   # or {key: path/to/cosign.pub}\n"+
 			"or, to install it unverified, security.signatures: {%q: {mode: warn}}",
-			ErrSignature, why, a.configName(cfg), sigverify.Repository(source), sigverify.Repository(source))
+			ErrSignature, why, a.configName(cfg), named, named)
 	}
 	fail := func(err error) (SignatureCheck, error) {
 		if d.Mode == sigverify.Warn {
