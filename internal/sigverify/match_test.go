@@ -126,3 +126,33 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// TestMatchURL: a URL's key is matched as it is, ignoring case: no :tag or
+// @digest is stripped, so a file name with one does not land on the
+// pattern of a shorter path.
+func TestMatchURL(t *testing.T) {
+	m, err := NewMatcher([]Rule{
+		{Pattern: "example.com/releases/tool.wasm", Mode: Off},
+		{Pattern: "example.com/trusted/*", Mode: Warn},
+	}, Require)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]Mode{
+		"example.com/releases/tool.wasm":        Off,
+		"Example.com/releases/tool.wasm":        Off,
+		"example.com/releases/tool.wasm:latest": Require,
+		"example.com/releases/tool.wasm%40x":    Require,
+		"example.com/trusted/a/b.wasm":          Warn,
+		"example.com/trusted":                   Require,
+		"example.com/evil/tool.wasm":            Require,
+	} {
+		if got := m.MatchURL(key).Mode; got != want {
+			t.Errorf("MatchURL(%q) = %s, want %s", key, got, want)
+		}
+	}
+	// Match, for OCI references, does strip the tag.
+	if got := m.Match("example.com/releases/tool.wasm:latest").Mode; got != Off {
+		t.Errorf("Match with a tag = %s", got)
+	}
+}
