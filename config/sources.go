@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"oras.land/oras-go/v2/registry"
-
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/download"
+	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime"
@@ -82,13 +81,13 @@ func CheckSourceRef(ref string) error {
 // against security.signatures, fetches, records in tools.sources and shows:
 // for a URL, download.CanonicalURL (dot segments resolved, escapes
 // normalised, host in lower case without its trailing dot or default
-// port); for oci://, the registry host in lower case without its trailing
-// dot or port 443. A reference with credentials is refused, and no error
+// port); for oci://, oci.CanonicalRef (the registry host in lower case
+// without its trailing dot or port 443). A reference with credentials is refused, and no error
 // shows them.
 func CanonicalSourceRef(ref string) (string, error) {
 	switch {
 	case strings.HasPrefix(ref, "oci://"):
-		return canonicalOCIRef(ref)
+		return oci.CanonicalRef(ref)
 	case hasPrefixFold(ref, "https://"), hasPrefixFold(ref, "http://"):
 		c, err := download.CanonicalURL(ref)
 		if err != nil {
@@ -97,41 +96,6 @@ func CanonicalSourceRef(ref string) (string, error) {
 		return c, nil
 	}
 	return "", fmt.Errorf("%s is neither oci://REGISTRY/REPO:TAG nor an https:// URL", showRef(ref))
-}
-
-func canonicalOCIRef(ref string) (string, error) {
-	rest := strings.TrimPrefix(ref, "oci://")
-	host, _, _ := strings.Cut(rest, "/")
-	if strings.Contains(host, "@") {
-		return "", fmt.Errorf("oci://%s: the reference carries credentials (user:password@), which warden would record in the "+
-			"lockfile and print: log in with docker login (warden reads the Docker config) instead", redactedHost(host))
-	}
-	r, err := registry.ParseReference(rest)
-	if err != nil {
-		return "", fmt.Errorf("%s is not a registry reference (want oci://REGISTRY/REPO:TAG or @sha256:…): %s", showRef(ref), termsafe.Line(err.Error()))
-	}
-	if r.Reference == "" {
-		return "", fmt.Errorf("%s names no tag or digest (want oci://REGISTRY/REPO:TAG or @sha256:…)", showRef(ref))
-	}
-	h, port, hasPort := strings.Cut(r.Registry, ":")
-	if strings.HasPrefix(r.Registry, "[") {
-		h, port, hasPort = r.Registry, "", false
-		if i := strings.LastIndex(r.Registry, "]:"); i >= 0 {
-			h, port, hasPort = r.Registry[:i+1], r.Registry[i+2:], true
-		}
-	}
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if hasPort && port != "443" {
-		h += ":" + port
-	}
-	r.Registry = h
-	return "oci://" + r.String(), nil
-}
-
-// redactedHost is the host part of an oci:// reference without what
-// precedes its last @.
-func redactedHost(host string) string {
-	return "[redacted]@" + termsafe.Line(host[strings.LastIndexByte(host, '@')+1:])
 }
 
 // showRef is a reference of an unknown kind as an error may show it.

@@ -70,7 +70,7 @@ func TestSourcesInvalid(t *testing.T) {
 		"tools:\n" + pins + "  sources: {m: {ref: ghcr.io/acme/m:1, digest: " + digestHex + "}}":                          "tools.sources.m.ref: \"ghcr.io/acme/m:1\" is neither oci://",
 		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m\", digest: " + digestHex + "}}":                  "names no tag or digest",
 		"tools:\n" + pins + "  sources: {m: {ref: \"https://u:s3cretpw@example.com/m.wasm\", digest: " + digestHex + "}}": "tools.sources.m.ref: https://example.com/m.wasm: insecure URL refused: the URL carries credentials",
-		"tools:\n" + pins + "  sources: {m: {ref: \"oci://u:s3cretpw@ghcr.io/acme/m:1\", digest: " + digestHex + "}}":     "tools.sources.m.ref: oci://[redacted]@ghcr.io: the reference carries credentials",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://u:s3cretpw@ghcr.io/acme/m:1\", digest: " + digestHex + "}}":     "tools.sources.m.ref: oci://[redacted]@ghcr.io…: the reference carries credentials",
 		"tools:\n" + pins + "  sources: {m: {ref: \"https://example.com/m/..%2Fx.wasm\", digest: " + digestHex + "}}":     "an encoded / (%2F)",
 		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + ", name: n}}":       "tools.sources.m.name: \"n\" is not the module m in other case",
 		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: sha256:abc}}":                       "tools.sources.m.digest: must be sha256:<64 lowercase hex>",

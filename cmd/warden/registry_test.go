@@ -810,12 +810,23 @@ func TestCredentialsNeverShown(t *testing.T) {
 			[]string{"redirect refused: to http://" + srv.host + "/v1/released.wasm: insecure URL refused: the URL carries credentials"}},
 		{"unparsable Location with credentials", "http://" + srv.host + "/redirect/badloc",
 			[]string{"the server redirected to a Location that is not a URL and has an @ (not shown: it may carry credentials)"}},
+		{"registry reference", "oci://user:" + pw + "@" + e.reg.Host + "/acme/released:1.0.0",
+			[]string{"warden: oci://[redacted]@" + e.reg.Host + "…: the reference carries credentials (user:password@); log in with docker login instead"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr := e.refusedReal(t, c.want, "install", "--yes", c.url)
 			noSecret(t, stdout, stderr)
 		})
 	}
+	t.Run("publish", func(t *testing.T) {
+		module := filepath.Join(dir, "released.wasm")
+		if err := os.WriteFile(module, e.v1, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr := e.refusedReal(t, []string{"oci://[redacted]@" + e.reg.Host + "…: the reference carries credentials"},
+			"publish", module, "oci://user:"+pw+"@"+e.reg.Host+"/acme/released:1.0.0")
+		noSecret(t, stdout, stderr)
+	})
 
 	t.Run("a lockfile holding credentials", func(t *testing.T) {
 		srv.paths() // the install attempts' requests
