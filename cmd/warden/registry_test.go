@@ -698,6 +698,11 @@ func TestInstallURLIsCanonical(t *testing.T) {
 		"/trusted/..;/evil/released.wasm":    e.v1,
 		"/trusted/%2E%2E/evil/released.wasm": e.v1,
 	}, nil)
+	srv.locations = map[string]string{
+		"/trusted/go":                     "/evil/released.wasm",
+		"/evil/latest.wasm":               "/evil/released.wasm",
+		"/evil/latest.wasm.sigstore.json": "/evil/released.wasm.sigstore.json",
+	}
 	e.appendConfig(t, fmt.Sprintf("    %q: {mode: \"off\"}\n", srv.host+"/trusted/*"))
 
 	t.Run("dot segments escape no policy", func(t *testing.T) {
@@ -731,6 +736,16 @@ func TestInstallURLIsCanonical(t *testing.T) {
 		}
 	})
 
+	t.Run("a redirect within the host does not borrow the policy", func(t *testing.T) {
+		e.refusedReal(t, []string{
+			"redirect refused: http://" + srv.host + "/trusted/go redirected to http://" + srv.host + "/evil/released.wasm: " +
+				"security.signatures matches the target with no pattern (security.signature_mode), not \"" + srv.host + "/trusted/*\" as the URL",
+		}, "install", "--yes", "http://"+srv.host+"/trusted/go")
+		if got := srv.paths(); !slices.Equal(got, []string{"/trusted/go"}) {
+			t.Errorf("requests: %q", got)
+		}
+	})
+
 	t.Run("the canonical URL is matched, fetched and recorded", func(t *testing.T) {
 		e.appendConfig(t, fmt.Sprintf("    %q: {key: %s}\n", srv.host+"/evil/*", keyFile))
 		stdout, stderr, code := e.real(t, "install", "--yes", "HTTP://"+srv.host+"/trusted/./../evil/%72eleased.wasm")
@@ -756,6 +771,11 @@ func TestInstallURLIsCanonical(t *testing.T) {
 		}
 		if got := cfg.Tools.Sources["released"]; got.Ref != canonical || got.Digest != digest {
 			t.Errorf("tools.sources.released = %+v, want ref %s", got, canonical)
+		}
+		// A redirect that stays under the pattern the URL matched is followed.
+		stdout, stderr, code = e.real(t, "install", "--yes", "--name", "released", "http://"+srv.host+"/evil/latest.wasm")
+		if code != 0 || !strings.Contains(stdout, "verified: signed with the public key") {
+			t.Fatalf("install through a redirect under the same pattern: exit %d\n%s%s", code, stdout, stderr)
 		}
 	})
 }

@@ -148,7 +148,7 @@ func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetc
 	if strings.HasPrefix(ref, "oci://") {
 		bundles, err = a.fetchOCI(ctx, cfg, f, opts)
 	} else {
-		bundles, err = a.fetchURL(ctx, cfg, f, opts)
+		bundles, err = a.fetchURL(ctx, cfg, matcher, f, opts)
 	}
 	if err != nil {
 		return nil, err

@@ -1,8 +1,11 @@
 package download
 
 import (
+	"context"
 	"errors"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -192,4 +195,38 @@ func FuzzCanonicalURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGetSameHostRedirectAsked: Options.SameHostRedirect sees each redirect
+// within the host in canonical form and can refuse it; a target with no
+// canonical form is refused before it is asked.
+func TestGetSameHostRedirectAsked(t *testing.T) {
+	body := module(500)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/trusted/go", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/trusted/%2E%2E/evil/tool.wasm")
+		w.WriteHeader(http.StatusFound)
+	})
+	mux.HandleFunc("/trusted/slash", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/trusted/..%2Fevil/tool.wasm")
+		w.WriteHeader(http.StatusFound)
+	})
+	mux.HandleFunc("/evil/tool.wasm", bytesHandler(body))
+	srv := serve(t, mux)
+	var asked []string
+	opts := Options{SameHostRedirect: func(to string) error {
+		asked = append(asked, to)
+		return errors.New("not under the pattern")
+	}}
+	err := getErr(t, context.Background(), srv.URL+"/trusted/go", opts, ErrRedirect)
+	contains(t, err, "redirected to "+srv.URL+"/trusted/%2E%2E/evil/tool.wasm: not under the pattern")
+	if !slices.Equal(asked, []string{srv.URL + "/evil/tool.wasm"}) {
+		t.Errorf("asked about %q, want the canonical target", asked)
+	}
+	asked = nil
+	err = getErr(t, context.Background(), srv.URL+"/trusted/slash", opts, ErrRedirect, ErrNotCanonical)
+	contains(t, err, "an encoded / (%2F)")
+	if len(asked) > 0 {
+		t.Errorf("asked about %q", asked)
+	}
 }

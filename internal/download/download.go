@@ -58,6 +58,12 @@ type Options struct {
 	// than the scheme's default) a redirect may lead to besides the URL's
 	// own (tools.fetch.redirect_hosts).
 	AllowRedirectHosts []string
+	// SameHostRedirect, when set, is asked about each redirect within the
+	// URL's host, with the target's canonical form (CanonicalURL); an
+	// error refuses the redirect. warden refuses one that leaves the
+	// signature pattern the URL matched. A target with no canonical form
+	// is refused before it is asked.
+	SameHostRedirect func(canonicalURL string) error
 	// HTTPClient carries the requests (its CheckRedirect is replaced by
 	// warden's redirect policy); nil is a client with bounded dial, TLS
 	// handshake and response-header times.
@@ -287,7 +293,7 @@ func open(parent context.Context, u *url.URL, opts Options) (*response, error) {
 		base = defaultClient
 	}
 	client := *base
-	client.CheckRedirect = (&redirectPolicy{orig: u, allow: opts.AllowRedirectHosts}).check
+	client.CheckRedirect = (&redirectPolicy{orig: u, allow: opts.AllowRedirectHosts, sameHost: opts.SameHostRedirect}).check
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -162,8 +162,9 @@ func show(u *url.URL) string {
 // redirectPolicy is the http.Client CheckRedirect of one download whose
 // first request went to orig.
 type redirectPolicy struct {
-	orig  *url.URL
-	allow []string
+	orig     *url.URL
+	allow    []string
+	sameHost func(canonicalURL string) error
 }
 
 func (p *redirectPolicy) check(req *http.Request, via []*http.Request) error {
@@ -179,6 +180,16 @@ func (p *redirectPolicy) check(req *http.Request, via []*http.Request) error {
 		return &policyError{fmt.Errorf("%w: to %s: %w", ErrRedirect, show(to), err)}
 	}
 	if hostKey(to) == hostKey(p.orig) {
+		if p.sameHost == nil {
+			return nil
+		}
+		c, err := CanonicalURL(to.String())
+		if err == nil {
+			err = p.sameHost(c)
+		}
+		if err != nil {
+			return &policyError{fmt.Errorf("%w: %s redirected to %s: %w", ErrRedirect, show(prev), show(to), err)}
+		}
 		return nil
 	}
 	for _, h := range p.allow {
