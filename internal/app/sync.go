@@ -32,7 +32,7 @@ const (
 // SyncResult reports one module of Sync.
 type SyncResult struct {
 	Module    string
-	Source    config.Source // zero for a module with no source
+	Source    config.Source // zero for a module with no source; once fetched, Ref is canonical
 	State     SyncState
 	Err       error
 	Signature *SignatureCheck // set when fetched
@@ -136,6 +136,7 @@ func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) Sync
 		return res
 	}
 	defer f.Close()
+	res.Source.Ref = f.Ref // canonical: what was matched and fetched
 	res.Signature = &f.Signature
 	wasm, err := boundedfile.Read(f.Path, int64(cfg.Tools.Fetch.MaxSize))
 	if err != nil {

@@ -61,7 +61,8 @@ func CanonicalURL(rawURL string) (string, error) {
 		return "", fmt.Errorf("%w: %w", ErrNotCanonical, err)
 	}
 	if u.Scheme == "http" && !loopback(strings.Trim(host, "[]")) {
-		// Checked again on the canonical host: LOCALHOST. is localhost.
+		// checkURL judged the host as written; the rule holds for the
+		// host recorded too.
 		return "", fmt.Errorf("%w: plain http:// is allowed only for loopback hosts", ErrInsecure)
 	}
 	if p := u.Port(); p != "" {
