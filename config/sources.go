@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/oci"
@@ -190,14 +192,42 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 	}
 }
 
+// signaturePatternsAsWritten maps each security.signatures pattern of the
+// config file data, lower-cased (the key viper gives), to the pattern as
+// written. A URL's path is case-sensitive, so sigverify.MatchURL
+// compares it with the pattern as written: a policy for
+// example.com/Trusted/* names /Trusted/, and neither /trusted/ nor
+// /TRUSTED/, which a server may serve to someone else. nil when the file
+// does not parse (Load reports that) or sets none.
+func signaturePatternsAsWritten(data []byte) map[string]string {
+	var doc struct {
+		Security struct {
+			Signatures map[string]yaml.Node `yaml:"signatures"`
+		} `yaml:"security"`
+	}
+	if yaml.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for p := range doc.Security.Signatures {
+		out[strings.ToLower(p)] = p
+	}
+	return out
+}
+
 // signatureRules turns security.signatures into matcher rules; keys holds
-// each pattern's public key bytes (nil: none read, for validation).
+// each pattern's public key bytes (nil: none read, for validation). Each
+// rule's pattern is as the file writes it, when known.
 func (c *Config) signatureRules(keys map[string][]byte) []sigverify.Rule {
 	var rules []sigverify.Rule
 	for _, pattern := range sortedKeys(c.Security.Signatures) {
 		p := c.Security.Signatures[pattern]
+		written := pattern
+		if w, ok := c.signaturePatterns[pattern]; ok {
+			written = w
+		}
 		rules = append(rules, sigverify.Rule{
-			Pattern: pattern,
+			Pattern: written,
 			Mode:    sigverify.Mode(strings.ToLower(p.Mode)),
 			Policy: sigverify.Policy{
 				Identity: p.Identity, IdentityRegexp: p.IdentityRegexp,

@@ -204,3 +204,32 @@ func TestCanonicalSourceRef(t *testing.T) {
 		t.Errorf("tools.sources.tool = %+v, want %+v", got, want)
 	}
 }
+
+// TestSignaturePatternCase: viper lowers config keys, but a URL path is
+// case-sensitive: the matcher compares a URL with each pattern as the
+// file writes it (its host ignoring case); OCI references ignore case.
+func TestSignaturePatternCase(t *testing.T) {
+	cfg, err := Load(writeConfig(t, `security:
+  signatures:
+    "Example.com/Trusted/*": {mode: "off"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cfg.SignatureMatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]sigverify.Mode{
+		"example.com/Trusted/tool.wasm": sigverify.Off,
+		"example.com/trusted/tool.wasm": sigverify.Require,
+		"example.com/TRUSTED/tool.wasm": sigverify.Require,
+	} {
+		if got := m.MatchURL(key).Mode; got != want {
+			t.Errorf("MatchURL(%s) = %s, want %s", key, got, want)
+		}
+	}
+	if got := m.Match("example.com/trusted/tool:1").Mode; got != sigverify.Off {
+		t.Errorf("Match(an OCI reference) = %s, want off", got)
+	}
+}

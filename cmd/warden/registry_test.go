@@ -693,6 +693,7 @@ func TestInstallURLIsCanonical(t *testing.T) {
 		"/evil/released.wasm":                e.v1,
 		"/evil/released.wasm.sigstore.json":  sigtest.KeyBundle(t, sign, digest),
 		"/trusted/released.wasm":             e.v1,
+		"/TRUSTED/released.wasm":             e.v1,
 		"/trusted/..%2Fevil/released.wasm":   e.v1,
 		"/trusted/../evil/released.wasm":     e.v1,
 		"/trusted/..;/evil/released.wasm":    e.v1,
@@ -719,6 +720,13 @@ func TestInstallURLIsCanonical(t *testing.T) {
 				t.Errorf("%s: the server was asked for %q, want only the path matched, /evil/released.wasm", u, got)
 			}
 		}
+	})
+
+	t.Run("a path in other case is another path", func(t *testing.T) {
+		e.refusedReal(t, []string{
+			"no security.signatures pattern names " + srv.host + "/TRUSTED/released.wasm, so nobody is trusted to sign it",
+		}, "install", "--yes", "http://"+srv.host+"/TRUSTED/released.wasm")
+		srv.paths()
 	})
 
 	t.Run("forms with no single path are refused before any request", func(t *testing.T) {

@@ -191,7 +191,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 	if strings.HasPrefix(ref, "oci://") {
 		named, d = sigverify.Repository(source), m.Match(source)
 	} else {
-		named, d = strings.ToLower(source), m.MatchURL(source)
+		named, d = source, m.MatchURL(source)
 	}
 	sc := SignatureCheck{Mode: d.Mode, Pattern: d.Pattern}
 	if d.Mode == sigverify.Off {
