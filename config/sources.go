@@ -84,8 +84,8 @@ func CheckSourceRef(ref string) error {
 // for a URL, download.CanonicalURL (dot segments resolved, escapes
 // normalised, host in lower case without its trailing dot or default
 // port); for oci://, oci.CanonicalRef (the registry host in lower case
-// without its trailing dot or port 443). A reference with credentials is refused, and no error
-// shows them.
+// without its trailing dot or port 443). A reference with credentials is
+// refused, and no error shows them.
 func CanonicalSourceRef(ref string) (string, error) {
 	switch {
 	case strings.HasPrefix(ref, "oci://"):
