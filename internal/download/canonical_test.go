@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/warden-run/warden/internal/sigverify"
 )
 
 func TestCanonicalURL(t *testing.T) {
@@ -141,9 +143,9 @@ func FuzzCanonicalURL(f *testing.F) {
 		"https://[::1]/x",
 		"https://example.com",
 	} {
-		f.Add(s)
+		f.Add(s, "example.com/trusted/*")
 	}
-	f.Fuzz(func(t *testing.T, raw string) {
+	f.Fuzz(func(t *testing.T, raw, pattern string) {
 		c, err := CanonicalURL(raw)
 		if err != nil {
 			if pu, perr := url.Parse(raw); perr == nil && pu.User != nil {
@@ -179,6 +181,18 @@ func FuzzCanonicalURL(f *testing.F) {
 			base, _, _ := strings.Cut(s, ";")
 			if base == "." || base == ".." {
 				t.Fatalf("%q: the server sees a dot segment %q", c, s)
+			}
+		}
+		// A signature pattern the URL matches names the served path: its
+		// host, and a directory the decoded path is under (or the path).
+		if m, err := sigverify.NewMatcher([]sigverify.Rule{{Pattern: pattern}}, sigverify.Require); err == nil && pattern != "*" {
+			if d := m.MatchURL(MatchKey(c)); d.Policy != nil {
+				host, ppath, _ := strings.Cut(strings.TrimSuffix(pattern, "/*"), "/")
+				dir, err := url.PathUnescape("/" + ppath)
+				if !strings.EqualFold(host, u.Host) || err != nil ||
+					!(decoded == dir || strings.HasSuffix(pattern, "/*") && strings.HasPrefix(decoded, dir+"/")) {
+					t.Fatalf("%q matches pattern %q, which does not name the served path %q", c, pattern, decoded)
+				}
 			}
 		}
 		// Any policy prefix of the key, cut at a segment boundary, names
