@@ -1,7 +1,14 @@
 package mcpserver
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/warden-run/warden/tool"
 )
@@ -31,5 +38,72 @@ func TestPassAdmits(t *testing.T) {
 		if te, ok := err.(*tool.Error); !ok || te.Kind != tool.KindInternal || te.Message != c.want {
 			t.Errorf("%+v admits %s as %s: %v, want internal: %s", c.pass, c.method, c.subject, err, c.want)
 		}
+	}
+}
+
+// limitedFeatures is fakeFeatures with per-tool call limits.
+type limitedFeatures struct {
+	*fakeFeatures
+	limits map[string]CallLimits
+}
+
+func (l *limitedFeatures) CallLimits(name string) CallLimits { return l.limits[name] }
+
+// TestFeaturesShareTheToolsRate: a resource read, prompt get and
+// completion that run as a tool count against that tool's rate, as its
+// calls do (one bucket), and are refused over it with the tool's setting;
+// a feature that runs as no tool is not; the Features method gets the
+// Pass of its subject.
+func TestFeaturesShareTheToolsRate(t *testing.T) {
+	f := &limitedFeatures{fakeFeatures: &fakeFeatures{fakeTools: newFakeTools(desc("alpha"))},
+		limits: map[string]CallLimits{"alpha": {Rate: &RateLimit{Rate: 0.5, Burst: 1, Setting: "tools.limits.alpha.rate"}}}}
+	f.setFeatures(ServedFeatures{
+		Resources: []OwnedResource{
+			{Owner: "m", ResourceDescriptor: tool.ResourceDescriptor{URI: "fx://alpha", Name: "alpha", Tool: "alpha"}},
+			{Owner: "m", ResourceDescriptor: tool.ResourceDescriptor{URI: "fx://free", Name: "free"}},
+		},
+		Prompts: []OwnedPrompt{{Owner: "m", PromptDescriptor: tool.PromptDescriptor{Name: "p", Tool: "alpha", Arguments: []tool.PromptArgument{{Name: "who"}}}}},
+	})
+	var subjects []string
+	f.read = func(call FeatureCall, uri string) (*tool.ResourceResult, error) {
+		subjects = append(subjects, call.Pass.Method()+" "+call.Pass.Subject())
+		text := "read " + uri
+		return &tool.ResourceResult{Contents: []tool.ResourceContents{{URI: uri, Text: &text}}}, nil
+	}
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	s, _ := newServer(t, f, Options{Now: clock.Now})
+	cs := connect(t, s, transports[0], nil)
+	ctx := context.Background()
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://alpha"}); err != nil {
+		t.Fatalf("first read: %v", err)
+	}
+	over := "rate_limited: tool alpha is over its rate of 30/m calls (burst 1, tools.limits.alpha.rate); retry in 2s"
+	_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://alpha"})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInternalError || rpcErr.Message != over ||
+		string(rpcErr.Data) != `{"warden/kind":"rate_limited"}` {
+		t.Errorf("second read = %v, want %s", err, over)
+	}
+	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "p"})
+	if !errors.As(err, &rpcErr) || rpcErr.Message != over {
+		t.Errorf("prompt over the tool's rate = %v", err)
+	}
+	_, err = cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "p"}, Argument: mcp.CompleteParamsArgument{Name: "who"}})
+	if !errors.As(err, &rpcErr) || rpcErr.Message != over {
+		t.Errorf("completion over the tool's rate = %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"})
+	if err != nil || !res.IsError || text(res) != over {
+		t.Errorf("a call of the tool after its resource spent the rate = %v %v", err, res)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://free"}); err != nil {
+		t.Errorf("a resource that runs as no tool: %v", err)
+	}
+	clock.advance(2 * time.Second)
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://alpha"}); err != nil {
+		t.Errorf("after the bucket refilled: %v", err)
+	}
+	if got := strings.Join(subjects, ","); got != "resources/read alpha,resources/read ,resources/read alpha" {
+		t.Errorf("passes = %s", got)
 	}
 }
