@@ -107,3 +107,45 @@ func TestFeaturesShareTheToolsRate(t *testing.T) {
 		t.Errorf("passes = %s", got)
 	}
 }
+
+// FuzzDoorTarget: the HTTP scope check reads what a request names from
+// the client's raw params before the go-sdk does; whatever the bytes, it
+// does not panic, a tools/call's subject is the name it read, and a
+// feature's subject is the one the server registered for what it read.
+func FuzzDoorTarget(f *testing.F) {
+	for _, seed := range []struct{ method, params string }{
+		{"tools/call", `{"name":"alpha","arguments":{}}`},
+		{"tools/call", `{"name":"a","name":"alpha"}`},
+		{"resources/read", `{"uri":"fx://alpha"}`},
+		{"resources/read", `{"uri":"fx://item/7"}`},
+		{"resources/read", `{"URI":"fx://alpha"}`},
+		{"prompts/get", `{"name":"p","arguments":{"who":"x"}}`},
+		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"who","value":""}}`},
+		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"fx://item/{id}"}}`},
+		{"completion/complete", `{"ref":null}`},
+		{"resources/read", `[`},
+		{"ping", `{}`},
+	} {
+		f.Add(seed.method, []byte(seed.params))
+	}
+	ff := &fakeFeatures{fakeTools: newFakeTools(desc("alpha"))}
+	ff.setFeatures(ServedFeatures{
+		Resources: []OwnedResource{{Owner: "m", ResourceDescriptor: tool.ResourceDescriptor{URI: "fx://alpha", Name: "alpha", Tool: "alpha"}}},
+		Templates: []OwnedTemplate{{Owner: "m", ResourceTemplateDescriptor: tool.ResourceTemplateDescriptor{URITemplate: "fx://item/{id}", Name: "item", Tool: "alpha"}}},
+		Prompts:   []OwnedPrompt{{Owner: "m", PromptDescriptor: tool.PromptDescriptor{Name: "p", Tool: "alpha"}}},
+	})
+	logger, _ := testLogger()
+	s := New(ff, Options{Logger: logger})
+	f.Cleanup(func() { s.Close() })
+	f.Fuzz(func(t *testing.T, method string, params []byte) {
+		name, subject, ok := s.doorTarget(method, params)
+		switch {
+		case !ok && (name != "" && method == MethodCallTool):
+			t.Errorf("tools/call %q: not a door target", name)
+		case ok && method == MethodCallTool && subject != name:
+			t.Errorf("tools/call %q runs as %q", name, subject)
+		case ok && method != MethodCallTool && subject != "alpha":
+			t.Errorf("%s %q: subject %q, want the registered alpha", method, name, subject)
+		}
+	})
+}
