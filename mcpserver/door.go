@@ -25,11 +25,13 @@ const (
 
 // Pass is the server's word that a request came through its door: the
 // request's caller passed the OAuth scopes, rate limits and call limits of
-// the request's policy subject. Only this package makes a Pass that Admits
-// anything; [Tools.Call] and the [Features] methods, which run module code,
-// take one and must refuse a request whose Pass does not admit what they
-// are about to run, so that an entry point that skips the door fails on its
-// first request (and in the tests that enumerate the entry points).
+// the request's policy subject. Only this package makes a Pass that admits
+// anything (the door, and [LocalPass] for the operator's own calls; a
+// Pass{} made elsewhere admits nothing). [Tools.Call] and the [Features]
+// methods, which run module code, take one and must refuse a request whose
+// Pass does not admit what they are about to run, so that an entry point
+// that skips the door fails on its first request, and in the tests that
+// enumerate the entry points.
 type Pass struct {
 	method  string
 	subject string

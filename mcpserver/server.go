@@ -42,7 +42,8 @@ type Tools interface {
 	// Call runs one call. It returns an error only when the named tool does
 	// not exist (tool.KindNotFound), which the server reports as the protocol
 	// error -32602. Every other failure must be a *tool.Result with IsError
-	// and Error set. Call must return soon after ctx ends.
+	// and Error set. Call must return soon after ctx ends, and must run
+	// nothing unless call.Pass admits a tools/call of call.Name.
 	Call(ctx context.Context, call Call) (*tool.Result, error)
 	// Subscribe registers f to be called after the tool set changed (for
 	// example on hot reload) and returns a function that unregisters it.
