@@ -26,6 +26,7 @@ func TestPassAdmits(t *testing.T) {
 		{door, MethodReadResource, "other", `resources/read as tool "other" was admitted by the server's request pipeline as resources/read as tool "danger"; refused`},
 		{door, MethodGetPrompt, "danger", `prompts/get as tool "danger" was admitted by the server's request pipeline as resources/read as tool "danger"; refused`},
 		{nil, MethodCallTool, "danger", `tools/call as tool "danger" did not come through the server's request pipeline; refused`},
+		{&Pass{}, MethodCallTool, "danger", `tools/call as tool "danger" did not come through the server's request pipeline; refused`},
 		{LocalPass(), MethodCallTool, "danger", ""},
 	} {
 		err := c.pass.Admits(c.method, c.subject)

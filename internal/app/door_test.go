@@ -584,6 +584,8 @@ func TestBypassRefused(t *testing.T) {
 	wantBypass(t, err, `completion/complete as tool "open" did not come through the server's request pipeline; refused`)
 	_, err = w.app.Call(ctx, mcpserver.Call{Name: "open", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
 	wantBypass(t, err, `tools/call as tool "open" did not come through the server's request pipeline; refused`)
+	_, err = w.app.Call(ctx, mcpserver.Call{Name: "open", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}, Pass: &mcpserver.Pass{}})
+	wantBypass(t, err, `tools/call as tool "open" did not come through the server's request pipeline; refused`)
 	if got := w.written(t); len(got) > 0 {
 		t.Errorf("module code ran without the door's pass: out/ holds %v", got)
 	}
