@@ -353,7 +353,12 @@ func featureError(err error, uri string) error {
 	switch {
 	case te.Kind == tool.KindNotFound && uri != "":
 		return mcp.ResourceNotFoundError(uri)
-	case te.Kind == tool.KindInvalidArguments || te.Kind == tool.KindNotFound:
+	case te.Kind == tool.KindNotFound:
+		// Worded like the go-sdk's own answer to a name it does not serve
+		// (`unknown prompt "x"`), which a feature no longer served (its tool
+		// hidden since the list was synced) must be indistinguishable from.
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Message}
+	case te.Kind == tool.KindInvalidArguments:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Error()}
 	}
 	data, _ := json.Marshal(map[string]string{MetaKind: string(te.Kind)})

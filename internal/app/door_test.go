@@ -603,3 +603,31 @@ func wantBypass(t *testing.T, err error, message string) {
 		t.Errorf("bypass = %v, want internal: %s", err, message)
 	}
 }
+
+// TestHiddenFeatureRefusedByTheApp: the app checks exposure at each
+// request too (config may hide a tool between the server's resync and a
+// request): a hidden tool's features are answered as unknown names, with
+// the words the go-sdk uses for them, and do not run.
+func TestHiddenFeatureRefusedByTheApp(t *testing.T) {
+	w := newDoorWorld(t)
+	ctx := context.Background()
+	fc := mcpserver.FeatureCall{Owner: "doors", Observer: nopObserver{}, Pass: mcpserver.LocalPass()}
+	wantNotFound := func(err error, message string) {
+		t.Helper()
+		var te *tool.Error
+		if !errors.As(err, &te) || te.Kind != tool.KindNotFound || te.Message != message {
+			t.Errorf("hidden = %v, want not_found: %s", err, message)
+		}
+	}
+	_, err := w.app.ReadResource(ctx, fc, "doors://hidden/resource")
+	wantNotFound(err, `no resource "doors://hidden/resource" is served`)
+	_, err = w.app.ReadResource(ctx, fc, "doors://hidden/item/1")
+	wantNotFound(err, `no resource "doors://hidden/item/1" is served`)
+	_, err = w.app.GetPrompt(ctx, fc, "hidden_prompt", nil)
+	wantNotFound(err, `unknown prompt "hidden_prompt"`)
+	_, err = w.app.Complete(ctx, fc, tool.CompleteRequest{Ref: tool.CompleteRef{Type: "ref/prompt", Name: "hidden_prompt"}, Argument: tool.CompleteArgument{Name: "a"}})
+	wantNotFound(err, `completion/complete: no prompt or resource template "hidden_prompt" (ref/prompt)`)
+	if got := w.written(t); len(got) > 0 {
+		t.Errorf("a hidden tool's feature ran: out/ holds %v", got)
+	}
+}
