@@ -74,7 +74,7 @@ func (p *Pass) Admits(method, subject string) error {
 }
 
 // LocalPass is the Pass of a request made in process by the operator
-// rather than by an MCP client (warden tools call): there is no client,
+// rather than by an MCP client (warden call): there is no client,
 // so no OAuth scope, rate limit or call slot applies. The policy Tools
 // applies itself (exposure, gates, grants) still does.
 func LocalPass() *Pass { return &Pass{local: true} }

@@ -589,7 +589,7 @@ func TestBypassRefused(t *testing.T) {
 	if got := w.written(t); len(got) > 0 {
 		t.Errorf("module code ran without the door's pass: out/ holds %v", got)
 	}
-	// The operator's own call (warden tools call) runs, under the tool's
+	// The operator's own call (warden call) runs, under the tool's
 	// policy.
 	if res := call(t, w.app, "open", `{}`); res.IsError {
 		t.Errorf("a local call: %+v", res.Error)
