@@ -150,3 +150,42 @@ func FuzzDoorTarget(f *testing.F) {
 		}
 	})
 }
+
+// TestFeaturesHoldTheToolsSlot: a resource read that runs as a tool holds
+// one of that tool's call slots (tools.limits.<tool>.max_in_flight) while
+// it runs: a call of the tool meanwhile waits for it, and is refused when
+// the wait runs out, naming the limit; once the read ends, the call runs.
+func TestFeaturesHoldTheToolsSlot(t *testing.T) {
+	f := &limitedFeatures{fakeFeatures: &fakeFeatures{fakeTools: newFakeTools(desc("alpha"))},
+		limits: map[string]CallLimits{"alpha": {MaxInFlight: 1, InFlightSetting: "tools.limits.alpha.max_in_flight"}}}
+	f.setFeatures(ServedFeatures{Resources: []OwnedResource{
+		{Owner: "m", ResourceDescriptor: tool.ResourceDescriptor{URI: "fx://alpha", Name: "alpha", Tool: "alpha"}}}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.read = func(call FeatureCall, uri string) (*tool.ResourceResult, error) {
+		close(entered)
+		<-release
+		text := "read"
+		return &tool.ResourceResult{Contents: []tool.ResourceContents{{URI: uri, Text: &text}}}, nil
+	}
+	s, _ := newServer(t, f, Options{QueueWait: 50 * time.Millisecond})
+	cs := connect(t, s, transports[0], nil)
+	ctx := context.Background()
+	read := make(chan error, 1)
+	go func() {
+		_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://alpha"})
+		read <- err
+	}()
+	<-entered
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"})
+	want := "timeout: server busy: waited 50ms (server.queue_wait) for a call slot: 1 calls of alpha are running, its limit (tools.limits.alpha.max_in_flight); retry later"
+	if err != nil || !res.IsError || text(res) != want {
+		t.Errorf("a call while the tool's resource runs = %v %q\nwant %q", err, text(res), want)
+	}
+	close(release)
+	if err := <-read; err != nil {
+		t.Fatalf("the read: %v", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"}); err != nil || res.IsError {
+		t.Errorf("the call once the read ended: %v %+v", err, res)
+	}
+}
