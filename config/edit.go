@@ -829,6 +829,62 @@ func renderScalar(s string) string {
 // temporary copy beside it); otherwise the file is left untouched and the
 // error names the key at fault. It returns the config as now in force.
 func EditFile(path string, edit func(*Document) error) (*Config, error) {
+	s, err := stageEdit(path, edit)
+	if err != nil {
+		return nil, err
+	}
+	defer s.discard()
+	if s.tmp == "" {
+		return s.cfg, nil // nothing to change
+	}
+	// Refuse to overwrite a change someone made meanwhile.
+	if now, err := os.ReadFile(s.abs); err != nil || !bytes.Equal(now, s.src) {
+		return nil, fmt.Errorf("config %s changed while it was being edited; nothing written, try again", s.abs)
+	}
+	// Replace the file a symlink points at, not the symlink.
+	real, err := filepath.EvalSymlinks(s.abs)
+	if err != nil {
+		return nil, err
+	}
+	tmp := s.tmp
+	if filepath.Dir(real) != filepath.Dir(s.abs) {
+		if tmp, err = writeTemp(filepath.Dir(real), s.edited, s.perm); err != nil {
+			return nil, fmt.Errorf("config %s: %w", real, err)
+		}
+		defer os.Remove(tmp)
+	}
+	if err := os.Rename(tmp, real); err != nil {
+		return nil, fmt.Errorf("config %s: %w", real, err)
+	}
+	return s.cfg, nil
+}
+
+// CheckEdit reports whether EditFile(path, edit) would be accepted, writing
+// nothing: the same edit, loaded and validated the same way, so that a
+// caller can offer only a change the file will take (a permission prompt's
+// "allow always"). The file may still change before the edit is made.
+func CheckEdit(path string, edit func(*Document) error) error {
+	s, err := stageEdit(path, edit)
+	if err == nil {
+		s.discard()
+	}
+	return err
+}
+
+// stagedEdit is an edit of a config file, validated and not yet applied.
+type stagedEdit struct {
+	abs    string      // the file
+	src    []byte      // its content when read
+	edited []byte      // the content after the edit
+	perm   os.FileMode // the file's permissions
+	tmp    string      // the edited copy beside the file; "" when unchanged
+	cfg    *Config     // the edited config, loaded and validated
+}
+
+// stageEdit reads the file at path, applies edit, and loads the result from
+// a temporary copy beside the file, so that relative paths in it resolve
+// the same way. The caller discards the copy.
+func stageEdit(path string, edit func(*Document) error) (*stagedEdit, error) {
 	if path == "" {
 		return nil, errors.New("no config file: create config.yaml or pass --config")
 	}
@@ -847,47 +903,39 @@ func EditFile(path string, edit func(*Document) error) (*Config, error) {
 	if err := edit(doc); err != nil {
 		return nil, fmt.Errorf("config %s: %w", abs, err)
 	}
-	if bytes.Equal(doc.Bytes(), src) {
-		return Load(abs)
+	s := &stagedEdit{abs: abs, src: src, edited: doc.Bytes()}
+	if bytes.Equal(s.edited, src) {
+		if s.cfg, err = Load(abs); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	info, err := os.Stat(abs)
 	if err != nil {
 		return nil, err
 	}
-	// The copy goes beside the file so relative paths in it resolve the
-	// same way.
-	tmp, err := writeTemp(filepath.Dir(abs), doc.Bytes(), info.Mode().Perm())
-	if err != nil {
+	s.perm = info.Mode().Perm()
+	if s.tmp, err = writeTemp(filepath.Dir(abs), s.edited, s.perm); err != nil {
 		return nil, fmt.Errorf("config %s: %w", abs, err)
 	}
-	defer os.Remove(tmp)
-	cfg, err := Load(tmp)
+	cfg, err := Load(s.tmp)
 	if err != nil {
+		s.discard()
 		if inner := errors.Unwrap(err); inner != nil {
 			err = inner
 		}
 		return nil, fmt.Errorf("config %s: change refused, file unchanged: %w", abs, err)
 	}
 	cfg.File = abs
-	// Refuse to overwrite a change someone made meanwhile.
-	if now, err := os.ReadFile(abs); err != nil || !bytes.Equal(now, src) {
-		return nil, fmt.Errorf("config %s changed while it was being edited; nothing written, try again", abs)
+	s.cfg = cfg
+	return s, nil
+}
+
+// discard removes the edited copy.
+func (s *stagedEdit) discard() {
+	if s.tmp != "" {
+		os.Remove(s.tmp)
 	}
-	// Replace the file a symlink points at, not the symlink.
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, err
-	}
-	if filepath.Dir(real) != filepath.Dir(abs) {
-		if tmp, err = writeTemp(filepath.Dir(real), doc.Bytes(), info.Mode().Perm()); err != nil {
-			return nil, fmt.Errorf("config %s: %w", real, err)
-		}
-		defer os.Remove(tmp)
-	}
-	if err := os.Rename(tmp, real); err != nil {
-		return nil, fmt.Errorf("config %s: %w", real, err)
-	}
-	return cfg, nil
 }
 
 // writeTemp writes data to a new file in dir, synced, and returns its path.

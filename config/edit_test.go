@@ -407,3 +407,46 @@ func TestBindGrantRefusesBadNames(t *testing.T) {
 		t.Errorf("binding again to the same module changed the text (%v)", err)
 	}
 }
+
+// TestCheckEdit: CheckEdit accepts what EditFile would write and refuses
+// what it would refuse, with the same error, and writes nothing either way.
+func TestCheckEdit(t *testing.T) {
+	path := writeConfig(t, sample)
+	dir := filepath.Dir(path)
+	before, _ := os.ReadFile(path)
+	if err := CheckEdit(path, func(d *Document) error { return d.Grant("echo", grant("fs.read", "src")) }); err != nil {
+		t.Fatalf("an edit config takes: %v", err)
+	}
+	colon := func(d *Document) error { return d.Grant("echo", grant("fs.read", "docs/a:b.md")) }
+	checked := CheckEdit(path, colon)
+	if checked == nil || !strings.Contains(checked.Error(), `path "docs/a:b.md" names root "docs/a"`) {
+		t.Fatalf("a path with ':' config refuses: %v", checked)
+	}
+	if _, edited := EditFile(path, colon); edited == nil || edited.Error() != checked.Error() {
+		t.Fatalf("EditFile says %v, CheckEdit %v", edited, checked)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatalf("CheckEdit wrote:\n%s", after)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
+
+// TestGrantBinding: the module an entry belongs to, as Config.GrantModule
+// reads it once loaded.
+func TestGrantBinding(t *testing.T) {
+	d, err := ParseDocument([]byte(strings.Replace(sample, "  # approved modules", "    bound: {module: other}\n  # approved modules", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tool, module string
+		exists       bool
+	}{{"echo", "echo", true}, {"Fetch", "fetch", true}, {"bound", "other", true}, {"missing", "", false}} {
+		module, exists, err := d.GrantBinding(c.tool)
+		if err != nil || module != c.module || exists != c.exists {
+			t.Errorf("GrantBinding(%s) = %q, %v, %v", c.tool, module, exists, err)
+		}
+	}
+}

@@ -303,6 +303,22 @@ func (d *Document) GrantModule(toolName string) (string, error) {
 	return n.Value, nil
 }
 
+// GrantBinding returns the module the tool's grant entry belongs to: its
+// module field, else the entry's name (the tool's, in lower case), as
+// Config.GrantModule reads it once loaded. exists is false when the file
+// has no entry for the tool.
+func (d *Document) GrantBinding(toolName string) (module string, exists bool, err error) {
+	n, err := d.Get("tools", "grants", toolName)
+	if err != nil || n == nil {
+		return "", false, err
+	}
+	module, err = d.GrantModule(toolName)
+	if err != nil || module != "" {
+		return module, true, err
+	}
+	return strings.ToLower(toolName), true, nil
+}
+
 // BindGrant writes module as the module the tool's grant belongs to
 // (tools.grants.<tool>.module), creating the entry if needed. The grant
 // then applies only while that module serves the tool.

@@ -62,6 +62,20 @@ func elicitReq(key, message string) tool.ClientRequest {
 	return tool.ClientRequest{Key: key, Method: tool.MethodElicit, Params: json.RawMessage(fmt.Sprintf(`{"message":%q}`, message))}
 }
 
+// toolText is the tool's own text in a message as the client receives it:
+// after warden's line naming the tool (hfclient.Attribution), quoted.
+func toolText(message string) string {
+	header, quoted, ok := strings.Cut(message, "\n")
+	if !ok || !strings.HasPrefix(header, "Question from tool ") {
+		return "(not attributed) " + message
+	}
+	lines := strings.Split(quoted, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "> ")
+	}
+	return strings.Join(lines, "\n")
+}
+
 func sampleReq(key, prompt string) tool.ClientRequest {
 	return tool.ClientRequest{Key: key, Method: tool.MethodSample, Params: json.RawMessage(fmt.Sprintf(
 		`{"messages":[{"role":"user","content":{"type":"text","text":%q}}],"maxTokens":10}`, prompt))}
@@ -155,7 +169,7 @@ func (p *person) options(mrtr bool) *mcp.ClientOptions {
 				return nil, ctx.Err()
 			}
 			p.elicits.Add(1)
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": req.Params.Message}}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": toolText(req.Params.Message)}}, nil
 		},
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			p.samples.Add(1)
@@ -337,7 +351,7 @@ func TestInputRequiredByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	needsInput(t, r1, "elicit-1")
-	if p, ok := r1.InputRequests["elicit-1"].(*mcp.ElicitParams); !ok || p.Message != "first?" {
+	if p, ok := r1.InputRequests["elicit-1"].(*mcp.ElicitParams); !ok || toolText(p.Message) != "first?" {
 		t.Fatalf("input request %#v", r1.InputRequests["elicit-1"])
 	}
 	r2, err := callWith(cs, "ask", "two", mcp.InputResponseMap{"elicit-1": accept("one")}, r1.RequestState)
@@ -345,7 +359,7 @@ func TestInputRequiredByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	needsInput(t, r2, "elicit-2")
-	if p := r2.InputRequests["elicit-2"].(*mcp.ElicitParams); p.Message != "second?" {
+	if p := r2.InputRequests["elicit-2"].(*mcp.ElicitParams); toolText(p.Message) != "second?" {
 		t.Fatalf("second round asked %q", p.Message)
 	}
 	if r2.RequestState == r1.RequestState {
@@ -480,7 +494,7 @@ func TestRequestStateRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		needsInput(t, r2, "q")
-		if p := r2.InputRequests["q"].(*mcp.ElicitParams); p.Message != "second?" {
+		if p := r2.InputRequests["q"].(*mcp.ElicitParams); toolText(p.Message) != "second?" {
 			t.Fatalf("asked %q again", p.Message)
 		}
 	})
@@ -738,5 +752,81 @@ func TestDuplicateKeysInOneAskAreRefused(t *testing.T) {
 	var te *tool.Error
 	if err := <-got; !errors.As(err, &te) || te.Kind != tool.KindInvalidArguments {
 		t.Fatalf("Ask: %v, want invalid_arguments", err)
+	}
+}
+
+// TestWardenAnswerBoundToTheConfigAskedUnder: warden's own questions carry
+// the digest of the config in force (internal/app, _meta "warden/config"),
+// and a requestState seals the digest of each question, so an answer given
+// under one config is not taken for the same question under another: the
+// client is asked again, whether the answer comes with the retry or was
+// recorded in the state of an earlier round.
+func TestWardenAnswerBoundToTheConfigAskedUnder(t *testing.T) {
+	var generation atomic.Value
+	generation.Store("A")
+	var ran atomic.Int64
+	tools := newFakeTools(desc("guarded"))
+	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
+		confirm := tool.ClientRequest{Key: "warden/confirm", Method: tool.MethodElicit, Params: json.RawMessage(
+			fmt.Sprintf(`{"message":"warden: run tool guarded?","_meta":{"warden/question":"confirm","warden/config":%q}}`, generation.Load()))}
+		if _, err := c.Client.Ask(ctx, []tool.ClientRequest{confirm}); err != nil {
+			return tool.ErrorResult(tool.ErrInputRequired), nil
+		}
+		var args struct{ Text string }
+		json.Unmarshal(c.Arguments, &args)
+		if args.Text == "then-ask" {
+			if _, err := c.Client.Ask(ctx, []tool.ClientRequest{elicitReq("more", "more?")}); err != nil {
+				return tool.ErrorResult(tool.ErrInputRequired), nil
+			}
+		}
+		ran.Add(1)
+		return &tool.Result{Content: []tool.Content{tool.TextContent("ran")}}, nil
+	})
+	s, _ := newServer(t, tools, Options{})
+	cs := mrtrClient(t, s, newPerson())
+	yes := mcp.InputResponseMap{"warden/confirm": &mcp.ElicitResult{Action: "accept"}}
+
+	// The answer arrives after the config changed: asked again.
+	r1, err := callWith(cs, "guarded", "once", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needsInput(t, r1, "warden/confirm")
+	generation.Store("B")
+	r2, err := callWith(cs, "guarded", "once", yes, r1.RequestState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needsInput(t, r2, "warden/confirm")
+	if ran.Load() != 0 {
+		t.Fatal("an answer given under another config let the call run")
+	}
+	if p := r2.InputRequests["warden/confirm"].(*mcp.ElicitParams); p.Meta["warden/config"] != "B" {
+		t.Fatalf("asked again with _meta %v", p.Meta)
+	}
+	// Answered under the config in force: it runs.
+	r3, err := callWith(cs, "guarded", "once", yes, r2.RequestState)
+	if err != nil || r3.NeedsInput() || resultText(t, r3) != "ran" {
+		t.Fatalf("answered under the config in force: %v %+v", err, r3)
+	}
+
+	// The answer recorded in an earlier round's state, replayed after the
+	// config changed: asked again, the recorded answer is not used.
+	ran.Store(0)
+	q1, _ := callWith(cs, "guarded", "then-ask", nil, "")
+	needsInput(t, q1, "warden/confirm")
+	q2, err := callWith(cs, "guarded", "then-ask", yes, q1.RequestState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needsInput(t, q2, "more")
+	generation.Store("C")
+	q3, err := callWith(cs, "guarded", "then-ask", mcp.InputResponseMap{"more": accept("x")}, q2.RequestState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needsInput(t, q3, "warden/confirm")
+	if ran.Load() != 0 {
+		t.Fatal("a recorded answer from another config let the call run")
 	}
 }

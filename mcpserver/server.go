@@ -299,6 +299,7 @@ func New(tools Tools, opts Options) *Server {
 	s.resync()
 	s.stopWatches = s.startFeatures()
 	s.cancel = tools.Subscribe(s.scheduleResync)
+	s.sdk.AddReceivingMiddleware(s.encodableReplies) // keep it last: outermost, it sees every reply (replyguard.go)
 	return s
 }
 

@@ -23,19 +23,20 @@ import (
 // child process inheriting fd 1) lands on stderr instead of corrupting the
 // stream. On platforms without dup2 the redirection is skipped.
 //
-// No line of input ends the session: see [GuardedTransport].
+// No line of input ends the session: see [GuardedTransport]; nor does a
+// message that cannot be encoded (see encodingSafeTransport).
 func (s *Server) ServeStdio(ctx context.Context) error {
 	out, restore, err := isolateStdout()
 	if err != nil {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	defer restore()
-	return s.Serve(ctx, &drainTransport{Transport: &GuardedTransport{
+	return s.Serve(ctx, &drainTransport{Transport: &encodingSafeTransport{log: s.log, Transport: &GuardedTransport{
 		Reader:     os.Stdin,
 		Writer:     nopCloser{out},
 		MaxMessage: s.opts.MaxMessage,
 		Logger:     s.log,
-	}})
+	}}})
 }
 
 // maxDrain bounds how long a stdio session whose input ended waits for the

@@ -205,6 +205,21 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 	stop := in.Meter.Start(guestCtx, m.limits.Fuel)
 	raw, respErr, err := inv.run(guestCtx, in.Instance)
 	consumed, reason := stop()
+	if callCtx.Err() != nil && (reason == instrument.StopNone || err == nil) {
+		// The call's context ended before the guest was done: a host
+		// function that waited stopped the guest (guest.StopIfDone), or
+		// the guest answered before the watchdog's interrupt took. The
+		// call outlived its deadline (or its caller), whatever the guest
+		// answered: it fails as such, and its instance, stopped at an
+		// arbitrary point, is not reused.
+		reason = instrument.StopCanceled
+		if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+			reason = instrument.StopDeadline
+		}
+		if err == nil {
+			err = callCtx.Err()
+		}
+	}
 	state.FinishLogs()
 	captured := m.collectOutput(in, name, req.CallID)
 	out := invoked{meta: resultMeta(consumed, fresh), captured: captured}

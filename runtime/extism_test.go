@@ -546,8 +546,16 @@ func TestExtismStartSection(t *testing.T) {
 	looping := extismWAT(t, descOf("spin"), `{"content":[{"type":"text","text":"never"}]}`,
 		`(func $spin (loop $l (br $l))) (start $spin)`)
 	_, err := rt.Load(context.Background(), "startloop", looping, runtime.Limits{Fuel: 10_000_000})
-	if err == nil || !strings.Contains(err.Error(), "start function") || !strings.Contains(err.Error(), "ran out of fuel (budget 10000000)") {
-		t.Fatalf("load error = %v, want the start function out of fuel", err)
+	// The kernel's alloc, store_u8 and output_set are imported first.
+	if want := "start function (func 3): ran out of fuel (budget 10000000)"; err == nil || err.Error() != want {
+		t.Fatalf("load error = %v, want %q", err, want)
+	}
+	// A start function asleep in WASI ends with the load budget, and says so.
+	sleeping := extismWAT(t, descOf("sleepy"), `{"content":[{"type":"text","text":"never"}]}`,
+		pollImport+` (func $sleep `+sleepHour+`) (start $sleep)`)
+	_, err = rt.Load(callerGuard(t), "startsleep", sleeping, runtime.Limits{LoadBudget: shortTimeout})
+	if want := "start function (func 4): did not finish within the load budget of 300ms"; err == nil || err.Error() != want {
+		t.Fatalf("load error = %v, want %q", err, want)
 	}
 
 	// The start function writes the output's first byte: "Xi" becomes "hi"

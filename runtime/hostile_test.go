@@ -235,13 +235,72 @@ func TestLogFloodBounded(t *testing.T) {
 }
 
 // A loop in the start section runs under the meter: it is out_of_fuel, not
-// a bare unreachable.
+// a bare unreachable, and the error names the start function (by its
+// index: wat2wasm writes no name section), not _initialize.
 func TestStartSectionLoopMetered(t *testing.T) {
 	rt := newRuntime(t, runtime.Options{})
 	f := watFixture{name: "startloop", funcs: `(func $spin (loop $l (br $l))) (start $spin)`}
 	_, err := rt.Load(context.Background(), "startloop", f.build(t), runtime.Limits{Fuel: 10_000_000})
-	if err == nil || !strings.Contains(err.Error(), "ran out of fuel (budget 10000000)") {
-		t.Fatalf("load error = %v, want out of fuel", err)
+	// warden_alloc, warden_abi_version and warden_describe come first.
+	if want := "start function (func 3): ran out of fuel (budget 10000000)"; err == nil || err.Error() != want {
+		t.Fatalf("load error = %v, want %q", err, want)
+	}
+	wantOK(t, call(t, pingTool(t, rt), `{}`), "pong")
+}
+
+// withFuncName appends a name section naming function idx to wasm, as a
+// toolchain's debug names would. Every length here is under 128, so each
+// LEB128 is one byte.
+func withFuncName(wasm []byte, idx byte, name string) []byte {
+	names := append([]byte{1, idx, byte(len(name))}, name...) // a vector of one (index, name)
+	sub := append([]byte{1, byte(len(names))}, names...)      // subsection 1: function names
+	body := append([]byte{4, 'n', 'a', 'm', 'e'}, sub...)
+	out := append([]byte(nil), wasm...)
+	out = append(out, 0, byte(len(body))) // a custom section
+	return append(out, body...)
+}
+
+// TestLoadStageNamed: guest code that outlives the load budget at load is
+// reported as what ran: the start section's function (with its name
+// section's name, escaped, when it has one), _initialize, or describe.
+// Each sleeps an hour in WASI, so the budget passes whatever the
+// machine's speed.
+func TestLoadStageNamed(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	sleep := `(func $sleep ` + sleepHour + `)`
+	limits := runtime.Limits{LoadBudget: shortTimeout}
+	cases := []struct {
+		name, funcs string
+		named       string // the start function's name in a name section
+		want        string
+	}{
+		{name: "start", funcs: sleep + ` (start $sleep)`,
+			want: "start function (func 4): did not finish within the load budget of 300ms"},
+		{name: "startnamed", funcs: sleep + ` (start $sleep)`, named: "sleep\u202eevil",
+			want: `start function (func 4 $sleep\u202eevil): did not finish within the load budget of 300ms`},
+		{name: "init", funcs: sleep + ` (func (export "_initialize") (call $sleep))`,
+			want: "_initialize: did not finish within the load budget of 300ms"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wasm := watFixture{name: c.name, imports: pollImport, funcs: c.funcs}.build(t)
+			if c.named != "" {
+				wasm = withFuncName(wasm, 4, c.named)
+			}
+			_, err := rt.Load(callerGuard(t), c.name, wasm, limits)
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("load error = %v, want %q", err, c.want)
+			}
+		})
+	}
+	// describe is reached only past the others: a module whose describe
+	// sleeps.
+	src := strings.Replace(watFixture{name: "describe", imports: pollImport}.wat(),
+		`(func (export "warden_describe") (result i64) (i64.const`,
+		`(func (export "warden_describe") (result i64) `+sleepHour+` (i64.const`, 1)
+	_, err := rt.Load(callerGuard(t), "describe", watBytes(t, src), limits)
+	if want := "warden_describe: did not finish within the load budget of 300ms"; err == nil || err.Error() != want {
+		t.Fatalf("load error = %v, want %q", err, want)
 	}
 	wantOK(t, call(t, pingTool(t, rt), `{}`), "pong")
 }

@@ -87,6 +87,8 @@ func (r *Runtime) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	// The observer logs it (the MCP server also forwards it to the client);
 	// logging here too would print every line twice.
 	state.LogLine(slogLevel, string(msg))
+	// Forwarding the line to a client may wait on its connection.
+	guest.StopIfDone(ctx, "warden.log")
 }
 
 func (r *Runtime) hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
@@ -102,6 +104,7 @@ func (r *Runtime) hostProgress(ctx context.Context, mod api.Module, stack []uint
 		r.log.Debug("dropped non-increasing progress report", "tool", state.Call.Tool,
 			"progress", p.Progress, "previous", last)
 	}
+	guest.StopIfDone(ctx, "warden.progress")
 }
 
 type hostReply struct {
@@ -113,6 +116,10 @@ func (r *Runtime) serveCapability(ctx context.Context, mod api.Module, c hostfun
 	state := guest.StateFrom(ctx, "warden."+c.Name())
 	request := readGuest(mod, packed, guest.MaxRequestBytes, "warden."+c.Name()+" request")
 	result, err := c.Serve(ctx, state.Call, request)
+	// A capability that waits (the network, the client, a language
+	// server) returns when the call's context ends; the guest then does
+	// not get its reply, nor run on to answer past its deadline.
+	guest.StopIfDone(ctx, "warden."+c.Name())
 	reply := hostReply{Result: result}
 	if err != nil {
 		reply = hostReply{Error: guest.AsToolError(err)}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime/internal/manifest"
 	"github.com/warden-run/warden/tool"
 )
@@ -42,7 +44,10 @@ type OpenOptions struct {
 	CachedOnly bool
 	// LoadFailed is called once, from the loading goroutine, when a module
 	// opened from its manifest fails to load on first use. The module then
-	// refuses every call with that error.
+	// refuses every call with that error. A file that cannot be read (Read
+	// fails) is not such a failure: the calls waiting for that load fail
+	// as tool.KindUnavailable, naming the file and the reason, and the
+	// next call reads it again.
 	LoadFailed func(m *Module, err error)
 	// Observe hears of every compile of the module: when it starts and when
 	// it ends (Done), for a person watching a cold start.
@@ -84,6 +89,10 @@ type lazy struct {
 type flight struct {
 	done    chan struct{}
 	started time.Time
+	// err, set before done closes, is a failure of this load only (the
+	// module's file could not be read): its waiters get it, and the next
+	// call loads again.
+	err error
 }
 
 // loadKey is the manifest key of a module with the given sha256 and
@@ -133,6 +142,17 @@ func (r *Runtime) OpenFile(ctx context.Context, name, path string, limits Limits
 	}
 	if opts.Read == nil {
 		opts.Read = func() ([]byte, error) { return os.ReadFile(path) }
+	}
+	// The file is read again at the module's first call, maybe long
+	// after: what then goes wrong names it.
+	read := opts.Read
+	opts.Read = func() ([]byte, error) {
+		wasm, err := read()
+		var pe *fs.PathError
+		if err != nil && !errors.As(err, &pe) {
+			err = &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		return wasm, err
 	}
 	return r.open(ctx, name, hex.EncodeToString(h.Sum(nil)), nil, limits, opts)
 }
@@ -330,6 +350,9 @@ func (lz *lazy) acquire(ctx context.Context, m *Module, observer tool.Observer) 
 		if err := lz.wait(ctx, m, f, observer, &reported); err != nil {
 			return nil, nil, err
 		}
+		if f.err != nil {
+			return nil, nil, f.err
+		}
 	}
 }
 
@@ -373,6 +396,7 @@ func (lz *lazy) load(ctx context.Context, cancel context.CancelFunc, m *Module, 
 		hook(m.name)
 	}
 	body, err := lz.loadBody(ctx, m)
+	var unreadable *unreadableError
 	lz.mu.Lock()
 	lz.flight = nil
 	switch {
@@ -382,6 +406,15 @@ func (lz *lazy) load(ctx context.Context, cancel context.CancelFunc, m *Module, 
 		if body != nil {
 			body.Close(context.Background())
 		}
+		return
+	case errors.As(err, &unreadable):
+		// Nothing is known to be wrong with the module, only with its
+		// file now (permissions, a mount, a file being replaced): the
+		// module stays listed and the next call reads the file again.
+		lz.mu.Unlock()
+		m.rt.log.Warn("module file unreadable at first use; the next call tries again", "module", m.name, "error", err)
+		f.err = unreadable.toolError(m.name)
+		close(f.done)
 		return
 	case err != nil:
 		lz.failed = fmt.Errorf("module %s failed to load: %w", m.name, err)
@@ -409,7 +442,7 @@ func (lz *lazy) loadBody(ctx context.Context, m *Module) (*Module, error) {
 	if lz.opts.Read != nil {
 		var err error
 		if wasm, err = lz.opts.Read(); err != nil {
-			return nil, err
+			return nil, &unreadableError{err}
 		}
 	}
 	if digest := sha256.Sum256(wasm); hex.EncodeToString(digest[:]) != m.sha256 {
@@ -432,6 +465,42 @@ func (lz *lazy) loadBody(ctx context.Context, m *Module) (*Module, error) {
 	return body, nil
 }
 
+// unreadableError is a module file that could not be read when its body
+// was to be loaded: an operational condition (a permission, a mount, a
+// file being replaced), not a fault of the module or of warden.
+type unreadableError struct{ err error }
+
+func (e *unreadableError) Error() string { return e.err.Error() }
+func (e *unreadableError) Unwrap() error { return e.err }
+
+// toolError is the unavailable error a call gets: the file and the
+// operating system's reason, and that a later call tries again.
+func (e *unreadableError) toolError(module string) *tool.Error {
+	file, reason := "", e.err.Error()
+	var pe *fs.PathError
+	if errors.As(e.err, &pe) {
+		file, reason = " "+pe.Path, pe.Op+": "+pe.Err.Error()
+	}
+	return tool.Errorf(tool.KindUnavailable, "module %s cannot load: its file%s cannot be read (%s); the next call reads it again, so making it readable needs no restart",
+		module, termsafe.Line(file), reason)
+}
+
+// lazyError is the error of a call or an op of m that could not get m's
+// body: its caller gave up waiting, the body could not be read for now
+// (unavailable, unreadableError), or the module failed to load.
+func (m *Module) lazyError(ctx context.Context, name string, err error) *tool.Error {
+	if ctx.Err() != nil {
+		return contextError(ctx, name, 0, fmt.Sprintf("waiting for module %s to load", m.name))
+	}
+	// Only a flight's own error is a *tool.Error as it is; a failed load
+	// wraps what went wrong (which may carry a guest's kind) in its own
+	// message.
+	if te, ok := err.(*tool.Error); ok {
+		return tool.Errorf(te.Kind, "%s: %s", name, te.Message)
+	}
+	return tool.Errorf(tool.KindInternal, "%s: %v", name, err)
+}
+
 // callLazy runs a call of a tool of a lazily loaded module on its body,
 // waiting for the body to load first.
 func (t *Tool) callLazy(ctx context.Context, req CallRequest) *tool.Result {
@@ -441,10 +510,7 @@ func (t *Tool) callLazy(ctx context.Context, req CallRequest) *tool.Result {
 	}
 	body, release, err := m.lazy.acquire(ctx, m, req.Observer)
 	if err != nil {
-		if ctx.Err() != nil {
-			return tool.ErrorResult(contextError(ctx, t.Descriptor.Name, 0, fmt.Sprintf("waiting for module %s to load", m.name)))
-		}
-		return tool.ErrorResult(tool.Errorf(tool.KindInternal, "%s: %v", t.Descriptor.Name, err))
+		return tool.ErrorResult(m.lazyError(ctx, t.Descriptor.Name, err))
 	}
 	defer release()
 	i := slices.IndexFunc(body.tools, func(bt *Tool) bool { return bt.Descriptor.Name == t.Descriptor.Name })

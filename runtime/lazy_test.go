@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,6 +357,85 @@ func TestLazyLoadFailure(t *testing.T) {
 	// Another tool still works.
 	other := openFixture(t, rt, "other", watFixture{name: "other"}.build(t), runtime.OpenOptions{})
 	wantPong(t, other.Tools()[0])
+}
+
+// TestUnreadableFileRetried: a module listed from its manifest whose file
+// cannot be read at its first call (removed, then replaced by a
+// directory) fails that call as unavailable, naming the file and the
+// operating system's reason, for every caller waiting on that load; the
+// module is not given up (no LoadFailed, its manifest kept), and once the
+// file is back the next call loads it and works.
+func TestUnreadableFileRetried(t *testing.T) {
+	dir := t.TempDir()
+	wasm := watFixture{name: "ping"}.build(t)
+	manifestFile := warmCache(t, dir, "ping", wasm)
+	file := filepath.Join(t.TempDir(), "ping.wasm")
+	if err := os.WriteFile(file, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, runtime.Options{CacheDir: dir})
+	g := newGate(rt)
+	var failures atomic.Int32
+	m, err := rt.OpenFile(context.Background(), "ping", file, runtime.Limits{}, runtime.OpenOptions{
+		LoadFailed: func(*runtime.Module, error) { failures.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	if m.Loaded() || rt.BodyLoads() != 0 {
+		t.Fatal("a module with a manifest was loaded at open")
+	}
+	tl := m.Tools()[0]
+	wantUnavailable := func(res *tool.Result, reason string) {
+		t.Helper()
+		want := fmt.Sprintf("ping: module ping cannot load: its file %s cannot be read (%s); the next call reads it again, so making it readable needs no restart", file, reason)
+		if !res.IsError || res.Error.Kind != tool.KindUnavailable || res.Error.Message != want {
+			t.Fatalf("call: %+v, want unavailable: %s", res.Error, want)
+		}
+	}
+
+	// Removed: two callers wait on the same load, which fails for both.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan *tool.Result, 2)
+	for range 2 {
+		go func() { results <- tl.Call(context.Background(), runtime.CallRequest{}) }()
+	}
+	<-g.joined
+	<-g.joined
+	<-g.started
+	g.open <- struct{}{}
+	for range 2 {
+		wantUnavailable(<-results, "open: no such file or directory")
+	}
+
+	// Replaced by a directory: the next call tries again, and fails again.
+	if err := os.Mkdir(file, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	go func() { <-g.started; g.open <- struct{}{} }()
+	wantUnavailable(tl.Call(context.Background(), runtime.CallRequest{}), "read: is a directory")
+	if failures.Load() != 0 {
+		t.Fatalf("LoadFailed called %d times for a file that could not be read", failures.Load())
+	}
+	if _, err := os.Stat(manifestFile); err != nil {
+		t.Fatalf("manifest of a module whose file could not be read dropped: %v", err)
+	}
+
+	// Back: the next call loads it, without a restart.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	wantPong(t, tl)
+	if n := rt.BodyLoads(); n != 1 {
+		t.Fatalf("%d loads, want 1 (the unreadable file loaded nothing)", n)
+	}
 }
 
 // TestForgedManifestCaughtAtFirstCall: a manifest rewritten with a valid

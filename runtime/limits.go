@@ -35,7 +35,8 @@ type Limits struct {
 	MaxOutput int
 	// Fuel is the fuel budget of one call (default DefaultFuel).
 	Fuel int64
-	// LoadBudget bounds _initialize and describe at load (default 10 s).
+	// LoadBudget bounds the start function, _initialize and describe at
+	// load (default 10 s).
 	LoadBudget time.Duration
 	// Isolation is the state model (default IsolationSession).
 	Isolation Isolation

@@ -177,8 +177,9 @@ func (e *native) initialize(ctx context.Context) (*guest.Instance, []byte, error
 	loadError := func(err error, reason instrument.StopReason) error {
 		return guest.LoadError(ctx, in, limits, err, reason)
 	}
-	if reason, err := e.runInit(ctx, in); err != nil {
-		return fail(exportInitialize, loadError(err, reason))
+	if err := e.runInit(ctx, in); err != nil {
+		in.Close(context.Background())
+		return nil, nil, err
 	}
 	stop := in.Meter.Start(ctx, limits.Fuel)
 	results, err := in.Mod.ExportedFunction(exportABIVersion).Call(ctx)
@@ -231,8 +232,9 @@ func (e *native) initialize(ctx context.Context) (*guest.Instance, []byte, error
 // runInit runs the module's start function (which the instrumentation pass
 // moved out of instantiation, so that it runs metered) and then
 // _initialize, if the module has them, under the load budget's fuel and
-// deadline.
-func (e *native) runInit(ctx context.Context, in *guest.Instance) (instrument.StopReason, error) {
+// deadline (ctx, also in.CallCtx). A failure names the one that failed:
+// "start function (func 3 $spin): ..." or "_initialize: ...".
+func (e *native) runInit(ctx context.Context, in *guest.Instance) error {
 	for _, name := range []string{e.instrumented.StartExport, exportInitialize} {
 		if name == "" {
 			continue
@@ -244,10 +246,14 @@ func (e *native) runInit(ctx context.Context, in *guest.Instance) (instrument.St
 		stop := in.Meter.Start(ctx, e.spec.Limits.Fuel)
 		_, err := fn.Call(ctx)
 		if _, reason := stop(); err != nil {
-			return reason, err
+			stage := name
+			if name == e.instrumented.StartExport {
+				stage = guest.StartFunction(e.compiled)
+			}
+			return fmt.Errorf("%s: %w", stage, guest.LoadError(ctx, in, e.spec.Limits, err, reason))
 		}
 	}
-	return instrument.StopNone, nil
+	return nil
 }
 
 // newInstance instantiates e's compiled code. It runs no guest code: the
@@ -289,10 +295,9 @@ func (e *native) NewInstance(ctx context.Context) (*guest.Instance, error) {
 	initCtx, cancel := context.WithTimeout(ctx, e.spec.Limits.LoadBudget)
 	defer cancel()
 	in.CallCtx.Store(&initCtx)
-	if reason, err := e.runInit(initCtx, in); err != nil {
-		err = guest.LoadError(initCtx, in, e.spec.Limits, err, reason)
+	if err := e.runInit(initCtx, in); err != nil {
 		in.Close(context.Background())
-		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: _initialize: %v", name, err)
+		return nil, tool.Errorf(tool.KindInternal, "instantiate %s: %v", name, err)
 	}
 	in.Random.Settle()
 	return in, nil

@@ -285,10 +285,7 @@ func (m *Module) forOp(ctx context.Context, req CallRequest) (*Module, func(), *
 	}
 	body, release, err := m.lazy.acquire(ctx, m, req.Observer)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, contextError(ctx, m.name, 0, fmt.Sprintf("waiting for module %s to load", m.name))
-		}
-		return nil, nil, tool.Errorf(tool.KindInternal, "%s: %v", m.name, err)
+		return nil, nil, m.lazyError(ctx, m.name, err)
 	}
 	return body, release, nil
 }

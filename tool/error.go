@@ -36,9 +36,11 @@ const (
 	KindBadOutput Kind = "bad_output"
 	// KindInternal: warden itself failed; a bug, never the tool's fault.
 	KindInternal Kind = "internal"
-	// KindUnavailable: the call could not run for want of a shared resource
-	// every instance is holding (server.max_instance_memory); nothing was
-	// wrong with the call, and a later one may run.
+	// KindUnavailable: the call could not run for an operational condition
+	// that may pass: a shared resource every instance is holding
+	// (server.max_instance_memory, a full call queue), or a module file that
+	// could not be read when its code was to be loaded. Nothing was wrong
+	// with the call or the module, and a later call may run.
 	KindUnavailable Kind = "unavailable"
 	// KindUnsupported: the call needed something of the MCP client that it
 	// cannot give: a client feature it did not declare (elicitation,

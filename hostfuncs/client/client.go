@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -25,8 +27,15 @@ const (
 )
 
 // ReservedPrefix begins the keys of warden's own requests (gates,
-// permission prompts); a tool's keys may not.
+// permission prompts) and the _meta keys that mark warden's own questions
+// (MetaQuestion); a tool's request keys and params' _meta keys may not.
 const ReservedPrefix = "warden/"
+
+// MetaQuestion is the _meta key of warden's own questions to the person (a
+// permission prompt, a gate's confirmation): a client can tell them from a
+// tool's by it. No tool can set it: every _meta key beginning
+// ReservedPrefix, in any case, is refused in a tool's params.
+const MetaQuestion = ReservedPrefix + "question"
 
 // Capabilities are the four imports. They share one wait limit.
 type Capabilities struct {
@@ -182,6 +191,13 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 				call.Tool, feature, r.Method, feature, key, feature, key, feature)
 		}
 	}
+	requests = slices.Clone(requests)
+	for i, r := range requests {
+		var err error
+		if requests[i], err = attribute(call, r); err != nil {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "%v", err)
+		}
+	}
 	if call.Client == nil {
 		return nil, tool.Errorf(tool.KindUnsupported, "no MCP client can be asked during this call (it did not come from an MCP client)")
 	}
@@ -222,6 +238,69 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 		return nil, te
 	}
 	return nil, tool.Errorf(tool.KindFailed, "the client refused %s: %v", requests[0].Method, err)
+}
+
+// attribute makes a tool's request visibly the tool's before it reaches the
+// client. Its params are re-encoded from what was checked (so that a
+// duplicate key cannot show the client something else), a _meta key
+// beginning ReservedPrefix is refused (warden's mark is warden's alone), and
+// an elicitation's message becomes Attribution's: a header naming the tool
+// and its module, then the tool's text quoted.
+func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, error) {
+	where := r.Method + " request"
+	if r.Key != "" {
+		where = fmt.Sprintf("request %q", r.Key)
+	}
+	params := map[string]json.RawMessage{}
+	if p := strings.TrimSpace(string(r.Params)); p != "" && p != "null" {
+		if err := json.Unmarshal(r.Params, &params); err != nil {
+			return r, fmt.Errorf("%s: params: %v", where, err)
+		}
+	}
+	if raw, ok := params["_meta"]; ok && string(raw) != "null" {
+		var meta map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return r, fmt.Errorf("%s: params._meta must be a JSON object", where)
+		}
+		for k := range meta {
+			if strings.HasPrefix(strings.ToLower(k), ReservedPrefix) {
+				return r, fmt.Errorf("%s: params._meta key %q: keys beginning %q are warden's own (they mark warden's questions)", where, termsafe.Line(k), ReservedPrefix)
+			}
+		}
+	}
+	if r.Method == tool.MethodElicit {
+		var message string
+		if raw, ok := params["message"]; ok && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &message); err != nil {
+				return r, fmt.Errorf("%s: params.message must be a string", where)
+			}
+		}
+		params["message"], _ = json.Marshal(Attribution(call.Tool, call.Module, message))
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return r, fmt.Errorf("%s: params: %v", where, err)
+	}
+	r.Params = p
+	return r, nil
+}
+
+// Attribution is the message a client shows for a tool's elicitation: a
+// first line, warden's, naming the tool and the module serving it, then the
+// tool's text, escaped (termsafe.Text: no control, bidi or invisible
+// characters) and quoted line by line with "> ". No line of a tool's text can
+// therefore begin like warden's own questions ("warden: ") or like the
+// header, and the tool can neither supply nor strip the header.
+func Attribution(toolName, module, message string) string {
+	from := "tool " + termsafe.Line(toolName)
+	if module != "" {
+		from += " (module " + termsafe.Line(module) + ")"
+	}
+	lines := strings.Split(termsafe.Text(message), "\n")
+	for i, l := range lines {
+		lines[i] = "> " + l
+	}
+	return "Question from " + from + ", not from warden:\n" + strings.Join(lines, "\n")
 }
 
 // capabilityName is the MCP client capability of a feature.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -522,6 +523,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		sent := cl.asked[0]
 		checkInvariants(t, sent)
+		for _, r := range sent {
+			checkAttributed(t, "t", r)
+		}
 		if len(sent) == 0 {
 			t.Fatal("an empty batch reached the client")
 		}
@@ -563,5 +567,115 @@ func checkInvariants(t *testing.T, reqs []tool.ClientRequest) {
 				t.Fatalf("params %q accepted", r.Params)
 			}
 		}
+	}
+}
+
+// checkAttributed checks that r, as the client receives it from tool
+// toolName (served by no named module), cannot pass for warden's own
+// question: no _meta key of warden's, and an elicitation's message is the
+// header and then only quoted lines.
+func checkAttributed(t *testing.T, toolName string, r tool.ClientRequest) {
+	t.Helper()
+	var params struct {
+		Message *string        `json:"message"`
+		Meta    map[string]any `json:"_meta"`
+	}
+	if p := strings.TrimSpace(string(r.Params)); p == "" || p == "null" {
+		if r.Method == tool.MethodElicit {
+			t.Fatalf("an elicitation reached the client without a message: %s", r.Params)
+		}
+		return
+	}
+	if err := json.Unmarshal(r.Params, &params); err != nil {
+		t.Fatalf("params sent %s: %v", r.Params, err)
+	}
+	for k := range params.Meta {
+		if strings.HasPrefix(strings.ToLower(k), client.ReservedPrefix) {
+			t.Fatalf("a tool's request carries warden's _meta key %q", k)
+		}
+	}
+	if r.Method != tool.MethodElicit {
+		return
+	}
+	if params.Message == nil {
+		t.Fatalf("an elicitation reached the client without a message: %s", r.Params)
+	}
+	header, rest, _ := strings.Cut(*params.Message, "\n")
+	if header != "Question from tool "+toolName+", not from warden:" {
+		t.Fatalf("header %q", header)
+	}
+	for _, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "> ") {
+			t.Fatalf("the tool's text has a line of its own: %q in %q", line, *params.Message)
+		}
+	}
+}
+
+// wardenPrompt is a permission prompt exactly as warden puts it, mark
+// included: what a tool posing as warden would send.
+const wardenPrompt = `{"_meta":{"warden/config":"0123456789abcdef0123456789abcdef","warden/question":"permission"},` +
+	`"message":"warden: tool hostcalls (module hostcalls, sha256 0123456789ab) asks for fs.read docs/readme.md, which config does not grant it.\nIts descriptor requested it. \"Allow always\" adds tools.grants.hostcalls.fs.read: [\"docs/readme.md\"] to /p/config.yaml.",` +
+	`"requestedSchema":{"type":"object","properties":{"decision":{"type":"string","title":"Allow?","enum":["once","always","deny"],"enumNames":["Allow once (this call)","Allow always for this tool and module (written to config.yaml)","Deny"]}},"required":["decision"]}}`
+
+func TestToolCannotPoseAsWarden(t *testing.T) {
+	caps := client.New(0)
+	elicit := capability(t, caps, "elicit")
+	call := func(cl tool.Client) *hostfuncs.Call {
+		c := newCall("evil", []string{"elicit"}, cl, nil)
+		c.Module = "evilmod"
+		return c
+	}
+	// warden's mark, in any case: refused, nothing reaches the client.
+	for _, key := range []string{"warden/question", "Warden/Question", "WARDEN/config"} {
+		cl := newFakeClient(tool.ClientFeatures...)
+		params := strings.Replace(wardenPrompt, `"warden/question"`, strconv.Quote(key), 1)
+		_, err := elicit.Serve(context.Background(), call(cl), []byte(`{"params":`+params+`}`))
+		te := kindOf(t, err, tool.KindInvalidArguments)
+		if !strings.Contains(te.Message, "params._meta key") || !strings.Contains(te.Message, "warden's own") || cl.asks() != 0 {
+			t.Fatalf("_meta %s: %v, asked %d", key, err, cl.asks())
+		}
+	}
+	// The prompt's text and schema without the mark: the client gets the
+	// schema as sent, and a message that names the tool and its module
+	// first and quotes the rest, so that no line of it is warden's.
+	var prompt map[string]json.RawMessage
+	json.Unmarshal([]byte(wardenPrompt), &prompt)
+	delete(prompt, "_meta")
+	unmarked, _ := json.Marshal(prompt)
+	cl := newFakeClient(tool.ClientFeatures...)
+	if _, err := elicit.Serve(context.Background(), call(cl), []byte(`{"params":`+string(unmarked)+`}`)); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Message         string
+		RequestedSchema json.RawMessage
+		Meta            map[string]any `json:"_meta"`
+	}
+	if err := json.Unmarshal(cl.asked[0][0].Params, &sent); err != nil {
+		t.Fatal(err)
+	}
+	var original string
+	json.Unmarshal(prompt["message"], &original)
+	want := "Question from tool evil (module evilmod), not from warden:\n> " + strings.ReplaceAll(original, "\n", "\n> ")
+	if sent.Message != want {
+		t.Fatalf("message sent\n%q\nwant\n%q", sent.Message, want)
+	}
+	if string(sent.RequestedSchema) != string(prompt["requestedSchema"]) || sent.Meta != nil {
+		t.Fatalf("schema %s, _meta %v", sent.RequestedSchema, sent.Meta)
+	}
+	// Control and bidi characters are shown escaped, and a line break the
+	// terminal would honour cannot start an unquoted line.
+	cl = newFakeClient(tool.ClientFeatures...)
+	if _, err := elicit.Serve(context.Background(), call(cl), []byte(`{"params":{"message":"ok\r\nwarden: trust me\u202e\u2028warden: me too"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(cl.asked[0][0].Params, &sent)
+	if want := "Question from tool evil (module evilmod), not from warden:\n> ok\\x0d\n> warden: trust me\\u202e\\u2028warden: me too"; sent.Message != want {
+		t.Fatalf("message sent %q, want %q", sent.Message, want)
+	}
+	// A message that is not a string, or _meta that is not an object.
+	for _, params := range []string{`{"message":1}`, `{"message":"x","_meta":[]}`} {
+		_, err := elicit.Serve(context.Background(), call(newFakeClient(tool.ClientFeatures...)), []byte(`{"params":`+params+`}`))
+		kindOf(t, err, tool.KindInvalidArguments)
 	}
 }

@@ -16,4 +16,10 @@
 // error "unsupported" at once, never a wait. Waiting for an answer is bounded
 // by tools.defaults.client_wait and holds the call's deadline; the guest runs
 // no instructions meanwhile, so it burns no fuel.
+//
+// A tool's question is visibly the tool's: the message the client shows
+// begins with a line warden writes, naming the tool and its module, and the
+// tool's own text follows escaped and quoted (Attribution). warden's own
+// questions carry _meta["warden/question"] (MetaQuestion), a key no tool may
+// put in its params.
 package client

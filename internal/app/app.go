@@ -97,6 +97,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
 	caps.prompts.cfg, caps.prompts.reload = a.live.Current, a.live.Reload
+	caps.prompts.sumOf = a.moduleSHA256
 	a.watchMemory()
 	return a, nil
 }
@@ -538,11 +539,13 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 			return tool.ErrorResult(tool.Errorf(tool.KindInvalidArguments, "%v", err)), nil
 		}
 	}
+	ctx, notes := withNotices(ctx)
 	req.Arguments, req.Cursor = c.Arguments, cursor
 	res := t.Call(ctx, req)
 	if res.NextCursor != "" {
 		res.NextCursor = a.cursors.seal(c.Name, res.NextCursor)
 	}
+	notes.attach(res)
 	return res, nil
 }
 

@@ -41,7 +41,7 @@ func newCapabilities(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	var c capabilities
 	c.client = client.New(cfg.ClientWait())
 	c.rec = &recorderRef{}
-	c.prompts = &prompter{log: logger, rec: c.rec}
+	c.prompts = &prompter{log: logger, rec: c.rec, digests: newConfigDigests(cfg)}
 	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("fs capability: %w", err)
 	}

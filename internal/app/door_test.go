@@ -371,7 +371,9 @@ func TestFeatureConfirmGate(t *testing.T) {
 	answer := "decline"
 	cs := w.connectAs(t, "", &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked = append(asked, strings.SplitN(req.Params.Message, "\n", 2)[0])
+			first := strings.SplitN(req.Params.Message, "\n", 2)[0]
+			// The module's sha256 differs with every build of the fixture.
+			asked = append(asked, regexp.MustCompile(`sha256 [0-9a-f]{12}`).ReplaceAllString(first, "sha256 …"))
 			return &mcp.ElicitResult{Action: answer}, nil
 		},
 	})
@@ -402,7 +404,8 @@ func TestFeatureConfirmGate(t *testing.T) {
 	if got := strings.Join(w.written(t), " "); got != "confirmed-prompt confirmed-resource" {
 		t.Errorf("accepted, out/ holds %s", got)
 	}
-	want := "warden: resources/read as tool confirmed?|warden: prompts/get as tool confirmed?|warden: resources/read as tool confirmed?|warden: prompts/get as tool confirmed?"
+	askRead, askGet := "warden: resources/read as tool confirmed (module doors, sha256 …)?", "warden: prompts/get as tool confirmed (module doors, sha256 …)?"
+	want := strings.Join([]string{askRead, askGet, askRead, askGet}, "|")
 	if got := strings.Join(asked, "|"); got != want {
 		t.Errorf("the person was asked %s\nwant %s", got, want)
 	}

@@ -84,9 +84,19 @@ func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Ca
 			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability); to let it run without asking, set %s",
 			c.Name, why, a.configLine(allowLine)))
 	}
+	module := ""
+	if t, ok := a.registry.Tool(c.Name); ok {
+		module = t.Module().Name()
+		if sum := t.Module().SHA256(); len(sum) >= 12 {
+			module += ", sha256 " + sum[:12]
+		}
+	}
+	// warden's mark and the config asked under: a 2026-07-28 answer is
+	// taken only for this very question under this very config.
 	params, _ := json.Marshal(map[string]any{
-		"message":         confirmMessage(c, d, grants, why),
+		"message":         confirmMessage(c, module, d, grants, why),
 		"requestedSchema": json.RawMessage(`{"type":"object","properties":{}}`),
+		"_meta":           a.caps.prompts.digests.questionMeta(questionConfirm, cfg),
 	})
 	wait := cfg.ClientWait()
 	askCtx, cancel := context.WithTimeout(ctx, wait)
@@ -159,21 +169,25 @@ func risky(g tool.Capabilities) bool {
 	return len(g.FS.Write) > 0 || len(g.Net) > 0 || len(g.Env) > 0
 }
 
-// confirmMessage is what the person reads: the tool, its arguments and
+// confirmMessage is what the person reads: the tool and the module serving
+// it (name and start of its sha256, "" when unknown), its arguments and
 // what it was granted, every part escaped so that neither the tool's
 // descriptor nor the arguments (the agent's, not the person's) can dress up
 // as warden's own words.
-func confirmMessage(c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, why string) string {
+func confirmMessage(c mcpserver.Call, module string, d *tool.Descriptor, grants tool.Capabilities, why string) string {
 	args := string(c.Arguments)
 	if len(args) > maxShownArguments {
 		args = args[:maxShownArguments] + fmt.Sprintf("… (%d bytes in all)", len(c.Arguments))
 	}
 	var b strings.Builder
+	what := "run tool " + termsafe.Line(c.Name)
 	if m := c.Pass.Method(); m != "" && m != mcpserver.MethodCallTool {
-		// A resource read or prompt get that runs as the tool.
-		fmt.Fprintf(&b, "warden: %s as tool %s?\n", m, termsafe.Line(c.Name))
+		what = m + " as tool " + termsafe.Line(c.Name) // a resource read or prompt get that runs as the tool
+	}
+	if module != "" {
+		fmt.Fprintf(&b, "warden: %s (module %s)?\n", what, termsafe.Line(module))
 	} else {
-		fmt.Fprintf(&b, "warden: run tool %s?\n", termsafe.Line(c.Name))
+		fmt.Fprintf(&b, "warden: %s?\n", what)
 	}
 	fmt.Fprintf(&b, "Description: %s\n", termsafe.Line(d.Description))
 	fmt.Fprintf(&b, "Arguments: %s\n", termsafe.Line(args))

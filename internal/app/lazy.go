@@ -80,6 +80,10 @@ func (a *App) unqueue(name string) {
 // to load on its first use: like a module that fails at start, it is
 // refused (unlisted, its error kept for `warden tools` and retried at the
 // next config change or file change) and clients hear the list changed.
+// A file that merely cannot be read at that moment (removed, a directory,
+// a permission, a mount gone) does not come here: the call fails as
+// unavailable, the module stays listed, and its next call reads the file
+// again (runtime.OpenOptions.LoadFailed).
 func (a *App) lazyLoadFailed(path string, m *runtime.Module, err error) {
 	if !a.registry.RemoveIf(m.Name(), m) {
 		return // already replaced or unloaded

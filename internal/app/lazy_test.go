@@ -186,6 +186,49 @@ func TestFileChangedBeforeFirstCall(t *testing.T) {
 	wantReply(t, a, "beta", "b")
 }
 
+// TestFileUnreadableAtFirstCall: a module listed from its manifest whose
+// file cannot be read at its first call (here: replaced by a directory) is
+// not given up: the call fails as unavailable naming the file and why,
+// the module stays listed with no load error kept, and once the file is
+// back the next call works, without a restart.
+func TestFileUnreadableAtFirstCall(t *testing.T) {
+	w := newLazyWorld(t, map[string][]byte{"alpha": watTool(t, "alpha", "a"), "beta": watTool(t, "beta", "b")})
+	first, _ := w.start(t, "", nil)
+	first.Close(context.Background())
+	a, _ := w.start(t, "", nil)
+	file := filepath.Join(w.tools, "alpha.wasm")
+	wasm, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(file, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, a, "alpha", `{}`)
+	want := fmt.Sprintf("alpha: module alpha cannot load: its file %s cannot be read (read: is a directory); the next call reads it again, so making it readable needs no restart", file)
+	if !res.IsError || res.Error.Kind != tool.KindUnavailable || res.Error.Message != want {
+		t.Fatalf("call: %+v, want unavailable: %s", res.Error, want)
+	}
+	if got := listed(a); !slices.Equal(got, []string{"alpha", "beta"}) {
+		t.Fatalf("listed %v", got)
+	}
+	a.mu.Lock()
+	loadErr := a.loadErrors[file]
+	a.mu.Unlock()
+	if loadErr != nil {
+		t.Fatalf("load error kept for a file that could not be read for now: %v", loadErr)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	w.put(t, "alpha", wasm)
+	wantReply(t, a, "alpha", "a")
+	wantReply(t, a, "beta", "b")
+}
+
 func TestIdleTTLReleasesAndComesBack(t *testing.T) {
 	w := newLazyWorld(t, map[string][]byte{"alpha": watTool(t, "alpha", "a"), "beta": watTool(t, "beta", "b")})
 	a, _ := w.start(t, "  defaults: {idle_ttl: 1m}\n", nil)

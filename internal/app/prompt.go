@@ -39,8 +39,12 @@ type prompter struct {
 	// reload applies the config file as it is now, so that a grant just
 	// written holds from the next call on, not only once the watcher sees it.
 	reload func() error
-	log    *slog.Logger
-	rec    *recorderRef
+	// sumOf returns the sha256 of the loaded module called name, "" if
+	// none: the prompt names the module serving the call by it.
+	sumOf   func(module string) string
+	digests *configDigests
+	log     *slog.Logger
+	rec     *recorderRef
 }
 
 // retry serves a denied request again after the person allowed it. It
@@ -51,7 +55,12 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 		if !ok {
 			return result, err
 		}
-		decision, askErr := p.ask(ctx, call, need)
+		cfg := p.cfg()
+		if why := boundElsewhere(cfg, call); why != "" {
+			return result, withNote(err, why)
+		}
+		q := p.question(cfg, call, need)
+		decision, askErr := p.ask(ctx, call, need, q)
 		if rec := p.rec.get(); rec != nil {
 			capability, _, _ := strings.Cut(need.Key, ".") // fs.read, memory.topics
 			d := observe.Decision{Event: "prompt", Detail: need.Key + "=" + need.Value, Capability: capability, Outcome: decision, Denied: decision == deny || askErr != nil}
@@ -72,12 +81,32 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 		widen(&call.Grants, need)
 		if decision == allowAlways {
 			if werr := p.persist(call, need); werr != nil {
-				p.log.Error("permission prompt: could not write the grant", "tool", call.Tool, "grant", need.Key+"="+need.Value, "error", werr)
+				// The person was told "written to config.yaml": the call's
+				// result says it was not, and why (never only this log).
+				p.log.Error("permission prompt: could not write the grant", "tool", call.Tool, "module", call.Module, "grant", need.Key+"="+termsafe.Escape(need.Value), "error", werr)
+				addNotice(ctx, fmt.Sprintf("warden: the grant %s was NOT saved to %s: %v; it applied to this call only",
+					termsafe.Line(q.line), cfg.File, termsafe.Message(werr.Error())))
 			}
 		}
 		result, err = serve()
 	}
 	return result, err
+}
+
+// boundElsewhere returns why a denial of call is not put to the person, ""
+// when it may be: the tool's grant entry belongs to another module than the
+// one serving it (its module field, or the tool's name when it has none,
+// as when that module is absent and another serves the name). "Allow
+// always" would have to write into that module's grant, and a person asked
+// about tool X cannot tell whose rights they widen; the config line that
+// fixes it is the one the denial's note names (config.GrantElsewhereError).
+func boundElsewhere(cfg *config.Config, call *hostfuncs.Call) string {
+	bound, _, ok := cfg.GrantModule(call.Tool)
+	if !ok || bound == call.Module {
+		return ""
+	}
+	return fmt.Sprintf("not put to the person: tools.grants.%s belongs to module %s, and tool %s is served by module %s",
+		strings.ToLower(call.Tool), bound, call.Tool, call.Module)
 }
 
 // promptable returns the need of a denial that may be put to the person.
@@ -129,35 +158,84 @@ func requested(r tool.Capabilities, need tool.Need) bool {
 	return false
 }
 
-// permissionSchema is the question: one of three answers.
-var permissionSchema = json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","title":"Allow?",` +
-	`"enum":["once","always","deny"],"enumNames":["Allow once (this call)","Allow always for this tool (written to config.yaml)","Deny"]}},` +
-	`"required":["decision"]}`)
+// The question's answers, and the schema offering them: "always" only when
+// config would take the grant (prompt.question).
+var (
+	permissionSchema = json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","title":"Allow?",` +
+		`"enum":["once","always","deny"],"enumNames":["Allow once (this call)","Allow always for this tool and module (written to config.yaml)","Deny"]}},` +
+		`"required":["decision"]}`)
+	permissionOnceSchema = json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","title":"Allow?",` +
+		`"enum":["once","deny"],"enumNames":["Allow once (this call)","Deny"]}},` +
+		`"required":["decision"]}`)
+)
 
-// ask puts need to the person and returns allowOnce, allowAlways or deny.
-func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need) (string, error) {
+// permissionQuestion is one permission prompt as put to the person.
+type permissionQuestion struct {
+	params json.RawMessage
+	line   string // the grant "allow always" writes
+	always bool   // "allow always" is offered
+}
+
+// question builds the prompt for need: the tool and the module serving it
+// (with the start of its sha256), what it asks for, and the exact grant
+// "allow always" would write, offered only when config would take that
+// very edit (config.CheckEdit), else why not. The question carries
+// warden's mark and the digest of cfg (questionMeta).
+func (p *prompter) question(cfg *config.Config, call *hostfuncs.Call, need tool.Need) permissionQuestion {
+	key := strings.ToLower(call.Tool)
+	configKey := strings.ReplaceAll(need.Key, "memory.topics", "memory_topics")
+	q := permissionQuestion{line: fmt.Sprintf("tools.grants.%s.%s: [%q]", key, configKey, need.Value)}
+	if need.Key == "memory" {
+		q.line = fmt.Sprintf("tools.grants.%s.memory: %s", key, need.Value)
+	}
+	if call.Module != "" {
+		q.line += fmt.Sprintf(" (with tools.grants.%s.module: %s)", key, call.Module)
+	}
+	module := "an unnamed module"
+	if call.Module != "" {
+		module = "module " + termsafe.Line(call.Module)
+		if p.sumOf != nil {
+			if sum := p.sumOf(call.Module); len(sum) >= 12 {
+				module += ", sha256 " + sum[:12]
+			}
+		}
+	}
+	msg := fmt.Sprintf("warden: tool %s (%s) asks for %s %s, which config does not grant it.\nIts descriptor requested it. ",
+		termsafe.Line(call.Tool), module, need.Key, termsafe.Line(need.Value))
+	checkErr := config.CheckEdit(cfg.File, grantEdit(call, need))
+	q.always = checkErr == nil
+	schema := permissionSchema
+	if q.always {
+		msg += fmt.Sprintf("\"Allow always\" adds %s to %s.", termsafe.Line(q.line), cfg.File)
+	} else {
+		schema = permissionOnceSchema
+		msg += fmt.Sprintf("\"Allow always\" is not offered: config would refuse %s (%s).",
+			termsafe.Line(q.line), termsafe.Message(checkErr.Error()))
+	}
+	params := map[string]any{"message": msg, "requestedSchema": schema}
+	if p.digests != nil {
+		params["_meta"] = p.digests.questionMeta(questionPermission, cfg)
+	}
+	q.params, _ = json.Marshal(params)
+	return q
+}
+
+// ask puts q to the person and returns allowOnce, allowAlways or deny; an
+// answer the question did not offer is deny.
+func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need, q permissionQuestion) (string, error) {
 	if call.Prompted == nil {
 		call.Prompted = map[tool.Need]bool{}
 	}
 	call.Prompted[need] = true
-	cfg := p.cfg()
-	configKey := strings.ReplaceAll(need.Key, "memory.topics", "memory_topics")
-	line := fmt.Sprintf("tools.grants.%s.%s: [%q]", strings.ToLower(call.Tool), configKey, need.Value)
-	if need.Key == "memory" {
-		line = fmt.Sprintf("tools.grants.%s.memory: %s", strings.ToLower(call.Tool), need.Value)
-	}
-	msg := fmt.Sprintf("warden: tool %s asks for %s %s, which config does not grant it.\n"+
-		"Its descriptor requested it. \"Allow always\" adds %s to %s.",
-		termsafe.Line(call.Tool), need.Key, termsafe.Line(need.Value), termsafe.Line(line), cfg.File)
-	params, _ := json.Marshal(map[string]any{"message": msg, "requestedSchema": permissionSchema})
 	release := func() {}
 	if call.Hold != nil {
 		release = call.Hold()
 	}
-	wait := cfg.ClientWait()
+	wait := p.cfg().ClientWait()
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	key := fmt.Sprintf("warden/permission-%d", len(call.Prompted))
-	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: params}})
+	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: q.params}})
+	waitErr := askCtx.Err() // before cancel, which sets it
 	cancel()
 	release()
 	switch {
@@ -165,7 +243,7 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 		panic(tool.ErrInputRequired) // stop the guest: the answer comes with the retry
 	case err != nil && ctx.Err() != nil:
 		return "", fmt.Errorf("the call ended while the person was asked")
-	case err != nil && askCtx.Err() != nil:
+	case err != nil && errors.Is(waitErr, context.DeadlineExceeded):
 		return "", fmt.Errorf("no answer within %s (tools.defaults.client_wait)", wait)
 	case err != nil:
 		return "", fmt.Errorf("the person could not be asked: %v", err)
@@ -180,8 +258,12 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 		return deny, nil
 	}
 	switch answer.Content.Decision {
-	case allowOnce, allowAlways:
-		return answer.Content.Decision, nil
+	case allowOnce:
+		return allowOnce, nil
+	case allowAlways:
+		if q.always {
+			return allowAlways, nil
+		}
 	}
 	return deny, nil
 }
@@ -209,25 +291,40 @@ func widen(g *tool.Capabilities, need tool.Need) {
 }
 
 // persist writes need into config.yaml as a grant of the tool, bound to
-// the module serving it; the config watcher applies it to later calls.
+// the module serving it, and applies it at once.
 func (p *prompter) persist(call *hostfuncs.Call, need tool.Need) error {
 	cfg := p.cfg()
-	change := config.GrantChange{Key: need.Key, Values: []string{need.Value}}
-	_, err := config.EditFile(cfg.File, func(d *config.Document) error {
-		if _, _, ok := cfg.GrantModule(call.Tool); !ok && call.Module != "" {
-			if err := d.BindGrant(call.Tool, call.Module); err != nil {
-				return err
-			}
-		}
-		return d.Grant(call.Tool, change)
-	})
+	_, err := config.EditFile(cfg.File, grantEdit(call, need))
 	if err == nil && p.reload != nil {
 		err = p.reload()
 	}
 	if err == nil {
-		p.log.Info("permission prompt: grant written", "tool", call.Tool, "grant", change.String(), "config", cfg.File)
+		p.log.Info("permission prompt: grant written", "tool", call.Tool, "module", call.Module, "grant", need.Key+"="+termsafe.Escape(need.Value), "config", cfg.File)
 	}
 	return err
+}
+
+// grantEdit is the edit "allow always" makes: need added to the grant entry
+// of the call's tool, bound to the module serving it. It refuses to write
+// into an entry bound to another module, as the file is at the time of the
+// edit (the owner may have rebound it since the question).
+func grantEdit(call *hostfuncs.Call, need tool.Need) func(*config.Document) error {
+	key := strings.ToLower(call.Tool)
+	return func(d *config.Document) error {
+		bound, exists, err := d.GrantBinding(key)
+		if err != nil {
+			return err
+		}
+		if exists && bound != call.Module {
+			return fmt.Errorf("tools.grants.%s belongs to module %s, not to module %s serving the tool", key, bound, call.Module)
+		}
+		if !exists && call.Module != "" {
+			if err := d.BindGrant(key, call.Module); err != nil {
+				return err
+			}
+		}
+		return d.Grant(key, config.GrantChange{Key: need.Key, Values: []string{need.Value}})
+	}
 }
 
 // withNote adds why to a denial's message.
@@ -239,4 +336,13 @@ func withNote(err error, why string) error {
 	noted := *te
 	noted.Message = te.Message + " (" + why + ")"
 	return &noted
+}
+
+// moduleSHA256 returns the sha256 of the loaded module called name, "" if
+// none is loaded.
+func (a *App) moduleSHA256(name string) string {
+	if m, err := a.module(name); err == nil {
+		return m.SHA256()
+	}
+	return ""
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/warden-run/warden/hostfuncs/client"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
 )
@@ -20,6 +24,9 @@ type person struct {
 	answers  []string // "accept:<decision>", "accept", "decline"
 	asked    []tool.ClientRequest
 	mrtrOnce bool // answer the first ask with ErrInputRequired
+	// onAsk, when set, runs as each question is asked, before the answer:
+	// what changes while the person thinks.
+	onAsk func()
 }
 
 func (p *person) Supports(f string) bool { return f == tool.ClientElicit && p.elicit }
@@ -29,6 +36,9 @@ func (p *person) Ask(_ context.Context, reqs []tool.ClientRequest) ([]json.RawMe
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.asked = append(p.asked, reqs...)
+	if p.onAsk != nil {
+		p.onAsk()
+	}
 	if p.mrtrOnce {
 		p.mrtrOnce = false
 		return nil, tool.ErrInputRequired
@@ -219,5 +229,158 @@ func TestWidenNeverWritesIntoSharedSlices(t *testing.T) {
 	}
 	if len(g.FS.Read) != 2 || g.FS.Read[1] != "src" {
 		t.Fatalf("widened = %v", g.FS.Read)
+	}
+}
+
+// question decodes the params of a question put to the person.
+type question struct {
+	Message         string
+	RequestedSchema struct {
+		Properties struct {
+			Decision struct{ Enum []string }
+		}
+	}
+	Meta map[string]string `json:"_meta"`
+}
+
+func decodeQuestion(t *testing.T, r tool.ClientRequest) question {
+	t.Helper()
+	var q question
+	if err := json.Unmarshal(r.Params, &q); err != nil {
+		t.Fatalf("question %s: %v", r.Params, err)
+	}
+	return q
+}
+
+func TestPermissionPromptNamesTheServingModule(t *testing.T) {
+	w := newEscapeWorld(t)
+	p := &person{elicit: true, answers: []string{"accept:always"}}
+	if _, fs := w.callWith(t, p, readDocs); fs.Error != nil {
+		t.Fatalf("after allow always: %+v", fs)
+	}
+	asked := p.questions()
+	if len(asked) != 1 {
+		t.Fatalf("asked %d questions", len(asked))
+	}
+	q := decodeQuestion(t, asked[0])
+	sum := w.app.moduleSHA256("hostcalls")
+	if sum == "" || !strings.HasPrefix(q.Message, "warden: tool hostcalls (module hostcalls, sha256 "+sum[:12]+") asks for fs.read docs/readme.md") ||
+		!strings.Contains(q.Message, `tools.grants.hostcalls.fs.read: ["docs/readme.md"] (with tools.grants.hostcalls.module: hostcalls)`) {
+		t.Fatalf("the prompt says %q", q.Message)
+	}
+	// warden's mark, and the config it was asked under.
+	if q.Meta[client.MetaQuestion] != questionPermission || !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(q.Meta[MetaConfig]) {
+		t.Fatalf("the prompt's _meta: %v", q.Meta)
+	}
+	if !slices.Equal(q.RequestedSchema.Properties.Decision.Enum, []string{"once", "always", "deny"}) {
+		t.Fatalf("offered %v", q.RequestedSchema.Properties.Decision.Enum)
+	}
+	// "always" wrote a grant bound to the module that served the call.
+	cfg := w.app.Config()
+	if bound, explicit, ok := cfg.GrantModule("hostcalls"); !ok || !explicit || bound != "hostcalls" {
+		t.Fatalf("the grant written is bound to %q (explicit %v, exists %v)", bound, explicit, ok)
+	}
+	// The config changed: so did the digest a question carries.
+	if d := w.app.caps.prompts.digests.of(cfg); d == q.Meta[MetaConfig] {
+		t.Fatalf("the config digest %s did not change with the config", d)
+	}
+}
+
+func TestPermissionPromptNotPutWhenTheGrantBelongsToAnotherModule(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.setGrants(t, "    hostcalls: {module: elsewhere, env: [VISIBLE]}")
+	before, _ := os.ReadFile(w.cfgPath)
+	p := &person{elicit: true, answers: []string{"accept:always"}}
+	_, fs := w.callWith(t, p, readDocs)
+	if fs.Error == nil || fs.Error.Kind != tool.KindDenied ||
+		!strings.Contains(fs.Error.Message, "not put to the person: tools.grants.hostcalls belongs to module elsewhere, and tool hostcalls is served by module hostcalls") ||
+		!strings.Contains(fs.Error.Message, "warden grant hostcalls --module hostcalls") {
+		t.Fatalf("read with the grant entry bound elsewhere: %+v", fs)
+	}
+	if q := p.questions(); len(q) != 0 {
+		t.Fatalf("the person was asked to widen another module's grant: %+v", q)
+	}
+	if after, _ := os.ReadFile(w.cfgPath); string(after) != string(before) {
+		t.Fatalf("config.yaml changed:\n%s", after)
+	}
+}
+
+func TestPermissionPromptOffersAlwaysOnlyForAGrantConfigTakes(t *testing.T) {
+	w := newEscapeWorld(t)
+	// "docs/a:b.md" in a grant names the root "docs/a", which project.roots
+	// does not define: config refuses it.
+	if err := os.WriteFile(filepath.Join(w.project, "docs", "a:b.md"), []byte("colon-marker"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(w.cfgPath)
+	colon := map[string]any{"op": "read", "path": "docs/a:b.md"}
+	// Answered "always" although it was not offered: not taken.
+	p := &person{elicit: true, answers: []string{"accept:always"}}
+	_, fs := w.callWith(t, p, colon)
+	if fs.Error == nil || !strings.Contains(fs.Error.Message, "the person denied it when asked") {
+		t.Fatalf("an answer not offered was taken: %+v", fs)
+	}
+	asked := p.questions()
+	if len(asked) != 1 {
+		t.Fatalf("asked %d questions", len(asked))
+	}
+	q := decodeQuestion(t, asked[0])
+	if !slices.Equal(q.RequestedSchema.Properties.Decision.Enum, []string{"once", "deny"}) ||
+		!strings.Contains(q.Message, `"Allow always" is not offered: config would refuse tools.grants.hostcalls.fs.read: ["docs/a:b.md"]`) ||
+		!strings.Contains(q.Message, `names root "docs/a", which project.roots does not define`) {
+		t.Fatalf("offered %v with %q", q.RequestedSchema.Properties.Decision.Enum, q.Message)
+	}
+	if after, _ := os.ReadFile(w.cfgPath); string(after) != string(before) {
+		t.Fatalf("config.yaml changed:\n%s", after)
+	}
+	// Once: this call only.
+	p = &person{elicit: true, answers: []string{"accept:once"}}
+	if _, fs := w.callWith(t, p, colon); fs.Error != nil || !strings.Contains(string(fs.Result), "colon-marker") {
+		t.Fatalf("allow once: %+v", fs)
+	}
+}
+
+func TestPermissionPromptSaysWhenTheGrantWasNotSaved(t *testing.T) {
+	w := newEscapeWorld(t)
+	// While the person thinks, the owner binds the entry to another module:
+	// "always" may no longer write into it.
+	rebound := w.config("    hostcalls: {module: elsewhere}")
+	p := &person{elicit: true, answers: []string{"accept:always"}, onAsk: func() {
+		if err := os.WriteFile(w.cfgPath, []byte(rebound), 0o644); err != nil {
+			t.Error(err)
+		}
+	}}
+	res, fs := w.callWith(t, p, readDocs)
+	if fs.Error != nil {
+		t.Fatalf("the answer still allows this call: %+v", fs)
+	}
+	want := `warden: the grant tools.grants.hostcalls.fs.read: ["docs/readme.md"] (with tools.grants.hostcalls.module: hostcalls) was NOT saved to ` + w.cfgPath +
+		": config " + w.cfgPath + ": tools.grants.hostcalls belongs to module elsewhere, not to module hostcalls serving the tool; it applied to this call only"
+	notices, _ := res.Meta[MetaNotices].([]string)
+	if len(notices) != 1 || notices[0] != want {
+		t.Fatalf("_meta notices %q, want %q", notices, want)
+	}
+	if last := res.Content[len(res.Content)-1]; last.Text != want {
+		t.Fatalf("the result's last content is %q", last.Text)
+	}
+	if after, _ := os.ReadFile(w.cfgPath); string(after) != rebound {
+		t.Fatalf("config.yaml changed after the owner's edit:\n%s", after)
+	}
+}
+
+func TestGateConfirmationCarriesTheMark(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.setGrants(t, "  gates:\n    hostcalls: {action: confirm}")
+	p := &person{elicit: true, answers: []string{"decline"}}
+	w.callWith(t, p, readDocs)
+	asked := p.questions()
+	if len(asked) != 1 || asked[0].Key != "warden/confirm" {
+		t.Fatalf("asked %+v", asked)
+	}
+	q := decodeQuestion(t, asked[0])
+	sum := w.app.moduleSHA256("hostcalls")
+	if !strings.HasPrefix(q.Message, "warden: run tool hostcalls (module hostcalls, sha256 "+sum[:12]+")?") ||
+		q.Meta[client.MetaQuestion] != questionConfirm || q.Meta[MetaConfig] != w.app.caps.prompts.digests.of(w.app.Config()) {
+		t.Fatalf("confirmation %q, _meta %v", q.Message, q.Meta)
 	}
 }

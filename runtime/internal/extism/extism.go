@@ -399,10 +399,16 @@ func (x *plugin) runStart(ctx context.Context, in *guest.Instance) error {
 	if fn == nil {
 		return nil
 	}
+	// A WASI sleep in the start function ends with the load budget.
+	in.CallCtx.Store(&ctx)
+	defer func() {
+		bg := context.Background()
+		in.CallCtx.Store(&bg)
+	}()
 	stop := in.Meter.Start(ctx, x.spec.Limits.Fuel)
 	_, err := fn.Call(ctx)
 	if _, reason := stop(); err != nil {
-		return fmt.Errorf("start function: %w", guest.LoadError(ctx, in, x.spec.Limits, err, reason))
+		return fmt.Errorf("%s: %w", guest.StartFunction(x.main), guest.LoadError(ctx, in, x.spec.Limits, err, reason))
 	}
 	return nil
 }

@@ -54,6 +54,7 @@ func (x *plugin) hostFunctions() []sdk.HostFunction {
 			msg := readKernel(cp, stack[0], guest.MaxLogBytes, "log message")
 			_ = cp.Free(stack[0])
 			x.log(state, level, string(msg))
+			guest.StopIfDone(ctx, "extism "+name)
 		}, i64, nil))
 	}
 	for i := range served {
@@ -116,6 +117,7 @@ func (x *plugin) notifyProgress(ctx context.Context, cp *sdk.CurrentPlugin, stac
 		return
 	}
 	state.ReportProgress(p) // dropped unless it increases
+	guest.StopIfDone(ctx, "notify_progress")
 }
 
 // notifyToolListChanged is hyper-mcp's notify_tool_list_changed. It is
@@ -153,6 +155,7 @@ func (x *plugin) notifyLoggingMessage(ctx context.Context, cp *sdk.CurrentPlugin
 		return
 	}
 	x.log(state, level, msg)
+	guest.StopIfDone(ctx, "notify_logging_message")
 }
 
 // loggingMessage decodes a LoggingMessageNotificationParam. An unknown
@@ -237,6 +240,9 @@ func (x *plugin) httpRequest(ctx context.Context, cp *sdk.CurrentPlugin, stack [
 	}
 	reqJSON, _ := json.Marshal(req)
 	result, err := net.Serve(ctx, state.Call, reqJSON)
+	// The request ends with the call's context; the plugin does not run on
+	// past its deadline with the failure (or a late response).
+	guest.StopIfDone(ctx, "http_request")
 	if err != nil {
 		te := guest.AsToolError(err)
 		if te.Kind == tool.KindInvalidArguments {

@@ -83,8 +83,7 @@ func StateOf(ctx context.Context) (*CallState, bool) {
 //   - from inside warden_alloc, which the host calls re-entrantly to place a
 //     reply: a host call there would recurse without bound (each reply
 //     allocates, each allocation calls the host);
-//   - after the call's deadline or cancellation: the meter's watchdog then
-//     explains the failure as timeout or cancelled.
+//   - after the call's deadline or cancellation (StopIfDone).
 func StateFrom(ctx context.Context, what string) *CallState {
 	s, ok := ctx.Value(stateKey{}).(*CallState)
 	if !ok {
@@ -95,10 +94,21 @@ func StateFrom(ctx context.Context, what string) *CallState {
 		panic(tool.Errorf(tool.KindBadOutput,
 			"%s called from inside warden_alloc: warden_alloc must only allocate, a host call there would recurse (docs/abi.md)", what))
 	}
+	StopIfDone(ctx, what)
+	return s
+}
+
+// StopIfDone ends the guest's run, from inside the host function what,
+// when the call's context has ended (its deadline passed, or its caller
+// cancelled): a host function that waited (a WASI sleep, a request to the
+// network or to the client) calls it after the wait, so that the guest
+// never runs past its deadline, not even the few instructions to its next
+// fuel check. The panic unwinds the guest; whoever runs the call tells a
+// timeout from a cancellation by the context, not by this error.
+func StopIfDone(ctx context.Context, what string) {
 	if err := ctx.Err(); err != nil {
 		panic(fmt.Errorf("%s: %w", what, err))
 	}
-	return s
 }
 
 // logBudget bounds what a call may log: lines past maxLines or bytes past

@@ -12,6 +12,7 @@ package guest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime/internal/instcache"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
@@ -132,6 +134,26 @@ func (h *Host) Instrument(spec Spec, loader string, mod *wb.Module, cfg instrume
 	}
 	h.Instrumented.Put(key, res)
 	return res, nil
+}
+
+// maxFuncName bounds a function name (the module's text) quoted in a
+// message.
+const maxFuncName = 64
+
+// StartFunction names the start function of compiled (exported by the
+// instrumentation pass as instrument.StartExport) for messages, as the
+// module's own tools would: `start function (func 3 $spin)`, by its index
+// in the function index space and, when the module's name section has one,
+// its name, escaped since the module wrote it.
+func StartFunction(compiled wazero.CompiledModule) string {
+	def, ok := compiled.ExportedFunctions()[instrument.StartExport]
+	if !ok {
+		return "start function"
+	}
+	if name := def.Name(); name != "" {
+		return fmt.Sprintf("start function (func %d $%s)", def.Index(), termsafe.Bound(name, maxFuncName, false))
+	}
+	return fmt.Sprintf("start function (func %d)", def.Index())
 }
 
 // ExportNames lists compiled's exported functions and memories, sorted,

@@ -114,6 +114,10 @@ func (in *Instance) Bind(ctx context.Context, instrumented *instrument.Result) e
 	return nil
 }
 
+// nanosleep is the instance's WASI sleep (poll_oneoff's clock events). It
+// ends early when the call's context does, and then does not return to the
+// guest: a guest woken by its deadline would otherwise run on, and could
+// answer, as if it had slept (StopIfDone).
 func (in *Instance) nanosleep(ns int64) {
 	ctx := *in.CallCtx.Load()
 	timer := time.NewTimer(time.Duration(ns))
@@ -122,6 +126,7 @@ func (in *Instance) nanosleep(ns int64) {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
+	StopIfDone(ctx, "poll_oneoff (a sleep)")
 }
 
 // Close closes the instance's modules.

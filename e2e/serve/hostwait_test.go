@@ -1,0 +1,84 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestHostileSleepPastDeadline: a guest asleep for an hour in WASI
+// poll_oneoff, which would answer at once on waking, under a 300 ms
+// timeout: the call is a timeout naming that timeout (not a success after
+// 300 ms), again on the next call, and the session goes on serving. The
+// test's own bound is call's minute: were the deadline not to wake the
+// guest, the call would end there, failing the test, not hang.
+func TestHostileSleepPastDeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "sleeper: {timeout: 300ms}", "echo")
+	e.putWAT(t, "sleeper")
+	cs, _ := stdioServer(t, e, "", nil)
+	for range 2 {
+		res := call(t, cs, "sleeper", map[string]any{})
+		wantFailure(t, res, "timeout")
+		if msg := text(t, res); !strings.Contains(msg, "sleeper did not finish within 300ms (while ") {
+			t.Fatalf("timeout message %q does not name the tool's timeout", msg)
+		}
+		wantEcho(t, cs, "after the sleep")
+	}
+}
+
+// TestModuleFileUnreadableAtFirstCall: warden serve lists echo from its
+// manifest; before echo's first call its file becomes unreadable (the
+// tools dir is moved away, as when a mount goes: no event on the file
+// itself, and a rescan finds no dir to act on). The call fails as
+// unavailable naming the file and the reason, not internal; echo stays
+// listed; with the dir back, the next call works, without a restart.
+func TestModuleFileUnreadableAtFirstCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "", "echo")
+	cache := filepath.Join(e.dir, "cache")
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "cache_dir: "+built.cacheDir, "cache_dir: "+cache, 1))
+	if err := os.WriteFile(e.config, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(built.warden, "tools", "--config", e.config)
+	cmd.Env = childEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("warden tools (storing the manifest): %v\n%s", err, out)
+	}
+
+	cs, _ := stdioServer(t, e, "", nil)
+	away := e.tools + ".away"
+	if err := os.Rename(e.tools, away); err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, cs, "echo", map[string]any{"text": "unreadable"})
+	wantFailure(t, res, "unavailable")
+	file := filepath.Join(e.tools, "echo.wasm")
+	want := fmt.Sprintf("echo: module echo cannot load: its file %s cannot be read (open: no such file or directory); the next call reads it again", file)
+	if msg := text(t, res); !strings.Contains(msg, want) {
+		t.Fatalf("message %q, want it to contain %q", msg, want)
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(list.Tools, func(tl *mcp.Tool) bool { return tl.Name == "echo" }) {
+		t.Fatalf("echo unlisted after a failed read: %s", dump(list))
+	}
+	if err := os.Rename(away, e.tools); err != nil {
+		t.Fatal(err)
+	}
+	wantEcho(t, cs, "readable again")
+}
