@@ -58,9 +58,11 @@ type doorWorld struct {
 	connect func(t *testing.T, scopes string) *mcp.ClientSession
 	// connectAs is connect with the client's options (its handlers).
 	connectAs func(t *testing.T, scopes string, opts *mcp.ClientOptions) *mcp.ClientSession
+	// protocol is the revision clients connect at; 2025-11-25 unless set.
+	protocol string
 }
 
-func newDoorWorld(t *testing.T) *doorWorld {
+func newDoorWorld(t *testing.T) (w *doorWorld) {
 	t.Helper()
 	root := t.TempDir()
 	project, tools := filepath.Join(root, "project"), filepath.Join(root, "tools")
@@ -117,7 +119,7 @@ func newDoorWorld(t *testing.T) *doorWorld {
 		client := mcp.NewClient(&mcp.Implementation{Name: "door-test", Version: "1"}, opts)
 		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 			Endpoint: resource, HTTPClient: &http.Client{Transport: bearerToken(token)},
-		}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		}, &mcp.ClientSessionOptions{ProtocolVersion: w.protocol})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +127,8 @@ func newDoorWorld(t *testing.T) *doorWorld {
 		return cs
 	}
 	connect := func(t *testing.T, scopes string) *mcp.ClientSession { return connectAs(t, scopes, nil) }
-	return &doorWorld{app: a, out: out, config: cfgPath, server: s, connect: connect, connectAs: connectAs}
+	w = &doorWorld{app: a, out: out, config: cfgPath, server: s, connect: connect, connectAs: connectAs, protocol: "2025-11-25"}
+	return w
 }
 
 // doorTools are the doors fixture's tools.
@@ -365,7 +368,16 @@ func TestOneDoorIntoModuleCode(t *testing.T) {
 // tool gated by confirm asks the person as a call of the tool does, naming
 // the request; declined, nothing runs; accepted, it runs once.
 func TestFeatureConfirmGate(t *testing.T) {
+	// 2025-11-25 asks with a server request; 2026-07-28 answers
+	// input-required and the client retries with the answer.
+	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(protocol, func(t *testing.T) { testFeatureConfirmGate(t, protocol) })
+	}
+}
+
+func testFeatureConfirmGate(t *testing.T, protocol string) {
 	w := newDoorWorld(t)
+	w.protocol = protocol
 	ctx := context.Background()
 	var asked []string
 	answer := "decline"
