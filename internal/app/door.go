@@ -116,18 +116,30 @@ func (a *App) featureEntrance(method, what string, m *runtime.Module, subject st
 	if subject == "" {
 		return e, nil
 	}
-	for _, t := range m.Tools() {
-		if t.Descriptor.Name == subject {
-			e.tool = t
-		}
-	}
+	e.tool = subjectTool(m, subject)
 	if e.tool == nil {
 		// Checked when the module loaded (its features name its tools).
 		return e, tool.Errorf(tool.KindInternal, "%s runs as tool %q, which module %s does not serve", what, subject, m.Name())
 	}
+	if served, ok := a.registry.Tool(subject); !ok || served != e.tool {
+		// The name is refused, or served by another module (a pinned
+		// rival): no client can call m's tool, and its features are not
+		// served either.
+		return e, notServed()
+	}
 	// What the person confirming it reads as its arguments: the request.
 	e.call.Arguments, _ = json.Marshal(args)
 	return e, nil
+}
+
+// subjectTool returns m's tool called subject, nil if none.
+func subjectTool(m *runtime.Module, subject string) *runtime.Tool {
+	for _, t := range m.Tools() {
+		if t.Descriptor.Name == subject {
+			return t
+		}
+	}
+	return nil
 }
 
 // gateAllowLine is the gate line that lets the tool called name run.

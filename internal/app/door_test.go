@@ -646,3 +646,48 @@ func TestHiddenFeatureRefusedByTheApp(t *testing.T) {
 		t.Errorf("a hidden tool's feature ran: out/ holds %v", got)
 	}
 }
+
+// TestFeatureOfALosingToolNotServed: when a second module describes the
+// same tools, their names are refused (neither is pinned), no client can
+// call either module's tools, and their features, which would run as
+// them, are neither listed nor served.
+func TestFeatureOfALosingToolNotServed(t *testing.T) {
+	w := newDoorWorld(t)
+	ctx := context.Background()
+	doors, err := w.app.module("doors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := w.app.Config().Tools.Dir
+	wasm, err := os.ReadFile(filepath.Join(tools, "doors.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rivalPath := filepath.Join(tools, "rival.wasm")
+	if err := os.WriteFile(rivalPath, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if loaded, _ := w.app.loadModule(ctx, rivalPath); !loaded {
+		t.Fatal("rival did not load")
+	}
+	if _, served := w.app.registry.Tool("open"); served {
+		t.Fatal("open is still served with two modules describing it")
+	}
+	if w.app.listedAs(w.app.Config(), doors, "open") {
+		t.Error("a feature of a refused tool is listed")
+	}
+	for _, r := range w.app.Features().Resources {
+		if r.Tool != "" {
+			t.Errorf("listed %s, which runs as the refused tool %s", r.URI, r.Tool)
+		}
+	}
+	fc := mcpserver.FeatureCall{Owner: "doors", Observer: nopObserver{}, Pass: mcpserver.LocalPass()}
+	_, err = w.app.ReadResource(ctx, fc, "doors://open/resource")
+	var te *tool.Error
+	if !errors.As(err, &te) || te.Kind != tool.KindNotFound || te.Message != `no resource "doors://open/resource" is served` {
+		t.Errorf("a refused tool's resource = %v", err)
+	}
+	if got := w.written(t); len(got) > 0 {
+		t.Errorf("a refused tool's feature ran: out/ holds %v", got)
+	}
+}

@@ -135,22 +135,19 @@ func (a *App) Features() mcpserver.ServedFeatures {
 
 // listedAs reports whether a feature of m that runs as the tool subject is
 // listed: one that runs as no tool always is; one that runs as a tool is
-// when List would list that tool of m (exposed, not held back).
+// when List lists that very tool of m (served under its name, not lost to
+// a rival module, exposed, not held back).
 func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bool {
 	if subject == "" {
 		return true
 	}
-	if !cfg.Exposed(subject) {
+	t := subjectTool(m, subject)
+	if served, ok := a.registry.Tool(subject); !ok || t == nil || served != t || !cfg.Exposed(subject) {
 		return false
 	}
-	for _, t := range m.Tools() {
-		if t.Descriptor.Name == subject {
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			return a.heldBy(cfg, t) == ""
-		}
-	}
-	return false
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heldBy(cfg, t) == ""
 }
 
 // module returns the loaded module called name.
