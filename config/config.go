@@ -53,6 +53,11 @@ type Config struct {
 	// Blank reports that File held no YAML value at all: nothing, or only
 	// whitespace and comments (see Live.Reload). `{}` is not blank.
 	Blank bool `mapstructure:"-"`
+
+	// signaturePatterns maps each security.signatures pattern, in the
+	// lower case viper gives every key, to the pattern as File writes it
+	// (see signaturePatternsAsWritten).
+	signaturePatterns map[string]string
 }
 
 // Project locates the files tools may be granted.
@@ -542,8 +547,9 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	blank := false
+	var data []byte
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err = os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
@@ -566,6 +572,7 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
 	}
 	c.File, c.Dir, c.Blank = path, dir, blank
+	c.signaturePatterns = signaturePatternsAsWritten(data)
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,28 +119,33 @@ func CheckResourceURL(raw string) error {
 // host) without user:password or fragment, and without a query unless
 // query is true.
 func checkHTTPSURL(raw string, query bool) error {
+	// shown, never raw: a user:password@ in the URL is not printed.
+	shown := strconv.Quote(download.ShowURL(raw))
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL: %v", raw, err)
+		if strings.Contains(raw, "@") { // the parser's message may quote a password
+			return fmt.Errorf("%s is not a URL", shown)
+		}
+		return fmt.Errorf("%s is not a URL: %v", shown, err)
 	}
 	if u.User != nil || u.Fragment != "" || strings.Contains(raw, "#") {
-		return fmt.Errorf("%q: the URL must carry no user:password or #fragment", raw)
+		return fmt.Errorf("%s: the URL must carry no user:password or #fragment", shown)
 	}
 	if !query && (u.RawQuery != "" || u.ForceQuery) {
-		return fmt.Errorf("%q: the URL must carry no ?query", raw)
+		return fmt.Errorf("%s: the URL must carry no ?query", shown)
 	}
 	switch u.Scheme { // url.Parse lowers the scheme
 	case "https":
 	case "http":
 		if !download.LoopbackHost(u.Hostname()) {
-			return fmt.Errorf("%q: plain http:// is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1), "+
-				"and %s is not one: use https://", raw, u.Host)
+			return fmt.Errorf("%s: plain http:// is allowed only for loopback hosts (localhost, 127.0.0.0/8, ::1), "+
+				"and %s is not one: use https://", shown, u.Host)
 		}
 	default:
-		return fmt.Errorf("%q is not an https:// URL", raw)
+		return fmt.Errorf("%s is not an https:// URL", shown)
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("%q names no host", raw)
+		return fmt.Errorf("%s names no host", shown)
 	}
 	return nil
 }

@@ -2,15 +2,18 @@ package config
 
 import (
 	"fmt"
-	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
-	"oras.land/oras-go/v2/registry"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/download"
+	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -24,6 +27,20 @@ import (
 type Source struct {
 	Ref    string `mapstructure:"ref"`
 	Digest string `mapstructure:"digest"`
+	// Name is the module's name as installed (its file is Name.wasm) when
+	// it differs from the tools.sources key, which config reads in lower
+	// case: `warden install --name Tool` records name: Tool, so that sync
+	// writes Tool.wasm, the module the pin and the grants' module fields
+	// name, not a second tool.wasm.
+	Name string `mapstructure:"name"`
+}
+
+// Module is the module name src installs as, given its tools.sources key.
+func (src Source) Module(key string) string {
+	if src.Name != "" {
+		return src.Name
+	}
+	return key
 }
 
 // Fetch bounds every download from a registry or a URL (tools.fetch).
@@ -55,29 +72,44 @@ var sourceDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // CheckSourceRef reports whether ref is a reference warden installs from:
 // oci://REGISTRY/REPO with a tag or a digest, or an https:// URL (http://
-// only for a loopback host). It does not touch the network.
+// only for a loopback host), with no credentials. It does not touch the
+// network.
 func CheckSourceRef(ref string) error {
+	_, err := CanonicalSourceRef(ref)
+	return err
+}
+
+// CanonicalSourceRef returns the one form of ref that warden matches
+// against security.signatures, fetches, records in tools.sources and shows:
+// for a URL, download.CanonicalURL (dot segments resolved, escapes
+// normalised, host in lower case without its trailing dot or default
+// port); for oci://, oci.CanonicalRef (the registry host in lower case
+// without its trailing dot or port 443). A reference with credentials is
+// refused, and no error shows them.
+func CanonicalSourceRef(ref string) (string, error) {
 	switch {
 	case strings.HasPrefix(ref, "oci://"):
-		r, err := registry.ParseReference(strings.TrimPrefix(ref, "oci://"))
+		return oci.CanonicalRef(ref)
+	case hasPrefixFold(ref, "https://"), hasPrefixFold(ref, "http://"):
+		c, err := download.CanonicalURL(ref)
 		if err != nil {
-			return fmt.Errorf("%q is not a registry reference (want oci://REGISTRY/REPO:TAG or @sha256:…): %v", ref, err)
+			return "", fmt.Errorf("%s: %w", download.ShowURL(ref), err)
 		}
-		if r.Reference == "" {
-			return fmt.Errorf("%q names no tag or digest (want oci://REGISTRY/REPO:TAG or @sha256:…)", ref)
-		}
-		return nil
-	case strings.HasPrefix(ref, "https://"), strings.HasPrefix(ref, "http://"):
-		u, err := url.Parse(ref)
-		if err != nil {
-			return fmt.Errorf("%q is not a URL: %v", ref, err)
-		}
-		if u.Host == "" || u.User != nil || u.Fragment != "" {
-			return fmt.Errorf("%q: a download URL needs a host and carries no user:password or #fragment", ref)
-		}
-		return nil
+		return c, nil
 	}
-	return fmt.Errorf("%q is neither oci://REGISTRY/REPO:TAG nor an https:// URL", ref)
+	return "", fmt.Errorf("%s is neither oci://REGISTRY/REPO:TAG nor an https:// URL", showRef(ref))
+}
+
+// showRef is a reference of an unknown kind as an error may show it.
+func showRef(ref string) string {
+	if strings.Contains(ref, "@") && !strings.HasPrefix(ref, "oci://") {
+		return download.ShowURL(ref)
+	}
+	return strconv.Quote(termsafe.Line(ref))
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 func (c *Config) validateSources(fail func(key, format string, args ...any)) {
@@ -89,6 +121,9 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 		}
 		if err := CheckSourceRef(s.Ref); err != nil {
 			fail(key+".ref", "%v", err)
+		}
+		if s.Name != "" && (!strings.EqualFold(s.Name, name) || !runtime.ValidModuleName(s.Name)) {
+			fail(key+".name", "%q is not the module %s in other case (name records how an installed module's file name is spelled)", s.Name, name)
 		}
 		if !sourceDigestPattern.MatchString(s.Digest) {
 			fail(key+".digest", "must be sha256:<64 lowercase hex>, got %q", s.Digest)
@@ -157,14 +192,42 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 	}
 }
 
+// signaturePatternsAsWritten maps each security.signatures pattern of the
+// config file data, lower-cased (the key viper gives), to the pattern as
+// written. A URL's path is case-sensitive, so sigverify.MatchURL
+// compares it with the pattern as written: a policy for
+// example.com/Trusted/* names /Trusted/, and neither /trusted/ nor
+// /TRUSTED/, which a server may serve to someone else. nil when the file
+// does not parse (Load reports that) or sets none.
+func signaturePatternsAsWritten(data []byte) map[string]string {
+	var doc struct {
+		Security struct {
+			Signatures map[string]yaml.Node `yaml:"signatures"`
+		} `yaml:"security"`
+	}
+	if yaml.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for p := range doc.Security.Signatures {
+		out[strings.ToLower(p)] = p
+	}
+	return out
+}
+
 // signatureRules turns security.signatures into matcher rules; keys holds
-// each pattern's public key bytes (nil: none read, for validation).
+// each pattern's public key bytes (nil: none read, for validation). Each
+// rule's pattern is as the file writes it, when known.
 func (c *Config) signatureRules(keys map[string][]byte) []sigverify.Rule {
 	var rules []sigverify.Rule
 	for _, pattern := range sortedKeys(c.Security.Signatures) {
 		p := c.Security.Signatures[pattern]
+		written := pattern
+		if w, ok := c.signaturePatterns[pattern]; ok {
+			written = w
+		}
 		rules = append(rules, sigverify.Rule{
-			Pattern: pattern,
+			Pattern: written,
 			Mode:    sigverify.Mode(strings.ToLower(p.Mode)),
 			Policy: sigverify.Policy{
 				Identity: p.Identity, IdentityRegexp: p.IdentityRegexp,
@@ -204,14 +267,18 @@ func (d *Document) SetSource(module string, src Source) error {
 	if !tool.ValidName(module) {
 		return fmt.Errorf("tools.sources: %q is not a module name (%s)", module, tool.NameRule)
 	}
-	if err := CheckSourceRef(src.Ref); err != nil {
-		return fmt.Errorf("tools.sources.%s.ref: %w", module, err)
-	}
 	if !sourceDigestPattern.MatchString(src.Digest) {
 		return fmt.Errorf("tools.sources.%s.digest: %q is not sha256:<64 lowercase hex>", module, src.Digest)
 	}
+	ref, err := CanonicalSourceRef(src.Ref)
+	if err != nil {
+		return fmt.Errorf("tools.sources.%s.ref: %w", module, err)
+	}
 	m := EmptyMap()
-	m.Content = append(m.Content, Str("ref"), Str(src.Ref), Str("digest"), Str(src.Digest))
+	m.Content = append(m.Content, Str("ref"), Str(ref), Str("digest"), Str(src.Digest))
+	if key := strings.ToLower(module); module != key {
+		m.Content = append(m.Content, Str("name"), Str(module))
+	}
 	return d.Set(m, "tools", "sources", strings.ToLower(module))
 }
 

@@ -67,11 +67,14 @@ security:
 func TestSourcesInvalid(t *testing.T) {
 	pins := "  pins: {m: " + pinHex + "}\n"
 	for body, want := range map[string]string{
-		"tools:\n" + pins + "  sources: {m: {ref: ghcr.io/acme/m:1, digest: " + digestHex + "}}":                   "tools.sources.m.ref: \"ghcr.io/acme/m:1\" is neither oci://",
-		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m\", digest: " + digestHex + "}}":           "names no tag or digest",
-		"tools:\n" + pins + "  sources: {m: {ref: \"https://u:p@example.com/m.wasm\", digest: " + digestHex + "}}": "no user:password",
-		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: sha256:abc}}":                "tools.sources.m.digest: must be sha256:<64 lowercase hex>",
-		"tools:\n  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + "}}":                     "has no tools.pins.m",
+		"tools:\n" + pins + "  sources: {m: {ref: ghcr.io/acme/m:1, digest: " + digestHex + "}}":                          "tools.sources.m.ref: \"ghcr.io/acme/m:1\" is neither oci://",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m\", digest: " + digestHex + "}}":                  "names no tag or digest",
+		"tools:\n" + pins + "  sources: {m: {ref: \"https://u:s3cretpw@example.com/m.wasm\", digest: " + digestHex + "}}": "tools.sources.m.ref: https://example.com/m.wasm: insecure URL refused: the URL carries credentials",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://u:s3cretpw@ghcr.io/acme/m:1\", digest: " + digestHex + "}}":     "tools.sources.m.ref: oci://[redacted]@ghcr.io…: the reference carries credentials",
+		"tools:\n" + pins + "  sources: {m: {ref: \"https://example.com/m/..%2Fx.wasm\", digest: " + digestHex + "}}":     "an encoded / (%2F)",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + ", name: n}}":       "tools.sources.m.name: \"n\" is not the module m in other case",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: sha256:abc}}":                       "tools.sources.m.digest: must be sha256:<64 lowercase hex>",
+		"tools:\n  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + "}}":                            "has no tools.pins.m",
 		"tools: {fetch: {max_size: 10}}":                                                "tools.fetch.max_size: must be between 1KiB and 1GiB",
 		"tools: {fetch: {timeout: 0s}}":                                                 "tools.fetch.timeout: must be positive",
 		"tools: {fetch: {redirect_hosts: ['a/b']}}":                                     "tools.fetch.redirect_hosts",
@@ -85,13 +88,17 @@ func TestSourcesInvalid(t *testing.T) {
 		"security: {tuf_url: 'http://tuf.example.com'}":                                 "security.tuf_url: \"http://tuf.example.com\": plain http:// is allowed only for loopback hosts",
 		"security: {tuf_url: 'ftp://tuf.example.com'}":                                  "security.tuf_url: \"ftp://tuf.example.com\" is not an https:// URL",
 		"security: {tuf_url: 'tuf.example.com'}":                                        "security.tuf_url",
-		"security: {tuf_url: 'https://u:p@tuf.example.com'}":                            "security.tuf_url: \"https://u:p@tuf.example.com\": the URL must carry no user:password or #fragment",
+		"security: {tuf_url: 'https://u:s3cretpw@tuf.example.com'}":                     "security.tuf_url: \"https://tuf.example.com\": the URL must carry no user:password or #fragment",
+		"security: {tuf_url: 'https://u:s3cr/etpw@tuf.example.com'}":                    "security.tuf_url: \"(an unparsable URL, not shown as it may carry credentials)\" is not a URL",
 		"security: {tuf_url: 'https:///x'}":                                             "security.tuf_url: \"https:///x\" names no host",
 		"security: {tuf_root: root.json}":                                               "security.tuf_root: is the root.json of the repository security.tuf_url names, and tuf_url is not set",
 	} {
 		_, err := Load(writeConfig(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s:\n  got  %v\n  want %q", body, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "s3cr") || strings.Contains(err.Error(), "etpw")) {
+			t.Errorf("%s: the error shows the password: %v", body, err)
 		}
 	}
 }
@@ -140,7 +147,10 @@ func TestSetSource(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, d.Bytes())
 	}
-	if cfg.Tools.Sources["fetch"] != src || !strings.HasPrefix(string(d.Bytes()), "# lock\n") {
+	// Config keys are lower case; the name keeps how the module is spelled.
+	want := src
+	want.Name = "Fetch"
+	if cfg.Tools.Sources["fetch"] != want || !strings.HasPrefix(string(d.Bytes()), "# lock\n") {
 		t.Fatalf("source %+v in\n%s", cfg.Tools.Sources, d.Bytes())
 	}
 	if err := d.SetSource("fetch", Source{Ref: "ftp://x/y", Digest: digestHex}); err == nil {
@@ -155,5 +165,71 @@ func TestSetSource(t *testing.T) {
 	cfg, err = Load(writeConfig(t, string(d.Bytes())))
 	if err != nil || len(cfg.Tools.Sources) != 0 {
 		t.Fatalf("after DeleteSource: %v %+v\n%s", err, cfg, d.Bytes())
+	}
+}
+
+// TestCanonicalSourceRef: one form per source, and install records it.
+func TestCanonicalSourceRef(t *testing.T) {
+	for in, want := range map[string]string{
+		"oci://GHCR.io/acme/fetch:1.2.0":                    "oci://ghcr.io/acme/fetch:1.2.0",
+		"oci://ghcr.io.:443/acme/fetch:1.2.0":               "oci://ghcr.io/acme/fetch:1.2.0",
+		"oci://localhost:5000/acme/fetch@" + digestHex:      "oci://localhost:5000/acme/fetch@" + digestHex,
+		"oci://[::1]:443/acme/fetch:1":                      "oci://[::1]/acme/fetch:1",
+		"HTTPS://Example.COM:443/trusted/../evil/x.wasm":    "https://example.com/evil/x.wasm",
+		"https://example.com/trusted/%2e%2E/evil/x%7e.wasm": "https://example.com/evil/x~.wasm",
+	} {
+		got, err := CanonicalSourceRef(in)
+		if err != nil || got != want {
+			t.Errorf("CanonicalSourceRef(%q) = %q, %v; want %q", in, got, err, want)
+		}
+		if again, err := CanonicalSourceRef(got); again != got || err != nil {
+			t.Errorf("CanonicalSourceRef(%q) = %q, %v: not a fixed point", got, again, err)
+		}
+	}
+	d, err := ParseDocument([]byte("tools:\n  pins: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pin("Tool", pinHex); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetSource("Tool", Source{Ref: "https://Example.com/a/../tool.wasm", Digest: digestHex}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(writeConfig(t, string(d.Bytes())))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d.Bytes())
+	}
+	if got, want := cfg.Tools.Sources["tool"], (Source{Ref: "https://example.com/tool.wasm", Digest: digestHex, Name: "Tool"}); got != want {
+		t.Errorf("tools.sources.tool = %+v, want %+v", got, want)
+	}
+}
+
+// TestSignaturePatternCase: viper lowers config keys, but a URL path is
+// case-sensitive: the matcher compares a URL with each pattern as the
+// file writes it (its host ignoring case); OCI references ignore case.
+func TestSignaturePatternCase(t *testing.T) {
+	cfg, err := Load(writeConfig(t, `security:
+  signatures:
+    "Example.com/Trusted/*": {mode: "off"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cfg.SignatureMatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]sigverify.Mode{
+		"example.com/Trusted/tool.wasm": sigverify.Off,
+		"example.com/trusted/tool.wasm": sigverify.Require,
+		"example.com/TRUSTED/tool.wasm": sigverify.Require,
+	} {
+		if got := m.MatchURL(key).Mode; got != want {
+			t.Errorf("MatchURL(%s) = %s, want %s", key, got, want)
+		}
+	}
+	if got := m.Match("example.com/trusted/tool:1").Mode; got != sigverify.Off {
+		t.Errorf("Match(an OCI reference) = %s, want off", got)
 	}
 }

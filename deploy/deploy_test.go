@@ -17,7 +17,7 @@ import (
 )
 
 // TestKubernetesExample: every document parses, the Deployment probes
-// /healthz, and every Secret key it references exists.
+// /healthz?ready for readiness and /healthz for liveness, and every Secret key it references exists.
 func TestKubernetesExample(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("k8s", "warden.yaml"))
 	if err != nil {
@@ -43,9 +43,11 @@ func TestKubernetesExample(t *testing.T) {
 	}
 	secret := kinds["Secret"]["stringData"].(map[string]any)
 	container := dig(t, kinds["Deployment"], "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
-	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
-		if path := dig(t, container, probe, "httpGet", "path"); path != "/healthz" {
-			t.Errorf("%s path = %v, want /healthz", probe, path)
+	// Readiness waits for the modules to load; liveness does not
+	// (mcpserver's healthz).
+	for probe, want := range map[string]string{"readinessProbe": "/healthz?ready", "livenessProbe": "/healthz"} {
+		if path := dig(t, container, probe, "httpGet", "path"); path != want {
+			t.Errorf("%s path = %v, want %s", probe, path, want)
 		}
 	}
 	wantEnv := map[string]bool{"WARDEN_SERVER_TOKEN": true, "WARDEN_MEMORY_BACKEND": true, "WARDEN_SERVER_STATE_KEY": true}

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -99,8 +98,11 @@ var ErrTokenRequired = errors.New("a bearer token or OAuth is required to serve 
 // protocol requires; older ones get 2025-11-25-style sessions (Mcp-Session-Id).
 // The go-sdk serves either kind but not both from one handler, so the request's
 // Mcp-Protocol-Version header picks one of two handlers over the same server.
-// DNS-rebinding protection is on: a request that reached a loopback address
-// with a Host header naming anything but a loopback host is refused (403).
+// Every endpoint (/mcp, /healthz, the OAuth metadata, opts.Extra and any
+// path not served) is behind GuardOrigin: a request that reached a loopback
+// address with a Host header naming anything but a loopback host (DNS
+// rebinding), and a cross-origin browser request, are refused (403) before
+// any handler runs.
 //
 // With opts.OAuth, /mcp requires an access token (RFC 6750: 401 with a
 // WWW-Authenticate challenge naming the metadata, 403 insufficient_scope)
@@ -110,7 +112,15 @@ var ErrTokenRequired = errors.New("a bearer token or OAuth is required to serve 
 // /mcp answer 500: ServeListener refuses them up front.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	opts.setDefaults()
-	mux := http.NewServeMux()
+	// Every endpoint is behind one guard (Host and Origin, GuardOrigin):
+	// it wraps the whole mux, so an endpoint added to routes cannot skip it.
+	return paceRequests(GuardOrigin(s.routes(opts), s.log), opts.BodyTimeout)
+}
+
+// routes builds the mux of every endpoint Handler serves, remembering the
+// patterns so that a test can reach each one.
+func (s *Server) routes(opts HTTPOptions) *routes {
+	mux := &routes{ServeMux: http.NewServeMux()}
 	mux.HandleFunc(PathHealthz, s.healthz)
 	var st *oauthState
 	if opts.OAuth != nil {
@@ -120,7 +130,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			mux.HandleFunc(PathMCP, func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "OAuth is misconfigured on this server", http.StatusInternalServerError)
 			})
-			return paceRequests(mux, opts.BodyTimeout)
+			return mux
 		}
 		mux.HandleFunc("/.well-known/", st.serveMetadata)
 	}
@@ -153,9 +163,6 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		authz = s.httpScopeCheck(st)
 	}
 	mcpHandler = guardMessages(mcpHandler, opts.MaxRequestBytes, s.log, authz)
-	// Browsers are the one client that can be made to send requests it was
-	// not asked to; a cross-site browser request to a local server is refused.
-	mcpHandler = http.NewCrossOriginProtection().Handler(mcpHandler)
 	switch {
 	case st != nil:
 		mcpHandler = s.requireOAuth(st, mcpHandler)
@@ -174,67 +181,23 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		}
 		mux.Handle(path, h)
 	}
-	return paceRequests(mux, opts.BodyTimeout)
+	return mux
 }
 
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	s.syncMu.Lock()
-	n := len(s.registered)
-	s.syncMu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	// refused: tools not served because several modules describe the name.
-	health := map[string]any{"status": "ok", "tools": n, "refused": nonNil(s.refused())}
-	if r, ok := s.tools.(StatsReporter); ok {
-		for k, v := range r.Stats() {
-			if _, taken := health[k]; !taken {
-				health[k] = v
-			}
-		}
-	}
-	code := http.StatusOK
-	if r, ok := s.tools.(LoadErrorReporter); ok {
-		if errs := r.LoadErrors(); len(errs) > 0 {
-			// Degraded: some modules did not load. Still 200 while any tool
-			// is served (pulling a replica that serves most tools helps no
-			// one); 503 when none is, so a load balancer stops routing to
-			// a server with nothing to serve.
-			health["status"] = "degraded"
-			health["load_errors_total"] = len(errs)
-			if len(errs) > MaxHealthLoadErrors {
-				errs = errs[:MaxHealthLoadErrors]
-			}
-			health["load_errors"] = errs
-			if n == 0 {
-				code = http.StatusServiceUnavailable
-			}
-		}
-	}
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(health)
+// routes is a mux that remembers its patterns.
+type routes struct {
+	*http.ServeMux
+	patterns []string
 }
 
-// LoadErrorReporter is implemented by Tools that know which modules failed
-// to load; /healthz reports them.
-type LoadErrorReporter interface {
-	// LoadErrors lists each module whose latest load failed, sorted.
-	LoadErrors() []LoadError
+func (m *routes) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
 }
 
-// LoadError is one module that failed to load, as /healthz reports it.
-type LoadError struct {
-	Module string `json:"module"`
-	Error  string `json:"error"`
+func (m *routes) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
 }
-
-// MaxHealthLoadErrors bounds the load errors /healthz lists
-// (load_errors_total counts them all).
-const MaxHealthLoadErrors = 20
 
 // tokenPrincipal is the caller of a request bearing the static token.
 var tokenPrincipal = principal.Principal{Subject: "token", Via: principal.ViaToken}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/warden-run/warden/internal/termsafe"
 )
 
 // guardMessages checks every POST body before the go-sdk reads it, as
@@ -332,4 +334,57 @@ func (c *completion) Read(p []byte) (int, error) {
 		c.once.Do(c.onEOF)
 	}
 	return n, err
+}
+
+// GuardOrigin refuses, with 403 and before next runs, the two kinds of
+// request a browser can be made to send to a server on this machine:
+//
+//   - DNS rebinding: a request that reached a loopback address with a Host
+//     header naming anything but a loopback host (a page on evil.example
+//     whose name now resolves to 127.0.0.1). The go-sdk refuses these on
+//     /mcp only; here every endpoint does, /healthz and /metrics included,
+//     since they name the tools and count their use.
+//   - a cross-site browser request (http.CrossOriginProtection: by
+//     Sec-Fetch-Site, else Origin against Host) that is not GET, HEAD or
+//     OPTIONS.
+//
+// Handler wraps its whole mux in it; serve wraps the separate metrics
+// listener (server.metrics_addr) in it too. A refusal names the Host or
+// Origin refused and what is served instead; it says nothing about the
+// tools.
+func GuardOrigin(next http.Handler, log *slog.Logger) http.Handler {
+	cross := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil &&
+			isLoopbackAddr(local.String()) && !isLoopbackAddr(r.Host) {
+			msg := fmt.Sprintf("forbidden: Host \"%s\" is not a loopback name, and this request reached the loopback address %s "+
+				"(DNS-rebinding protection; no setting turns it off). Ask http://%s%s (or localhost or [::1] with that port); "+
+				"a proxy on this machine must send one of these as Host",
+				termsafe.Line(r.Host), local, local, termsafe.Line(r.URL.Path))
+			log.Warn("refused an HTTP request: DNS-rebinding protection", "path", termsafe.Line(r.URL.Path),
+				"host", termsafe.Line(r.Host), "local", local.String())
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		if err := cross.Check(r); err != nil {
+			origin := termsafe.Line(r.Header.Get("Origin"))
+			msg := fmt.Sprintf("forbidden: a cross-origin browser request (Origin \"%s\", Sec-Fetch-Site \"%s\") to %s: %v; "+
+				"warden serves MCP clients, not web pages, and no setting allows this",
+				origin, termsafe.Line(r.Header.Get("Sec-Fetch-Site")), termsafe.Line(r.URL.Path), err)
+			log.Warn("refused an HTTP request: cross-origin", "path", termsafe.Line(r.URL.Path), "origin", origin)
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackAddr reports whether addr, a host or host:port, names a
+// loopback address or localhost.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr // no port
+	}
+	return isLoopbackHost(host)
 }

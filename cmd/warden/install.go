@@ -70,7 +70,9 @@ A tool name another installed module already provides is refused.`,
 				if !isTerminal(cmd.InOrStdin()) {
 					return usagef("not installed: confirm on a terminal, or pass --yes to install without asking")
 				}
-				fmt.Fprintf(out, "\nInstall %s as %s and pin it? [y/N] ", termsafe.Line(args[0]), termsafe.Line(r.Dest))
+				// r.Source, not args[0]: a fetched module's is the canonical
+				// URL, the one matched and fetched.
+				fmt.Fprintf(out, "\nInstall %s as %s and pin it? [y/N] ", termsafe.Line(r.Source), termsafe.Line(r.Dest))
 				if !confirmed(out, cmd.InOrStdin()) {
 					return fmt.Errorf("not installed")
 				}

@@ -62,7 +62,9 @@ func startObservability(ctx context.Context, cfg *config.Config, a *app.App, log
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", o.metrics.Handler())
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// The same Host and Origin checks as every endpoint of --http: a
+		// rebinding page must not read the tools' names and counts here.
+		hs := &http.Server{Handler: mcpserver.GuardOrigin(mux, logger), ReadHeaderTimeout: 10 * time.Second}
 		go hs.Serve(ln)
 		logger.Info("serving metrics", "addr", ln.Addr().String())
 		o.closers = append(o.closers, hs.Shutdown)

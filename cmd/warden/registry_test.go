@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -508,7 +511,8 @@ func TestUpdate(t *testing.T) {
 	}
 	out, err = run(t, "", "-c", e.cfgPath, "update", "--yes")
 	t.Logf("update --yes:\n%s", out)
-	for _, want := range []string{"moved from " + first + " to " + second, "changed released (version, capabilities)", "+ requests net=api.example.com", "--accept-capabilities", "NOT UPDATED"} {
+	for _, want := range []string{"moved from " + first + " to " + second, "changed released (version, capabilities)", "+ requests net=api.example.com",
+		"tool released requests net=api.example.com;", "--accept-capabilities", "NOT UPDATED"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update --yes output lacks %q:\n%s", want, out)
 		}
@@ -547,6 +551,75 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
+// TestUpdateRefusesInternalHostsAndDroppedTopics: an update whose tool
+// newly names loopback and private hosts beside "*", and drops its memory
+// topic limit, requests more; --yes alone refuses it, naming each new
+// request, and writes nothing.
+func TestUpdateRefusesInternalHostsAndDroppedTopics(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	v1 := readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": "1.0.0", "host": "*", "memory": "read", "topics": "notes"}))
+	v2 := readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": "2.0.0",
+		"host": "*,https://127.0.0.1,10.0.0.7,localhost", "memory": "read"}))
+	e.pushSigned(t, "acme/released", "latest", v1)
+	ref := e.ref("acme/released", "latest")
+	if out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", ref); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	e.pushSigned(t, "acme/released", "latest", v2)
+	cfgBefore := readFile(t, e.cfgPath)
+	toolsBefore := dirContents(t, e.tools)
+	out, err := run(t, "", "-c", e.cfgPath, "update", "--yes")
+	t.Logf("update --yes:\n%s", out)
+	if err == nil {
+		t.Fatal("update --yes applied an update that newly requests internal hosts and the whole memory store")
+	}
+	internal := ` (an internal host, which "*" never covers)`
+	for _, want := range []string{
+		"+ requests net=https://127.0.0.1" + internal,
+		"+ requests net=10.0.0.7" + internal,
+		"+ requests net=localhost" + internal,
+		"+ requests memory=read over every topic (the whole store)",
+		"NOT UPDATED: its tools request more capabilities than the installed version, which --yes alone does not approve: " +
+			"tool released requests memory=read over every topic (the whole store), net=https://127.0.0.1" + internal +
+			", net=10.0.0.7" + internal + ", net=localhost" + internal + "; run it on a terminal to decide, or pass --accept-capabilities too; nothing changed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("update --yes output lacks %q", want)
+		}
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), cfgBefore) {
+		t.Errorf("a refused update changed config.yaml:\n%s", readFile(t, e.cfgPath))
+	}
+	if got := dirContents(t, e.tools); !maps.EqualFunc(got, toolsBefore, bytes.Equal) {
+		t.Errorf("a refused update changed the tools dir: %d files, was %d", len(got), len(toolsBefore))
+	}
+	if ents, _ := os.ReadDir(os.Getenv("TMPDIR")); len(ents) > 0 {
+		t.Errorf("temp files left: %v", ents)
+	}
+	// With --accept-capabilities the person has approved it.
+	if out, err := run(t, "", "-c", e.cfgPath, "update", "--yes", "--accept-capabilities"); err != nil || !strings.Contains(out, "released: updated to") {
+		t.Fatalf("update --accept-capabilities: %v\n%s", err, out)
+	}
+}
+
+// dirContents is every file under dir by relative path.
+func dirContents(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = readFile(t, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 // TestUpdateRefusesBadSignature: an update whose signature does not verify
 // is never installed, whatever the flags.
 func TestUpdateRefusesBadSignature(t *testing.T) {
@@ -581,4 +654,371 @@ func TestInstallWarnMode(t *testing.T) {
 	if !strings.Contains(out, "Signed   NOT VERIFIED: no security.signatures pattern names "+e.reg.Host+"/elsewhere/released") {
 		t.Errorf("review does not say it is unverified:\n%s", out)
 	}
+}
+
+// releaseServer serves files on loopback over HTTP and records every path
+// requested, as the server received it; a path under /redirect/ answers
+// 302 with the Location the test set for it.
+type releaseServer struct {
+	host      string // 127.0.0.1:PORT
+	mu        sync.Mutex
+	requested []string
+	files     map[string][]byte
+	locations map[string]string
+}
+
+func startReleaseServer(t *testing.T, files map[string][]byte, locations map[string]string) *releaseServer {
+	t.Helper()
+	s := &releaseServer{files: files, locations: locations}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requested = append(s.requested, r.URL.RawPath+"|"+r.RequestURI)
+		s.mu.Unlock()
+		if loc, ok := s.locations[r.URL.Path]; ok {
+			w.Header()["Location"] = []string{loc}
+			w.WriteHeader(http.StatusFound)
+			return
+		}
+		b, ok := s.files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	s.host = strings.TrimPrefix(srv.URL, "http://")
+	return s
+}
+
+// paths returns the request targets received since the last call.
+func (s *releaseServer) paths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, r := range s.requested {
+		_, uri, _ := strings.Cut(r, "|")
+		out = append(out, uri)
+	}
+	s.requested = nil
+	return out
+}
+
+// appendConfig adds lines to the end of the config (its security.signatures
+// map is last).
+func (e *registryEnv) appendConfig(t *testing.T, lines string) {
+	t.Helper()
+	f, err := os.OpenFile(e.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(lines); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// real runs the real binary with e's config, from its directory.
+func (e *registryEnv) real(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runIn(t, filepath.Dir(e.cfgPath), nil, append([]string{"-c", e.cfgPath, "--log-level", "debug"}, args...)...)
+}
+
+// refusedReal runs the real binary, which must fail saying each of want
+// on stderr and change nothing: config, tools dir, temp dir.
+func (e *registryEnv) refusedReal(t *testing.T, want []string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	before := readFile(t, e.cfgPath)
+	stdout, stderr, code := e.real(t, args...)
+	if code == 0 {
+		t.Fatalf("warden %s succeeded:\n%s%s", strings.Join(args, " "), stdout, stderr)
+	}
+	t.Logf("refused (exit %d): %s", code, stderr)
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	e.unchanged(t, before)
+	return stdout, stderr
+}
+
+// TestInstallURLIsCanonical: the signature policy is matched on the path
+// the server is asked for. https://HOST/trusted/../evil/tool.wasm is
+// /evil/tool.wasm to the policy, to the server and to the lockfile: under a
+// policy that turns signatures off for HOST/trusted/* only, it is refused
+// as the unsigned /evil/tool.wasm it is, and the server saw only that
+// path. A form no single path can stand for (an encoded slash) is refused
+// before any request. Under a policy for HOST/evil/*, the same URL
+// installs, verified, and the lockfile records the canonical URL.
+func TestInstallURLIsCanonical(t *testing.T) {
+	wardenBinary(t) // built before newRegistryEnv points TMPDIR at a dir that must stay empty
+	sign, pub := sigtest.ECDSAKey(t)
+	e := newRegistryEnv(t, "")
+	keyFile := filepath.Join(filepath.Dir(e.cfgPath), "evil.pub")
+	if err := os.WriteFile(keyFile, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digest := "sha256:" + sum(e.v1)
+	srv := startReleaseServer(t, map[string][]byte{
+		"/evil/released.wasm":                e.v1,
+		"/evil/released.wasm.sigstore.json":  sigtest.KeyBundle(t, sign, digest),
+		"/trusted/released.wasm":             e.v1,
+		"/TRUSTED/released.wasm":             e.v1,
+		"/trusted/..%2Fevil/released.wasm":   e.v1,
+		"/trusted/../evil/released.wasm":     e.v1,
+		"/trusted/..;/evil/released.wasm":    e.v1,
+		"/trusted/%2E%2E/evil/released.wasm": e.v1,
+	}, nil)
+	srv.locations = map[string]string{
+		"/trusted/go":                     "/evil/released.wasm",
+		"/evil/latest.wasm":               "/evil/released.wasm",
+		"/evil/latest.wasm.sigstore.json": "/evil/released.wasm.sigstore.json",
+	}
+	e.appendConfig(t, fmt.Sprintf("    %q: {mode: \"off\"}\n", srv.host+"/trusted/*"))
+
+	t.Run("dot segments escape no policy", func(t *testing.T) {
+		for _, u := range []string{
+			"http://" + srv.host + "/trusted/../evil/released.wasm",
+			"http://" + srv.host + "/trusted/%2E%2E/evil/released.wasm",
+			"http://" + srv.host + "/trusted/%2e./evil/released.wasm",
+			"http://" + srv.host + "/trusted/./x/../../evil/released.wasm",
+		} {
+			e.refusedReal(t, []string{
+				"signature policy refused the module: no security.signatures pattern names " + srv.host + "/evil/released.wasm, so nobody is trusted to sign it",
+			}, "install", "--yes", u)
+			if got := srv.paths(); !slices.Equal(got, []string{"/evil/released.wasm"}) {
+				t.Errorf("%s: the server was asked for %q, want only the path matched, /evil/released.wasm", u, got)
+			}
+		}
+	})
+
+	t.Run("a path in other case is another path", func(t *testing.T) {
+		e.refusedReal(t, []string{
+			"no security.signatures pattern names " + srv.host + "/TRUSTED/released.wasm, so nobody is trusted to sign it",
+		}, "install", "--yes", "http://"+srv.host+"/TRUSTED/released.wasm")
+		srv.paths()
+	})
+
+	t.Run("forms with no single path are refused before any request", func(t *testing.T) {
+		for u, why := range map[string]string{
+			"http://" + srv.host + "/trusted/..%2Fevil/released.wasm":  "an encoded / (%2F) in the path",
+			"http://" + srv.host + "/trusted/..%5Cevil/released.wasm":  `an encoded \ (%5C) in the path`,
+			"http://" + srv.host + "/trusted/..;/evil/released.wasm":   "path segment ..; is a dot segment with a parameter, which some servers resolve as ..",
+			"http://" + srv.host + "/trusted/%252E%252E/released.wasm": "an encoded % (%25) in the path",
+			"http://" + srv.host + "/trusted/released.wasm#x":          "it carries a #fragment, which is never sent to the server",
+		} {
+			e.refusedReal(t, []string{"URL refused: " + why}, "install", "--yes", u)
+			if got := srv.paths(); len(got) > 0 {
+				t.Errorf("%s: requests were made: %q", u, got)
+			}
+		}
+	})
+
+	t.Run("a redirect within the host does not borrow the policy", func(t *testing.T) {
+		e.refusedReal(t, []string{
+			"redirect refused: http://" + srv.host + "/trusted/go redirected to http://" + srv.host + "/evil/released.wasm: " +
+				"security.signatures matches the target with no pattern (security.signature_mode), not \"" + srv.host + "/trusted/*\" as the URL",
+		}, "install", "--yes", "http://"+srv.host+"/trusted/go")
+		if got := srv.paths(); !slices.Equal(got, []string{"/trusted/go"}) {
+			t.Errorf("requests: %q", got)
+		}
+	})
+
+	t.Run("the canonical URL is matched, fetched and recorded", func(t *testing.T) {
+		e.appendConfig(t, fmt.Sprintf("    %q: {key: %s}\n", srv.host+"/evil/*", keyFile))
+		stdout, stderr, code := e.real(t, "install", "--yes", "HTTP://"+srv.host+"/trusted/./../evil/%72eleased.wasm")
+		if code != 0 {
+			t.Fatalf("install: exit %d\n%s%s", code, stdout, stderr)
+		}
+		canonical := "http://" + srv.host + "/evil/released.wasm"
+		for _, want := range []string{
+			"From     " + canonical + "\n",
+			"verified: signed with the public key of policy security.signatures.\"" + srv.host + "/evil/*\"",
+			"source locked as tools.sources.released: " + canonical + " at " + digest,
+		} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, stdout)
+			}
+		}
+		if got := srv.paths(); !slices.Equal(got, []string{"/evil/released.wasm", "/evil/released.wasm.sigstore.json"}) {
+			t.Errorf("requests: %q", got)
+		}
+		cfg, err := config.Load(e.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Tools.Sources["released"]; got.Ref != canonical || got.Digest != digest {
+			t.Errorf("tools.sources.released = %+v, want ref %s", got, canonical)
+		}
+		// A redirect that stays under the pattern the URL matched is followed.
+		stdout, stderr, code = e.real(t, "install", "--yes", "--name", "released", "http://"+srv.host+"/evil/latest.wasm")
+		if code != 0 || !strings.Contains(stdout, "verified: signed with the public key") {
+			t.Fatalf("install through a redirect under the same pattern: exit %d\n%s%s", code, stdout, stderr)
+		}
+	})
+}
+
+// TestCredentialsNeverShown: a URL with user:password@ is refused, and the
+// password appears in no byte warden writes: stdout, stderr (debug logs
+// included), config.yaml, the tools dir, the temp dir. That holds for the
+// URL typed, for one whose password holds a / (which the URL parser reads
+// as a host and a port), for a redirect to a URL with credentials, for a
+// Location header with credentials that does not parse, and for a
+// lockfile holding one (sync, update, tools).
+func TestCredentialsNeverShown(t *testing.T) {
+	wardenBinary(t) // built before newRegistryEnv points TMPDIR at a dir that must stay empty
+	const pw = "s3cretPW42"
+	e := newRegistryEnv(t, "")
+	srv := startReleaseServer(t, map[string][]byte{"/v1/released.wasm": e.v1}, nil)
+	srv.locations = map[string]string{
+		"/redirect/creds":  "http://user:" + pw + "@" + srv.host + "/v1/released.wasm",
+		"/redirect/badloc": "http://user:" + pw + "/x@" + srv.host + "/%zz",
+	}
+	e.appendConfig(t, fmt.Sprintf("    %q: {mode: \"off\"}\n", srv.host+"/*"))
+	dir := filepath.Dir(e.cfgPath)
+	noSecret := func(t *testing.T, outputs ...string) {
+		t.Helper()
+		for _, o := range outputs {
+			if strings.Contains(o, pw) || strings.Contains(o, "s3cret") {
+				t.Errorf("output shows the password:\n%s", o)
+			}
+		}
+		for _, root := range []string{dir, os.Getenv("TMPDIR")} {
+			filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && bytes.Contains(readFile(t, p), []byte(pw)) && p != e.cfgPath {
+					t.Errorf("%s holds the password", p)
+				}
+				return nil
+			})
+		}
+	}
+	for _, c := range []struct {
+		name, url string
+		want      []string
+	}{
+		{"userinfo", "http://user:" + pw + "@" + srv.host + "/v1/released.wasm",
+			[]string{"warden: http://" + srv.host + "/v1/released.wasm: insecure URL refused: the URL carries credentials (user@ or user:password@)"}},
+		{"token alone", "http://" + pw + "@" + srv.host + "/v1/released.wasm",
+			[]string{"warden: http://" + srv.host + "/v1/released.wasm: insecure URL refused: the URL carries credentials"}},
+		{"password with a slash", "http://user:" + pw + "/x@" + srv.host + "/v1/released.wasm",
+			[]string{"warden: (an unparsable URL, not shown as it may carry credentials): insecure URL refused: not a URL, and it has an @"}},
+		{"password after a slash", "https://user/" + pw + "@" + srv.host + "/v1/released.wasm",
+			[]string{"warden: https://user/… (the rest is not shown: it has an @, so it may carry credentials): URL refused: an @ outside the host part"}},
+		{"redirect to credentials", "http://" + srv.host + "/redirect/creds",
+			[]string{"redirect refused: to http://" + srv.host + "/v1/released.wasm: insecure URL refused: the URL carries credentials"}},
+		{"unparsable Location with credentials", "http://" + srv.host + "/redirect/badloc",
+			[]string{"the server redirected to a Location that is not a URL and has an @ (not shown: it may carry credentials)"}},
+		{"registry reference", "oci://user:" + pw + "@" + e.reg.Host + "/acme/released:1.0.0",
+			[]string{"warden: oci://[redacted]@" + e.reg.Host + "…: the reference carries credentials (user:password@); log in with docker login instead"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr := e.refusedReal(t, c.want, "install", "--yes", c.url)
+			noSecret(t, stdout, stderr)
+		})
+	}
+	t.Run("publish", func(t *testing.T) {
+		module := filepath.Join(dir, "released.wasm")
+		if err := os.WriteFile(module, e.v1, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr := e.refusedReal(t, []string{"oci://[redacted]@" + e.reg.Host + "…: the reference carries credentials"},
+			"publish", module, "oci://user:"+pw+"@"+e.reg.Host+"/acme/released:1.0.0")
+		noSecret(t, stdout, stderr)
+	})
+
+	t.Run("a lockfile holding credentials", func(t *testing.T) {
+		srv.paths() // the install attempts' requests
+		locked := readFile(t, e.cfgPath)
+		lock := fmt.Sprintf("  sources:\n    released: {ref: %q, digest: %q}\n  pins: {released: %s}\n",
+			"http://user:"+pw+"@"+srv.host+"/v1/released.wasm", "sha256:"+sum(e.v1), sum(e.v1))
+		if err := os.WriteFile(e.cfgPath, bytes.Replace(locked, []byte("  pins: {}\n"), []byte(lock), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"sync"}, {"update", "--yes"}, {"tools"}} {
+			stdout, stderr := e.refusedReal(t, []string{
+				"tools.sources.released.ref: http://" + srv.host + "/v1/released.wasm: insecure URL refused: the URL carries credentials",
+			}, args...)
+			noSecret(t, stdout, stderr)
+		}
+		if got := srv.paths(); len(got) > 0 {
+			t.Errorf("requests were made: %q", got)
+		}
+	})
+}
+
+// TestSyncKeepsModuleNameCase: config keys reach warden in lower case, a
+// module's file keeps its case. After install --name Released, sync finds
+// Released.wasm (no second released.wasm, no collision), on a new machine
+// writes Released.wasm again (the lockfile records the name), and refuses
+// to choose between two files differing only in case; a local MyTool.wasm
+// is not reported missing.
+func TestSyncKeepsModuleNameCase(t *testing.T) {
+	wardenBinary(t) // built before newRegistryEnv points TMPDIR at a dir that must stay empty
+	e := newRegistryEnv(t, "")
+	e.pushSigned(t, "acme/released", "1.0.0", e.v1)
+	ref := e.ref("acme/released", "1.0.0")
+	if stdout, stderr, code := e.real(t, "install", "--yes", "--name", "Released", ref); code != 0 {
+		t.Fatalf("install: exit %d\n%s%s", code, stdout, stderr)
+	}
+	files := func() []string {
+		ents, _ := os.ReadDir(e.tools)
+		var names []string
+		for _, d := range ents {
+			names = append(names, d.Name())
+		}
+		return names
+	}
+	synced := func(t *testing.T, want string) {
+		t.Helper()
+		stdout, stderr, code := e.real(t, "sync")
+		if code != 0 || !strings.HasPrefix(stdout, want) {
+			t.Fatalf("sync: exit %d, want %q\n%s%s", code, want, stdout, stderr)
+		}
+		if got := files(); !slices.Equal(got, []string{"Released.wasm"}) || !bytes.Equal(readFile(t, filepath.Join(e.tools, "Released.wasm")), e.v1) {
+			t.Fatalf("tools dir after sync: %q", got)
+		}
+		stdout, stderr, code = e.real(t, "tools")
+		if code != 0 || !strings.Contains(stdout, "released  Released") || strings.Contains(stdout+stderr, "REFUSED") {
+			t.Fatalf("tools after sync: exit %d\n%s%s", code, stdout, stderr)
+		}
+	}
+	synced(t, "Released: up to date\n")
+	if err := os.RemoveAll(e.tools); err != nil {
+		t.Fatal(err)
+	}
+	synced(t, "Released: fetched "+ref)
+	synced(t, "Released: up to date\n")
+
+	t.Run("two files differing only in case", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(e.tools, "released.wasm"), e.v2, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := readFile(t, e.cfgPath)
+		stdout, stderr, code := e.real(t, "sync")
+		want := "Released: FAILED: " + e.tools + " holds Released.wasm and released.wasm, which differ only in case: config keys ignore case (tools.pins.released)"
+		if code == 0 || !strings.Contains(stdout, want) {
+			t.Fatalf("sync: exit %d, want %q\n%s%s", code, want, stdout, stderr)
+		}
+		if !bytes.Equal(readFile(t, e.cfgPath), before) || !bytes.Equal(readFile(t, filepath.Join(e.tools, "Released.wasm")), e.v1) ||
+			!bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v2) {
+			t.Fatal("a refused sync changed a file")
+		}
+	})
+
+	t.Run("local module", func(t *testing.T) {
+		cfgPath, echo := setup(t)
+		dir := filepath.Dir(cfgPath)
+		if stdout, stderr, code := runIn(t, dir, nil, "-c", cfgPath, "install", "--yes", "--name", "MyTool", echo); code != 0 {
+			t.Fatalf("install: exit %d\n%s%s", code, stdout, stderr)
+		}
+		stdout, stderr, code := runIn(t, dir, nil, "-c", cfgPath, "sync")
+		if code != 0 || strings.Contains(stdout, "FAILED") {
+			t.Fatalf("sync: exit %d\n%s%s", code, stdout, stderr)
+		}
+		stdout, stderr, code = runIn(t, dir, nil, "-c", cfgPath, "sync", "MyTool")
+		if code != 0 || stdout != "MyTool: up to date\n" {
+			t.Fatalf("sync MyTool: exit %d\n%s%s", code, stdout, stderr)
+		}
+	})
 }

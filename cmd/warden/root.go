@@ -131,7 +131,8 @@ func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error)
 	if err := slogLevel.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		return nil, nil, usagef("--log-level: %v", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slogLevel}))
+	// Every record is escaped as the terminal output is: stderr is a terminal.
+	logger := slog.New(termsafe.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slogLevel})))
 	a, err := app.New(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start: %w", err)

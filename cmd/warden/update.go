@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/capset"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -22,8 +23,12 @@ fetch what its ref points to now. If it is still the locked digest, nothing chan
 Otherwise the new module is checked against the signature policy (a module whose
 digest or signature fails is never installed), loaded in the sandbox, and compared with
 the installed one: tools added and removed, descriptor fields changed, and capabilities
-requested beyond the previous version. Once approved it replaces the module, and its
-new pin and digest are written to config.yaml; a running ` + "`warden serve`" + ` picks it up.
+requested beyond what the previous version requested, in every dimension (fs paths,
+net hosts, env keys, LSP languages, memory level and topics, client features). A host
+named beside "*" that "*" never reached (loopback, private, link-local, localhost) is
+more, and so is dropping a memory topic limit (no topics means the whole store).
+Once approved it replaces the module, and its new pin and digest are written to
+config.yaml; a running ` + "`warden serve`" + ` picks it up.
 
 Approval: on a terminal you are asked per module. --yes approves updates whose tools
 request nothing new; an update that requests more capabilities needs a person on a
@@ -98,8 +103,8 @@ func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, int
 	case !yes:
 		return usagef("not updated: confirm on a terminal, or pass --yes")
 	case u.Grown && !acceptCapabilities && !interactive:
-		return fmt.Errorf("its tools request more capabilities than the installed version (marked + above), which --yes alone does not approve: " +
-			"run it on a terminal to decide, or pass --accept-capabilities too; nothing changed")
+		return fmt.Errorf("its tools request more capabilities than the installed version, which --yes alone does not approve: %s; "+
+			"run it on a terminal to decide, or pass --accept-capabilities too; nothing changed", growth(u.Changes))
 	case u.Grown && !acceptCapabilities:
 		fmt.Fprintf(out, "\nThe update requests MORE capabilities (marked +). Update %s anyway? [y/N] ", name)
 		if !confirmed(out, cmd.InOrStdin()) {
@@ -114,7 +119,8 @@ func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, int
 }
 
 // printChanges shows how the update differs from the installed version:
-// + marks what a tool requests now and did not before.
+// + marks what a tool requests now that its previous version's requests
+// do not cover (capset.Missing), - what it no longer requests.
 func printChanges(w io.Writer, changes []app.ToolChange) {
 	if len(changes) == 0 {
 		fmt.Fprintln(w, "Changes  none in the tools' descriptors (the code changed)")
@@ -127,11 +133,24 @@ func printChanges(w io.Writer, changes []app.ToolChange) {
 			line += " (" + strings.Join(c.Fields, ", ") + ")"
 		}
 		fmt.Fprintln(w, line)
-		for _, arg := range grantArgs(c.Grown) {
-			fmt.Fprintf(w, "    + requests %s\n", termsafe.Line(arg))
+		for _, r := range capset.Describe(c.Grown) {
+			fmt.Fprintf(w, "    + requests %s\n", termsafe.Line(r))
 		}
-		for _, arg := range grantArgs(c.Dropped) {
-			fmt.Fprintf(w, "    - no longer requests %s\n", termsafe.Line(arg))
+		for _, r := range capset.Describe(c.Dropped) {
+			fmt.Fprintf(w, "    - no longer requests %s\n", termsafe.Line(r))
 		}
 	}
+}
+
+// growth names each new request of each tool, for the refusal of an
+// update that asks for more: "tool fetch requests net=https://127.0.0.1
+// (...), memory=read over every topic (the whole store)".
+func growth(changes []app.ToolChange) string {
+	var tools []string
+	for _, c := range changes {
+		if requests := capset.Describe(c.Grown); len(requests) > 0 {
+			tools = append(tools, fmt.Sprintf("tool %s requests %s", termsafe.Line(c.Name), termsafe.Join(requests, ", ")))
+		}
+	}
+	return strings.Join(tools, "; ")
 }

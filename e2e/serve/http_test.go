@@ -28,8 +28,12 @@ func TestHTTP(t *testing.T) {
 	var health map[string]any
 	err = json.NewDecoder(resp.Body).Decode(&health)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK || health["status"] != "ok" || health["tools"] != float64(2) {
-		t.Errorf("/healthz: %d %v %v, want 200 {status: ok, tools: 2}", resp.StatusCode, health, err)
+	if err != nil || resp.StatusCode != http.StatusOK || health["status"] != "ok" || health["tools"] != float64(2) || health["ready"] != true {
+		t.Errorf("/healthz: %d %v %v, want 200 {status: ok, ready: true, tools: 2}", resp.StatusCode, health, err)
+	}
+	// Every module loaded: the readiness form answers 200 too.
+	if h := getHealthz(t, s.addr, "/healthz?ready"); h.code != http.StatusOK || h.Status != "ok" || !h.Ready || h.Loading != nil {
+		t.Errorf("/healthz?ready once loaded: %d %+v, want 200 ok ready", h.code, h)
 	}
 
 	for _, tc := range []struct {

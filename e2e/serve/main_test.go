@@ -472,6 +472,26 @@ func startServe(t *testing.T, e *env, addr string, args ...string) *httpServer {
 // modules to load, connects with hc.
 func startServeAs(t *testing.T, e *env, addr string, hc *http.Client, args ...string) *httpServer {
 	t.Helper()
+	start := time.Now()
+	s := startServeLoading(t, e, addr, args...)
+	// Modules load in the background: wait until every one has joined or
+	// failed, so that tests see the tools dir's full tool set.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := newClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url(), HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", s.url(), err)
+	}
+	defer cs.Close()
+	waitLoaded(t, cs)
+	t.Logf("http: every module loaded %v after start", time.Since(start))
+	return s
+}
+
+// startServeLoading is startServe up to the first answer of /healthz
+// (200: live, while modules may still be loading).
+func startServeLoading(t *testing.T, e *env, addr string, args ...string) *httpServer {
+	t.Helper()
 	s := &httpServer{addr: addr, stderr: &logBuffer{}, exited: make(chan struct{})}
 	dumpOnFailure(t, "warden serve --http", s.stderr)
 	s.cmd = exec.Command(built.warden, append([]string{"serve", "--config", e.config}, args...)...)
@@ -518,17 +538,6 @@ func startServeAs(t *testing.T, e *env, addr string, hc *http.Client, args ...st
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("http: warden serve answered /healthz %v after start", time.Since(start))
-	// Modules load in the background: wait until every one has joined or
-	// failed, so that tests see the tools dir's full tool set.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := newClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url(), HTTPClient: hc}, nil)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", s.url(), err)
-	}
-	defer cs.Close()
-	waitLoaded(t, cs)
-	t.Logf("http: every module loaded %v after start", time.Since(start))
 	return s
 }
 

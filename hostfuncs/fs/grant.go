@@ -6,3 +6,9 @@ import "github.com/warden-run/warden/hostfuncs/internal/pathguard"
 // request for one, judged before config's roots are known: not empty, no
 // NUL, within the length limits, and not leaving its root with "..".
 func ValidateGrantSyntax(p string) error { return pathguard.ValidateGrantSyntax(p) }
+
+// Covers reports whether the grant path grant covers the path request
+// lexically: the same root, and grant is request or one of its parents
+// ("." covers the whole project root, "notes:" the whole root notes). It is
+// the fs half of "does grant set A cover request B" (internal/capset).
+func Covers(grant, request string) bool { return pathguard.Covers(grant, request) }

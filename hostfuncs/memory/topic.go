@@ -78,3 +78,15 @@ func within(topic, prefix string) bool {
 
 // fileName is the store-relative file of a valid topic.
 func fileName(topic string) string { return topic + ".md" }
+
+// TopicCovers reports whether the topic prefix grant covers the topic or
+// prefix request: request is grant or lies below it, by whole components.
+// A malformed grant covers nothing, as at run time; a malformed request is
+// covered only by the identical string. It is the memory-topic half of
+// "does grant set A cover request B" (internal/capset).
+func TopicCovers(grant, request string) bool {
+	if ValidateTopic(request) != nil {
+		return grant == request
+	}
+	return ValidateTopic(grant) == nil && within(request, grant)
+}

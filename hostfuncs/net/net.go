@@ -355,11 +355,15 @@ func allowed(grants []grant, t target) bool {
 }
 
 // targetEntry is the grant entry that allows exactly t's scheme, host
-// and port.
+// and port. An IP literal is written in its canonical form, so that a URL
+// host such as [::ffff:10.0.0.7] yields an entry config accepts (10.0.0.7).
 func targetEntry(t target) string {
 	host := t.host
-	if t.addr.Is6() {
-		host = "[" + host + "]"
+	switch {
+	case t.addr.Is6():
+		host = "[" + t.addr.String() + "]"
+	case t.addr.IsValid():
+		host = t.addr.String()
 	}
 	entry := t.scheme + "://" + host
 	if t.port != defaultPort(t.scheme) {

@@ -60,6 +60,9 @@ type App struct {
 	queued              map[string]bool // counted in compiling, not started yet
 	// loadsEnded counts background loads that ended (LoadsEnded).
 	loadsEnded atomic.Uint64
+	// startup is where the first load of the tools dir is: startupNone,
+	// startupRunning or startupEnded (StartupLoaded).
+	startup atomic.Int32
 	// exposure is tools.expose and tools.hide as last applied, to tell
 	// clients when the list they see changed.
 	exposure string
@@ -226,10 +229,21 @@ func (a *App) LoadToolsInBackground(ctx context.Context, report func(error)) {
 }
 
 func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
+	// The first load is the start's: readiness waits for it (StartupLoaded).
+	first := a.startup.CompareAndSwap(startupNone, startupRunning)
+	ended := func() {
+		if first {
+			a.startup.Store(startupEnded)
+		}
+	}
 	paths, err := runtime.ModuleFiles(a.Config().Tools.Dir)
 	if err != nil {
 		report(err)
+		ended()
 		return
+	}
+	if len(paths) == 0 {
+		ended()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	a.mu.Lock()
@@ -282,6 +296,9 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 					report(r)
 				}
 				a.logLoadSummary(len(paths))
+				// Modules listed from their manifests compile on first
+				// call or in the preload below: they are served already.
+				ended()
 				if preload {
 					a.preloadAll(ctx)
 				}
@@ -307,6 +324,22 @@ func (a *App) AwaitLoad(ctx context.Context) bool {
 		return false
 	}
 }
+
+// States of App.startup.
+const (
+	startupNone int32 = iota
+	startupRunning
+	startupEnded
+)
+
+var _ mcpserver.StartupLoader = (*App)(nil)
+
+// StartupLoaded implements mcpserver.StartupLoader: it reports false from
+// the start of the first load of the tools dir (LoadTools or
+// LoadToolsInBackground) until every module it found has joined or failed,
+// collisions decided; true before any load began too, when there is
+// nothing to wait for.
+func (a *App) StartupLoaded() bool { return a.startup.Load() != startupRunning }
 
 // LoadsEnded counts the background loads that ended; each is counted
 // before its module stops counting as loading (mcpserver.LoadCounter).

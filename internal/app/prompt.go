@@ -11,6 +11,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/capset"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -126,37 +127,10 @@ func (p *prompter) promptable(call *hostfuncs.Call, err error) (tool.Need, bool)
 
 // requested reports whether the tool's descriptor asked for need: a
 // prompt only ever offers what the person could have reviewed at install.
-func requested(r tool.Capabilities, need tool.Need) bool {
-	within := func(entries []string, p string) bool {
-		return slices.ContainsFunc(entries, func(e string) bool {
-			e = strings.TrimSuffix(e, "/")
-			return e == "." || e == p || strings.HasPrefix(p, e+"/")
-		})
-	}
-	switch need.Key {
-	case "fs.read":
-		return within(r.FS.Read, need.Value)
-	case "fs.write":
-		return within(r.FS.Write, need.Value)
-	case "env":
-		return slices.ContainsFunc(r.Env, func(k string) bool { return strings.EqualFold(k, need.Value) })
-	case "lsp":
-		return slices.ContainsFunc(r.LSP, func(l string) bool { return strings.EqualFold(l, need.Value) })
-	case "memory":
-		// read-write covers read.
-		return r.Memory == tool.MemoryReadWrite || r.Memory == tool.MemoryAccess(need.Value)
-	case "memory.topics":
-		// A descriptor without topics requests the whole store.
-		return r.Memory != tool.MemoryNone && (len(r.MemoryTopics) == 0 || slices.ContainsFunc(r.MemoryTopics, func(p string) bool {
-			return p == need.Value || strings.HasPrefix(need.Value, p+"/")
-		}))
-	case "net":
-		// The same scheme, host and port as a requested entry, or under a
-		// requested wildcard (the review's rule): never wider than asked.
-		return slices.ContainsFunc(r.Net, func(e string) bool { return netCovers(e, need.Value) })
-	}
-	return false
-}
+// It is capset.CoversNeed, the rule install review and update diffs use:
+// "*" never covers an internal host (loopback, private, link-local,
+// localhost), and a memory level alone is the whole store.
+func requested(r tool.Capabilities, need tool.Need) bool { return capset.CoversNeed(r, need) }
 
 // The question's answers, and the schema offering them: "always" only when
 // config would take the grant (prompt.question).

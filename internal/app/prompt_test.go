@@ -206,7 +206,8 @@ func TestPromptOffersOnlyWhatWasRequested(t *testing.T) {
 		{tool.Need{Key: "net", Value: "http://[::1]:8080"}, false},
 		{tool.Need{Key: "env", Value: "token"}, true},
 		{tool.Need{Key: "env", Value: "SECRET"}, false},
-		{tool.Need{Key: "memory", Value: "read"}, true},
+		// A memory level alone grants the whole store; the descriptor asked for arch.
+		{tool.Need{Key: "memory", Value: "read"}, false},
 		{tool.Need{Key: "memory", Value: "read-write"}, false},
 		{tool.Need{Key: "memory.topics", Value: "arch/db"}, true},
 		{tool.Need{Key: "memory.topics", Value: "secrets"}, false},

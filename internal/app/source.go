@@ -18,6 +18,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -30,14 +31,17 @@ var ErrSignature = errors.New("signature policy refused the module")
 // IsRemote reports whether ref names a registry or a URL rather than a
 // local file.
 func IsRemote(ref string) bool {
-	return strings.HasPrefix(ref, "oci://") || strings.HasPrefix(ref, "https://") || strings.HasPrefix(ref, "http://")
+	l := strings.ToLower(ref[:min(len(ref), len("https://"))])
+	return strings.HasPrefix(ref, "oci://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://")
 }
 
 // Fetched is a module fetched from a registry or a URL that passed the
 // signature policy, waiting in a private temp dir to be reviewed. Close
 // removes it; nothing of it is in the tools dir.
 type Fetched struct {
-	// Ref is the reference fetched, as recorded in tools.sources.<m>.ref.
+	// Ref is the reference fetched, in its canonical form
+	// (config.CanonicalSourceRef): the one the signature policy matched and
+	// tools.sources.<m>.ref records.
 	Ref string
 	// Digest is what tools.sources.<m>.digest records: the OCI manifest (or
 	// index) digest, or the sha256 of a downloaded file.
@@ -110,11 +114,15 @@ type FetchOptions struct {
 
 // Fetch downloads the module ref names (oci://… or https://…), bounded by
 // tools.fetch, into a private temp dir, and checks it against the
-// signature policy before anything of the module runs. On any refusal
-// nothing is left behind.
+// signature policy before anything of the module runs. ref is first made
+// canonical (config.CanonicalSourceRef), and that one string is what the
+// policy matches, what is fetched and what Fetched.Ref records: a
+// https://HOST/trusted/../evil/tool.wasm is /evil/tool.wasm to all three.
+// On any refusal nothing is left behind.
 func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetched, err error) {
 	cfg := a.Config()
-	if err := config.CheckSourceRef(ref); err != nil {
+	ref, err = config.CanonicalSourceRef(ref)
+	if err != nil {
 		return nil, err
 	}
 	matcher, err := cfg.SignatureMatcher()
@@ -140,7 +148,7 @@ func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetc
 	if strings.HasPrefix(ref, "oci://") {
 		bundles, err = a.fetchOCI(ctx, cfg, f, opts)
 	} else {
-		bundles, err = a.fetchURL(ctx, cfg, f, opts)
+		bundles, err = a.fetchURL(ctx, cfg, matcher, f, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -177,15 +185,21 @@ func (a *App) fetchOCI(ctx context.Context, cfg *config.Config, f *Fetched, opts
 // bundles found attached to it.
 func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, ref, digest string,
 	bundles func(context.Context) (*oci.Found, error)) (SignatureCheck, error) {
-	source := sourceKey(ref)
-	d := m.Match(source)
+	// named is the source as a pattern would name it: an OCI repository
+	// without its tag, or a URL's host and path as they are.
+	source, named, d := sourceKey(ref), "", sigverify.Decision{}
+	if strings.HasPrefix(ref, "oci://") {
+		named, d = sigverify.Repository(source), m.Match(source)
+	} else {
+		named, d = source, m.MatchURL(source)
+	}
 	sc := SignatureCheck{Mode: d.Mode, Pattern: d.Pattern}
 	if d.Mode == sigverify.Off {
 		sc.Warning = fmt.Sprintf("signatures are off for %s (%s)", termsafe.Line(source), sc.offBy(cfg))
 		return sc, nil
 	}
 	if d.Policy == nil {
-		why := fmt.Sprintf("no security.signatures pattern names %s, so nobody is trusted to sign it", termsafe.Line(sigverify.Repository(source)))
+		why := fmt.Sprintf("no security.signatures pattern names %s, so nobody is trusted to sign it", termsafe.Line(named))
 		if d.Mode == sigverify.Warn {
 			sc.Warning = why + " (security.signature_mode: warn)"
 			return sc, nil
@@ -193,7 +207,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 		return sc, fmt.Errorf("%w: %s, and security.signature_mode is require; to trust its signer add to %s\n"+
 			"  security:\n    signatures:\n      %q: {identity: <certificate identity>, issuer: <OIDC issuer>}   # or {key: path/to/cosign.pub}\n"+
 			"or, to install it unverified, security.signatures: {%q: {mode: warn}}",
-			ErrSignature, why, a.configName(cfg), sigverify.Repository(source), sigverify.Repository(source))
+			ErrSignature, why, a.configName(cfg), named, named)
 	}
 	fail := func(err error) (SignatureCheck, error) {
 		if d.Mode == sigverify.Warn {
@@ -246,17 +260,14 @@ func (a *App) configName(cfg *config.Config) string {
 	return cfg.File
 }
 
-// sourceKey is what signature patterns are matched against: the reference
-// without its scheme, query or tag (ghcr.io/acme/tool,
-// example.com/releases/v1/tool.wasm).
+// sourceKey is what signature patterns are matched against, for a
+// canonical ref: the reference without its scheme, query or tag
+// (ghcr.io/acme/tool, example.com/releases/v1/tool.wasm).
 func sourceKey(ref string) string {
 	if s, ok := strings.CutPrefix(ref, "oci://"); ok {
 		return s
 	}
-	if u, err := url.Parse(ref); err == nil {
-		return u.Host + u.Path
-	}
-	return ref
+	return download.MatchKey(ref)
 }
 
 // trustedRoots caches the Sigstore trusted root per process: TUF is asked

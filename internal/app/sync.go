@@ -32,7 +32,7 @@ const (
 // SyncResult reports one module of Sync.
 type SyncResult struct {
 	Module    string
-	Source    config.Source // zero for a module with no source
+	Source    config.Source // zero for a module with no source; once fetched, Ref is canonical
 	State     SyncState
 	Err       error
 	Signature *SignatureCheck // set when fetched
@@ -48,14 +48,17 @@ type SyncResult struct {
 // every result in module order; failures do not stop the others.
 func (a *App) Sync(ctx context.Context, modules []string) []SyncResult {
 	cfg := a.Config()
-	names := modules
+	var names []string
+	for _, name := range modules {
+		names = append(names, strings.ToLower(name)) // config keys are lower case
+	}
 	if len(names) == 0 {
 		for name := range cfg.Tools.Sources {
 			names = append(names, name)
 		}
 		for name := range cfg.Tools.Pins {
 			if _, ok := cfg.Tools.Sources[name]; !ok {
-				if _, err := os.Stat(filepath.Join(cfg.Tools.Dir, name+".wasm")); errors.Is(err, os.ErrNotExist) {
+				if _, exists, err := moduleFile(cfg.Tools.Dir, name); err != nil || !exists {
 					names = append(names, name)
 				}
 			}
@@ -65,21 +68,57 @@ func (a *App) Sync(ctx context.Context, modules []string) []SyncResult {
 	names = slices.Compact(names)
 	var out []SyncResult
 	for _, name := range names {
-		out = append(out, a.syncOne(ctx, cfg, strings.ToLower(name)))
+		out = append(out, a.syncOne(ctx, cfg, name))
 	}
 	return out
 }
 
+// moduleFile finds the file of module in the tools dir dir. Config keys
+// (tools.pins, tools.sources) reach warden in lower case, while a file
+// keeps the case it was installed with (Tool.wasm), so the file is the one
+// whose name is module.wasm in any case; two such files are one module to
+// config, and refused as ambiguous. When there is none, path is where the
+// module belongs: dir/module.wasm, as module is spelled.
+func moduleFile(dir, module string) (path string, exists bool, err error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("reading the tools dir: %w", err)
+	}
+	var found []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".wasm"); ok && strings.EqualFold(n, module) {
+			found = append(found, e.Name())
+		}
+	}
+	switch len(found) {
+	case 0:
+		return filepath.Join(dir, module+".wasm"), false, nil
+	case 1:
+		return filepath.Join(dir, found[0]), true, nil
+	}
+	return "", false, fmt.Errorf("%s holds %s, which differ only in case: config keys ignore case (tools.pins.%s), so they are one module "+
+		"to it, and warden refuses to choose; remove all but the one installed", dir, termsafe.Join(found, " and "), strings.ToLower(module))
+}
+
+// syncOne syncs the module whose config key is name.
 func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) SyncResult {
 	res := SyncResult{Module: name, State: SyncFailed}
 	src, hasSource := cfg.Tools.Sources[name]
 	pin, pinned := cfg.Tools.Pins[name]
-	dest := filepath.Join(cfg.Tools.Dir, name+".wasm")
-	switch {
-	case !hasSource && !pinned:
+	if !hasSource && !pinned {
 		res.Err = fmt.Errorf("no module %q in tools.sources or tools.pins of %s", termsafe.Line(name), a.configName(cfg))
 		return res
-	case !hasSource:
+	}
+	res.Module = src.Module(name)
+	dest, exists, err := moduleFile(cfg.Tools.Dir, res.Module)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if exists {
+		res.Module = ModuleName(dest) // the file as it is spelled
+	}
+	if !hasSource {
 		res.Err = fmt.Errorf("%s is missing and tools.sources has no entry for %s (it was installed from a local file): copy it there, or install it from a registry", dest, name)
 		if sum, err := fileSHA256(dest); err == nil && sum == pin {
 			res.State, res.Err = SyncUpToDate, nil
@@ -97,6 +136,7 @@ func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) Sync
 		return res
 	}
 	defer f.Close()
+	res.Source.Ref = f.Ref // canonical: what was matched and fetched
 	res.Signature = &f.Signature
 	wasm, err := boundedfile.Read(f.Path, int64(cfg.Tools.Fetch.MaxSize))
 	if err != nil {
@@ -179,15 +219,20 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 	if err != nil {
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
-	if f.Digest == src.Digest {
-		if sum, err := fileSHA256(filepath.Join(cfg.Tools.Dir, name+".wasm")); err == nil && sum == cfg.Tools.Pins[name] {
+	dest, exists, err := moduleFile(cfg.Tools.Dir, src.Module(name))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("update %s: %w", name, err)
+	}
+	if f.Digest == src.Digest && exists {
+		if sum, err := fileSHA256(dest); err == nil && sum == cfg.Tools.Pins[name] {
 			f.Close()
 			u.UpToDate = true
 			return u, nil
 		}
 	}
 	// The installed version: its name as spelled on disk, and its tools.
-	installedAs := name
+	installedAs := ModuleName(dest)
 	var before []tool.Descriptor
 	for _, m := range a.registry.Modules() {
 		if strings.EqualFold(m.Name(), name) {
@@ -211,7 +256,11 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 	return u, nil
 }
 
-// diffTools compares two versions of a module's tools by name.
+// diffTools compares two versions of a module's tools by name. A tool's
+// growth is what its new descriptor requests that the old one does not
+// cover (Missing, which is capset.Missing), in every dimension: a host
+// named beside "*" that "*" never reached, memory topics dropped (the
+// whole store), a level raised. grown is true exactly when some tool grew.
 func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown bool) {
 	old := map[string]tool.Descriptor{}
 	for _, d := range before {
@@ -223,7 +272,7 @@ func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown boo
 		seen[key] = true
 		o, ok := old[key]
 		if !ok {
-			c := ToolChange{Name: d.Name, Kind: "added", Grown: d.Capabilities}
+			c := ToolChange{Name: d.Name, Kind: "added", Grown: Missing(d.Capabilities, tool.Capabilities{})}
 			grown = grown || !c.Grown.IsZero()
 			changes = append(changes, c)
 			continue

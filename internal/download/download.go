@@ -58,6 +58,12 @@ type Options struct {
 	// than the scheme's default) a redirect may lead to besides the URL's
 	// own (tools.fetch.redirect_hosts).
 	AllowRedirectHosts []string
+	// SameHostRedirect, when set, is asked about each redirect within the
+	// URL's host, with the target's canonical form (CanonicalURL); an
+	// error refuses the redirect. warden refuses one that leaves the
+	// signature pattern the URL matched. A target with no canonical form
+	// is refused before it is asked.
+	SameHostRedirect func(canonicalURL string) error
 	// HTTPClient carries the requests (its CheckRedirect is replaced by
 	// warden's redirect policy); nil is a client with bounded dial, TLS
 	// handshake and response-header times.
@@ -69,8 +75,9 @@ type File struct {
 	// Path is the temp file in Options.Dir holding it; the caller owns it
 	// and removes or renames it.
 	Path string
-	// URL is the URL as given; FinalURL is where the file came from after
-	// redirects (chosen by the server: escape it before showing it).
+	// URL is the canonical form of the URL given (CanonicalURL), the one
+	// requested; FinalURL is where the file came from after redirects
+	// (chosen by the server: show it with ShowURL).
 	URL      string
 	FinalURL string
 	// Size is its length in bytes and SHA256 its digest, lowercase hex.
@@ -101,13 +108,13 @@ var defaultClient = &http.Client{
 func Get(ctx context.Context, rawURL string, opts Options) (*File, error) {
 	f, err := get(ctx, rawURL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", displayURL(rawURL), err)
+		return nil, fmt.Errorf("download %s: %w", ShowURL(rawURL), err)
 	}
 	return f, nil
 }
 
 func get(ctx context.Context, rawURL string, opts Options) (_ *File, err error) {
-	u, err := parseURL(rawURL)
+	u, err := parseCanonical(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +183,7 @@ func get(ctx context.Context, rawURL string, opts Options) (_ *File, err error) 
 	}
 	return &File{
 		Path:     tmp.Name(),
-		URL:      rawURL,
+		URL:      u.String(),
 		FinalURL: r.final().String(),
 		Size:     total,
 		SHA256:   hex.EncodeToString(h.Sum(nil)),
@@ -205,9 +212,9 @@ func size(n int64) string {
 // URL rules of Get apply; the bundle is bounded at MaxBundleBytes and must
 // be a JSON object. When both answer 404 the error is ErrNoBundle.
 func Bundle(ctx context.Context, rawURL string, opts Options) ([]byte, error) {
-	u, err := parseURL(rawURL)
+	u, err := parseCanonical(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("download %s: %w", displayURL(rawURL), err)
+		return nil, fmt.Errorf("download %s: %w", ShowURL(rawURL), err)
 	}
 	var tried []string
 	for _, suffix := range []string{".sigstore.json", ".bundle"} {
@@ -286,7 +293,7 @@ func open(parent context.Context, u *url.URL, opts Options) (*response, error) {
 		base = defaultClient
 	}
 	client := *base
-	client.CheckRedirect = (&redirectPolicy{orig: u, allow: opts.AllowRedirectHosts}).check
+	client.CheckRedirect = (&redirectPolicy{orig: u, allow: opts.AllowRedirectHosts, sameHost: opts.SameHostRedirect}).check
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -24,9 +24,9 @@ func FuzzURL(f *testing.F) {
 		f.Add(s, "example.com:443")
 	}
 	f.Fuzz(func(t *testing.T, raw, entry string) {
-		shown := displayURL(raw)
+		shown := ShowURL(raw)
 		if strings.ContainsAny(shown, "\x00\x1b\r\n\x7f") {
-			t.Fatalf("displayURL(%q) = %q has raw controls", raw, shown)
+			t.Fatalf("ShowURL(%q) = %q has raw controls", raw, shown)
 		}
 		u, err := parseURL(raw)
 		if err != nil {
@@ -35,7 +35,7 @@ func FuzzURL(f *testing.F) {
 			}
 			if pu, perr := url.Parse(raw); perr == nil && pu.User != nil {
 				if pw, ok := pu.User.Password(); ok && len(pw) > 3 && strings.Contains(shown, pw) && !strings.Contains(pu.Host+pu.Path, pw) {
-					t.Fatalf("displayURL(%q) = %q shows the password", raw, shown)
+					t.Fatalf("ShowURL(%q) = %q shows the password", raw, shown)
 				}
 			}
 			return

@@ -16,6 +16,12 @@ import (
 func parseURL(rawURL string) (*url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		if strings.Contains(rawURL, "@") {
+			// The parser's message quotes a part of the URL ("invalid port
+			// \":pa\"" of https://user:pa/ss@host), which may be a password.
+			return nil, fmt.Errorf("%w: not a URL, and it has an @, so it may carry credentials (user:password@): "+
+				"warden does not show it, nor record it; publish the file where it can be fetched without them", ErrInsecure)
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the raw URL
@@ -123,9 +129,12 @@ func allowedHost(entry string, u *url.URL) bool {
 	return e.Port() == port
 }
 
-// displayURL is rawURL as an error message may show it: without any
-// userinfo (it may be a token), escaped and bounded by termsafe.
-func displayURL(rawURL string) string {
+// ShowURL is rawURL as warden may print or log it anywhere: never its
+// userinfo (a user:token@ is a secret), nor anything after the host of a
+// URL with an @ there (see show), nor, when it cannot be parsed and has an
+// @, any of it; escaped and bounded by termsafe. Every place that shows a
+// URL a person typed or a lockfile holds uses it.
+func ShowURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		if strings.Contains(rawURL, "@") {
@@ -136,18 +145,26 @@ func displayURL(rawURL string) string {
 	return show(u)
 }
 
-// show is u without its userinfo, escaped and bounded by termsafe.
+// show is u without its userinfo, escaped and bounded by termsafe. A URL
+// with an @ anywhere after its host is shown as its scheme and host only:
+// https://user/pa@host/x parses as host "user" and path "/pa@host/x", and
+// "pa" is a password.
 func show(u *url.URL) string {
 	c := *u
 	c.User = nil
-	return termsafe.Line(c.String())
+	s := c.String()
+	if strings.Contains(s, "@") {
+		s = c.Scheme + "://" + c.Host + "/… (the rest is not shown: it has an @, so it may carry credentials)"
+	}
+	return termsafe.Line(s)
 }
 
 // redirectPolicy is the http.Client CheckRedirect of one download whose
 // first request went to orig.
 type redirectPolicy struct {
-	orig  *url.URL
-	allow []string
+	orig     *url.URL
+	allow    []string
+	sameHost func(canonicalURL string) error
 }
 
 func (p *redirectPolicy) check(req *http.Request, via []*http.Request) error {
@@ -163,6 +180,16 @@ func (p *redirectPolicy) check(req *http.Request, via []*http.Request) error {
 		return &policyError{fmt.Errorf("%w: to %s: %w", ErrRedirect, show(to), err)}
 	}
 	if hostKey(to) == hostKey(p.orig) {
+		if p.sameHost == nil {
+			return nil
+		}
+		c, err := CanonicalURL(to.String())
+		if err == nil {
+			err = p.sameHost(c)
+		}
+		if err != nil {
+			return &policyError{fmt.Errorf("%w: %s redirected to %s: %w", ErrRedirect, show(prev), show(to), err)}
+		}
 		return nil
 	}
 	for _, h := range p.allow {
@@ -188,5 +215,13 @@ func (e *policyError) Unwrap() error { return e.err }
 // Location header) through termsafe, keeping it for errors.Is/As.
 type safeError struct{ err error }
 
-func (e *safeError) Error() string { return termsafe.Line(e.err.Error()) }
+func (e *safeError) Error() string {
+	msg := e.err.Error()
+	if strings.Contains(msg, "failed to parse Location header") && strings.Contains(msg, "@") {
+		// net/http quotes the header and the parser's complaint about it,
+		// which may be a part of a password (invalid port ":pa").
+		return "the server redirected to a Location that is not a URL and has an @ (not shown: it may carry credentials)"
+	}
+	return termsafe.Line(RedactText(msg))
+}
 func (e *safeError) Unwrap() error { return e.err }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warden-run/warden/internal/termsafe"
 )
 
 // Line is one audit log line. Empty fields are left out.
@@ -144,13 +146,20 @@ func OpenAudit(o AuditOptions) (*Audit, error) {
 // or the file could not be written.
 func (a *Audit) Dropped() uint64 { return a.dropped.Load() }
 
+// write queues l. Every string of the line, the arguments' included, is
+// made safe for a terminal as `warden tools --json` makes its output
+// (termsafe.JSON): a C1 control, bidi override or invisible character a
+// guest or client put in a path, key, reason or argument becomes a \uXXXX
+// escape, so `cat` or `tail -f` of the file shows it as text while any JSON
+// reader still gets the exact string that was asked for. This is the one
+// place lines are encoded, so no field can skip it.
 func (a *Audit) write(l *Line) {
 	b, err := json.Marshal(l)
 	if err != nil { // cannot happen: every field is a string, number or valid JSON
 		a.dropped.Add(1)
 		return
 	}
-	b = append(b, '\n')
+	b = append(termsafe.JSON(b), '\n')
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.closed {

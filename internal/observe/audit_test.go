@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,62 @@ func TestAuditLineFields(t *testing.T) {
 		if withArgs != (string(end.Arguments) == `{"q":"secret"}`) || (!withArgs && strings.Contains(string(raw), "secret")) {
 			t.Fatalf("audit_arguments %v: arguments %s", withArgs, end.Arguments)
 		}
+	}
+}
+
+// TestAuditLineIsTerminalSafe: whatever a guest or client put in any string
+// of a line (every string field, found by reflection so that a field added
+// later is covered, and the arguments) reaches the file with no C1
+// control, bidi control or invisible character raw: each is a \uXXXX
+// escape (termsafe.JSON, as `warden tools --json`), and a JSON reader gets
+// the exact string back.
+func TestAuditLineIsTerminalSafe(t *testing.T) {
+	const hostile = "p\u202eq\u2066r\x1b[31ms\u009bt\u200bu\x7f"
+	path := filepath.Join(t.TempDir(), "audit.log")
+	a, err := OpenAudit(AuditOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l Line
+	v := reflect.ValueOf(&l).Elem()
+	var fields []string
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String {
+			f.SetString(v.Type().Field(i).Name + ":" + hostile)
+			fields = append(fields, v.Type().Field(i).Name)
+		}
+	}
+	args, _ := json.Marshal(map[string]any{"q" + hostile: []string{hostile}})
+	l.Arguments = args
+	a.write(&l)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"\u202e", "\u2066", "\x1b", "\u009b", "\u200b", "\x7f"} {
+		if strings.Contains(string(raw), c) {
+			t.Fatalf("%+q raw in the audit file: %s", c, raw)
+		}
+	}
+	for _, esc := range []string{`\u202e`, `\u2066`, `\u001b[31m`, `\u009b`, `\u200b`, `\u007f`} {
+		if n := strings.Count(string(raw), esc); n != len(fields)+2 {
+			t.Errorf("%s appears %d times, want %d (%d string fields, the argument key and value): %s", esc, n, len(fields)+2, len(fields), raw)
+		}
+	}
+	back := readLines(t, path)[0]
+	bv := reflect.ValueOf(back)
+	for _, name := range fields {
+		if got := bv.FieldByName(name).String(); got != name+":"+hostile {
+			t.Errorf("%s read back as %q", name, got)
+		}
+	}
+	var gotArgs, wantArgs any
+	json.Unmarshal(back.Arguments, &gotArgs)
+	json.Unmarshal(args, &wantArgs)
+	if !reflect.DeepEqual(gotArgs, wantArgs) {
+		t.Errorf("arguments read back as %s, want %s", back.Arguments, args)
 	}
 }

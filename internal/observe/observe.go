@@ -259,7 +259,8 @@ const (
 )
 
 // clip bounds s to n bytes of valid UTF-8, marking a cut with "…".
-// Control characters are escaped by the JSON encoder.
+// Control and invisible characters are escaped when the line is written
+// (Audit.write).
 func clip(s string, n int) string {
 	if len(s) <= n && utf8.ValidString(s) {
 		return s

@@ -23,7 +23,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
 
-	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/internal/wasmfile"
 )
 
@@ -94,7 +93,7 @@ type Artifact struct {
 func Fetch(ctx context.Context, ref string, opts Options) (*Artifact, error) {
 	a, err := fetch(ctx, ref, opts)
 	if err != nil {
-		return nil, fmt.Errorf("oci: %s: %w", termsafe.Line(ref), err)
+		return nil, fmt.Errorf("oci: %s: %w", ShowRef(ref), err)
 	}
 	return a, nil
 }
@@ -108,6 +107,9 @@ type fetcher struct {
 
 func fetch(ctx context.Context, rawRef string, opts Options) (*Artifact, error) {
 	s := strings.TrimPrefix(rawRef, "oci://")
+	if err := checkNoCredentials(s); err != nil {
+		return nil, err
+	}
 	ref, err := registry.ParseReference(s)
 	if err != nil {
 		return nil, fmt.Errorf("not a registry reference (want REGISTRY/REPO:TAG or REGISTRY/REPO@sha256:…): %w", err)

@@ -84,7 +84,7 @@ func Push(ctx context.Context, ref, wasmPath string, opts Options) (*Pushed, err
 		err = fmt.Errorf("%w: %w", ErrTooLarge, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("oci: push %s to %s: %w", termsafe.Line(wasmPath), termsafe.Line(ref), err)
+		return nil, fmt.Errorf("oci: push %s to %s: %w", termsafe.Line(wasmPath), ShowRef(ref), err)
 	}
 	return PushBytes(ctx, ref, wasm, opts)
 }
@@ -94,7 +94,7 @@ func Push(ctx context.Context, ref, wasmPath string, opts Options) (*Pushed, err
 func PushBytes(ctx context.Context, ref string, wasm []byte, opts Options) (*Pushed, error) {
 	p, err := push(ctx, ref, wasm, opts)
 	if err != nil {
-		return nil, fmt.Errorf("oci: push to %s: %w", termsafe.Line(ref), err)
+		return nil, fmt.Errorf("oci: push to %s: %w", ShowRef(ref), err)
 	}
 	return p, nil
 }
@@ -104,7 +104,7 @@ func PushBytes(ctx context.Context, ref string, wasm []byte, opts Options) (*Pus
 // a digest reference or one without a tag is refused.
 func CheckPushRef(ref string) error {
 	if _, err := parsePushRef(ref); err != nil {
-		return fmt.Errorf("oci: push to %s: %w", termsafe.Line(ref), err)
+		return fmt.Errorf("oci: push to %s: %w", ShowRef(ref), err)
 	}
 	return nil
 }
@@ -112,6 +112,9 @@ func CheckPushRef(ref string) error {
 // parsePushRef parses a reference that names a tag.
 func parsePushRef(raw string) (registry.Reference, error) {
 	s := strings.TrimPrefix(raw, "oci://")
+	if err := checkNoCredentials(s); err != nil {
+		return registry.Reference{}, err
+	}
 	ref, err := registry.ParseReference(s)
 	if err != nil {
 		return ref, fmt.Errorf("not a registry reference (want REGISTRY/REPO:TAG): %w", err)

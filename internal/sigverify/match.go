@@ -46,8 +46,10 @@ type Rule struct {
 // the longest wins, so ghcr.io/acme/tool overrides ghcr.io/acme/*, which
 // overrides *. Sources no rule names get Default, with no policy.
 type Matcher struct {
-	rules   []Rule
-	Default Mode
+	rules []Rule
+	// urlPatterns are the rules' patterns as MatchURL compares them.
+	urlPatterns []string
+	Default     Mode
 }
 
 // Decision is what Match chose for a source.
@@ -84,8 +86,19 @@ func NewMatcher(rules []Rule, def Mode) (*Matcher, error) {
 			return nil, fmt.Errorf("pattern %q: %w", termsafe.Line(r.Pattern), err)
 		}
 		m.rules = append(m.rules, Rule{Pattern: p, Mode: mode, Policy: r.Policy})
+		m.urlPatterns = append(m.urlPatterns, urlPattern(r.Pattern))
 	}
 	return m, nil
+}
+
+// urlPattern is pattern p as MatchURL compares it: the host in lower case
+// (host names ignore case), the path as written (URL paths do not).
+func urlPattern(p string) string {
+	host, path, ok := strings.Cut(p, "/")
+	if !ok {
+		return strings.ToLower(p)
+	}
+	return strings.ToLower(host) + "/" + path
 }
 
 func checkPattern(p string) error {
@@ -121,11 +134,29 @@ func Repository(ref string) string {
 
 // Match returns the decision for the source ref (a reference with or without
 // tag or digest). It is a pure function of the matcher and ref.
-func (m *Matcher) Match(ref string) Decision {
-	repo := Repository(ref)
+func (m *Matcher) Match(ref string) Decision { return m.decide(Repository(ref), nil) }
+
+// MatchURL returns the decision for a download URL by its key, the
+// canonical URL's host (lower case) and path (download.MatchKey:
+// example.com/releases/v1/tool.wasm). Unlike Match it strips no tag or
+// digest (a path may hold : and @, and /trusted/tool.wasm@x is not
+// /trusted/tool.wasm), and it compares the path with each pattern's path
+// as written, case-sensitively: a server may serve /Trusted/ and /trusted/
+// to different people.
+func (m *Matcher) MatchURL(key string) Decision {
+	return m.decide(key, func(i int) string { return m.urlPatterns[i] })
+}
+
+// decide picks the most specific rule whose pattern (pattern(i) for rule
+// i; nil is the rule's lower-cased pattern) matches source.
+func (m *Matcher) decide(source string, pattern func(int) string) Decision {
 	best := -1
 	for i, r := range m.rules {
-		if !patternMatches(r.Pattern, repo) {
+		p := r.Pattern
+		if pattern != nil {
+			p = pattern(i)
+		}
+		if !patternMatches(p, source) {
 			continue
 		}
 		if best < 0 || longer(r.Pattern, m.rules[best].Pattern) {

@@ -126,3 +126,39 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// TestMatchURL: a URL's key is matched as it is: no :tag or @digest is
+// stripped, so a file name with one does not land on the pattern of a
+// shorter path, and the path is compared case-sensitively with the
+// pattern as written (its host ignoring case).
+func TestMatchURL(t *testing.T) {
+	m, err := NewMatcher([]Rule{
+		{Pattern: "EXAMPLE.com/releases/tool.wasm", Mode: Off},
+		{Pattern: "example.com/Trusted/*", Mode: Warn},
+	}, Require)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]Mode{
+		"example.com/releases/tool.wasm":        Off,
+		"example.com/releases/Tool.wasm":        Require,
+		"example.com/releases/tool.wasm:latest": Require,
+		"example.com/releases/tool.wasm%40x":    Require,
+		"example.com/Trusted/a/b.wasm":          Warn,
+		"example.com/trusted/a/b.wasm":          Require,
+		"example.com/TRUSTED/a/b.wasm":          Require,
+		"example.com/Trusted":                   Require,
+		"example.com/evil/tool.wasm":            Require,
+	} {
+		if got := m.MatchURL(key).Mode; got != want {
+			t.Errorf("MatchURL(%q) = %s, want %s", key, got, want)
+		}
+	}
+	// Match, for OCI references, strips the tag and ignores case.
+	if got := m.Match("example.com/releases/tool.wasm:latest").Mode; got != Off {
+		t.Errorf("Match with a tag = %s", got)
+	}
+	if got := m.Match("example.com/trusted/x").Mode; got != Warn {
+		t.Errorf("Match in other case = %s", got)
+	}
+}

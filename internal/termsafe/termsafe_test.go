@@ -72,10 +72,13 @@ func TestJSON(t *testing.T) {
 // noRaw reports the first byte or character of s a terminal would act on.
 func noRaw(t *testing.T, s string, keepNewlines bool) {
 	t.Helper()
-	for i, r := range s {
-		if r == utf8.RuneError || Hidden(r) && !(keepNewlines && r == '\n') {
+	for i := 0; i < len(s); {
+		// A literal U+FFFD is a visible character; an invalid byte is not.
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 || Hidden(r) && !(keepNewlines && r == '\n') {
 			t.Fatalf("raw %U at %d in %q", r, i, s)
 		}
+		i += size
 	}
 }
 

@@ -408,11 +408,18 @@ func (g *Guard) granted(grants []string, t Target) bool {
 		if err != nil || gt.Root != t.Root {
 			continue
 		}
-		if gt.Rel == "." || t.Rel == gt.Rel || (strings.HasPrefix(t.Rel, gt.Rel) && t.Rel[len(gt.Rel)] == '/') {
+		if contains(gt.Rel, t.Rel) {
 			return true
 		}
 	}
 	return false
+}
+
+// contains reports whether the clean relative path grant is rel or one of
+// its parents: the one rule by which a grant path covers a path, used by
+// the gate and by Covers.
+func contains(grant, rel string) bool {
+	return grant == "." || rel == grant || strings.HasPrefix(rel, grant) && rel[len(grant)] == '/'
 }
 
 // Granted reports whether grants cover t lexically; walkers use it to skip

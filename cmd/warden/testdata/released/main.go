@@ -1,21 +1,23 @@
 // Command released is the registry tests' third-party tool: a tool named
-// "released" whose version and the host it requests are set at link time,
-// so that one source yields a first release and an update that asks for
-// more:
+// "released" whose version, the hosts it requests (comma-separated) and
+// its memory level and topics (comma-separated) are set at link time, so
+// that one source yields a first release and an update that asks for more:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -ldflags "-X main.version=2.0.0 -X main.host=api.example.com" -o released.wasm
 package main
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
 	"github.com/warden-run/warden/tool"
 )
 
-// version is the tool's version; host, when set, is a host it requests
-// net access to.
-var version, host = "1.0.0", ""
+// version is the tool's version; host, when set, lists hosts it requests
+// net access to; memory, when set, is the memory level it requests, over
+// topics when set, else over the whole store.
+var version, host, memory, topics = "1.0.0", "", "", ""
 
 func init() { warden.Register(released{}) }
 
@@ -32,7 +34,13 @@ func (released) Descriptor() tool.Descriptor {
 		Version:     version,
 	}
 	if host != "" {
-		d.Capabilities.Net = []string{host}
+		d.Capabilities.Net = strings.Split(host, ",")
+	}
+	if memory != "" {
+		d.Capabilities.Memory = tool.MemoryAccess(memory)
+	}
+	if topics != "" {
+		d.Capabilities.MemoryTopics = strings.Split(topics, ",")
 	}
 	return d
 }

@@ -5,11 +5,15 @@
 // and `warden inspect` print them escaped. Its call returns whatever result
 // the arguments describe ("content", "structuredContent", "error"), so that
 // a test can send the same malformed result through `warden call` and
-// through tools/call.
+// through tools/call; it can also log, print or ask warden.fs for a path
+// of the arguments' choosing ("log", "print", "read"), so that a test sees
+// the module's text in the log and the audit log.
 package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
 	"github.com/warden-run/warden/tool"
@@ -53,12 +57,31 @@ type args struct {
 	Content    []tool.Content  `json:"content"`
 	Structured json.RawMessage `json:"structuredContent"`
 	Error      *tool.Error     `json:"error"`
+	// Log is sent as a guest log line, Print written to stdout and
+	// stderr, Read asked of warden.fs (whose refusal is returned), each
+	// before the rest: text of the module's choosing in every sink.
+	Log   string `json:"log"`
+	Print string `json:"print"`
+	Read  string `json:"read"`
 }
 
-func (fixture) Call(_ *warden.Context, raw json.RawMessage) (*tool.Result, error) {
+func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
 	a, err := warden.Args[args](raw)
 	if err != nil {
 		return nil, err
+	}
+	if a.Log != "" {
+		ctx.Log(warden.LevelWarning, a.Log)
+	}
+	if a.Print != "" {
+		fmt.Fprint(os.Stdout, a.Print)
+		fmt.Fprint(os.Stderr, a.Print)
+	}
+	if a.Read != "" {
+		var file json.RawMessage
+		if err := warden.Host(ctx, "fs", map[string]string{"op": "read", "path": a.Read}, &file); err != nil {
+			return nil, err
+		}
 	}
 	if a.Error != nil {
 		return nil, a.Error
