@@ -61,6 +61,8 @@ type Config struct {
 	Deny []string
 	// Home is the directory "~" stands for in deny patterns.
 	Home string
+	// Own are warden's own files, denied before everything else.
+	Own []OwnFile
 }
 
 // Guard is an immutable, compiled Config. It is safe for concurrent use.
@@ -119,7 +121,7 @@ func New(cfg Config) (*Guard, error) {
 		}
 		addRoot(name, cfg.Roots[name])
 	}
-	rules, err := compileRules(cfg.Home, cfg.Deny)
+	rules, err := compileRules(cfg.Home, cfg.Own, cfg.Deny)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -344,8 +346,11 @@ func (g *Guard) CheckReal(op string, access Access, toolName string, grants []st
 }
 
 func denyRule(op, p string, r *Rule) *tool.Error {
-	return denied("%s %q: matches deny rule %q (%s); deny rules always win over grants and also apply to the real path behind symlinks",
-		op, p, r.Pattern, r.Source)
+	if r.Source == SourceOwn {
+		return denied("%s %q: %s", op, p, r.Reason())
+	}
+	return denied("%s %q: %s; deny rules always win over grants and also apply to the real path behind symlinks",
+		op, p, r.Reason())
 }
 
 // suggest is the grant that would allow t: its top-level entry.
