@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/warden-run/warden/config"
@@ -39,6 +42,9 @@ type capabilities struct {
 	servers *lsp.Manager
 	// rec hears of every request and its decision (observe.go).
 	rec *recorderRef
+	// fsMu orders the fs capability's reconfigurations (apply, refreshOwn),
+	// so that an older config's never lands after a newer one's.
+	fsMu sync.Mutex
 	// startOwn are warden's own files as configured at start: the tools
 	// dir, compile cache and audit log are read only then, so they stay
 	// warden's (and denied to tools) whatever a reload says.
@@ -178,6 +184,8 @@ func (c *capabilities) close(ctx context.Context) error {
 // refusal reported.
 func (c *capabilities) apply(cfg *config.Config) error {
 	c.client.Reconfigure(cfg.ClientWait())
+	c.fsMu.Lock()
+	defer c.fsMu.Unlock()
 	return errors.Join(
 		wrap("fs", c.fs.SetConfig(c.fsConfig(cfg))),
 		wrap("memory", c.memory.SetConfig(memoryConfig(cfg))),
@@ -191,6 +199,15 @@ func wrap(what string, err error) error {
 		return fmt.Errorf("%s capability: %w", what, err)
 	}
 	return nil
+}
+
+// refreshOwn recomputes warden's own files under current (the config in
+// force, read under the lock): the tools dir changed, and a module file
+// that is a symlink makes its target warden's own.
+func (c *capabilities) refreshOwn(current func() *config.Config) error {
+	c.fsMu.Lock()
+	defer c.fsMu.Unlock()
+	return c.fs.SetConfig(c.fsConfig(current()))
 }
 
 // fsConfig is the fs capability's config under cfg: its own files are
@@ -216,12 +233,25 @@ func ownFiles(cfg *config.Config) []fs.OwnFile {
 			own = append(own, fs.OwnFile{Pattern: fs.Literal(filepath.Clean(path)) + suffix, What: what})
 		}
 	}
-	if cfg.File != "" {
+	if cfg.File == "" {
+		// No config file: ./config.yaml is the one the next start reads.
+		add("config file (read at the next start)", filepath.Join(cfg.Dir, "config.yaml"), "")
+	} else {
 		add("config file", cfg.File, "")
 		// config.EditFile's temp file, renamed over the config when saved.
 		add("config file (an edit being saved)", filepath.Dir(cfg.File), "/.warden-edit-*.tmp")
 	}
 	add("tools dir", cfg.Tools.Dir, "")
+	// A module linked into the tools dir is loaded from the link's target:
+	// the link's path as a rule also denies its target (pathguard denies
+	// the real path of an own file too).
+	if paths, err := runtime.ModuleFiles(cfg.Tools.Dir); err == nil {
+		for _, p := range paths {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&iofs.ModeSymlink != 0 {
+				add("module file (linked into the tools dir)", p, "")
+			}
+		}
+	}
 	if dir := cfg.Tools.CacheDir; dir != "off" {
 		add("compile cache dir", dir, "")
 	}
