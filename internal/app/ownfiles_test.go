@@ -98,6 +98,15 @@ func TestOwnFilesDenied(t *testing.T) {
 			t.Errorf("write %s: %v, want allowed", p, err)
 		}
 	}
+	// Removing a directory that holds one is refused as a whole.
+	_, err = f.Serve(context.Background(), call, []byte(`{"op":"remove","path":"bin","recursive":true}`))
+	want := `remove "bin": contains an entry that is denied (warden's own tools dir; no grant can allow a tool to read or write it); deny rules always win over grants`
+	if err == nil || err.Error() != "denied: "+want {
+		t.Errorf("remove bin: %v, want %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bin", "tools")); err != nil {
+		t.Errorf("the tools dir is gone: %v", err)
+	}
 	if b, _ := os.ReadFile(path); string(b) != body("bin/tools2", "cache2", "logs/audit2.log") {
 		t.Fatalf("config.yaml changed: %s", b)
 	}
