@@ -29,7 +29,9 @@ var BuiltinDeny = []string{
 	".bash_history", ".zsh_history", ".zhistory", ".sh_history", ".histfile", "fish_history",
 	// System secrets and the process's own environment and memory.
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+	// cmdline too: `warden serve --token` puts the bearer token in warden's.
 	"/proc/*/environ", "/proc/*/mem", "/proc/*/task/*/environ", "/proc/*/task/*/mem",
+	"/proc/*/cmdline", "/proc/*/task/*/cmdline",
 	// Project secrets, wherever they are.
 	".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*",
 }

@@ -111,3 +111,22 @@ func mustLink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// TestProcCmdlineDenied: with a root that holds /proc, a tool cannot read
+// warden's command line, where `warden serve --token` puts the bearer
+// token, by /proc/self or by its pid, nor any thread's.
+func TestProcCmdlineDenied(t *testing.T) {
+	g, err := New(Config{ProjectDir: t.TempDir(), Roots: map[string]string{"sys": "/"}, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"sys:proc/self/cmdline", "sys:proc/1/cmdline", "sys:proc/self/task/1/cmdline", "/proc/self/cmdline"} {
+		tgt, err := g.Check("read", Read, "t", []string{"sys:proc"}, p)
+		if err == nil {
+			_, err = g.Resolve("read", Read, "t", []string{"sys:proc"}, tgt, true)
+		}
+		if err == nil || tool.KindOf(err) != tool.KindDenied {
+			t.Errorf("read %s: %v, want denied", p, err)
+		}
+	}
+}
