@@ -59,6 +59,22 @@ type Config struct {
 	// lower case viper gives every key, to the pattern as File writes it
 	// (see signaturePatternsAsWritten).
 	signaturePatterns map[string]string
+	// src is File's text as loaded, to say on which line a refused key is
+	// written (lineOf); nil when there is no file.
+	src []byte
+}
+
+// lineOf says where the value at key path p is written in File, as
+// " (<file> line N)", or "" when that is not known.
+func (c *Config) lineOf(p ...string) string {
+	if len(c.src) == 0 {
+		return ""
+	}
+	n, err := (&Document{src: c.src}).Get(p...)
+	if err != nil || n == nil || n.Line < 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s line %d)", c.File, n.Line)
 }
 
 // Project locates the files tools may be granted.
@@ -572,7 +588,7 @@ func Load(path string) (*Config, error) {
 	))); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
 	}
-	c.File, c.Dir, c.Blank = path, dir, blank
+	c.File, c.Dir, c.Blank, c.src = path, dir, blank, data
 	c.signaturePatterns = signaturePatternsAsWritten(data)
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
@@ -746,7 +762,7 @@ func (c *Config) Validate() error {
 		}
 		for _, k := range g.Env {
 			if err := env.ValidateKey(k); err != nil {
-				fail(key+".env", "%v", err)
+				fail(key+".env", "%v%s", err, c.lineOf("tools", "grants", name, "env"))
 			}
 		}
 		for _, topic := range g.MemoryTopics {
@@ -841,7 +857,8 @@ func (c *Config) Validate() error {
 				// Not quoted: a value pasted into the wrong field is still a secret.
 				fail(at+".from_env", "is not a variable name (it contains = or NUL)")
 			case wardenSetting(v.FromEnv) != "":
-				fail(at+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration", v.FromEnv, wardenSetting(v.FromEnv))
+				fail(at+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
+					v.FromEnv, wardenSetting(v.FromEnv), c.lineOf("tools", "grants", name, "config", key, "from_env"))
 			}
 		}
 	}
@@ -851,9 +868,11 @@ func (c *Config) Validate() error {
 		case (ev.Value == "") == (ev.FromEnv == ""):
 			fail("env.values."+name, "set exactly one of value or from_env")
 		case env.IsWardenKey(name):
-			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise")
+			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise%s",
+				c.lineOf("env", "values", name))
 		case wardenSetting(ev.FromEnv) != "":
-			fail("env.values."+name+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration", ev.FromEnv, wardenSetting(ev.FromEnv))
+			fail("env.values."+name+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
+				ev.FromEnv, wardenSetting(ev.FromEnv), c.lineOf("env", "values", name, "from_env"))
 		}
 	}
 	switch strings.ToLower(c.Log.Level) {

@@ -416,3 +416,18 @@ func TestReloadNamesStartOnlyKeys(t *testing.T) {
 		t.Fatalf("the warning does not name exactly the changed start-only keys:\n%s", out)
 	}
 }
+
+// TestWardenKeyRefusalNamesTheLine: a WARDEN_* env key in a grant or in
+// env.values is refused naming its key path and the line it is on.
+func TestWardenKeyRefusalNamesTheLine(t *testing.T) {
+	path := writeConfig(t, "# tools\ntools:\n  grants:\n    x:\n      env:\n        - WARDEN_SERVER_TOKEN\nenv:\n  values:\n    Warden_X: {value: a}\n")
+	_, err := Load(path)
+	for _, want := range []string{
+		`tools.grants.x.env: "WARDEN_SERVER_TOKEN" is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool (` + path + ` line 6)`,
+		`env.values.warden_x: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise (` + path + ` line 9)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nwant it to contain %q", err, want)
+		}
+	}
+}
