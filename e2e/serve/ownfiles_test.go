@@ -130,6 +130,17 @@ log:
 		t.Fatal("warden grant wrote config.yaml")
 	}
 
+	// Nor an fs grant of warden's own file: it would give nothing.
+	cmd = exec.Command(built.warden, "grant", "hostcalls", "fs.write=tools/evil.wasm", "--config", e.config)
+	cmd.Env = childEnv()
+	out, err = cmd.CombinedOutput()
+	if want := `tools.grants.hostcalls.fs.write: grant fs.write "tools/evil.wasm": warden's own tools dir` + never; err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("warden grant fs.write=tools/evil.wasm: %v\n%s\nwant %q", err, out, want)
+	}
+	if after := snapshot(t, e.config, e.tools); after != before {
+		t.Fatal("warden grant wrote config.yaml")
+	}
+
 	// An edit of config.yaml that grants one is refused at reload, naming
 	// the key, and the previous config stays in force.
 	bad := strings.Replace(cfg, `fs: {read: ["."], write: ["."]}`,

@@ -157,6 +157,13 @@ func (c *FS) Name() string { return "fs" }
 // ProjectRoot is the project root directory in force, as configured.
 func (c *FS) ProjectRoot() string { return c.state.Load().guard.Roots()[0].Dir }
 
+// OwnFile returns the refusal of a grant of path p (key "fs.read" or
+// "fs.write") when p is one of warden's own files or lies within one
+// (Config.Own): the grant would give nothing, so grant edits refuse it.
+func (c *FS) OwnFile(key, p string) error {
+	return c.state.Load().guard.OwnFile("grant "+key, p)
+}
+
 // CheckRead is the read gate for other capabilities (the LSP one): it
 // returns nil when the calling tool may read path, else the error warden.fs
 // would give for a read. path is in the guest form ("src/a.go",

@@ -217,6 +217,30 @@ func (c *capabilities) fsConfig(cfg *config.Config) fs.Config {
 		Own: append(slices.Clip(c.startOwn), ownFiles(cfg)...)}
 }
 
+// OwnFileGrants refuses the fs grants among changes that name one of
+// warden's own files under cfg or lie within one (ownFiles): deny always
+// wins, so such a grant would give the tool nothing while reading as if it
+// gave something. `warden grant` calls it before editing the file.
+func OwnFileGrants(cfg *config.Config, toolName string, changes []config.GrantChange) error {
+	f, err := fs.New(fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Own: ownFiles(cfg)})
+	if err != nil {
+		return nil // the edit's own validation reports what is wrong with the config
+	}
+	var errs []error
+	for _, c := range changes {
+		if c.Key != "fs.read" && c.Key != "fs.write" {
+			continue
+		}
+		for _, v := range c.Values {
+			var te *tool.Error
+			if err := f.OwnFile(c.Key, v); errors.As(err, &te) {
+				errs = append(errs, fmt.Errorf("tools.grants.%s.%s: %s", strings.ToLower(toolName), c.Key, te.Message))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // ownFiles are warden's own files under cfg, denied to every tool's fs
 // access whatever it is granted (RATIONALE.md, "Warden's own files"): a
 // tool that could write them could rewrite its own grants (the config file,

@@ -174,3 +174,32 @@ func TestOwnFilesWithoutConfigFile(t *testing.T) {
 		t.Fatal("config.yaml was written")
 	}
 }
+
+// TestOwnFileGrantsRefused: `warden grant` refuses an fs grant naming one of
+// warden's own files or a path within one (it would give nothing), and
+// lets a grant of a directory holding one (".") through: deny wins there.
+func TestOwnFileGrantsRefused(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "bin", "tools"), 0o755)
+	path := filepath.Join(dir, "config.yaml")
+	os.WriteFile(path, []byte("tools: {cache_dir: off}\n"), 0o644)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = OwnFileGrants(cfg, "Edit", []config.GrantChange{
+		{Key: "fs.write", Values: []string{"src", "config.yaml", "bin/tools/x.wasm", path}},
+		{Key: "fs.read", Values: []string{".", "bin"}},
+		{Key: "env", Values: []string{"config.yaml"}},
+	})
+	const never = "; no grant can allow a tool to read or write it"
+	want := `tools.grants.edit.fs.write: grant fs.write "config.yaml": warden's own config file` + never + "\n" +
+		`tools.grants.edit.fs.write: grant fs.write "bin/tools/x.wasm": warden's own tools dir` + never + "\n" +
+		`tools.grants.edit.fs.write: grant fs.write "` + path + `": warden's own config file` + never
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+}

@@ -362,6 +362,22 @@ func suggest(t Target) string {
 	return t.Root.Name + ":" + top
 }
 
+// OwnFile returns the refusal of path p, written as a grant or a guest
+// path, when it is one of warden's own files or lies within one (Config.Own),
+// else nil: a grant of it would give nothing, so grant edits refuse it.
+func (g *Guard) OwnFile(op, p string) error {
+	var rule *Rule
+	if t, err := g.Parse(op, p); err == nil {
+		rule = g.Denied(t)
+	} else if filepath.IsAbs(p) {
+		rule = g.matchAbs(strings.ToLower(filepath.Clean(p)))
+	}
+	if rule != nil && rule.Source == SourceOwn {
+		return denyRule(op, p, rule)
+	}
+	return nil
+}
+
 // Denied returns the deny rule that the target's lexical path matches, or
 // nil. Listings use it to omit entries.
 func (g *Guard) Denied(t Target) *Rule {
