@@ -93,7 +93,6 @@ func TestMatches(t *testing.T) {
 		{"http://127.0.0.1:8080", "http://[::ffff:127.0.0.1]:8080/", true},
 		{"http://127.0.0.1:8080", "http://127.0.0.2:8080/", false},
 		{"http://127.0.0.1:8080", "http://localhost:8080/", false},
-		{"http://127.0.0.1:8080", "http://127.1:8080/", false},
 		{"http://[::1]:8080", "http://[0:0::1]:8080/", true},
 		{"*.example.com", "https://10.0.0.1/", false},
 		{"localhost", "https://localhost/", true},
@@ -185,4 +184,75 @@ func TestPublic(t *testing.T) {
 	if public(netip.MustParseAddr("fe80::1%eth0")) {
 		t.Error("a zoned address is public")
 	}
+}
+
+// TestNumericHostSpellings: a host that C resolvers and browsers read as an
+// IPv4 address (127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1) was a DNS name
+// here, so "*" covered it in a prompt while a cgo resolver reached
+// loopback. Such a host is refused, in a URL and in a grant, and the
+// refusal names the dotted-decimal spelling that is accepted.
+func TestNumericHostSpellings(t *testing.T) {
+	for host, want := range map[string]string{
+		"127.1":            "is the IPv4 address 127.0.0.1 in another spelling; write it as 127.0.0.1",
+		"2130706433":       "is the IPv4 address 127.0.0.1",
+		"0x7f.0.0.1":       "is the IPv4 address 127.0.0.1",
+		"0X7F.1":           "is the IPv4 address 127.0.0.1",
+		"0177.0.0.1":       "is the IPv4 address 127.0.0.1",
+		"127.0.0.1.":       "", // the trailing dot is dropped: plain 127.0.0.1
+		"10.0.0.07":        "is the IPv4 address 10.0.0.7",
+		"169.254.43518":    "is the IPv4 address 169.254.169.254",
+		"0xa9fea9fe":       "is the IPv4 address 169.254.169.254",
+		"example.123":      "ends in a number but is not an IPv4 address",
+		"1.2.3.4.5":        "ends in a number but is not an IPv4 address",
+		"256.1":            "ends in a number but is not an IPv4 address",
+		"4294967296":       "ends in a number but is not an IPv4 address",
+		"0x":               "is the IPv4 address 0.0.0.0",
+		"123.example.com":  "",
+		"0x7f.example.com": "",
+	} {
+		t.Run(host, func(t *testing.T) {
+			u, err := url.Parse("http://" + host + ":8080/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, terr := parseTarget(u)
+			_, gerr := parseGrant("http://" + host + ":8080")
+			for what, err := range map[string]error{"URL": terr, "grant": gerr} {
+				switch {
+				case want == "" && err != nil:
+					t.Errorf("%s refused: %v", what, err)
+				case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+					t.Errorf("%s: error %v, want %q", what, err, want)
+				}
+			}
+			if want != "" && (Covers("http://*:8080", "http://"+host+":8080") || Internal("http://"+host+":8080")) {
+				t.Errorf(`"*" covers %s, or it is called internal though it is refused`, host)
+			}
+		})
+	}
+	if _, err := parseGrant("*.0.1"); err == nil {
+		t.Error("a wildcard under a numeric suffix is accepted")
+	}
+}
+
+// FuzzIPv4Spellings: every loose IPv4 spelling either is refused or is the
+// dotted-decimal address itself; none is ever matched as a DNS name.
+func FuzzIPv4Spellings(f *testing.F) {
+	for _, s := range []string{"127.1", "2130706433", "0x7f.0.0.1", "0177.0.0.1", "1.2.3.4", "a.b", "0x", "1."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		u, err := url.Parse("https://" + host + "/")
+		if err != nil {
+			return
+		}
+		tg, err := parseTarget(u)
+		if err != nil {
+			return
+		}
+		labels := strings.Split(tg.host, ".")
+		if addr, ok := parseIPv4Loose(labels); ok && numericLabel(labels[len(labels)-1]) && tg.addr != addr {
+			t.Fatalf("%q reads as %s but is matched as %q (%v)", host, addr, tg.host, tg.addr)
+		}
+	})
 }
