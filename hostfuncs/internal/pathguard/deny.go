@@ -58,7 +58,7 @@ type Rule struct {
 	// Source is SourceBuiltin or SourceConfig.
 	Source string
 	kind   ruleKind
-	// variants are lower-cased patterns: for absolute rules the expanded
+	// variants are folded patterns (see fold): for absolute rules the expanded
 	// pattern and its canonical form (symlinks in its literal prefix
 	// evaluated), so that a symlinked $HOME cannot slip past.
 	variants []string
@@ -128,7 +128,7 @@ func compileRule(home, pattern, source string) (Rule, error) {
 		}
 	}
 	for _, v := range variants {
-		v = strings.ToLower(v)
+		v = fold(v)
 		r.variants = append(r.variants, v)
 		r.prefixes = append(r.prefixes, matchPrefix(v))
 	}
@@ -202,7 +202,7 @@ func matchTree(v, prefix, subject string) bool {
 	return false
 }
 
-// matchRel applies the rule to a lower-cased, clean, root-relative path.
+// matchRel applies the rule to a folded (see fold), clean, root-relative path.
 func (r *Rule) matchRel(rel string) bool {
 	switch r.kind {
 	case ruleName:
@@ -226,7 +226,7 @@ func (r *Rule) matchRel(rel string) bool {
 	return false
 }
 
-// matchAbs applies the rule to a lower-cased, clean, absolute path.
+// matchAbs applies the rule to a folded (see fold), clean, absolute path.
 func (r *Rule) matchAbs(abs string) bool {
 	if r.kind != ruleAbs {
 		return false
