@@ -1,6 +1,9 @@
 package env
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ValidateKey reports why key cannot name an environment value in a grant
 // (config tools.grants.<tool>.env) or a tool's request, or nil when it can:
@@ -11,3 +14,9 @@ func ValidateKey(key string) error {
 	}
 	return nil
 }
+
+// foldKey is the one spelling of an env key that grants, requests and
+// env.values meet in: upper case. Keys are config keys (viper lower-cases
+// env.values' keys), so "home", "Home" and "HOME" are one key, whichever
+// side spells it which way; keys are ASCII (validKey).
+func foldKey(key string) string { return strings.ToUpper(key) }

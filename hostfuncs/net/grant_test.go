@@ -256,3 +256,62 @@ func FuzzIPv4Spellings(f *testing.F) {
 		}
 	})
 }
+
+// TestGrantNeverReachesAnotherHost: every spelling of a URL either is
+// refused or is matched on the host net/http will connect to. A grant for
+// api.example.com allows its spellings (case, trailing dot, default port)
+// and nothing whose connection goes elsewhere: user information, a
+// backslash, an escape, a fragment or query holding the granted name, an
+// IDN full stop that IDNA would map, a longer name.
+func TestGrantNeverReachesAnotherHost(t *testing.T) {
+	g, err := parseGrant("api.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for raw, want := range map[string]bool{
+		"https://api.example.com/x":              true,
+		"https://API.Example.COM./x":             true,
+		"https://api.example.com:443/x":          true,
+		"https://api.example.com:0443/x":         true,
+		"HTTPS://api.example.com/":               true,
+		"https://api.example.com@evil.com/":      false,
+		"https://evil.com@api.example.com/":      false, // user information is refused outright
+		"https://api.example.com\\@evil.com/":    false,
+		"https://api.example.com%2eevil.com/":    false,
+		"https://api%2eexample.com/":             false,
+		"https://evil.com#@api.example.com":      false,
+		"https://evil.com?@api.example.com":      false,
+		"https://evil.com/api.example.com":       false,
+		"https://api.example.com.evil.com/":      false,
+		"https://api\u3002example\u3002com/":     false,
+		"https://api.example.com:8443/":          false,
+		"http://api.example.com/":                false,
+		"https://api.example.com..//":            false,
+		"https://[::ffff:api.example.com]/":      false,
+		"https://api.example.com%00.evil.com/":   false,
+		"https://api.example.com\t.evil.com/":    false,
+		"https:api.example.com":                  false,
+		"https:/api.example.com/":                false,
+		"//api.example.com/":                     false,
+		"https://api.example.com:443@evil.com/":  false,
+		"https://api.example.com:@evil.com:443/": false,
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			if want {
+				t.Errorf("%q: %v", raw, err)
+			}
+			continue
+		}
+		tg, err := parseTarget(u)
+		got := err == nil && g.matches(tg)
+		if got != want {
+			t.Errorf("%q allowed = %v, want %v (%v)", raw, got, want, err)
+		}
+		// What the transport connects to: the URL's host, lower-cased by
+		// the dial guard (normalizeHost), and nothing else.
+		if got && normalizeHost(u.Hostname()) != "api.example.com" {
+			t.Errorf("%q allowed but connects to %q", raw, u.Hostname())
+		}
+	}
+}
