@@ -390,7 +390,7 @@ func (g *Guard) denied(t Target, real string) *Rule {
 	return nil
 }
 
-func (g *Guard) matchAbs(abs string) *Rule {
+func (g *Guard) matchAbs(abs folded) *Rule {
 	for i := range g.rules {
 		if g.rules[i].matchAbs(abs) {
 			return &g.rules[i]
