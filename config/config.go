@@ -573,6 +573,9 @@ func Load(path string) (*Config, error) {
 	}
 	c.File, c.Dir, c.Blank = path, dir, blank
 	c.signaturePatterns = signaturePatternsAsWritten(data)
+	if err := checkKeysAsWritten(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
+	}
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)

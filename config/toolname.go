@@ -30,8 +30,9 @@ func matchTool(pattern, name string) bool {
 // cases; a gate or hide written with one would silently match less than it
 // says. path.Match does not refuse a reversed range either. So a range
 // with an upper-case end must have two, and no range may be reversed.
-// (viper has lower-cased map keys before this sees them: there only the
-// reversed range is left to catch.)
+// Load checks tools.gates and tools.scopes keys as the file writes them
+// (checkKeysAsWritten), before viper lower-cases them; Validate sees them
+// folded, where only a reversed range is left to catch.
 func checkToolPattern(pattern string) error {
 	if _, err := path.Match(pattern, ""); err != nil {
 		return err

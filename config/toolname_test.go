@@ -92,11 +92,13 @@ tools:
 // refuses both, naming the key.
 func TestToolPatternsThatCaseChangesAreRefused(t *testing.T) {
 	for body, want := range map[string]string{
-		`tools: {gates: {"dan[Z-a]er": {action: block}}}`: "tools.gates.dan[z-a]er: \"dan[z-a]er\" is not a tool name or pattern: range z-a",
-		`tools: {scopes: {"x[Z-_]": [admin]}}`:            "tools.scopes.x[z-_]",
+		`tools: {gates: {"dan[Z-a]er": {action: block}}}`: "tools.gates.dan[Z-a]er: \"dan[Z-a]er\" is not a tool name or pattern: range Z-a",
+		`tools: {scopes: {"x[Z-_]": [admin]}}`:            "tools.scopes.x[Z-_]",
 		`tools: {hide: ["dan[A-z]er"]}`:                   `tools.hide: "dan[A-z]er" is not a tool name or pattern: range A-z`,
 		`tools: {expose: ["x[^0-Z]"]}`:                    "tools.expose",
 		`tools: {hide: ["x[\\Z-a]"]}`:                     "tools.hide",
+		`tools: {gates: {"dan[A-z]er": {action: block}}}`: `tools.gates.dan[A-z]er: "dan[A-z]er" is not a tool name or pattern: range A-z`,
+		`tools: {scopes: {"[a-Z]*": [admin]}}`:            `tools.scopes.[a-Z]*`,
 	} {
 		_, err := Load(writeConfig(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -147,4 +149,25 @@ func FuzzToolPatternFold(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestKeysDifferingOnlyInCaseAreRefused: viper folds every key, so two
+// entries spelled apart only by case are one, and it kept one and dropped
+// the other silently: a block gate for "danger" beside an allow for
+// "Danger" was gone. Load refuses the pair, naming both spellings.
+func TestKeysDifferingOnlyInCaseAreRefused(t *testing.T) {
+	for body, want := range map[string]string{
+		"tools:\n  gates:\n    Danger: {action: allow}\n    danger: {action: block}\n": `tools.gates.danger: "Danger" and "danger" are one key`,
+		"tools:\n  grants:\n    x: {env: [A]}\n    X: {env: [B]}\n":                    `tools.grants.x: "x" and "X" are one key`,
+		"env:\n  values:\n    HOME: {value: a}\n    home: {value: b}\n":                `env.values.home: "HOME" and "home" are one key`,
+		"Tools:\n  hide: [a]\ntools:\n  hide: [b]\n":                                   `tools: "Tools" and "tools" are one key`,
+	} {
+		_, err := Load(writeConfig(t, body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", body, err, want)
+		}
+	}
+	if _, err := Load(writeConfig(t, "tools:\n  gates:\n    Danger: {action: block}\n  grants:\n    danger: {}\n")); err != nil {
+		t.Errorf("one spelling per key: %v", err)
+	}
 }

@@ -45,7 +45,7 @@ func TestToolPolicyMeetsTheToolInAnySpelling(t *testing.T) {
 		t.Parallel()
 		e := spellingEnv(t, "  gates:\n    \"rea[Z-a]er\": {action: block}\n")
 		out, err := exec.Command(built.warden, "serve", "--config", e.config).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), `tools.gates.rea[z-a]er: "rea[z-a]er" is not a tool name or pattern: range z-a`) {
+		if err == nil || !strings.Contains(string(out), `tools.gates.rea[Z-a]er: "rea[Z-a]er" is not a tool name or pattern: range Z-a`) {
 			t.Fatalf("serve with a gate case-folding empties: %v\n%s", err, out)
 		}
 	})
