@@ -91,3 +91,23 @@ func FuzzDenyFold(f *testing.F) {
 		}
 	})
 }
+
+// TestGrantSpellings: a grant and a request name a path in any of its
+// lexical spellings (trailing slash, "./", "//", ".", "..", the project
+// root by name) and get one decision; another case is another path on
+// Linux, and grants are exact, so it is refused, never widened.
+func TestGrantSpellings(t *testing.T) {
+	g := foldWorld(t)
+	for _, grant := range []string{"src", "src/", "./src", "src//", "src/.", "x/../src", "project:src", "project:/src"} {
+		for _, p := range []string{"src/a.go", "./src/a.go", "src//a.go", "src/./a.go", "src/deep/../a.go", "project:src/a.go", "project:/src/a.go"} {
+			if _, err := g.Check("read", Read, "t", []string{grant}, p); err != nil {
+				t.Errorf("grant %q, read %q: %v", grant, p, err)
+			}
+		}
+		for _, p := range []string{"SRC/a.go", "Src/a.go", "src2/a.go", "srca.go", "keys/x", "src/../keys/x", "PROJECT:src/a.go", "."} {
+			if _, err := g.Check("read", Read, "t", []string{grant}, p); err == nil {
+				t.Errorf("grant %q allows %q", grant, p)
+			}
+		}
+	}
+}
