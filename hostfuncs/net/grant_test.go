@@ -3,6 +3,7 @@ package net
 import (
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -314,4 +315,53 @@ func TestGrantNeverReachesAnotherHost(t *testing.T) {
 			t.Errorf("%q allowed but connects to %q", raw, u.Hostname())
 		}
 	}
+}
+
+// FuzzURLSpellings: spellings of one URL that reach the same host, port
+// and scheme (another case, a trailing dot, the default port written out,
+// an IPv4 address as IPv4-mapped IPv6) get the same decision from a grant.
+func FuzzURLSpellings(f *testing.F) {
+	for _, s := range [][2]string{{"api.example.com", "https://api.example.com/x"}, {"*.example.com", "https://A.example.com./"},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/"}, {"localhost:3000", "https://localhost:3000/"}, {"*", "https://10.0.0.7/"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, entry, raw string) {
+		g, err := parseGrant(entry)
+		if err != nil {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		tg, err := parseTarget(u)
+		if err != nil {
+			return
+		}
+		want := g.matches(tg)
+		var hosts []string
+		if tg.addr.Is4() {
+			hosts = append(hosts, "[::ffff:"+tg.addr.String()+"]")
+		} else if !tg.addr.IsValid() {
+			hosts = append(hosts, strings.ToUpper(tg.host), tg.host+".", strings.ToUpper(tg.host)+".")
+		}
+		ports := []string{":" + strconv.Itoa(int(tg.port))}
+		for _, h := range hosts {
+			for _, p := range ports {
+				v := *u
+				v.Host = h + p
+				vt, err := parseTarget(&v)
+				if err != nil {
+					t.Fatalf("%q is refused but its spelling %q is not: %v", v.String(), raw, err)
+				}
+				if g.matches(vt) != want {
+					t.Fatalf("grant %q decides %q and %q apart", entry, raw, v.String())
+				}
+				if checkAddr("t", []grant{g}, vt.host, vt.port, netip.MustParseAddr("127.0.0.1")) == nil !=
+					(checkAddr("t", []grant{g}, tg.host, tg.port, netip.MustParseAddr("127.0.0.1")) == nil) {
+					t.Fatalf("grant %q: the dial guard decides %q and %q apart", entry, raw, v.String())
+				}
+			}
+		}
+	})
 }
