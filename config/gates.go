@@ -74,6 +74,9 @@ func lookupTool[V any](entries map[string]V, name string) (v V, key string, ok b
 	}
 	var patterns []string
 	for p := range entries {
+		if ToolKey(p) == folded {
+			return entries[p], p, true // the exact entry, its key not folded
+		}
 		if matchTool(p, folded) {
 			patterns = append(patterns, p)
 		}

@@ -38,7 +38,7 @@ tools:
 	literal := &Config{Tools: Tools{
 		Hide:   []string{"Danger", "Sec*"},
 		Expose: []string{"D*", "S*", "dan[_]er"},
-		Gates:  map[string]Gate{"Danger": {Action: GateBlock}, "Dan*": {Action: GateConfirm}},
+		Gates:  map[string]Gate{"Danger": {Action: GateBlock}, "Dan*": {Action: GateConfirm}, "d*an*ger": {Action: GateAllow}},
 		Scopes: map[string][]string{"DAN*": {"admin"}},
 	}}
 	for _, c := range []*Config{loaded, literal} {
