@@ -336,7 +336,7 @@ func (r RateLimit) validate(key string, fail func(key, format string, args ...an
 // ToolRate returns a tool's own rate limit (tools.limits.<tool>.rate), nil
 // when it has none.
 func (c *Config) ToolRate(name string) *mcpserver.RateLimit {
-	key := strings.ToLower(name)
+	key := ToolKey(name)
 	l := c.Tools.Limits[key]
 	if l.Rate == "" {
 		return nil // the common case, asked on every call: build no setting name
@@ -347,7 +347,7 @@ func (c *Config) ToolRate(name string) *mcpserver.RateLimit {
 // ToolMaxInFlight returns a tool's own bound on its calls at once
 // (tools.limits.<tool>.max_in_flight), 0 when it has none.
 func (c *Config) ToolMaxInFlight(name string) int {
-	return c.Tools.Limits[strings.ToLower(name)].MaxInFlight
+	return c.Tools.Limits[ToolKey(name)].MaxInFlight
 }
 
 // ServerResources configures the resources warden serves itself.
@@ -590,6 +590,9 @@ func Load(path string) (*Config, error) {
 	}
 	c.File, c.Dir, c.Blank, c.src = path, dir, blank, data
 	c.signaturePatterns = signaturePatternsAsWritten(data)
+	if err := checkKeysAsWritten(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
+	}
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
@@ -899,7 +902,7 @@ func (c *Config) Validate() error {
 // module's own entry under tools.limits.
 func (c *Config) ModuleLimits(module string) runtime.Limits {
 	l := c.Tools.Defaults.runtime(runtime.Limits{})
-	if own, ok := c.Tools.Limits[strings.ToLower(module)]; ok {
+	if own, ok := c.Tools.Limits[ToolKey(module)]; ok {
 		l = own.runtime(l)
 	}
 	return l
@@ -907,7 +910,7 @@ func (c *Config) ModuleLimits(module string) runtime.Limits {
 
 // ToolTimeout returns a tool's own timeout from tools.limits, or 0.
 func (c *Config) ToolTimeout(name string) time.Duration {
-	return c.Tools.Limits[strings.ToLower(name)].Timeout
+	return c.Tools.Limits[ToolKey(name)].Timeout
 }
 
 // Grants returns what the tool named toolName is granted while the module
@@ -917,7 +920,7 @@ func (c *Config) ToolTimeout(name string) time.Duration {
 // another module grants nothing: the error, a *GrantElsewhereError, says
 // so and names the config line, for the refusals the tool then meets.
 func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
-	key := strings.ToLower(toolName)
+	key := ToolKey(toolName)
 	g, ok := c.Tools.Grants[key]
 	if !ok {
 		return tool.Capabilities{}, nil
@@ -940,7 +943,7 @@ func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
 // toolName served by module, keyed in lower case, or nil: like Grants, it
 // belongs to the module the entry is bound to and to no other.
 func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.SecretValue {
-	g, ok := c.Tools.Grants[strings.ToLower(toolName)]
+	g, ok := c.Tools.Grants[ToolKey(toolName)]
 	if !ok || len(g.Config) == 0 {
 		return nil
 	}
@@ -958,7 +961,7 @@ func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.Secret
 // its module field (explicit), else the entry's key, i.e. the tool name in
 // lower case. ok is false when config has no entry for the tool.
 func (c *Config) GrantModule(toolName string) (module string, explicit, ok bool) {
-	key := strings.ToLower(toolName)
+	key := ToolKey(toolName)
 	g, ok := c.Tools.Grants[key]
 	if !ok {
 		return "", false, false

@@ -283,3 +283,26 @@ func TestWardenKeysNeverGranted(t *testing.T) {
 		t.Fatal("the value was logged")
 	}
 }
+
+// TestKeySpellings: a key is one key in every case, on the grant, the
+// request and env.values alike (foldKey): each spelling gets the same
+// decision and the same value, and a near miss gets nothing.
+func TestKeySpellings(t *testing.T) {
+	f := newFixture(t)
+	for _, grant := range []string{"API_TOKEN", "api_token", "Api_Token"} {
+		for _, key := range []string{"API_TOKEN", "api_token", "aPI_tOKEN"} {
+			out, err := f.serve(t, f.call(grant), `{"op":"get","key":"`+key+`"}`)
+			if err != nil || out.(getReply).Value != literalSecret {
+				t.Errorf("grant %s, get %s: %v %v", grant, key, out, err)
+			}
+		}
+		for _, key := range []string{"API_TOKE", "API_TOKEN_", "NOT_GRANTED", "not_granted"} {
+			_, err := f.serve(t, f.call(grant), `{"op":"get","key":"`+key+`"}`)
+			wantKind(t, err, tool.KindDenied)
+		}
+	}
+	for _, key := range []string{"API_TOKEN ", "API-TOKEN", "API_TOKEN\u017f", "ΑPI_TOKEN"} {
+		_, err := f.serve(t, f.call("API_TOKEN", key), `{"op":"get","key":"`+key+`"}`)
+		wantKind(t, err, tool.KindInvalidArguments)
+	}
+}

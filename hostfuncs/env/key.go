@@ -29,3 +29,9 @@ func ValidateKey(key string) error {
 	}
 	return nil
 }
+
+// foldKey is the one spelling of an env key that grants, requests and
+// env.values meet in: upper case. Keys are config keys (viper lower-cases
+// env.values' keys), so "home", "Home" and "HOME" are one key, whichever
+// side spells it which way; keys are ASCII (validKey).
+func foldKey(key string) string { return strings.ToUpper(key) }

@@ -92,13 +92,13 @@ type Rule struct {
 	// What names an own file (SourceOwn) in messages.
 	What string
 	kind ruleKind
-	// variants are lower-cased patterns: for absolute rules the expanded
+	// variants are folded patterns (see fold): for absolute rules the expanded
 	// pattern and its canonical form (symlinks in its literal prefix
 	// evaluated), so that a symlinked $HOME cannot slip past.
-	variants []string
+	variants []folded
 	// prefixes are the literal (meta-free) leading parts of variants, a
 	// cheap filter before glob matching.
-	prefixes []string
+	prefixes []folded
 }
 
 // compileRules compiles warden's own files, the built-in list and the
@@ -176,9 +176,9 @@ func compileRule(home, pattern, source string) (Rule, error) {
 		}
 	}
 	for _, v := range variants {
-		v = strings.ToLower(v)
-		r.variants = append(r.variants, v)
-		r.prefixes = append(r.prefixes, matchPrefix(v))
+		f := fold(v)
+		r.variants = append(r.variants, f)
+		r.prefixes = append(r.prefixes, folded{matchPrefix(f.full), matchPrefix(f.simple)})
 	}
 	return r, nil
 }
@@ -258,37 +258,49 @@ func matchTree(v, prefix, subject string) bool {
 	return false
 }
 
-// matchRel applies the rule to a lower-cased, clean, root-relative path.
-func (r *Rule) matchRel(rel string) bool {
-	switch r.kind {
-	case ruleName:
-		if rel == "." {
-			return false
-		}
-		v := r.variants[0]
-		for rest := rel; ; {
-			comp, tail, more := strings.Cut(rest, "/")
-			if doublestar.MatchUnvalidated(v, comp) {
-				return true
-			}
-			if !more {
-				return false
-			}
-			rest = tail
-		}
-	case ruleRel:
-		return rel != "." && matchTree(r.variants[0], r.prefixes[0], rel)
+// matchRel applies the rule to a folded, clean, root-relative path: either
+// form of the rule matching the same form of the path.
+func (r *Rule) matchRel(rel folded) bool {
+	if rel.full == "." {
+		return false
 	}
-	return false
+	v, p := r.variants[0], r.prefixes[0]
+	match := func(v, p, rel string) bool {
+		switch r.kind {
+		case ruleName:
+			return matchComponent(v, rel)
+		case ruleRel:
+			return matchTree(v, p, rel)
+		}
+		return false
+	}
+	return match(v.full, p.full, rel.full) || !(v.same() && rel.same()) && match(v.simple, p.simple, rel.simple)
 }
 
-// matchAbs applies the rule to a lower-cased, clean, absolute path.
-func (r *Rule) matchAbs(abs string) bool {
+// matchComponent reports whether the name pattern v matches a component
+// of rel.
+func matchComponent(v, rel string) bool {
+	for rest := rel; ; {
+		comp, tail, more := strings.Cut(rest, "/")
+		if doublestar.MatchUnvalidated(v, comp) {
+			return true
+		}
+		if !more {
+			return false
+		}
+		rest = tail
+	}
+}
+
+// matchAbs applies the rule to a folded, clean, absolute path, as matchRel
+// does.
+func (r *Rule) matchAbs(abs folded) bool {
 	if r.kind != ruleAbs {
 		return false
 	}
 	for i, v := range r.variants {
-		if matchTree(v, r.prefixes[i], abs) {
+		p := r.prefixes[i]
+		if matchTree(v.full, p.full, abs.full) || !(v.same() && abs.same()) && matchTree(v.simple, p.simple, abs.simple) {
 			return true
 		}
 	}

@@ -217,7 +217,7 @@ func (g *Guard) Parse(op, p string) (Target, error) {
 		if t, ok := g.locate(abs); ok {
 			return t, nil
 		}
-		if rule := g.matchAbs(strings.ToLower(abs)); rule != nil {
+		if rule := g.matchAbs(fold(abs)); rule != nil {
 			return Target{}, denyRule(op, p, rule)
 		}
 		return Target{}, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
@@ -370,7 +370,7 @@ func (g *Guard) OwnFile(op, p string) error {
 	if t, err := g.Parse(op, p); err == nil {
 		rule = g.Denied(t)
 	} else if filepath.IsAbs(p) {
-		rule = g.matchAbs(strings.ToLower(filepath.Clean(p)))
+		rule = g.matchAbs(fold(filepath.Clean(p)))
 	}
 	if rule != nil && rule.Source == SourceOwn {
 		return denyRule(op, p, rule)
@@ -387,7 +387,7 @@ func (g *Guard) Denied(t Target) *Rule {
 // denied checks t's root-relative path and its host paths (under the
 // configured and the real root directory, and real when set).
 func (g *Guard) denied(t Target, real string) *Rule {
-	rel := strings.ToLower(t.Rel)
+	rel := fold(t.Rel)
 	for i := range g.rules {
 		r := &g.rules[i]
 		if r.kind == ruleAbs {
@@ -397,21 +397,21 @@ func (g *Guard) denied(t Target, real string) *Rule {
 			return r
 		}
 	}
-	if rule := g.matchAbs(strings.ToLower(t.abs(t.Root.Dir))); rule != nil {
+	if rule := g.matchAbs(fold(t.abs(t.Root.Dir))); rule != nil {
 		return rule
 	}
 	if t.Root.Real != t.Root.Dir {
-		if rule := g.matchAbs(strings.ToLower(t.abs(t.Root.Real))); rule != nil {
+		if rule := g.matchAbs(fold(t.abs(t.Root.Real))); rule != nil {
 			return rule
 		}
 	}
 	if real != "" {
-		return g.matchAbs(strings.ToLower(real))
+		return g.matchAbs(fold(real))
 	}
 	return nil
 }
 
-func (g *Guard) matchAbs(abs string) *Rule {
+func (g *Guard) matchAbs(abs folded) *Rule {
 	for i := range g.rules {
 		if g.rules[i].matchAbs(abs) {
 			return &g.rules[i]
