@@ -48,6 +48,21 @@ type Features interface {
 	WatchResources(f func(uri string)) (cancel func())
 }
 
+// ResourceRouter is implemented by a Features whose owners route a read
+// themselves. A URI that several of an owner's templates match is read by
+// the template the owner picks (a module: the first it declared), which
+// the go-sdk's order of URI templates does not know; the door takes the
+// read's policy subject from ResourceSubject, so that the tool whose
+// scopes, rates and limits it applies is the tool the owner's code then
+// runs as (and the Pass admits it).
+type ResourceRouter interface {
+	// ResourceSubject is the policy subject of a read of uri from owner,
+	// and whether owner serves that read to clients: ok is false for a
+	// URI it does not serve, or one it would read as a tool not served
+	// (hidden), which is then not found.
+	ResourceSubject(owner, uri string) (subject string, ok bool)
+}
+
 // ServedFeatures is what a Features serves besides tools.
 type ServedFeatures struct {
 	Resources []OwnedResource
@@ -388,6 +403,10 @@ func featureDoor[R any](method, name, what, subject, uri string, stopped func(mc
 func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
+		subject, ok := s.readSubject(owner, subject, uri)
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
 		d := featureDoor(MethodReadResource, uri, "resource "+uri, subject, uri,
 			func(inputs mcp.InputRequestMap, state string) *mcp.ReadResourceResult {
 				return &mcp.ReadResourceResult{InputRequests: inputs, RequestState: state}
@@ -420,6 +439,17 @@ func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 			return out, nil
 		})
 	}
+}
+
+// readSubject is the policy subject of a read of uri from owner, whose
+// resource or template (the one the go-sdk routed uri to) declares
+// declared: the owner's own answer when it routes reads itself
+// (ResourceRouter), and ok false when it does not serve the read.
+func (s *Server) readSubject(owner, declared, uri string) (subject string, ok bool) {
+	if r, ok := s.tools.(ResourceRouter); ok {
+		return r.ResourceSubject(owner, uri)
+	}
+	return declared, true
 }
 
 // featureCall is the FeatureCall of a request the door admitted.
@@ -521,15 +551,22 @@ func (s *Server) resourceTarget(uri string) (registeredFeature, bool) {
 	reg, fixed := s.feat.resources[uri]
 	templates := maps.Clone(s.feat.templates)
 	s.syncMu.Unlock()
-	if fixed {
-		return reg, true
-	}
-	for _, key := range slices.Sorted(maps.Keys(templates)) {
-		if t, err := tool.ParseURITemplate(key); err == nil && t.Regexp().MatchString(uri) {
-			return templates[key], true
+	if !fixed {
+		for _, key := range slices.Sorted(maps.Keys(templates)) {
+			if t, err := tool.ParseURITemplate(key); err == nil && t.Regexp().MatchString(uri) {
+				reg, fixed = templates[key], true
+				break
+			}
 		}
 	}
-	return registeredFeature{}, false
+	if !fixed {
+		return registeredFeature{}, false
+	}
+	// The owner decides which of its templates reads uri, and so the
+	// subject (readHandler asks it the same).
+	var ok bool
+	reg.subject, ok = s.readSubject(reg.owner, reg.subject, uri)
+	return reg, ok
 }
 
 // subscribe accepts a subscription to a served resource (or a URI a

@@ -691,3 +691,39 @@ func TestFeatureOfALosingToolNotServed(t *testing.T) {
 		t.Errorf("a refused tool's feature ran: out/ holds %v", got)
 	}
 }
+
+// TestOverlappingTemplatesRunAsTheModuleRoutes: a URI that two of a
+// module's templates match, each of another tool, is read by the template
+// the module itself routes it to (the first it declared that matches), and
+// the door applies that template's tool's policy, not that of the template
+// the URI templates' sort order would pick: doors://pair/scoped/1, which
+// open's template reads, is read as open by a token without scoped's
+// scope (and with it); doors://pair/hidden/1, which hidden's template
+// reads, is not found, and its refusal does not name the hidden tool.
+func TestOverlappingTemplatesRunAsTheModuleRoutes(t *testing.T) {
+	w := newDoorWorld(t)
+	ctx := context.Background()
+	for _, scopes := range []string{"", "doors:scoped"} {
+		cs := w.connect(t, scopes)
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "doors://pair/scoped/1"})
+		if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "pair as open" {
+			t.Fatalf("scopes %q: doors://pair/scoped/1 = %+v, %v; want it read as open", scopes, rr, err)
+		}
+		if got := w.written(t); !slices.Equal(got, []string{"open-pair"}) {
+			t.Fatalf("scopes %q: out/ holds %v, want open-pair", scopes, got)
+		}
+		if err := os.Remove(filepath.Join(w.out, "open-pair")); err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "doors://pair/hidden/1"})
+		if !isRPC(err, mcp.CodeResourceNotFound, "Resource not found") {
+			t.Errorf("scopes %q: doors://pair/hidden/1 = %v; want not found", scopes, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hidden\"") {
+			t.Errorf("the refusal names the hidden tool: %v", err)
+		}
+		if got := w.written(t); len(got) != 0 {
+			t.Fatalf("scopes %q: out/ holds %v after the hidden read", scopes, got)
+		}
+	}
+}

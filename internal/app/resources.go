@@ -150,6 +150,27 @@ func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bo
 	return a.heldBy(cfg, t) == ""
 }
 
+var _ mcpserver.ResourceRouter = (*App)(nil)
+
+// ResourceSubject implements mcpserver.ResourceRouter: a read of uri from a
+// module runs as the tool of the resource or template the module routes
+// uri to (runtime.Module.ResourceOwner: its resource of that URI, else the
+// first template it declared that matches), which is served when that
+// tool's features are listed. The memory resources run as no tool.
+func (a *App) ResourceSubject(owner, uri string) (subject string, ok bool) {
+	if owner == MemoryOwner {
+		return "", true
+	}
+	m, err := a.module(owner)
+	if err != nil {
+		return "", false
+	}
+	if subject, ok = m.ResourceOwner(uri); !ok {
+		return "", false
+	}
+	return subject, a.listedAs(a.Config(), m, subject)
+}
+
 // module returns the loaded module called name.
 func (a *App) module(name string) (*runtime.Module, error) {
 	for _, m := range a.registry.Modules() {
