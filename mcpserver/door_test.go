@@ -189,3 +189,55 @@ func TestFeaturesHoldTheToolsSlot(t *testing.T) {
 		t.Errorf("the call once the read ended: %v %+v", err, res)
 	}
 }
+
+// ownerLimitedFeatures also answers the limits of a feature that runs as
+// no tool: those of its owner's instances.
+type ownerLimitedFeatures struct {
+	*limitedFeatures
+	owners map[string]CallLimits
+}
+
+func (l *ownerLimitedFeatures) OwnerLimits(owner string) CallLimits { return l.owners[owner] }
+
+// TestSubjectlessFeatureHoldsItsModulesSlot: a feature that runs as no
+// tool still runs on one of its module's instances, so it waits for and
+// holds one of the module's slots as a call of the module's tools does: a
+// client reading it cannot take the module's instances past the server's
+// fair queue (its calls waiting inside the runtime instead, ahead of other
+// clients'), and a call of the module's tool while it runs is told the
+// module is busy.
+func TestSubjectlessFeatureHoldsItsModulesSlot(t *testing.T) {
+	module := CallLimits{Module: "m", MaxInstances: 1, InstancesSetting: "tools.limits.m.max_instances"}
+	f := &ownerLimitedFeatures{limitedFeatures: &limitedFeatures{fakeFeatures: &fakeFeatures{fakeTools: newFakeTools(desc("alpha"))},
+		limits: map[string]CallLimits{"alpha": module}}, owners: map[string]CallLimits{"m": module}}
+	f.setFeatures(ServedFeatures{Resources: []OwnedResource{
+		{Owner: "m", ResourceDescriptor: tool.ResourceDescriptor{URI: "fx://free", Name: "free"}}}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.read = func(call FeatureCall, uri string) (*tool.ResourceResult, error) {
+		close(entered)
+		<-release
+		text := "read"
+		return &tool.ResourceResult{Contents: []tool.ResourceContents{{URI: uri, Text: &text}}}, nil
+	}
+	s, _ := newServer(t, f, Options{QueueWait: 50 * time.Millisecond})
+	cs := connect(t, s, transports[0], nil)
+	ctx := context.Background()
+	read := make(chan error, 1)
+	go func() {
+		_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://free"})
+		read <- err
+	}()
+	<-entered
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"})
+	want := "timeout: server busy: waited 50ms (server.queue_wait) for a call slot: 1 calls of module m are running, one on each of its instances (tools.limits.m.max_instances); retry later"
+	if err != nil || !res.IsError || text(res) != want {
+		t.Errorf("a call while the module's tool-less resource runs = %v %q\nwant %q", err, text(res), want)
+	}
+	close(release)
+	if err := <-read; err != nil {
+		t.Fatalf("the read: %v", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"}); err != nil || res.IsError {
+		t.Errorf("the call once the read ended: %v %+v", err, res)
+	}
+}

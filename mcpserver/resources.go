@@ -383,9 +383,9 @@ func featureError(err error, uri string) error {
 // featureDoor is the door of a feature request of method: its failures,
 // refusals included, are JSON-RPC errors (featureError; uri, when set,
 // makes a not-found MCP's resource-not-found error).
-func featureDoor[R any](method, name, what, subject, uri string, stopped func(mcp.InputRequestMap, string) R) *door[R] {
+func featureDoor[R any](method, owner, name, what, subject, uri string, stopped func(mcp.InputRequestMap, string) R) *door[R] {
 	return &door[R]{
-		method: method, name: name, what: what, subject: subject,
+		method: method, owner: owner, name: name, what: what, subject: subject,
 		refused: func(r *tool.Result) (R, error) {
 			var zero R
 			return zero, featureError(r.Error, "")
@@ -407,7 +407,7 @@ func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
-		d := featureDoor(MethodReadResource, uri, "resource "+uri, subject, uri,
+		d := featureDoor(MethodReadResource, owner, uri, "resource "+uri, subject, uri,
 			func(inputs mcp.InputRequestMap, state string) *mcp.ReadResourceResult {
 				return &mcp.ReadResourceResult{InputRequests: inputs, RequestState: state}
 			})
@@ -465,7 +465,7 @@ func (s *Server) promptHandler(owner, subject, name string) mcp.PromptHandler {
 			args = map[string]string{}
 		}
 		argsJSON, _ := json.Marshal(args)
-		d := featureDoor(MethodGetPrompt, name, "prompt "+name, subject, "",
+		d := featureDoor(MethodGetPrompt, owner, name, "prompt "+name, subject, "",
 			func(inputs mcp.InputRequestMap, state string) *mcp.GetPromptResult {
 				return &mcp.GetPromptResult{InputRequests: inputs, RequestState: state}
 			})
@@ -511,7 +511,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		creq.Context = &tool.CompleteContext{Arguments: p.Context.Arguments}
 	}
 	name := p.Ref.Name + p.Ref.URI
-	d := featureDoor(MethodComplete, name, "completion", reg.subject, "",
+	d := featureDoor(MethodComplete, reg.owner, name, "completion", reg.subject, "",
 		func(mcp.InputRequestMap, string) *mcp.CompleteResult { return nil }) // no link: never stops for answers
 	d.session, d.extra = req.Session, req.Extra
 	return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.CompleteResult, error) {

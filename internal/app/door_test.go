@@ -727,3 +727,22 @@ func TestOverlappingTemplatesRunAsTheModuleRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerLimitsAreTheModules: a feature that runs as no tool waits for
+// its module's slots (mcpserver.OwnerLimiter): the limits the app answers
+// for a module are its instances' (the same a call of its tools waits
+// for, without a tool's in-flight bound or rate); the memory resources,
+// which run no module, have none.
+func TestOwnerLimitsAreTheModules(t *testing.T) {
+	w := newDoorWorld(t)
+	got := w.app.OwnerLimits("doors")
+	call := w.app.CallLimits("open")
+	want := mcpserver.CallLimits{Module: "doors", MaxInstances: call.MaxInstances, InstancesSetting: "tools.limits.doors.max_instances",
+		Timeout: got.Timeout, OneCallPerSession: call.OneCallPerSession, IsolationSetting: "tools.limits.doors.isolation"}
+	if got != want || got.MaxInstances == 0 || got.Timeout == 0 || call.Module != "doors" {
+		t.Errorf("OwnerLimits(doors) = %+v\nwant %+v (open's: %+v)", got, want, call)
+	}
+	if got := w.app.OwnerLimits(MemoryOwner); got != (mcpserver.CallLimits{}) {
+		t.Errorf("OwnerLimits(%s) = %+v, want none", MemoryOwner, got)
+	}
+}
