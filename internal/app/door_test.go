@@ -746,3 +746,38 @@ func TestOwnerLimitsAreTheModules(t *testing.T) {
 		t.Errorf("OwnerLimits(%s) = %+v, want none", MemoryOwner, got)
 	}
 }
+
+// TestFeatureGrantsFollowTheModuleBinding: a grant entry bound to another
+// module (open: {module: elsewhere, ...}) gives open's features, served by
+// doors, nothing, as it gives open's calls nothing: each write is refused
+// and nothing is written, through every door.
+func TestFeatureGrantsFollowTheModuleBinding(t *testing.T) {
+	w := newDoorWorld(t)
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebound := strings.Replace(string(b), "open: {module: doors,", "open: {module: elsewhere,", 1)
+	if rebound == string(b) {
+		t.Fatal("the fixture's config has no grant of open bound to doors")
+	}
+	if err := os.WriteFile(w.config, []byte(rebound), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.app.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cs := w.connect(t, "")
+	for _, r := range doorRequests {
+		err := r.do(ctx, cs, "open")
+		if err == nil {
+			t.Errorf("%s %s as open ran with a grant bound to another module", r.method, r.shape)
+		} else if !strings.Contains(err.Error(), "elsewhere") {
+			t.Errorf("%s %s as open: the refusal does not name the binding: %v", r.method, r.shape, err)
+		}
+	}
+	if got := w.written(t); len(got) != 0 {
+		t.Fatalf("out/ holds %v", got)
+	}
+}
