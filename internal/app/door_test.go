@@ -725,6 +725,10 @@ func TestOverlappingTemplatesRunAsTheModuleRoutes(t *testing.T) {
 		if got := w.written(t); len(got) != 0 {
 			t.Fatalf("scopes %q: out/ holds %v after the hidden read", scopes, got)
 		}
+		// Nor can a client subscribe to it.
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "doors://pair/hidden/1"}); !isRPC(err, mcp.CodeResourceNotFound, "Resource not found") {
+			t.Errorf("scopes %q: subscribe to doors://pair/hidden/1 = %v; want not found", scopes, err)
+		}
 	}
 }
 
