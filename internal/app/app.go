@@ -625,7 +625,9 @@ func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.C
 }
 
 // moduleLimits are the limits of m's instances, which every run of its
-// code shares: its tools' calls and its features'.
+// code shares: its tools' calls and its features'. No Timeout: a feature
+// that runs as no tool waits for a slot as long as server.queue_wait
+// allows (the module's deadline, which counts that wait, bounds its run).
 func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	instances := m.Limits().MaxInstances
 	if instances <= 0 {
@@ -636,7 +638,6 @@ func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 		Module:           m.Name(),
 		MaxInstances:     instances,
 		InstancesSetting: "tools.limits." + module + ".max_instances",
-		Timeout:          m.Limits().Timeout,
 		// The runtime gives a session its own instance and runs its calls
 		// there one at a time: the second waits in the queue, not on a slot.
 		OneCallPerSession: m.Limits().Isolation == runtime.IsolationSession,
