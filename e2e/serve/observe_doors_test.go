@@ -66,7 +66,7 @@ func TestServeAuditsEveryDoor(t *testing.T) {
 	for sc.Scan() {
 		var l struct {
 			Who, Method, Tool, Module, Target, Event, Decision, Kind string
-			DurationMs                                             *float64 `json:"duration_ms"`
+			DurationMs                                               *float64 `json:"duration_ms"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("audit line %q: %v", sc.Text(), err)
