@@ -785,3 +785,44 @@ func TestFeatureGrantsFollowTheModuleBinding(t *testing.T) {
 		t.Fatalf("out/ holds %v", got)
 	}
 }
+
+// TestFeatureHiddenByPattern: a tools.hide pattern (in another case than
+// the tool's name) hides a tool's features as it hides the tool, through
+// every door, and a config reload that hides it takes effect at the next
+// request.
+func TestFeatureHiddenByPattern(t *testing.T) {
+	w := newDoorWorld(t)
+	ctx := context.Background()
+	cs := w.connect(t, "doors:scoped")
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := strings.Replace(string(b), "hide: [hidden]", "hide: [hidden, 'SCO*']", 1)
+	if hidden == string(b) {
+		t.Fatal("the fixture's config has no hide list")
+	}
+	if err := os.WriteFile(w.config, []byte(hidden), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.app.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range doorRequests {
+		if err := r.do(ctx, cs, "scoped"); err == nil {
+			t.Errorf("%s %s as scoped, hidden by SCO*, was served", r.method, r.shape)
+		}
+	}
+	if got := w.written(t); len(got) != 0 {
+		t.Fatalf("out/ holds %v", got)
+	}
+	lp, err := w.connect(t, "doors:scoped").ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range lp.Prompts {
+		if p.Name == "scoped_prompt" {
+			t.Error("prompts/list lists scoped_prompt, hidden by SCO*")
+		}
+	}
+}
