@@ -79,6 +79,17 @@ func (p *Pass) Admits(method, subject string) error {
 // applies itself (exposure, gates, grants) still does.
 func LocalPass() *Pass { return &Pass{local: true} }
 
+// OwnerLimiter is implemented by a Tools (with [CallLimiter]) whose
+// features that run as no tool still run on an instance of their owner:
+// OwnerLimits are the limits of the owner's instances (Module,
+// MaxInstances, the session's turn; no tool's in-flight bound or rate). A
+// feature that runs as no tool takes one of its owner's slots as a call of
+// the owner's tools does, so that it never leaves an admitted call waiting
+// for an instance outside the server's fair queue.
+type OwnerLimiter interface {
+	OwnerLimits(owner string) CallLimits
+}
+
 // door describes one request into module code for [enter]: what it is,
 // and how each of its outcomes is answered in its method's reply type R.
 type door[R any] struct {
@@ -91,6 +102,9 @@ type door[R any] struct {
 	// and (in Tools) exposure, gates and grants apply; "" for a feature
 	// that runs with no tool's grants.
 	subject string
+	// owner is a feature's owner, whose instance limits a feature with no
+	// subject waits for (OwnerLimiter); "" for a tools/call.
+	owner string
 	// args are the request's arguments as the requestState digests them.
 	args     json.RawMessage
 	session  *mcp.ServerSession
@@ -146,6 +160,10 @@ func enter[R any](s *Server, ctx context.Context, d *door[R], run func(context.C
 		session = d.session.ID()
 	}
 	t := s.ticketFor(ctx, d.subject, session)
+	if l, ok := s.tools.(OwnerLimiter); ok && d.subject == "" && d.owner != "" {
+		// No tool's limits, but its owner's instances all the same.
+		t.limits = l.OwnerLimits(d.owner)
+	}
 	var rates RateLimits
 	if s.opts.RateLimit != nil {
 		rates = s.opts.RateLimit()

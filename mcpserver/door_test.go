@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,5 +188,138 @@ func TestFeaturesHoldTheToolsSlot(t *testing.T) {
 	}
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"}); err != nil || res.IsError {
 		t.Errorf("the call once the read ended: %v %+v", err, res)
+	}
+}
+
+// ownerLimitedFeatures also answers the limits of a feature that runs as
+// no tool: those of its owner's instances.
+type ownerLimitedFeatures struct {
+	*limitedFeatures
+	owners map[string]CallLimits
+}
+
+func (l *ownerLimitedFeatures) OwnerLimits(owner string) CallLimits { return l.owners[owner] }
+
+// TestSubjectlessFeatureHoldsItsModulesSlot: a feature that runs as no
+// tool still runs on one of its module's instances, so it waits for and
+// holds one of the module's slots as a call of the module's tools does: a
+// client reading it cannot take the module's instances past the server's
+// fair queue (its calls waiting inside the runtime instead, ahead of other
+// clients'), and a call of the module's tool while it runs is told the
+// module is busy.
+func TestSubjectlessFeatureHoldsItsModulesSlot(t *testing.T) {
+	module := CallLimits{Module: "m", MaxInstances: 1, InstancesSetting: "tools.limits.m.max_instances"}
+	f := &ownerLimitedFeatures{limitedFeatures: &limitedFeatures{fakeFeatures: &fakeFeatures{fakeTools: newFakeTools(desc("alpha"))},
+		limits: map[string]CallLimits{"alpha": module}}, owners: map[string]CallLimits{"m": module}}
+	f.setFeatures(ServedFeatures{Resources: []OwnedResource{
+		{Owner: "m", ResourceDescriptor: tool.ResourceDescriptor{URI: "fx://free", Name: "free"}}}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.read = func(call FeatureCall, uri string) (*tool.ResourceResult, error) {
+		close(entered)
+		<-release
+		text := "read"
+		return &tool.ResourceResult{Contents: []tool.ResourceContents{{URI: uri, Text: &text}}}, nil
+	}
+	s, _ := newServer(t, f, Options{QueueWait: 50 * time.Millisecond})
+	cs := connect(t, s, transports[0], nil)
+	ctx := context.Background()
+	read := make(chan error, 1)
+	go func() {
+		_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://free"})
+		read <- err
+	}()
+	<-entered
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"})
+	want := "timeout: server busy: waited 50ms (server.queue_wait) for a call slot: 1 calls of module m are running, one on each of its instances (tools.limits.m.max_instances); retry later"
+	if err != nil || !res.IsError || text(res) != want {
+		t.Errorf("a call while the module's tool-less resource runs = %v %q\nwant %q", err, text(res), want)
+	}
+	close(release)
+	if err := <-read; err != nil {
+		t.Fatalf("the read: %v", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"}); err != nil || res.IsError {
+		t.Errorf("the call once the read ended: %v %+v", err, res)
+	}
+}
+
+// passRecorder is fakeFeatures that keeps the Pass of every request that
+// reached it.
+type passRecorder struct {
+	*fakeFeatures
+	mu     sync.Mutex
+	passes []*Pass
+}
+
+func (r *passRecorder) keep(p *Pass) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.passes = append(r.passes, p)
+}
+
+func (r *passRecorder) GetPrompt(ctx context.Context, call FeatureCall, name string, args map[string]string) (*tool.PromptResult, error) {
+	r.keep(call.Pass)
+	return r.fakeFeatures.GetPrompt(ctx, call, name, args)
+}
+
+func (r *passRecorder) Complete(ctx context.Context, call FeatureCall, req tool.CompleteRequest) (*tool.Completion, error) {
+	r.keep(call.Pass)
+	return r.fakeFeatures.Complete(ctx, call, req)
+}
+
+// TestClientsNeverGetALocalPass: whatever a client sends, over stdio or
+// HTTP, at either revision, the Pass that reaches the app is the door's,
+// for that request's method and subject: never the operator's LocalPass
+// (which skips the client's scopes, rates and slots), and not one that
+// admits another tool.
+func TestClientsNeverGetALocalPass(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := &passRecorder{fakeFeatures: &fakeFeatures{fakeTools: newFakeTools(desc("alpha"))}}
+			f.setFeatures(ServedFeatures{
+				Resources: []OwnedResource{{Owner: "m", ResourceDescriptor: tool.ResourceDescriptor{URI: "fx://alpha", Name: "alpha", Tool: "alpha"}}},
+				Prompts:   []OwnedPrompt{{Owner: "m", PromptDescriptor: tool.PromptDescriptor{Name: "p", Tool: "alpha"}}},
+			})
+			f.read = func(call FeatureCall, uri string) (*tool.ResourceResult, error) {
+				f.keep(call.Pass)
+				text := "read"
+				return &tool.ResourceResult{Contents: []tool.ResourceContents{{URI: uri, Text: &text}}}, nil
+			}
+			f.fakeTools.call = func(_ context.Context, c Call) (*tool.Result, error) {
+				f.keep(c.Pass)
+				return &tool.Result{Content: []tool.Content{tool.TextContent("called")}}, nil
+			}
+			s, _ := newServer(t, f, Options{})
+			cs := connect(t, s, tr, nil)
+			ctx := context.Background()
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx://alpha"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "p"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "p"},
+				Argument: mcp.CompleteParamsArgument{Name: "a", Value: "x"}}); err != nil {
+				t.Fatal(err)
+			}
+			methods := []string{MethodCallTool, MethodReadResource, MethodGetPrompt, MethodComplete}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.passes) != len(methods) {
+				t.Fatalf("%d requests reached the app, want %d", len(f.passes), len(methods))
+			}
+			for i, p := range f.passes {
+				if p == nil || p.local || p.Method() != methods[i] || p.Subject() != "alpha" {
+					t.Errorf("request %d (%s): pass %+v, want the door's for %s as alpha", i, methods[i], p, methods[i])
+					continue
+				}
+				if err := p.Admits(methods[i], "beta"); err == nil {
+					t.Errorf("%s: the pass admits another tool", methods[i])
+				}
+			}
+		})
 	}
 }

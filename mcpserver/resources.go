@@ -48,6 +48,21 @@ type Features interface {
 	WatchResources(f func(uri string)) (cancel func())
 }
 
+// ResourceRouter is implemented by a Features whose owners route a read
+// themselves. A URI that several of an owner's templates match is read by
+// the template the owner picks (a module: the first it declared), which
+// the go-sdk's order of URI templates does not know; the door takes the
+// read's policy subject from ResourceSubject, so that the tool whose
+// scopes, rates and limits it applies is the tool the owner's code then
+// runs as (and the Pass admits it).
+type ResourceRouter interface {
+	// ResourceSubject is the policy subject of a read of uri from owner,
+	// and whether owner serves that read to clients: ok is false for a
+	// URI it does not serve, or one it would read as a tool not served
+	// (hidden), which is then not found.
+	ResourceSubject(owner, uri string) (subject string, ok bool)
+}
+
 // ServedFeatures is what a Features serves besides tools.
 type ServedFeatures struct {
 	Resources []OwnedResource
@@ -368,9 +383,9 @@ func featureError(err error, uri string) error {
 // featureDoor is the door of a feature request of method: its failures,
 // refusals included, are JSON-RPC errors (featureError; uri, when set,
 // makes a not-found MCP's resource-not-found error).
-func featureDoor[R any](method, name, what, subject, uri string, stopped func(mcp.InputRequestMap, string) R) *door[R] {
+func featureDoor[R any](method, owner, name, what, subject, uri string, stopped func(mcp.InputRequestMap, string) R) *door[R] {
 	return &door[R]{
-		method: method, name: name, what: what, subject: subject,
+		method: method, owner: owner, name: name, what: what, subject: subject,
 		refused: func(r *tool.Result) (R, error) {
 			var zero R
 			return zero, featureError(r.Error, "")
@@ -388,7 +403,11 @@ func featureDoor[R any](method, name, what, subject, uri string, stopped func(mc
 func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
-		d := featureDoor(MethodReadResource, uri, "resource "+uri, subject, uri,
+		subject, ok := s.readSubject(owner, subject, uri)
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		d := featureDoor(MethodReadResource, owner, uri, "resource "+uri, subject, uri,
 			func(inputs mcp.InputRequestMap, state string) *mcp.ReadResourceResult {
 				return &mcp.ReadResourceResult{InputRequests: inputs, RequestState: state}
 			})
@@ -422,6 +441,17 @@ func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 	}
 }
 
+// readSubject is the policy subject of a read of uri from owner, whose
+// resource or template (the one the go-sdk routed uri to) declares
+// declared: the owner's own answer when it routes reads itself
+// (ResourceRouter), and ok false when it does not serve the read.
+func (s *Server) readSubject(owner, declared, uri string) (subject string, ok bool) {
+	if r, ok := s.tools.(ResourceRouter); ok {
+		return r.ResourceSubject(owner, uri)
+	}
+	return declared, true
+}
+
 // featureCall is the FeatureCall of a request the door admitted.
 func featureCall(owner string, e entry) FeatureCall {
 	return FeatureCall{Owner: owner, Session: e.Session, Observer: e.Observer, Client: e.Client, Pass: e.Pass}
@@ -435,7 +465,7 @@ func (s *Server) promptHandler(owner, subject, name string) mcp.PromptHandler {
 			args = map[string]string{}
 		}
 		argsJSON, _ := json.Marshal(args)
-		d := featureDoor(MethodGetPrompt, name, "prompt "+name, subject, "",
+		d := featureDoor(MethodGetPrompt, owner, name, "prompt "+name, subject, "",
 			func(inputs mcp.InputRequestMap, state string) *mcp.GetPromptResult {
 				return &mcp.GetPromptResult{InputRequests: inputs, RequestState: state}
 			})
@@ -481,7 +511,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		creq.Context = &tool.CompleteContext{Arguments: p.Context.Arguments}
 	}
 	name := p.Ref.Name + p.Ref.URI
-	d := featureDoor(MethodComplete, name, "completion", reg.subject, "",
+	d := featureDoor(MethodComplete, reg.owner, name, "completion", reg.subject, "",
 		func(mcp.InputRequestMap, string) *mcp.CompleteResult { return nil }) // no link: never stops for answers
 	d.session, d.extra = req.Session, req.Extra
 	return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.CompleteResult, error) {
@@ -521,15 +551,22 @@ func (s *Server) resourceTarget(uri string) (registeredFeature, bool) {
 	reg, fixed := s.feat.resources[uri]
 	templates := maps.Clone(s.feat.templates)
 	s.syncMu.Unlock()
-	if fixed {
-		return reg, true
-	}
-	for _, key := range slices.Sorted(maps.Keys(templates)) {
-		if t, err := tool.ParseURITemplate(key); err == nil && t.Regexp().MatchString(uri) {
-			return templates[key], true
+	if !fixed {
+		for _, key := range slices.Sorted(maps.Keys(templates)) {
+			if t, err := tool.ParseURITemplate(key); err == nil && t.Regexp().MatchString(uri) {
+				reg, fixed = templates[key], true
+				break
+			}
 		}
 	}
-	return registeredFeature{}, false
+	if !fixed {
+		return registeredFeature{}, false
+	}
+	// The owner decides which of its templates reads uri, and so the
+	// subject (readHandler asks it the same).
+	var ok bool
+	reg.subject, ok = s.readSubject(reg.owner, reg.subject, uri)
+	return reg, ok
 }
 
 // subscribe accepts a subscription to a served resource (or a URI a

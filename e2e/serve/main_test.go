@@ -54,6 +54,7 @@ var fixtures = map[string]string{
 	"shouty":      "e2e/serve/testdata/hostile/shouty",
 	"conformance": "tools-wasm/conformance",
 	"doors":       "runtime/testdata/goguest/doors",
+	"borrower":    "e2e/serve/testdata/hostile/borrower",
 }
 
 // built is what TestMain built: the warden binary and each fixture's module

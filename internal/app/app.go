@@ -620,30 +620,50 @@ type callLimitsOf struct {
 
 // callLimitsFor derives the limits of the tool t called name from cfg.
 func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.CallLimits {
-	m := t.Module()
+	l := moduleLimits(t.Module())
+	l.Timeout = t.Timeout()
+	if d := cfg.ToolTimeout(name); d > 0 && d < l.Timeout {
+		l.Timeout = d
+	}
+	l.MaxInFlight = cfg.ToolMaxInFlight(name)
+	l.InFlightSetting = "tools.limits." + strings.ToLower(name) + ".max_in_flight"
+	l.Rate = cfg.ToolRate(name)
+	return l
+}
+
+// moduleLimits are the limits of m's instances, which every run of its
+// code shares: its tools' calls and its features'. No Timeout: a feature
+// that runs as no tool waits for a slot as long as server.queue_wait
+// allows (the module's deadline, which counts that wait, bounds its run).
+func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	instances := m.Limits().MaxInstances
 	if instances <= 0 {
 		instances = runtime.DefaultMaxInstances
 	}
-	timeout := t.Timeout()
-	if d := cfg.ToolTimeout(name); d > 0 && d < timeout {
-		timeout = d
-	}
 	module := strings.ToLower(m.Name())
-	tk := strings.ToLower(name)
 	return mcpserver.CallLimits{
 		Module:           m.Name(),
 		MaxInstances:     instances,
 		InstancesSetting: "tools.limits." + module + ".max_instances",
-		MaxInFlight:      cfg.ToolMaxInFlight(name),
-		InFlightSetting:  "tools.limits." + tk + ".max_in_flight",
-		Timeout:          timeout,
-		Rate:             cfg.ToolRate(name),
 		// The runtime gives a session its own instance and runs its calls
 		// there one at a time: the second waits in the queue, not on a slot.
 		OneCallPerSession: m.Limits().Isolation == runtime.IsolationSession,
 		IsolationSetting:  "tools.limits." + module + ".isolation",
 	}
+}
+
+var _ mcpserver.OwnerLimiter = (*App)(nil)
+
+// OwnerLimits implements mcpserver.OwnerLimiter: a feature that runs as no
+// tool runs on an instance of its module, and waits for one of the
+// module's slots as its tools' calls do. The memory resources (no module)
+// have none.
+func (a *App) OwnerLimits(owner string) mcpserver.CallLimits {
+	m, err := a.module(owner)
+	if err != nil {
+		return mcpserver.CallLimits{}
+	}
+	return moduleLimits(m)
 }
 
 var _ mcpserver.CallLimiter = (*App)(nil)

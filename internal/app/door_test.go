@@ -691,3 +691,138 @@ func TestFeatureOfALosingToolNotServed(t *testing.T) {
 		t.Errorf("a refused tool's feature ran: out/ holds %v", got)
 	}
 }
+
+// TestOverlappingTemplatesRunAsTheModuleRoutes: a URI that two of a
+// module's templates match, each of another tool, is read by the template
+// the module itself routes it to (the first it declared that matches), and
+// the door applies that template's tool's policy, not that of the template
+// the URI templates' sort order would pick: doors://pair/scoped/1, which
+// open's template reads, is read as open by a token without scoped's
+// scope (and with it); doors://pair/hidden/1, which hidden's template
+// reads, is not found, and its refusal does not name the hidden tool.
+func TestOverlappingTemplatesRunAsTheModuleRoutes(t *testing.T) {
+	w := newDoorWorld(t)
+	ctx := context.Background()
+	for _, scopes := range []string{"", "doors:scoped"} {
+		cs := w.connect(t, scopes)
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "doors://pair/scoped/1"})
+		if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "pair as open" {
+			t.Fatalf("scopes %q: doors://pair/scoped/1 = %+v, %v; want it read as open", scopes, rr, err)
+		}
+		if got := w.written(t); !slices.Equal(got, []string{"open-pair"}) {
+			t.Fatalf("scopes %q: out/ holds %v, want open-pair", scopes, got)
+		}
+		if err := os.Remove(filepath.Join(w.out, "open-pair")); err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "doors://pair/hidden/1"})
+		if !isRPC(err, mcp.CodeResourceNotFound, "Resource not found") {
+			t.Errorf("scopes %q: doors://pair/hidden/1 = %v; want not found", scopes, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hidden\"") {
+			t.Errorf("the refusal names the hidden tool: %v", err)
+		}
+		if got := w.written(t); len(got) != 0 {
+			t.Fatalf("scopes %q: out/ holds %v after the hidden read", scopes, got)
+		}
+		// Nor can a client subscribe to it.
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "doors://pair/hidden/1"}); !isRPC(err, mcp.CodeResourceNotFound, "Resource not found") {
+			t.Errorf("scopes %q: subscribe to doors://pair/hidden/1 = %v; want not found", scopes, err)
+		}
+	}
+}
+
+// TestOwnerLimitsAreTheModules: a feature that runs as no tool waits for
+// its module's slots (mcpserver.OwnerLimiter): the limits the app answers
+// for a module are its instances' (the same a call of its tools waits
+// for, without a tool's in-flight bound or rate); the memory resources,
+// which run no module, have none.
+func TestOwnerLimitsAreTheModules(t *testing.T) {
+	w := newDoorWorld(t)
+	got := w.app.OwnerLimits("doors")
+	call := w.app.CallLimits("open")
+	want := mcpserver.CallLimits{Module: "doors", MaxInstances: call.MaxInstances, InstancesSetting: "tools.limits.doors.max_instances",
+		OneCallPerSession: call.OneCallPerSession, IsolationSetting: "tools.limits.doors.isolation"}
+	if got != want || got.MaxInstances == 0 || call.Module != "doors" {
+		t.Errorf("OwnerLimits(doors) = %+v\nwant %+v (open's: %+v)", got, want, call)
+	}
+	if got := w.app.OwnerLimits(MemoryOwner); got != (mcpserver.CallLimits{}) {
+		t.Errorf("OwnerLimits(%s) = %+v, want none", MemoryOwner, got)
+	}
+}
+
+// TestFeatureGrantsFollowTheModuleBinding: a grant entry bound to another
+// module (open: {module: elsewhere, ...}) gives open's features, served by
+// doors, nothing, as it gives open's calls nothing: each write is refused
+// and nothing is written, through every door.
+func TestFeatureGrantsFollowTheModuleBinding(t *testing.T) {
+	w := newDoorWorld(t)
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebound := strings.Replace(string(b), "open: {module: doors,", "open: {module: elsewhere,", 1)
+	if rebound == string(b) {
+		t.Fatal("the fixture's config has no grant of open bound to doors")
+	}
+	if err := os.WriteFile(w.config, []byte(rebound), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.app.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cs := w.connect(t, "")
+	for _, r := range doorRequests {
+		err := r.do(ctx, cs, "open")
+		if err == nil {
+			t.Errorf("%s %s as open ran with a grant bound to another module", r.method, r.shape)
+		} else if !strings.Contains(err.Error(), "elsewhere") {
+			t.Errorf("%s %s as open: the refusal does not name the binding: %v", r.method, r.shape, err)
+		}
+	}
+	if got := w.written(t); len(got) != 0 {
+		t.Fatalf("out/ holds %v", got)
+	}
+}
+
+// TestFeatureHiddenByPattern: a tools.hide pattern (in another case than
+// the tool's name) hides a tool's features as it hides the tool, through
+// every door, and a config reload that hides it takes effect at the next
+// request.
+func TestFeatureHiddenByPattern(t *testing.T) {
+	w := newDoorWorld(t)
+	ctx := context.Background()
+	cs := w.connect(t, "doors:scoped")
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := strings.Replace(string(b), "hide: [hidden]", "hide: [hidden, 'SCO*']", 1)
+	if hidden == string(b) {
+		t.Fatal("the fixture's config has no hide list")
+	}
+	if err := os.WriteFile(w.config, []byte(hidden), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.app.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range doorRequests {
+		if err := r.do(ctx, cs, "scoped"); err == nil {
+			t.Errorf("%s %s as scoped, hidden by SCO*, was served", r.method, r.shape)
+		}
+	}
+	if got := w.written(t); len(got) != 0 {
+		t.Fatalf("out/ holds %v", got)
+	}
+	lp, err := w.connect(t, "doors:scoped").ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range lp.Prompts {
+		if p.Name == "scoped_prompt" {
+			t.Error("prompts/list lists scoped_prompt, hidden by SCO*")
+		}
+	}
+}

@@ -57,18 +57,48 @@ func (a *App) ObserveSources() observe.Sources {
 // Call implements mcpserver.Tools: the tool runs with the grants and limits
 // config holds for it when the call starts; rec, when on, hears of it.
 func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
-	rec := a.caps.rec.get()
-	if rec == nil {
+	if a.caps.rec.get() == nil {
 		return a.call(ctx, c)
 	}
-	start := time.Now()
 	module := ""
 	t, known := a.registry.Tool(c.Name)
 	if known {
 		module = t.Module().Name()
 	}
-	ctx = rec.CallStarted(ctx, observe.CallStart{Tool: c.Name, Module: module, Session: c.Session, Known: known, Arguments: c.Arguments})
-	res, err := a.call(ctx, c)
+	return a.observed(ctx, observe.CallStart{Method: mcpserver.MethodCallTool, Tool: c.Name, Module: module,
+		Session: c.Session, Known: known, Arguments: c.Arguments}, func(ctx context.Context) (*tool.Result, error) {
+		return a.call(ctx, c)
+	})
+}
+
+// observeFeature runs a feature request of m (resources/read, prompts/get,
+// completion/complete) that runs as the tool subject under rec's record of
+// it, as Call does a tools/call: a feature runs module code with its
+// subject's grants, and the audit log shows every run of module code, its
+// method, what it named, the tool it ran as, its module and its outcome.
+// args are what audit_arguments records: the request.
+func (a *App) observeFeature(ctx context.Context, method, target string, m *runtime.Module, subject string, call mcpserver.FeatureCall, args any, run func(context.Context) error) error {
+	if a.caps.rec.get() == nil {
+		return run(ctx)
+	}
+	raw, _ := json.Marshal(args)
+	_, err := a.observed(ctx, observe.CallStart{Method: method, Tool: subject, Module: m.Name(), Session: call.Session,
+		Target: target, Arguments: raw}, func(ctx context.Context) (*tool.Result, error) {
+		return nil, run(ctx)
+	})
+	return err
+}
+
+// observed runs one request into module code, started as s, and records
+// its outcome and duration (and, from a tool's result, its fuel).
+func (a *App) observed(ctx context.Context, s observe.CallStart, run func(context.Context) (*tool.Result, error)) (*tool.Result, error) {
+	rec := a.caps.rec.get()
+	if rec == nil {
+		return run(ctx)
+	}
+	start := time.Now()
+	ctx = rec.CallStarted(ctx, s)
+	res, err := run(ctx)
 	end := observe.CallEnd{Kind: "ok", Duration: time.Since(start)}
 	switch {
 	case err != nil:

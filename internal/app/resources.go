@@ -150,6 +150,27 @@ func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bo
 	return a.heldBy(cfg, t) == ""
 }
 
+var _ mcpserver.ResourceRouter = (*App)(nil)
+
+// ResourceSubject implements mcpserver.ResourceRouter: a read of uri from a
+// module runs as the tool of the resource or template the module routes
+// uri to (runtime.Module.ResourceOwner: its resource of that URI, else the
+// first template it declared that matches), which is served when that
+// tool's features are listed. The memory resources run as no tool.
+func (a *App) ResourceSubject(owner, uri string) (subject string, ok bool) {
+	if owner == MemoryOwner {
+		return "", true
+	}
+	m, err := a.module(owner)
+	if err != nil {
+		return "", false
+	}
+	if subject, ok = m.ResourceOwner(uri); !ok {
+		return "", false
+	}
+	return subject, a.listedAs(a.Config(), m, subject)
+}
+
 // module returns the loaded module called name.
 func (a *App) module(name string) (*runtime.Module, error) {
 	for _, m := range a.registry.Modules() {
@@ -178,17 +199,25 @@ func (a *App) ReadResource(ctx context.Context, call mcpserver.FeatureCall, uri 
 	if !ok {
 		return nil, tool.Errorf(tool.KindNotFound, "module %s serves no resource %q", m.Name(), uri)
 	}
-	e, err := a.featureEntrance(mcpserver.MethodReadResource, "resource "+uri, m, subject, call, map[string]string{"uri": uri}, notServed)
+	args := map[string]string{"uri": uri}
+	var res *tool.ResourceResult
+	err = a.observeFeature(ctx, mcpserver.MethodReadResource, uri, m, subject, call, args, func(ctx context.Context) error {
+		e, err := a.featureEntrance(mcpserver.MethodReadResource, "resource "+uri, m, subject, call, args, notServed)
+		if err != nil {
+			return err
+		}
+		ctx, req, _, err := a.admit(ctx, e)
+		if err != nil {
+			return err
+		}
+		var terr *tool.Error
+		if res, terr = m.ReadResource(ctx, uri, req); terr != nil {
+			return terr
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	ctx, req, _, err := a.admit(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	res, terr := m.ReadResource(ctx, uri, req)
-	if terr != nil {
-		return nil, terr
 	}
 	return res, nil
 }
@@ -224,18 +253,25 @@ func (a *App) GetPrompt(ctx context.Context, call mcpserver.FeatureCall, name st
 		return nil, tool.Errorf(tool.KindNotFound, "module %s serves no prompt %q", m.Name(), name)
 	}
 	notServed := func() error { return tool.Errorf(tool.KindNotFound, "unknown prompt %q", name) }
-	e, err := a.featureEntrance(mcpserver.MethodGetPrompt, "prompt "+name, m, m.Features().Prompts[i].Tool, call,
-		map[string]any{"prompt": name, "arguments": args}, notServed)
+	subject, request := m.Features().Prompts[i].Tool, map[string]any{"prompt": name, "arguments": args}
+	var res *tool.PromptResult
+	err = a.observeFeature(ctx, mcpserver.MethodGetPrompt, name, m, subject, call, request, func(ctx context.Context) error {
+		e, err := a.featureEntrance(mcpserver.MethodGetPrompt, "prompt "+name, m, subject, call, request, notServed)
+		if err != nil {
+			return err
+		}
+		ctx, req, _, err := a.admit(ctx, e)
+		if err != nil {
+			return err
+		}
+		var terr *tool.Error
+		if res, terr = m.GetPrompt(ctx, name, args, req); terr != nil {
+			return terr
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	ctx, req, _, err := a.admit(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	res, terr := m.GetPrompt(ctx, name, args, req)
-	if terr != nil {
-		return nil, terr
 	}
 	return res, nil
 }
@@ -265,17 +301,24 @@ func (a *App) Complete(ctx context.Context, call mcpserver.FeatureCall, c tool.C
 	if c.Ref.Type == "ref/resource" {
 		what = "completion of resource template " + c.Ref.URI
 	}
-	e, err := a.featureEntrance(mcpserver.MethodComplete, what, m, subject, call, nil, notServed)
+	var res *tool.Completion
+	err = a.observeFeature(ctx, mcpserver.MethodComplete, c.Ref.Name+c.Ref.URI, m, subject, call, c, func(ctx context.Context) error {
+		e, err := a.featureEntrance(mcpserver.MethodComplete, what, m, subject, call, nil, notServed)
+		if err != nil {
+			return err
+		}
+		ctx, req, _, err := a.admit(ctx, e)
+		if err != nil {
+			return err
+		}
+		var terr *tool.Error
+		if res, terr = m.Complete(ctx, c, req); terr != nil {
+			return terr
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	ctx, req, _, err := a.admit(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	res, terr := m.Complete(ctx, c, req)
-	if terr != nil {
-		return nil, terr
 	}
 	return res, nil
 }

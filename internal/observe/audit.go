@@ -17,12 +17,18 @@ import (
 
 // Line is one audit log line. Empty fields are left out.
 type Line struct {
-	Time       string   `json:"time"`
-	Who        string   `json:"who"`
-	Via        string   `json:"via"`
-	Session    string   `json:"session,omitempty"`
-	Tool       string   `json:"tool,omitempty"`
-	Module     string   `json:"module,omitempty"`
+	Time    string `json:"time"`
+	Who     string `json:"who"`
+	Via     string `json:"via"`
+	Session string `json:"session,omitempty"`
+	// Method is the MCP method of the run of module code the line is of
+	// (tools/call, resources/read, prompts/get, completion/complete).
+	Method string `json:"method,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+	Module string `json:"module,omitempty"`
+	// Target is what a feature request names: a resource URI, a prompt
+	// name, a completion's reference.
+	Target     string   `json:"target,omitempty"`
 	Event      string   `json:"event"`
 	Capability string   `json:"capability,omitempty"`
 	Op         string   `json:"op,omitempty"`

@@ -35,11 +35,23 @@ type Recorder interface {
 	QueueWaited(d time.Duration)
 }
 
-// CallStart describes a call as it begins.
+// CallStart describes a run of module code as it begins: a tools/call, or
+// a feature request (resources/read, prompts/get, completion/complete)
+// that runs as a tool, with that tool's grants.
 type CallStart struct {
+	// Method is the MCP method of the request (tools/call, resources/read,
+	// ...); "" for a caller that does not say.
+	Method string
+	// Tool is the tool called, or the tool a feature request runs as (""
+	// for a feature that runs as none); Module serves it.
 	Tool, Module, Session string
-	// Known is whether the tool is loaded: only loaded tools' names become
-	// metric labels, so that a client cannot make up series.
+	// Target is what a feature request names (a resource URI, a prompt
+	// name, a completion's reference); "" for a tools/call, whose Tool is
+	// what it names.
+	Target string
+	// Known is whether the request is a tools/call of a loaded tool: only
+	// those become metric series, so that a client cannot make up series
+	// and the call metrics count tool calls only.
 	Known bool
 	// Arguments are the client's arguments; only recorded when the audit
 	// log is told to (log.audit_arguments).
@@ -235,7 +247,8 @@ func (h *Hub) QueueWaited(d time.Duration) {
 func (h *Hub) line(c *call, event string) *Line {
 	return &Line{
 		Time: h.now().UTC().Format(time.RFC3339Nano), Who: clip(c.who.Subject, maxField), Via: c.who.Via,
-		Session: clip(c.Session, maxField), Tool: clip(c.Tool, maxField), Module: c.Module, Event: event,
+		Session: clip(c.Session, maxField), Method: c.Method, Tool: clip(c.Tool, maxField), Module: c.Module,
+		Target: clip(c.Target, maxPath), Event: event,
 	}
 }
 

@@ -75,9 +75,19 @@ func (t *Tracing) Extract(ctx context.Context, header http.Header) context.Conte
 func (t *Tracing) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
 
 func (t *Tracing) startCall(ctx context.Context, s CallStart) (context.Context, trace.Span) {
-	ctx, span := t.tracer.Start(ctx, "warden.call "+clip(s.Tool, maxField), trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("warden.tool", clip(s.Tool, maxField)), attribute.String("warden.module", s.Module),
-			attribute.String("warden.session", clip(s.Session, maxField))))
+	name := "warden.call " + clip(s.Tool, maxField)
+	attrs := []attribute.KeyValue{attribute.String("warden.tool", clip(s.Tool, maxField)), attribute.String("warden.module", s.Module),
+		attribute.String("warden.session", clip(s.Session, maxField))}
+	if s.Method != "" {
+		attrs = append(attrs, attribute.String("warden.method", s.Method))
+	}
+	if s.Target != "" {
+		// A feature request: its span is named by its method, so that it is
+		// not counted as a call of the tool it runs as.
+		name = "warden." + s.Method + " " + clip(s.Tool, maxField)
+		attrs = append(attrs, attribute.String("warden.target", clip(s.Target, maxPath)))
+	}
+	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	if !span.IsRecording() {
 		return ctx, nil
 	}

@@ -82,6 +82,27 @@ func init() {
 			},
 		})
 	}
+	// Templates that overlap, each of another tool, declared in this order:
+	// a URI two of them match is read by the first declared that matches
+	// (this module's own routing), whatever order the URI templates sort
+	// in, and runs as its tool. doors://pair/scoped/1 is read by open's
+	// template, doors://pair/hidden/1 by hidden's.
+	for _, p := range []struct{ template, name string }{
+		{"doors://pair/hidden/{id}", "hidden"},
+		{"doors://pair/{+rest}", "open"},
+		{"doors://pair/scoped/{id}", "scoped"},
+	} {
+		name := p.name
+		warden.RegisterTemplates(warden.TemplateFunc{
+			Desc: tool.ResourceTemplateDescriptor{URITemplate: p.template, Name: name + "-pair", Tool: name},
+			ReadFunc: func(ctx *warden.Context, uri string, _ map[string]string) (*tool.ResourceResult, error) {
+				if err := trace(ctx, name, "pair"); err != nil {
+					return nil, err
+				}
+				return warden.TextResource(uri, "text/plain", "pair as "+name), nil
+			},
+		})
+	}
 	// A resource that runs as no tool: with no grants, its write is refused.
 	warden.RegisterResources(warden.ResourceFunc{
 		Desc: tool.ResourceDescriptor{URI: "doors://nobody", Name: "nobody"},
