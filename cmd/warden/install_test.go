@@ -113,18 +113,30 @@ func TestGrantCLI(t *testing.T) {
 			t.Errorf("%v changed the config", c.args)
 		}
 	}
-	// Adding to an entry keeps its module; --module moves it, explicitly.
+	// Adding to an entry keeps its module.
 	if out, err := run(t, "", "-c", cfgPath, "grant", "fetch", "env=OTHER"); err != nil || !strings.Contains(out, "(module fetch)") {
 		t.Errorf("grant to a bound entry: %v\n%s", err, out)
+	}
+	// --module never moves what the entry grants to another module: the
+	// person asked for env=TOKEN, not for net and env=OTHER to go along.
+	before, _ = os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "fetch", "--module", "Fetcher", "env=TOKEN")
+	if err == nil || !strings.Contains(err.Error(), "tools.grants.fetch belongs to module fetch and holds net, env: binding it to module Fetcher") ||
+		!strings.Contains(err.Error(), "warden revoke fetch --all") {
+		t.Errorf("grant --module to another module: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Errorf("the refused move changed the config:\n%s", after)
+	}
+	// Emptied, the entry moves, with only what was asked.
+	if out, err := run(t, "", "-c", cfgPath, "revoke", "fetch", "--all"); err != nil || !strings.Contains(out, "nothing granted") || !strings.Contains(out, "(module fetch)") {
+		t.Errorf("revoke --all: %v\n%s", err, out)
 	}
 	if out, err := run(t, "", "-c", cfgPath, "grant", "fetch", "--module", "Fetcher", "env=TOKEN"); err != nil || !strings.Contains(out, "(module Fetcher)") {
 		t.Errorf("grant --module: %v\n%s", err, out)
 	}
-	if out, err := run(t, "", "-c", cfgPath, "revoke", "fetch", "--all"); err != nil || !strings.Contains(out, "nothing granted") || !strings.Contains(out, "(module Fetcher)") {
-		t.Errorf("revoke --all: %v\n%s", err, out)
-	}
-	if after, _ := os.ReadFile(cfgPath); !strings.Contains(string(after), "    fetch:\n      module: Fetcher\n") {
-		t.Errorf("revoke --all did not keep the module:\n%s", after)
+	if after, _ := os.ReadFile(cfgPath); !strings.Contains(string(after), "    fetch:\n      module: Fetcher\n      env: [TOKEN]\n") {
+		t.Errorf("grant --module of an emptied entry:\n%s", after)
 	}
 }
 
