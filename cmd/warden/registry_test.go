@@ -579,7 +579,7 @@ func TestUpdateRefusesInternalHostsAndDroppedTopics(t *testing.T) {
 		"+ requests net=10.0.0.7" + internal,
 		"+ requests net=localhost" + internal,
 		"+ requests memory=read over every topic (the whole store)",
-		"NOT UPDATED: its tools request more capabilities than the installed version, which --yes alone does not approve: " +
+		"NOT UPDATED: its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: " +
 			"tool released requests memory=read over every topic (the whole store), net=https://127.0.0.1" + internal +
 			", net=10.0.0.7" + internal + ", net=localhost" + internal + "; run it on a terminal to decide, or pass --accept-capabilities too; nothing changed",
 	} {
@@ -1021,4 +1021,61 @@ func TestSyncKeepsModuleNameCase(t *testing.T) {
 			t.Fatalf("sync MyTool: exit %d\n%s%s", code, stdout, stderr)
 		}
 	})
+}
+
+// TestUpdateCountsTheGrantAnAddedToolGets: a tool the module drops keeps
+// its grant entry, bound to the module; a later version that adds the tool
+// again (requesting nothing) would run it with that grant. That is growth
+// the person has not seen for this version: --yes alone refuses it, naming
+// the grant and the entry, and writes nothing; --accept-capabilities
+// applies it.
+func TestUpdateCountsTheGrantAnAddedToolGets(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	build := func(version, extra string) []byte {
+		return readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": version, "extra": extra}))
+	}
+	v1, v2, v3 := build("1.0.0", "helper"), build("2.0.0", ""), build("3.0.0", "helper")
+	e.pushSigned(t, "acme/released", "latest", v1)
+	ref := e.ref("acme/released", "latest")
+	if out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", ref); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	if out, err := run(t, "", "-c", e.cfgPath, "grant", "helper", "fs.write=.", "net=api.example.com"); err != nil || !strings.Contains(out, "(module released)") {
+		t.Fatalf("grant helper: %v\n%s", err, out)
+	}
+	// v2 drops helper: nothing requested grows, --yes applies it; the
+	// entry stays (a grant is the person's, not the module's).
+	e.pushSigned(t, "acme/released", "latest", v2)
+	if out, err := run(t, "", "-c", e.cfgPath, "update", "--yes"); err != nil || !strings.Contains(out, "removed helper") {
+		t.Fatalf("update to v2: %v\n%s", err, out)
+	}
+	// v3 adds helper again, requesting nothing.
+	e.pushSigned(t, "acme/released", "latest", v3)
+	cfgBefore := readFile(t, e.cfgPath)
+	toolsBefore := dirContents(t, e.tools)
+	out, err := run(t, "", "-c", e.cfgPath, "update", "--yes")
+	t.Logf("update --yes:\n%s", out)
+	if err == nil {
+		t.Fatal("update --yes applied a version whose new tool runs with a grant nobody approved for it")
+	}
+	for _, want := range []string{
+		"added helper",
+		"+ is granted fs.write=. by tools.grants.helper (module released)",
+		"+ is granted net=api.example.com by tools.grants.helper (module released)",
+		"NOT UPDATED: its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: " +
+			"tool helper is granted fs.write=., net=api.example.com by tools.grants.helper (module released)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("update --yes output lacks %q", want)
+		}
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), cfgBefore) {
+		t.Errorf("a refused update changed config.yaml:\n%s", readFile(t, e.cfgPath))
+	}
+	if got := dirContents(t, e.tools); !maps.EqualFunc(got, toolsBefore, bytes.Equal) {
+		t.Error("a refused update changed the tools dir")
+	}
+	if out, err := run(t, "", "-c", e.cfgPath, "update", "--yes", "--accept-capabilities"); err != nil || !strings.Contains(out, "released: updated to") {
+		t.Fatalf("update --accept-capabilities: %v\n%s", err, out)
+	}
 }

@@ -185,8 +185,9 @@ type Update struct {
 	// Changes lists each tool of the old and new module that differs.
 	Changes []ToolChange
 	// Grown is true when some tool requests capabilities its previous
-	// version did not, or a new tool requests any: the person must
-	// approve that explicitly.
+	// version did not, or a new tool requests any or is granted any by a
+	// grant entry already bound to the module: the person must approve
+	// that explicitly.
 	Grown bool
 }
 
@@ -202,6 +203,12 @@ type ToolChange struct {
 	Grown tool.Capabilities
 	// Dropped is what the old version requested that the new one does not.
 	Dropped tool.Capabilities
+	// Granted, for an added tool, is what config grants it already (an
+	// entry bound to this module: one a tool the module dropped left
+	// behind, or one written ahead): it runs with that from the update
+	// on, whatever it requests. GrantKey is that entry, tools.grants.<key>.
+	Granted  tool.Capabilities
+	GrantKey string
 }
 
 // ReviewUpdate fetches what module's source ref points to now (checked by
@@ -253,6 +260,21 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 		after = append(after, t.Descriptor)
 	}
 	u.Changes, u.Grown = diffTools(before, after)
+	// What config grants is what a tool runs with, not what it requests:
+	// a tool the update adds gets its entry's grant at once, so the grant
+	// is growth the person approves with this update. A tool kept from
+	// the installed version keeps its grant, which the person saw it get.
+	for i, c := range u.Changes {
+		if c.Kind != "added" {
+			continue
+		}
+		for _, t := range r.Tools {
+			if t.Descriptor.Name == c.Name && !t.Granted.IsZero() {
+				u.Changes[i].Granted, u.Changes[i].GrantKey = t.Granted, strings.ToLower(c.Name)
+				u.Grown = true
+			}
+		}
+	}
 	return u, nil
 }
 
