@@ -1079,3 +1079,74 @@ func TestUpdateCountsTheGrantAnAddedToolGets(t *testing.T) {
 		t.Fatalf("update --accept-capabilities: %v\n%s", err, out)
 	}
 }
+
+// TestSyncRefusesALockfileThatGetsMore: a pull request that moves
+// tools.pins and tools.sources' digest to a version requesting more (only
+// hex to a reviewer) is, on a machine with the module installed, an update
+// nobody approved: the real binary's sync shows the diff as update does,
+// refuses it without --accept-capabilities, and leaves config and the
+// tools dir byte-identical. With the flag it syncs, and a lockfile that
+// moves to a version requesting less syncs without it.
+func TestSyncRefusesALockfileThatGetsMore(t *testing.T) {
+	wardenBinary(t) // built before newRegistryEnv points TMPDIR at a dir that must stay empty
+	e := newRegistryEnv(t, "")
+	first := e.pushSigned(t, "acme/released", "1.0.0", e.v1)
+	second := e.pushSigned(t, "acme/released", "2.0.0", e.v2)
+	if stdout, stderr, code := e.real(t, "install", "--yes", e.ref("acme/released", "1.0.0")); code != 0 {
+		t.Fatalf("install: exit %d\n%s%s", code, stdout, stderr)
+	}
+	locked := readFile(t, e.cfgPath)
+	// The stranger's edit: the digest and the pin of 2.0.0 (the ref's tag
+	// stays; sync fetches by digest).
+	moved := bytes.Replace(bytes.Replace(locked, []byte(first), []byte(second), 1), []byte(sum(e.v1)), []byte(sum(e.v2)), 1)
+	if bytes.Equal(moved, locked) {
+		t.Fatal("bad test: the lockfile did not change")
+	}
+	if err := os.WriteFile(e.cfgPath, moved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toolsBefore := dirContents(t, e.tools)
+	stdout, stderr, code := e.real(t, "sync")
+	t.Logf("sync:\n%s", stdout)
+	if code == 0 {
+		t.Fatalf("sync replaced the installed module by a version requesting more:\n%s%s", stdout, stderr)
+	}
+	for _, want := range []string{
+		"released: NOT SYNCED: " + e.ref("acme/released", "1.0.0") + " at " + second + " would replace the installed file with a version that gets more",
+		"changed released (version, capabilities)",
+		"+ requests net=api.example.com",
+		"tool released requests net=api.example.com; nothing written: pass --accept-capabilities to sync it",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("sync output lacks %q", want)
+		}
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), moved) {
+		t.Error("sync changed config.yaml")
+	}
+	if got := dirContents(t, e.tools); !maps.EqualFunc(got, toolsBefore, bytes.Equal) {
+		t.Error("a refused sync changed the tools dir")
+	}
+	if ents, _ := os.ReadDir(os.Getenv("TMPDIR")); len(ents) > 0 {
+		t.Errorf("temp files left: %v", ents)
+	}
+
+	stdout, stderr, code = e.real(t, "sync", "--accept-capabilities")
+	if code != 0 || !strings.Contains(stdout, "released: fetched") || !strings.Contains(stdout, "+ requests net=api.example.com") {
+		t.Fatalf("sync --accept-capabilities: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v2) {
+		t.Fatal("sync --accept-capabilities did not write the locked version")
+	}
+	// Back to 1.0.0, which requests less: no flag needed.
+	if err := os.WriteFile(e.cfgPath, locked, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = e.real(t, "sync")
+	if code != 0 || !strings.Contains(stdout, "released: fetched") || !strings.Contains(stdout, "- no longer requests net=api.example.com") {
+		t.Fatalf("sync to a version requesting less: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v1) {
+		t.Fatal("sync did not write the locked version")
+	}
+}
