@@ -91,8 +91,16 @@ A tool name another installed module already provides is refused.`,
 					// (tool.Descriptor.Validate), which admits no control
 					// character; escaping is the second fence.
 					name := termsafe.Line(t.Descriptor.Name)
-					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s\n",
-						name, name, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))
+					// An entry of another module would take the plain
+					// command's values (grant adds to the entry's own
+					// module): name the reviewed one, and BindGrant
+					// refuses while that entry holds anything.
+					module := ""
+					if t.Elsewhere != nil {
+						module = "--module " + termsafe.Line(r.Module) + " "
+					}
+					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s%s\n",
+						name, name, module, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))
 				}
 			}
 			return nil

@@ -272,3 +272,46 @@ func TestGrantsOfAMultiToolModule(t *testing.T) {
 		t.Fatalf("grant to a tool of the installed module: %v\n%s", err, out)
 	}
 }
+
+// TestInstallSuggestsAGrantForTheReviewedModule: when a tool's grant entry
+// belongs to another module, the review's "to grant what it requests" line
+// names the reviewed module (--module): without it, the line would add to
+// the other module's entry. Run as printed, it is refused while that entry
+// holds a grant (config.yaml byte-identical), and once the entry is emptied
+// it grants exactly what was requested, bound to the reviewed module.
+func TestInstallSuggestsAGrantForTheReviewedModule(t *testing.T) {
+	cfgPath, _ := setup(t)
+	wasm := testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"host": "api.example.com"})
+	if _, err := run(t, "", "-c", cfgPath, "grant", "released", "--module", "other", "env=TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "", "-c", cfgPath, "install", "--yes", "--name", "released", wasm)
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	const suggested = "to grant what released requests: warden grant released --module released net=api.example.com"
+	if !strings.Contains(out, "note: tools.grants.released is bound to module other") || !strings.Contains(out, suggested) {
+		t.Fatalf("install output lacks the note or %q:\n%s", suggested, out)
+	}
+	before, _ := os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "released", "--module", "released", "net=api.example.com")
+	if err == nil || !strings.Contains(err.Error(), "tools.grants.released belongs to module other and holds env") {
+		t.Fatalf("the suggested grant while the entry is other's: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Fatalf("a refused grant changed the config:\n%s", after)
+	}
+	if _, err := run(t, "", "-c", cfgPath, "revoke", "released", "--all"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "", "-c", cfgPath, "grant", "released", "--module", "released", "net=api.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, elsewhere := cfg.Grants("released", "released"); elsewhere != nil || len(g.Net) != 1 || len(g.Env) != 0 {
+		t.Errorf("grant of the reviewed module: %+v %v", g, elsewhere)
+	}
+}
