@@ -157,6 +157,12 @@ func printReview(w io.Writer, r *app.Review) {
 			fmt.Fprintf(w, "  hints: %s (claimed by the tool, not enforced)\n", hints)
 		}
 		printCapabilities(w, "  ", d.Capabilities, t.Granted, t.Missing)
+		if len(t.Config) > 0 {
+			// What the tool reads besides its capabilities: the keys
+			// only, as values may be secrets.
+			fmt.Fprintf(w, "  config: %s (tools.grants.%s.config; values not shown)\n",
+				termsafe.Join(t.Config, ", "), termsafe.Line(strings.ToLower(d.Name)))
+		}
 		if t.Elsewhere != nil {
 			// The entry of this tool's name belongs to another module: say
 			// so, or "nothing granted" would read as a config mistake.

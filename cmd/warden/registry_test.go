@@ -1049,6 +1049,12 @@ func TestUpdateCountsTheGrantAnAddedToolGets(t *testing.T) {
 	if out, err := run(t, "", "-c", e.cfgPath, "update", "--yes"); err != nil || !strings.Contains(out, "removed helper") {
 		t.Fatalf("update to v2: %v\n%s", err, out)
 	}
+	// The entry also holds helper's own config, a secret.
+	if _, err := config.EditFile(e.cfgPath, func(d *config.Document) error {
+		return d.Set(config.Str("s3cr3t-value"), "tools", "grants", "helper", "config", "api-key", "value")
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// v3 adds helper again, requesting nothing.
 	e.pushSigned(t, "acme/released", "latest", v3)
 	cfgBefore := readFile(t, e.cfgPath)
@@ -1062,12 +1068,17 @@ func TestUpdateCountsTheGrantAnAddedToolGets(t *testing.T) {
 		"added helper",
 		"+ is granted fs.write=. by tools.grants.helper (module released)",
 		"+ is granted net=api.example.com by tools.grants.helper (module released)",
+		"+ reads config api-key of tools.grants.helper (module released)",
+		"  config: api-key (tools.grants.helper.config; values not shown)",
 		"NOT UPDATED: its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: " +
-			"tool helper is granted fs.write=., net=api.example.com by tools.grants.helper (module released)",
+			"tool helper is granted fs.write=., net=api.example.com by tools.grants.helper (module released); tool helper reads config api-key of tools.grants.helper (module released)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update --yes output lacks %q", want)
 		}
+	}
+	if strings.Contains(out, "s3cr3t-value") {
+		t.Error("the update printed a config value")
 	}
 	if !bytes.Equal(readFile(t, e.cfgPath), cfgBefore) {
 		t.Errorf("a refused update changed config.yaml:\n%s", readFile(t, e.cfgPath))

@@ -140,6 +140,9 @@ func printChanges(w io.Writer, module string, changes []app.ToolChange) {
 		for _, g := range capset.Describe(c.Granted) {
 			fmt.Fprintf(w, "    + is granted %s by %s\n", termsafe.Line(g), grantEntry(c, module))
 		}
+		if len(c.Config) > 0 {
+			fmt.Fprintf(w, "    + reads config %s of %s\n", termsafe.Join(c.Config, ", "), grantEntry(c, module))
+		}
 		for _, r := range capset.Describe(c.Dropped) {
 			fmt.Fprintf(w, "    - no longer requests %s\n", termsafe.Line(r))
 		}
@@ -157,6 +160,9 @@ func growth(module string, changes []app.ToolChange) string {
 		}
 		if granted := capset.Describe(c.Granted); len(granted) > 0 {
 			tools = append(tools, fmt.Sprintf("tool %s is granted %s by %s", termsafe.Line(c.Name), termsafe.Join(granted, ", "), grantEntry(c, module)))
+		}
+		if len(c.Config) > 0 {
+			tools = append(tools, fmt.Sprintf("tool %s reads config %s of %s", termsafe.Line(c.Name), termsafe.Join(c.Config, ", "), grantEntry(c, module)))
 		}
 	}
 	return strings.Join(tools, "; ")

@@ -263,6 +263,9 @@ type ToolChange struct {
 	// on, whatever it requests. GrantKey is that entry, tools.grants.<key>.
 	Granted  tool.Capabilities
 	GrantKey string
+	// Config, for an added tool, names the keys of its own configuration
+	// (tools.grants.<GrantKey>.config) that entry already holds.
+	Config []string
 }
 
 // ReviewUpdate fetches what module's source ref points to now (checked by
@@ -315,7 +318,8 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 
 // compareTools is how the reviewed module r differs from the tools of the
 // version it replaces (before): diffTools over the descriptors, and, for
-// each tool r adds, what config grants it already. What config grants is
+// each tool r adds, what config grants it already (and the keys of its
+// own config it would read). What config grants is
 // what a tool runs with, not what it requests: a tool the new version adds
 // gets its entry's grant at once (an entry bound to the module that a tool
 // it dropped left behind, or one written ahead), so that grant is growth
@@ -332,8 +336,8 @@ func compareTools(before []tool.Descriptor, r *Review) (changes []ToolChange, gr
 			continue
 		}
 		for _, t := range r.Tools {
-			if t.Descriptor.Name == c.Name && !t.Granted.IsZero() {
-				changes[i].Granted, changes[i].GrantKey = t.Granted, strings.ToLower(c.Name)
+			if t.Descriptor.Name == c.Name && (!t.Granted.IsZero() || len(t.Config) > 0) {
+				changes[i].Granted, changes[i].Config, changes[i].GrantKey = t.Granted, t.Config, strings.ToLower(c.Name)
 				grown = true
 			}
 		}

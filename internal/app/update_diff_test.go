@@ -128,4 +128,9 @@ func TestCompareToolsCountsTheGrantOfAnAddedTool(t *testing.T) {
 	if _, grown := compareTools(before, r); grown {
 		t.Error("an added tool with neither request nor grant counted as growth")
 	}
+	// Its own config (tools.grants.bare.config) alone is growth too.
+	r.Tools[1].Config = []string{"api-key"}
+	if changes, grown := compareTools(before, r); !grown || len(changes) != 1 || !slices.Equal(changes[0].Config, []string{"api-key"}) {
+		t.Errorf("an added tool reading config: grown %v, %+v", grown, changes)
+	}
 }
