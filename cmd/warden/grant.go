@@ -159,7 +159,9 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 
 // grantModule is the module a grant of toolName belongs to: flag when set;
 // else the module the config entry already names, so that adding to an
-// entry never moves it; else a pinned module serving exactly that name now;
+// entry never moves it (unless another module serves the tool now: then
+// the person must say which, with --module); else a pinned module serving
+// exactly that name now;
 // else the module named like the tool (the default binding). A new entry is
 // never bound to an unpinned module of another name on its own say-so: that
 // module may be an impostor of a tool not installed yet, so the person must
@@ -176,6 +178,15 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 		return byDefault, nil
 	}
 	if module, _, ok := a.Config().GrantModule(toolName); ok {
+		// The entry belongs to another module than the one serving the
+		// tool now: adding to it would widen a module the person is not
+		// looking at (the output would show the served tool granted
+		// nothing). They name which one.
+		if t, served := a.Registry().Tool(toolName); served && t.Module().Name() != module {
+			return "", usagef("tools.grants.%s belongs to module %s, but tool %s is served by module %s; say which module the grant is for: "+
+				"--module %s adds to that entry, --module %s gives the serving module a grant of its own (once the entry is emptied)",
+				strings.ToLower(toolName), module, toolName, t.Module().Name(), module, t.Module().Name())
+		}
 		return module, nil
 	}
 	var modules, pinned []string

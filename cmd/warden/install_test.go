@@ -155,6 +155,20 @@ func TestInstallReviewSaysWhereTheGrantBelongs(t *testing.T) {
 	if !strings.Contains(out, "note: tools.grants.echo is bound to module real-echo (its module field); tool \"echo\" is served by module echo") {
 		t.Errorf("review does not say where the grant belongs:\n%s", out)
 	}
+	// A plain grant now would add to real-echo's entry while the person
+	// looks at echo: refused, naming both, config untouched.
+	before, _ := os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "echo", "env=OTHER")
+	if err == nil || !strings.Contains(err.Error(), "tools.grants.echo belongs to module real-echo, but tool echo is served by module echo; say which module the grant is for") {
+		t.Errorf("grant to a tool whose entry is another module's: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Errorf("the refused grant changed the config:\n%s", after)
+	}
+	// Named, it goes where the person said.
+	if out, err := run(t, "", "-c", cfgPath, "grant", "echo", "--module", "real-echo", "env=OTHER"); err != nil || !strings.Contains(out, "(module real-echo)") {
+		t.Errorf("grant --module real-echo: %v\n%s", err, out)
+	}
 }
 
 // TestGrantNeverBindsAnImpostor: a new grant entry is bound to an unpinned
