@@ -484,3 +484,33 @@ func TestBindGrantNeverMovesAGrant(t *testing.T) {
 		}
 	}
 }
+
+// TestRevokeTheLastTopicRevokesMemory: a memory level over topics is one
+// grant; no topics means the whole store. Revoking the last topic (or the
+// whole memory.topics key) must not leave the level alone, which would
+// widen "read on notes" into "read on everything": the level goes too.
+func TestRevokeTheLastTopicRevokesMemory(t *testing.T) {
+	const doc = "tools:\n  grants:\n    notes:\n      module: notes\n      memory: read-write\n      memory_topics: [notes, arch]\n"
+	for _, c := range []struct {
+		name   string
+		change GrantChange
+		want   string
+	}{
+		{"one of two topics", grant("memory.topics", "arch"), "tools:\n  grants:\n    notes:\n      module: notes\n      memory: read-write\n      memory_topics: [notes]\n"},
+		{"every topic by value", grant("memory.topics", "notes", "arch"), "tools:\n  grants:\n    notes:\n      module: notes\n"},
+		{"the whole key", GrantChange{Key: "memory.topics"}, "tools:\n  grants:\n    notes:\n      module: notes\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := ParseDocument([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Revoke("notes", c.change); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(d.Bytes()); got != c.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
+			}
+		})
+	}
+}

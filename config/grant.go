@@ -257,6 +257,14 @@ func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
 		if err != nil {
 			return err
 		}
+		// No topics is the whole store: a level left without the topics
+		// that limited it would grant more than before the revoke. The
+		// last topic takes the level with it.
+		if c.Key == "memory.topics" && len(next) == 0 {
+			if err := d.Delete(grantPath(toolName, grantKeys["memory"])...); err != nil {
+				return err
+			}
+		}
 		// fs: {} with nothing left goes too.
 		if len(p) > 4 {
 			parent := p[:len(p)-1]

@@ -63,7 +63,8 @@ func newRevokeCmd(g *globalFlags) *cobra.Command {
 		Short: "Take a capability back from a tool in config.yaml",
 		Long: `Remove from what TOOL may use: the values given, or the whole key when no value is
 given (` + "`revoke TOOL net`" + `), or everything with --all. Revoking memory=read-write leaves
-read; revoking memory=read leaves nothing. Like grant, the file keeps its comments and
+read; revoking memory=read leaves nothing; revoking the last memory topic revokes memory
+too (a level without topics would be the whole store). Like grant, the file keeps its comments and
 layout and is replaced only once the result validates.
 
 ` + grantKeysHelp,
