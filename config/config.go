@@ -27,6 +27,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/hostfuncs/env"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/mcpserver"
@@ -58,6 +59,22 @@ type Config struct {
 	// lower case viper gives every key, to the pattern as File writes it
 	// (see signaturePatternsAsWritten).
 	signaturePatterns map[string]string
+	// src is File's text as loaded, to say on which line a refused key is
+	// written (lineOf); nil when there is no file.
+	src []byte
+}
+
+// lineOf says where the value at key path p is written in File, as
+// " (<file> line N)", or "" when that is not known.
+func (c *Config) lineOf(p ...string) string {
+	if len(c.src) == 0 {
+		return ""
+	}
+	n, err := (&Document{src: c.src}).Get(p...)
+	if err != nil || n == nil || n.Line < 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s line %d)", c.File, n.Line)
 }
 
 // Project locates the files tools may be granted.
@@ -571,7 +588,7 @@ func Load(path string) (*Config, error) {
 	))); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
 	}
-	c.File, c.Dir, c.Blank = path, dir, blank
+	c.File, c.Dir, c.Blank, c.src = path, dir, blank, data
 	c.signaturePatterns = signaturePatternsAsWritten(data)
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
@@ -661,6 +678,26 @@ func (c *Config) resolvePaths() {
 	}
 }
 
+// wardenSetting returns the config section ("server.*") that the host
+// variable name sets through viper's WARDEN_<KEY PATH> mapping, or "" when
+// it sets none: a from_env naming WARDEN_SERVER_TOKEN would hand a tool
+// server.token. Variables of other WARDEN_ names (a test's WARDEN_TEST_KEY)
+// set nothing and stay usable.
+func wardenSetting(name string) string {
+	if !env.IsWardenKey(name) {
+		return ""
+	}
+	rest := strings.ToLower(name[len(env.WardenPrefix):])
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		section := t.Field(i).Tag.Get("mapstructure")
+		if section != "" && section != "-" && (rest == section || strings.HasPrefix(rest, section+"_")) {
+			return section + ".*"
+		}
+	}
+	return ""
+}
+
 // Validate reports every problem, each with its key path.
 func (c *Config) Validate() error {
 	var errs []error
@@ -721,6 +758,11 @@ func (c *Config) Validate() error {
 		for _, host := range g.Net {
 			if err := net.ValidateGrant(host); err != nil {
 				fail(key+".net", "%v", err)
+			}
+		}
+		for _, k := range g.Env {
+			if err := env.ValidateKey(k); err != nil {
+				fail(key+".env", "%v%s", err, c.lineOf("tools", "grants", name, "env"))
 			}
 		}
 		for _, topic := range g.MemoryTopics {
@@ -814,12 +856,23 @@ func (c *Config) Validate() error {
 			case v.FromEnv != "" && strings.ContainsAny(v.FromEnv, "=\x00"):
 				// Not quoted: a value pasted into the wrong field is still a secret.
 				fail(at+".from_env", "is not a variable name (it contains = or NUL)")
+			case wardenSetting(v.FromEnv) != "":
+				fail(at+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
+					v.FromEnv, wardenSetting(v.FromEnv), c.lineOf("tools", "grants", name, "config", key, "from_env"))
 			}
 		}
 	}
-	for name, ev := range c.Env.Values {
-		if (ev.Value == "") == (ev.FromEnv == "") {
+	for _, name := range sortedKeys(c.Env.Values) {
+		ev := c.Env.Values[name]
+		switch {
+		case (ev.Value == "") == (ev.FromEnv == ""):
 			fail("env.values."+name, "set exactly one of value or from_env")
+		case env.IsWardenKey(name):
+			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise%s",
+				c.lineOf("env", "values", name))
+		case wardenSetting(ev.FromEnv) != "":
+			fail("env.values."+name+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
+				ev.FromEnv, wardenSetting(ev.FromEnv), c.lineOf("env", "values", name, "from_env"))
 		}
 	}
 	switch strings.ToLower(c.Log.Level) {

@@ -33,6 +33,8 @@ func (c Config) Validate() error {
 		v := c.Values[key]
 		if !validKey(key) {
 			errs = append(errs, fmt.Errorf("env.values.%s: key must be A-Z a-z 0-9 _ and not start with a digit", key))
+		} else if IsWardenKey(key) {
+			errs = append(errs, fmt.Errorf("env.values.%s: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise", key))
 		}
 		if other, dup := seen[strings.ToUpper(key)]; dup {
 			errs = append(errs, fmt.Errorf("env.values.%s: same key as %s (keys are case-insensitive)", key, other))
@@ -138,7 +140,7 @@ func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any,
 	if req.Op == "list" {
 		keys := []string{}
 		for _, key := range call.Grants.Env {
-			if _, ok := resolve(values, key); ok && validKey(key) &&
+			if _, ok := resolve(values, key); ok && ValidateKey(key) == nil &&
 				!slices.ContainsFunc(keys, func(k string) bool { return strings.EqualFold(k, key) }) {
 				keys = append(keys, key)
 			}
@@ -200,6 +202,11 @@ func gate(call *hostfuncs.Call, req *request) error {
 	}
 	if req == nil || req.Op != "get" {
 		return nil
+	}
+	if IsWardenKey(req.Key) {
+		// Never offered (no Need): whatever config grants, config
+		// validation refuses such a grant and this refuses the call.
+		return tool.Errorf(tool.KindDenied, "env: key %q is warden's own configuration (WARDEN_*); no grant can give it to tool %q", req.Key, call.Tool)
 	}
 	if !slices.ContainsFunc(call.Grants.Env, func(k string) bool { return strings.EqualFold(k, req.Key) }) {
 		return tool.DeniedFor(tool.Need{Key: "env", Value: req.Key},

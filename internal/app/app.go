@@ -284,11 +284,19 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 			close(a.loadedOne)
 			a.loadedOne = make(chan struct{})
 			a.loadsEnded.Add(1)
+			last := remaining.Add(-1) == 0
+			if last {
+				// Under the lock that empties loading: a tools/list that
+				// names nothing loading is never followed by a /healthz
+				// that still says "loading" (every module is in, so the
+				// registry has decided its collisions already).
+				ended()
+			}
 			a.mu.Unlock()
 			if loaded || len(errs) > 0 {
 				a.notify()
 			}
-			if remaining.Add(-1) == 0 {
+			if last {
 				// Collisions are reported once all modules are in: the
 				// outcome does not depend on the order they were loaded in,
 				// and neither does the report.
@@ -298,7 +306,6 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 				a.logLoadSummary(len(paths))
 				// Modules listed from their manifests compile on first
 				// call or in the preload below: they are served already.
-				ended()
 				if preload {
 					a.preloadAll(ctx)
 				}

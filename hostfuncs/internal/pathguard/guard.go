@@ -61,6 +61,8 @@ type Config struct {
 	Deny []string
 	// Home is the directory "~" stands for in deny patterns.
 	Home string
+	// Own are warden's own files, denied before everything else.
+	Own []OwnFile
 }
 
 // Guard is an immutable, compiled Config. It is safe for concurrent use.
@@ -119,7 +121,7 @@ func New(cfg Config) (*Guard, error) {
 		}
 		addRoot(name, cfg.Roots[name])
 	}
-	rules, err := compileRules(cfg.Home, cfg.Deny)
+	rules, err := compileRules(cfg.Home, cfg.Own, cfg.Deny)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -344,8 +346,11 @@ func (g *Guard) CheckReal(op string, access Access, toolName string, grants []st
 }
 
 func denyRule(op, p string, r *Rule) *tool.Error {
-	return denied("%s %q: matches deny rule %q (%s); deny rules always win over grants and also apply to the real path behind symlinks",
-		op, p, r.Pattern, r.Source)
+	if r.Source == SourceOwn {
+		return denied("%s %q: %s", op, p, r.Reason())
+	}
+	return denied("%s %q: %s; deny rules always win over grants and also apply to the real path behind symlinks",
+		op, p, r.Reason())
 }
 
 // suggest is the grant that would allow t: its top-level entry.
@@ -355,6 +360,22 @@ func suggest(t Target) string {
 		return top
 	}
 	return t.Root.Name + ":" + top
+}
+
+// OwnFile returns the refusal of path p, written as a grant or a guest
+// path, when it is one of warden's own files or lies within one (Config.Own),
+// else nil: a grant of it would give nothing, so grant edits refuse it.
+func (g *Guard) OwnFile(op, p string) error {
+	var rule *Rule
+	if t, err := g.Parse(op, p); err == nil {
+		rule = g.Denied(t)
+	} else if filepath.IsAbs(p) {
+		rule = g.matchAbs(strings.ToLower(filepath.Clean(p)))
+	}
+	if rule != nil && rule.Source == SourceOwn {
+		return denyRule(op, p, rule)
+	}
+	return nil
 }
 
 // Denied returns the deny rule that the target's lexical path matches, or
