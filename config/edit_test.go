@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,14 +92,18 @@ func TestEditSplices(t *testing.T) {
 			func(d *Document) error { return d.BindGrant("echo", "echo") },
 			"    echo: {}              # nothing yet\n",
 			"    echo:                 # nothing yet\n      module: echo\n"},
-		{"bind a block entry: the module field goes last, the rest stays",
-			func(d *Document) error { return d.BindGrant("fetch", "Fetch-v2.1") },
+		{"bind a block entry to the module it meant: the module field goes last, the rest stays",
+			func(d *Document) error { return d.BindGrant("fetch", "fetch") },
 			"      env: [GITHUB_TOKEN]\n",
-			"      env: [GITHUB_TOKEN]\n      module: Fetch-v2.1\n"},
+			"      env: [GITHUB_TOKEN]\n      module: fetch\n"},
 		{"bind a flow entry",
-			func(d *Document) error { return d.BindGrant("Symbols", "nav") },
+			func(d *Document) error { return d.BindGrant("Symbols", "symbols") },
 			`symbols: {fs: {read: [src, "notes:daily"]}, lsp: [go]}`,
-			`symbols: {fs: {read: [src, "notes:daily"]}, lsp: [go], module: nav}`},
+			`symbols: {fs: {read: [src, "notes:daily"]}, lsp: [go], module: symbols}`},
+		{"move an empty entry to another module",
+			func(d *Document) error { return d.BindGrant("echo", "Fetch-v2.1") },
+			"    echo: {}              # nothing yet\n",
+			"    echo:                 # nothing yet\n      module: Fetch-v2.1\n"},
 		{"bind a new tool to a module whose name reads as a number",
 			func(d *Document) error { return d.BindGrant("jq", "1e3") },
 			"    symbols: {fs: {read: [src, \"notes:daily\"]}, lsp: [go]}\n",
@@ -448,6 +453,65 @@ func TestGrantBinding(t *testing.T) {
 		if err != nil || module != c.module || exists != c.exists {
 			t.Errorf("GrantBinding(%s) = %q, %v, %v", c.tool, module, exists, err)
 		}
+	}
+}
+
+// TestBindGrantNeverMovesAGrant: an entry that grants something (or holds
+// the tool's config) belongs to its module; binding it to another module
+// would hand that module all of it, so it is refused and the document
+// keeps every byte. An entry holding nothing moves.
+func TestBindGrantNeverMovesAGrant(t *testing.T) {
+	const withConfig = "tools:\n  grants:\n    jq:\n      module: jq\n      config: {token: {from_env: JQ_TOKEN}}\n"
+	for _, c := range []struct {
+		doc, tool, module, want string
+	}{
+		// No module field: the entry belongs to the module named like the tool.
+		{sample, "fetch", "evil", "tools.grants.fetch belongs to module fetch and holds net, env: binding it to module evil"},
+		{sample, "Symbols", "nav", "tools.grants.symbols belongs to module symbols and holds fs, lsp"},
+		{withConfig, "jq", "JQ", "tools.grants.jq belongs to module jq and holds config"},
+	} {
+		d, err := ParseDocument([]byte(c.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.BindGrant(c.tool, c.module)
+		var move *GrantMoveError
+		if !errors.As(err, &move) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing written") {
+			t.Errorf("BindGrant(%s, %s): %v, want %q", c.tool, c.module, err, c.want)
+		}
+		if string(d.Bytes()) != c.doc {
+			t.Errorf("BindGrant(%s, %s) changed the text:\n%s", c.tool, c.module, d.Bytes())
+		}
+	}
+}
+
+// TestRevokeTheLastTopicRevokesMemory: a memory level over topics is one
+// grant; no topics means the whole store. Revoking the last topic (or the
+// whole memory.topics key) must not leave the level alone, which would
+// widen "read on notes" into "read on everything": the level goes too.
+func TestRevokeTheLastTopicRevokesMemory(t *testing.T) {
+	const doc = "tools:\n  grants:\n    notes:\n      module: notes\n      memory: read-write\n      memory_topics: [notes, arch]\n"
+	for _, c := range []struct {
+		name   string
+		change GrantChange
+		want   string
+	}{
+		{"one of two topics", grant("memory.topics", "arch"), "tools:\n  grants:\n    notes:\n      module: notes\n      memory: read-write\n      memory_topics: [notes]\n"},
+		{"every topic by value", grant("memory.topics", "notes", "arch"), "tools:\n  grants:\n    notes:\n      module: notes\n"},
+		{"the whole key", GrantChange{Key: "memory.topics"}, "tools:\n  grants:\n    notes:\n      module: notes\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := ParseDocument([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Revoke("notes", c.change); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(d.Bytes()); got != c.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
+			}
+		})
 	}
 }
 

@@ -257,6 +257,14 @@ func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
 		if err != nil {
 			return err
 		}
+		// No topics is the whole store: a level left without the topics
+		// that limited it would grant more than before the revoke. The
+		// last topic takes the level with it.
+		if c.Key == "memory.topics" && len(next) == 0 {
+			if err := d.Delete(grantPath(toolName, grantKeys["memory"])...); err != nil {
+				return err
+			}
+		}
 		// fs: {} with nothing left goes too.
 		if len(p) > 4 {
 			parent := p[:len(p)-1]
@@ -322,6 +330,14 @@ func (d *Document) GrantBinding(toolName string) (module string, exists bool, er
 // BindGrant writes module as the module the tool's grant belongs to
 // (tools.grants.<tool>.module), creating the entry if needed. The grant
 // then applies only while that module serves the tool.
+//
+// It never moves what an entry holds to another module: an entry that
+// grants anything (or holds the tool's config) and belongs to another
+// module than module, by its module field or by its name, is refused
+// (*GrantMoveError). Moving it would hand everything the person granted
+// one module's code to another's, while the edit asked for (and showed)
+// only the binding or one more value. Every writer of a binding (warden
+// grant --module, install, "allow always") goes through here.
 func (d *Document) BindGrant(toolName, module string) error {
 	if err := checkToolName(toolName); err != nil {
 		return err
@@ -329,10 +345,59 @@ func (d *Document) BindGrant(toolName, module string) error {
 	if !tool.ValidName(module) {
 		return fmt.Errorf("tools.grants.%s.module: %q is not a module name (%s)", toolName, module, tool.NameRule)
 	}
-	if cur, err := d.GrantModule(toolName); err != nil || cur == module {
+	cur, err := d.GrantModule(toolName)
+	if err != nil || cur == module {
 		return err
 	}
+	bound, exists, err := d.GrantBinding(toolName)
+	if err != nil {
+		return err
+	}
+	if exists && bound != module {
+		held, err := d.grantHolds(toolName)
+		if err != nil {
+			return err
+		}
+		if len(held) > 0 {
+			return &GrantMoveError{Key: strings.ToLower(toolName), From: bound, To: module, Holds: held}
+		}
+	}
 	return d.Set(Str(module), "tools", "grants", toolName, "module")
+}
+
+// grantHolds lists the keys of the tool's grant entry other than module:
+// what binding it to a module hands that module.
+func (d *Document) grantHolds(toolName string) ([]string, error) {
+	n, err := d.Get("tools", "grants", toolName)
+	if err != nil || n == nil || isNull(n) {
+		return nil, err
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("tools.grants.%s: is %s, not a mapping", toolName, kindName(n))
+	}
+	var held []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; !strings.EqualFold(k, "module") {
+			held = append(held, k)
+		}
+	}
+	return held, nil
+}
+
+// GrantMoveError refuses to bind a grant entry that holds something to
+// another module than the one it belongs to.
+type GrantMoveError struct {
+	Key   string   // tools.grants.<Key>
+	From  string   // the module the entry belongs to
+	To    string   // the module it was asked to belong to
+	Holds []string // the entry's keys other than module (net, fs, config, ...)
+}
+
+func (e *GrantMoveError) Error() string {
+	return fmt.Sprintf("tools.grants.%s belongs to module %s and holds %s: binding it to module %s would hand all of that to %s, "+
+		"which was not asked; nothing written. To give module %s a grant of its own, empty the entry first "+
+		"(warden revoke %s --all), then: warden grant %s --module %s KEY=VALUE...",
+		e.Key, e.From, strings.Join(e.Holds, ", "), e.To, e.To, e.To, e.Key, e.Key, e.To)
 }
 
 func listOrNone(values []string) string {

@@ -70,7 +70,8 @@ func newRevokeCmd(g *globalFlags) *cobra.Command {
 		Short: "Take a capability back from a tool in config.yaml",
 		Long: `Remove from what TOOL may use: the values given, or the whole key when no value is
 given (` + "`revoke TOOL net`" + `), or everything with --all. Revoking memory=read-write leaves
-read; revoking memory=read leaves nothing. Like grant, the file keeps its comments and
+read; revoking memory=read leaves nothing; revoking the last memory topic revokes memory
+too (a level without topics would be the whole store). Like grant, the file keeps its comments and
 layout and is replaced only once the result validates.
 
 ` + grantKeysHelp,
@@ -166,7 +167,9 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 
 // grantModule is the module a grant of toolName belongs to: flag when set;
 // else the module the config entry already names, so that adding to an
-// entry never moves it; else a pinned module serving exactly that name now;
+// entry never moves it (unless another module serves the tool now: then
+// the person must say which, with --module); else a pinned module serving
+// exactly that name now;
 // else the module named like the tool (the default binding). A new entry is
 // never bound to an unpinned module of another name on its own say-so: that
 // module may be an impostor of a tool not installed yet, so the person must
@@ -183,6 +186,15 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 		return byDefault, nil
 	}
 	if module, _, ok := a.Config().GrantModule(toolName); ok {
+		// The entry belongs to another module than the one serving the
+		// tool now: adding to it would widen a module the person is not
+		// looking at (the output would show the served tool granted
+		// nothing). They name which one.
+		if t, served := a.Registry().Tool(toolName); served && t.Module().Name() != module {
+			return "", usagef("tools.grants.%s belongs to module %s, but tool %s is served by module %s; say which module the grant is for: "+
+				"--module %s adds to that entry, --module %s gives the serving module a grant of its own (once the entry is emptied)",
+				strings.ToLower(toolName), module, toolName, t.Module().Name(), module, t.Module().Name())
+		}
 		return module, nil
 	}
 	var modules, pinned []string

@@ -91,8 +91,16 @@ A tool name another installed module already provides is refused.`,
 					// (tool.Descriptor.Validate), which admits no control
 					// character; escaping is the second fence.
 					name := termsafe.Line(t.Descriptor.Name)
-					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s\n",
-						name, name, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))
+					// An entry of another module would take the plain
+					// command's values (grant adds to the entry's own
+					// module): name the reviewed one, and BindGrant
+					// refuses while that entry holds anything.
+					module := ""
+					if t.Elsewhere != nil {
+						module = "--module " + termsafe.Line(r.Module) + " "
+					}
+					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s%s\n",
+						name, name, module, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))
 				}
 			}
 			return nil
@@ -149,6 +157,12 @@ func printReview(w io.Writer, r *app.Review) {
 			fmt.Fprintf(w, "  hints: %s (claimed by the tool, not enforced)\n", hints)
 		}
 		printCapabilities(w, "  ", d.Capabilities, t.Granted, t.Missing)
+		if len(t.Config) > 0 {
+			// What the tool reads besides its capabilities: the keys
+			// only, as values may be secrets.
+			fmt.Fprintf(w, "  config: %s (tools.grants.%s.config; values not shown)\n",
+				termsafe.Join(t.Config, ", "), termsafe.Line(strings.ToLower(d.Name)))
+		}
 		if t.Elsewhere != nil {
 			// The entry of this tool's name belongs to another module: say
 			// so, or "nothing granted" would read as a config mistake.

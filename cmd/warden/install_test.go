@@ -113,18 +113,30 @@ func TestGrantCLI(t *testing.T) {
 			t.Errorf("%v changed the config", c.args)
 		}
 	}
-	// Adding to an entry keeps its module; --module moves it, explicitly.
+	// Adding to an entry keeps its module.
 	if out, err := run(t, "", "-c", cfgPath, "grant", "fetch", "env=OTHER"); err != nil || !strings.Contains(out, "(module fetch)") {
 		t.Errorf("grant to a bound entry: %v\n%s", err, out)
+	}
+	// --module never moves what the entry grants to another module: the
+	// person asked for env=TOKEN, not for net and env=OTHER to go along.
+	before, _ = os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "fetch", "--module", "Fetcher", "env=TOKEN")
+	if err == nil || !strings.Contains(err.Error(), "tools.grants.fetch belongs to module fetch and holds net, env: binding it to module Fetcher") ||
+		!strings.Contains(err.Error(), "warden revoke fetch --all") {
+		t.Errorf("grant --module to another module: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Errorf("the refused move changed the config:\n%s", after)
+	}
+	// Emptied, the entry moves, with only what was asked.
+	if out, err := run(t, "", "-c", cfgPath, "revoke", "fetch", "--all"); err != nil || !strings.Contains(out, "nothing granted") || !strings.Contains(out, "(module fetch)") {
+		t.Errorf("revoke --all: %v\n%s", err, out)
 	}
 	if out, err := run(t, "", "-c", cfgPath, "grant", "fetch", "--module", "Fetcher", "env=TOKEN"); err != nil || !strings.Contains(out, "(module Fetcher)") {
 		t.Errorf("grant --module: %v\n%s", err, out)
 	}
-	if out, err := run(t, "", "-c", cfgPath, "revoke", "fetch", "--all"); err != nil || !strings.Contains(out, "nothing granted") || !strings.Contains(out, "(module Fetcher)") {
-		t.Errorf("revoke --all: %v\n%s", err, out)
-	}
-	if after, _ := os.ReadFile(cfgPath); !strings.Contains(string(after), "    fetch:\n      module: Fetcher\n") {
-		t.Errorf("revoke --all did not keep the module:\n%s", after)
+	if after, _ := os.ReadFile(cfgPath); !strings.Contains(string(after), "    fetch:\n      module: Fetcher\n      env: [TOKEN]\n") {
+		t.Errorf("grant --module of an emptied entry:\n%s", after)
 	}
 }
 
@@ -142,6 +154,20 @@ func TestInstallReviewSaysWhereTheGrantBelongs(t *testing.T) {
 	}
 	if !strings.Contains(out, "note: tools.grants.echo is bound to module real-echo (its module field); tool \"echo\" is served by module echo") {
 		t.Errorf("review does not say where the grant belongs:\n%s", out)
+	}
+	// A plain grant now would add to real-echo's entry while the person
+	// looks at echo: refused, naming both, config untouched.
+	before, _ := os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "echo", "env=OTHER")
+	if err == nil || !strings.Contains(err.Error(), "tools.grants.echo belongs to module real-echo, but tool echo is served by module echo; say which module the grant is for") {
+		t.Errorf("grant to a tool whose entry is another module's: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Errorf("the refused grant changed the config:\n%s", after)
+	}
+	// Named, it goes where the person said.
+	if out, err := run(t, "", "-c", cfgPath, "grant", "echo", "--module", "real-echo", "env=OTHER"); err != nil || !strings.Contains(out, "(module real-echo)") {
+		t.Errorf("grant --module real-echo: %v\n%s", err, out)
 	}
 }
 
@@ -258,5 +284,48 @@ func TestGrantsOfAMultiToolModule(t *testing.T) {
 	}
 	if out, err := run(t, "", "-c", cfgPath, "grant", "definition", "lsp=go"); err != nil || !strings.Contains(out, "(module lsp)") {
 		t.Fatalf("grant to a tool of the installed module: %v\n%s", err, out)
+	}
+}
+
+// TestInstallSuggestsAGrantForTheReviewedModule: when a tool's grant entry
+// belongs to another module, the review's "to grant what it requests" line
+// names the reviewed module (--module): without it, the line would add to
+// the other module's entry. Run as printed, it is refused while that entry
+// holds a grant (config.yaml byte-identical), and once the entry is emptied
+// it grants exactly what was requested, bound to the reviewed module.
+func TestInstallSuggestsAGrantForTheReviewedModule(t *testing.T) {
+	cfgPath, _ := setup(t)
+	wasm := testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"host": "api.example.com"})
+	if _, err := run(t, "", "-c", cfgPath, "grant", "released", "--module", "other", "env=TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "", "-c", cfgPath, "install", "--yes", "--name", "released", wasm)
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	const suggested = "to grant what released requests: warden grant released --module released net=api.example.com"
+	if !strings.Contains(out, "note: tools.grants.released is bound to module other") || !strings.Contains(out, suggested) {
+		t.Fatalf("install output lacks the note or %q:\n%s", suggested, out)
+	}
+	before, _ := os.ReadFile(cfgPath)
+	_, err = run(t, "", "-c", cfgPath, "grant", "released", "--module", "released", "net=api.example.com")
+	if err == nil || !strings.Contains(err.Error(), "tools.grants.released belongs to module other and holds env") {
+		t.Fatalf("the suggested grant while the entry is other's: %v", err)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Fatalf("a refused grant changed the config:\n%s", after)
+	}
+	if _, err := run(t, "", "-c", cfgPath, "revoke", "released", "--all"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "", "-c", cfgPath, "grant", "released", "--module", "released", "net=api.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, elsewhere := cfg.Grants("released", "released"); elsewhere != nil || len(g.Net) != 1 || len(g.Env) != 0 {
+		t.Errorf("grant of the reviewed module: %+v %v", g, elsewhere)
 	}
 }

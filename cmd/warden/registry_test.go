@@ -579,7 +579,7 @@ func TestUpdateRefusesInternalHostsAndDroppedTopics(t *testing.T) {
 		"+ requests net=10.0.0.7" + internal,
 		"+ requests net=localhost" + internal,
 		"+ requests memory=read over every topic (the whole store)",
-		"NOT UPDATED: its tools request more capabilities than the installed version, which --yes alone does not approve: " +
+		"NOT UPDATED: its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: " +
 			"tool released requests memory=read over every topic (the whole store), net=https://127.0.0.1" + internal +
 			", net=10.0.0.7" + internal + ", net=localhost" + internal + "; run it on a terminal to decide, or pass --accept-capabilities too; nothing changed",
 	} {
@@ -1021,4 +1021,143 @@ func TestSyncKeepsModuleNameCase(t *testing.T) {
 			t.Fatalf("sync MyTool: exit %d\n%s%s", code, stdout, stderr)
 		}
 	})
+}
+
+// TestUpdateCountsTheGrantAnAddedToolGets: a tool the module drops keeps
+// its grant entry, bound to the module; a later version that adds the tool
+// again (requesting nothing) would run it with that grant. That is growth
+// the person has not seen for this version: --yes alone refuses it, naming
+// the grant and the entry, and writes nothing; --accept-capabilities
+// applies it.
+func TestUpdateCountsTheGrantAnAddedToolGets(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	build := func(version, extra string) []byte {
+		return readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": version, "extra": extra}))
+	}
+	v1, v2, v3 := build("1.0.0", "helper"), build("2.0.0", ""), build("3.0.0", "helper")
+	e.pushSigned(t, "acme/released", "latest", v1)
+	ref := e.ref("acme/released", "latest")
+	if out, err := run(t, "", "-c", e.cfgPath, "install", "--yes", ref); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	if out, err := run(t, "", "-c", e.cfgPath, "grant", "helper", "fs.write=.", "net=api.example.com"); err != nil || !strings.Contains(out, "(module released)") {
+		t.Fatalf("grant helper: %v\n%s", err, out)
+	}
+	// v2 drops helper: nothing requested grows, --yes applies it; the
+	// entry stays (a grant is the person's, not the module's).
+	e.pushSigned(t, "acme/released", "latest", v2)
+	if out, err := run(t, "", "-c", e.cfgPath, "update", "--yes"); err != nil || !strings.Contains(out, "removed helper") {
+		t.Fatalf("update to v2: %v\n%s", err, out)
+	}
+	// The entry also holds helper's own config, a secret.
+	if _, err := config.EditFile(e.cfgPath, func(d *config.Document) error {
+		return d.Set(config.Str("s3cr3t-value"), "tools", "grants", "helper", "config", "api-key", "value")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// v3 adds helper again, requesting nothing.
+	e.pushSigned(t, "acme/released", "latest", v3)
+	cfgBefore := readFile(t, e.cfgPath)
+	toolsBefore := dirContents(t, e.tools)
+	out, err := run(t, "", "-c", e.cfgPath, "update", "--yes")
+	t.Logf("update --yes:\n%s", out)
+	if err == nil {
+		t.Fatal("update --yes applied a version whose new tool runs with a grant nobody approved for it")
+	}
+	for _, want := range []string{
+		"added helper",
+		"+ is granted fs.write=. by tools.grants.helper (module released)",
+		"+ is granted net=api.example.com by tools.grants.helper (module released)",
+		"+ reads config api-key of tools.grants.helper (module released)",
+		"  config: api-key (tools.grants.helper.config; values not shown)",
+		"NOT UPDATED: its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: " +
+			"tool helper is granted fs.write=., net=api.example.com by tools.grants.helper (module released); tool helper reads config api-key of tools.grants.helper (module released)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("update --yes output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "s3cr3t-value") {
+		t.Error("the update printed a config value")
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), cfgBefore) {
+		t.Errorf("a refused update changed config.yaml:\n%s", readFile(t, e.cfgPath))
+	}
+	if got := dirContents(t, e.tools); !maps.EqualFunc(got, toolsBefore, bytes.Equal) {
+		t.Error("a refused update changed the tools dir")
+	}
+	if out, err := run(t, "", "-c", e.cfgPath, "update", "--yes", "--accept-capabilities"); err != nil || !strings.Contains(out, "released: updated to") {
+		t.Fatalf("update --accept-capabilities: %v\n%s", err, out)
+	}
+}
+
+// TestSyncRefusesALockfileThatGetsMore: a pull request that moves
+// tools.pins and tools.sources' digest to a version requesting more (only
+// hex to a reviewer) is, on a machine with the module installed, an update
+// nobody approved: the real binary's sync shows the diff as update does,
+// refuses it without --accept-capabilities, and leaves config and the
+// tools dir byte-identical. With the flag it syncs, and a lockfile that
+// moves to a version requesting less syncs without it.
+func TestSyncRefusesALockfileThatGetsMore(t *testing.T) {
+	wardenBinary(t) // built before newRegistryEnv points TMPDIR at a dir that must stay empty
+	e := newRegistryEnv(t, "")
+	first := e.pushSigned(t, "acme/released", "1.0.0", e.v1)
+	second := e.pushSigned(t, "acme/released", "2.0.0", e.v2)
+	if stdout, stderr, code := e.real(t, "install", "--yes", e.ref("acme/released", "1.0.0")); code != 0 {
+		t.Fatalf("install: exit %d\n%s%s", code, stdout, stderr)
+	}
+	locked := readFile(t, e.cfgPath)
+	// The stranger's edit: the digest and the pin of 2.0.0 (the ref's tag
+	// stays; sync fetches by digest).
+	moved := bytes.Replace(bytes.Replace(locked, []byte(first), []byte(second), 1), []byte(sum(e.v1)), []byte(sum(e.v2)), 1)
+	if bytes.Equal(moved, locked) {
+		t.Fatal("bad test: the lockfile did not change")
+	}
+	if err := os.WriteFile(e.cfgPath, moved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toolsBefore := dirContents(t, e.tools)
+	stdout, stderr, code := e.real(t, "sync")
+	t.Logf("sync:\n%s", stdout)
+	if code == 0 {
+		t.Fatalf("sync replaced the installed module by a version requesting more:\n%s%s", stdout, stderr)
+	}
+	for _, want := range []string{
+		"released: NOT SYNCED: " + e.ref("acme/released", "1.0.0") + " at " + second + " would replace the installed file with a version that gets more",
+		"changed released (version, capabilities)",
+		"+ requests net=api.example.com",
+		"tool released requests net=api.example.com; nothing written: pass --accept-capabilities to sync it",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("sync output lacks %q", want)
+		}
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), moved) {
+		t.Error("sync changed config.yaml")
+	}
+	if got := dirContents(t, e.tools); !maps.EqualFunc(got, toolsBefore, bytes.Equal) {
+		t.Error("a refused sync changed the tools dir")
+	}
+	if ents, _ := os.ReadDir(os.Getenv("TMPDIR")); len(ents) > 0 {
+		t.Errorf("temp files left: %v", ents)
+	}
+
+	stdout, stderr, code = e.real(t, "sync", "--accept-capabilities")
+	if code != 0 || !strings.Contains(stdout, "released: fetched") || !strings.Contains(stdout, "+ requests net=api.example.com") {
+		t.Fatalf("sync --accept-capabilities: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v2) {
+		t.Fatal("sync --accept-capabilities did not write the locked version")
+	}
+	// Back to 1.0.0, which requests less: no flag needed.
+	if err := os.WriteFile(e.cfgPath, locked, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = e.real(t, "sync")
+	if code != 0 || !strings.Contains(stdout, "released: fetched") || !strings.Contains(stdout, "- no longer requests net=api.example.com") {
+		t.Fatalf("sync to a version requesting less: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(e.tools, "released.wasm")), e.v1) {
+		t.Fatal("sync did not write the locked version")
+	}
 }

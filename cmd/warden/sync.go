@@ -12,7 +12,8 @@ import (
 )
 
 func newSyncCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var acceptCapabilities bool
+	cmd := &cobra.Command{
 		Use:   "sync [MODULE...]",
 		Short: "Fetch exactly the modules config.yaml locks (tools.sources and tools.pins)",
 		Long: `Make the tools dir hold what config.yaml locks, as on a new machine: each module with a
@@ -20,6 +21,12 @@ source (tools.sources.<module>: {ref, digest}) whose file is missing or differs 
 pin is fetched by the locked digest (never by its tag), checked against the signature
 policy and against its pin (tools.pins.<module>), and written only if both pass. A
 module already matching its pin is left alone. Config is never changed; nothing asks.
+
+Replacing a module file that is there (the lockfile moved on: a teammate's update, a
+pull request whose new pin and digest are only hex to a reviewer) is an update of this
+machine's module: sync shows how the locked version differs from it, as ` + "`warden update`" + `
+does, and refuses one whose tools request more, or a tool it adds that config already
+grants something, unless --accept-capabilities is given.
 
 It exits non-zero if any module could not be made to match, including a pinned module
 whose file is missing and which has no source to fetch it from.`,
@@ -32,7 +39,7 @@ whose file is missing and which has no source to fetch it from.`,
 				return err
 			}
 			defer a.Close(ctx)
-			results := a.Sync(ctx, args)
+			results := a.Sync(ctx, args, app.SyncOptions{AcceptCapabilities: acceptCapabilities})
 			failed := printSync(cmd.OutOrStdout(), results)
 			if len(results) == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "nothing to sync: %s has no tools.sources\n", termsafe.Line(a.Config().File))
@@ -43,6 +50,9 @@ whose file is missing and which has no source to fetch it from.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&acceptCapabilities, "accept-capabilities", false,
+		"also replace an installed module by a locked version that requests more, or whose added tool config already grants something")
+	return cmd
 }
 
 func printSync(w io.Writer, results []app.SyncResult) (failed int) {
@@ -56,6 +66,15 @@ func printSync(w io.Writer, results []app.SyncResult) (failed int) {
 			if r.Signature != nil {
 				fmt.Fprintf(w, "  signature %s\n", termsafe.Bound(r.Signature.String(), termsafe.MaxText, false))
 			}
+			if len(r.Changes) > 0 {
+				printChanges(w, r.Module, r.Changes)
+			}
+		case app.SyncGrown:
+			failed++
+			fmt.Fprintf(w, "%s: NOT SYNCED: %s at %s would replace the installed file with a version that gets more\n",
+				name, termsafe.Line(r.Source.Ref), r.Source.Digest)
+			printChanges(w, r.Module, r.Changes)
+			fmt.Fprintf(w, "  %s; nothing written: pass --accept-capabilities to sync it\n", growth(r.Module, r.Changes))
 		default:
 			failed++
 			fmt.Fprintf(w, "%s: FAILED: %s\n", name, indentMessage(r.Err.Error()))

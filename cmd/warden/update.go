@@ -89,7 +89,7 @@ func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, int
 	fmt.Fprintf(out, "%s: %s moved from %s to %s\n\n", name, termsafe.Line(u.Current.Ref), u.Current.Digest, u.Review.Origin.Digest)
 	printReview(out, u.Review)
 	fmt.Fprintln(out)
-	printChanges(out, u.Changes)
+	printChanges(out, u.Review.Module, u.Changes)
 	switch {
 	case interactive && !yes:
 		question := "Update %s? [y/N] "
@@ -103,8 +103,8 @@ func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, int
 	case !yes:
 		return usagef("not updated: confirm on a terminal, or pass --yes")
 	case u.Grown && !acceptCapabilities && !interactive:
-		return fmt.Errorf("its tools request more capabilities than the installed version, which --yes alone does not approve: %s; "+
-			"run it on a terminal to decide, or pass --accept-capabilities too; nothing changed", growth(u.Changes))
+		return fmt.Errorf("its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: %s; "+
+			"run it on a terminal to decide, or pass --accept-capabilities too; nothing changed", growth(u.Review.Module, u.Changes))
 	case u.Grown && !acceptCapabilities:
 		fmt.Fprintf(out, "\nThe update requests MORE capabilities (marked +). Update %s anyway? [y/N] ", name)
 		if !confirmed(out, cmd.InOrStdin()) {
@@ -120,8 +120,9 @@ func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, int
 
 // printChanges shows how the update differs from the installed version:
 // + marks what a tool requests now that its previous version's requests
-// do not cover (capset.Missing), - what it no longer requests.
-func printChanges(w io.Writer, changes []app.ToolChange) {
+// do not cover (capset.Missing), and what config already grants a tool the
+// update adds; - what a tool no longer requests.
+func printChanges(w io.Writer, module string, changes []app.ToolChange) {
 	if len(changes) == 0 {
 		fmt.Fprintln(w, "Changes  none in the tools' descriptors (the code changed)")
 		return
@@ -136,6 +137,12 @@ func printChanges(w io.Writer, changes []app.ToolChange) {
 		for _, r := range capset.Describe(c.Grown) {
 			fmt.Fprintf(w, "    + requests %s\n", termsafe.Line(r))
 		}
+		for _, g := range capset.Describe(c.Granted) {
+			fmt.Fprintf(w, "    + is granted %s by %s\n", termsafe.Line(g), grantEntry(c, module))
+		}
+		if len(c.Config) > 0 {
+			fmt.Fprintf(w, "    + reads config %s of %s\n", termsafe.Join(c.Config, ", "), grantEntry(c, module))
+		}
 		for _, r := range capset.Describe(c.Dropped) {
 			fmt.Fprintf(w, "    - no longer requests %s\n", termsafe.Line(r))
 		}
@@ -145,12 +152,24 @@ func printChanges(w io.Writer, changes []app.ToolChange) {
 // growth names each new request of each tool, for the refusal of an
 // update that asks for more: "tool fetch requests net=https://127.0.0.1
 // (...), memory=read over every topic (the whole store)".
-func growth(changes []app.ToolChange) string {
+func growth(module string, changes []app.ToolChange) string {
 	var tools []string
 	for _, c := range changes {
 		if requests := capset.Describe(c.Grown); len(requests) > 0 {
 			tools = append(tools, fmt.Sprintf("tool %s requests %s", termsafe.Line(c.Name), termsafe.Join(requests, ", ")))
 		}
+		if granted := capset.Describe(c.Granted); len(granted) > 0 {
+			tools = append(tools, fmt.Sprintf("tool %s is granted %s by %s", termsafe.Line(c.Name), termsafe.Join(granted, ", "), grantEntry(c, module)))
+		}
+		if len(c.Config) > 0 {
+			tools = append(tools, fmt.Sprintf("tool %s reads config %s of %s", termsafe.Line(c.Name), termsafe.Join(c.Config, ", "), grantEntry(c, module)))
+		}
 	}
 	return strings.Join(tools, "; ")
+}
+
+// grantEntry names the config entry that grants an added tool what it has:
+// "tools.grants.helper (module released)".
+func grantEntry(c app.ToolChange, module string) string {
+	return fmt.Sprintf("tools.grants.%s (module %s)", termsafe.Line(c.GrantKey), termsafe.Line(module))
 }

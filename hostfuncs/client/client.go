@@ -186,9 +186,16 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 		feature := tool.FeatureOf(r.Method)
 		if !call.Grants.HasClient(feature) {
 			key := strings.ToLower(call.Tool)
+			// The command names the module serving the call: without
+			// --module, warden grant adds to the module the entry
+			// already belongs to, which may be another one.
+			module := ""
+			if call.Module != "" {
+				module = " --module " + call.Module
+			}
 			return nil, tool.Errorf(tool.KindDenied,
-				"tool %s may not ask the client for %s (%s): config grants it no client %s; allow it with tools.grants.%s.client: [%s] (warden grant %s client=%s)",
-				call.Tool, feature, r.Method, feature, key, feature, key, feature)
+				"tool %s may not ask the client for %s (%s): config grants it no client %s; allow it with tools.grants.%s.client: [%s] (warden grant %s%s client=%s)",
+				call.Tool, feature, r.Method, feature, key, feature, key, module, feature)
 		}
 	}
 	requests = slices.Clone(requests)

@@ -186,6 +186,14 @@ func TestGrantGate(t *testing.T) {
 			h.check(t, 0)
 		})
 	}
+	// The command a denial names grants the module serving the call:
+	// a plain warden grant would add to the module the entry belongs to.
+	call := newCall("My.Tool", nil, newFakeClient(tool.ClientFeatures...), &holds{})
+	call.Module = "mine"
+	_, err := capability(t, caps, "elicit").Serve(context.Background(), call, []byte(`{"params":{"message":"name?"}}`))
+	if te := kindOf(t, err, tool.KindDenied); !strings.Contains(te.Message, "(warden grant my.tool --module mine client=elicit)") {
+		t.Errorf("denial of a call served by module mine: %q", te.Message)
+	}
 	// Grants match case-insensitively.
 	cl := newFakeClient(tool.ClientFeatures...)
 	if _, err := capability(t, caps, "roots").Serve(context.Background(), newCall("t", []string{"ROOTS"}, cl, &holds{}), []byte(`{}`)); err != nil {

@@ -87,6 +87,8 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	}
 	c := e.call
 	c.Name = e.subject
+	g, _, gated := gateOf(cfg, e.subject, &e.tool.Descriptor, grants)
+	asks := gated && g.Action == config.GateConfirm
 	if res := a.gate(ctx, cfg, c, &e.tool.Descriptor, grants); res != nil {
 		if e.method == mcpserver.MethodCallTool {
 			return ctx, req, res, nil
@@ -100,6 +102,21 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 		return ctx, req, nil, tool.Errorf(tool.KindDenied,
 			"%s runs as tool %s, whose gate (tools.gates.%s) answers with a fixed result instead of running it; nothing ran (%s)",
 			e.what, e.subject, key, a.configLine(gateAllowLine(e.subject)))
+	}
+	// A person confirmed the call as the question described it, under
+	// cfg: its grants, its gate. When config changed while they read it
+	// (a grant revoked, the entry rebound, the gate set to block), the
+	// answer is not for the call that would run now, and grants resolved
+	// from cfg are no longer config's: nothing runs, and the caller asks
+	// again, under the config in force.
+	if digests := a.caps.prompts.digests; asks && digests != nil && digests.of(a.Config()) != digests.of(cfg) {
+		err := tool.Errorf(tool.KindDenied,
+			"config changed while a person was asked to confirm %s; the answer was for the config it was asked under, so nothing ran: call again to be asked under the config in force",
+			e.subject)
+		if e.method == mcpserver.MethodCallTool {
+			return ctx, req, tool.ErrorResult(err), nil // as a gate's refusal is
+		}
+		return ctx, req, nil, err
 	}
 	req.Grants = grants
 	req.Timeout = cfg.ToolTimeout(e.subject)

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/warden-run/warden/config"
@@ -55,6 +57,11 @@ type ToolReview struct {
 	Elsewhere error
 	// Missing is what the tool requests beyond Granted.
 	Missing tool.Capabilities
+	// Config names the keys of the tool's own configuration
+	// (tools.grants.<tool>.config) it reads once installed: like Granted,
+	// only while this module serves it. Never the values, which may be
+	// secrets.
+	Config []string
 }
 
 // ReviewInstall reads the module at path once and loads those bytes in the
@@ -142,6 +149,7 @@ func (a *App) review(ctx context.Context, path, name string, wasm []byte) (*Revi
 			Descriptor: t.Descriptor,
 			Granted:    granted,
 			Missing:    Missing(t.Descriptor.Capabilities, granted),
+			Config:     slices.Sorted(maps.Keys(cfg.ToolConfig(t.Descriptor.Name, name))),
 		}
 		if elsewhere != nil {
 			tr.Elsewhere = elsewhere

@@ -190,3 +190,43 @@ func TestInstallNeedsConfigFile(t *testing.T) {
 		t.Errorf("installed anyway: %v", entries)
 	}
 }
+
+// TestInstallWritesTheReviewedBytes: a module file replaced while the
+// person reads the review (the window between ReviewInstall and Install)
+// changes nothing: Install writes and pins the bytes reviewed, read once,
+// never the file's bytes of the moment.
+func TestInstallWritesTheReviewedBytes(t *testing.T) {
+	ctx := context.Background()
+	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../tools-wasm/echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "echo.wasm")
+	if err := os.WriteFile(src, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	a, cfgPath := startApp(t, dir, strings.Replace(installConfig, "CACHE", userCacheDir, 1), nil)
+	r, err := a.ReviewInstall(ctx, src, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The swap: a valid module (a custom section added) of other bytes.
+	swapped := append(append([]byte{}, wasm...), 0x00, 0x06, 0x04, 's', 'w', 'a', 'p', '!')
+	if err := os.WriteFile(src, swapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Install(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "tools", "echo.wasm")); sha(got) != sha(wasm) {
+		t.Fatal("installed the file as it was at install, not the bytes reviewed")
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tools.Pins["echo"] != sha(wasm) || r.SHA256 != sha(wasm) {
+		t.Errorf("pin %s, review %s, want the reviewed bytes' %s", cfg.Tools.Pins["echo"], r.SHA256, sha(wasm))
+	}
+}

@@ -27,7 +27,18 @@ const (
 	SyncUpToDate SyncState = "up to date" // the file in the tools dir matches its pin
 	SyncFetched  SyncState = "fetched"    // fetched by its locked digest and written
 	SyncFailed   SyncState = "failed"     // see SyncResult.Err; nothing written
+	// SyncGrown: the locked version would replace an installed module
+	// file and gets more than it (SyncResult.Changes); without
+	// SyncOptions.AcceptCapabilities nothing is written.
+	SyncGrown SyncState = "gets more"
 )
+
+// SyncOptions are the choices of a person running Sync.
+type SyncOptions struct {
+	// AcceptCapabilities approves replacing an installed module by a
+	// locked version that gets more than it.
+	AcceptCapabilities bool
+}
 
 // SyncResult reports one module of Sync.
 type SyncResult struct {
@@ -36,6 +47,9 @@ type SyncResult struct {
 	State     SyncState
 	Err       error
 	Signature *SignatureCheck // set when fetched
+	// Changes is how the locked version differs from the module file it
+	// replaces (set when one was there), as `warden update` shows it.
+	Changes []ToolChange
 }
 
 // Sync makes the tools dir hold exactly what config.yaml locks: for each
@@ -46,7 +60,14 @@ type SyncResult struct {
 // module without a source whose file is missing is reported as failed:
 // there is nowhere to fetch it from. Config is never changed. It returns
 // every result in module order; failures do not stop the others.
-func (a *App) Sync(ctx context.Context, modules []string) []SyncResult {
+//
+// Replacing a module file that is there is an update of this machine's
+// module, whoever changed the lockfile (a teammate's `warden update`, a
+// pull request whose pin and digest are only hex to a reviewer): it is
+// compared as `warden update` compares, and a locked version that gets
+// more than the file it replaces (compareTools) is written only with
+// opts.AcceptCapabilities (SyncGrown otherwise).
+func (a *App) Sync(ctx context.Context, modules []string, opts SyncOptions) []SyncResult {
 	cfg := a.Config()
 	var names []string
 	for _, name := range modules {
@@ -68,7 +89,7 @@ func (a *App) Sync(ctx context.Context, modules []string) []SyncResult {
 	names = slices.Compact(names)
 	var out []SyncResult
 	for _, name := range names {
-		out = append(out, a.syncOne(ctx, cfg, name))
+		out = append(out, a.syncOne(ctx, cfg, name, opts))
 	}
 	return out
 }
@@ -101,7 +122,7 @@ func moduleFile(dir, module string) (path string, exists bool, err error) {
 }
 
 // syncOne syncs the module whose config key is name.
-func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) SyncResult {
+func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string, opts SyncOptions) SyncResult {
 	res := SyncResult{Module: name, State: SyncFailed}
 	src, hasSource := cfg.Tools.Sources[name]
 	pin, pinned := cfg.Tools.Pins[name]
@@ -149,12 +170,45 @@ func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string) Sync
 			termsafe.Line(src.Ref), src.Digest, got, name, pin)
 		return res
 	}
+	if exists {
+		var grown bool
+		if res.Changes, grown, err = a.syncChanges(ctx, cfg, dest, res.Module, f.Ref, wasm); err != nil {
+			res.Err = err
+			return res
+		}
+		if grown && !opts.AcceptCapabilities {
+			res.State = SyncGrown
+			return res
+		}
+	}
 	if err := writeModule(dest, wasm); err != nil {
 		res.Err = err
 		return res
 	}
 	res.State = SyncFetched
 	return res
+}
+
+// syncChanges compares the module file at dest, which the locked version
+// wasm (fetched from ref) is about to replace, with it. A file that does
+// not load compares as a module with no tools: everything the locked
+// version requests or is granted is then more.
+func (a *App) syncChanges(ctx context.Context, cfg *config.Config, dest, module, ref string, wasm []byte) ([]ToolChange, bool, error) {
+	var before []tool.Descriptor
+	if old, err := boundedfile.Read(dest, int64(cfg.Tools.Fetch.MaxSize)); err == nil {
+		if m, err := a.rt.Load(ctx, module, old, cfg.ModuleLimits(module)); err == nil {
+			for _, t := range m.Tools() {
+				before = append(before, t.Descriptor)
+			}
+			m.Close(ctx)
+		}
+	}
+	r, err := a.review(ctx, ref, module, wasm)
+	if err != nil {
+		return nil, false, fmt.Errorf("comparing the locked version with %s: %w; nothing written", dest, err)
+	}
+	changes, grown := compareTools(before, r)
+	return changes, grown, nil
 }
 
 // fileSHA256 hashes the file at path as it streams: a tools dir file of
@@ -185,8 +239,9 @@ type Update struct {
 	// Changes lists each tool of the old and new module that differs.
 	Changes []ToolChange
 	// Grown is true when some tool requests capabilities its previous
-	// version did not, or a new tool requests any: the person must
-	// approve that explicitly.
+	// version did not, or a new tool requests any or is granted any by a
+	// grant entry already bound to the module: the person must approve
+	// that explicitly.
 	Grown bool
 }
 
@@ -202,6 +257,15 @@ type ToolChange struct {
 	Grown tool.Capabilities
 	// Dropped is what the old version requested that the new one does not.
 	Dropped tool.Capabilities
+	// Granted, for an added tool, is what config grants it already (an
+	// entry bound to this module: one a tool the module dropped left
+	// behind, or one written ahead): it runs with that from the update
+	// on, whatever it requests. GrantKey is that entry, tools.grants.<key>.
+	Granted  tool.Capabilities
+	GrantKey string
+	// Config, for an added tool, names the keys of its own configuration
+	// (tools.grants.<GrantKey>.config) that entry already holds.
+	Config []string
 }
 
 // ReviewUpdate fetches what module's source ref points to now (checked by
@@ -248,12 +312,37 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
 	u.Review = r
+	u.Changes, u.Grown = compareTools(before, r)
+	return u, nil
+}
+
+// compareTools is how the reviewed module r differs from the tools of the
+// version it replaces (before): diffTools over the descriptors, and, for
+// each tool r adds, what config grants it already (and the keys of its
+// own config it would read). What config grants is
+// what a tool runs with, not what it requests: a tool the new version adds
+// gets its entry's grant at once (an entry bound to the module that a tool
+// it dropped left behind, or one written ahead), so that grant is growth
+// the person approves with this version. A tool kept from the installed
+// version keeps its grant, which the person saw it get.
+func compareTools(before []tool.Descriptor, r *Review) (changes []ToolChange, grown bool) {
 	var after []tool.Descriptor
 	for _, t := range r.Tools {
 		after = append(after, t.Descriptor)
 	}
-	u.Changes, u.Grown = diffTools(before, after)
-	return u, nil
+	changes, grown = diffTools(before, after)
+	for i, c := range changes {
+		if c.Kind != "added" {
+			continue
+		}
+		for _, t := range r.Tools {
+			if t.Descriptor.Name == c.Name && (!t.Granted.IsZero() || len(t.Config) > 0) {
+				changes[i].Granted, changes[i].Config, changes[i].GrantKey = t.Granted, t.Config, strings.ToLower(c.Name)
+				grown = true
+			}
+		}
+	}
+	return changes, grown
 }
 
 // diffTools compares two versions of a module's tools by name. A tool's

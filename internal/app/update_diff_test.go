@@ -93,3 +93,44 @@ func TestDiffToolsGrowthIsNotCovered(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareToolsCountsTheGrantOfAnAddedTool: what config grants a tool
+// is what it runs with, so a tool the new version adds that config already
+// grants something has grown, even when it requests nothing; a tool kept
+// from the old version keeps its grant without growing.
+func TestCompareToolsCountsTheGrantOfAnAddedTool(t *testing.T) {
+	granted := tool.Capabilities{FS: tool.FSAccess{Write: []string{"."}}}
+	before := []tool.Descriptor{{Name: "kept", Description: "d"}}
+	r := &Review{Tools: []ToolReview{
+		{Descriptor: tool.Descriptor{Name: "kept", Description: "d"}, Granted: granted},
+		{Descriptor: tool.Descriptor{Name: "Helper", Description: "d"}, Granted: granted},
+		{Descriptor: tool.Descriptor{Name: "bare", Description: "d"}},
+	}}
+	changes, grown := compareTools(before, r)
+	if !grown {
+		t.Fatal("an added tool with a grant is not growth")
+	}
+	byName := map[string]ToolChange{}
+	for _, c := range changes {
+		byName[c.Name] = c
+	}
+	if _, ok := byName["kept"]; ok {
+		t.Errorf("an unchanged kept tool is listed: %+v", byName["kept"])
+	}
+	if c := byName["Helper"]; c.Kind != "added" || c.Granted.Summary() != granted.Summary() || c.GrantKey != "helper" {
+		t.Errorf("Helper: %+v", c)
+	}
+	if c := byName["bare"]; c.Kind != "added" || !c.Granted.IsZero() || !c.Grown.IsZero() {
+		t.Errorf("bare: %+v", c)
+	}
+	// Without Helper, nothing grows: bare requests and is granted nothing.
+	r.Tools = slices.Delete(r.Tools, 1, 2)
+	if _, grown := compareTools(before, r); grown {
+		t.Error("an added tool with neither request nor grant counted as growth")
+	}
+	// Its own config (tools.grants.bare.config) alone is growth too.
+	r.Tools[1].Config = []string{"api-key"}
+	if changes, grown := compareTools(before, r); !grown || len(changes) != 1 || !slices.Equal(changes[0].Config, []string{"api-key"}) {
+		t.Errorf("an added tool reading config: grown %v, %+v", grown, changes)
+	}
+}
