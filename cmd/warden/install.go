@@ -18,7 +18,7 @@ import (
 )
 
 func newInstallCmd(g *globalFlags) *cobra.Command {
-	var yes bool
+	var yes, acceptCapabilities bool
 	var name string
 	cmd := &cobra.Command{
 		Use:   "install FILE.wasm | oci://REGISTRY/REPO:TAG | oci://REGISTRY/REPO@sha256:… | https://…/TOOL.wasm",
@@ -37,7 +37,12 @@ lockfile: ` + "`warden sync`" + ` fetches exactly those digests on another machi
 config (docker login, credential helpers).
 
 Installing grants nothing: use ` + "`warden grant`" + ` for what a tool should be allowed.
-A tool name another installed module already provides is refused.`,
+A tool name another installed module already provides is refused.
+
+Over an installed module, the review also shows how the new version differs, as
+` + "`warden update`" + ` does: what its tools request beyond the installed version's (+),
+and what config already grants a tool it adds. --yes alone refuses such growth;
+confirm on a terminal, or pass --accept-capabilities too.`,
 		Example: `  warden install ./echo.wasm
   warden install oci://ghcr.io/acme/fetch:1.2.0
   warden install https://example.com/releases/v1/fetch.wasm
@@ -66,13 +71,30 @@ A tool name another installed module already provides is refused.`,
 			}
 			out := cmd.OutOrStdout()
 			printReview(out, r)
+			// Replacing an installed module is an update by hand: its
+			// growth is shown and approved as an update's is.
+			grown := false
+			if r.Previous != "" && r.Previous != r.SHA256 {
+				var changes []app.ToolChange
+				changes, grown = a.ReplacementChanges(r)
+				fmt.Fprintln(out)
+				printChanges(out, r.Module, changes)
+				if grown && yes && !acceptCapabilities {
+					return fmt.Errorf("not installed: its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: %s; "+
+						"confirm on a terminal, or pass --accept-capabilities too; nothing changed", growth(r.Module, changes))
+				}
+			}
 			if !yes {
 				if !isTerminal(cmd.InOrStdin()) {
 					return usagef("not installed: confirm on a terminal, or pass --yes to install without asking")
 				}
+				question := "\nInstall %s as %s and pin it? [y/N] "
+				if grown {
+					question = "\nThe new version requests MORE capabilities (marked +). Install %s as %s and pin it anyway? [y/N] "
+				}
 				// r.Source, not args[0]: a fetched module's is the canonical
 				// URL, the one matched and fetched.
-				fmt.Fprintf(out, "\nInstall %s as %s and pin it? [y/N] ", termsafe.Line(r.Source), termsafe.Line(r.Dest))
+				fmt.Fprintf(out, question, termsafe.Line(r.Source), termsafe.Line(r.Dest))
 				if !confirmed(out, cmd.InOrStdin()) {
 					return fmt.Errorf("not installed")
 				}
@@ -107,6 +129,7 @@ A tool name another installed module already provides is refused.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "install without asking for confirmation")
+	cmd.Flags().BoolVar(&acceptCapabilities, "accept-capabilities", false, "with --yes, also replace an installed module whose new version requests more capabilities")
 	cmd.Flags().StringVar(&name, "name", "", "module name to install under (default: the file name without .wasm)")
 	return cmd
 }

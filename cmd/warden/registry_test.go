@@ -1161,3 +1161,59 @@ func TestSyncRefusesALockfileThatGetsMore(t *testing.T) {
 		t.Fatal("sync did not write the locked version")
 	}
 }
+
+// TestInstallYesRefusesGrowthOverAnInstalledModule: installing a file over
+// an installed module is an update by hand, and its growth is approved as an
+// update's is: --yes alone refuses a version whose tool comes back to a grant
+// nobody approved for it, writing nothing; --accept-capabilities applies it.
+func TestInstallYesRefusesGrowthOverAnInstalledModule(t *testing.T) {
+	e := newRegistryEnv(t, "")
+	dir := t.TempDir()
+	build := func(version, extra string) string {
+		path := filepath.Join(dir, "v"+version+".wasm")
+		if err := os.WriteFile(path, readFile(t, testwasm.BuildGoFileVars(t, "testdata/released", map[string]string{"version": version, "extra": extra})), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	v1, v2, v3 := build("1.0.0", "helper"), build("2.0.0", ""), build("3.0.0", "helper")
+	install := func(args ...string) (string, error) {
+		return run(t, "", append([]string{"-c", e.cfgPath, "install", "--name", "released"}, args...)...)
+	}
+	if out, err := install("--yes", v1); err != nil {
+		t.Fatalf("install v1: %v\n%s", err, out)
+	}
+	if out, err := run(t, "", "-c", e.cfgPath, "grant", "helper", "fs.write=."); err != nil {
+		t.Fatalf("grant helper: %v\n%s", err, out)
+	}
+	// v2 drops helper: nothing grows, --yes replaces it.
+	if out, err := install("--yes", v2); err != nil || !strings.Contains(out, "removed helper") {
+		t.Fatalf("install v2: %v\n%s", err, out)
+	}
+	cfgBefore := readFile(t, e.cfgPath)
+	toolsBefore := dirContents(t, e.tools)
+	out, err := install("--yes", v3)
+	if err == nil {
+		t.Fatalf("install --yes replaced a module whose added tool runs with a grant nobody approved for it:\n%s", out)
+	}
+	out += err.Error()
+	for _, want := range []string{
+		"added helper",
+		"+ is granted fs.write=. by tools.grants.helper (module released)",
+		"not installed: its tools request more capabilities than the installed version (or a tool it adds is granted some already), which --yes alone does not approve: " +
+			"tool helper is granted fs.write=. by tools.grants.helper (module released); confirm on a terminal, or pass --accept-capabilities too; nothing changed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("install --yes output lacks %q:\n%s", want, out)
+		}
+	}
+	if !bytes.Equal(readFile(t, e.cfgPath), cfgBefore) {
+		t.Errorf("a refused install changed config.yaml:\n%s", readFile(t, e.cfgPath))
+	}
+	if got := dirContents(t, e.tools); !maps.EqualFunc(got, toolsBefore, bytes.Equal) {
+		t.Error("a refused install changed the tools dir")
+	}
+	if out, err := install("--yes", "--accept-capabilities", v3); err != nil || !strings.Contains(out, "installed ") {
+		t.Fatalf("install --accept-capabilities: %v\n%s", err, out)
+	}
+}

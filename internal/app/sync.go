@@ -296,15 +296,9 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 		}
 	}
 	// The installed version: its name as spelled on disk, and its tools.
-	installedAs := ModuleName(dest)
-	var before []tool.Descriptor
-	for _, m := range a.registry.Modules() {
-		if strings.EqualFold(m.Name(), name) {
-			installedAs = m.Name()
-			for _, t := range m.Tools() {
-				before = append(before, t.Descriptor)
-			}
-		}
+	installedAs, before := a.installed(name)
+	if installedAs == "" {
+		installedAs = ModuleName(dest)
 	}
 	r, err := a.ReviewFetched(ctx, f, installedAs)
 	if err != nil {
@@ -314,6 +308,31 @@ func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) 
 	u.Review = r
 	u.Changes, u.Grown = compareTools(before, r)
 	return u, nil
+}
+
+// installed returns the loaded module called name (ignoring case, as
+// module names are unique ignoring case), as it is spelled, and its tools'
+// descriptors; "" when none is loaded.
+func (a *App) installed(name string) (as string, tools []tool.Descriptor) {
+	for _, m := range a.registry.Modules() {
+		if strings.EqualFold(m.Name(), name) {
+			as = m.Name()
+			for _, t := range m.Tools() {
+				tools = append(tools, t.Descriptor)
+			}
+		}
+	}
+	return as, tools
+}
+
+// ReplacementChanges compares the reviewed module r with the installed
+// module it replaces (r.Previous set), as an update is compared: what its
+// tools request beyond the installed version's, and what config already
+// grants a tool it adds. A module not loaded (its file does not load)
+// compares as one with no tools, so everything r requests is more.
+func (a *App) ReplacementChanges(r *Review) (changes []ToolChange, grown bool) {
+	_, before := a.installed(r.Module)
+	return compareTools(before, r)
 }
 
 // compareTools is how the reviewed module r differs from the tools of the
