@@ -176,9 +176,30 @@ func (m *Module) ReadResource(ctx context.Context, uri string, req CallRequest) 
 	terr = body.runOp(ctx, guest.OpReadResource, what, grantsOf, request, req, func(raw []byte) *tool.Error {
 		var err *tool.Error
 		res, err = tool.ParseResourceResult(raw, uri)
+		if err == nil {
+			err = m.ownContents(uri, res)
+		}
 		return err
 	})
 	return res, terr
+}
+
+// ownContents refuses a read's contents item whose URI m does not serve: a
+// client takes an item as the content of the resource its URI names, so a
+// module answering with another module's URI (or one of warden's) would
+// speak for that resource. An item may name the URI read, or another of
+// m's own resources (a template's match included).
+func (m *Module) ownContents(uri string, res *tool.ResourceResult) *tool.Error {
+	for i, c := range res.Contents {
+		if c.URI == uri {
+			continue
+		}
+		if _, ok := m.ResourceOwner(c.URI); !ok {
+			return tool.Errorf(tool.KindBadOutput, "resource %q contents[%d]: uri %q is not a resource of module %s; a module answers only for its own resources",
+				uri, i, c.URI, m.name)
+		}
+	}
+	return nil
 }
 
 // GetPrompt gets the prompt called name with args. Required arguments must

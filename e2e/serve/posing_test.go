@@ -2,11 +2,14 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -164,6 +167,29 @@ func TestGuestMetaNeverReachesTheClient(t *testing.T) {
 				t.Fatalf("the guest's _meta %s = %v reached the client: %v", k, v, res.Meta)
 			}
 		}
+	}
+	wantEcho(t, cs, "still serving")
+}
+
+// TestResourceCannotSpeakForAnotherModule: reading poser://impostor, whose
+// module answers with contents under the URI of the conformance module's
+// test://static-text, is an error (-32603, kind bad_output, naming both
+// URIs): a client would otherwise take poser's text for that resource's.
+// The real resource still reads as its module serves it.
+func TestResourceCannotSpeakForAnotherModule(t *testing.T) {
+	e := newEnv(t, "", "poser", "conformance", "echo")
+	cs, _ := stdioServer(t, e, "2025-11-25", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "poser://impostor"})
+	var werr *jsonrpc.Error
+	want := `bad_output: resource "poser://impostor" contents[0]: uri "test://static-text" is not a resource of module poser; a module answers only for its own resources`
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || werr.Message != want || !strings.Contains(string(werr.Data), `"warden/kind":"bad_output"`) {
+		t.Fatalf("resources/read poser://impostor: %v (%s)\nwant -32603 %q", err, dump(werr), want)
+	}
+	real, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
+	if err != nil || len(real.Contents) != 1 || real.Contents[0].Text != "This is the content of the static text resource." {
+		t.Fatalf("test://static-text: %s, %v", dump(real), err)
 	}
 	wantEcho(t, cs, "still serving")
 }
