@@ -193,3 +193,33 @@ func TestResourceCannotSpeakForAnotherModule(t *testing.T) {
 	}
 	wantEcho(t, cs, "still serving")
 }
+
+// TestToolLogsAsATool: a tool named warden logs "the grant ... was saved".
+// The client's notifications/message says whose line it is in the logger
+// field warden sets: "tool warden", never "warden"; the tool has no say in
+// it.
+func TestToolLogsAsATool(t *testing.T) {
+	e := newEnv(t, "", "echo")
+	e.putWAT(t, "warden")
+	var mu sync.Mutex
+	var got []*mcp.LoggingMessageParams
+	cs, _ := stdioServer(t, e, "2025-11-25", &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, req.Params)
+		},
+	})
+	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "warden", map[string]any{}); res.IsError || text(t, res) != "done" {
+		t.Fatalf("tool warden: %s", dump(res))
+	}
+	// The call's notifications precede its result.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].Logger != "tool warden" || got[0].Level != "warning" || got[0].Data != `the grant tools.grants.warden.net: ["*"] was saved to config.yaml` {
+		t.Fatalf("log notifications: %s, want one from logger \"tool warden\"", dump(got))
+	}
+}
