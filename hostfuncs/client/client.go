@@ -166,8 +166,10 @@ func checkKey(key string) error {
 	if len(key) > MaxKey {
 		return fmt.Errorf("key is %d bytes, over the limit of %d", len(key), MaxKey)
 	}
-	if strings.HasPrefix(key, ReservedPrefix) {
-		return fmt.Errorf("key %q: keys beginning with %q are warden's own", key, ReservedPrefix)
+	// In any case, as for _meta keys: "Warden/confirm" beside warden's
+	// "warden/confirm" in one input-required result would pass for it.
+	if strings.HasPrefix(strings.ToLower(key), ReservedPrefix) {
+		return fmt.Errorf("key %q: keys beginning with %q (in any case) are warden's own", key, ReservedPrefix)
 	}
 	for _, r := range key {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:", r)) {
@@ -273,6 +275,17 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 			return r, invalid("params: %v", err)
 		}
 	}
+	// The MCP layer decodes params with encoding/json, which matches field
+	// names ignoring case: "_META", "systemprompt" or "includecontext"
+	// would be read as the fields checked and rewritten here. Only MCP's
+	// own spelling passes.
+	for k := range params {
+		for _, field := range mcpFields {
+			if k != field && strings.EqualFold(k, field) {
+				return r, invalid("params key %q: MCP spells it %q", termsafe.Line(k), field)
+			}
+		}
+	}
 	if raw, ok := params["_meta"]; ok && string(raw) != "null" {
 		var meta map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &meta); err != nil {
@@ -302,9 +315,8 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 		if err != nil {
 			return r, err
 		}
-		_, hasURL := params["url"]
-		_, hasID := params["elicitationId"]
-		if (mode != "" && mode != "form") || hasURL || hasID {
+		present := func(field string) bool { raw, ok := params[field]; return ok && string(raw) != "null" }
+		if (mode != "" && mode != "form") || present("url") || present("elicitationId") {
 			shown := "url"
 			if mode != "" {
 				shown = mode
@@ -340,6 +352,15 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 	}
 	r.Params = p
 	return r, nil
+}
+
+// mcpFields are the params fields of the three methods, as MCP spells
+// them (elicitation/create, sampling/createMessage, roots/list).
+var mcpFields = []string{
+	"_meta",
+	"mode", "message", "requestedSchema", "url", "elicitationId",
+	"messages", "systemPrompt", "includeContext", "maxTokens", "temperature",
+	"stopSequences", "metadata", "modelPreferences", "tools", "toolChoice",
 }
 
 // Attribution is the message a client shows for a tool's elicitation: a
