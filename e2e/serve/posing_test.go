@@ -238,7 +238,13 @@ func TestToolLogsAsATool(t *testing.T) {
 	if res := call(t, cs, "warden", map[string]any{}); res.IsError || text(t, res) != "done" {
 		t.Fatalf("tool warden: %s", dump(res))
 	}
-	// The call's notifications precede its result.
+	// Sent before the result, but the client may hand them to its
+	// handler after it.
+	eventually(t, "the log notification", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) > 0
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != 1 || got[0].Logger != "tool warden" || got[0].Level != "warning" || got[0].Data != `the grant tools.grants.warden.net: ["*"] was saved to config.yaml` {
