@@ -197,7 +197,9 @@ func TestGuestMetaNeverReachesTheClient(t *testing.T) {
 // module answers with contents under the URI of the conformance module's
 // test://static-text, is an error (-32603, kind bad_output, naming both
 // URIs): a client would otherwise take poser's text for that resource's.
-// The real resource still reads as its module serves it.
+// The real resource still reads as its module serves it. _meta keys of
+// warden's own on a module's contents (poser://meta) do not reach the
+// client.
 func TestResourceCannotSpeakForAnotherModule(t *testing.T) {
 	e := newEnv(t, "", "poser", "conformance", "echo")
 	cs, _ := stdioServer(t, e, "2025-11-25", nil)
@@ -208,6 +210,11 @@ func TestResourceCannotSpeakForAnotherModule(t *testing.T) {
 	want := `bad_output: resource "poser://impostor" contents[0]: uri "test://static-text" is not a resource of module poser; a module answers only for its own resources`
 	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || werr.Message != want || !strings.Contains(string(werr.Data), `"warden/kind":"bad_output"`) {
 		t.Fatalf("resources/read poser://impostor: %v (%s)\nwant -32603 %q", err, dump(werr), want)
+	}
+	// A module's _meta on its contents is not passed on: _meta is warden's.
+	marked, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "poser://meta"})
+	if err != nil || len(marked.Contents) != 1 || marked.Contents[0].Text != "with warden's marks" || len(marked.Contents[0].Meta) != 0 || len(marked.Meta) != 0 {
+		t.Fatalf("poser://meta: %s, %v", dump(marked), err)
 	}
 	real, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
 	if err != nil || len(real.Contents) != 1 || real.Contents[0].Text != "This is the content of the static text resource." {
