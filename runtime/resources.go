@@ -327,11 +327,11 @@ func (m *Module) runOp(ctx context.Context, op guest.Op, what, grantsOf string, 
 		run: func(ctx context.Context, in *guest.Instance) ([]byte, *tool.Error, error) {
 			return runner.RunOp(ctx, in, op, request, what+" response")
 		},
-		decode: func(raw []byte, respErr *tool.Error) bool {
+		decode: func(raw []byte, respErr *tool.Error, state *guest.CallState) bool {
 			if respErr != nil {
 				result = respErr
-			} else {
-				result = parse(raw)
+			} else if result = parse(raw); result != nil && result.Kind != tool.KindBadOutput {
+				result = m.guestError(what, result, state)
 			}
 			return result == nil || result.Kind != tool.KindBadOutput
 		},
