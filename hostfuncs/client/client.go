@@ -297,25 +297,24 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 			}
 		}
 	}
-	// str reads params[field], which must be a string when present.
-	str := func(field string) (string, bool, *tool.Error) {
+	present := func(field string) bool {
 		raw, ok := params[field]
-		if !ok || string(raw) == "null" {
-			return "", false, nil
-		}
+		return ok && string(raw) != "null"
+	}
+	// str reads params[field], which must be a string when present.
+	str := func(field string) (string, *tool.Error) {
 		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", true, invalid("params.%s must be a string", field)
+		if present(field) && json.Unmarshal(params[field], &v) != nil {
+			return "", invalid("params.%s must be a string", field)
 		}
-		return v, true, nil
+		return v, nil
 	}
 	switch r.Method {
 	case tool.MethodElicit:
-		mode, _, err := str("mode")
+		mode, err := str("mode")
 		if err != nil {
 			return r, err
 		}
-		present := func(field string) bool { raw, ok := params[field]; return ok && string(raw) != "null" }
 		if (mode != "" && mode != "form") || present("url") || present("elicitationId") {
 			shown := "url"
 			if mode != "" {
@@ -325,13 +324,13 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 				"%s: tool %s may not ask in mode %q (elicitation/create with a url or elicitationId is URL mode): the client would present the link as a request of warden's, and no grant allows it; ask with a form (mode \"form\", or none)",
 				where, call.Tool, termsafe.Line(shown))
 		}
-		message, _, err := str("message")
+		message, err := str("message")
 		if err != nil {
 			return r, err
 		}
 		params["message"], _ = json.Marshal(Attribution(call.Tool, call.Module, message))
 	case tool.MethodSample:
-		include, _, err := str("includeContext")
+		include, err := str("includeContext")
 		if err != nil {
 			return r, err
 		}
@@ -340,7 +339,7 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 				"%s: tool %s may not ask for includeContext %q: it would give the model, and through its answer the tool, the context of the client's session (other tools' results, other servers'), which no grant allows; leave it out or use \"none\"",
 				where, call.Tool, termsafe.Line(include))
 		}
-		system, _, err := str("systemPrompt")
+		system, err := str("systemPrompt")
 		if err != nil {
 			return r, err
 		}
