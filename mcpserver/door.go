@@ -200,6 +200,11 @@ func enter[R any](s *Server, ctx context.Context, d *door[R], run func(context.C
 		e.Client = link
 	}
 	obs := &observer{ctx: ctx, log: s.log, tool: d.what, session: d.session, token: d.progress}
+	if d.method == MethodCallTool {
+		// A tool's log notifications say whose they are in a form the
+		// tool cannot choose: a tool called "warden" logs as "tool warden".
+		obs.logger = "tool " + d.name
+	}
 	e.Observer = obs
 	// Logged once the request holds its slot and goes to the module: the
 	// point from which a cancellation reaches it. Tests synchronise on it.

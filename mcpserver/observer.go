@@ -23,9 +23,14 @@ const maxPending = 256
 // the observer's own, started on the first notification. finish waits for
 // the queue to drain, so that every notification precedes the call's result.
 type observer struct {
-	ctx     context.Context
-	log     *slog.Logger
-	tool    string
+	ctx  context.Context
+	log  *slog.Logger
+	tool string
+	// logger is the logger field of the client's log notifications:
+	// warden's words for whose line it is ("tool echo"), never a bare
+	// name a tool chose ("warden"). tool when empty (a feature's
+	// observer, whose name already says "resource ..." or "prompt ...").
+	logger  string
 	session *mcp.ServerSession
 	token   any // the client's progressToken; nil when it sent none
 
@@ -82,9 +87,13 @@ func (o *observer) Log(level slog.Level, message string) {
 	if o.finished {
 		return
 	}
+	logger := o.logger
+	if logger == "" {
+		logger = o.tool
+	}
 	o.enqueueLocked(notification{log: &mcp.LoggingMessageParams{
 		Level:  mcpLevel(level),
-		Logger: o.tool,
+		Logger: logger,
 		Data:   message,
 	}})
 }

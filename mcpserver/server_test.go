@@ -440,7 +440,7 @@ func TestGuestLogsReachClientAtItsLevelAndStderrAlways(t *testing.T) {
 			})
 			mu.Lock()
 			defer mu.Unlock()
-			if want := []string{"warning chatty guest-warning", "error chatty guest-error"}; !reflect.DeepEqual(got, want) {
+			if want := []string{"warning tool chatty guest-warning", "error tool chatty guest-error"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("client got %q, want %q", got, want)
 			}
 			for _, line := range []string{"guest-debug", "guest-info", "guest-warning", "guest-error"} {

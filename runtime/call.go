@@ -111,8 +111,12 @@ func (t *Tool) call(ctx context.Context, req CallRequest, validated bool) *tool.
 		run: func(ctx context.Context, in *guest.Instance) ([]byte, *tool.Error, error) {
 			return m.engine.Run(ctx, in, request)
 		},
-		decode: func(raw []byte, respErr *tool.Error) bool {
+		decode: func(raw []byte, respErr *tool.Error, state *guest.CallState) bool {
 			res = t.decodeResponse(raw, respErr)
+			if respErr == nil && res.Error != nil && res.Error.Kind != tool.KindBadOutput {
+				res.Error = m.guestError("tool "+name, res.Error, state)
+				res.Content[0] = tool.TextContent(res.Error.Error())
+			}
 			// A response the guest could not produce properly says nothing
 			// against the instance itself, but a fresh one is cheap insurance.
 			return !res.IsError || res.Error.Kind != tool.KindBadOutput
@@ -144,8 +148,8 @@ type invocation struct {
 	req     *CallRequest
 	run     func(ctx context.Context, in *guest.Instance) (raw []byte, respErr *tool.Error, err error)
 	// decode judges the guest's response and reports whether the instance
-	// may serve again.
-	decode func(raw []byte, respErr *tool.Error) (keep bool)
+	// may serve again. state is the call's: what the host told the guest.
+	decode func(raw []byte, respErr *tool.Error, state *guest.CallState) (keep bool)
 }
 
 // invoked is how an invocation ended: err is set when the guest failed (or
@@ -228,9 +232,26 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 		out.err = m.failure(ctx, in, name, err, reason, timeout, captured)
 		return out
 	}
-	keep := inv.decode(raw, respErr)
+	keep := inv.decode(raw, respErr, state)
 	m.pool.release(context.Background(), in, keep)
 	return out
+}
+
+// guestError is the failure a guest reported (a kind a guest may report),
+// as the client gets it: attributed to what ran, "reported by tool T
+// (module M), not by warden: ..." ("resource URI", "prompt P" for a
+// feature), so that no tool can word a failure as
+// warden's own (a gate's refusal, a denial naming a grant to add, "warden:
+// the person allowed ..."). An error the host replied to one of the guest's
+// requests during the call, passed on unchanged, stays as warden wrote it:
+// those are warden's words.
+func (m *Module) guestError(who string, e *tool.Error, state *guest.CallState) *tool.Error {
+	if state != nil && state.Told(e.Kind, e.Message) {
+		return e
+	}
+	attributed := *e
+	attributed.Message = "reported by " + termsafe.Line(who) + " (module " + termsafe.Line(m.name) + "), not by warden: " + e.Message
+	return &attributed
 }
 
 // resultMeta is the _meta of a call that ran: its fuel, and why it started

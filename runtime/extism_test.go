@@ -178,7 +178,7 @@ func TestExtismV2(t *testing.T) {
 	}
 	// isError: a tool-level failure, with the plugin's content kept.
 	e := wantKind(t, call(t, toolNamed(t, m, "v2_error"), `{}`), tool.KindFailed)
-	if e.Message != "no such thing" {
+	if e.Message != "reported by tool v2_error (module v2), not by warden: no such thing" {
 		t.Fatalf("message = %q", e.Message)
 	}
 	// The request context carries the call id.

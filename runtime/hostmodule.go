@@ -123,6 +123,7 @@ func (r *Runtime) serveCapability(ctx context.Context, mod api.Module, c hostfun
 	reply := hostReply{Result: result}
 	if err != nil {
 		reply = hostReply{Error: guest.AsToolError(err)}
+		state.Tell(reply.Error)
 		if reply.Error.Kind == tool.KindInternal {
 			r.log.Error("capability failed", "capability", c.Name(), "tool", state.Call.Tool, "error", err)
 		}

@@ -176,9 +176,30 @@ func (m *Module) ReadResource(ctx context.Context, uri string, req CallRequest) 
 	terr = body.runOp(ctx, guest.OpReadResource, what, grantsOf, request, req, func(raw []byte) *tool.Error {
 		var err *tool.Error
 		res, err = tool.ParseResourceResult(raw, uri)
+		if err == nil {
+			err = m.ownContents(uri, res)
+		}
 		return err
 	})
 	return res, terr
+}
+
+// ownContents refuses a read's contents item whose URI m does not serve: a
+// client takes an item as the content of the resource its URI names, so a
+// module answering with another module's URI (or one of warden's) would
+// speak for that resource. An item may name the URI read, or another of
+// m's own resources (a template's match included).
+func (m *Module) ownContents(uri string, res *tool.ResourceResult) *tool.Error {
+	for i, c := range res.Contents {
+		if c.URI == uri {
+			continue
+		}
+		if _, ok := m.ResourceOwner(c.URI); !ok {
+			return tool.Errorf(tool.KindBadOutput, "resource %q contents[%d]: uri %q is not a resource of module %s; a module answers only for its own resources",
+				uri, i, c.URI, m.name)
+		}
+	}
+	return nil
 }
 
 // GetPrompt gets the prompt called name with args. Required arguments must
@@ -306,11 +327,11 @@ func (m *Module) runOp(ctx context.Context, op guest.Op, what, grantsOf string, 
 		run: func(ctx context.Context, in *guest.Instance) ([]byte, *tool.Error, error) {
 			return runner.RunOp(ctx, in, op, request, what+" response")
 		},
-		decode: func(raw []byte, respErr *tool.Error) bool {
+		decode: func(raw []byte, respErr *tool.Error, state *guest.CallState) bool {
 			if respErr != nil {
 				result = respErr
-			} else {
-				result = parse(raw)
+			} else if result = parse(raw); result != nil && result.Kind != tool.KindBadOutput {
+				result = m.guestError(what, result, state)
 			}
 			return result == nil || result.Kind != tool.KindBadOutput
 		},

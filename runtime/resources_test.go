@@ -145,6 +145,7 @@ func TestHostileFeatures(t *testing.T) {
 		{"fx://loop", tool.KindTimeout, "did not finish within 2s"},
 		{"fx://kind", tool.KindNotFound, "nothing at fx://kind"},
 		{"fx://memory", tool.KindDenied, "memtool"},
+		{"fx://impostor", tool.KindBadOutput, `resource "fx://impostor" contents[0]: uri "test://static-text" is not a resource of module resources; a module answers only for its own resources`},
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimPrefix(c.uri, "fx://"), func(t *testing.T) {
@@ -157,6 +158,14 @@ func TestHostileFeatures(t *testing.T) {
 		res, err := m.ReadResource(ctx, "fx://item/42", runtime.CallRequest{})
 		if err != nil || *res.Contents[0].Text != "item 42" {
 			t.Fatalf("template = %+v, %v", res, err)
+		}
+	})
+	t.Run("siblings", func(t *testing.T) {
+		// Items naming the module's own resources, a template's match
+		// included, are its to give.
+		res, err := m.ReadResource(ctx, "fx://siblings", runtime.CallRequest{})
+		if err != nil || len(res.Contents) != 3 || res.Contents[1].URI != "fx://ok" || res.Contents[2].URI != "fx://item/9" {
+			t.Fatalf("siblings = %+v, %v", res, err)
 		}
 	})
 	t.Run("grants", func(t *testing.T) {

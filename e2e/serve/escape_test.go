@@ -73,7 +73,7 @@ func TestHostileTextEscapedInLogAndAudit(t *testing.T) {
 	// backslash).
 	const escaped = `x\\u202ey\\u2066z\\x1b[2Jw\\u009bv`
 	for _, want := range []string{`msg="log ` + escaped + `"`, `stdout="print ` + escaped + `"`, `stderr="print ` + escaped + `"`,
-		`error="denied: read \"notes/` + escaped + `.txt\": not granted`, `error="denied: error ` + escaped + `"`} {
+		`error="denied: read \"notes/` + escaped + `.txt\": not granted`, `error="denied: reported by tool surface (module surface), not by warden: error ` + escaped + `"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("stderr log lacks %s:\n%s", want, log)
 		}

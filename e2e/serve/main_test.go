@@ -55,6 +55,7 @@ var fixtures = map[string]string{
 	"conformance": "tools-wasm/conformance",
 	"doors":       "runtime/testdata/goguest/doors",
 	"borrower":    "e2e/serve/testdata/hostile/borrower",
+	"poser":       "e2e/serve/testdata/hostile/poser",
 }
 
 // built is what TestMain built: the warden binary and each fixture's module

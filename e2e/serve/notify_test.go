@@ -126,9 +126,9 @@ func TestProgressAndLogging(t *testing.T) {
 			waitDone("tok-1")
 			progress, logs := n.take()
 			if got := logLines(logs); len(got) != 3 ||
-				!strings.HasPrefix(got[0], "info hostcalls: hostcalls: starting ") ||
-				got[1] != "debug hostcalls: hostcalls: done" ||
-				!strings.HasPrefix(got[2], "info hostcalls: hostcalls: starting ") {
+				!strings.HasPrefix(got[0], "info tool hostcalls: hostcalls: starting ") ||
+				got[1] != "debug tool hostcalls: hostcalls: done" ||
+				!strings.HasPrefix(got[2], "info tool hostcalls: hostcalls: starting ") {
 				t.Errorf("log notifications at debug, then at info = %q\nwant [info starting, debug done] then [info starting]", got)
 			}
 			checkProgress(t, progress, "tok-1")

@@ -166,8 +166,10 @@ func checkKey(key string) error {
 	if len(key) > MaxKey {
 		return fmt.Errorf("key is %d bytes, over the limit of %d", len(key), MaxKey)
 	}
-	if strings.HasPrefix(key, ReservedPrefix) {
-		return fmt.Errorf("key %q: keys beginning with %q are warden's own", key, ReservedPrefix)
+	// In any case, as for _meta keys: "Warden/confirm" beside warden's
+	// "warden/confirm" in one input-required result would pass for it.
+	if strings.HasPrefix(strings.ToLower(key), ReservedPrefix) {
+		return fmt.Errorf("key %q: keys beginning with %q (in any case) are warden's own", key, ReservedPrefix)
 	}
 	for _, r := range key {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:", r)) {
@@ -200,9 +202,9 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 	}
 	requests = slices.Clone(requests)
 	for i, r := range requests {
-		var err error
+		var err *tool.Error
 		if requests[i], err = attribute(call, r); err != nil {
-			return nil, tool.Errorf(tool.KindInvalidArguments, "%v", err)
+			return nil, err
 		}
 	}
 	if call.Client == nil {
@@ -248,48 +250,123 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 }
 
 // attribute makes a tool's request visibly the tool's before it reaches the
-// client. Its params are re-encoded from what was checked (so that a
-// duplicate key cannot show the client something else), a _meta key
-// beginning ReservedPrefix is refused (warden's mark is warden's alone), and
-// an elicitation's message becomes Attribution's: a header naming the tool
-// and its module, then the tool's text quoted.
-func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, error) {
+// client, and refuses what would let it pass for warden or reach past the
+// call. Its params are re-encoded from what was checked (so that a
+// duplicate key cannot show the client something else), and:
+//
+//   - a _meta key beginning ReservedPrefix is refused (warden's mark is
+//     warden's alone);
+//   - an elicitation's message becomes Attribution's: a header naming the
+//     tool and its module, then the tool's text quoted; an elicitation in URL
+//     mode (MCP 2025-11-25: mode "url", or a url the go-sdk infers it from)
+//     is refused, since the client presents its link as the server's, that
+//     is warden's, and no grant allows it;
+//   - a sampling request's systemPrompt becomes SamplingAttribution's, so
+//     that a client showing the request for review shows whose it is, and
+//     includeContext other than "none" is refused: it would hand the model,
+//     and through its answer the tool, the session's context (other tools'
+//     results, other servers').
+//
+// A malformed request is invalid_arguments, a refused one denied.
+func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, *tool.Error) {
 	where := r.Method + " request"
 	if r.Key != "" {
 		where = fmt.Sprintf("request %q", r.Key)
 	}
+	invalid := func(format string, args ...any) *tool.Error {
+		return tool.Errorf(tool.KindInvalidArguments, "%s: "+format, append([]any{where}, args...)...)
+	}
 	params := map[string]json.RawMessage{}
 	if p := strings.TrimSpace(string(r.Params)); p != "" && p != "null" {
 		if err := json.Unmarshal(r.Params, &params); err != nil {
-			return r, fmt.Errorf("%s: params: %v", where, err)
+			return r, invalid("params: %v", err)
+		}
+	}
+	// The MCP layer decodes params with encoding/json, which matches field
+	// names ignoring case: "_META", "systemprompt" or "includecontext"
+	// would be read as the fields checked and rewritten here. Only MCP's
+	// own spelling passes.
+	for k := range params {
+		for _, field := range mcpFields {
+			if k != field && strings.EqualFold(k, field) {
+				return r, invalid("params key %q: MCP spells it %q", termsafe.Line(k), field)
+			}
 		}
 	}
 	if raw, ok := params["_meta"]; ok && string(raw) != "null" {
 		var meta map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &meta); err != nil {
-			return r, fmt.Errorf("%s: params._meta must be a JSON object", where)
+			return r, invalid("params._meta must be a JSON object")
 		}
 		for k := range meta {
 			if strings.HasPrefix(strings.ToLower(k), ReservedPrefix) {
-				return r, fmt.Errorf("%s: params._meta key %q: keys beginning %q are warden's own (they mark warden's questions)", where, termsafe.Line(k), ReservedPrefix)
+				return r, invalid("params._meta key %q: keys beginning %q are warden's own (they mark warden's questions)", termsafe.Line(k), ReservedPrefix)
 			}
 		}
 	}
-	if r.Method == tool.MethodElicit {
-		var message string
-		if raw, ok := params["message"]; ok && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &message); err != nil {
-				return r, fmt.Errorf("%s: params.message must be a string", where)
+	present := func(field string) bool {
+		raw, ok := params[field]
+		return ok && string(raw) != "null"
+	}
+	// str reads params[field], which must be a string when present.
+	str := func(field string) (string, *tool.Error) {
+		var v string
+		if present(field) && json.Unmarshal(params[field], &v) != nil {
+			return "", invalid("params.%s must be a string", field)
+		}
+		return v, nil
+	}
+	switch r.Method {
+	case tool.MethodElicit:
+		mode, err := str("mode")
+		if err != nil {
+			return r, err
+		}
+		if (mode != "" && mode != "form") || present("url") || present("elicitationId") {
+			shown := "url"
+			if mode != "" {
+				shown = mode
 			}
+			return r, tool.Errorf(tool.KindDenied,
+				"%s: tool %s may not ask in mode %q (elicitation/create with a url or elicitationId is URL mode): the client would present the link as a request of warden's, and no grant allows it; ask with a form (mode \"form\", or none)",
+				where, call.Tool, termsafe.Line(shown))
+		}
+		message, err := str("message")
+		if err != nil {
+			return r, err
 		}
 		params["message"], _ = json.Marshal(Attribution(call.Tool, call.Module, message))
+	case tool.MethodSample:
+		include, err := str("includeContext")
+		if err != nil {
+			return r, err
+		}
+		if include != "" && include != "none" {
+			return r, tool.Errorf(tool.KindDenied,
+				"%s: tool %s may not ask for includeContext %q: it would give the model, and through its answer the tool, the context of the client's session (other tools' results, other servers'), which no grant allows; leave it out or use \"none\"",
+				where, call.Tool, termsafe.Line(include))
+		}
+		system, err := str("systemPrompt")
+		if err != nil {
+			return r, err
+		}
+		params["systemPrompt"], _ = json.Marshal(SamplingAttribution(call.Tool, call.Module, system))
 	}
 	p, err := json.Marshal(params)
 	if err != nil {
-		return r, fmt.Errorf("%s: params: %v", where, err)
+		return r, invalid("params: %v", err)
 	}
 	r.Params = p
 	return r, nil
+}
+
+// mcpFields are the params fields of the three methods, as MCP spells
+// them (elicitation/create, sampling/createMessage, roots/list).
+var mcpFields = []string{
+	"_meta",
+	"mode", "message", "requestedSchema", "url", "elicitationId",
+	"messages", "systemPrompt", "includeContext", "maxTokens", "temperature",
+	"stopSequences", "metadata", "modelPreferences", "tools", "toolChoice",
 }
 
 // Attribution is the message a client shows for a tool's elicitation: a
@@ -299,15 +376,38 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 // therefore begin like warden's own questions ("warden: ") or like the
 // header, and the tool can neither supply nor strip the header.
 func Attribution(toolName, module, message string) string {
-	from := "tool " + termsafe.Line(toolName)
-	if module != "" {
-		from += " (module " + termsafe.Line(module) + ")"
+	return "Question from " + from(toolName, module) + ", not from warden:\n" + quote(message)
+}
+
+// SamplingAttribution is the systemPrompt a client receives for a tool's
+// sampling request: a first line, warden's, naming the tool and its module,
+// then the tool's own system prompt, if any, escaped and quoted as
+// Attribution quotes a question. warden never asks the client's model
+// anything itself, so every sampling request is a tool's and says so.
+func SamplingAttribution(toolName, module, systemPrompt string) string {
+	header := "Sampling request from " + from(toolName, module) + ", not from warden"
+	if systemPrompt == "" {
+		return header + "."
 	}
-	lines := strings.Split(termsafe.Text(message), "\n")
+	return header + ". Its system prompt:\n" + quote(systemPrompt)
+}
+
+// from names a tool and the module serving it, escaped.
+func from(toolName, module string) string {
+	s := "tool " + termsafe.Line(toolName)
+	if module != "" {
+		s += " (module " + termsafe.Line(module) + ")"
+	}
+	return s
+}
+
+// quote escapes a tool's text (termsafe.Text) and prefixes each line "> ".
+func quote(text string) string {
+	lines := strings.Split(termsafe.Text(text), "\n")
 	for i, l := range lines {
 		lines[i] = "> " + l
 	}
-	return "Question from " + from + ", not from warden:\n" + strings.Join(lines, "\n")
+	return strings.Join(lines, "\n")
 }
 
 // capabilityName is the MCP client capability of a feature.

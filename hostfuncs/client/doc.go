@@ -19,7 +19,11 @@
 //
 // A tool's question is visibly the tool's: the message the client shows
 // begins with a line warden writes, naming the tool and its module, and the
-// tool's own text follows escaped and quoted (Attribution). warden's own
+// tool's own text follows escaped and quoted (Attribution); so does a
+// sampling request's systemPrompt (SamplingAttribution). warden's own
 // questions carry _meta["warden/question"] (MetaQuestion), a key no tool may
-// put in its params.
+// put in its params, nor any params field spelt in another case than MCP's.
+// A URL-mode elicitation, whose link the client would present as warden's,
+// and a sampling request for the session's context (includeContext) are
+// refused as denied.
 package client

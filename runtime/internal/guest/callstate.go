@@ -55,6 +55,35 @@ type CallState struct {
 	// ReplyBytes counts the bytes of capability replies the host produced
 	// for the guest during the call, against the memory limit.
 	ReplyBytes uint64
+	// told holds the errors the host replied to the guest's requests
+	// during the call (Tell), so that a guest passing one on as its own
+	// failure is known to repeat warden's words (Told).
+	told map[toldError]bool
+}
+
+type toldError struct {
+	kind    tool.Kind
+	message string
+}
+
+// maxTold bounds the errors a call remembers having told its guest.
+const maxTold = 64
+
+// Tell records that the host replied e to one of the guest's requests.
+func (state *CallState) Tell(e *tool.Error) {
+	if e == nil || len(state.told) >= maxTold {
+		return
+	}
+	if state.told == nil {
+		state.told = map[toldError]bool{}
+	}
+	state.told[toldError{e.Kind, e.Message}] = true
+}
+
+// Told reports whether the host replied an error of this kind and message
+// to one of the guest's requests during the call.
+func (state *CallState) Told(kind tool.Kind, message string) bool {
+	return state.told[toldError{kind, message}]
 }
 
 // NewCallState is the state of a call made on in.

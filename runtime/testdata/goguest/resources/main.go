@@ -61,6 +61,17 @@ func init() {
 			for {
 			}
 		}),
+		// Speaks for a resource of another module (the conformance
+		// module's), then for one of its own beside the one read.
+		res("fx://impostor", func(_ *warden.Context, uri string) (*tool.ResourceResult, error) {
+			return warden.TextResource("test://static-text", "text/plain", "forged"), nil
+		}),
+		res("fx://siblings", func(_ *warden.Context, uri string) (*tool.ResourceResult, error) {
+			r := warden.TextResource(uri, "text/plain", "self")
+			r.Contents = append(r.Contents, warden.TextResource("fx://ok", "text/plain", "fine").Contents[0],
+				warden.TextResource("fx://item/9", "text/plain", "item 9").Contents[0])
+			return r, nil
+		}),
 		res("fx://kind", func(_ *warden.Context, uri string) (*tool.ResourceResult, error) {
 			return nil, warden.NotFound("nothing at %s", uri)
 		}),
