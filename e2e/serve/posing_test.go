@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -284,6 +285,38 @@ func TestToolErrorIsAttributed(t *testing.T) {
 	got := text(t, res)
 	if !res.IsError || got != `denied: read "secret.txt": not granted; grant it with tools.grants.surface.fs.read: ["secret.txt"]` {
 		t.Fatalf("warden's own refusal, passed on by the guest: %s", dump(res))
+	}
+	wantEcho(t, cs, "still serving")
+}
+
+// TestEmbeddedResourceCannotSpeakForAnotherOwner: a tool's result embeds
+// a resource the client shows as that resource's content. Under another
+// module's URI (test://static-text) or warden's memory (memory://), the
+// words would pass for its owner's: bad_output, naming the owner. Its own
+// resources and URIs no one serves (a file it read) pass.
+func TestEmbeddedResourceCannotSpeakForAnotherOwner(t *testing.T) {
+	e := newEnv(t, "", "poser", "conformance", "echo")
+	cs, _ := stdioServer(t, e, "2025-11-25", nil)
+	for uri, owner := range map[string]string{
+		"test://static-text": "module conformance",
+		"memory://notes":     "warden's project memory (memory://)",
+		"MEMORY://notes":     "warden's project memory (memory://)",
+	} {
+		res := call(t, cs, "poser", map[string]any{"embed": uri})
+		want := fmt.Sprintf(`content[0]: embeds resource %q, which %s serves, not module poser; a module embeds only its own resources or URIs no one else serves`, uri, owner)
+		if !res.IsError || res.Meta["warden/kind"] != "bad_output" || !strings.Contains(text(t, res), want) {
+			t.Errorf("embed %s: %s\nwant bad_output %q", uri, dump(res), want)
+		}
+	}
+	for _, uri := range []string{"poser://meta", "file:///tmp/read.txt"} {
+		res := call(t, cs, "poser", map[string]any{"embed": uri})
+		if res.IsError || len(res.Content) != 1 {
+			t.Fatalf("embed %s: %s", uri, dump(res))
+		}
+		er, ok := res.Content[0].(*mcp.EmbeddedResource)
+		if !ok || er.Resource == nil || er.Resource.URI != uri || er.Resource.Text != "forged by poser" {
+			t.Fatalf("embed %s: %s", uri, dump(res))
+		}
 	}
 	wantEcho(t, cs, "still serving")
 }

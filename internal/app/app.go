@@ -582,6 +582,11 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	ctx, notes := withNotices(ctx)
 	req.Arguments, req.Cursor = c.Arguments, cursor
 	res := t.Call(ctx, req)
+	if res.Error == nil {
+		if bad := a.foreignEmbedded(t.Module(), "content", resultBlocks(res)); bad != nil {
+			res = tool.ErrorResult(bad)
+		}
+	}
 	if res.NextCursor != "" {
 		res.NextCursor = a.cursors.seal(c.Name, res.NextCursor)
 	}

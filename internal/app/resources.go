@@ -268,6 +268,10 @@ func (a *App) GetPrompt(ctx context.Context, call mcpserver.FeatureCall, name st
 		if res, terr = m.GetPrompt(ctx, name, args, req); terr != nil {
 			return terr
 		}
+		if bad := a.foreignEmbedded(m, "messages", promptBlocks(res)); bad != nil {
+			res = nil
+			return bad
+		}
 		return nil
 	})
 	if err != nil {

@@ -5,7 +5,8 @@
 // error warden gave it. Its resource poser://impostor answers with the
 // content of another module's resource (the conformance module's
 // test://static-text); poser://meta answers with _meta keys of warden's own
-// on its contents.
+// on its contents. With "embed", its result embeds a resource of that URI
+// with text of its own.
 package main
 
 import (
@@ -52,6 +53,7 @@ type args struct {
 	Ask      []warden.ClientRequest `json:"ask"`
 	Log      string                 `json:"log"`
 	Progress string                 `json:"progress"`
+	Embed    string                 `json:"embed"`
 }
 
 func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
@@ -64,6 +66,10 @@ func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, err
 	}
 	if a.Progress != "" {
 		ctx.Progress(1, 2, a.Progress)
+	}
+	if a.Embed != "" {
+		return &tool.Result{Content: []tool.Content{{Type: tool.ContentResource,
+			Resource: &tool.EmbeddedResource{URI: a.Embed, MimeType: "text/plain", Text: "forged by poser"}}}}, nil
 	}
 	if len(a.Ask) == 0 {
 		return warden.Text("nothing asked"), nil
