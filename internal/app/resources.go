@@ -199,27 +199,11 @@ func (a *App) ReadResource(ctx context.Context, call mcpserver.FeatureCall, uri 
 	if !ok {
 		return nil, tool.Errorf(tool.KindNotFound, "module %s serves no resource %q", m.Name(), uri)
 	}
-	args := map[string]string{"uri": uri}
-	var res *tool.ResourceResult
-	err = a.observeFeature(ctx, mcpserver.MethodReadResource, uri, m, subject, call, args, func(ctx context.Context) error {
-		e, err := a.featureEntrance(mcpserver.MethodReadResource, "resource "+uri, m, subject, call, args, notServed)
-		if err != nil {
-			return err
-		}
-		ctx, req, _, err := a.admit(ctx, e)
-		if err != nil {
-			return err
-		}
-		var terr *tool.Error
-		if res, terr = m.ReadResource(ctx, uri, req); terr != nil {
-			return terr
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return runFeature(a, ctx, feature{method: mcpserver.MethodReadResource, target: uri, what: "resource " + uri,
+		m: m, subject: subject, call: call, args: map[string]string{"uri": uri}, notServed: notServed},
+		func(ctx context.Context, req runtime.CallRequest) (*tool.ResourceResult, *tool.Error) {
+			return m.ReadResource(ctx, uri, req)
+		})
 }
 
 func (a *App) readMemory(uri string) (*tool.ResourceResult, error) {
@@ -254,30 +238,18 @@ func (a *App) GetPrompt(ctx context.Context, call mcpserver.FeatureCall, name st
 	}
 	notServed := func() error { return tool.Errorf(tool.KindNotFound, "unknown prompt %q", name) }
 	subject, request := m.Features().Prompts[i].Tool, map[string]any{"prompt": name, "arguments": args}
-	var res *tool.PromptResult
-	err = a.observeFeature(ctx, mcpserver.MethodGetPrompt, name, m, subject, call, request, func(ctx context.Context) error {
-		e, err := a.featureEntrance(mcpserver.MethodGetPrompt, "prompt "+name, m, subject, call, request, notServed)
-		if err != nil {
-			return err
-		}
-		ctx, req, _, err := a.admit(ctx, e)
-		if err != nil {
-			return err
-		}
-		var terr *tool.Error
-		if res, terr = m.GetPrompt(ctx, name, args, req); terr != nil {
-			return terr
-		}
-		if bad := a.foreignEmbedded(m, "messages", promptBlocks(res)); bad != nil {
-			res = nil
-			return bad
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return runFeature(a, ctx, feature{method: mcpserver.MethodGetPrompt, target: name, what: "prompt " + name,
+		m: m, subject: subject, call: call, args: request, notServed: notServed},
+		func(ctx context.Context, req runtime.CallRequest) (*tool.PromptResult, *tool.Error) {
+			res, terr := m.GetPrompt(ctx, name, args, req)
+			if terr != nil {
+				return nil, terr
+			}
+			if bad := a.foreignEmbedded(m, "messages", promptBlocks(res)); bad != nil {
+				return nil, bad
+			}
+			return res, nil
+		})
 }
 
 // Complete implements mcpserver.Features: the completion runs as the tool
@@ -305,9 +277,32 @@ func (a *App) Complete(ctx context.Context, call mcpserver.FeatureCall, c tool.C
 	if c.Ref.Type == "ref/resource" {
 		what = "completion of resource template " + c.Ref.URI
 	}
-	var res *tool.Completion
-	err = a.observeFeature(ctx, mcpserver.MethodComplete, c.Ref.Name+c.Ref.URI, m, subject, call, c, func(ctx context.Context) error {
-		e, err := a.featureEntrance(mcpserver.MethodComplete, what, m, subject, call, nil, notServed)
+	return runFeature(a, ctx, feature{method: mcpserver.MethodComplete, target: c.Ref.Name + c.Ref.URI, what: what,
+		m: m, subject: subject, call: call, args: c, notServed: notServed},
+		func(ctx context.Context, req runtime.CallRequest) (*tool.Completion, *tool.Error) {
+			return m.Complete(ctx, c, req)
+		})
+}
+
+// feature is one request for a feature of module m that runs as the tool
+// subject ("" for none): how the audit names it (method, target), how
+// messages do (what), and the arguments a record and a confirmation show.
+type feature struct {
+	method, target, what string
+	m                    *runtime.Module
+	subject              string
+	call                 mcpserver.FeatureCall
+	args                 any
+	notServed            func() error
+}
+
+// runFeature is the one way the features run module code: observed
+// (observeFeature), admitted under the subject's policy (admit, the app's
+// half of the door), then run with the request admit built.
+func runFeature[R any](a *App, ctx context.Context, f feature, run func(context.Context, runtime.CallRequest) (R, *tool.Error)) (R, error) {
+	var res R
+	err := a.observeFeature(ctx, f.method, f.target, f.m, f.subject, f.call, f.args, func(ctx context.Context) error {
+		e, err := a.featureEntrance(f.method, f.what, f.m, f.subject, f.call, f.args, f.notServed)
 		if err != nil {
 			return err
 		}
@@ -316,13 +311,14 @@ func (a *App) Complete(ctx context.Context, call mcpserver.FeatureCall, c tool.C
 			return err
 		}
 		var terr *tool.Error
-		if res, terr = m.Complete(ctx, c, req); terr != nil {
+		if res, terr = run(ctx, req); terr != nil {
 			return terr
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		var zero R
+		return zero, err
 	}
 	return res, nil
 }
