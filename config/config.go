@@ -29,6 +29,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -788,9 +789,10 @@ func (c *Config) Validate() error {
 	if _, err := c.Server.StateKeyBytes(); err != nil {
 		fail("server.state_key", "%v", err) // never the key itself
 	}
-	if b := c.Memory.Backend; b != "file" && !strings.HasPrefix(b, "postgres://") && !strings.HasPrefix(b, "postgresql://") {
-		// The value may be a URL with a password: never echo it.
+	if c.Memory.Backend == "" {
 		fail("memory.backend", `must be "file" or a postgres:// URL`)
+	} else if err := memory.CheckBackend(c.Memory.Backend); err != nil {
+		fail("memory.backend", "%v", err) // never the value: it may hold a password
 	}
 	if n := c.Memory.Postgres.MaxConns; n < 1 || n > 1000 {
 		fail("memory.postgres.max_conns", "must be between 1 and 1000, got %d", n)
@@ -837,7 +839,8 @@ func (c *Config) Validate() error {
 		fail("server.tracing.sample_ratio", "must be from 0 to 1, got %v", r)
 	}
 	if e := c.Server.Tracing.Endpoint; e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
-		fail("server.tracing.endpoint", "must be an http:// or https:// URL such as http://127.0.0.1:4318, got %q", e)
+		// Shown as download.ShowURL shows it: a collector's URL may carry user:password@.
+		fail("server.tracing.endpoint", "must be an http:// or https:// URL such as http://127.0.0.1:4318, got %q", download.ShowURL(e))
 	}
 	return errors.Join(errs...)
 }

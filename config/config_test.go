@@ -108,6 +108,36 @@ func TestMemoryBackendFromEnv(t *testing.T) {
 	}
 }
 
+// TestInvalidShowsNoSecret: a refused value that may hold a credential
+// (a password in the memory backend's URL, user:password@ in the tracing
+// collector's, a key) is named by its key, never echoed, whether it came
+// from the file or a WARDEN_* variable.
+func TestInvalidShowsNoSecret(t *testing.T) {
+	const secret = "hunter2hunter2"
+	for _, c := range []struct{ body, env, value, want string }{
+		// A / in the password ends the userinfo where pgx reads it: the rest
+		// would be the database name its errors show.
+		{body: "memory: {backend: \"postgres://u:12/" + secret + "@db/x\"}", want: "memory.backend: the postgres:// URL has an @ outside its user:password@ part"},
+		{env: "WARDEN_MEMORY_BACKEND", value: "postgres://u:" + secret + "@a@db/x", want: "memory.backend: the postgres:// URL has an @ outside"},
+		{env: "WARDEN_MEMORY_BACKEND", value: "host=db password=" + secret, want: `memory.backend: must be "file" or a postgres:// URL`},
+		{body: "server: {tracing: {endpoint: \"grpc://u:" + secret + "@collector:4317\"}}", want: `server.tracing.endpoint: must be an http:// or https:// URL such as http://127.0.0.1:4318, got "grpc://collector:4317"`},
+		{env: "WARDEN_SERVER_TRACING_ENDPOINT", value: "otlp://" + secret + "@collector", want: "server.tracing.endpoint: must be an http:// or https:// URL"},
+		{env: "WARDEN_SERVER_STATE_KEY", value: secret + "!", want: "server.state_key: must be hex or base64"},
+	} {
+		if c.env != "" {
+			t.Setenv(c.env, c.value)
+		}
+		path := writeConfig(t, c.body+"\n")
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s%s: %v\n want it to contain %q and not the secret", c.body, c.env, err, c.want)
+		}
+		if c.env != "" {
+			os.Unsetenv(c.env)
+		}
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	cases := map[string]string{
 		"tools: {defaults: {timeout: soon}}":                                 "timeout",
