@@ -1,0 +1,186 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// secret is the credential the tests below hide in settings; it must
+// appear in no byte warden writes.
+const secret = "Hunter2Secret9f3a"
+
+// TestCredentialsNotShownAtStart: settings holding a credential that warden
+// refuses or fails to use at start (a password in memory.backend, in the
+// file or WARDEN_MEMORY_BACKEND, including a password with a / that pgx
+// would read as the database name, which its connection error prints;
+// user:password@ in server.tracing.endpoint) make `warden serve` and
+// `warden tools` fail naming the key, and the secret is in no byte of
+// their stdout or stderr, nor in any file they leave behind.
+func TestCredentialsNotShownAtStart(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, yaml, env, want string
+	}{
+		{name: "backend password with a slash",
+			yaml: "memory:\n  backend: postgres://u:12/" + secret + "@127.0.0.1:1/db\n",
+			want: "memory.backend: the postgres:// URL has an @ outside its user:password@ part"},
+		{name: "backend password with a second @",
+			env:  "WARDEN_MEMORY_BACKEND=postgres://u:p@" + secret + "@127.0.0.1:1/db",
+			want: "memory.backend: the postgres:// URL has an @ outside its user:password@ part"},
+		{name: "backend password with a ? unreachable",
+			env:  "WARDEN_MEMORY_BACKEND=postgres://u:12?" + secret + "@127.0.0.1:1/db?connect_timeout=5",
+			want: "memory: postgres://u@127.0.0.1:1/db: migrate the schema"},
+		{name: "backend in keyword form",
+			env:  "WARDEN_MEMORY_BACKEND=host=127.0.0.1 password=" + secret,
+			want: `memory.backend: must be "file" or a postgres:// URL`},
+		{name: "tracing endpoint with userinfo",
+			env:  "WARDEN_SERVER_TRACING_ENDPOINT=grpc://u:" + secret + "@127.0.0.1:4317",
+			want: `server.tracing.endpoint: must be an http:// or https:// URL such as http://127.0.0.1:4318, got "grpc://127.0.0.1:4317"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, "", "echo")
+			if c.yaml != "" {
+				appendConfig(t, e, c.yaml)
+			}
+			for _, args := range [][]string{{"serve"}, {"tools"}} {
+				cmd := exec.Command(built.warden, append(args, "--config", e.config)...)
+				cmd.Env = childEnv()
+				if c.env != "" {
+					cmd.Env = append(cmd.Env, c.env)
+				}
+				var stdout, stderr bytes.Buffer
+				cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
+				err := cmd.Run()
+				if err == nil {
+					t.Fatalf("warden %s started\nstderr: %s", args[0], stderr.String())
+				}
+				if !strings.Contains(stderr.String(), c.want) {
+					t.Errorf("warden %s stderr does not say %q:\n%s", args[0], c.want, stderr.String())
+				}
+				noSecret(t, "warden "+args[0]+" stdout", stdout.String())
+				noSecret(t, "warden "+args[0]+" stderr", stderr.String())
+			}
+			// What start-up wrote (a .warden directory, say) holds no secret;
+			// only config.yaml, the person's own file, may.
+			for path, data := range filesOf(t, e.dir) {
+				if path != e.config {
+					noSecret(t, path, data)
+				}
+			}
+		})
+	}
+}
+
+// TestCredentialsNotShownWhileServing: a server whose memory backend URL
+// holds a password (PostgreSQL, trusting every connection, ignores it)
+// serves memory calls at debug level with an audit log; a reload bringing
+// a tracing endpoint with user:password@ is refused, and one naming
+// another backend is kept for the next start, each with a line on stderr.
+// The password is in no byte of stderr, the audit log, any reply, or any
+// file warden wrote; the session still serves after both reloads.
+func TestCredentialsNotShownWhileServing(t *testing.T) {
+	dbURL := pg.DB(t)
+	t.Parallel()
+	withPassword := strings.Replace(dbURL, "postgres://postgres@", "postgres://postgres:"+secret+"@", 1)
+	if withPassword == dbURL {
+		t.Fatalf("pgtest's URL %s has no postgres@ to add a password to", dbURL)
+	}
+	e := newEnv(t, "", "hostcalls")
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(e.dir, "audit.log")
+	base := strings.Replace(string(cfg), "    hostcalls: {}\n", "    hostcalls: {memory: read-write}\n", 1)
+	base = strings.Replace(base, "log:\n  level: info\n", "log:\n  level: debug\n  audit: "+audit+"\n  audit_arguments: true\n", 1)
+	base += "security:\n  prompts: off\n"
+	write := func(extra string) {
+		t.Helper()
+		if err := os.WriteFile(e.config, []byte(base+extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("memory:\n  backend: " + withPassword + "\n")
+
+	cs, stderr := stdioServer(t, e, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var replies []string
+	memory := func(req map[string]any) {
+		t.Helper()
+		res, terr, err := memoryCall(ctx, cs, req)
+		if err != nil || terr != nil {
+			t.Fatalf("memory %v: %v %v", req, err, terr)
+		}
+		replies = append(replies, string(res))
+	}
+	memory(map[string]any{"op": "set", "topic": "notes", "value": "kept in postgres"})
+	memory(map[string]any{"op": "get", "topic": "notes"})
+	if !strings.Contains(replies[1], "kept in postgres") {
+		t.Fatalf("get after set: %s", replies[1])
+	}
+
+	// A collector URL with a password that config refuses.
+	write("memory:\n  backend: " + withPassword + "\nserver:\n  tracing:\n    endpoint: otlp://u:" + secret + "@127.0.0.1:4317\n")
+	eventually(t, "the refused reload on stderr", func() bool {
+		return len(stderr.lines("config change refused", "server.tracing.endpoint")) > 0
+	})
+	// Another backend, with a password too: read at start, so kept.
+	other := strings.Replace(withPassword, "@127.0.0.1:", "@localhost:", 1)
+	write("memory:\n  backend: " + other + "\n")
+	eventually(t, "the kept backend on stderr", func() bool {
+		return len(stderr.lines("memory.backend changed")) > 0
+	})
+	if got := stderr.lines("memory.backend changed"); !strings.Contains(got[0], "running=postgres://postgres@127.0.0.1:") ||
+		!strings.Contains(got[0], "configured=postgres://postgres@localhost:") {
+		t.Errorf("the warning does not name both backends by user, host and database: %s", got[0])
+	}
+	memory(map[string]any{"op": "get", "topic": "notes"})
+
+	noSecret(t, "stderr", stderr.String())
+	for _, r := range replies {
+		noSecret(t, "a memory reply", r)
+	}
+	for path, data := range filesOf(t, e.dir) {
+		if path != e.config {
+			noSecret(t, path, data)
+		}
+	}
+	if data, err := os.ReadFile(audit); err != nil || !strings.Contains(string(data), `"tool":"hostcalls"`) {
+		t.Errorf("the audit log does not record the calls (%v):\n%s", err, data)
+	}
+}
+
+// noSecret fails t if s holds the secret, in any case or escaped form
+// termsafe could give it (it has no character termsafe escapes).
+func noSecret(t *testing.T, where, s string) {
+	t.Helper()
+	if strings.Contains(strings.ToLower(s), strings.ToLower(secret)) {
+		t.Errorf("%s shows the secret:\n%s", where, s)
+	}
+}
+
+// filesOf reads every regular file under dir (the test's own, small).
+func filesOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files[path] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
