@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -558,7 +559,7 @@ func Load(path string) (*Config, error) {
 		v.SetConfigFile(path)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
+			return nil, fmt.Errorf("config %s: %w", path, yamlError(err))
 		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -580,6 +581,36 @@ func Load(path string) (*Config, error) {
 	}
 	return &c, nil
 }
+
+// yamlQuoted matches the document text a YAML parser's message quotes: a
+// scalar that does not decode as its tag says (`…`, possibly over several
+// lines, possibly holding backticks) and an alias's anchor name ('…').
+var yamlQuoted = regexp.MustCompile("(?s)`.*`|anchor '.*' (referenced|value contains itself)")
+
+// yamlError is err, a YAML parser's, without the document text it quotes.
+// That text is a value, and a value may be a secret: an unquoted password
+// starting with * (token: *x7…) is an alias to YAML, refused as "unknown
+// anchor 'x7…' referenced". The message keeps its line number and kind.
+func yamlError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{msg: yamlQuoted.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		if strings.HasPrefix(m, "anchor ") {
+			return "anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) " + yamlQuoted.FindStringSubmatch(m)[1]
+		}
+		return "(a value, not shown)"
+	}), err: err}
+}
+
+// redactedError is an error whose message hides part of its cause's.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // isBlankYAML reports whether data holds no YAML value: empty, or only
 // whitespace, comments and document markers. A document that does not parse

@@ -123,6 +123,10 @@ func TestInvalidShowsNoSecret(t *testing.T) {
 		{body: "server: {tracing: {endpoint: \"grpc://u:" + secret + "@collector:4317\"}}", want: `server.tracing.endpoint: must be an http:// or https:// URL such as http://127.0.0.1:4318, got "grpc://collector:4317"`},
 		{env: "WARDEN_SERVER_TRACING_ENDPOINT", value: "otlp://" + secret + "@collector", want: "server.tracing.endpoint: must be an http:// or https:// URL"},
 		{env: "WARDEN_SERVER_STATE_KEY", value: secret + "!", want: "server.state_key: must be hex or base64"},
+		// YAML's parser quotes an alias's name and a scalar its tag refuses.
+		{body: "server:\n  token: *" + secret, want: "yaml: unknown anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) referenced"},
+		{body: "server:\n  token: &" + secret + " [*" + secret + "]", want: "yaml: anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) value contains itself"},
+		{body: "server:\n  token: !!int \"" + secret + "`\\n`\"", want: "yaml: cannot decode !!str (a value, not shown) as a !!int"},
 	} {
 		if c.env != "" {
 			t.Setenv(c.env, c.value)
@@ -135,6 +139,26 @@ func TestInvalidShowsNoSecret(t *testing.T) {
 		if c.env != "" {
 			os.Unsetenv(c.env)
 		}
+	}
+}
+
+// TestYAMLErrorsShowNoValue: the other readers of config.yaml (Sniff, for
+// a config.yaml found in the working folder; EditFile, for warden grant and
+// a prompt's "allow always") show a parse error without the value either,
+// and EditFile leaves the file as it was.
+func TestYAMLErrorsShowNoValue(t *testing.T) {
+	const secret = "hunter2hunter2"
+	body := "server:\n  token: *" + secret + "\n"
+	path := writeConfig(t, body)
+	if _, _, err := Sniff(path); err == nil || !strings.Contains(err.Error(), "unknown anchor") || strings.Contains(err.Error(), secret) {
+		t.Errorf("Sniff: %v", err)
+	}
+	_, err := EditFile(path, func(d *Document) error { return d.Grant("echo", GrantChange{Key: "net", Values: []string{"api.example.com"}}) })
+	if err == nil || !strings.Contains(err.Error(), "unknown anchor") || strings.Contains(err.Error(), secret) {
+		t.Errorf("EditFile: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != body {
+		t.Errorf("EditFile wrote:\n%s", b)
 	}
 }
 

@@ -27,7 +27,17 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, yaml, env, want string
+		grant                 bool // warden grant, which edits the file, refuses it too
 	}{
+		// An unquoted value starting with * is a YAML alias: the parser's
+		// error would name it.
+		{name: "token starting with a star",
+			yaml:  "server:\n  token: *" + secret + "\n",
+			want:  "yaml: unknown anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) referenced",
+			grant: true},
+		{name: "state key under a wrong tag",
+			yaml: "server:\n  state_key: !!int " + secret + "\n",
+			want: "yaml: cannot decode !!str (a value, not shown) as a !!int"},
 		{name: "backend password with a slash",
 			yaml: "memory:\n  backend: postgres://u:12/" + secret + "@127.0.0.1:1/db\n",
 			want: "memory.backend: the postgres:// URL has an @ outside its user:password@ part"},
@@ -49,7 +59,11 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 			if c.yaml != "" {
 				appendConfig(t, e, c.yaml)
 			}
-			for _, args := range [][]string{{"serve"}, {"tools"}} {
+			commands := [][]string{{"serve"}, {"tools"}}
+			if c.grant {
+				commands = append(commands, []string{"grant", "echo", "net=api.example.com"})
+			}
+			for _, args := range commands {
 				cmd := exec.Command(built.warden, append(args, "--config", e.config)...)
 				cmd.Env = childEnv()
 				if c.env != "" {
@@ -131,6 +145,11 @@ func TestCredentialsNotShownWhileServing(t *testing.T) {
 	write("memory:\n  backend: " + withPassword + "\nserver:\n  tracing:\n    endpoint: otlp://u:" + secret + "@127.0.0.1:4317\n")
 	eventually(t, "the refused reload on stderr", func() bool {
 		return len(stderr.lines("config change refused", "server.tracing.endpoint")) > 0
+	})
+	// A token that YAML reads as an alias.
+	write("memory:\n  backend: " + withPassword + "\nserver:\n  token: *" + secret + "\n")
+	eventually(t, "the refused reload on stderr", func() bool {
+		return len(stderr.lines("config change refused", "unknown anchor")) > 0
 	})
 	// Another backend, with a password too: read at start, so kept.
 	other := strings.Replace(withPassword, "@127.0.0.1:", "@localhost:", 1)
