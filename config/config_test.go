@@ -153,7 +153,9 @@ func TestYAMLErrorsShowNoValue(t *testing.T) {
 	if _, _, err := Sniff(path); err == nil || !strings.Contains(err.Error(), "unknown anchor") || strings.Contains(err.Error(), secret) {
 		t.Errorf("Sniff: %v", err)
 	}
-	_, err := EditFile(path, func(d *Document) error { return d.Grant("echo", GrantChange{Key: "net", Values: []string{"api.example.com"}}) })
+	_, err := EditFile(path, func(d *Document) error {
+		return d.Grant("echo", GrantChange{Key: "net", Values: []string{"api.example.com"}})
+	})
 	if err == nil || !strings.Contains(err.Error(), "unknown anchor") || strings.Contains(err.Error(), secret) {
 		t.Errorf("EditFile: %v", err)
 	}
