@@ -123,6 +123,9 @@ func TestInvalidShowsNoSecret(t *testing.T) {
 		{body: "server: {tracing: {endpoint: \"grpc://u:" + secret + "@collector:4317\"}}", want: `server.tracing.endpoint: must be an http:// or https:// URL such as http://127.0.0.1:4318, got "grpc://collector:4317"`},
 		{env: "WARDEN_SERVER_TRACING_ENDPOINT", value: "otlp://" + secret + "@collector", want: "server.tracing.endpoint: must be an http:// or https:// URL"},
 		{env: "WARDEN_SERVER_STATE_KEY", value: secret + "!", want: "server.state_key: must be hex or base64"},
+		// Host entries: a net grant, a redirect host.
+		{body: "tools: {grants: {x: {net: [\"ftp://u:" + secret + "@api.example.com\"]}}}", want: `tools.grants.x.net: net grant "ftp://api.example.com" (shown without what precedes the @)`},
+		{body: "tools: {fetch: {redirect_hosts: [\"u:" + secret + "@cdn.example.com\"]}}", want: `tools.fetch.redirect_hosts: "cdn.example.com" (shown without what precedes the @) is not a host name`},
 		// YAML's parser quotes an alias's name and a scalar its tag refuses.
 		{body: "server:\n  token: *" + secret, want: "yaml: unknown anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) referenced"},
 		{body: "server:\n  token: &" + secret + " [*" + secret + "]", want: "yaml: anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) value contains itself"},

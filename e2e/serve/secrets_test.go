@@ -27,14 +27,24 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, yaml, env, want string
-		grant                 bool // warden grant, which edits the file, refuses it too
+		replace               [2]string // in the config: old, new
+		grant                 []string  // a warden grant, which edits the file, refused too
 	}{
 		// An unquoted value starting with * is a YAML alias: the parser's
 		// error would name it.
 		{name: "token starting with a star",
 			yaml:  "server:\n  token: *" + secret + "\n",
 			want:  "yaml: unknown anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) referenced",
-			grant: true},
+			grant: []string{"grant", "echo", "net=api.example.com"}},
+		// A host entry with a user:password@ (net grants, redirect hosts),
+		// in the file and on warden grant's command line.
+		{name: "net grant with a password",
+			replace: [2]string{"    echo: {}\n", "    echo: {net: [\"https://u:" + secret + "@api.example.com\"]}\n"},
+			want:    `tools.grants.echo.net: net grant "https://api.example.com" (shown without what precedes the @)`,
+			grant:   []string{"grant", "echo", "net=https://" + secret + "@api.example.com"}},
+		{name: "redirect host with a password",
+			replace: [2]string{"tools:\n", "tools:\n  fetch: {redirect_hosts: [\"u:" + secret + "@cdn.example.com\"]}\n"},
+			want:    `tools.fetch.redirect_hosts: "cdn.example.com" (shown without what precedes the @) is not a host name`},
 		{name: "state key under a wrong tag",
 			yaml: "server:\n  state_key: !!int " + secret + "\n",
 			want: "yaml: cannot decode !!str (a value, not shown) as a !!int"},
@@ -59,9 +69,22 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 			if c.yaml != "" {
 				appendConfig(t, e, c.yaml)
 			}
+			if c.replace[0] != "" {
+				b, err := os.ReadFile(e.config)
+				if err != nil || !bytes.Contains(b, []byte(c.replace[0])) {
+					t.Fatalf("config %s has no %q (%v)", e.config, c.replace[0], err)
+				}
+				if err := os.WriteFile(e.config, bytes.Replace(b, []byte(c.replace[0]), []byte(c.replace[1]), 1), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			written, err := os.ReadFile(e.config)
+			if err != nil {
+				t.Fatal(err)
+			}
 			commands := [][]string{{"serve"}, {"tools"}}
-			if c.grant {
-				commands = append(commands, []string{"grant", "echo", "net=api.example.com"})
+			if c.grant != nil {
+				commands = append(commands, c.grant)
 			}
 			for _, args := range commands {
 				cmd := exec.Command(built.warden, append(args, "--config", e.config)...)
@@ -80,6 +103,9 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 				}
 				noSecret(t, "warden "+args[0]+" stdout", stdout.String())
 				noSecret(t, "warden "+args[0]+" stderr", stderr.String())
+			}
+			if b, _ := os.ReadFile(e.config); !bytes.Equal(b, written) {
+				t.Errorf("config.yaml changed:\n%s", b)
 			}
 			// What start-up wrote (a .warden directory, say) holds no secret;
 			// only config.yaml, the person's own file, may.
