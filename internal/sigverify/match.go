@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -110,7 +111,12 @@ func checkPattern(p string) error {
 	case p == "":
 		return fmt.Errorf("%w: empty source pattern", ErrBadPolicy)
 	case strings.ContainsAny(base, "*?[]@ \t\r\n"):
-		return fmt.Errorf("%w: source pattern %q: only a final /* (or * alone) is a wildcard, and a pattern names repositories, not tags or digests", ErrBadPolicy, termsafe.Line(p))
+		shown := termsafe.Line(p)
+		if strings.Contains(p, "@") {
+			// user:password@ is how credentials are written: shown as a URL is.
+			shown = download.ShowHost(p)
+		}
+		return fmt.Errorf("%w: source pattern %q: only a final /* (or * alone) is a wildcard, and a pattern names repositories, not tags or digests", ErrBadPolicy, shown)
 	case base == "" || strings.HasPrefix(base, "/") || strings.HasSuffix(base, "/") || strings.Contains(base, "//"):
 		return fmt.Errorf("%w: source pattern %q has an empty path segment", ErrBadPolicy, termsafe.Line(p))
 	case strings.Contains(base[strings.LastIndexByte(base, '/')+1:], ":") && strings.Contains(base, "/"):

@@ -162,3 +162,17 @@ func TestMatchURL(t *testing.T) {
 		t.Errorf("Match in other case = %s", got)
 	}
 }
+
+// TestPatternShowsNoCredential: a pattern with user:password@ is refused
+// and shown as download.ShowHost shows it, without the credential.
+func TestPatternShowsNoCredential(t *testing.T) {
+	for pattern, shown := range map[string]string{
+		"https://u:s3cretpw@host/*": `"https://host/*"`,
+		"u:s3cretpw@ghcr.io/acme/*": `"ghcr.io/acme/*"`,
+	} {
+		_, err := NewMatcher([]Rule{{Pattern: pattern}}, Require)
+		if !errors.Is(err, ErrBadPolicy) || !strings.Contains(err.Error(), "source pattern "+shown) || strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("NewMatcher(%q): %v", pattern, err)
+		}
+	}
+}
