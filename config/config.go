@@ -28,6 +28,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/hostfuncs/env"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/internal/download"
@@ -753,6 +754,13 @@ func (c *Config) Validate() error {
 		for _, host := range g.Net {
 			if err := net.ValidateGrant(host); err != nil {
 				fail(key+".net", "%v", err)
+			}
+		}
+		for _, k := range g.Env {
+			// Checked at load, not only by warden grant: a KEY=VALUE written
+			// by hand was accepted and then shown in warden tools' GRANTED.
+			if err := env.ValidateKey(k); err != nil {
+				fail(key+".env", "%v", err)
 			}
 		}
 		for _, topic := range g.MemoryTopics {

@@ -126,6 +126,8 @@ func TestInvalidShowsNoSecret(t *testing.T) {
 		// Host entries: a net grant, a redirect host.
 		{body: "tools: {grants: {x: {net: [\"ftp://u:" + secret + "@api.example.com\"]}}}", want: `tools.grants.x.net: net grant "ftp://api.example.com" (shown without what precedes the @)`},
 		{body: "tools: {fetch: {redirect_hosts: [\"u:" + secret + "@cdn.example.com\"]}}", want: `tools.fetch.redirect_hosts: "cdn.example.com" (shown without what precedes the @) is not a host name`},
+		// KEY=VALUE where an env grant names a key.
+		{body: "tools: {grants: {x: {env: [\"GITHUB_TOKEN=" + secret + "\"]}}}", want: `tools.grants.x.env: "GITHUB_TOKEN=…" is not a key: name the key alone`},
 		// YAML's parser quotes an alias's name and a scalar its tag refuses.
 		{body: "server:\n  token: *" + secret, want: "yaml: unknown anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) referenced"},
 		{body: "server:\n  token: &" + secret + " [*" + secret + "]", want: "yaml: anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) value contains itself"},

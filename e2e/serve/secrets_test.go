@@ -42,6 +42,12 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 			replace: [2]string{"    echo: {}\n", "    echo: {net: [\"https://u:" + secret + "@api.example.com\"]}\n"},
 			want:    `tools.grants.echo.net: net grant "https://api.example.com" (shown without what precedes the @)`,
 			grant:   []string{"grant", "echo", "net=https://" + secret + "@api.example.com"}},
+		// KEY=VALUE where an env grant names a key: once accepted, and
+		// then shown by warden tools.
+		{name: "env grant with its value",
+			replace: [2]string{"    echo: {}\n", "    echo: {env: [\"GITHUB_TOKEN=" + secret + "\"]}\n"},
+			want:    `tools.grants.echo.env: "GITHUB_TOKEN=…" is not a key: name the key alone`,
+			grant:   []string{"grant", "echo", "env=GITHUB_TOKEN=" + secret}},
 		{name: "redirect host with a password",
 			replace: [2]string{"tools:\n", "tools:\n  fetch: {redirect_hosts: [\"u:" + secret + "@cdn.example.com\"]}\n"},
 			want:    `tools.fetch.redirect_hosts: "cdn.example.com" (shown without what precedes the @) is not a host name`},
@@ -118,6 +124,41 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCredentialsNotShownByGrant: a credential typed into warden grant's
+// arguments by mistake (a URL with user:password@ where KEY=VALUE goes, a
+// net grant with one, an env grant with its value) is refused without
+// being shown, and config.yaml is left as it was.
+func TestCredentialsNotShownByGrant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "", "echo")
+	written, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for arg, want := range map[string]string{
+		"https://u:" + secret + "@api.example.com":     `unknown grant key "https://api.example.com" (shown without what precedes the @)`,
+		"net=https://u:" + secret + "@api.example.com": `net grant "https://api.example.com" (shown without what precedes the @)`,
+		"net=" + secret + "@api.example.com private":   `net grant "(an unparsable URL, not shown as it may carry credentials)"`,
+		"env=GITHUB_TOKEN=" + secret:                   `"GITHUB_TOKEN=…" is not a key: name the key alone`,
+	} {
+		cmd := exec.Command(built.warden, "grant", "echo", arg, "--config", e.config)
+		cmd.Env = childEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err == nil {
+			t.Errorf("warden grant echo %q succeeded:\n%s", arg, stdout.String())
+		}
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("warden grant: stderr does not say %q:\n%s", want, stderr.String())
+		}
+		noSecret(t, "warden grant stdout", stdout.String())
+		noSecret(t, "warden grant stderr", stderr.String())
+		if b, _ := os.ReadFile(e.config); !bytes.Equal(b, written) {
+			t.Fatalf("warden grant echo %q changed config.yaml:\n%s", arg, b)
+		}
 	}
 }
 
