@@ -61,6 +61,22 @@ type Config struct {
 	// lower case viper gives every key, to the pattern as File writes it
 	// (see signaturePatternsAsWritten).
 	signaturePatterns map[string]string
+	// src is File's text as loaded, to say on which line a refused key is
+	// written (lineOf); nil when there is no file.
+	src []byte
+}
+
+// lineOf says where the value at key path p is written in File, as
+// " (<file> line N)", or "" when that is not known.
+func (c *Config) lineOf(p ...string) string {
+	if len(c.src) == 0 {
+		return ""
+	}
+	n, err := (&Document{src: c.src}).Get(p...)
+	if err != nil || n == nil || n.Line < 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s line %d)", c.File, n.Line)
 }
 
 // Project locates the files tools may be granted.
@@ -322,7 +338,7 @@ func (r RateLimit) validate(key string, fail func(key, format string, args ...an
 // ToolRate returns a tool's own rate limit (tools.limits.<tool>.rate), nil
 // when it has none.
 func (c *Config) ToolRate(name string) *mcpserver.RateLimit {
-	key := strings.ToLower(name)
+	key := ToolKey(name)
 	l := c.Tools.Limits[key]
 	if l.Rate == "" {
 		return nil // the common case, asked on every call: build no setting name
@@ -333,7 +349,7 @@ func (c *Config) ToolRate(name string) *mcpserver.RateLimit {
 // ToolMaxInFlight returns a tool's own bound on its calls at once
 // (tools.limits.<tool>.max_in_flight), 0 when it has none.
 func (c *Config) ToolMaxInFlight(name string) int {
-	return c.Tools.Limits[strings.ToLower(name)].MaxInFlight
+	return c.Tools.Limits[ToolKey(name)].MaxInFlight
 }
 
 // ServerResources configures the resources warden serves itself.
@@ -574,8 +590,11 @@ func Load(path string) (*Config, error) {
 	))); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
 	}
-	c.File, c.Dir, c.Blank = path, dir, blank
+	c.File, c.Dir, c.Blank, c.src = path, dir, blank, data
 	c.signaturePatterns = signaturePatternsAsWritten(data)
+	if err := checkKeysAsWritten(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
+	}
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
@@ -694,6 +713,26 @@ func (c *Config) resolvePaths() {
 	}
 }
 
+// wardenSetting returns the config section ("server.*") that the host
+// variable name sets through viper's WARDEN_<KEY PATH> mapping, or "" when
+// it sets none: a from_env naming WARDEN_SERVER_TOKEN would hand a tool
+// server.token. Variables of other WARDEN_ names (a test's WARDEN_TEST_KEY)
+// set nothing and stay usable.
+func wardenSetting(name string) string {
+	if !env.IsWardenKey(name) {
+		return ""
+	}
+	rest := strings.ToLower(name[len(env.WardenPrefix):])
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		section := t.Field(i).Tag.Get("mapstructure")
+		if section != "" && section != "-" && (rest == section || strings.HasPrefix(rest, section+"_")) {
+			return section + ".*"
+		}
+	}
+	return ""
+}
+
 // Validate reports every problem, each with its key path.
 func (c *Config) Validate() error {
 	var errs []error
@@ -757,10 +796,8 @@ func (c *Config) Validate() error {
 			}
 		}
 		for _, k := range g.Env {
-			// Checked at load, not only by warden grant: a KEY=VALUE written
-			// by hand was accepted and then shown in warden tools' GRANTED.
 			if err := env.ValidateKey(k); err != nil {
-				fail(key+".env", "%v", err)
+				fail(key+".env", "%v%s", err, c.lineOf("tools", "grants", name, "env"))
 			}
 		}
 		for _, topic := range g.MemoryTopics {
@@ -855,12 +892,23 @@ func (c *Config) Validate() error {
 			case v.FromEnv != "" && strings.ContainsAny(v.FromEnv, "=\x00"):
 				// Not quoted: a value pasted into the wrong field is still a secret.
 				fail(at+".from_env", "is not a variable name (it contains = or NUL)")
+			case wardenSetting(v.FromEnv) != "":
+				fail(at+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
+					v.FromEnv, wardenSetting(v.FromEnv), c.lineOf("tools", "grants", name, "config", key, "from_env"))
 			}
 		}
 	}
-	for name, ev := range c.Env.Values {
-		if (ev.Value == "") == (ev.FromEnv == "") {
+	for _, name := range sortedKeys(c.Env.Values) {
+		ev := c.Env.Values[name]
+		switch {
+		case (ev.Value == "") == (ev.FromEnv == ""):
 			fail("env.values."+name, "set exactly one of value or from_env")
+		case env.IsWardenKey(name):
+			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise%s",
+				c.lineOf("env", "values", name))
+		case wardenSetting(ev.FromEnv) != "":
+			fail("env.values."+name+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
+				ev.FromEnv, wardenSetting(ev.FromEnv), c.lineOf("env", "values", name, "from_env"))
 		}
 	}
 	switch strings.ToLower(c.Log.Level) {
@@ -888,7 +936,7 @@ func (c *Config) Validate() error {
 // module's own entry under tools.limits.
 func (c *Config) ModuleLimits(module string) runtime.Limits {
 	l := c.Tools.Defaults.runtime(runtime.Limits{})
-	if own, ok := c.Tools.Limits[strings.ToLower(module)]; ok {
+	if own, ok := c.Tools.Limits[ToolKey(module)]; ok {
 		l = own.runtime(l)
 	}
 	return l
@@ -896,7 +944,7 @@ func (c *Config) ModuleLimits(module string) runtime.Limits {
 
 // ToolTimeout returns a tool's own timeout from tools.limits, or 0.
 func (c *Config) ToolTimeout(name string) time.Duration {
-	return c.Tools.Limits[strings.ToLower(name)].Timeout
+	return c.Tools.Limits[ToolKey(name)].Timeout
 }
 
 // Grants returns what the tool named toolName is granted while the module
@@ -906,7 +954,7 @@ func (c *Config) ToolTimeout(name string) time.Duration {
 // another module grants nothing: the error, a *GrantElsewhereError, says
 // so and names the config line, for the refusals the tool then meets.
 func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
-	key := strings.ToLower(toolName)
+	key := ToolKey(toolName)
 	g, ok := c.Tools.Grants[key]
 	if !ok {
 		return tool.Capabilities{}, nil
@@ -929,7 +977,7 @@ func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
 // toolName served by module, keyed in lower case, or nil: like Grants, it
 // belongs to the module the entry is bound to and to no other.
 func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.SecretValue {
-	g, ok := c.Tools.Grants[strings.ToLower(toolName)]
+	g, ok := c.Tools.Grants[ToolKey(toolName)]
 	if !ok || len(g.Config) == 0 {
 		return nil
 	}
@@ -947,7 +995,7 @@ func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.Secret
 // its module field (explicit), else the entry's key, i.e. the tool name in
 // lower case. ok is false when config has no entry for the tool.
 func (c *Config) GrantModule(toolName string) (module string, explicit, ok bool) {
-	key := strings.ToLower(toolName)
+	key := ToolKey(toolName)
 	g, ok := c.Tools.Grants[key]
 	if !ok {
 		return "", false, false

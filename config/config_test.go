@@ -199,6 +199,13 @@ func TestInvalid(t *testing.T) {
 		"tools: {limits: {jq: {max_in_flight: -1}}}":                         "tools.limits.jq.max_in_flight: must not be negative",
 		"tools: {defaults: {max_in_flight: 2}}":                              "tools.defaults: max_in_flight, rate and burst apply to one tool",
 		"server: {max_queued: -1}":                                           "server.max_queued: must not be negative",
+		// WARDEN_* is warden's own configuration: never a tool's.
+		"tools: {grants: {x: {env: [WARDEN_SERVER_TOKEN]}}}":                          `tools.grants.x.env: "WARDEN_SERVER_TOKEN" is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool`,
+		"tools: {grants: {x: {env: [warden_Server_State_Key]}}}":                      `tools.grants.x.env: "warden_Server_State_Key" is warden's own configuration`,
+		"env: {values: {WARDEN_X: {value: a}}}":                                       "env.values.warden_x: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise",
+		"env: {values: {TOKEN: {from_env: WARDEN_SERVER_TOKEN}}}":                     "env.values.token.from_env: WARDEN_SERVER_TOKEN is one of warden's own server.* settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration",
+		"env: {values: {DSN: {from_env: warden_memory_backend}}}":                     "env.values.dsn.from_env: warden_memory_backend is one of warden's own memory.* settings",
+		"tools: {grants: {x: {config: {k: {from_env: WARDEN_SERVER_OAUTH_ISSUER}}}}}": "tools.grants.x.config.k.from_env: WARDEN_SERVER_OAUTH_ISSUER is one of warden's own server.* settings",
 	}
 	for body, want := range cases {
 		path := writeConfig(t, body)
@@ -210,6 +217,15 @@ func TestInvalid(t *testing.T) {
 		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s:\n error %q\n want it to contain %q and the file name", body, err, want)
 		}
+	}
+}
+
+// TestFromEnvOutsideWardensSettings: a from_env naming a WARDEN_ variable
+// that sets no config key (a test's) stays usable.
+func TestFromEnvOutsideWardensSettings(t *testing.T) {
+	path := writeConfig(t, "env: {values: {K: {from_env: WARDEN_TEST_KEY}}}\ntools: {grants: {x: {config: {k: {from_env: WARDENISH}}}}}")
+	if _, err := Load(path); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -459,5 +475,20 @@ func TestReloadNamesStartOnlyKeys(t *testing.T) {
 	}
 	if !strings.Contains(out, "keys=\"[tools.dir server.max_in_flight server.queue_wait]\"") {
 		t.Fatalf("the warning does not name exactly the changed start-only keys:\n%s", out)
+	}
+}
+
+// TestWardenKeyRefusalNamesTheLine: a WARDEN_* env key in a grant or in
+// env.values is refused naming its key path and the line it is on.
+func TestWardenKeyRefusalNamesTheLine(t *testing.T) {
+	path := writeConfig(t, "# tools\ntools:\n  grants:\n    x:\n      env:\n        - WARDEN_SERVER_TOKEN\nenv:\n  values:\n    Warden_X: {value: a}\n")
+	_, err := Load(path)
+	for _, want := range []string{
+		`tools.grants.x.env: "WARDEN_SERVER_TOKEN" is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool (` + path + ` line 6)`,
+		`env.values.warden_x: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise (` + path + ` line 9)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nwant it to contain %q", err, want)
+		}
 	}
 }

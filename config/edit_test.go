@@ -460,3 +460,20 @@ func TestParseGrantChangeShowsNoCredential(t *testing.T) {
 		t.Fatalf("ParseGrantChange: %v, want %s…", err, want)
 	}
 }
+
+// TestGrantRefusesWardenKeys: `warden grant` (and every other grant edit:
+// "allow always", install) refuses a WARDEN_* env key, warden's own
+// configuration, and leaves the file byte for byte.
+func TestGrantRefusesWardenKeys(t *testing.T) {
+	path := writeConfig(t, sample)
+	before, _ := os.ReadFile(path)
+	for _, key := range []string{"WARDEN_SERVER_TOKEN", "warden_memory_backend"} {
+		_, err := EditFile(path, func(d *Document) error { return d.Grant("echo", grant("env", key)) })
+		if err == nil || !strings.Contains(err.Error(), `"`+key+`" is warden's own configuration`) {
+			t.Errorf("grant env=%s: %v", key, err)
+		}
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatal("the refused grant changed the file")
+	}
+}

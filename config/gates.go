@@ -1,7 +1,7 @@
 package config
 
 import (
-	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,7 +19,7 @@ func (c *Config) validateGates(fail func(key, format string, args ...any)) {
 	for _, pattern := range sortedKeys(c.Tools.Gates) {
 		g := c.Tools.Gates[pattern]
 		key := "tools.gates." + pattern
-		if _, err := path.Match(pattern, ""); err != nil {
+		if err := checkToolPattern(pattern); err != nil {
 			fail(key, "%q is not a tool name or pattern: %v", pattern, err)
 		}
 		switch g.Action {
@@ -37,7 +37,7 @@ func (c *Config) validateGates(fail func(key, format string, args ...any)) {
 		patterns []string
 	}{{"tools.expose", c.Tools.Expose}, {"tools.hide", c.Tools.Hide}} {
 		for _, p := range list.patterns {
-			if _, err := path.Match(strings.ToLower(p), ""); err != nil {
+			if err := checkToolPattern(p); err != nil {
 				fail(list.key, "%q is not a tool name or pattern: %v", p, err)
 			}
 		}
@@ -63,17 +63,21 @@ func (c *Config) GateFor(name string) (g Gate, key string, ok bool) {
 }
 
 // lookupTool finds the entry of the tool called name in a map keyed by
-// tool name or pattern (viper lower-cases the keys): the entry of exactly
-// that name (ignoring case), else the longest matching pattern (ties: the
-// first in sort order).
+// tool name or pattern: the entry of exactly that name (ignoring case),
+// else the longest matching pattern (ties: the first in sort order). Both
+// the keys and name are folded by ToolKey here, not trusted to arrive
+// folded: viper lower-cases keys, a Config built another way may not.
 func lookupTool[V any](entries map[string]V, name string) (v V, key string, ok bool) {
-	lower := strings.ToLower(name)
-	if v, ok := entries[lower]; ok {
-		return v, lower, true
+	folded := ToolKey(name)
+	if v, ok := entries[folded]; ok {
+		return v, folded, true
 	}
 	var patterns []string
 	for p := range entries {
-		if matched, _ := path.Match(p, lower); matched {
+		if ToolKey(p) == folded {
+			return entries[p], p, true // the exact entry, its key not folded
+		}
+		if matchTool(p, folded) {
 			patterns = append(patterns, p)
 		}
 	}
@@ -93,14 +97,8 @@ func lookupTool[V any](entries map[string]V, name string) (v V, key string, ok b
 // tools.expose (or that list is empty) and no tools.hide pattern. Patterns
 // use path.Match syntax and ignore case.
 func (c *Config) Exposed(name string) bool {
-	lower := strings.ToLower(name)
 	match := func(patterns []string) bool {
-		for _, p := range patterns {
-			if ok, _ := path.Match(strings.ToLower(p), lower); ok {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(patterns, func(p string) bool { return matchTool(p, name) })
 	}
 	if len(c.Tools.Expose) > 0 && !match(c.Tools.Expose) {
 		return false

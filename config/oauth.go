@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,7 +21,7 @@ const (
 func (c *Config) validateScopes(fail func(key, format string, args ...any)) {
 	for _, pattern := range sortedKeys(c.Tools.Scopes) {
 		key := "tools.scopes." + pattern
-		if _, err := path.Match(pattern, ""); err != nil {
+		if err := checkToolPattern(pattern); err != nil {
 			fail(key, "%q is not a tool name or pattern: %v", pattern, err)
 		}
 		scopes := c.Tools.Scopes[pattern]

@@ -86,8 +86,8 @@ func StartOnlyChanges(a, b *Config) []string {
 // they came from.
 func sameSettings(a, b *Config) bool {
 	x, y := *a, *b
-	x.File, x.Dir, x.Blank = "", "", false
-	y.File, y.Dir, y.Blank = "", "", false
+	x.File, x.Dir, x.Blank, x.src = "", "", false, nil
+	y.File, y.Dir, y.Blank, y.src = "", "", false, nil
 	return reflect.DeepEqual(x, y)
 }
 

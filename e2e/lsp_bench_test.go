@@ -36,7 +36,7 @@ func BenchmarkLSPColdQuery(b *testing.B) {
 			b.Fatal(errs)
 		}
 		b.StartTimer()
-		res, err := a.Call(ctx, mcpserver.Call{Name: "symbols", Arguments: args, Observer: nopObserver{}})
+		res, err := a.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "symbols", Arguments: args, Observer: nopObserver{}})
 		b.StopTimer()
 		if err != nil || res.IsError {
 			b.Fatalf("symbols: %v %v", err, res.Error)
@@ -71,7 +71,7 @@ func BenchmarkLSPWarmQuery(b *testing.B) {
 		raw, _ := json.Marshal(c.args)
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			call := mcpserver.Call{Name: tool, Arguments: raw, Observer: nopObserver{}}
+			call := mcpserver.Call{Pass: mcpserver.LocalPass(), Name: tool, Arguments: raw, Observer: nopObserver{}}
 			if res, err := e.app.Call(ctx, call); err != nil || res.IsError { // warm up
 				b.Fatalf("%s: %v %v", c.name, err, res.Error)
 			}

@@ -122,7 +122,7 @@ func TestLSPGrantIsPerTool(t *testing.T) {
 	call := func(name string, args any) *tool.Result {
 		t.Helper()
 		raw, _ := json.Marshal(args)
-		res, err := e.app.Call(context.Background(), mcpserver.Call{Name: name, Arguments: raw, Session: session, Observer: nopObserver{}})
+		res, err := e.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: name, Arguments: raw, Session: session, Observer: nopObserver{}})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -253,7 +253,7 @@ func (e *env) call(t testing.TB, name string, args any, cursor string) *tool.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.app.Call(context.Background(), mcpserver.Call{Name: name, Arguments: raw, Cursor: cursor, Observer: nopObserver{}})
+	res, err := e.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: name, Arguments: raw, Cursor: cursor, Observer: nopObserver{}})
 	if err != nil {
 		t.Fatalf("%s %s: %v", name, raw, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
@@ -55,8 +54,9 @@ type ScopePolicy interface {
 	SupportedScopes() []string
 }
 
-// CodeInsufficientScope is the JSON-RPC error code of a tools/call refused
-// because the access token lacks a scope the tool needs: an
+// CodeInsufficientScope is the JSON-RPC error code of a tools/call (or a
+// resources/read, prompts/get or completion/complete running as a tool)
+// refused because the access token lacks a scope the tool needs: an
 // implementation-defined server error (-32000 to -32099) that neither MCP
 // nor the go-sdk uses (the go-sdk's client reads -32003, for one, as "client
 // is closing").
@@ -330,8 +330,10 @@ func (s *Server) toolScopeDenial(p principal.Principal, name string, baseline []
 	}
 }
 
-// httpScopeCheck returns guardMessages' check of the tools/call requests
-// of an HTTP body against the token's scopes.
+// httpScopeCheck returns guardMessages' check of the requests of an HTTP
+// body that run module code (tools/call and the features: doorTarget)
+// against the token's scopes: the check the door makes, made early so
+// that the refusal is the HTTP 403 scope challenge.
 func (s *Server) httpScopeCheck(st *oauthState) func(r *http.Request, calls []call) (*refusal, func(http.ResponseWriter)) {
 	return func(r *http.Request, calls []call) (*refusal, func(http.ResponseWriter)) {
 		p, ok := principalOfInfo(auth.TokenInfoFromContext(r.Context()))
@@ -339,10 +341,14 @@ func (s *Server) httpScopeCheck(st *oauthState) func(r *http.Request, calls []ca
 			return nil, nil
 		}
 		for _, c := range calls {
-			if c.req == nil || c.req.Method != "tools/call" {
+			if c.req == nil {
 				continue
 			}
-			d := s.toolScopeDenial(p, callName(c.req.Params), st.opts.Scopes)
+			name, subject, ok := s.doorTarget(c.req.Method, c.req.Params)
+			if !ok || subject == "" {
+				continue
+			}
+			d := s.toolScopeDenial(p, subject, st.opts.Scopes)
 			if d == nil {
 				continue
 			}
@@ -350,44 +356,72 @@ func (s *Server) httpScopeCheck(st *oauthState) func(r *http.Request, calls []ca
 			if len(calls) > 1 {
 				id = nil // a batch is answered with one error
 			}
-			return &refusal{code: CodeInsufficientScope, message: d.message, id: id}, func(w http.ResponseWriter) {
-				st.challenge(w, "insufficient_scope", d.message, d.scopes)
+			message := scopeMessage(c.req.Method, name, subject, d)
+			return &refusal{code: CodeInsufficientScope, message: message, id: id}, func(w http.ResponseWriter) {
+				st.challenge(w, "insufficient_scope", message, d.scopes)
 			}
 		}
 		return nil, nil
 	}
 }
 
+// doorTarget reads, from a request's raw params, what a request of method
+// that runs module code names and its policy subject, as the door will
+// see them: ok is false for a method that runs no module code, or one
+// naming nothing served (which the door never admits).
+func (s *Server) doorTarget(method string, params json.RawMessage) (name, subject string, ok bool) {
+	switch method {
+	case MethodCallTool:
+		name = callName(params)
+		return name, name, true
+	case MethodReadResource:
+		name = stringField(params, "uri")
+		reg, ok := s.resourceTarget(name)
+		return name, reg.subject, ok
+	case MethodGetPrompt:
+		name = stringField(params, "name")
+		s.syncMu.Lock()
+		reg, ok := s.feat.prompts[name]
+		s.syncMu.Unlock()
+		return name, reg.subject, ok
+	case MethodComplete:
+		var ref mcp.CompleteReference
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(params, &fields) != nil || json.Unmarshal(fields["ref"], &ref) != nil {
+			return "", "", false
+		}
+		reg, ok := s.completionTarget(&ref)
+		return ref.Name + ref.URI, reg.subject, ok
+	}
+	return "", "", false
+}
+
 // callName reads a tools/call's tool name as the go-sdk does (case-
-// sensitively; the last of duplicate keys). The server checks the name
-// the go-sdk decoded again (authorize), so a disagreement could only
-// change which refusal a client sees, never let a call through.
-func callName(params json.RawMessage) string {
+// sensitively; the last of duplicate keys). The door checks the name the
+// go-sdk decoded again, so a disagreement could only change which refusal
+// a client sees, never let a call through.
+func callName(params json.RawMessage) string { return stringField(params, "name") }
+
+// stringField reads the string member key of a params object as the
+// go-sdk does; "" when there is none.
+func stringField(params json.RawMessage, key string) string {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(params, &fields) != nil {
 		return ""
 	}
-	var name string
-	json.Unmarshal(fields["name"], &name)
-	return name
+	var v string
+	json.Unmarshal(fields[key], &v)
+	return v
 }
 
 // authorize is the receiving middleware that puts the request's
 // principal in its context (principal.With; nothing for stdio and
-// unauthenticated HTTP) and refuses a tools/call whose tool needs a scope
-// the principal's token lacks.
+// unauthenticated HTTP). The scopes of the tool a request runs as are
+// checked in the door (enter), for every request that runs module code.
 func (s *Server) authorize(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		p, ok := principalOf(req.GetExtra())
-		if !ok {
-			return next(ctx, method, req)
-		}
-		ctx = principal.With(ctx, p)
-		if params, isCall := req.GetParams().(*mcp.CallToolParamsRaw); isCall && method == "tools/call" {
-			if d := s.toolScopeDenial(p, params.Name, nil); d != nil {
-				s.log.Warn("call refused: scope missing", "tool", params.Name, "subject", p.Subject, "issuer", p.Issuer, "reason", d.message)
-				return nil, &jsonrpc.Error{Code: CodeInsufficientScope, Message: d.message}
-			}
+		if p, ok := principalOf(req.GetExtra()); ok {
+			ctx = principal.With(ctx, p)
 		}
 		return next(ctx, method, req)
 	}

@@ -488,42 +488,49 @@ func TestOAuthSessionBoundToUser(t *testing.T) {
 	}
 }
 
-// TestAuthorizeMiddleware: the server's own check refuses a call by an
-// OAuth principal lacking the tool's scope, whatever the transport did,
-// and lets the static token and local callers through.
+// TestAuthorizeMiddleware: the server's own check (the door every request
+// into module code goes through) refuses a run as a tool by an OAuth
+// principal lacking the tool's scope, whatever the transport did, and lets
+// the static token and local callers through.
 func TestAuthorizeMiddleware(t *testing.T) {
 	tools := &scopedTools{fakeTools: newFakeTools(desc("alpha")), scopes: map[string][]string{"alpha": {scopeAlpha}}}
 	s, _ := newServer(t, tools, Options{})
 	var saw principal.Principal
+	ran := false
 	next := func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		saw = principal.From(ctx)
-		return &mcp.CallToolResult{}, nil
+		d := &door[*mcp.CallToolResult]{method: MethodCallTool, name: "alpha", what: "alpha", subject: "alpha",
+			refused: func(r *tool.Result) (*mcp.CallToolResult, error) { return nil, r.Error }}
+		return enter(s, ctx, d, func(context.Context, entry) (*mcp.CallToolResult, error) {
+			ran = true
+			return &mcp.CallToolResult{}, nil
+		})
 	}
 	call := func(p *principal.Principal) error {
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "alpha"}, Extra: &mcp.RequestExtra{}}
 		if p != nil {
 			req.Extra.TokenInfo = &auth.TokenInfo{Extra: map[string]any{extraPrincipal: *p}}
 		}
-		saw = principal.Principal{}
+		saw, ran = principal.Principal{}, false
 		_, err := s.authorize(next)(context.Background(), "tools/call", req)
 		return err
 	}
 	lacking := principal.Principal{Subject: "bob", Via: principal.ViaOAuth, Scopes: []string{"mcp"}, Issuer: "https://idp"}
 	err := call(&lacking)
 	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != CodeInsufficientScope ||
+	if !errors.As(err, &rpcErr) || rpcErr.Code != CodeInsufficientScope || ran ||
 		rpcErr.Message != `tool "alpha" needs the scope tools:alpha, which the access token does not grant (tools.scopes.alpha in config.yaml)` {
-		t.Errorf("OAuth principal without the scope: %v", err)
+		t.Errorf("OAuth principal without the scope: %v (ran: %v)", err, ran)
 	}
 	holding := lacking
 	holding.Scopes = []string{scopeAlpha}
-	if err := call(&holding); err != nil || saw.Subject != "bob" {
+	if err := call(&holding); err != nil || saw.Subject != "bob" || !ran {
 		t.Errorf("OAuth principal with the scope: %v, principal %+v", err, saw)
 	}
-	if err := call(&tokenPrincipal); err != nil || !reflect.DeepEqual(saw, tokenPrincipal) {
+	if err := call(&tokenPrincipal); err != nil || !reflect.DeepEqual(saw, tokenPrincipal) || !ran {
 		t.Errorf("static token: %v, principal %+v", err, saw)
 	}
-	if err := call(nil); err != nil || !reflect.DeepEqual(saw, principal.Local) {
+	if err := call(nil); err != nil || !reflect.DeepEqual(saw, principal.Local) || !ran {
 		t.Errorf("no principal: %v, principal %+v", err, saw)
 	}
 }

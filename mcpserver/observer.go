@@ -44,16 +44,6 @@ type notification struct {
 	log      *mcp.LoggingMessageParams
 }
 
-func newObserver(ctx context.Context, log *slog.Logger, name string, req *mcp.CallToolRequest) *observer {
-	return &observer{
-		ctx:     ctx,
-		log:     log,
-		tool:    name,
-		session: req.Session,
-		token:   req.Params.GetProgressToken(),
-	}
-}
-
 // Progress implements tool.Observer. Reports that do not increase are
 // dropped: MCP requires progress to increase with every notification.
 func (o *observer) Progress(p tool.Progress) {

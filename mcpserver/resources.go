@@ -20,10 +20,19 @@ import (
 // templates and prompts (and complete their arguments). The server lists
 // them with the go-sdk, resyncing them with the tools (Tools.Subscribe), and
 // routes each request to the owner that declared it.
+//
+// Each feature names its policy subject (the descriptor's Tool): the tool
+// whose policy a read, get or completion runs under, "" for none. The
+// server applies the subject's OAuth scopes, rates and call limits in the
+// door every request into module code goes through, and hands the methods
+// below a [Pass] for it; they must refuse a request whose Pass does not
+// admit the subject they resolve, and apply the rest of the subject's
+// policy (exposure, gates, grants) as a call of the tool would.
 type Features interface {
 	// Features lists everything served besides tools, each with its owner
 	// (a module's name). A URI, URI template or prompt name that two owners
-	// declare is served by neither, and logged naming both.
+	// declare is served by neither, and logged naming both. A feature whose
+	// subject is not served to clients (hidden) is not listed.
 	Features() ServedFeatures
 	// ReadResource reads uri for the owner that declared it (or declared
 	// the template it matched). A failure is a *tool.Error of its kind.
@@ -53,19 +62,21 @@ type ServedFeatures struct {
 	Subscribable func(uri string) bool
 }
 
-// OwnedResource is a resource and the owner that serves it.
+// OwnedResource is a resource and the owner that serves it. Its Tool is
+// its policy subject.
 type OwnedResource struct {
 	Owner string
 	tool.ResourceDescriptor
 }
 
-// OwnedTemplate is a resource template and its owner.
+// OwnedTemplate is a resource template and its owner; its Tool is its
+// policy subject.
 type OwnedTemplate struct {
 	Owner string
 	tool.ResourceTemplateDescriptor
 }
 
-// OwnedPrompt is a prompt and its owner.
+// OwnedPrompt is a prompt and its owner; its Tool is its policy subject.
 type OwnedPrompt struct {
 	Owner string
 	tool.PromptDescriptor
@@ -79,8 +90,11 @@ type FeatureCall struct {
 	Session string
 	// Observer receives the run's progress and log lines; never nil.
 	Observer tool.Observer
-	// Client is as in Call: what the run may ask of the client.
+	// Client is as in Call: what the run may ask of the client; nil for a
+	// completion, which has no way to ask.
 	Client tool.Client
+	// Pass is as in Call.
+	Pass *Pass
 }
 
 // MetaResourcesIncomplete is the resources/list _meta key of
@@ -100,8 +114,8 @@ type featureState struct {
 }
 
 type registeredFeature struct {
-	owner       string
-	fingerprint []byte
+	owner, subject string
+	fingerprint    []byte
 }
 
 func newFeatureState() *featureState {
@@ -180,23 +194,23 @@ func (s *Server) resyncFeatures() {
 	st.subscribable = served.Subscribable
 
 	updated := syncFeatures(s, "resource", served.Resources, st.resources,
-		func(r OwnedResource) (string, string) { return r.URI, r.Owner },
+		func(r OwnedResource) (string, string, string) { return r.URI, r.Owner, r.Tool },
 		func(r OwnedResource) error { return r.Validate("resource") },
 		func(r OwnedResource) error {
-			s.sdk.AddResource(resourceFor(&r.ResourceDescriptor), s.readHandler(r.Owner))
+			s.sdk.AddResource(resourceFor(&r.ResourceDescriptor), s.readHandler(r.Owner, r.Tool))
 			return nil
 		},
 		s.sdk.RemoveResources)
 	syncFeatures(s, "resource template", served.Templates, st.templates,
-		func(t OwnedTemplate) (string, string) { return t.URITemplate, t.Owner },
+		func(t OwnedTemplate) (string, string, string) { return t.URITemplate, t.Owner, t.Tool },
 		func(t OwnedTemplate) error { return t.Validate("resource template") },
 		func(t OwnedTemplate) error { return s.addTemplate(&t.ResourceTemplateDescriptor, t.Owner) },
 		s.sdk.RemoveResourceTemplates)
 	syncFeatures(s, "prompt", served.Prompts, st.prompts,
-		func(p OwnedPrompt) (string, string) { return p.Name, p.Owner },
+		func(p OwnedPrompt) (string, string, string) { return p.Name, p.Owner, p.Tool },
 		func(p OwnedPrompt) error { return p.Validate("prompt") },
 		func(p OwnedPrompt) error {
-			s.sdk.AddPrompt(promptFor(&p.PromptDescriptor), s.promptHandler(p.Owner, p.Name))
+			s.sdk.AddPrompt(promptFor(&p.PromptDescriptor), s.promptHandler(p.Owner, p.Tool, p.Name))
 			return nil
 		},
 		s.sdk.RemovePrompts)
@@ -213,10 +227,10 @@ func (s *Server) resyncFeatures() {
 // by the protocol layer, is registered (again if its declaration changed);
 // the rest are removed. It returns the keys registered again.
 func syncFeatures[T any](s *Server, kind string, items []T, registered map[string]registeredFeature,
-	keyOf func(T) (key, owner string), validate, add func(T) error, remove func(...string)) (changed []string) {
+	keyOf func(T) (key, owner, subject string), validate, add func(T) error, remove func(...string)) (changed []string) {
 	byKey := map[string][]T{}
 	for _, it := range items {
-		key, _ := keyOf(it)
+		key, _, _ := keyOf(it)
 		byKey[key] = append(byKey[key], it)
 	}
 	seen := map[string]bool{}
@@ -224,12 +238,13 @@ func syncFeatures[T any](s *Server, kind string, items []T, registered map[strin
 		all := byKey[key]
 		owners := make([]string, len(all))
 		for i, it := range all {
-			_, owners[i] = keyOf(it)
+			_, owners[i], _ = keyOf(it)
 		}
 		if !s.unique(kind, key, owners) {
 			continue
 		}
 		it := all[0]
+		_, _, subject := keyOf(it)
 		if err := validate(it); err != nil {
 			s.log.Error("skipping invalid "+kind, "key", key, "owner", owners[0], "error", err)
 			continue
@@ -248,7 +263,7 @@ func syncFeatures[T any](s *Server, kind string, items []T, registered map[strin
 		if had {
 			changed = append(changed, key)
 		}
-		registered[key] = registeredFeature{owner: owners[0], fingerprint: fp}
+		registered[key] = registeredFeature{owner: owners[0], subject: subject, fingerprint: fp}
 	}
 	var gone []string
 	for key := range registered {
@@ -295,7 +310,7 @@ func (s *Server) addTemplate(t *tool.ResourceTemplateDescriptor, owner string) (
 	s.sdk.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description,
 		MIMEType: t.MimeType, Annotations: annotationsFor(t.Annotations), Icons: iconsFor(t.Icons),
-	}, s.readHandler(owner))
+	}, s.readHandler(owner, t.Tool))
 	return nil
 }
 
@@ -326,12 +341,6 @@ func iconsFor(icons []tool.Icon) []mcp.Icon {
 	return out
 }
 
-// featureObserver is the observer of a feature run: log lines and, when
-// the client sent a progress token, progress.
-func (s *Server) featureObserver(ctx context.Context, name string, session *mcp.ServerSession, token any) *observer {
-	return &observer{ctx: ctx, log: s.log, tool: name, session: session, token: token}
-}
-
 // featureError maps a feature's failure onto a JSON-RPC error: an unknown
 // resource is MCP's resource-not-found error, bad arguments are invalid
 // params, and every other failure (the sandbox's included) an internal
@@ -344,135 +353,126 @@ func featureError(err error, uri string) error {
 	switch {
 	case te.Kind == tool.KindNotFound && uri != "":
 		return mcp.ResourceNotFoundError(uri)
-	case te.Kind == tool.KindInvalidArguments || te.Kind == tool.KindNotFound:
+	case te.Kind == tool.KindNotFound:
+		// Worded like the go-sdk's own answer to a name it does not serve
+		// (`unknown prompt "x"`), which a feature no longer served (its tool
+		// hidden since the list was synced) must be indistinguishable from.
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Message}
+	case te.Kind == tool.KindInvalidArguments:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Error()}
 	}
 	data, _ := json.Marshal(map[string]string{MetaKind: string(te.Kind)})
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: te.Error(), Data: data}
 }
 
-// readHandler reads a resource (or a URI a template matched) of owner.
-func (s *Server) readHandler(owner string) mcp.ResourceHandler {
-	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		uri := req.Params.URI
-		release, busy := s.acquire(ctx, req.Session.ID())
-		if busy != nil {
-			return nil, featureError(busy.Error, "")
-		}
-		defer release()
-		session := req.Session.ID()
-		s.watchSession(session, req.Session)
-		link := newClientLink(req.Session, req.ClientCapabilities)
-		if err := s.beginLink(link, "resources/read", uri, nil, req.Params.RequestState, req.Params.InputResponses); err != nil {
-			return nil, err
-		}
-		obs := s.featureObserver(ctx, "resource "+uri, req.Session, req.Params.GetProgressToken())
-		res, err := s.tools.(Features).ReadResource(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs, Client: link}, uri)
-		obs.finish()
-		if inputs, state, ierr := s.inputRequired(link, "resources/read", uri, nil); ierr != nil {
-			return nil, featureError(tool.Errorf(tool.KindFailed, "resource %s: %v", uri, ierr), "")
-		} else if inputs != nil {
-			return &mcp.ReadResourceResult{InputRequests: inputs, RequestState: state}, nil
-		}
-		if err != nil {
-			if missing := link.missingCapabilities(); missing != nil && tool.KindOf(err) == tool.KindUnsupported {
-				return nil, missing
-			}
-			return nil, featureError(err, uri)
-		}
-		out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents))}
-		for _, c := range res.Contents {
-			rc := &mcp.ResourceContents{URI: c.URI, MIMEType: c.MimeType}
-			switch {
-			case c.Text != nil:
-				rc.Text = *c.Text
-			case c.Blob != nil:
-				data, err := tool.DecodeBase64(*c.Blob)
-				if err != nil {
-					return nil, featureError(tool.Errorf(tool.KindBadOutput, "resource %s: blob is not base64: %v", uri, err), "")
-				}
-				rc.Blob = data
-				if len(data) == 0 {
-					rc.Blob = []byte{}
-				}
-			}
-			out.Contents = append(out.Contents, rc)
-		}
-		return out, nil
+// featureDoor is the door of a feature request of method: its failures,
+// refusals included, are JSON-RPC errors (featureError; uri, when set,
+// makes a not-found MCP's resource-not-found error).
+func featureDoor[R any](method, name, what, subject, uri string, stopped func(mcp.InputRequestMap, string) R) *door[R] {
+	return &door[R]{
+		method: method, name: name, what: what, subject: subject,
+		refused: func(r *tool.Result) (R, error) {
+			var zero R
+			return zero, featureError(r.Error, "")
+		},
+		stopped: stopped,
+		failed: func(err error) (R, error) {
+			var zero R
+			return zero, featureError(err, uri)
+		},
 	}
 }
 
-// promptHandler gets the prompt name of owner.
-func (s *Server) promptHandler(owner, name string) mcp.PromptHandler {
+// readHandler reads a resource (or a URI a template matched) of owner,
+// through the door as subject.
+func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		uri := req.Params.URI
+		d := featureDoor(MethodReadResource, uri, "resource "+uri, subject, uri,
+			func(inputs mcp.InputRequestMap, state string) *mcp.ReadResourceResult {
+				return &mcp.ReadResourceResult{InputRequests: inputs, RequestState: state}
+			})
+		d.session, d.extra, d.progress = req.Session, req.Extra, req.Params.GetProgressToken()
+		d.capsOf, d.state, d.responses = req.ClientCapabilities, req.Params.RequestState, req.Params.InputResponses
+		return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.ReadResourceResult, error) {
+			res, err := s.tools.(Features).ReadResource(ctx, featureCall(owner, e), uri)
+			if err != nil {
+				return nil, err
+			}
+			out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents))}
+			for _, c := range res.Contents {
+				rc := &mcp.ResourceContents{URI: c.URI, MIMEType: c.MimeType}
+				switch {
+				case c.Text != nil:
+					rc.Text = *c.Text
+				case c.Blob != nil:
+					data, err := tool.DecodeBase64(*c.Blob)
+					if err != nil {
+						return nil, tool.Errorf(tool.KindBadOutput, "resource %s: blob is not base64: %v", uri, err)
+					}
+					rc.Blob = data
+					if len(data) == 0 {
+						rc.Blob = []byte{}
+					}
+				}
+				out.Contents = append(out.Contents, rc)
+			}
+			return out, nil
+		})
+	}
+}
+
+// featureCall is the FeatureCall of a request the door admitted.
+func featureCall(owner string, e entry) FeatureCall {
+	return FeatureCall{Owner: owner, Session: e.Session, Observer: e.Observer, Client: e.Client, Pass: e.Pass}
+}
+
+// promptHandler gets the prompt name of owner, through the door as subject.
+func (s *Server) promptHandler(owner, subject, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		release, busy := s.acquire(ctx, req.Session.ID())
-		if busy != nil {
-			return nil, featureError(busy.Error, "")
-		}
-		defer release()
-		session := req.Session.ID()
-		s.watchSession(session, req.Session)
-		obs := s.featureObserver(ctx, "prompt "+name, req.Session, req.Params.GetProgressToken())
 		args := req.Params.Arguments
 		if args == nil {
 			args = map[string]string{}
 		}
 		argsJSON, _ := json.Marshal(args)
-		link := newClientLink(req.Session, req.ClientCapabilities)
-		if err := s.beginLink(link, "prompts/get", name, argsJSON, req.Params.RequestState, req.Params.InputResponses); err != nil {
-			return nil, err
-		}
-		res, err := s.tools.(Features).GetPrompt(ctx, FeatureCall{Owner: owner, Session: session, Observer: obs, Client: link}, name, args)
-		obs.finish()
-		if inputs, state, ierr := s.inputRequired(link, "prompts/get", name, argsJSON); ierr != nil {
-			return nil, featureError(tool.Errorf(tool.KindFailed, "prompt %s: %v", name, ierr), "")
-		} else if inputs != nil {
-			return &mcp.GetPromptResult{InputRequests: inputs, RequestState: state}, nil
-		}
-		if err != nil {
-			if missing := link.missingCapabilities(); missing != nil && tool.KindOf(err) == tool.KindUnsupported {
-				return nil, missing
-			}
-			return nil, featureError(err, "")
-		}
-		out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
-		for i := range res.Messages {
-			m := &res.Messages[i]
-			c, err := contentFor(&m.Content)
+		d := featureDoor(MethodGetPrompt, name, "prompt "+name, subject, "",
+			func(inputs mcp.InputRequestMap, state string) *mcp.GetPromptResult {
+				return &mcp.GetPromptResult{InputRequests: inputs, RequestState: state}
+			})
+		d.args, d.session, d.extra, d.progress = argsJSON, req.Session, req.Extra, req.Params.GetProgressToken()
+		d.capsOf, d.state, d.responses = req.ClientCapabilities, req.Params.RequestState, req.Params.InputResponses
+		return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.GetPromptResult, error) {
+			res, err := s.tools.(Features).GetPrompt(ctx, featureCall(owner, e), name, args)
 			if err != nil {
-				return nil, featureError(tool.Errorf(tool.KindBadOutput, "prompt %s messages[%d]: %v", name, i, err), "")
+				return nil, err
 			}
-			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: mcp.Role(m.Role), Content: c})
-		}
-		return out, nil
+			out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
+			for i := range res.Messages {
+				m := &res.Messages[i]
+				c, err := contentFor(&m.Content)
+				if err != nil {
+					return nil, tool.Errorf(tool.KindBadOutput, "prompt %s messages[%d]: %v", name, i, err)
+				}
+				out.Messages = append(out.Messages, &mcp.PromptMessage{Role: mcp.Role(m.Role), Content: c})
+			}
+			return out, nil
+		})
 	}
 }
 
-// complete routes a completion to the owner of the prompt or template.
+// complete routes a completion to the owner of the prompt or template,
+// through the door as its subject. A completion has no client link: it
+// cannot ask the client anything.
 func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
 	if p.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: missing ref"}
 	}
-	s.syncMu.Lock()
-	var reg registeredFeature
-	var ok bool
-	switch p.Ref.Type {
-	case "ref/prompt":
-		reg, ok = s.feat.prompts[p.Ref.Name]
-	case "ref/resource":
-		reg, ok = s.feat.templates[p.Ref.URI]
-	}
-	s.syncMu.Unlock()
+	reg, ok := s.completionTarget(p.Ref)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("completion/complete: no prompt or resource template %q (%s)", p.Ref.Name+p.Ref.URI, p.Ref.Type)}
 	}
-	release, busy := s.acquire(ctx, req.Session.ID())
-	if busy != nil {
-		return nil, featureError(busy.Error, "")
-	}
-	defer release()
 	creq := tool.CompleteRequest{
 		Ref:      tool.CompleteRef{Type: p.Ref.Type, Name: p.Ref.Name, URI: p.Ref.URI},
 		Argument: tool.CompleteArgument{Name: p.Argument.Name, Value: p.Argument.Value},
@@ -480,19 +480,56 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	if p.Context != nil {
 		creq.Context = &tool.CompleteContext{Arguments: p.Context.Arguments}
 	}
-	session := req.Session.ID()
-	s.watchSession(session, req.Session)
-	obs := s.featureObserver(ctx, "completion", req.Session, nil)
-	c, err := s.tools.(Features).Complete(ctx, FeatureCall{Owner: reg.owner, Session: session, Observer: obs}, creq)
-	obs.finish()
-	if err != nil {
-		return nil, featureError(err, "")
+	name := p.Ref.Name + p.Ref.URI
+	d := featureDoor(MethodComplete, name, "completion", reg.subject, "",
+		func(mcp.InputRequestMap, string) *mcp.CompleteResult { return nil }) // no link: never stops for answers
+	d.session, d.extra = req.Session, req.Extra
+	return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.CompleteResult, error) {
+		c, err := s.tools.(Features).Complete(ctx, featureCall(reg.owner, e), creq)
+		if err != nil {
+			return nil, err
+		}
+		values := c.Values
+		if values == nil {
+			values = []string{}
+		}
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: c.Total, HasMore: c.HasMore}}, nil
+	})
+}
+
+// completionTarget is the served prompt or resource template a
+// completion's ref names.
+func (s *Server) completionTarget(ref *mcp.CompleteReference) (registeredFeature, bool) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	var reg registeredFeature
+	var ok bool
+	switch ref.Type {
+	case "ref/prompt":
+		reg, ok = s.feat.prompts[ref.Name]
+	case "ref/resource":
+		reg, ok = s.feat.templates[ref.URI]
 	}
-	values := c.Values
-	if values == nil {
-		values = []string{}
+	return reg, ok
+}
+
+// resourceTarget is the served resource or template that serves uri, the
+// one the go-sdk routes a read of uri to: the resource of that URI, else
+// the first matching template in the order of their URI templates.
+func (s *Server) resourceTarget(uri string) (registeredFeature, bool) {
+	s.syncMu.Lock()
+	reg, fixed := s.feat.resources[uri]
+	templates := maps.Clone(s.feat.templates)
+	s.syncMu.Unlock()
+	if fixed {
+		return reg, true
 	}
-	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: c.Total, HasMore: c.HasMore}}, nil
+	for _, key := range slices.Sorted(maps.Keys(templates)) {
+		if t, err := tool.ParseURITemplate(key); err == nil && t.Regexp().MatchString(uri) {
+			return templates[key], true
+		}
+	}
+	return registeredFeature{}, false
 }
 
 // subscribe accepts a subscription to a served resource (or a URI a
@@ -500,29 +537,15 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
 	s.syncMu.Lock()
-	_, fixed := s.feat.resources[uri]
 	subscribable := s.feat.subscribable
 	s.syncMu.Unlock()
-	if !fixed && !s.servesByTemplate(uri) {
+	if _, served := s.resourceTarget(uri); !served {
 		return mcp.ResourceNotFoundError(uri)
 	}
 	if subscribable != nil && !subscribable(uri) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s does not announce changes", uri)}
 	}
 	return nil
-}
-
-// servesByTemplate reports whether one of the served templates matches uri.
-func (s *Server) servesByTemplate(uri string) bool {
-	s.syncMu.Lock()
-	keys := slices.Collect(maps.Keys(s.feat.templates))
-	s.syncMu.Unlock()
-	for _, key := range keys {
-		if t, err := tool.ParseURITemplate(key); err == nil && t.Regexp().MatchString(uri) {
-			return true
-		}
-	}
-	return false
 }
 
 // isFeatureList reports whether method lists resources, templates or

@@ -30,7 +30,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/warden-run/warden/internal/calltime"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/tool"
 )
@@ -43,7 +42,8 @@ type Tools interface {
 	// Call runs one call. It returns an error only when the named tool does
 	// not exist (tool.KindNotFound), which the server reports as the protocol
 	// error -32602. Every other failure must be a *tool.Result with IsError
-	// and Error set. Call must return soon after ctx ends.
+	// and Error set. Call must return soon after ctx ends, and must run
+	// nothing unless call.Pass admits a tools/call of call.Name.
 	Call(ctx context.Context, call Call) (*tool.Result, error)
 	// Subscribe registers f to be called after the tool set changed (for
 	// example on hot reload) and returns a function that unregisters it.
@@ -86,6 +86,9 @@ type Call struct {
 	// Client is the client behind the call, for what the call asks of it
 	// (elicitation, sampling, roots); never nil.
 	Client tool.Client
+	// Pass is the server's word that the call came through its door (see
+	// [Pass]); Tools must refuse a call whose Pass does not admit it.
+	Pass *Pass
 }
 
 // Keys of the _meta objects the server reads and writes. Tool _meta carries
@@ -550,75 +553,51 @@ func (s *Server) addTool(d *tool.Descriptor) (err error) {
 	return nil
 }
 
-// handler returns the go-sdk handler of the tool called name.
+// handler returns the go-sdk handler of the tool called name: a call goes
+// through the door (enter) as the tool itself.
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		t := s.ticketFor(ctx, name, req.Session.ID())
-		var rates RateLimits
-		if s.opts.RateLimit != nil {
-			rates = s.opts.RateLimit()
-		}
-		if t.limits.Rate != nil {
-			rates.PerTool = t.limits.Rate
-		}
-		if refused := s.rates.allow(t.client, name, rates.PerClient, rates.PerTool); refused != nil {
-			return s.resultFor(name, refused), nil
-		}
-		release, waited, busy := s.acquireTicket(ctx, t)
-		if busy != nil {
-			return s.resultFor(name, busy), nil
-		}
-		defer release()
-		// The tool's deadline counts its wait for a slot: it started when
-		// the call arrived.
-		ctx = calltime.WithQueueWait(ctx, waited)
-
-		if s.opts.CallContext != nil && req.Extra != nil && req.Extra.Header != nil {
-			ctx = s.opts.CallContext(ctx, req.Extra.Header)
-		}
-		session := req.Session.ID()
-		s.watchSession(session, req.Session)
 		args := arguments(req.Params.Arguments)
-		link := newClientLink(req.Session, req.ClientCapabilities)
-		if err := s.beginLink(link, "tools/call", name, args, req.Params.RequestState, req.Params.InputResponses); err != nil {
-			return nil, err
+		var failure tool.Kind // of the tool's result, for the missing-capabilities mapping
+		d := &door[*mcp.CallToolResult]{
+			method: MethodCallTool, name: name, what: name, subject: name, args: args,
+			session: req.Session, extra: req.Extra, progress: req.Params.GetProgressToken(),
+			capsOf: req.ClientCapabilities, state: req.Params.RequestState, responses: req.Params.InputResponses,
+			refused: func(r *tool.Result) (*mcp.CallToolResult, error) { return s.resultFor(name, r), nil },
+			stopped: func(inputs mcp.InputRequestMap, state string) *mcp.CallToolResult {
+				return &mcp.CallToolResult{InputRequests: inputs, RequestState: state}
+			},
+			failed: func(err error) (*mcp.CallToolResult, error) {
+				if tool.KindOf(err) == tool.KindNotFound {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+				}
+				// Outside the contract; still the tool's failure, not the protocol's.
+				s.log.Error("tool call returned an error instead of a result", "tool", name, "error", err)
+				return s.resultFor(name, tool.ErrorResult(tool.Errorf(tool.KindInternal, "%v", err))), nil
+			},
+			kind: func(*mcp.CallToolResult) tool.Kind { return failure },
 		}
-		obs := newObserver(ctx, s.log, name, req)
-		// Logged once the call holds its slot and goes to the tool: the
-		// point from which a cancellation reaches the tool (and is logged
-		// as "tool call failed"). Tests synchronise on it.
-		s.log.Debug("tool call started", "tool", name)
-		res, err := s.tools.Call(ctx, Call{
-			Name:      name,
-			Arguments: args,
-			Cursor:    cursor(req.Params.Meta),
-			Session:   session,
-			Observer:  obs,
-			Client:    link,
+		return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.CallToolResult, error) {
+			res, err := s.tools.Call(ctx, Call{
+				Name:      name,
+				Arguments: args,
+				Cursor:    cursor(req.Params.Meta),
+				Session:   e.Session,
+				Observer:  e.Observer,
+				Client:    e.Client,
+				Pass:      e.Pass,
+			})
+			if err != nil {
+				return nil, err
+			}
+			if res == nil {
+				res = tool.ErrorResult(tool.Errorf(tool.KindInternal, "tool %s returned no result", name))
+			}
+			if res.Error != nil {
+				failure = res.Error.Kind
+			}
+			return s.resultFor(name, res), nil
 		})
-		obs.finish()
-		if inputs, state, ierr := s.inputRequired(link, "tools/call", name, args); ierr != nil {
-			res, err = tool.ErrorResult(tool.Errorf(tool.KindFailed, "%s: %v", name, ierr)), nil
-		} else if inputs != nil {
-			return &mcp.CallToolResult{InputRequests: inputs, RequestState: state}, nil
-		}
-		if err == nil && res != nil && res.Error != nil && res.Error.Kind == tool.KindUnsupported {
-			if missing := link.missingCapabilities(); missing != nil {
-				return nil, missing
-			}
-		}
-		if err != nil {
-			if tool.KindOf(err) == tool.KindNotFound {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-			}
-			// Outside the contract; still the tool's failure, not the protocol's.
-			s.log.Error("tool call returned an error instead of a result", "tool", name, "error", err)
-			res = tool.ErrorResult(tool.Errorf(tool.KindInternal, "%v", err))
-		}
-		if res == nil {
-			res = tool.ErrorResult(tool.Errorf(tool.KindInternal, "tool %s returned no result", name))
-		}
-		return s.resultFor(name, res), nil
 	}
 }
 
@@ -667,14 +646,6 @@ func clientOf(ctx context.Context, session string) string {
 		return "session " + session
 	}
 	return "principal " + principal.From(ctx).Subject
-}
-
-// acquire takes a call slot for a request that is not a tool's call (a
-// resource read, a prompt, a completion): it counts against its client's
-// share and the server's slots only.
-func (s *Server) acquire(ctx context.Context, session string) (release func(), fail *tool.Result) {
-	release, _, fail = s.acquireTicket(ctx, &ticket{client: clientOf(ctx, session)})
-	return release, fail
 }
 
 // acquireTicket takes a call slot for t, waiting at most QueueWait (and

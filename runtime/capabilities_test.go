@@ -32,6 +32,8 @@ func TestRequestedCapabilityGrammar(t *testing.T) {
 		{"net_garbage", `{"net":["not a host at all"]}`, `capabilities.net[0]`},
 		{"env_bad", `{"env":["HOME=1"]}`, `capabilities.env[0] "HOME=1": "HOME=1" is not a key`},
 		{"env_digit", `{"env":["1PATH"]}`, `capabilities.env[0]`},
+		// Warden's own configuration: never offered, so never requested.
+		{"env_warden", `{"env":["HOME","warden_Server_Token"]}`, `capabilities.env[1] "warden_Server_Token": "warden_Server_Token" is warden's own configuration`},
 		{"lsp_bad", `{"lsp":["go lang"]}`, `capabilities.lsp[0] "go lang"`},
 		{"topic_bad", `{"memoryTopics":["../x"]}`, `capabilities.memoryTopics[0] "../x"`},
 		{"topic_zw", `{"memoryTopics":["a\u200bb"]}`, `U+200B`},

@@ -591,11 +591,11 @@ func newManifestStore(cacheDir string, log *slog.Logger) *manifest.Store {
 	case "off":
 		return manifest.NewStore("", log)
 	case "":
-		base, err := os.UserCacheDir()
+		dir, err := DefaultCacheDir()
 		if err != nil {
 			return manifest.NewStore("", log)
 		}
-		cacheDir = filepath.Join(base, "warden")
+		cacheDir = dir
 	}
 	return manifest.NewStore(filepath.Join(cacheDir, "manifests"), log)
 }

@@ -21,6 +21,16 @@ import (
 	"github.com/warden-run/warden/runtime/internal/manifest"
 )
 
+// DefaultCacheDir is the compile cache used when Options.CacheDir is empty:
+// $XDG_CACHE_HOME/warden (os.UserCacheDir).
+func DefaultCacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "warden"), nil
+}
+
 // Options configure a Runtime.
 type Options struct {
 	// CacheDir holds compiled code across processes. Empty means
@@ -133,11 +143,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
 		if dir == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
+			var err error
+			if dir, err = DefaultCacheDir(); err != nil {
 				return nil, fmt.Errorf("compilation cache: %w (set a cache dir)", err)
 			}
-			dir = filepath.Join(base, "warden")
 		}
 		// Compiled code is run as trusted: the guard refuses a dir others
 		// may write and removes entries it cannot vouch for (RATIONALE.md,

@@ -49,6 +49,13 @@ else a module named like the tool.
 			if err != nil {
 				return err
 			}
+			if g.configPath != "" {
+				if cfg, err := config.Load(g.configPath); err == nil {
+					if err := app.OwnFileGrants(cfg, args[0], changes); err != nil {
+						return err
+					}
+				}
+			}
 			return g.editGrants(cmd, args[0], module, true, func(d *config.Document) error { return d.Grant(args[0], changes...) })
 		},
 	}

@@ -114,7 +114,7 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 			for _, err := range a.LoadTools(cmd.Context()) {
 				logger.Warn("tool not loaded", "error", err)
 			}
-			res, err := a.Call(cmd.Context(), mcpserver.Call{
+			res, err := a.Call(cmd.Context(), mcpserver.Call{Pass: mcpserver.LocalPass(),
 				Name: args[0], Arguments: json.RawMessage(arguments), Session: session,
 				Observer: stderrObserver{logger},
 			})

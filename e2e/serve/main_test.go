@@ -53,6 +53,7 @@ var fixtures = map[string]string{
 	"surface":     "e2e/serve/testdata/hostile/surface",
 	"shouty":      "e2e/serve/testdata/hostile/shouty",
 	"conformance": "tools-wasm/conformance",
+	"doors":       "runtime/testdata/goguest/doors",
 }
 
 // built is what TestMain built: the warden binary and each fixture's module

@@ -172,7 +172,7 @@ func (h *harness) call(name, args string, obs *observer) *tool.Result {
 	if obs == nil {
 		obs = &observer{}
 	}
-	res, err := h.app.Call(context.Background(), mcpserver.Call{
+	res, err := h.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(),
 		Name: name, Arguments: json.RawMessage(args), Session: "s1", Observer: obs,
 	})
 	if err != nil {

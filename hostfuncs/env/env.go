@@ -33,11 +33,13 @@ func (c Config) Validate() error {
 		v := c.Values[key]
 		if !validKey(key) {
 			errs = append(errs, fmt.Errorf("env.values.%s: key must be A-Z a-z 0-9 _ and not start with a digit", key))
+		} else if IsWardenKey(key) {
+			errs = append(errs, fmt.Errorf("env.values.%s: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise", key))
 		}
-		if other, dup := seen[strings.ToUpper(key)]; dup {
+		if other, dup := seen[foldKey(key)]; dup {
 			errs = append(errs, fmt.Errorf("env.values.%s: same key as %s (keys are case-insensitive)", key, other))
 		}
-		seen[strings.ToUpper(key)] = key
+		seen[foldKey(key)] = key
 		switch {
 		case (v.Value == "") == (v.FromEnv == ""):
 			errs = append(errs, fmt.Errorf("env.values.%s: set exactly one of value or from_env", key))
@@ -100,7 +102,7 @@ func (e *Env) SetConfig(cfg Config) error {
 	}
 	values := make(map[string]Value, len(cfg.Values))
 	for k, v := range cfg.Values {
-		values[strings.ToUpper(k)] = v
+		values[foldKey(k)] = v
 	}
 	e.values.Store(&values)
 	return nil
@@ -138,8 +140,8 @@ func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any,
 	if req.Op == "list" {
 		keys := []string{}
 		for _, key := range call.Grants.Env {
-			if _, ok := resolve(values, key); ok && validKey(key) &&
-				!slices.ContainsFunc(keys, func(k string) bool { return strings.EqualFold(k, key) }) {
+			if _, ok := resolve(values, key); ok && ValidateKey(key) == nil &&
+				!slices.ContainsFunc(keys, func(k string) bool { return foldKey(k) == foldKey(key) }) {
 				keys = append(keys, key)
 			}
 		}
@@ -158,7 +160,7 @@ func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any,
 // resolve returns key's value: the literal, or the host variable's current
 // value. A host variable that is unset has no value.
 func resolve(values map[string]Value, key string) (string, bool) {
-	v, ok := values[strings.ToUpper(key)]
+	v, ok := values[foldKey(key)]
 	if !ok {
 		return "", false
 	}
@@ -201,7 +203,12 @@ func gate(call *hostfuncs.Call, req *request) error {
 	if req == nil || req.Op != "get" {
 		return nil
 	}
-	if !slices.ContainsFunc(call.Grants.Env, func(k string) bool { return strings.EqualFold(k, req.Key) }) {
+	if IsWardenKey(req.Key) {
+		// Never offered (no Need): whatever config grants, config
+		// validation refuses such a grant and this refuses the call.
+		return tool.Errorf(tool.KindDenied, "env: key %q is warden's own configuration (WARDEN_*); no grant can give it to tool %q", req.Key, call.Tool)
+	}
+	if !slices.ContainsFunc(call.Grants.Env, func(k string) bool { return foldKey(k) == foldKey(req.Key) }) {
 		return tool.DeniedFor(tool.Need{Key: "env", Value: req.Key},
 			"env: key %q is not granted to tool %q (config key tools.grants.%[2]s.env)", req.Key, call.Tool)
 	}

@@ -129,7 +129,7 @@ func TestDenied(t *testing.T) {
 		{"no grant garbage", nil, `garbage`, "tools.grants.t.env"},
 		{"configured but not granted", []string{"API_TOKEN"}, `{"op":"get","key":"NOT_GRANTED"}`, `"NOT_GRANTED" is not granted`},
 		{"unconfigured and not granted", []string{"API_TOKEN"}, `{"op":"get","key":"HOME"}`, `"HOME" is not granted`},
-		{"host variable by its own name", []string{"GITHUB_TOKEN"}, `{"op":"get","key":"WARDEN_TEST_HOST_TOKEN"}`, "is not granted"},
+		{"host variable by its own name", []string{"GITHUB_TOKEN"}, `{"op":"get","key":"WARDEN_TEST_HOST_TOKEN"}`, "is warden's own configuration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := f.serve(t, f.call(tc.grants...), tc.raw)
@@ -237,5 +237,72 @@ func TestValuesNeverLeak(t *testing.T) {
 	out, _ := f.serve(t, f.call("API_TOKEN"), `{"op":"get","key":"API_TOKEN"}`)
 	if raw, _ := json.Marshal(out); !strings.Contains(string(raw), literalSecret) {
 		t.Fatalf("reply %s lacks the value", raw)
+	}
+}
+
+// TestWardenKeysNeverGranted: a WARDEN_* key, in any case, is warden's own
+// configuration (viper reads WARDEN_SERVER_TOKEN as server.token). It is
+// refused as a grant or request (ValidateKey), as an env.values key, and at
+// call time even if a grant slipped through, without a Need, so that no
+// permission prompt offers it; list never names one.
+func TestWardenKeysNeverGranted(t *testing.T) {
+	for _, key := range []string{"WARDEN_SERVER_TOKEN", "warden_server_token", "Warden_X", "WARDEN_"} {
+		if err := ValidateKey(key); err == nil || !strings.Contains(err.Error(), "is warden's own configuration") {
+			t.Errorf("ValidateKey(%q) = %v", key, err)
+		}
+	}
+	for _, key := range []string{"WARDEN", "WARDENX", "MY_WARDEN_TOKEN"} {
+		if err := ValidateKey(key); err != nil {
+			t.Errorf("ValidateKey(%q) = %v, want nil", key, err)
+		}
+	}
+	err := Config{Values: map[string]Value{"warden_server_token": {FromEnv: "WARDEN_SERVER_TOKEN"}}}.Validate()
+	if err == nil || err.Error() != "env.values.warden_server_token: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise" {
+		t.Fatalf("Validate: %v", err)
+	}
+
+	t.Setenv("WARDEN_SERVER_TOKEN", hostSecret)
+	f := newFixture(t)
+	// A config the capability would never get (Validate refuses it),
+	// forced in to check the call-time gate on its own.
+	f.env.values.Store(&map[string]Value{"WARDEN_SERVER_TOKEN": {FromEnv: "WARDEN_SERVER_TOKEN"}})
+	call := f.call("WARDEN_SERVER_TOKEN", "warden_server_token")
+	for _, key := range []string{"WARDEN_SERVER_TOKEN", "warden_Server_token"} {
+		out, err := f.serve(t, call, `{"op":"get","key":"`+key+`"}`)
+		wantKind(t, err, tool.KindDenied)
+		want := `env: key "` + key + `" is warden's own configuration (WARDEN_*); no grant can give it to tool "t"`
+		if te := err.(*tool.Error); out != nil || te.Message != want || te.Need != nil {
+			t.Fatalf("get %s: %v %v (need %v), want %q without a need", key, out, err, te.Need, want)
+		}
+	}
+	out, err := f.serve(t, call, `{"op":"list"}`)
+	if err != nil || len(out.(listReply).Keys) != 0 {
+		t.Fatalf("list: %v %v", out, err)
+	}
+	if strings.Contains(f.logs.String(), hostSecret) {
+		t.Fatal("the value was logged")
+	}
+}
+
+// TestKeySpellings: a key is one key in every case, on the grant, the
+// request and env.values alike (foldKey): each spelling gets the same
+// decision and the same value, and a near miss gets nothing.
+func TestKeySpellings(t *testing.T) {
+	f := newFixture(t)
+	for _, grant := range []string{"API_TOKEN", "api_token", "Api_Token"} {
+		for _, key := range []string{"API_TOKEN", "api_token", "aPI_tOKEN"} {
+			out, err := f.serve(t, f.call(grant), `{"op":"get","key":"`+key+`"}`)
+			if err != nil || out.(getReply).Value != literalSecret {
+				t.Errorf("grant %s, get %s: %v %v", grant, key, out, err)
+			}
+		}
+		for _, key := range []string{"API_TOKE", "API_TOKEN_", "NOT_GRANTED", "not_granted"} {
+			_, err := f.serve(t, f.call(grant), `{"op":"get","key":"`+key+`"}`)
+			wantKind(t, err, tool.KindDenied)
+		}
+	}
+	for _, key := range []string{"API_TOKEN ", "API-TOKEN", "API_TOKEN\u017f", "ΑPI_TOKEN"} {
+		_, err := f.serve(t, f.call("API_TOKEN", key), `{"op":"get","key":"`+key+`"}`)
+		wantKind(t, err, tool.KindInvalidArguments)
 	}
 }

@@ -37,7 +37,17 @@ type Config struct {
 	Home string
 	// Limits bound every operation; zero fields take the defaults.
 	Limits Limits
+	// Own are warden's own files (config file, tools dir, compile cache,
+	// audit log, ...): denied to every tool before any other rule, and
+	// never offered by a permission prompt. Quote a path with Literal.
+	Own []OwnFile
 }
+
+// OwnFile is one of warden's own files or directories (Config.Own).
+type OwnFile = pathguard.OwnFile
+
+// Literal quotes a host path as an OwnFile pattern that matches only it.
+func Literal(path string) string { return pathguard.Literal(path) }
 
 // Limits bound the work and the reply size of one request. A request may
 // ask for less, never for more.
@@ -132,6 +142,7 @@ func (c *FS) SetConfig(cfg Config) error {
 		Roots:      cfg.Roots,
 		Deny:       cfg.Deny,
 		Home:       cfg.Home,
+		Own:        cfg.Own,
 	})
 	if err != nil {
 		return fmt.Errorf("fs config: %w", err)
@@ -145,6 +156,13 @@ func (c *FS) Name() string { return "fs" }
 
 // ProjectRoot is the project root directory in force, as configured.
 func (c *FS) ProjectRoot() string { return c.state.Load().guard.Roots()[0].Dir }
+
+// OwnFile returns the refusal of a grant of path p (key "fs.read" or
+// "fs.write") when p is one of warden's own files or lies within one
+// (Config.Own): the grant would give nothing, so grant edits refuse it.
+func (c *FS) OwnFile(key, p string) error {
+	return c.state.Load().guard.OwnFile("grant "+key, p)
+}
 
 // CheckRead is the read gate for other capabilities (the LSP one): it
 // returns nil when the calling tool may read path, else the error warden.fs

@@ -511,8 +511,9 @@ func (o *opCall) remove() (any, error) {
 			}
 		}
 		if rule := o.st.guard.Denied(t.Join(p)); rule != nil {
-			return tool.Errorf(tool.KindDenied, "remove %q: contains an entry that matches deny rule %q (%s); deny rules always win over grants",
-				t.Path(), rule.Pattern, rule.Source)
+			// The entry is not named: listings hide denied entries too.
+			return tool.Errorf(tool.KindDenied, "remove %q: contains an entry that is denied (%s); deny rules always win over grants",
+				t.Path(), rule.Reason())
 		}
 		return nil
 	})

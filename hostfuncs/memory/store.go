@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -30,6 +31,11 @@ const (
 	// maxListed bounds a list reply.
 	maxListed = 1000
 )
+
+// LockPath is the lock file of the file backend's store of projectRoot:
+// the one file of the store that is not a memory. Warden denies it to
+// tools' fs access (removing it would let two writers in at once).
+func LockPath(projectRoot string) string { return filepath.Join(projectRoot, lockFile) }
 
 // store is the memories directory of one project. It holds no open files:
 // each operation opens the project root afresh, so that a config change (a
@@ -141,7 +147,7 @@ type errDenyRule struct {
 }
 
 func (e *errDenyRule) Error() string {
-	return fmt.Sprintf("%s matches deny rule %q (%s); deny rules apply to memories too", e.path, e.rule.Pattern, e.rule.Source)
+	return fmt.Sprintf("%s %s; deny rules apply to memories too", e.path, e.rule.Reason())
 }
 
 // lock takes the store's exclusive lock, shared by every process that opens

@@ -93,6 +93,9 @@ func parseGrant(entry string) (grant, error) {
 		g.anyHost = true
 	case strings.HasPrefix(g.host, "*."):
 		g.wildcard, g.host = true, g.host[2:]
+		if err := checkNumericHost(g.host); err != nil {
+			return g, fmt.Errorf("net grant %q: %w", entry, err)
+		}
 		if !validName(g.host) {
 			return g, fmt.Errorf("net grant %q: %q is not a valid host name", entry, g.host)
 		}
@@ -108,6 +111,8 @@ func parseGrant(entry string) (grant, error) {
 				return g, fmt.Errorf("net grant %q: write IPv6 addresses in brackets", entry)
 			}
 			g.addr = addr
+		} else if err := checkNumericHost(g.host); err != nil {
+			return g, fmt.Errorf("net grant %q: %w", entry, err)
 		} else if !validName(g.host) {
 			return g, fmt.Errorf("net grant %q: %q is not a valid host name", entry, g.host)
 		}
@@ -206,6 +211,8 @@ func parseTarget(u *url.URL) (target, error) {
 			return t, fmt.Errorf("host %q: zoned addresses are not supported", t.host)
 		}
 		t.addr = addr.Unmap()
+	} else if err := checkNumericHost(t.host); err != nil {
+		return t, err
 	} else if !validName(t.host) {
 		return t, fmt.Errorf("host %q is not an ASCII DNS name or IP address", u.Hostname())
 	}

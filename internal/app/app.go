@@ -284,11 +284,19 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 			close(a.loadedOne)
 			a.loadedOne = make(chan struct{})
 			a.loadsEnded.Add(1)
+			last := remaining.Add(-1) == 0
+			if last {
+				// Under the lock that empties loading: a tools/list that
+				// names nothing loading is never followed by a /healthz
+				// that still says "loading" (every module is in, so the
+				// registry has decided its collisions already).
+				ended()
+			}
 			a.mu.Unlock()
 			if loaded || len(errs) > 0 {
 				a.notify()
 			}
-			if remaining.Add(-1) == 0 {
+			if last {
 				// Collisions are reported once all modules are in: the
 				// outcome does not depend on the order they were loaded in,
 				// and neither does the report.
@@ -298,7 +306,6 @@ func (a *App) loadAll(ctx context.Context, report func(error), preload bool) {
 				a.logLoadSummary(len(paths))
 				// Modules listed from their manifests compile on first
 				// call or in the preload below: they are served already.
-				ended()
 				if preload {
 					a.preloadAll(ctx)
 				}
@@ -536,7 +543,7 @@ func (a *App) heldBy(cfg *config.Config, t *runtime.Tool) string {
 }
 
 // call is Call without the observation (observe.go): the tool runs with
-// the grants and limits of the config in force right now.
+// the policy admit resolves from the config in force right now.
 func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
 	t, ok := a.registry.Tool(c.Name)
 	if !ok {
@@ -551,29 +558,19 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		}
 		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q", c.Name)
 	}
-	cfg := a.Config()
-	if !cfg.Exposed(c.Name) {
-		// Hidden tools are not called either: a client that learnt the name
-		// elsewhere gets what a client asking for any unknown name gets.
-		return nil, tool.Errorf(tool.KindNotFound, "no tool named %q is served to clients (tools.expose / tools.hide)", c.Name)
+	ctx, req, answer, err := a.admit(ctx, entrance{
+		method: mcpserver.MethodCallTool, what: "tool " + c.Name, subject: c.Name, tool: t, module: t.Module(), call: c,
+		notServed: func() error {
+			// Hidden tools are not called either: a client that learnt the
+			// name elsewhere gets what a client asking for an unknown name gets.
+			return tool.Errorf(tool.KindNotFound, "no tool named %q is served to clients (tools.expose / tools.hide)", c.Name)
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	a.mu.Lock()
-	waitFor := a.heldBy(cfg, t)
-	a.mu.Unlock()
-	if waitFor != "" {
-		// mcpserver waits for loads before calling a tool it does not
-		// list, so only a caller that did not wait gets here.
-		return nil, tool.Errorf(tool.KindNotFound, "tool %q is not served until module %s has loaded (a module that may serve the name instead)", c.Name, waitFor)
-	}
-	// The grant belongs to a module, not to the name: a tool served by
-	// another module than the one its entry is bound to gets nothing, and
-	// each capability it is then refused says why.
-	grants, elsewhere := cfg.Grants(c.Name, t.Module().Name())
-	if note := grantNote(cfg, c.Name, t.Module().Name(), elsewhere); note != "" {
-		ctx = withGrantNote(ctx, note)
-	}
-	if res := a.gate(ctx, cfg, c, &t.Descriptor, grants); res != nil {
-		return res, nil
+	if answer != nil {
+		return answer, nil
 	}
 	cursor := ""
 	if c.Cursor != "" {
@@ -583,16 +580,8 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		}
 	}
 	ctx, notes := withNotices(ctx)
-	res := t.Call(ctx, runtime.CallRequest{
-		Arguments: c.Arguments,
-		Cursor:    cursor,
-		Session:   c.Session,
-		Grants:    grants,
-		Observer:  c.Observer,
-		Timeout:   cfg.ToolTimeout(c.Name),
-		Client:    c.Client,
-		Config:    cfg.ToolConfig(c.Name, t.Module().Name()),
-	})
+	req.Arguments, req.Cursor = c.Arguments, cursor
+	res := t.Call(ctx, req)
 	if res.NextCursor != "" {
 		res.NextCursor = a.cursors.seal(c.Name, res.NextCursor)
 	}

@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/warden-run/warden/config"
@@ -16,6 +22,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -35,6 +42,13 @@ type capabilities struct {
 	servers *lsp.Manager
 	// rec hears of every request and its decision (observe.go).
 	rec *recorderRef
+	// fsMu orders the fs capability's reconfigurations (apply, refreshOwn),
+	// so that an older config's never lands after a newer one's.
+	fsMu sync.Mutex
+	// startOwn are warden's own files as configured at start: the tools
+	// dir, compile cache and audit log are read only then, so they stay
+	// warden's (and denied to tools) whatever a reload says.
+	startOwn []fs.OwnFile
 }
 
 func newCapabilities(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *capabilities, err error) {
@@ -42,7 +56,8 @@ func newCapabilities(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	c.client = client.New(cfg.ClientWait())
 	c.rec = &recorderRef{}
 	c.prompts = &prompter{log: logger, rec: c.rec, digests: newConfigDigests(cfg)}
-	if c.fs, err = fs.New(fsConfig(cfg)); err != nil {
+	c.startOwn = ownFiles(cfg)
+	if c.fs, err = fs.New(c.fsConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("fs capability: %w", err)
 	}
 	// On PostgreSQL, this connects and migrates the schema.
@@ -169,8 +184,10 @@ func (c *capabilities) close(ctx context.Context) error {
 // refusal reported.
 func (c *capabilities) apply(cfg *config.Config) error {
 	c.client.Reconfigure(cfg.ClientWait())
+	c.fsMu.Lock()
+	defer c.fsMu.Unlock()
 	return errors.Join(
-		wrap("fs", c.fs.SetConfig(fsConfig(cfg))),
+		wrap("fs", c.fs.SetConfig(c.fsConfig(cfg))),
 		wrap("memory", c.memory.SetConfig(memoryConfig(cfg))),
 		wrap("net", c.net.SetConfig(netConfig(cfg))),
 		wrap("env", c.env.SetConfig(envConfig(cfg))),
@@ -184,8 +201,100 @@ func wrap(what string, err error) error {
 	return nil
 }
 
-func fsConfig(cfg *config.Config) fs.Config {
-	return fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Deny: cfg.Security.Deny}
+// refreshOwn recomputes warden's own files under current (the config in
+// force, read under the lock): the tools dir changed, and a module file
+// that is a symlink makes its target warden's own.
+func (c *capabilities) refreshOwn(current func() *config.Config) error {
+	c.fsMu.Lock()
+	defer c.fsMu.Unlock()
+	return c.fs.SetConfig(c.fsConfig(current()))
+}
+
+// fsConfig is the fs capability's config under cfg: its own files are
+// those cfg names and those in force since start (startOwn).
+func (c *capabilities) fsConfig(cfg *config.Config) fs.Config {
+	return fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Deny: cfg.Security.Deny,
+		Own: append(slices.Clip(c.startOwn), ownFiles(cfg)...)}
+}
+
+// OwnFileGrants refuses the fs grants among changes that name one of
+// warden's own files under cfg or lie within one (ownFiles): deny always
+// wins, so such a grant would give the tool nothing while reading as if it
+// gave something. `warden grant` calls it before editing the file.
+func OwnFileGrants(cfg *config.Config, toolName string, changes []config.GrantChange) error {
+	f, err := fs.New(fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Own: ownFiles(cfg)})
+	if err != nil {
+		return nil // the edit's own validation reports what is wrong with the config
+	}
+	var errs []error
+	for _, c := range changes {
+		if c.Key != "fs.read" && c.Key != "fs.write" {
+			continue
+		}
+		for _, v := range c.Values {
+			var te *tool.Error
+			if err := f.OwnFile(c.Key, v); errors.As(err, &te) {
+				errs = append(errs, fmt.Errorf("tools.grants.%s.%s: %s", strings.ToLower(toolName), c.Key, te.Message))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ownFiles are warden's own files under cfg, denied to every tool's fs
+// access whatever it is granted (RATIONALE.md, "Warden's own files"): a
+// tool that could write them could rewrite its own grants (the config file,
+// hot-reloaded), run code of its choosing (the tools dir, hot-loaded; the
+// compile cache, whose code runs as trusted), erase its traces (the audit
+// log) or break the memory store's locking; one that could read the config
+// would read server.token, server.state_key and the database URL. Paths
+// are absolute (config resolves them); pathguard also denies the real path
+// behind symlinks.
+func ownFiles(cfg *config.Config) []fs.OwnFile {
+	var own []fs.OwnFile
+	add := func(what, path, suffix string) {
+		if path != "" {
+			own = append(own, fs.OwnFile{Pattern: fs.Literal(filepath.Clean(path)) + suffix, What: what})
+		}
+	}
+	if cfg.File == "" {
+		// No config file: ./config.yaml is the one the next start reads.
+		add("config file (read at the next start)", filepath.Join(cfg.Dir, "config.yaml"), "")
+	} else {
+		add("config file", cfg.File, "")
+		// config.EditFile's temp file, renamed over the config when saved.
+		add("config file (an edit being saved)", filepath.Dir(cfg.File), "/.warden-edit-*.tmp")
+	}
+	add("tools dir", cfg.Tools.Dir, "")
+	// A module linked into the tools dir is loaded from the link's target:
+	// the link's path as a rule also denies its target (pathguard denies
+	// the real path of an own file too).
+	if paths, err := runtime.ModuleFiles(cfg.Tools.Dir); err == nil {
+		for _, p := range paths {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&iofs.ModeSymlink != 0 {
+				add("module file (linked into the tools dir)", p, "")
+			}
+		}
+	}
+	if dir := cfg.Tools.CacheDir; dir != "off" {
+		add("compile cache dir", dir, "")
+	}
+	// The default compile cache, and the signature trust metadata (TUF)
+	// cached beside it, whatever tools.cache_dir says.
+	if dir, err := runtime.DefaultCacheDir(); err == nil {
+		add("cache dir (compiled code, signature trust metadata)", dir, "")
+	}
+	if cfg.Log.Audit != "" {
+		add("audit log", cfg.Log.Audit, "")
+		add("audit log (a rotated file)", cfg.Log.Audit, ".*")
+	}
+	add("signature trust root (security.trusted_root)", cfg.Security.TrustedRoot, "")
+	add("signature trust root (security.tuf_root)", cfg.Security.TUFRoot, "")
+	for _, pattern := range slices.Sorted(maps.Keys(cfg.Security.Signatures)) {
+		add("signature key (security.signatures)", cfg.Security.Signatures[pattern].Key, "")
+	}
+	add("memory store lock file", memory.LockPath(cfg.Project.Root), "")
+	return own
 }
 
 func memoryConfig(cfg *config.Config) memory.Config {

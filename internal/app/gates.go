@@ -56,21 +56,16 @@ func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d 
 // decideGate is gate; action, when not nil, is set to the action of the
 // gate that applies ("" when none does).
 func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, action *string) *tool.Result {
-	g, key, ok := cfg.GateFor(c.Name)
-	why := "tools.gates." + key
+	g, why, ok := gateOf(cfg, c.Name, d, grants)
 	if !ok {
-		if !cfg.ConfirmDestructive() || !destructive(d) || !risky(grants) {
-			return nil
-		}
-		g = config.Gate{Action: config.GateConfirm}
-		why = "the default for tools annotated destructiveHint that hold a write, net or env grant (security.confirm)"
+		return nil
 	}
 	// An entry of the tool's exact name beats any pattern: the line that
 	// lets this one tool through.
 	if action != nil {
 		*action = g.Action
 	}
-	allowLine := fmt.Sprintf("tools.gates.%s.action: allow", strings.ToLower(c.Name))
+	allowLine := gateAllowLine(c.Name)
 	switch g.Action {
 	case config.GateBlock:
 		msg := fmt.Sprintf("tool %s is blocked by %s", c.Name, why)
@@ -133,6 +128,21 @@ func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Ca
 	return nil
 }
 
+// gateOf returns the gate that applies to the tool called name, with d
+// its descriptor and grants its grants, and why it applies (the config
+// line, or the default that set it); ok is false when none does.
+func gateOf(cfg *config.Config, name string, d *tool.Descriptor, grants tool.Capabilities) (g config.Gate, why string, ok bool) {
+	g, key, ok := cfg.GateFor(name)
+	if ok {
+		return g, "tools.gates." + key, true
+	}
+	if !cfg.ConfirmDestructive() || !destructive(d) || !risky(grants) {
+		return config.Gate{}, "", false
+	}
+	return config.Gate{Action: config.GateConfirm},
+		"the default for tools annotated destructiveHint that hold a write, net or env grant (security.confirm)", true
+}
+
 func gated(r *tool.Result, how string) *tool.Result {
 	if r.Meta == nil {
 		r.Meta = map[string]any{}
@@ -170,10 +180,14 @@ func confirmMessage(c mcpserver.Call, module string, d *tool.Descriptor, grants 
 		args = args[:maxShownArguments] + fmt.Sprintf("… (%d bytes in all)", len(c.Arguments))
 	}
 	var b strings.Builder
+	what := "run tool " + termsafe.Line(c.Name)
+	if m := c.Pass.Method(); m != "" && m != mcpserver.MethodCallTool {
+		what = m + " as tool " + termsafe.Line(c.Name) // a resource read or prompt get that runs as the tool
+	}
 	if module != "" {
-		fmt.Fprintf(&b, "warden: run tool %s (module %s)?\n", termsafe.Line(c.Name), termsafe.Line(module))
+		fmt.Fprintf(&b, "warden: %s (module %s)?\n", what, termsafe.Line(module))
 	} else {
-		fmt.Fprintf(&b, "warden: run tool %s?\n", termsafe.Line(c.Name))
+		fmt.Fprintf(&b, "warden: %s?\n", what)
 	}
 	fmt.Fprintf(&b, "Description: %s\n", termsafe.Line(d.Description))
 	fmt.Fprintf(&b, "Arguments: %s\n", termsafe.Line(args))

@@ -19,7 +19,7 @@ func ran(r *tool.Result) bool {
 
 func gateCall(t *testing.T, w *escapeWorld, c tool.Client) *tool.Result {
 	t.Helper()
-	res, err := w.app.Call(context.Background(), mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}, Client: c})
+	res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}, Client: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestExposeAndHide(t *testing.T) {
 		if listed() {
 			t.Fatalf("%s: hostcalls still listed", lines)
 		}
-		_, err := w.app.Call(context.Background(), mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
+		_, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
 		if tool.KindOf(err) != tool.KindNotFound {
 			t.Fatalf("%s: calling a hidden tool: %v", lines, err)
 		}
@@ -113,7 +113,7 @@ func TestDestructiveToolsConfirmByDefault(t *testing.T) {
 	yes := true
 	d := &tool.Descriptor{Name: "hostcalls", Description: "d", Annotations: &tool.Annotations{DestructiveHint: &yes}}
 	write := tool.Capabilities{FS: tool.FSAccess{Write: []string{"out"}}}
-	c := mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(`{"x":1}`), Client: &person{elicit: true, answers: []string{"decline"}}}
+	c := mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{"x":1}`), Client: &person{elicit: true, answers: []string{"decline"}}}
 	cfg := w.app.Config()
 	if res := w.app.gate(context.Background(), cfg, c, d, write); res == nil || res.Error.Kind != tool.KindDenied {
 		t.Fatalf("destructive with a write grant ran unasked: %+v", res)

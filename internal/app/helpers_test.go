@@ -70,7 +70,7 @@ func startApp(t *testing.T, dir, body string, logs *syncBuffer) (*App, string) {
 
 func call(t *testing.T, a *App, name, args string) *tool.Result {
 	t.Helper()
-	res, err := a.Call(context.Background(), mcpserver.Call{Name: name, Arguments: json.RawMessage(args), Observer: nopObserver{}})
+	res, err := a.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: name, Arguments: json.RawMessage(args), Observer: nopObserver{}})
 	if err != nil {
 		t.Fatalf("call %s: %v", name, err)
 	}

@@ -106,7 +106,7 @@ func TestObserveCapabilities(t *testing.T) {
 	ctx := principal.With(context.Background(), principal.Principal{Subject: "alice", Via: principal.ViaOAuth})
 	callAs := func(args string) {
 		t.Helper()
-		res, err := w.app.Call(ctx, mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(args), Session: "s1", Observer: nopObserver{}})
+		res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(args), Session: "s1", Observer: nopObserver{}})
 		if err != nil || res.IsError {
 			t.Fatalf("call: %v %+v", err, res)
 		}
@@ -115,12 +115,12 @@ func TestObserveCapabilities(t *testing.T) {
 	callAs(`{"fs":{"op":"write","path":"src/x","content":"SECRET-CONTENT"},"env":{"op":"get","key":"SECRET"},` +
 		`"memory":{"op":"set","topic":"notes","value":"v"},"net":{"op":"request","method":"GET","url":"https://example.com/x"}}`)
 	// An unknown tool: audited, but no metric series.
-	if _, err := w.app.Call(ctx, mcpserver.Call{Name: "no-such-tool", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}}); err == nil {
+	if _, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "no-such-tool", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}}); err == nil {
 		t.Fatal("an unknown tool was called")
 	}
 	// A gate refuses the call: one gate line, then the call's.
 	w.setGrants(t, grants+"\n  gates:\n    hostcalls: {action: block}")
-	if res, _ := w.app.Call(ctx, mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(`{}`), Session: "s1", Observer: nopObserver{}}); !res.IsError {
+	if res, _ := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Session: "s1", Observer: nopObserver{}}); !res.IsError {
 		t.Fatal("the blocked tool ran")
 	}
 

@@ -40,7 +40,7 @@ func TestPermissionPromptNeverOffersInternalHostsUnderStar(t *testing.T) {
 	fetch := func(p *person, url string) outcome {
 		t.Helper()
 		args, _ := json.Marshal(map[string]string{"url": url})
-		res, err := a.Call(context.Background(), mcpserver.Call{Name: "netstar", Arguments: args, Observer: nopObserver{}, Client: p})
+		res, err := a.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "netstar", Arguments: args, Observer: nopObserver{}, Client: p})
 		if err != nil || res.IsError {
 			t.Fatalf("netstar %s: %v %+v", url, err, res)
 		}

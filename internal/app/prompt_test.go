@@ -65,7 +65,7 @@ func (p *person) questions() []tool.ClientRequest {
 func (w *escapeWorld) callWith(t *testing.T, c tool.Client, fsReq any) (*tool.Result, outcome) {
 	t.Helper()
 	args, _ := json.Marshal(map[string]any{"fs": fsReq, "env": map[string]any{"op": "get", "key": "VISIBLE"}})
-	res, err := w.app.Call(context.Background(), mcpserver.Call{Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: c})
+	res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestPermissionPromptOnlyForWhatTheDescriptorRequested(t *testing.T) {
 	// hostcalls requests env HOME, not SECRET: no prompt for SECRET.
 	args, _ := json.Marshal(map[string]any{"fs": readDocs, "env": map[string]any{"op": "get", "key": "SECRET"}})
 	p.answers = []string{"accept:once"}
-	res, err := w.app.Call(context.Background(), mcpserver.Call{Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: p})
+	res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: p})
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)
 	}

@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -84,16 +86,27 @@ func (a *App) WatchResources(f func(uri string)) (cancel func()) {
 // owned by the module, and the memory topics.
 func (a *App) Features() mcpserver.ServedFeatures {
 	var out mcpserver.ServedFeatures
+	cfg := a.Config()
 	for _, m := range a.registry.Modules() {
 		f := m.Features()
+		// As tools/list leaves out a hidden tool (or one held back while a
+		// rival loads), a feature that runs as one is not listed, and so
+		// not served: the server serves what it lists.
+		listed := func(subject string) bool { return a.listedAs(cfg, m, subject) }
 		for _, r := range f.Resources {
-			out.Resources = append(out.Resources, mcpserver.OwnedResource{Owner: m.Name(), ResourceDescriptor: r})
+			if listed(r.Tool) {
+				out.Resources = append(out.Resources, mcpserver.OwnedResource{Owner: m.Name(), ResourceDescriptor: r})
+			}
 		}
 		for _, t := range f.ResourceTemplates {
-			out.Templates = append(out.Templates, mcpserver.OwnedTemplate{Owner: m.Name(), ResourceTemplateDescriptor: t})
+			if listed(t.Tool) {
+				out.Templates = append(out.Templates, mcpserver.OwnedTemplate{Owner: m.Name(), ResourceTemplateDescriptor: t})
+			}
 		}
 		for _, p := range f.Prompts {
-			out.Prompts = append(out.Prompts, mcpserver.OwnedPrompt{Owner: m.Name(), PromptDescriptor: p})
+			if listed(p.Tool) {
+				out.Prompts = append(out.Prompts, mcpserver.OwnedPrompt{Owner: m.Name(), PromptDescriptor: p})
+			}
 		}
 	}
 	if a.Config().Server.Resources.Memory && a.caps.memory != nil {
@@ -120,6 +133,23 @@ func (a *App) Features() mcpserver.ServedFeatures {
 	return out
 }
 
+// listedAs reports whether a feature of m that runs as the tool subject is
+// listed: one that runs as no tool always is; one that runs as a tool is
+// when List lists that very tool of m (served under its name, not lost to
+// a rival module, exposed, not held back).
+func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bool {
+	if subject == "" {
+		return true
+	}
+	t := subjectTool(m, subject)
+	if served, ok := a.registry.Tool(subject); !ok || t == nil || served != t || !cfg.Exposed(subject) {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heldBy(cfg, t) == ""
+}
+
 // module returns the loaded module called name.
 func (a *App) module(name string) (*runtime.Module, error) {
 	for _, m := range a.registry.Modules() {
@@ -130,37 +160,32 @@ func (a *App) module(name string) (*runtime.Module, error) {
 	return nil, tool.Errorf(tool.KindNotFound, "module %s is not loaded", name)
 }
 
-// featureRequest is the runtime request of a feature run: the grants of
-// the tool the feature names (none without one), under the config in
-// force, as for a call of that tool.
-func (a *App) featureRequest(ctx context.Context, m *runtime.Module, call mcpserver.FeatureCall, grantsOf string) (context.Context, runtime.CallRequest) {
-	req := runtime.CallRequest{Session: call.Session, Observer: call.Observer, Client: call.Client}
-	if grantsOf != "" {
-		cfg := a.Config()
-		grants, elsewhere := cfg.Grants(grantsOf, m.Name())
-		if note := grantNote(cfg, grantsOf, m.Name(), elsewhere); note != "" {
-			ctx = withGrantNote(ctx, note)
-		}
-		req.Grants = grants
-		req.Timeout = cfg.ToolTimeout(grantsOf)
-	}
-	return ctx, req
-}
-
-// ReadResource implements mcpserver.Features.
+// ReadResource implements mcpserver.Features: the read runs as the tool
+// its declaration names, under that tool's policy (admit).
 func (a *App) ReadResource(ctx context.Context, call mcpserver.FeatureCall, uri string) (*tool.ResourceResult, error) {
+	notServed := func() error { return tool.Errorf(tool.KindNotFound, "no resource %q is served", uri) }
 	if call.Owner == MemoryOwner {
+		if err := call.Pass.Admits(mcpserver.MethodReadResource, ""); err != nil {
+			return nil, err
+		}
 		return a.readMemory(uri)
 	}
 	m, err := a.module(call.Owner)
 	if err != nil {
 		return nil, err
 	}
-	grantsOf, ok := m.ResourceOwner(uri)
+	subject, ok := m.ResourceOwner(uri)
 	if !ok {
 		return nil, tool.Errorf(tool.KindNotFound, "module %s serves no resource %q", m.Name(), uri)
 	}
-	ctx, req := a.featureRequest(ctx, m, call, grantsOf)
+	e, err := a.featureEntrance(mcpserver.MethodReadResource, "resource "+uri, m, subject, call, map[string]string{"uri": uri}, notServed)
+	if err != nil {
+		return nil, err
+	}
+	ctx, req, _, err := a.admit(ctx, e)
+	if err != nil {
+		return nil, err
+	}
 	res, terr := m.ReadResource(ctx, uri, req)
 	if terr != nil {
 		return nil, terr
@@ -187,19 +212,27 @@ func (a *App) readMemory(uri string) (*tool.ResourceResult, error) {
 	return &tool.ResourceResult{Contents: []tool.ResourceContents{{URI: uri, MimeType: "text/markdown", Text: &text}}}, nil
 }
 
-// GetPrompt implements mcpserver.Features.
+// GetPrompt implements mcpserver.Features: the prompt runs as the tool it
+// names, under that tool's policy (admit).
 func (a *App) GetPrompt(ctx context.Context, call mcpserver.FeatureCall, name string, args map[string]string) (*tool.PromptResult, error) {
 	m, err := a.module(call.Owner)
 	if err != nil {
 		return nil, err
 	}
-	var grantsOf string
-	for _, p := range m.Features().Prompts {
-		if p.Name == name {
-			grantsOf = p.Tool
-		}
+	i := slices.IndexFunc(m.Features().Prompts, func(p tool.PromptDescriptor) bool { return p.Name == name })
+	if i < 0 {
+		return nil, tool.Errorf(tool.KindNotFound, "module %s serves no prompt %q", m.Name(), name)
 	}
-	ctx, req := a.featureRequest(ctx, m, call, grantsOf)
+	notServed := func() error { return tool.Errorf(tool.KindNotFound, "unknown prompt %q", name) }
+	e, err := a.featureEntrance(mcpserver.MethodGetPrompt, "prompt "+name, m, m.Features().Prompts[i].Tool, call,
+		map[string]any{"prompt": name, "arguments": args}, notServed)
+	if err != nil {
+		return nil, err
+	}
+	ctx, req, _, err := a.admit(ctx, e)
+	if err != nil {
+		return nil, err
+	}
 	res, terr := m.GetPrompt(ctx, name, args, req)
 	if terr != nil {
 		return nil, terr
@@ -207,34 +240,60 @@ func (a *App) GetPrompt(ctx context.Context, call mcpserver.FeatureCall, name st
 	return res, nil
 }
 
-// Complete implements mcpserver.Features. Memory topics complete from the
-// store's list.
+// Complete implements mcpserver.Features: the completion runs as the tool
+// its prompt or template names, under that tool's policy (admit). Memory
+// topics complete from the store's list.
 func (a *App) Complete(ctx context.Context, call mcpserver.FeatureCall, c tool.CompleteRequest) (*tool.Completion, error) {
 	if call.Owner == MemoryOwner {
+		if err := call.Pass.Admits(mcpserver.MethodComplete, ""); err != nil {
+			return nil, err
+		}
 		return a.completeMemory(c.Argument.Value), nil
 	}
 	m, err := a.module(call.Owner)
 	if err != nil {
 		return nil, err
 	}
-	var grantsOf string
-	f := m.Features()
-	for _, p := range f.Prompts {
-		if c.Ref.Type == "ref/prompt" && p.Name == c.Ref.Name {
-			grantsOf = p.Tool
-		}
+	subject, found := completionSubject(m.Features(), c.Ref)
+	notServed := func() error {
+		return tool.Errorf(tool.KindNotFound, "completion/complete: no prompt or resource template %q (%s)", c.Ref.Name+c.Ref.URI, c.Ref.Type)
 	}
-	for _, t := range f.ResourceTemplates {
-		if c.Ref.Type == "ref/resource" && t.URITemplate == c.Ref.URI {
-			grantsOf = t.Tool
-		}
+	if !found {
+		return nil, notServed()
 	}
-	ctx, req := a.featureRequest(ctx, m, call, grantsOf)
+	what := "completion of prompt " + c.Ref.Name
+	if c.Ref.Type == "ref/resource" {
+		what = "completion of resource template " + c.Ref.URI
+	}
+	e, err := a.featureEntrance(mcpserver.MethodComplete, what, m, subject, call, nil, notServed)
+	if err != nil {
+		return nil, err
+	}
+	ctx, req, _, err := a.admit(ctx, e)
+	if err != nil {
+		return nil, err
+	}
 	res, terr := m.Complete(ctx, c, req)
 	if terr != nil {
 		return nil, terr
 	}
 	return res, nil
+}
+
+// completionSubject is the tool a completion of ref runs as: the one its
+// prompt or resource template names.
+func completionSubject(f *tool.Features, ref tool.CompleteRef) (subject string, found bool) {
+	switch ref.Type {
+	case "ref/prompt":
+		if i := slices.IndexFunc(f.Prompts, func(p tool.PromptDescriptor) bool { return p.Name == ref.Name }); i >= 0 {
+			return f.Prompts[i].Tool, true
+		}
+	case "ref/resource":
+		if i := slices.IndexFunc(f.ResourceTemplates, func(t tool.ResourceTemplateDescriptor) bool { return t.URITemplate == ref.URI }); i >= 0 {
+			return f.ResourceTemplates[i].Tool, true
+		}
+	}
+	return "", false
 }
 
 func (a *App) completeMemory(prefix string) *tool.Completion {

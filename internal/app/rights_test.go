@@ -80,7 +80,7 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 	if len(errs) != 2 || len(a.Refused()) != 2 {
 		t.Fatalf("unpinned: errors %v, refused %v", errs, a.Refused())
 	}
-	_, err = a.Call(ctx, mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
+	_, err = a.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
 	if tool.KindOf(err) != tool.KindNotFound || !strings.Contains(err.Error(), "none of them is pinned") {
 		t.Fatalf("call of a refused name: %v", err)
 	}
@@ -166,7 +166,7 @@ func TestHeldWhileARivalLoads(t *testing.T) {
 		if served() {
 			t.Fatalf("%s: the impostor's hostcalls is listed", step)
 		}
-		_, err := a.Call(ctx, mcpserver.Call{Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
+		_, err := a.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
 		var te *tool.Error
 		if !errors.As(err, &te) || te.Kind != tool.KindNotFound || !strings.Contains(te.Message, "until module "+by+" has loaded") {
 			t.Fatalf("%s: call = %v, want not_found naming %s", step, err, by)

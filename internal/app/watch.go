@@ -139,6 +139,11 @@ func (a *App) rescanPaths(dir string) []string {
 
 // reload brings the registry in line with the file at path.
 func (a *App) reload(ctx context.Context, path string) {
+	// First the tools dir's own files: a module file that is now a symlink
+	// makes its target warden's own before the module can serve.
+	if err := a.caps.refreshOwn(a.Config); err != nil {
+		a.log.Error("warden's own files not refreshed after a tools dir change", "error", err)
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		a.mu.Lock()
 		delete(a.loadErrors, path)

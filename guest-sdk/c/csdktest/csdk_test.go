@@ -153,7 +153,7 @@ func serveWorld(t testing.TB, dir, grants, extra string) *world {
 func (w *world) call(name, args, session string) (*tool.Result, *observer) {
 	w.t.Helper()
 	obs := &observer{}
-	res, err := w.app.Call(context.Background(), mcpserver.Call{Name: name, Arguments: json.RawMessage(args), Session: session, Observer: obs})
+	res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: name, Arguments: json.RawMessage(args), Session: session, Observer: obs})
 	if err != nil {
 		w.t.Fatalf("call %s %s: %v", name, args, err)
 	}
@@ -459,7 +459,7 @@ func FuzzJSONReader(f *testing.F) {
 		if err := json.Unmarshal(args, &seen); err != nil {
 			t.Fatal(err)
 		}
-		res, err := w.app.Call(context.Background(), mcpserver.Call{Name: "json_echo", Arguments: args, Observer: &observer{}})
+		res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "json_echo", Arguments: args, Observer: &observer{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,9 @@ var BuiltinDeny = []string{
 	".bash_history", ".zsh_history", ".zhistory", ".sh_history", ".histfile", "fish_history",
 	// System secrets and the process's own environment and memory.
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+	// cmdline too: `warden serve --token` puts the bearer token in warden's.
 	"/proc/*/environ", "/proc/*/mem", "/proc/*/task/*/environ", "/proc/*/task/*/mem",
+	"/proc/*/cmdline", "/proc/*/task/*/cmdline",
 	// Project secrets, wherever they are.
 	".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*",
 }
@@ -38,7 +40,37 @@ var BuiltinDeny = []string{
 const (
 	SourceBuiltin = "built-in"
 	SourceConfig  = "security.deny"
+	// SourceOwn marks warden's own files (Config.Own).
+	SourceOwn = "warden's own"
 )
+
+// OwnFile is one of warden's own files or directories: its config file,
+// tools dir, compile cache, audit log, the memory store's lock. A tool that
+// could write one could rewrite its own policy or load code of its
+// choosing; one that could read the config would read its secrets. Own
+// files are denied like the built-in list, to every tool, whatever config
+// grants.
+type OwnFile struct {
+	// Pattern is an absolute host path in the syntax of deny patterns
+	// ("**" crosses directories, matching ignores case): Literal quotes a
+	// path for it. It denies what it matches and everything beneath.
+	Pattern string
+	// What names the file in denials: "config file", "tools dir".
+	What string
+}
+
+// Literal quotes p so that it matches as a deny pattern only itself: every
+// glob metacharacter is escaped.
+func Literal(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 type ruleKind int
 
@@ -55,21 +87,24 @@ const (
 type Rule struct {
 	// Pattern is the pattern as written, for messages.
 	Pattern string
-	// Source is SourceBuiltin or SourceConfig.
+	// Source is SourceBuiltin, SourceConfig or SourceOwn.
 	Source string
-	kind   ruleKind
-	// variants are lower-cased patterns: for absolute rules the expanded
+	// What names an own file (SourceOwn) in messages.
+	What string
+	kind ruleKind
+	// variants are folded patterns (see fold): for absolute rules the expanded
 	// pattern and its canonical form (symlinks in its literal prefix
 	// evaluated), so that a symlinked $HOME cannot slip past.
-	variants []string
+	variants []folded
 	// prefixes are the literal (meta-free) leading parts of variants, a
 	// cheap filter before glob matching.
-	prefixes []string
+	prefixes []folded
 }
 
-// compileRules compiles the built-in list and the user's patterns. home is
-// the directory "~" stands for.
-func compileRules(home string, user []string) ([]Rule, error) {
+// compileRules compiles warden's own files, the built-in list and the
+// user's patterns, in that order, so that a denial names the most specific
+// reason. home is the directory "~" stands for.
+func compileRules(home string, own []OwnFile, user []string) ([]Rule, error) {
 	var rules []Rule
 	var errs []error
 	add := func(pattern, source string) {
@@ -78,6 +113,19 @@ func compileRules(home string, user []string) ([]Rule, error) {
 			errs = append(errs, fmt.Errorf("%s %q: %w", source, pattern, err))
 			return
 		}
+		rules = append(rules, r)
+	}
+	for _, o := range own {
+		if !filepath.IsAbs(o.Pattern) || o.What == "" {
+			errs = append(errs, fmt.Errorf("own file %q (%s): must be an absolute path with a description", o.Pattern, o.What))
+			continue
+		}
+		r, err := compileRule(home, o.Pattern, SourceOwn)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("own %s %q: %w", o.What, o.Pattern, err))
+			continue
+		}
+		r.What = o.What
 		rules = append(rules, r)
 	}
 	for _, p := range BuiltinDeny {
@@ -128,11 +176,19 @@ func compileRule(home, pattern, source string) (Rule, error) {
 		}
 	}
 	for _, v := range variants {
-		v = strings.ToLower(v)
-		r.variants = append(r.variants, v)
-		r.prefixes = append(r.prefixes, matchPrefix(v))
+		f := fold(v)
+		r.variants = append(r.variants, f)
+		r.prefixes = append(r.prefixes, folded{matchPrefix(f.full), matchPrefix(f.simple)})
 	}
 	return r, nil
+}
+
+// Reason says why the rule denies a path, for messages.
+func (r *Rule) Reason() string {
+	if r.Source == SourceOwn {
+		return fmt.Sprintf("warden's own %s; no grant can allow a tool to read or write it", r.What)
+	}
+	return fmt.Sprintf("matches deny rule %q (%s)", r.Pattern, r.Source)
 }
 
 // canonicalPattern evaluates the symlinks of the longest existing literal
@@ -202,37 +258,49 @@ func matchTree(v, prefix, subject string) bool {
 	return false
 }
 
-// matchRel applies the rule to a lower-cased, clean, root-relative path.
-func (r *Rule) matchRel(rel string) bool {
-	switch r.kind {
-	case ruleName:
-		if rel == "." {
-			return false
-		}
-		v := r.variants[0]
-		for rest := rel; ; {
-			comp, tail, more := strings.Cut(rest, "/")
-			if doublestar.MatchUnvalidated(v, comp) {
-				return true
-			}
-			if !more {
-				return false
-			}
-			rest = tail
-		}
-	case ruleRel:
-		return rel != "." && matchTree(r.variants[0], r.prefixes[0], rel)
+// matchRel applies the rule to a folded, clean, root-relative path: either
+// form of the rule matching the same form of the path.
+func (r *Rule) matchRel(rel folded) bool {
+	if rel.full == "." {
+		return false
 	}
-	return false
+	v, p := r.variants[0], r.prefixes[0]
+	match := func(v, p, rel string) bool {
+		switch r.kind {
+		case ruleName:
+			return matchComponent(v, rel)
+		case ruleRel:
+			return matchTree(v, p, rel)
+		}
+		return false
+	}
+	return match(v.full, p.full, rel.full) || !(v.same() && rel.same()) && match(v.simple, p.simple, rel.simple)
 }
 
-// matchAbs applies the rule to a lower-cased, clean, absolute path.
-func (r *Rule) matchAbs(abs string) bool {
+// matchComponent reports whether the name pattern v matches a component
+// of rel.
+func matchComponent(v, rel string) bool {
+	for rest := rel; ; {
+		comp, tail, more := strings.Cut(rest, "/")
+		if doublestar.MatchUnvalidated(v, comp) {
+			return true
+		}
+		if !more {
+			return false
+		}
+		rest = tail
+	}
+}
+
+// matchAbs applies the rule to a folded, clean, absolute path, as matchRel
+// does.
+func (r *Rule) matchAbs(abs folded) bool {
 	if r.kind != ruleAbs {
 		return false
 	}
 	for i, v := range r.variants {
-		if matchTree(v, r.prefixes[i], abs) {
+		p := r.prefixes[i]
+		if matchTree(v.full, p.full, abs.full) || !(v.same() && abs.same()) && matchTree(v.simple, p.simple, abs.simple) {
 			return true
 		}
 	}

@@ -61,6 +61,8 @@ type Config struct {
 	Deny []string
 	// Home is the directory "~" stands for in deny patterns.
 	Home string
+	// Own are warden's own files, denied before everything else.
+	Own []OwnFile
 }
 
 // Guard is an immutable, compiled Config. It is safe for concurrent use.
@@ -119,7 +121,7 @@ func New(cfg Config) (*Guard, error) {
 		}
 		addRoot(name, cfg.Roots[name])
 	}
-	rules, err := compileRules(cfg.Home, cfg.Deny)
+	rules, err := compileRules(cfg.Home, cfg.Own, cfg.Deny)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -215,7 +217,7 @@ func (g *Guard) Parse(op, p string) (Target, error) {
 		if t, ok := g.locate(abs); ok {
 			return t, nil
 		}
-		if rule := g.matchAbs(strings.ToLower(abs)); rule != nil {
+		if rule := g.matchAbs(fold(abs)); rule != nil {
 			return Target{}, denyRule(op, p, rule)
 		}
 		return Target{}, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
@@ -344,8 +346,11 @@ func (g *Guard) CheckReal(op string, access Access, toolName string, grants []st
 }
 
 func denyRule(op, p string, r *Rule) *tool.Error {
-	return denied("%s %q: matches deny rule %q (%s); deny rules always win over grants and also apply to the real path behind symlinks",
-		op, p, r.Pattern, r.Source)
+	if r.Source == SourceOwn {
+		return denied("%s %q: %s", op, p, r.Reason())
+	}
+	return denied("%s %q: %s; deny rules always win over grants and also apply to the real path behind symlinks",
+		op, p, r.Reason())
 }
 
 // suggest is the grant that would allow t: its top-level entry.
@@ -357,6 +362,22 @@ func suggest(t Target) string {
 	return t.Root.Name + ":" + top
 }
 
+// OwnFile returns the refusal of path p, written as a grant or a guest
+// path, when it is one of warden's own files or lies within one (Config.Own),
+// else nil: a grant of it would give nothing, so grant edits refuse it.
+func (g *Guard) OwnFile(op, p string) error {
+	var rule *Rule
+	if t, err := g.Parse(op, p); err == nil {
+		rule = g.Denied(t)
+	} else if filepath.IsAbs(p) {
+		rule = g.matchAbs(fold(filepath.Clean(p)))
+	}
+	if rule != nil && rule.Source == SourceOwn {
+		return denyRule(op, p, rule)
+	}
+	return nil
+}
+
 // Denied returns the deny rule that the target's lexical path matches, or
 // nil. Listings use it to omit entries.
 func (g *Guard) Denied(t Target) *Rule {
@@ -366,7 +387,7 @@ func (g *Guard) Denied(t Target) *Rule {
 // denied checks t's root-relative path and its host paths (under the
 // configured and the real root directory, and real when set).
 func (g *Guard) denied(t Target, real string) *Rule {
-	rel := strings.ToLower(t.Rel)
+	rel := fold(t.Rel)
 	for i := range g.rules {
 		r := &g.rules[i]
 		if r.kind == ruleAbs {
@@ -376,21 +397,21 @@ func (g *Guard) denied(t Target, real string) *Rule {
 			return r
 		}
 	}
-	if rule := g.matchAbs(strings.ToLower(t.abs(t.Root.Dir))); rule != nil {
+	if rule := g.matchAbs(fold(t.abs(t.Root.Dir))); rule != nil {
 		return rule
 	}
 	if t.Root.Real != t.Root.Dir {
-		if rule := g.matchAbs(strings.ToLower(t.abs(t.Root.Real))); rule != nil {
+		if rule := g.matchAbs(fold(t.abs(t.Root.Real))); rule != nil {
 			return rule
 		}
 	}
 	if real != "" {
-		return g.matchAbs(strings.ToLower(real))
+		return g.matchAbs(fold(real))
 	}
 	return nil
 }
 
-func (g *Guard) matchAbs(abs string) *Rule {
+func (g *Guard) matchAbs(abs folded) *Rule {
 	for i := range g.rules {
 		if g.rules[i].matchAbs(abs) {
 			return &g.rules[i]

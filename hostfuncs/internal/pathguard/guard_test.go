@@ -189,9 +189,9 @@ func TestDenyRules(t *testing.T) {
 		}
 		var got bool
 		if tc.abs != "" {
-			got = r.matchAbs(strings.ToLower(tc.abs))
+			got = r.matchAbs(fold(tc.abs))
 		} else {
-			got = r.matchRel(strings.ToLower(tc.rel))
+			got = r.matchRel(fold(tc.rel))
 		}
 		if got != tc.want {
 			t.Errorf("rule %q on %q%q: got %v, want %v", tc.pattern, tc.rel, tc.abs, got, tc.want)

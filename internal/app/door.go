@@ -1,0 +1,148 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
+)
+
+// A request runs a module's code as a tool, its policy subject: a
+// tools/call as the tool it calls, a resource read, prompt get or
+// completion as the tool its feature names (the descriptor's tool field),
+// or as no tool, with no grants. mcpserver's door applies the subject's
+// OAuth scopes, rates and call limits to every such request; admit applies
+// the rest of the subject's policy, the same for all of them, so that no
+// way into a module runs with less than a call of the tool would
+// (RATIONALE.md, "One door into module code").
+
+// entrance is one request that runs module code, as admit sees it.
+type entrance struct {
+	// method is the MCP method (mcpserver.MethodCallTool, ...).
+	method string
+	// what names the request in messages: "tool x", "resource y", ...
+	what string
+	// subject is the tool whose policy applies, "" for none; tool is it,
+	// as module serves it (nil without a subject).
+	subject string
+	tool    *runtime.Tool
+	module  *runtime.Module
+	// notServed is the answer when the subject is not served to clients:
+	// the one a client asking for an unknown name gets.
+	notServed func() error
+	// call carries the Pass, session, observer, client and, for the gate's
+	// confirmation, the request's arguments.
+	call mcpserver.Call
+}
+
+// admit resolves the policy of one request into module code, once, from
+// the config in force: the Pass must admit the request as its subject; a
+// hidden subject, or one held back while a rival module loads, is not
+// served; a gate may block it, answer in its place (a tools/call gets the
+// gate's fixed result, a feature a refusal: the module does not run) or
+// ask a person first (a completion, which cannot ask, is refused). What
+// it returns is the runtime request to run it with: the subject's grants
+// (bound to their module), timeout and tool config; or the result that
+// answers instead (answer), or the error that refuses it.
+func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.CallRequest, *tool.Result, error) {
+	req := runtime.CallRequest{Session: e.call.Session, Observer: e.call.Observer, Client: e.call.Client}
+	if err := e.call.Pass.Admits(e.method, e.subject); err != nil {
+		a.log.Error("request into module code refused: not admitted by the server's pipeline", "method", e.method, "tool", e.subject, "error", err)
+		return ctx, req, nil, err
+	}
+	if e.subject == "" {
+		return ctx, req, nil, nil // runs with no grants: no tool's policy to apply
+	}
+	cfg := a.Config()
+	if !cfg.Exposed(e.subject) {
+		return ctx, req, nil, e.notServed()
+	}
+	a.mu.Lock()
+	waitFor := a.heldBy(cfg, e.tool)
+	a.mu.Unlock()
+	if waitFor != "" {
+		// mcpserver waits for loads before it serves a name it does not
+		// list, so only a caller that did not wait gets here.
+		return ctx, req, nil, tool.Errorf(tool.KindNotFound, "tool %q is not served until module %s has loaded (a module that may serve the name instead)", e.subject, waitFor)
+	}
+	// The grant belongs to a module, not to the name: a tool served by
+	// another module than the one its entry is bound to gets nothing, and
+	// each capability it is then refused says why.
+	module := e.module.Name()
+	grants, elsewhere := cfg.Grants(e.subject, module)
+	if note := grantNote(cfg, e.subject, module, elsewhere); note != "" {
+		ctx = withGrantNote(ctx, note)
+	}
+	if e.method == mcpserver.MethodComplete {
+		if g, why, ok := gateOf(cfg, e.subject, &e.tool.Descriptor, grants); ok && g.Action == config.GateConfirm {
+			return ctx, req, nil, tool.Errorf(tool.KindDenied,
+				"%s runs as tool %s, which runs only after a person confirms it (%s), and a completion cannot ask a person; to let it run without asking, set %s",
+				e.what, e.subject, why, a.configLine(gateAllowLine(e.subject)))
+		}
+	}
+	c := e.call
+	c.Name = e.subject
+	if res := a.gate(ctx, cfg, c, &e.tool.Descriptor, grants); res != nil {
+		if e.method == mcpserver.MethodCallTool {
+			return ctx, req, res, nil
+		}
+		if res.Error != nil {
+			return ctx, req, nil, res.Error
+		}
+		// A gate's fixed result stands in for the tool's own answer; a
+		// feature has no answer it could stand in for, so it does not run.
+		_, key, _ := cfg.GateFor(e.subject)
+		return ctx, req, nil, tool.Errorf(tool.KindDenied,
+			"%s runs as tool %s, whose gate (tools.gates.%s) answers with a fixed result instead of running it; nothing ran (%s)",
+			e.what, e.subject, key, a.configLine(gateAllowLine(e.subject)))
+	}
+	req.Grants = grants
+	req.Timeout = cfg.ToolTimeout(e.subject)
+	req.Config = cfg.ToolConfig(e.subject, module)
+	return ctx, req, nil, nil
+}
+
+// featureEntrance is the entrance of a feature of m that runs as the tool
+// subject ("" for none); what names the request, notServed is the answer
+// to a client asking for a feature that is not served.
+func (a *App) featureEntrance(method, what string, m *runtime.Module, subject string, call mcpserver.FeatureCall, args any, notServed func() error) (entrance, error) {
+	e := entrance{method: method, what: what, subject: subject, module: m, notServed: notServed,
+		call: mcpserver.Call{Session: call.Session, Observer: call.Observer, Client: call.Client, Pass: call.Pass}}
+	if subject == "" {
+		return e, nil
+	}
+	e.tool = subjectTool(m, subject)
+	if e.tool == nil {
+		// Checked when the module loaded (its features name its tools).
+		return e, tool.Errorf(tool.KindInternal, "%s runs as tool %q, which module %s does not serve", what, subject, m.Name())
+	}
+	if served, ok := a.registry.Tool(subject); !ok || served != e.tool {
+		// The name is refused, or served by another module (a pinned
+		// rival): no client can call m's tool, and its features are not
+		// served either.
+		return e, notServed()
+	}
+	// What the person confirming it reads as its arguments: the request.
+	e.call.Arguments, _ = json.Marshal(args)
+	return e, nil
+}
+
+// subjectTool returns m's tool called subject, nil if none.
+func subjectTool(m *runtime.Module, subject string) *runtime.Tool {
+	for _, t := range m.Tools() {
+		if t.Descriptor.Name == subject {
+			return t
+		}
+	}
+	return nil
+}
+
+// gateAllowLine is the gate line that lets the tool called name run.
+func gateAllowLine(name string) string {
+	return fmt.Sprintf("tools.gates.%s.action: allow", strings.ToLower(name))
+}
