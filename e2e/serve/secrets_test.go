@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,6 +159,73 @@ func TestCredentialsNotShownByGrant(t *testing.T) {
 		noSecret(t, "warden grant stderr", stderr.String())
 		if b, _ := os.ReadFile(e.config); !bytes.Equal(b, written) {
 			t.Fatalf("warden grant echo %q changed config.yaml:\n%s", arg, b)
+		}
+	}
+}
+
+// TestBearerTokenNotShown: the static token (--token) and the wrong
+// tokens clients send are in no byte of warden's stderr at debug level,
+// the audit log, or any HTTP answer (401s, /healthz, /metrics, calls),
+// whatever the Authorization header holds.
+func TestBearerTokenNotShown(t *testing.T) {
+	t.Parallel()
+	const token = "Tok" + secret
+	e := newEnv(t, "", "echo")
+	audit := filepath.Join(e.dir, "audit.log")
+	e.setLogLevel(t, "debug\n  audit: "+audit+"\n  audit_arguments: true")
+	appendConfig(t, e, "server:\n  metrics: true\n")
+	s := startHTTP(t, e, "--token", token)
+	var answers []string
+	send := func(method, path, authorization string) int {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, err := http.NewRequest(method, "http://"+s.addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "server/discover")
+		req.Header["Authorization"] = []string{authorization}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var head strings.Builder
+		resp.Header.Write(&head)
+		answers = append(answers, head.String()+readAll(resp.Body))
+		return resp.StatusCode
+	}
+	for _, auth := range []string{
+		"Bearer wrong" + secret, "Bearer " + token + "x", "Basic " + secret, secret,
+		"Bearer " + secret + "\t", "bearer  " + secret + " extra",
+	} {
+		if got := send("POST", "/mcp", auth); got != http.StatusUnauthorized {
+			t.Errorf("POST /mcp with Authorization %q: %d, want 401", auth, got)
+		}
+	}
+	if got := send("POST", "/mcp", "Bearer "+token); got != http.StatusOK {
+		t.Errorf("POST /mcp with the token: %d, want 200", got)
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		send("GET", path, "Bearer "+token)
+	}
+	cs := s.connect(t, "", nil, &http.Client{Transport: bearer{token}})
+	wantEcho(t, cs, "authorized")
+	eventually(t, "the call in the audit log", func() bool {
+		b, _ := os.ReadFile(audit)
+		return strings.Contains(string(b), `"tool":"echo"`)
+	})
+
+	noSecret(t, "stderr", s.stderr.String())
+	for _, a := range answers {
+		noSecret(t, "an HTTP answer", a)
+	}
+	for path, data := range filesOf(t, e.dir) {
+		if path != e.config {
+			noSecret(t, path, data)
 		}
 	}
 }
