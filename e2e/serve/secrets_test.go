@@ -18,12 +18,14 @@ import (
 const secret = "Hunter2Secret9f3a"
 
 // TestCredentialsNotShownAtStart: settings holding a credential that warden
-// refuses or fails to use at start (a password in memory.backend, in the
-// file or WARDEN_MEMORY_BACKEND, including a password with a / that pgx
-// would read as the database name, which its connection error prints;
-// user:password@ in server.tracing.endpoint) make `warden serve` and
-// `warden tools` fail naming the key, and the secret is in no byte of
-// their stdout or stderr, nor in any file they leave behind.
+// refuses or fails to use at start (a value YAML's parser would quote; a
+// user:password@ in a net grant, a redirect host, a signature pattern or
+// server.tracing.endpoint; KEY=VALUE in an env grant; a password in
+// memory.backend, in the file or WARDEN_MEMORY_BACKEND, including one with
+// a / that pgx would read as the database name, which its connection error
+// prints) make `warden serve`, `warden tools` and, where given, `warden
+// grant` fail naming the key, and the secret is in no byte of their stdout
+// or stderr, nor in any file they leave behind; config.yaml is unchanged.
 func TestCredentialsNotShownAtStart(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
