@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/env"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -574,7 +576,7 @@ func Load(path string) (*Config, error) {
 		v.SetConfigFile(path)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
+			return nil, fmt.Errorf("config %s: %w", path, yamlError(err))
 		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -599,6 +601,36 @@ func Load(path string) (*Config, error) {
 	}
 	return &c, nil
 }
+
+// yamlQuoted matches the document text a YAML parser's message quotes: a
+// scalar that does not decode as its tag says (`…`, possibly over several
+// lines, possibly holding backticks) and an alias's anchor name ('…').
+var yamlQuoted = regexp.MustCompile("(?s)`.*`|anchor '.*' (referenced|value contains itself)")
+
+// yamlError is err, a YAML parser's, without the document text it quotes.
+// That text is a value, and a value may be a secret: an unquoted password
+// starting with * (token: *x7…) is an alias to YAML, refused as "unknown
+// anchor 'x7…' referenced". The message keeps its line number and kind.
+func yamlError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{msg: yamlQuoted.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		if strings.HasPrefix(m, "anchor ") {
+			return "anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) " + yamlQuoted.FindStringSubmatch(m)[1]
+		}
+		return "(a value, not shown)"
+	}), err: err}
+}
+
+// redactedError is an error whose message hides part of its cause's.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // isBlankYAML reports whether data holds no YAML value: empty, or only
 // whitespace, comments and document markers. A document that does not parse
@@ -833,9 +865,10 @@ func (c *Config) Validate() error {
 	if _, err := c.Server.StateKeyBytes(); err != nil {
 		fail("server.state_key", "%v", err) // never the key itself
 	}
-	if b := c.Memory.Backend; b != "file" && !strings.HasPrefix(b, "postgres://") && !strings.HasPrefix(b, "postgresql://") {
-		// The value may be a URL with a password: never echo it.
+	if c.Memory.Backend == "" {
 		fail("memory.backend", `must be "file" or a postgres:// URL`)
+	} else if err := memory.CheckBackend(c.Memory.Backend); err != nil {
+		fail("memory.backend", "%v", err) // never the value: it may hold a password
 	}
 	if n := c.Memory.Postgres.MaxConns; n < 1 || n > 1000 {
 		fail("memory.postgres.max_conns", "must be between 1 and 1000, got %d", n)
@@ -893,7 +926,8 @@ func (c *Config) Validate() error {
 		fail("server.tracing.sample_ratio", "must be from 0 to 1, got %v", r)
 	}
 	if e := c.Server.Tracing.Endpoint; e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
-		fail("server.tracing.endpoint", "must be an http:// or https:// URL such as http://127.0.0.1:4318, got %q", e)
+		// Shown as download.ShowURL shows it: a collector's URL may carry user:password@.
+		fail("server.tracing.endpoint", "must be an http:// or https:// URL such as http://127.0.0.1:4318, got %q", download.ShowURL(e))
 	}
 	return errors.Join(errs...)
 }

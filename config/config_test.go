@@ -108,6 +108,67 @@ func TestMemoryBackendFromEnv(t *testing.T) {
 	}
 }
 
+// TestInvalidShowsNoSecret: a refused value that may hold a credential
+// (a password in the memory backend's URL, user:password@ in the tracing
+// collector's, a key) is named by its key, never echoed, whether it came
+// from the file or a WARDEN_* variable.
+func TestInvalidShowsNoSecret(t *testing.T) {
+	const secret = "hunter2hunter2"
+	for _, c := range []struct{ body, env, value, want string }{
+		// A / in the password ends the userinfo where pgx reads it: the rest
+		// would be the database name its errors show.
+		{body: "memory: {backend: \"postgres://u:12/" + secret + "@db/x\"}", want: "memory.backend: the postgres:// URL has an @ outside its user:password@ part"},
+		{env: "WARDEN_MEMORY_BACKEND", value: "postgres://u:" + secret + "@a@db/x", want: "memory.backend: the postgres:// URL has an @ outside"},
+		{env: "WARDEN_MEMORY_BACKEND", value: "host=db password=" + secret, want: `memory.backend: must be "file" or a postgres:// URL`},
+		{body: "server: {tracing: {endpoint: \"grpc://u:" + secret + "@collector:4317\"}}", want: `server.tracing.endpoint: must be an http:// or https:// URL such as http://127.0.0.1:4318, got "grpc://collector:4317"`},
+		{env: "WARDEN_SERVER_TRACING_ENDPOINT", value: "otlp://" + secret + "@collector", want: "server.tracing.endpoint: must be an http:// or https:// URL"},
+		{env: "WARDEN_SERVER_STATE_KEY", value: secret + "!", want: "server.state_key: must be hex or base64"},
+		// Host entries: a net grant, a redirect host.
+		{body: "tools: {grants: {x: {net: [\"ftp://u:" + secret + "@api.example.com\"]}}}", want: `tools.grants.x.net: net grant "ftp://api.example.com" (shown without what precedes the @)`},
+		{body: "tools: {fetch: {redirect_hosts: [\"u:" + secret + "@cdn.example.com\"]}}", want: `tools.fetch.redirect_hosts: "cdn.example.com" (shown without what precedes the @) is not a host name`},
+		// KEY=VALUE where an env grant names a key.
+		{body: "tools: {grants: {x: {env: [\"GITHUB_TOKEN=" + secret + "\"]}}}", want: `tools.grants.x.env: "GITHUB_TOKEN=…" is not a key: name the key alone`},
+		// YAML's parser quotes an alias's name and a scalar its tag refuses.
+		{body: "server:\n  token: *" + secret, want: "yaml: unknown anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) referenced"},
+		{body: "server:\n  token: &" + secret + " [*" + secret + "]", want: "yaml: anchor (its name is not shown; an unquoted value starting with * is an alias: quote it) value contains itself"},
+		{body: "server:\n  token: !!int \"" + secret + "`\\n`\"", want: "yaml: cannot decode !!str (a value, not shown) as a !!int"},
+	} {
+		if c.env != "" {
+			t.Setenv(c.env, c.value)
+		}
+		path := writeConfig(t, c.body+"\n")
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s%s: %v\n want it to contain %q and not the secret", c.body, c.env, err, c.want)
+		}
+		if c.env != "" {
+			os.Unsetenv(c.env)
+		}
+	}
+}
+
+// TestYAMLErrorsShowNoValue: the other readers of config.yaml (Sniff, for
+// a config.yaml found in the working folder; EditFile, for warden grant and
+// a prompt's "allow always") show a parse error without the value either,
+// and EditFile leaves the file as it was.
+func TestYAMLErrorsShowNoValue(t *testing.T) {
+	const secret = "hunter2hunter2"
+	body := "server:\n  token: *" + secret + "\n"
+	path := writeConfig(t, body)
+	if _, _, err := Sniff(path); err == nil || !strings.Contains(err.Error(), "unknown anchor") || strings.Contains(err.Error(), secret) {
+		t.Errorf("Sniff: %v", err)
+	}
+	_, err := EditFile(path, func(d *Document) error {
+		return d.Grant("echo", GrantChange{Key: "net", Values: []string{"api.example.com"}})
+	})
+	if err == nil || !strings.Contains(err.Error(), "unknown anchor") || strings.Contains(err.Error(), secret) {
+		t.Errorf("EditFile: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != body {
+		t.Errorf("EditFile wrote:\n%s", b)
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	cases := map[string]string{
 		"tools: {defaults: {timeout: soon}}":                                 "timeout",

@@ -132,7 +132,7 @@ func (d *Document) apply(path []string, value *yaml.Node) error {
 	}
 	var got any
 	if err := yaml.Unmarshal(out, &got); err != nil {
-		return fmt.Errorf("edit %s: cannot edit this layout in place (%v); edit the file by hand", keyPath(path), err)
+		return fmt.Errorf("edit %s: cannot edit this layout in place (%v); edit the file by hand", keyPath(path), yamlError(err))
 	}
 	if !reflect.DeepEqual(normalize(got), normalize(want)) {
 		return fmt.Errorf("edit %s: cannot edit this layout in place; edit the file by hand", keyPath(path))
@@ -154,7 +154,7 @@ func normalize(v any) any {
 func parseTree(src []byte) (doc, root *yaml.Node, err error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(src, &n); err != nil {
-		return nil, nil, fmt.Errorf("parse config: %w", err)
+		return nil, nil, fmt.Errorf("parse config: %w", yamlError(err))
 	}
 	if n.Kind == 0 || len(n.Content) == 0 {
 		return &n, nil, nil

@@ -515,6 +515,16 @@ func TestRevokeTheLastTopicRevokesMemory(t *testing.T) {
 	}
 }
 
+// TestParseGrantChangeShowsNoCredential: a URL typed where KEY=VALUE goes
+// is named without its user:password@.
+func TestParseGrantChangeShowsNoCredential(t *testing.T) {
+	_, err := ParseGrantChange("https://u:hunter2hunter2@api.example.com")
+	want := `unknown grant key "https://api.example.com" (shown without what precedes the @) (known: `
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("ParseGrantChange: %v, want %s…", err, want)
+	}
+}
+
 // TestGrantRefusesWardenKeys: `warden grant` (and every other grant edit:
 // "allow always", install) refuses a WARDEN_* env key, warden's own
 // configuration, and leaves the file byte for byte.

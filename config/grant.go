@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -14,6 +15,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -53,7 +55,12 @@ func ParseGrantChange(s string) (GrantChange, error) {
 	key, value, hasValue := strings.Cut(s, "=")
 	key = strings.ToLower(strings.TrimSpace(key))
 	if _, ok := grantKeys[key]; !ok {
-		return GrantChange{}, fmt.Errorf("unknown grant key %q (known: %s)", key, strings.Join(GrantKeys, ", "))
+		shown := strconv.Quote(key)
+		if strings.Contains(key, "@") {
+			// A URL typed where KEY=VALUE goes: user:password@ is not shown.
+			shown = strconv.Quote(download.ShowHost(key)) + " (shown without what precedes the @)"
+		}
+		return GrantChange{}, fmt.Errorf("unknown grant key %s (known: %s)", shown, strings.Join(GrantKeys, ", "))
 	}
 	c := GrantChange{Key: key}
 	if !hasValue {

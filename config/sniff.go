@@ -33,7 +33,7 @@ func Sniff(path string) (keys []string, isWarden bool, err error) {
 	}
 	var top map[string]any
 	if err := yaml.Unmarshal(data, &top); err != nil {
-		return nil, false, fmt.Errorf("config %s: %w", path, err)
+		return nil, false, fmt.Errorf("config %s: %w", path, yamlError(err))
 	}
 	if len(top) == 0 {
 		return nil, true, nil

@@ -139,7 +139,11 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 		fail("tools.fetch.timeout", "must be positive, got %s", c.Tools.Fetch.Timeout)
 	}
 	for _, h := range c.Tools.Fetch.RedirectHosts {
-		if h == "" || strings.ContainsAny(h, "/@ \t\r\n*") {
+		switch {
+		case strings.Contains(h, "@"):
+			// Not as written: user:password@ is how credentials are written.
+			fail("tools.fetch.redirect_hosts", "%q (shown without what precedes the @) is not a host name (HOST or HOST:PORT): no user or password", download.ShowHost(h))
+		case h == "" || strings.ContainsAny(h, "/ \t\r\n*"):
 			fail("tools.fetch.redirect_hosts", "%q is not a host name (HOST or HOST:PORT)", h)
 		}
 	}

@@ -30,7 +30,7 @@ func TestRequestedCapabilityGrammar(t *testing.T) {
 		{"net_url", `{"net":["https://a.example/path"]}`, `capabilities.net[0] "https://a.example/path"`},
 		{"net_rlo", `{"net":["api.example.com\u202e"]}`, `U+202E`},
 		{"net_garbage", `{"net":["not a host at all"]}`, `capabilities.net[0]`},
-		{"env_bad", `{"env":["HOME=1"]}`, `capabilities.env[0] "HOME=1": "HOME=1" is not a key`},
+		{"env_bad", `{"env":["HOME=1"]}`, `capabilities.env[0] "HOME=1": "HOME=…" is not a key`},
 		{"env_digit", `{"env":["1PATH"]}`, `capabilities.env[0]`},
 		// Warden's own configuration: never offered, so never requested.
 		{"env_warden", `{"env":["HOME","warden_Server_Token"]}`, `capabilities.env[1] "warden_Server_Token": "warden_Server_Token" is warden's own configuration`},

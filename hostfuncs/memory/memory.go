@@ -79,8 +79,8 @@ func (c Config) check() (*front, error) {
 	if c.MaxConns < 0 || c.QueryTimeout < 0 {
 		return nil, fmt.Errorf("memory: max conns and query timeout must not be negative, got %d and %v", c.MaxConns, c.QueryTimeout)
 	}
-	if c.Backend != "" && c.Backend != "file" && !isPostgresURL(c.Backend) {
-		return nil, errors.New(`memory: backend must be "file" or a postgres:// URL (config key memory.backend)`)
+	if err := CheckBackend(c.Backend); err != nil {
+		return nil, fmt.Errorf("memory: config key memory.backend: %w", err)
 	}
 	home := c.Home
 	if home == "" {

@@ -137,10 +137,17 @@ func TestPostgresQueryTimeout(t *testing.T) {
 func TestPostgresBadBackend(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ backend, want string }{
-		{"mysql://x", `memory: backend must be "file" or a postgres:// URL (config key memory.backend)`},
+		{"mysql://x", `memory: config key memory.backend: must be "file" or a postgres:// URL`},
 		{"postgres://u:hunter2@127.0.0.1:bad/db", "config key memory.backend"},
 		// Nobody listens on port 1.
 		{"postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=5", "memory: postgres://u@127.0.0.1:1/db: migrate the schema"},
+		// A / in the password ends pgx's userinfo: hunter2 would be the
+		// database name its connection error shows. Refused, unquoted.
+		{"postgres://u:12/hunter2@127.0.0.1:1/db", "memory: config key memory.backend: the postgres:// URL has an @ outside its user:password@ part"},
+		{"postgres://u:hun@ter2@127.0.0.1:1/db", "has an @ outside its user:password@ part"},
+		// A ? in the password is pgx's userinfo still (net/url would read
+		// port 12 and a query): the id names user, host and database only.
+		{"postgres://u:12?hunter2@127.0.0.1:1/db?connect_timeout=5", "memory: postgres://u@127.0.0.1:1/db: migrate the schema"},
 	} {
 		_, err := NewContext(t.Context(), Config{ProjectRoot: dir, Backend: c.backend}, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {

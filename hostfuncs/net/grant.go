@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/warden-run/warden/internal/download"
 )
 
 // grant is one parsed entry of a tool's net grant.
@@ -47,6 +49,11 @@ func ValidateGrant(entry string) error {
 
 func parseGrant(entry string) (grant, error) {
 	var g grant
+	if strings.Contains(entry, "@") {
+		// Shown without its user:password@: a refused entry may still hold a
+		// password, and this message reaches stderr and the logs.
+		return g, fmt.Errorf("net grant %q (shown without what precedes the @): only [scheme://]host[:port] is allowed, no user or password", download.ShowHost(entry))
+	}
 	fields := strings.Fields(entry)
 	if len(fields) == 0 {
 		return g, fmt.Errorf("empty net grant")

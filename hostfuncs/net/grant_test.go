@@ -187,6 +187,25 @@ func TestPublic(t *testing.T) {
 	}
 }
 
+// TestGrantShowsNoCredential: a net grant entry with a user:password@ is
+// refused, whatever else is wrong with it, and the error shows it without
+// the credential (download.ShowHost): it reaches stderr and the logs.
+func TestGrantShowsNoCredential(t *testing.T) {
+	const secret = "S3cretTok"
+	for entry, shown := range map[string]string{
+		"https://u:" + secret + "@api.example.com": `"https://api.example.com"`,
+		"ftp://" + secret + "@api.example.com":     `"ftp://api.example.com"`,
+		"u:" + secret + "@api.example.com private": `"(an unparsable URL, not shown as it may carry credentials)"`,
+		secret + "@api.example.com":                `"api.example.com"`,
+	} {
+		err := ValidateGrant(entry)
+		want := "net grant " + shown + " (shown without what precedes the @): only [scheme://]host[:port] is allowed, no user or password"
+		if err == nil || err.Error() != want {
+			t.Errorf("ValidateGrant(%q) = %v, want %s", entry, err, want)
+		}
+	}
+}
+
 // TestNumericHostSpellings: a host that C resolvers and browsers read as an
 // IPv4 address (127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1) was a DNS name
 // here, so "*" covered it in a prompt while a cgo resolver reached

@@ -244,3 +244,28 @@ func TestGetSameHostRedirectAsked(t *testing.T) {
 		t.Errorf("asked about %q", asked)
 	}
 }
+
+// TestShowHostAndURLHideCredentials: a config host entry or a URL is shown
+// without anything that may be part of a credential, even where the
+// parser's idea of the host is a piece of the person's userinfo (a token
+// holding a ? or #, a numeric password before one).
+func TestShowHostAndURLHideCredentials(t *testing.T) {
+	const secret = "S3cretTok"
+	for in, want := range map[string]string{
+		"https://u:" + secret + "@api.example.com": "https://api.example.com",
+		"u:" + secret + "@cdn.example.com":         "cdn.example.com",
+		secret + "@cdn.example.com:8443":           "cdn.example.com:8443",
+		"cdn.example.com":                          "cdn.example.com",
+		"u:" + secret + "@cdn.example.com private": "(an unparsable URL, not shown as it may carry credentials)",
+		"ftp://" + secret + "@h":                   "ftp://h",
+		"https://" + secret + "?x@host/t.wasm":     "https://… (not shown: it has an @ after the host, so it may carry credentials)",
+		"https://u:98765#" + secret + "@host/t":    "https://… (not shown: it has an @ after the host, so it may carry credentials)",
+		"https://" + secret + "/x@host/t.wasm":     "https://… (not shown: it has an @ after the host, so it may carry credentials)",
+		"u:" + secret + "@cdn.example.com/x?y=@z":  "… (not shown: it has an @ after the host, so it may carry credentials)",
+	} {
+		got := ShowHost(in)
+		if strings.Contains(got, secret) || got != want {
+			t.Errorf("ShowHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

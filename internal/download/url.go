@@ -145,16 +145,33 @@ func ShowURL(rawURL string) string {
 	return show(u)
 }
 
+// ShowHost is a host entry of config ([scheme://]HOST[:PORT], as net
+// grants and tools.fetch.redirect_hosts write it) as ShowURL would show it:
+// without a user:password@, which is how credentials are written even
+// where they are refused.
+func ShowHost(entry string) string {
+	if strings.Contains(entry, "://") {
+		return ShowURL(entry)
+	}
+	return strings.TrimPrefix(ShowURL("//"+entry), "//")
+}
+
 // show is u without its userinfo, escaped and bounded by termsafe. A URL
-// with an @ anywhere after its host is shown as its scheme and host only:
-// https://user/pa@host/x parses as host "user" and path "/pa@host/x", and
-// "pa" is a password.
+// with an @ anywhere after its host is shown as its scheme only: where the
+// person's userinfo ended is unknown, and the parsed host may be part of
+// it. https://user/pa@host/x parses as host "user" and path "/pa@host/x",
+// and "pa" is a password; https://ghp_tok?en@host parses as host
+// "ghp_tok", the first part of a token; https://u:1234#x@host as host u,
+// port 1234.
 func show(u *url.URL) string {
 	c := *u
 	c.User = nil
 	s := c.String()
 	if strings.Contains(s, "@") {
-		s = c.Scheme + "://" + c.Host + "/… (the rest is not shown: it has an @, so it may carry credentials)"
+		s = "… (not shown: it has an @ after the host, so it may carry credentials)"
+		if c.Scheme != "" {
+			s = c.Scheme + "://" + s
+		}
 	}
 	return termsafe.Line(s)
 }

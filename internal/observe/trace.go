@@ -15,6 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/warden-run/warden/internal/download"
 )
 
 // TracingOptions configures OpenTelemetry tracing.
@@ -43,7 +45,7 @@ type Tracing struct {
 func NewTracing(ctx context.Context, o TracingOptions) (*Tracing, error) {
 	u, err := url.Parse(o.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server.tracing.endpoint %q: want an http(s) URL such as http://127.0.0.1:4318", o.Endpoint)
+		return nil, fmt.Errorf("server.tracing.endpoint %q: want an http(s) URL such as http://127.0.0.1:4318", download.ShowURL(o.Endpoint))
 	}
 	if o.SampleRatio < 0 || o.SampleRatio > 1 {
 		return nil, fmt.Errorf("server.tracing.sample_ratio %v: want a number from 0 to 1", o.SampleRatio)

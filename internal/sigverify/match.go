@@ -2,6 +2,7 @@ package sigverify
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/warden-run/warden/internal/termsafe"
@@ -110,7 +111,14 @@ func checkPattern(p string) error {
 	case p == "":
 		return fmt.Errorf("%w: empty source pattern", ErrBadPolicy)
 	case strings.ContainsAny(base, "*?[]@ \t\r\n"):
-		return fmt.Errorf("%w: source pattern %q: only a final /* (or * alone) is a wildcard, and a pattern names repositories, not tags or digests", ErrBadPolicy, termsafe.Line(p))
+		shown := strconv.Quote(termsafe.Line(p))
+		if strings.Contains(p, "@") {
+			// Not shown: user:password@ is how credentials are written.
+			// (download.ShowHost would do, but download's tests import this
+			// package.)
+			shown = "(not shown: it has an @, so it may carry credentials)"
+		}
+		return fmt.Errorf("%w: source pattern %s: only a final /* (or * alone) is a wildcard, and a pattern names repositories, not tags or digests", ErrBadPolicy, shown)
 	case base == "" || strings.HasPrefix(base, "/") || strings.HasSuffix(base, "/") || strings.Contains(base, "//"):
 		return fmt.Errorf("%w: source pattern %q has an empty path segment", ErrBadPolicy, termsafe.Line(p))
 	case strings.Contains(base[strings.LastIndexByte(base, '/')+1:], ":") && strings.Contains(base, "/"):

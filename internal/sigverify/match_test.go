@@ -162,3 +162,18 @@ func TestMatchURL(t *testing.T) {
 		t.Errorf("Match in other case = %s", got)
 	}
 }
+
+// TestPatternShowsNoCredential: a pattern with user:password@ is refused
+// and not shown.
+func TestPatternShowsNoCredential(t *testing.T) {
+	for pattern, shown := range map[string]string{
+		"https://u:s3cretpw@host/*": "(not shown: it has an @, so it may carry credentials)",
+		"u:s3cretpw@ghcr.io/acme/*": "(not shown: it has an @, so it may carry credentials)",
+		"ghcr.io/acme/*?":           `"ghcr.io/acme/*?"`,
+	} {
+		_, err := NewMatcher([]Rule{{Pattern: pattern}}, Require)
+		if !errors.Is(err, ErrBadPolicy) || !strings.Contains(err.Error(), "source pattern "+shown) || strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("NewMatcher(%q): %v", pattern, err)
+		}
+	}
+}
