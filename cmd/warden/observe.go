@@ -30,7 +30,7 @@ func startObservability(ctx context.Context, cfg *config.Config, a *app.App, log
 	var audit *observe.Audit
 	if cfg.Log.Audit != "" {
 		var err error
-		audit, err = observe.OpenAudit(observe.AuditOptions{Path: cfg.Log.Audit, MaxSize: int64(cfg.Log.AuditMaxSize), Keep: cfg.Log.AuditKeep, Logger: logger})
+		audit, err = observe.OpenAudit(observe.AuditOptions{Path: cfg.Log.Audit, MaxSize: int64(cfg.Log.AuditMaxSize), Keep: cfg.Log.AuditKeep, Logger: logger, Redact: a.Redact})
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/redact"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -132,11 +133,16 @@ func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error)
 		return nil, nil, usagef("--log-level: %v", err)
 	}
 	// Every record is escaped as the terminal output is: stderr is a terminal.
-	logger := slog.New(termsafe.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slogLevel})))
+	// Before that, the config's secret values are masked (package redact):
+	// the text as written, before escaping changes it.
+	secrets := &redact.Secrets{}
+	logger := slog.New(termsafe.NewTextHandler(
+		termsafe.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slogLevel})), secrets.Redact))
 	a, err := app.New(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start: %w", err)
 	}
+	a.RedactWith(secrets)
 	return a, logger, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/redact"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -70,6 +71,9 @@ type App struct {
 	res resourceState
 	// roots caches the Sigstore trusted root (source.go).
 	roots trustedRoots
+	// secrets, when set (RedactWith), is kept equal to the config's
+	// secret values, which the logs and the audit trail redact.
+	secrets atomic.Pointer[redact.Secrets]
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -112,6 +116,7 @@ func (a *App) WatchConfig(ctx context.Context) error { return a.live.Watch(ctx) 
 // configChanged reconfigures the capabilities for a reloaded config. Grants
 // and per-call limits need nothing: calls read them from the live config.
 func (a *App) configChanged(cfg *config.Config) {
+	a.refreshSecrets(cfg)
 	if err := a.caps.apply(cfg); err != nil {
 		a.log.Error("config change not fully applied to the capabilities", "error", err)
 	}

@@ -74,6 +74,10 @@ type AuditOptions struct {
 	FlushEvery time.Duration
 	// Logger hears of write failures; nil discards.
 	Logger *slog.Logger
+	// Redact, when set, masks secret values in each encoded line
+	// (internal/redact): a tool's error or argument may hold a value it
+	// was granted, which the audit trail's readers were not.
+	Redact func(string) string
 
 	// tick replaces the FlushEvery ticker, for tests; flushed hears the
 	// number of lines of each flush.
@@ -164,6 +168,9 @@ func (a *Audit) write(l *Line) {
 	if err != nil { // cannot happen: every field is a string, number or valid JSON
 		a.dropped.Add(1)
 		return
+	}
+	if a.opts.Redact != nil {
+		b = []byte(a.opts.Redact(string(b)))
 	}
 	b = append(termsafe.JSON(b), '\n')
 	a.mu.RLock()

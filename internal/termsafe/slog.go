@@ -15,10 +15,22 @@ import (
 // quotes a descriptor field, a path a guest asked for) is shown escaped
 // there exactly as on the terminal, and slog's own quoting (which keeps
 // printable invisible characters such as U+3164) is not relied on.
-type Handler struct{ next slog.Handler }
+type Handler struct {
+	next slog.Handler
+	text func(string) string
+}
 
 // NewHandler returns next behind Escape.
-func NewHandler(next slog.Handler) *Handler { return &Handler{next: next} }
+func NewHandler(next slog.Handler) *Handler { return &Handler{next: next, text: Escape} }
+
+// NewTextHandler returns next behind f instead of Escape: every text of a
+// record (message, keys, string values, errors, any value's text) passes
+// through f, as through Escape in NewHandler. Redaction uses it
+// (internal/redact), outside the escaping handler, so that it sees the
+// text as it was written.
+func NewTextHandler(next slog.Handler, f func(string) string) *Handler {
+	return &Handler{next: next, text: f}
+}
 
 // Enabled implements slog.Handler.
 func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
@@ -27,9 +39,9 @@ func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
 
 // Handle implements slog.Handler.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, Escape(r.Message), r.PC)
+	out := slog.NewRecord(r.Time, r.Level, h.text(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(escapeAttr(a))
+		out.AddAttrs(h.escapeAttr(a))
 		return true
 	})
 	return h.next.Handle(ctx, out)
@@ -39,27 +51,27 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	esc := make([]slog.Attr, len(attrs))
 	for i, a := range attrs {
-		esc[i] = escapeAttr(a)
+		esc[i] = h.escapeAttr(a)
 	}
-	return &Handler{next: h.next.WithAttrs(esc)}
+	return &Handler{next: h.next.WithAttrs(esc), text: h.text}
 }
 
 // WithGroup implements slog.Handler.
 func (h *Handler) WithGroup(name string) slog.Handler {
-	return &Handler{next: h.next.WithGroup(Escape(name))}
+	return &Handler{next: h.next.WithGroup(h.text(name)), text: h.text}
 }
 
-func escapeAttr(a slog.Attr) slog.Attr {
-	a.Key = Escape(a.Key)
+func (h *Handler) escapeAttr(a slog.Attr) slog.Attr {
+	a.Key = h.text(a.Key)
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		a.Value = slog.StringValue(Escape(v.String()))
+		a.Value = slog.StringValue(h.text(v.String()))
 	case slog.KindGroup:
 		group := v.Group()
 		esc := make([]slog.Attr, len(group))
 		for i, g := range group {
-			esc[i] = escapeAttr(g)
+			esc[i] = h.escapeAttr(g)
 		}
 		a.Value = slog.GroupValue(esc...)
 	case slog.KindAny:
@@ -79,7 +91,7 @@ func escapeAttr(a slog.Attr) slog.Attr {
 		default:
 			text = fmt.Sprintf("%+v", x)
 		}
-		if esc := Escape(text); esc != text {
+		if esc := h.text(text); esc != text {
 			a.Value = slog.StringValue(esc)
 		} else {
 			a.Value = v

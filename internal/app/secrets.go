@@ -1,0 +1,50 @@
+package app
+
+import (
+	"os"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/redact"
+)
+
+// RedactWith makes s the secrets of the config in force, now and after
+// every reload: the values of env.values and of each tool's config (literal
+// or from the host variable they name), server.token and server.state_key.
+// cmd/warden redacts its stderr log and the audit log with s (package
+// redact says why).
+func (a *App) RedactWith(s *redact.Secrets) {
+	a.secrets.Store(s)
+	a.refreshSecrets(a.Config())
+}
+
+func (a *App) refreshSecrets(cfg *config.Config) {
+	if s := a.secrets.Load(); s != nil {
+		s.Set(secretValues(cfg))
+	}
+}
+
+// secretValues lists the values of cfg that no log may show.
+func secretValues(cfg *config.Config) []string {
+	values := []string{cfg.Server.Token, cfg.Server.StateKey}
+	add := func(v config.EnvValue) {
+		switch {
+		case v.Value != "":
+			values = append(values, v.Value)
+		case v.FromEnv != "":
+			values = append(values, os.Getenv(v.FromEnv))
+		}
+	}
+	for _, v := range cfg.Env.Values {
+		add(v)
+	}
+	for _, g := range cfg.Tools.Grants {
+		for _, v := range g.Config {
+			add(v)
+		}
+	}
+	return values
+}
+
+// Redact masks the config's secret values in text (RedactWith); text
+// unchanged before RedactWith.
+func (a *App) Redact(text string) string { return a.secrets.Load().Redact(text) }
