@@ -188,6 +188,24 @@ func (w *world) fails(name, args string, kind tool.Kind) string {
 	return res.Error.Message
 }
 
+// toolsOwn returns a failure message a tool reported without the line
+// warden puts before it ("reported by tool T (module M), not by warden: "),
+// failing the test when the line is missing: a tool's words never pass for
+// warden's.
+func toolsOwn(t testing.TB, name, message string) string {
+	t.Helper()
+	prefix := "reported by tool " + name + " (module "
+	rest, ok := strings.CutPrefix(message, prefix)
+	if !ok {
+		t.Fatalf("call %s: message %q does not say it is the tool's", name, message)
+	}
+	_, own, ok := strings.Cut(rest, "), not by warden: ")
+	if !ok {
+		t.Fatalf("call %s: message %q does not say it is the tool's", name, message)
+	}
+	return own
+}
+
 func compact(t testing.TB, raw json.RawMessage) string {
 	t.Helper()
 	if len(raw) == 0 {
@@ -283,10 +301,10 @@ func TestWordCount(t *testing.T) {
 func TestArgumentErrors(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, []string{"countdown", "text_stats"}, "", "")
-	if msg := w.fails("countdown", `{"steps":1000}`, tool.KindInvalidArguments); msg != "steps: want 1..100, got 1000" {
+	if msg := toolsOwn(t, "countdown", w.fails("countdown", `{"steps":1000}`, tool.KindInvalidArguments)); msg != "steps: want 1..100, got 1000" {
 		t.Errorf("countdown message %q", msg)
 	}
-	if msg := w.fails("item_at", `{"list":[1,2],"index":2}`, tool.KindNotFound); msg != "index 2 is outside the list of 2" {
+	if msg := toolsOwn(t, "item_at", w.fails("item_at", `{"list":[1,2],"index":2}`, tool.KindNotFound)); msg != "index 2 is outside the list of 2" {
 		t.Errorf("item_at message %q", msg)
 	}
 	text, structured, _ := w.ok("item_at", `{"list":[1,{"a":[true,null]},"x"],"index":1}`)
@@ -465,7 +483,7 @@ func FuzzJSONReader(f *testing.F) {
 		}
 		valid := json.Valid([]byte(seen.JSON)) && depth(seen.JSON) <= 256
 		if !valid {
-			if !res.IsError || res.Error.Kind != tool.KindInvalidArguments || !strings.HasPrefix(res.Error.Message, "json: offset ") {
+			if !res.IsError || res.Error.Kind != tool.KindInvalidArguments || !strings.HasPrefix(toolsOwn(t, "json_echo", res.Error.Message), "json: offset ") {
 				t.Fatalf("%q: got %+v %+v, want an invalid_arguments error naming the offset", seen.JSON, res.Error, res.Content)
 			}
 			return
@@ -576,7 +594,7 @@ func TestErrorKinds(t *testing.T) {
 		{"silent", tool.KindFailed, "tool returned -1 without recording an error"},
 	} {
 		res, _ := w.call("fail", fmt.Sprintf(`{"kind":%q,"message":"m"}`, tc.kind), "")
-		if !res.IsError || res.Error.Kind != tc.want || res.Error.Message != tc.message {
+		if !res.IsError || res.Error.Kind != tc.want || toolsOwn(t, "fail", res.Error.Message) != tc.message {
 			t.Errorf("kind %s: got %+v, want %s %q", tc.kind, res.Error, tc.want, tc.message)
 			continue
 		}
