@@ -293,8 +293,10 @@ func New(tools Tools, opts Options) *Server {
 	if l, ok := tools.(Loader); ok {
 		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
 	}
-	// Outermost, so it runs first: the caller is known, and a call its
-	// token may not make refused, before anything else is done for it.
+	// Before the loading and refusal middlewares: the caller is known (the
+	// principal in the context) before anything else is done for it. Its
+	// scopes are checked in the door (enter), for every way into module
+	// code; only the reply check below wraps this one.
 	s.sdk.AddReceivingMiddleware(s.authorize)
 	s.resync()
 	s.stopWatches = s.startFeatures()
@@ -570,6 +572,12 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			failed: func(err error) (*mcp.CallToolResult, error) {
 				if tool.KindOf(err) == tool.KindNotFound {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+				}
+				var te *tool.Error
+				if errors.As(err, &te) {
+					// A typed failure of the door's own (the client's
+					// answers could not be sealed): answered as its kind.
+					return s.resultFor(name, tool.ErrorResult(te)), nil
 				}
 				// Outside the contract; still the tool's failure, not the protocol's.
 				s.log.Error("tool call returned an error instead of a result", "tool", name, "error", err)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // PooledInstance makes sure t's module has an idle instance and returns its
@@ -76,3 +78,13 @@ func ColdStarts(m *Module) int64 { return m.pool.coldStarts.Load() }
 // InstrumentPasses counts the instrumentation passes r ran (a load whose
 // pass output came from the disk cache runs none).
 func InstrumentPasses(r *Runtime) int64 { return r.host.Passes.Load() }
+
+// CheckFeatures runs the load-time check of a module's features
+// (checkFeatureTools) on f, for a module whose tools are named tools.
+func CheckFeatures(f *tool.Features, tools ...string) error {
+	m := &Module{name: "m", features: f}
+	for _, name := range tools {
+		m.tools = append(m.tools, &Tool{Descriptor: tool.Descriptor{Name: name}})
+	}
+	return m.checkFeatureTools()
+}

@@ -98,7 +98,8 @@ func exportOf(engine guest.Engine, op guest.Op) string {
 }
 
 // checkFeatureTools checks that the tool each feature names (for its
-// grants) is one of the module's.
+// grants) is one of the module's, and that no resource is in warden's
+// memory: scheme.
 func (m *Module) checkFeatureTools() error {
 	f := m.features
 	var problems []string
@@ -107,11 +108,23 @@ func (m *Module) checkFeatureTools() error {
 			problems = append(problems, fmt.Sprintf("%s: tool %q (whose grants it runs under) is not a valid tool of this module", where, name))
 		}
 	}
+	// memory: is warden's scheme (the project memory as resources): a
+	// module that declared it would be read for topics warden does not
+	// list, and could speak for the memory in what it returns.
+	reserved := func(where, uri string) {
+		if scheme, _, ok := strings.Cut(uri, ":"); ok && strings.EqualFold(scheme, "memory") {
+			problems = append(problems, fmt.Sprintf("%s: the memory: scheme is warden's (the project memory); a module declares no resource in it", where))
+		}
+	}
 	for i, r := range f.Resources {
-		check(fmt.Sprintf("resources[%d] %q", i, r.URI), r.Tool)
+		where := fmt.Sprintf("resources[%d] %q", i, r.URI)
+		check(where, r.Tool)
+		reserved(where, r.URI)
 	}
 	for i, t := range f.ResourceTemplates {
-		check(fmt.Sprintf("resourceTemplates[%d] %q", i, t.URITemplate), t.Tool)
+		where := fmt.Sprintf("resourceTemplates[%d] %q", i, t.URITemplate)
+		check(where, t.Tool)
+		reserved(where, t.URITemplate)
 	}
 	for i, p := range f.Prompts {
 		check(fmt.Sprintf("prompts[%d] %q", i, p.Name), p.Tool)

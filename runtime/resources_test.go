@@ -295,3 +295,22 @@ func TestFeatureDescriptorRefusals(t *testing.T) {
 	}
 	_ = json.Valid
 }
+
+// TestMemorySchemeIsWardens: a module declaring a resource or template in
+// the memory: scheme (any case) is refused at load, naming each entry: it
+// would be read for topics warden does not list and could speak for the
+// project memory in what it returns.
+func TestMemorySchemeIsWardens(t *testing.T) {
+	err := runtime.CheckFeatures(&tool.Features{
+		Resources:         []tool.ResourceDescriptor{{URI: "memory://notes", Name: "n"}, {URI: "fx://ok", Name: "ok"}},
+		ResourceTemplates: []tool.ResourceTemplateDescriptor{{URITemplate: "MEMORY://{+a}", Name: "a"}},
+	})
+	want := `descriptor: resources[0] "memory://notes": the memory: scheme is warden's (the project memory); a module declares no resource in it; ` +
+		`resourceTemplates[0] "MEMORY://{+a}": the memory: scheme is warden's (the project memory); a module declares no resource in it`
+	if err == nil || err.Error() != want {
+		t.Fatalf("CheckFeatures = %v\nwant %s", err, want)
+	}
+	if err := runtime.CheckFeatures(&tool.Features{Resources: []tool.ResourceDescriptor{{URI: "memoryx://a", Name: "a"}}}); err != nil {
+		t.Fatalf("memoryx: is not memory: %v", err)
+	}
+}

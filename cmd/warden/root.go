@@ -27,6 +27,9 @@ type globalFlags struct {
 	// configFrom says where configPath came from: "flag", "env", "cwd"
 	// (./config.yaml), or "" when there is no config.
 	configFrom string
+	// secrets are values from flags that the logs redact beside the
+	// config's (serve's --token).
+	secrets []string
 }
 
 func newRoot() *cobra.Command {
@@ -136,13 +139,14 @@ func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error)
 	// Before that, the config's secret values are masked (package redact):
 	// the text as written, before escaping changes it.
 	secrets := &redact.Secrets{}
+	secrets.Set(append(app.SecretValues(cfg), g.secrets...)) // app.New logs too
 	logger := slog.New(termsafe.NewTextHandler(
 		termsafe.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slogLevel})), secrets.Redact))
 	a, err := app.New(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start: %w", err)
 	}
-	a.RedactWith(secrets)
+	a.RedactWith(secrets, g.secrets...)
 	return a, logger, nil
 }
 

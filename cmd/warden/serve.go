@@ -77,6 +77,9 @@ another program's and is refused.`,
 				defer stop()
 			}
 			ctx := cmd.Context()
+			if token != "" {
+				g.secrets = append(g.secrets, token)
+			}
 			a, logger, err := g.start(ctx)
 			if err != nil {
 				return err

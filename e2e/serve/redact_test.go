@@ -13,11 +13,11 @@ import (
 // value of its config) can put it in its log line, its stdout, its error or
 // its arguments; warden writes none of them to its stderr log or the audit
 // log, which people and collectors read who were never granted it. The
-// value, and the bearer-style token of server.token, are masked
+// value, and the bearer token (server.token or serve --token), are masked
 // "[redacted]" in both, whatever the tool does; the client gets what the
 // tool returns (that is the grant), and the server goes on serving.
 func TestSecretValuesNeverLogged(t *testing.T) {
-	const envSecret, configSecret, hostSecret = "s3cr3t-env-value-7f3a", "s3cr3t-config-value-9b1c", "s3cr3t-host-value-4e2d"
+	const envSecret, configSecret, hostSecret, flagSecret = "s3cr3t-env-value-7f3a", "s3cr3t-config-value-9b1c", "s3cr3t-host-value-4e2d", "s3cr3t-flag-token-1a5e"
 	e := newEnv(t, "", "surface")
 	audit := filepath.Join(e.dir, "audit.log")
 	t.Setenv("E2E_REDACT_HOST", hostSecret)
@@ -34,9 +34,11 @@ func TestSecretValuesNeverLogged(t *testing.T) {
 	if err := os.WriteFile(e.config, granted, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs, stderr := stdioServer(t, e, "", nil)
+	// --token is HTTP's, but a secret however it is given: redacted on
+	// stdio too.
+	cs, stderr := stdioServer(t, e, "", nil, "--token", flagSecret)
 
-	for _, secret := range []string{envSecret, configSecret, hostSecret} {
+	for _, secret := range []string{envSecret, configSecret, hostSecret, flagSecret} {
 		res := call(t, cs, "surface", map[string]any{"log": "log " + secret, "print": "print " + secret})
 		if res.IsError {
 			t.Fatalf("log and print: %s", dump(res))
@@ -58,7 +60,7 @@ func TestSecretValuesNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for sink, text := range map[string]string{"audit log": string(raw), "stderr log": stderr.String()} {
-		for _, secret := range []string{envSecret, configSecret, hostSecret} {
+		for _, secret := range []string{envSecret, configSecret, hostSecret, flagSecret} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s holds the secret %s:\n%s", sink, secret, text)
 			}

@@ -74,6 +74,9 @@ type App struct {
 	// secrets, when set (RedactWith), is kept equal to the config's
 	// secret values, which the logs and the audit trail redact.
 	secrets atomic.Pointer[redact.Secrets]
+	// secretsExtra are RedactWith's extra values, written before secrets
+	// is stored and only read after it is loaded.
+	secretsExtra []string
 }
 
 // New starts a runtime for cfg. It loads no tools: call LoadTools.
@@ -587,10 +590,9 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	ctx, notes := withNotices(ctx)
 	req.Arguments, req.Cursor = c.Arguments, cursor
 	res := t.Call(ctx, req)
-	if res.Error == nil {
-		if bad := a.foreignEmbedded(t.Module(), "content", resultBlocks(res)); bad != nil {
-			res = tool.ErrorResult(bad)
-		}
+	// Error results too: a failing call's content blocks reach the client.
+	if bad := a.foreignEmbedded(t.Module(), "content", resultBlocks(res)); bad != nil {
+		res = tool.ErrorResult(bad)
 	}
 	if res.NextCursor != "" {
 		res.NextCursor = a.cursors.seal(c.Name, res.NextCursor)

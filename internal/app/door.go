@@ -65,6 +65,11 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	a.mu.Lock()
 	waitFor := a.heldBy(cfg, e.tool)
 	a.mu.Unlock()
+	if waitFor != "" && e.method != mcpserver.MethodCallTool {
+		// A feature answers as an unknown name does: the client is not
+		// told which tool it runs as, nor which module is loading.
+		return ctx, req, nil, e.notServed()
+	}
 	if waitFor != "" {
 		// mcpserver waits for loads before it serves a name it does not
 		// list, so only a caller that did not wait gets here.

@@ -38,12 +38,13 @@ func (a *App) foreignEmbedded(m *runtime.Module, what string, blocks func(yield 
 // otherOwner names the owner other than m that serves uri ("module x",
 // "warden's project memory"), or "" when none does.
 func (a *App) otherOwner(m *runtime.Module, uri string) string {
+	if scheme, _, ok := strings.Cut(uri, ":"); ok && strings.EqualFold(scheme, "memory") {
+		// memory:// is warden's, served or not, declared by the module or
+		// not: a module never speaks for it.
+		return "warden's project memory (memory://)"
+	}
 	if _, ok := m.ResourceOwner(uri); ok {
 		return ""
-	}
-	if scheme, _, ok := strings.Cut(uri, ":"); ok && strings.EqualFold(scheme, "memory") {
-		// memory:// is warden's, served or not: a module never speaks for it.
-		return "warden's project memory (memory://)"
 	}
 	for _, other := range a.registry.Modules() {
 		if other.Name() == m.Name() {

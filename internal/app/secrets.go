@@ -2,29 +2,32 @@ package app
 
 import (
 	"os"
+	"slices"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/redact"
 )
 
 // RedactWith makes s the secrets of the config in force, now and after
-// every reload: the values of env.values and of each tool's config (literal
-// or from the host variable they name), server.token and server.state_key.
-// cmd/warden redacts its stderr log and the audit log with s (package
-// redact says why).
-func (a *App) RedactWith(s *redact.Secrets) {
+// every reload (SecretValues), with extra values that are not in config
+// (serve's --token). cmd/warden redacts its stderr log and the audit log
+// with s (package redact says why).
+func (a *App) RedactWith(s *redact.Secrets, extra ...string) {
+	a.secretsExtra = slices.Clone(extra) // before the Store that publishes it
 	a.secrets.Store(s)
 	a.refreshSecrets(a.Config())
 }
 
 func (a *App) refreshSecrets(cfg *config.Config) {
 	if s := a.secrets.Load(); s != nil {
-		s.Set(secretValues(cfg))
+		s.Set(append(SecretValues(cfg), a.secretsExtra...))
 	}
 }
 
-// secretValues lists the values of cfg that no log may show.
-func secretValues(cfg *config.Config) []string {
+// SecretValues lists the values of cfg that no log may show: the values of
+// env.values and of each tool's config (literal or from the host variable
+// they name), server.token and server.state_key.
+func SecretValues(cfg *config.Config) []string {
 	values := []string{cfg.Server.Token, cfg.Server.StateKey}
 	add := func(v config.EnvValue) {
 		switch {

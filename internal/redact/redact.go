@@ -1,6 +1,6 @@
 // Package redact keeps the secret values of the config in force (env
-// values, tools' config values, the bearer token, the state key, the
-// memory database's password) out of warden's logs and audit trail.
+// values, tools' config values, the bearer token, the state key) out of
+// warden's logs and audit trail.
 //
 // The capabilities never put a value in an error or a log line
 // (hostfuncs/env); but a tool granted one may put it in its own error,

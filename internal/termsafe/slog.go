@@ -3,6 +3,7 @@ package termsafe
 import (
 	"context"
 	"encoding"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 )
@@ -82,6 +83,10 @@ func (h *Handler) escapeAttr(a slog.Attr) slog.Attr {
 		switch x := v.Any().(type) {
 		case error:
 			text = x.Error()
+		case []byte: // slog's handlers print bytes as text
+			text = string(x)
+		case json.RawMessage:
+			text = string(x)
 		case encoding.TextMarshaler:
 			b, err := x.MarshalText()
 			if err != nil {
