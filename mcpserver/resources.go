@@ -48,19 +48,27 @@ type Features interface {
 	WatchResources(f func(uri string)) (cancel func())
 }
 
-// ResourceRouter is implemented by a Features whose owners route a read
-// themselves. A URI that several of an owner's templates match is read by
-// the template the owner picks (a module: the first it declared), which
-// the go-sdk's order of URI templates does not know; the door takes the
-// read's policy subject from ResourceSubject, so that the tool whose
-// scopes, rates and limits it applies is the tool the owner's code then
-// runs as (and the Pass admits it).
-type ResourceRouter interface {
+// FeatureRouter is implemented by a Features whose owners route requests
+// themselves and whose policy subjects may change between two resyncs (a
+// tool hidden by a config reload, a module reloaded whose prompt now names
+// another tool). The door takes each request's policy subject from it at
+// the request, not from the last resync, so that the tool whose scopes,
+// rates and limits it applies is the tool the owner's code then runs as
+// (and the Pass admits it), and a request for a feature of a tool hidden
+// meanwhile is not found, without naming the tool. A URI that several of an
+// owner's templates match is read by the template the owner picks (a
+// module: the first it declared), which the go-sdk's order of URI
+// templates does not know.
+type FeatureRouter interface {
 	// ResourceSubject is the policy subject of a read of uri from owner,
 	// and whether owner serves that read to clients: ok is false for a
 	// URI it does not serve, or one it would read as a tool not served
 	// (hidden), which is then not found.
 	ResourceSubject(owner, uri string) (subject string, ok bool)
+	// CompletionSubject is the same for the prompt or resource template
+	// ref names (a prompts/get is ref/prompt): the subject a get or a
+	// completion of it runs as, and whether owner serves it to clients.
+	CompletionSubject(owner string, ref tool.CompleteRef) (subject string, ok bool)
 }
 
 // ServedFeatures is what a Features serves besides tools.
@@ -444,10 +452,18 @@ func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 // readSubject is the policy subject of a read of uri from owner, whose
 // resource or template (the one the go-sdk routed uri to) declares
 // declared: the owner's own answer when it routes reads itself
-// (ResourceRouter), and ok false when it does not serve the read.
+// (FeatureRouter), and ok false when it does not serve the read.
 func (s *Server) readSubject(owner, declared, uri string) (subject string, ok bool) {
-	if r, ok := s.tools.(ResourceRouter); ok {
+	if r, ok := s.tools.(FeatureRouter); ok {
 		return r.ResourceSubject(owner, uri)
+	}
+	return declared, true
+}
+
+// refSubject is readSubject for a prompt or a template's completion.
+func (s *Server) refSubject(owner, declared string, ref tool.CompleteRef) (subject string, ok bool) {
+	if r, ok := s.tools.(FeatureRouter); ok {
+		return r.CompletionSubject(owner, ref)
 	}
 	return declared, true
 }
@@ -465,6 +481,10 @@ func (s *Server) promptHandler(owner, subject, name string) mcp.PromptHandler {
 			args = map[string]string{}
 		}
 		argsJSON, _ := json.Marshal(args)
+		subject, ok := s.refSubject(owner, subject, tool.CompleteRef{Type: "ref/prompt", Name: name})
+		if !ok {
+			return nil, featureError(tool.Errorf(tool.KindNotFound, "unknown prompt %q", name), "")
+		}
 		d := featureDoor(MethodGetPrompt, owner, name, "prompt "+name, subject, "",
 			func(inputs mcp.InputRequestMap, state string) *mcp.GetPromptResult {
 				return &mcp.GetPromptResult{InputRequests: inputs, RequestState: state}
@@ -511,6 +531,10 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		creq.Context = &tool.CompleteContext{Arguments: p.Context.Arguments}
 	}
 	name := p.Ref.Name + p.Ref.URI
+	if reg.subject, ok = s.refSubject(reg.owner, reg.subject, creq.Ref); !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("completion/complete: no prompt or resource template %q (%s)", name, p.Ref.Type)}
+	}
 	d := featureDoor(MethodComplete, reg.owner, name, "completion", reg.subject, "",
 		func(mcp.InputRequestMap, string) *mcp.CompleteResult { return nil }) // no link: never stops for answers
 	d.session, d.extra = req.Session, req.Extra

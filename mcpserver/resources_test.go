@@ -369,3 +369,66 @@ func TestFeaturesWhileLoading(t *testing.T) {
 		t.Fatalf("prompt after the load: %v", err)
 	}
 }
+
+// routedFeatures is fakeFeatures whose owner routes requests itself
+// (FeatureRouter), with a routing that changes before the server resyncs:
+// the prompt greet and the template fx://item/{id} were registered as tool
+// "hidden"'s, and that tool is now hidden.
+type routedFeatures struct {
+	*fakeFeatures
+	mu     sync.Mutex
+	hidden bool
+	gets   int // module runs of greet
+}
+
+func (r *routedFeatures) ResourceSubject(owner, uri string) (string, bool) { return "", true }
+
+func (r *routedFeatures) CompletionSubject(owner string, ref tool.CompleteRef) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return "hidden", !r.hidden
+}
+
+func (r *routedFeatures) GetPrompt(ctx context.Context, call FeatureCall, name string, args map[string]string) (*tool.PromptResult, error) {
+	r.mu.Lock()
+	r.gets++
+	r.mu.Unlock()
+	return r.fakeFeatures.GetPrompt(ctx, call, name, args)
+}
+
+// TestFeatureSubjectAskedAtTheRequest: a prompt or completion whose tool
+// was hidden after the last resync is not found at once, as an unknown
+// name, naming no tool, and no module code runs; the door does not use the
+// subject it registered with.
+func TestFeatureSubjectAskedAtTheRequest(t *testing.T) {
+	f := &routedFeatures{fakeFeatures: &fakeFeatures{fakeTools: newFakeTools(desc("echo"))}}
+	f.setFeatures(ServedFeatures{
+		Templates: []OwnedTemplate{{Owner: "b", ResourceTemplateDescriptor: tool.ResourceTemplateDescriptor{URITemplate: "fx://item/{id}", Name: "item", Tool: "hidden"}}},
+		Prompts:   []OwnedPrompt{{Owner: "b", PromptDescriptor: tool.PromptDescriptor{Name: "greet", Tool: "hidden", Arguments: []tool.PromptArgument{{Name: "who"}}}}},
+	})
+	s, _ := newServer(t, f, Options{})
+	cs := connect(t, s, transports[0], nil)
+	ctx := context.Background()
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "x"}}); err != nil {
+		t.Fatalf("greet while served: %v", err)
+	}
+	f.mu.Lock()
+	f.hidden = true
+	f.mu.Unlock()
+	_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "x"}})
+	if err == nil || !strings.Contains(err.Error(), `unknown prompt "greet"`) || strings.Contains(err.Error(), "hidden") {
+		t.Fatalf("greet once hidden: %v, want unknown prompt naming no tool", err)
+	}
+	for _, ref := range []*mcp.CompleteReference{{Type: "ref/prompt", Name: "greet"}, {Type: "ref/resource", URI: "fx://item/{id}"}} {
+		_, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "a"}})
+		if err == nil || !strings.Contains(err.Error(), "no prompt or resource template") || strings.Contains(err.Error(), "hidden") {
+			t.Fatalf("complete %+v once hidden: %v", ref, err)
+		}
+	}
+	f.mu.Lock()
+	gets := f.gets
+	f.mu.Unlock()
+	if gets != 1 {
+		t.Fatalf("the prompt's module code ran %d times, want once (before it was hidden)", gets)
+	}
+}

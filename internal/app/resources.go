@@ -150,9 +150,9 @@ func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bo
 	return a.heldBy(cfg, t) == ""
 }
 
-var _ mcpserver.ResourceRouter = (*App)(nil)
+var _ mcpserver.FeatureRouter = (*App)(nil)
 
-// ResourceSubject implements mcpserver.ResourceRouter: a read of uri from a
+// ResourceSubject implements mcpserver.FeatureRouter: a read of uri from a
 // module runs as the tool of the resource or template the module routes
 // uri to (runtime.Module.ResourceOwner: its resource of that URI, else the
 // first template it declared that matches), which is served when that
@@ -166,6 +166,23 @@ func (a *App) ResourceSubject(owner, uri string) (subject string, ok bool) {
 		return "", false
 	}
 	if subject, ok = m.ResourceOwner(uri); !ok {
+		return "", false
+	}
+	return subject, a.listedAs(a.Config(), m, subject)
+}
+
+// CompletionSubject implements mcpserver.FeatureRouter: a get or a
+// completion of the prompt or template ref from owner runs as the tool it
+// names, and is served while that tool is (listedAs).
+func (a *App) CompletionSubject(owner string, ref tool.CompleteRef) (subject string, ok bool) {
+	if owner == MemoryOwner {
+		return "", true
+	}
+	m, err := a.module(owner)
+	if err != nil {
+		return "", false
+	}
+	if subject, ok = completionSubject(m.Features(), ref); !ok {
 		return "", false
 	}
 	return subject, a.listedAs(a.Config(), m, subject)
