@@ -207,7 +207,10 @@ func findKey(m *yaml.Node, key string, at []string) (int, error) {
 		if k.Value == key {
 			return i, nil
 		}
-		if strings.EqualFold(k.Value, key) {
+		// strings.ToLower, as viper folds keys: EqualFold's Unicode
+		// folding (ſ for s, K for k) would land an edit on a key viper
+		// reads as another.
+		if strings.ToLower(k.Value) == strings.ToLower(key) {
 			if found >= 0 {
 				return -1, fmt.Errorf("%s: keys %q and %q differ only in case, and config keys ignore case; keep one",
 					keyPath(at), m.Content[found].Value, k.Value)

@@ -120,6 +120,11 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 					module := ""
 					if t.Elsewhere != nil {
 						module = "--module " + termsafe.Line(r.Module) + " "
+						// BindGrant moves no entry that holds anything: say
+						// how to empty it first, rather than suggest a
+						// command that is refused.
+						fmt.Fprintf(out, "%s: its grant entry belongs to another module; to give it to %s instead, empty the entry first (warden revoke %s --all), then:\n",
+							name, termsafe.Line(r.Module), name)
 					}
 					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s%s\n",
 						name, name, module, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))

@@ -39,3 +39,8 @@ func ValidateKey(key string) error {
 // env.values' keys), so "home", "Home" and "HOME" are one key, whichever
 // side spells it which way; keys are ASCII (validKey).
 func foldKey(key string) string { return strings.ToUpper(key) }
+
+// Covers reports whether a grant of the env key grant gives the key
+// request: the same key in foldKey's spelling, as the gate compares them
+// (internal/capset asks it for reviews, prompts and diffs).
+func Covers(grant, request string) bool { return foldKey(grant) == foldKey(request) }

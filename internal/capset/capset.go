@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/warden-run/warden/hostfuncs/env"
 	"github.com/warden-run/warden/hostfuncs/fs"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
@@ -49,7 +50,7 @@ func Missing(requested, granted tool.Capabilities) tool.Capabilities {
 	m.Memory, m.MemoryTopics = missingMemory(requested, granted)
 	m.LSP = notCovered(requested.LSP, granted.LSP, strings.EqualFold)
 	m.Net = notCovered(requested.Net, granted.Net, net.Covers)
-	m.Env = notCovered(requested.Env, granted.Env, strings.EqualFold)
+	m.Env = notCovered(requested.Env, granted.Env, env.Covers)
 	m.Client = notCovered(requested.Client, granted.Client, strings.EqualFold)
 	return m
 }
