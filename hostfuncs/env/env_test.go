@@ -314,9 +314,9 @@ func TestValidateKeyShowsNoCredential(t *testing.T) {
 	const secret = "hunter2hunter2"
 	for key, want := range map[string]string{
 		"https://u:" + secret + "@api.example.com": `"https://api.example.com" (shown without what precedes the @) is not a key`,
-		secret + "@host":                           `"host" (shown without what precedes the @) is not a key`,
-		"tok/" + secret + "@host":                  `(not shown: it has an @ after the host, so it may carry credentials)" (shown without what precedes the @) is not a key`,
-		"TOKEN=u:" + secret + "@host":              `"TOKEN=…" is not a key`,
+		secret + "@host":              `"host" (shown without what precedes the @) is not a key`,
+		"tok/" + secret + "@host":     `(not shown: it has an @ after the host, so it may carry credentials)" (shown without what precedes the @) is not a key`,
+		"TOKEN=u:" + secret + "@host": `"TOKEN=…" is not a key`,
 	} {
 		err := ValidateKey(key)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secret) {
