@@ -60,7 +60,8 @@ func checkNoCredentials(s string) error {
 	}
 	after := s[strings.LastIndexByte(s, '@')+1:]
 	host, _, _ := strings.Cut(after, "/")
-	return fmt.Errorf("oci://[redacted]@%s…: %w (an @ other than REPO@sha256:<hex> is read as one; nothing before it is shown); log in with docker login instead (warden reads the Docker config)",
+	return fmt.Errorf("oci://[redacted]@%s…: %w; log in with docker login instead (warden reads the Docker config). "+
+		"A reference's only other @ is REPO@sha256:<hex>; nothing before this one is shown",
 		termsafe.Line(host), ErrCredentials)
 }
 
