@@ -82,3 +82,34 @@ func TestRefCredentialsNeverShown(t *testing.T) {
 		t.Errorf("ShowRef(%s) = %q", digestRef, got)
 	}
 }
+
+// FuzzRefCredentials: whatever precedes an @ that is not a digest
+// reference's (REPO@DIGEST) is in no error of CanonicalRef or CheckPushRef,
+// nor in ShowRef, wherever a / in it puts the @.
+func FuzzRefCredentials(f *testing.F) {
+	f.Add("user:pa/ss", "ghcr.io/acme/tool:1")
+	f.Add("tok/en", "ghcr.io/x:1")
+	f.Add("ghcr.io/acme/tool", "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	f.Add("u:p", "ghcr.io/a@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	f.Fuzz(func(t *testing.T, user, rest string) {
+		secret := "Zq" + user + "Zq"
+		if strings.Contains(user, "@") || strings.Contains(rest, "Zq") {
+			return
+		}
+		ref := "oci://" + secret + "@" + rest
+		s := strings.TrimPrefix(ref, "oci://")
+		if !hasCredentialAt(s) {
+			return // REPO@DIGEST: the part before the @ is the repository
+		}
+		_, err1 := CanonicalRef(ref)
+		err2 := CheckPushRef(ref)
+		for _, err := range []error{err1, err2} {
+			if !errors.Is(err, ErrCredentials) || strings.Contains(err.Error(), secret) {
+				t.Fatalf("%q: %v, want ErrCredentials without %q", ref, err, secret)
+			}
+		}
+		if got := ShowRef(ref); strings.Contains(got, secret) {
+			t.Fatalf("ShowRef(%q) = %q", ref, got)
+		}
+	})
+}
