@@ -776,17 +776,17 @@ func (c *Config) Validate() error {
 		switch tool.MemoryAccess(g.Memory) {
 		case tool.MemoryNone, tool.MemoryRead, tool.MemoryReadWrite:
 		default:
-			fail(key+".memory", "must be read or read-write, got %q", g.Memory)
+			fail(key+".memory", "must be read or read-write, got %s", showValue(g.Memory))
 		}
 		for _, lang := range g.LSP {
 			if _, ok := c.LSP.Languages[lang]; !ok && lang != "go" {
-				fail(key+".lsp", "no language %q in lsp.languages", lang)
+				fail(key+".lsp", "no language %s in lsp.languages", showValue(lang))
 			}
 		}
 		for _, p := range append(append([]string{}, g.FS.Read...), g.FS.Write...) {
 			if root, _, found := strings.Cut(p, ":"); found && len(root) > 1 && root != "project" {
 				if _, ok := c.Project.Roots[root]; !ok {
-					fail(key+".fs", "path %q names root %q, which project.roots does not define", p, root)
+					fail(key+".fs", "path %s names %s, which project.roots does not define", showValue(p), showRoot(p, root))
 				}
 			}
 		}
@@ -796,17 +796,17 @@ func (c *Config) Validate() error {
 			}
 		}
 		for _, k := range g.Env {
-			if err := env.ValidateKey(k); err != nil {
+			if err := checkValue("env", k); err != nil {
 				fail(key+".env", "%v%s", err, c.lineOf("tools", "grants", name, "env"))
 			}
 		}
 		for _, topic := range g.MemoryTopics {
-			if err := memory.ValidateTopic(topic); err != nil {
+			if err := checkValue("memory.topics", topic); err != nil {
 				fail(key+".memory_topics", "%v", err)
 			}
 		}
 		for _, f := range g.Client {
-			if err := tool.ValidateClientFeature(f); err != nil {
+			if err := checkValue("client", f); err != nil {
 				fail(key+".client", "%v", err)
 			}
 		}

@@ -126,6 +126,13 @@ func TestInvalidShowsNoSecret(t *testing.T) {
 		// Host entries: a net grant, a redirect host.
 		{body: "tools: {grants: {x: {net: [\"ftp://u:" + secret + "@api.example.com\"]}}}", want: `tools.grants.x.net: net grant "ftp://api.example.com" (shown without what precedes the @)`},
 		{body: "tools: {fetch: {redirect_hosts: [\"u:" + secret + "@cdn.example.com\"]}}", want: `tools.fetch.redirect_hosts: "cdn.example.com" (shown without what precedes the @) is not a host name`},
+		// A URL where a grant value goes: only net takes one.
+		{body: "tools: {grants: {x: {env: [\"https://u:" + secret + "@x\"]}}}", want: `tools.grants.x.env: "https://x" (shown without what precedes the @) is not a key`},
+		{body: "tools: {grants: {x: {lsp: [\"https://u:" + secret + "@x\"]}}}", want: `tools.grants.x.lsp: no language "https://x" (shown without what precedes the @) in lsp.languages`},
+		{body: "tools: {grants: {x: {memory: \"https://u:" + secret + "@x\"}}}", want: `tools.grants.x.memory: must be read or read-write, got "https://x" (shown without`},
+		{body: "tools: {grants: {x: {memory_topics: [\"u:" + secret + "@x\"]}}}", want: `tools.grants.x.memory_topics: "x" (shown without what precedes the @) is not a memory.topics value`},
+		{body: "tools: {grants: {x: {client: [\"tok/" + secret + "@x\"]}}}", want: `tools.grants.x.client: unknown client feature "… (not shown: it has an @ after the host, so it may carry credentials)" (known: elicit, sample, roots) (the value is shown without what precedes the @)`},
+		{body: "tools: {grants: {x: {fs: {read: [\"https://" + secret + "@x/y\"]}}}}", want: `tools.grants.x.fs: path "https://x/y" (shown without what precedes the @) names root "https"`},
 		// KEY=VALUE where an env grant names a key.
 		{body: "tools: {grants: {x: {env: [\"GITHUB_TOKEN=" + secret + "\"]}}}", want: `tools.grants.x.env: "GITHUB_TOKEN=…" is not a key: name the key alone`},
 		// YAML's parser quotes an alias's name and a scalar its tag refuses.

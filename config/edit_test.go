@@ -516,12 +516,47 @@ func TestRevokeTheLastTopicRevokesMemory(t *testing.T) {
 }
 
 // TestParseGrantChangeShowsNoCredential: a URL typed where KEY=VALUE goes
-// is named without its user:password@.
+// is named without its user:password@, and so is one typed as the value of
+// any grant key: `warden grant` (EditFile: Grant, then Load) refuses it
+// with no byte of the credential, and writes nothing. `warden revoke` of
+// it says it is not granted the same way.
 func TestParseGrantChangeShowsNoCredential(t *testing.T) {
-	_, err := ParseGrantChange("https://u:hunter2hunter2@api.example.com")
+	const secret = "hunter2hunter2"
+	_, err := ParseGrantChange("https://u:" + secret + "@api.example.com")
 	want := `unknown grant key "https://api.example.com" (shown without what precedes the @) (known: `
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("ParseGrantChange: %v, want %s…", err, want)
+	}
+	path := writeConfig(t, sample)
+	before, _ := os.ReadFile(path)
+	for _, c := range []struct{ arg, want string }{
+		{"env=https://u:" + secret + "@h", `tools.grants.echo.env: "https://h" (shown without what precedes the @) is not a key`},
+		{"env=" + secret + "@h", `tools.grants.echo.env: "h" (shown without what precedes the @) is not a key`},
+		{"lsp=https://u:" + secret + "@h", `tools.grants.echo.lsp: "https://h" is not a language name (1-64 of A-Z a-z 0-9 _ . + -) (the value is shown without what precedes the @)`},
+		// The shown form passes the grammar; the refusal says why the value does not.
+		{"lsp=" + secret + "@go", `tools.grants.echo.lsp: "go" (shown without what precedes the @) is not a lsp value: no lsp value has an @`},
+		{"memory.topics=https://u:" + secret + "@h", `tools.grants.echo.memory_topics: topic "https://h": byte 0x3a at offset 5`},
+		{"memory=u:" + secret + "@h", `tools.grants.echo.memory: must be read or read-write, got "h" (the value is shown without what precedes the @)`},
+		{"client=u:" + secret + "@h", `tools.grants.echo.client: unknown client feature "h" (known: `},
+		{"fs.read=https://u:" + secret + "@h/x", `tools.grants.echo.fs: path "https://h/x" (shown without what precedes the @) names root "https", which project.roots does not define`},
+		// The root is the token here: it is not named.
+		{"fs.write=" + secret + ":x@h/x", `tools.grants.echo.fs: path "h/x" (shown without what precedes the @) names a root, which project.roots does not define`},
+	} {
+		change, err := ParseGrantChange(c.arg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.arg, err)
+		}
+		_, err = EditFile(path, func(d *Document) error { return d.Grant("echo", change) })
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("grant %s: %v\n want it to contain %q and not the secret", c.arg, err, c.want)
+		}
+		_, err = EditFile(path, func(d *Document) error { return d.Revoke("echo", change) })
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("revoke %s: %v, want a refusal without the secret", c.arg, err)
+		}
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatalf("a refused grant changed the file:\n%s", after)
 	}
 }
 

@@ -36,6 +36,9 @@ type grantKey struct {
 	list  bool
 	check func(string) error
 	fold  bool // values compare ignoring case
+	// hidesUserinfo: check's refusal of a value with an @ already shows it
+	// through download.ShowHost (see checkValue).
+	hidesUserinfo bool
 }
 
 var grantKeys = map[string]grantKey{
@@ -44,8 +47,8 @@ var grantKeys = map[string]grantKey{
 	"memory":        {path: []string{"memory"}, check: checkMemory},
 	"memory.topics": {path: []string{"memory_topics"}, list: true, check: memory.ValidateTopic},
 	"lsp":           {path: []string{"lsp"}, list: true, check: checkLanguage, fold: true},
-	"net":           {path: []string{"net"}, list: true, check: net.ValidateGrant, fold: true},
-	"env":           {path: []string{"env"}, list: true, check: checkEnvKey, fold: true},
+	"net":           {path: []string{"net"}, list: true, check: net.ValidateGrant, fold: true, hidesUserinfo: true},
+	"env":           {path: []string{"env"}, list: true, check: checkEnvKey, fold: true, hidesUserinfo: true},
 	"client":        {path: []string{"client"}, list: true, check: tool.ValidateClientFeature, fold: true},
 }
 
@@ -55,12 +58,8 @@ func ParseGrantChange(s string) (GrantChange, error) {
 	key, value, hasValue := strings.Cut(s, "=")
 	key = strings.ToLower(strings.TrimSpace(key))
 	if _, ok := grantKeys[key]; !ok {
-		shown := strconv.Quote(key)
-		if strings.Contains(key, "@") {
-			// A URL typed where KEY=VALUE goes: user:password@ is not shown.
-			shown = strconv.Quote(download.ShowHost(key)) + " (shown without what precedes the @)"
-		}
-		return GrantChange{}, fmt.Errorf("unknown grant key %s (known: %s)", shown, strings.Join(GrantKeys, ", "))
+		// A URL typed where KEY=VALUE goes: user:password@ is not shown.
+		return GrantChange{}, fmt.Errorf("unknown grant key %s (known: %s)", showValue(key), strings.Join(GrantKeys, ", "))
 	}
 	c := GrantChange{Key: key}
 	if !hasValue {
@@ -107,6 +106,54 @@ func checkMemory(level string) error {
 func checkLanguage(lang string) error { return lsp.ValidateLanguage(lang) }
 
 func checkEnvKey(key string) error { return env.ValidateKey(key) }
+
+// showValue quotes a grant value (or key) for a refusal. A value with an @
+// is shown through download.ShowHost, without what precedes the @: a URL
+// typed where a grant value goes carries its user:password@ there, and a
+// refusal reaches the terminal and the logs. Every refusal of a grant value,
+// at `warden grant` and at load, quotes the value through here.
+func showValue(v string) string {
+	if strings.Contains(v, "@") {
+		return strconv.Quote(download.ShowHost(v)) + " (shown without what precedes the @)"
+	}
+	return strconv.Quote(v)
+}
+
+// showUnquoted is v as Revoke names it, unquoted, or showValue's form when
+// v has an @.
+func showUnquoted(v string) string {
+	if strings.Contains(v, "@") {
+		return showValue(v)
+	}
+	return v
+}
+
+// showRoot names the root (what precedes the first :) of the fs grant
+// path p, unless p has an @ and the root is not part of what showValue
+// shows: then the root may be the user (a token) of a user:password@.
+func showRoot(p, root string) string {
+	if strings.Contains(p, "@") && !strings.HasPrefix(download.ShowHost(p), root) {
+		return "a root"
+	}
+	return "root " + strconv.Quote(root)
+}
+
+// checkValue checks v against key's grammar (grantKeys). The capabilities'
+// own checks mostly quote the value whole; a value with an @ is checked in
+// the form showValue shows instead, so that the refusal still says why
+// without quoting the credential. No grant value but net's holds an @; a
+// shown form that passes is refused all the same, as its original failed.
+func checkValue(key, v string) error {
+	k := grantKeys[key]
+	err := k.check(v)
+	if err == nil || !strings.Contains(v, "@") || k.hidesUserinfo {
+		return err
+	}
+	if err := k.check(download.ShowHost(v)); err != nil {
+		return fmt.Errorf("%w (the value is shown without what precedes the @)", err)
+	}
+	return fmt.Errorf("%s is not a %s value: no %s value has an @", showValue(v), key, key)
+}
 
 // grantPath is the key path of a grant key of a tool.
 func grantPath(toolName string, k grantKey) []string {
@@ -165,14 +212,14 @@ func (d *Document) Grant(toolName string, changes ...GrantChange) error {
 	for _, c := range changes {
 		k, ok := grantKeys[c.Key]
 		if !ok {
-			return fmt.Errorf("tools.grants.%s: unknown grant key %q (known: %s)", toolName, c.Key, strings.Join(GrantKeys, ", "))
+			return fmt.Errorf("tools.grants.%s: unknown grant key %s (known: %s)", toolName, showValue(c.Key), strings.Join(GrantKeys, ", "))
 		}
 		p := grantPath(toolName, k)
 		if len(c.Values) == 0 {
 			return fmt.Errorf("%s: grant %s needs a value (%s=...)", keyPath(p), c.Key, c.Key)
 		}
 		for _, v := range c.Values {
-			if err := k.check(v); err != nil {
+			if err := checkValue(c.Key, v); err != nil {
 				return fmt.Errorf("%s: %w", keyPath(p), err)
 			}
 		}
@@ -220,7 +267,7 @@ func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
 	for _, c := range changes {
 		k, ok := grantKeys[c.Key]
 		if !ok {
-			return fmt.Errorf("tools.grants.%s: unknown grant key %q (known: %s)", toolName, c.Key, strings.Join(GrantKeys, ", "))
+			return fmt.Errorf("tools.grants.%s: unknown grant key %s (known: %s)", toolName, showValue(c.Key), strings.Join(GrantKeys, ", "))
 		}
 		p := grantPath(toolName, k)
 		cur, err := d.values(p)
@@ -235,12 +282,12 @@ func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
 				next = []string{string(tool.MemoryRead)}
 			case c.Values[0] == string(tool.MemoryRead):
 			default:
-				return fmt.Errorf("%s: %s is not granted (granted: %s)", keyPath(p), c.Values[0], cur[0])
+				return fmt.Errorf("%s: %s is not granted (granted: %s)", keyPath(p), showUnquoted(c.Values[0]), showUnquoted(cur[0]))
 			}
 		} else if len(c.Values) > 0 {
 			for _, v := range c.Values {
 				if !slices.ContainsFunc(cur, func(have string) bool { return k.same(have, v) }) {
-					return fmt.Errorf("%s: %s is not granted (granted: %s)", keyPath(p), v, listOrNone(cur))
+					return fmt.Errorf("%s: %s is not granted (granted: %s)", keyPath(p), showUnquoted(v), listOrNone(cur))
 				}
 			}
 			for _, have := range cur {
@@ -411,7 +458,11 @@ func listOrNone(values []string) string {
 	if len(values) == 0 {
 		return "nothing"
 	}
-	return strings.Join(values, ", ")
+	shown := make([]string, len(values))
+	for i, v := range values {
+		shown[i] = showUnquoted(v)
+	}
+	return strings.Join(shown, ", ")
 }
 
 var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)

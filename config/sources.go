@@ -156,6 +156,13 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 	for _, pattern := range sortedKeys(c.Security.Signatures) {
 		p := c.Security.Signatures[pattern]
 		key := fmt.Sprintf("security.signatures.%q", pattern)
+		written := pattern
+		if w, ok := c.signaturePatterns[pattern]; ok {
+			written = w
+		}
+		if err := checkPatternCanonical(written); err != nil {
+			fail(fmt.Sprintf("security.signatures.%q", written), "%v", err)
+		}
 		mode, err := sigverify.ParseMode(strings.ToLower(p.Mode))
 		if err != nil {
 			fail(key+".mode", "must be require, warn or off, got %q", p.Mode)
@@ -194,6 +201,41 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 				"set both (a mirror or a private Sigstore deployment), or neither (Sigstore's public-good repository)")
 		}
 	}
+}
+
+// checkPatternCanonical refuses a security.signatures pattern (as
+// written) that is not in the canonical form sources are matched in
+// (download.CanonicalURL, download.MatchKey, oci.CanonicalRef): such a
+// pattern loads but never matches, and a require rule in it would silently
+// give way to a weaker one. The error names the spelling to write instead.
+// The host's case is not part of the form (the matcher ignores it). A
+// pattern sigverify refuses (an @, a wildcard inside) is reported there,
+// and not here, where it would be quoted.
+func checkPatternCanonical(p string) error {
+	if _, err := sigverify.NewMatcher([]sigverify.Rule{{Pattern: p}}, sigverify.Require); err != nil || p == "*" {
+		return nil
+	}
+	base, wild := strings.CutSuffix(p, "/*")
+	u, err := download.CanonicalURL("https://" + base)
+	if err != nil {
+		return fmt.Errorf("no source is matched in this spelling: %w", err)
+	}
+	canonical := download.MatchKey(u)
+	if !strings.Contains(base, "/") {
+		canonical = strings.TrimSuffix(canonical, "/") // a registry alone: ghcr.io
+	}
+	if wild {
+		canonical += "/*"
+	}
+	asMatched := strings.ToLower(p)
+	if host, path, ok := strings.Cut(p, "/"); ok {
+		asMatched = strings.ToLower(host) + "/" + path
+	}
+	if canonical != asMatched {
+		return fmt.Errorf("write it as %q (the canonical form sources are matched in: host without a trailing dot or port 443, "+
+			"escapes of unreserved characters decoded and the others in upper case, no . or .. segments); as written it never matches", canonical)
+	}
+	return nil
 }
 
 // signaturePatternsAsWritten maps each security.signatures pattern of the

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/sigverify"
 )
 
@@ -231,5 +232,58 @@ func TestSignaturePatternCase(t *testing.T) {
 	}
 	if got := m.Match("example.com/trusted/tool:1").Mode; got != sigverify.Off {
 		t.Errorf("Match(an OCI reference) = %s, want off", got)
+	}
+}
+
+// TestSignaturePatternCanonical: sources are matched in their canonical
+// form (download.CanonicalURL, oci.CanonicalRef), so a pattern in any other
+// spelling would load and never match, and a require rule in it would give
+// way to a weaker one. Load refuses it, naming the spelling to write; a
+// canonical pattern (its host in any case) loads and matches.
+func TestSignaturePatternCanonical(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"example.com:443/trusted/*":  `security.signatures."example.com:443/trusted/*": write it as "example.com/trusted/*" (the canonical form sources are matched in`,
+		"Example.com./releases/*":    `security.signatures."Example.com./releases/*": write it as "example.com/releases/*"`,
+		"example.com/%7euser/*":      `security.signatures."example.com/%7euser/*": write it as "example.com/~user/*"`,
+		"example.com/a%3ab/*":        `security.signatures."example.com/a%3ab/*": write it as "example.com/a%3Ab/*"`,
+		"example.com/a/../trusted/*": `security.signatures."example.com/a/../trusted/*": write it as "example.com/trusted/*"`,
+		"ghcr.io:443/acme/*":         `security.signatures."ghcr.io:443/acme/*": write it as "ghcr.io/acme/*"`,
+		"ghcr.io:443":                `security.signatures."ghcr.io:443": write it as "ghcr.io"`,
+		"example.com/caf\u00e9/*":    `write it as "example.com/caf%C3%A9/*"`,
+		"example.com/a%2fb/*":        `security.signatures."example.com/a%2fb/*": no source is matched in this spelling: URL refused: an encoded / (%2F)`,
+	} {
+		body := "security:\n  signatures:\n    \"" + pattern + "\": {mode: \"off\"}\n"
+		_, err := Load(writeConfig(t, body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s:\n  got  %v\n  want %q", pattern, err, want)
+		}
+	}
+	// Canonical patterns load, and match the canonical source.
+	cfg, err := Load(writeConfig(t, `security:
+  signatures:
+    "*": {mode: "off"}
+    "Example.com/trusted/*": {identity: x, issuer: y}
+    "localhost:5000/acme/*": {identity: x, issuer: y}
+    "ghcr.io": {identity: x, issuer: y}
+    "example.com/~user/a%3Ab/*": {identity: x, issuer: y}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cfg.SignatureMatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{"https://EXAMPLE.com.:443/trusted/tool.wasm", "https://example.com/%7euser/a%3ab/tool.wasm"} {
+		u, err := download.CanonicalURL(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.MatchURL(download.MatchKey(u)).Mode; got != sigverify.Require {
+			t.Errorf("MatchURL(%s) = %s, want require", u, got)
+		}
+	}
+	if got := m.Match("localhost:5000/acme/tool:1").Mode; got != sigverify.Require {
+		t.Errorf("Match(localhost:5000/acme/tool:1) = %s, want require", got)
 	}
 }

@@ -132,7 +132,7 @@ func TestCredentialsNotShownAtStart(t *testing.T) {
 
 // TestCredentialsNotShownByGrant: a credential typed into warden grant's
 // arguments by mistake (a URL with user:password@ where KEY=VALUE goes, a
-// net grant with one, an env grant with its value) is refused without
+// grant of any key with one, an env grant with its value) is refused without
 // being shown, and config.yaml is left as it was.
 func TestCredentialsNotShownByGrant(t *testing.T) {
 	t.Parallel()
@@ -146,6 +146,12 @@ func TestCredentialsNotShownByGrant(t *testing.T) {
 		"net=https://u:" + secret + "@api.example.com": `net grant "https://api.example.com" (shown without what precedes the @)`,
 		"net=" + secret + "@api.example.com private":   `net grant "(an unparsable URL, not shown as it may carry credentials)"`,
 		"env=GITHUB_TOKEN=" + secret:                   `"GITHUB_TOKEN=…" is not a key: name the key alone`,
+		// A URL typed as the value of a key other than net.
+		"env=https://u:" + secret + "@h":           `"https://h" (shown without what precedes the @) is not a key`,
+		"lsp=https://u:" + secret + "@h":           `"https://h" is not a language name`,
+		"memory.topics=https://u:" + secret + "@h": `topic "https://h"`,
+		"client=u:" + secret + "@h":                `unknown client feature "h"`,
+		"fs.read=https://u:" + secret + "@h/x":     `path "https://h/x" (shown without what precedes the @) names root "https"`,
 	} {
 		cmd := exec.Command(built.warden, "grant", "echo", arg, "--config", e.config)
 		cmd.Env = childEnv()

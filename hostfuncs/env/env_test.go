@@ -306,3 +306,21 @@ func TestKeySpellings(t *testing.T) {
 		wantKind(t, err, tool.KindInvalidArguments)
 	}
 }
+
+// TestValidateKeyShowsNoCredential: a URL or KEY=VALUE where a key goes is
+// refused without what precedes the @ (or follows the =): the refusal
+// reaches the terminal and the logs.
+func TestValidateKeyShowsNoCredential(t *testing.T) {
+	const secret = "hunter2hunter2"
+	for key, want := range map[string]string{
+		"https://u:" + secret + "@api.example.com": `"https://api.example.com" (shown without what precedes the @) is not a key`,
+		secret + "@host":              `"host" (shown without what precedes the @) is not a key`,
+		"tok/" + secret + "@host":     `(not shown: it has an @ after the host, so it may carry credentials)" (shown without what precedes the @) is not a key`,
+		"TOKEN=u:" + secret + "@host": `"TOKEN=…" is not a key`,
+	} {
+		err := ValidateKey(key)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("ValidateKey(%q) = %v, want it to contain %s and not the secret", key, err, want)
+		}
+	}
+}

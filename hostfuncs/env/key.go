@@ -3,6 +3,8 @@ package env
 import (
 	"fmt"
 	"strings"
+
+	"github.com/warden-run/warden/internal/download"
 )
 
 // WardenPrefix starts the environment variables that configure warden
@@ -24,6 +26,10 @@ func ValidateKey(key string) error {
 	if name, _, ok := strings.Cut(key, "="); ok {
 		// KEY=VALUE pasted where a key goes: the value is likely the secret.
 		return fmt.Errorf("%q is not a key: name the key alone (its value, after the =, is not shown; values go in env.values)", name+"=…")
+	}
+	if strings.Contains(key, "@") {
+		// A URL pasted where a key goes: user:password@ is not shown.
+		return fmt.Errorf("%q (shown without what precedes the @) is not a key (1-128 of A-Z a-z 0-9 _, not starting with a digit)", download.ShowHost(key))
 	}
 	if !validKey(key) {
 		return fmt.Errorf("%q is not a key (1-128 of A-Z a-z 0-9 _, not starting with a digit)", key)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/warden-run/warden/internal/termsafe"
@@ -46,24 +47,43 @@ func CanonicalRef(raw string) (string, error) {
 	return "oci://" + r.String(), nil
 }
 
-// checkNoCredentials refuses a reference (without oci://) whose registry
-// part has an @, naming only what follows it.
+// checkNoCredentials refuses a reference (without oci://) with an @
+// anywhere but its one legitimate place, naming only what follows the
+// last @. An OCI reference's @ is REGISTRY/REPO[:TAG]@DIGEST: a single @,
+// after the repository, followed by a digest (ALG:HEX, as go-digest
+// validates it) and nothing else. Every other @ may end a user:password@,
+// wherever a / in the password or token puts it (oci://user:pa/ss@ghcr.io/…
+// parses as registry "user:pa"), and oras-go's parse error would quote it.
 func checkNoCredentials(s string) error {
-	host, _, _ := strings.Cut(s, "/")
-	if i := strings.LastIndexByte(host, '@'); i >= 0 {
-		return fmt.Errorf("oci://[redacted]@%s…: %w; log in with docker login instead (warden reads the Docker config)",
-			termsafe.Line(host[i+1:]), ErrCredentials)
+	if !hasCredentialAt(s) {
+		return nil
 	}
-	return nil
+	after := s[strings.LastIndexByte(s, '@')+1:]
+	host, _, _ := strings.Cut(after, "/")
+	return fmt.Errorf("oci://[redacted]@%s…: %w; log in with docker login instead (warden reads the Docker config). "+
+		"A reference's only other @ is REPO@sha256:<hex>; nothing before this one is shown",
+		termsafe.Line(host), ErrCredentials)
 }
 
-// ShowRef is a reference as a message may show it: an @ in its registry
-// part and what precedes it are not shown.
+// hasCredentialAt reports whether s (without oci://) has an @ that is not
+// the single @ of a digest reference (see checkNoCredentials).
+func hasCredentialAt(s string) bool {
+	i := strings.IndexByte(s, '@')
+	if i < 0 {
+		return false
+	}
+	digestForm := i == strings.LastIndexByte(s, '@') && strings.Contains(s[:i], "/") &&
+		digest.Digest(s[i+1:]).Validate() == nil
+	return !digestForm
+}
+
+// ShowRef is a reference as a message may show it: a reference with an @
+// that may end credentials (checkNoCredentials) is shown from its last @
+// on, what precedes it redacted.
 func ShowRef(raw string) string {
 	s := strings.TrimPrefix(raw, "oci://")
-	host, rest, _ := strings.Cut(s, "/")
-	if i := strings.LastIndexByte(host, '@'); i >= 0 {
-		s = "[redacted]@" + host[i+1:] + "/" + rest
+	if hasCredentialAt(s) {
+		s = "[redacted]@" + s[strings.LastIndexByte(s, '@')+1:]
 	}
 	return termsafe.Line(s)
 }
