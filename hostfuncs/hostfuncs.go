@@ -9,6 +9,7 @@ package hostfuncs
 
 import (
 	"context"
+	"time"
 
 	"github.com/warden-run/warden/tool"
 )
@@ -32,9 +33,12 @@ type Call struct {
 	// asked (see tool.Client).
 	Client tool.Client
 	// Hold stops the call's deadline while the call waits for the client
-	// (a person answering), until the returned release is called. Never
-	// nil when Client is not.
-	Hold func() (release func())
+	// (a person answering), until the returned release is called, or
+	// until the call has been held for wait (tools.defaults.client_wait)
+	// in all, over every wait of the call: past that the deadline runs on,
+	// so that no guest outlives its timeout by asking again and again.
+	// Never nil when Client is not.
+	Hold func(wait time.Duration) (release func())
 	// Prompted records the permission prompts put to the person during
 	// the call, so that each need is asked about once per call.
 	Prompted map[tool.Need]bool

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +50,7 @@ func hostAsk(ctx context.Context, c Call, reqs ...tool.ClientRequest) (results [
 	call := &hostfuncs.Call{
 		Tool: c.Name, Grants: tool.Capabilities{Client: tool.ClientFeatures},
 		Observer: c.Observer, Client: c.Client,
-		Hold: func() func() { return func() {} },
+		Hold: func(time.Duration) func() { return func() {} },
 	}
 	out, err := ask.Serve(ctx, call, body)
 	if err != nil {

@@ -230,6 +230,14 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 	if err != nil {
 		m.pool.release(context.Background(), in, false)
 		out.err = m.failure(ctx, in, name, err, reason, timeout, captured)
+		if spent := deadline.waitSpent(); spent > 0 && out.err.Kind == tool.KindTimeout && ctx.Err() == nil {
+			// Say which bound ended it: the call had waited for the client
+			// all that tools.defaults.client_wait allows a call, and ran
+			// out its own timeout after.
+			e := *out.err
+			e.Message += fmt.Sprintf("; it had already waited %s for the client, all that tools.defaults.client_wait allows one call, so its later waits counted against its timeout", spent)
+			out.err = &e
+		}
 		return out
 	}
 	keep := inv.decode(raw, respErr, state)

@@ -21,7 +21,7 @@ func heldDeadline(t *testing.T, timeout time.Duration) (context.Context, *callDe
 	t.Helper()
 	for range 20 {
 		ctx, d := newCallDeadline(context.Background(), timeout)
-		release := d.hold()
+		release := d.hold(time.Hour)
 		d.mu.Lock()
 		held := d.holds == 1 && d.timer == nil
 		d.mu.Unlock()
@@ -100,7 +100,7 @@ func TestDeadlineParentEnds(t *testing.T) {
 	defer cancel2()
 	ctx2, d2 := newCallDeadline(parent2, time.Hour)
 	defer d2.stop()
-	release := d2.hold()
+	release := d2.hold(time.Hour)
 	<-ctx2.Done()
 	if ctx2.Err() != context.DeadlineExceeded {
 		t.Errorf("parent deadline: Err() = %v, want DeadlineExceeded", ctx2.Err())
@@ -138,7 +138,7 @@ func TestDeadlineHoldPausesExpiry(t *testing.T) {
 func TestDeadlineReleaseResumesWithWhatWasLeft(t *testing.T) {
 	ctx, d := newCallDeadline(context.Background(), time.Hour)
 	defer d.stop()
-	release := d.hold()
+	release := d.hold(time.Hour)
 	d.mu.Lock()
 	left, holds, timer := d.left, d.holds, d.timer
 	d.mu.Unlock()
@@ -159,7 +159,7 @@ func TestDeadlineReleaseResumesWithWhatWasLeft(t *testing.T) {
 		t.Fatalf("released with an hour left: Err() = %v", ctx.Err())
 	}
 	// A second hold takes off what ran meanwhile, never adds.
-	release = d.hold()
+	release = d.hold(time.Hour)
 	d.mu.Lock()
 	left2 := d.left
 	d.mu.Unlock()
@@ -172,7 +172,7 @@ func TestDeadlineReleaseResumesWithWhatWasLeft(t *testing.T) {
 func TestDeadlineNestedHolds(t *testing.T) {
 	ctx, d, outer, timeout := heldDeadline(t, 5*time.Millisecond)
 	defer d.stop()
-	inner := d.hold()
+	inner := d.hold(time.Hour)
 	passed(2 * timeout)
 	inner()
 	inner() // a release is idempotent: it must not release the outer hold
@@ -202,7 +202,7 @@ func TestDeadlineNestedHolds(t *testing.T) {
 func TestDeadlineHoldAfterExpiryOrStop(t *testing.T) {
 	ctx, d := newCallDeadline(context.Background(), time.Millisecond)
 	<-ctx.Done()
-	release := d.hold()
+	release := d.hold(time.Hour)
 	release()
 	d.mu.Lock()
 	if d.holds != 0 {
@@ -215,10 +215,10 @@ func TestDeadlineHoldAfterExpiryOrStop(t *testing.T) {
 	d.stop()
 
 	ctx, d = newCallDeadline(context.Background(), time.Hour)
-	held := d.hold()
+	held := d.hold(time.Hour)
 	d.stop() // the call ends while it waits
 	held()
-	after := d.hold()
+	after := d.hold(time.Hour)
 	after()
 	d.mu.Lock()
 	timer := d.timer
@@ -238,7 +238,7 @@ func TestDeadlineConcurrentHolds(t *testing.T) {
 	for range 32 {
 		wg.Go(func() {
 			for range 50 {
-				release := d.hold()
+				release := d.hold(time.Hour)
 				release()
 				release()
 			}
@@ -259,5 +259,65 @@ func TestDeadlineConcurrentHolds(t *testing.T) {
 	<-ctx.Done()
 	if ctx.Err() != context.DeadlineExceeded {
 		t.Fatalf("Err() = %v", ctx.Err())
+	}
+}
+
+// A guest that asks again and again, of a client that never answers, must
+// not hold its deadline for ever: the holds of one call stop it for at most
+// the wait limit in all, and then it runs out even under a hold that is
+// never released.
+func TestDeadlineHoldsAreBoundedByOneWaitPerCall(t *testing.T) {
+	guard, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const wait = time.Millisecond
+	_, d := newCallDeadline(context.Background(), time.Hour)
+	defer d.stop()
+	// Each ask's wait ends (its own client_wait), and the guest asks again.
+	for range 8 {
+		release := d.hold(wait)
+		passed(2 * wait)
+		release()
+	}
+	if got := d.waitSpent(); got != wait {
+		t.Fatalf("waitSpent = %v after eight waits of %v, want %v", got, wait, wait)
+	}
+	// The limit is spent: a further hold leaves the deadline running.
+	d.hold(wait)
+	d.mu.Lock()
+	paused, timer := d.paused, d.timer
+	d.mu.Unlock()
+	if paused || timer == nil {
+		t.Fatalf("a hold past the call's client wait stopped the deadline (paused=%v)", paused)
+	}
+
+	// A hold never released: the wait limit ends the pause, and the rest
+	// of the deadline runs out. (The timeout is short; if it runs out
+	// before the hold is taken, start over with a longer one, so that the
+	// hold is a real one.)
+	for timeout := time.Millisecond; ; timeout *= 2 {
+		if timeout > time.Minute {
+			t.Fatal("could not take a hold before the timer fired")
+		}
+		ctx, d := newCallDeadline(context.Background(), timeout)
+		defer d.stop()
+		d.hold(wait)
+		d.mu.Lock()
+		paused := d.paused || d.spent > 0
+		d.mu.Unlock()
+		if !paused {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-guard.Done():
+			t.Fatal("a call held by a wait that never ends never reached its deadline")
+		}
+		if ctx.Err() != context.DeadlineExceeded {
+			t.Fatalf("Err() = %v, want DeadlineExceeded", ctx.Err())
+		}
+		if d.waitSpent() != wait {
+			t.Fatalf("waitSpent = %v, want %v", d.waitSpent(), wait)
+		}
+		return
 	}
 }

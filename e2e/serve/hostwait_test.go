@@ -82,3 +82,38 @@ func TestModuleFileUnreadableAtFirstCall(t *testing.T) {
 	}
 	wantEcho(t, cs, "readable again")
 }
+
+// TestHostileAskingForEver: poser asks the client again each time it does
+// not answer, under a 300 ms timeout and a 200 ms client_wait, of a client
+// that never answers. Each wait held the deadline, so the call would wait
+// for ever, holding its instance and slot; the waits of one call together
+// hold the deadline for one client_wait, and then it runs out: the call is
+// a timeout naming both bounds, and the session goes on serving. The
+// test's own bound is call's minute.
+func TestHostileAskingForEver(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "poser: {timeout: 300ms}", "poser", "echo")
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(cfg), "    poser: {}\n", "    poser: {client: [elicit]}\n", 1)
+	edited = strings.Replace(edited, "  limits:\n", "  defaults: {client_wait: 200ms}\n  limits:\n", 1)
+	if err := os.WriteFile(e.config, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &decider{block: true, release: make(chan struct{})}
+	cs, _ := stdioServer(t, e, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: d.handle})
+	t.Cleanup(func() { close(d.release) }) // runs before the session closes
+	ask := []map[string]any{{"method": "elicitation/create", "params": map[string]any{"message": "again?",
+		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}}}}}
+	res := call(t, cs, "poser", map[string]any{"ask": ask, "again": true})
+	wantFailure(t, res, "timeout")
+	msg := text(t, res)
+	for _, want := range []string{"poser did not finish within 300ms", "waited 200ms for the client", "tools.defaults.client_wait"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("timeout message %q does not say %q", msg, want)
+		}
+	}
+	wantEcho(t, cs, "after the asking")
+}

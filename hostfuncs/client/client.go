@@ -216,11 +216,11 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 				"the client did not declare the %s capability, so the tool cannot ask it for %s", capabilityName(feature), r.Method)
 		}
 	}
+	wait := c.Wait()
 	release := func() {}
 	if call.Hold != nil {
-		release = call.Hold()
+		release = call.Hold(wait)
 	}
-	wait := c.Wait()
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	results, err := call.Client.Ask(askCtx, requests)
 	waitErr := askCtx.Err()

@@ -64,7 +64,7 @@ type holds struct {
 	releasedTwiceOver bool
 }
 
-func (h *holds) hold() func() {
+func (h *holds) hold(time.Duration) func() {
 	h.mu.Lock()
 	h.taken++
 	h.mu.Unlock()

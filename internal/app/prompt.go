@@ -201,11 +201,11 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 		call.Prompted = map[tool.Need]bool{}
 	}
 	call.Prompted[need] = true
+	wait := p.cfg().ClientWait()
 	release := func() {}
 	if call.Hold != nil {
-		release = call.Hold()
+		release = call.Hold(wait)
 	}
-	wait := p.cfg().ClientWait()
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	key := fmt.Sprintf("warden/permission-%d", len(call.Prompted))
 	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: q.params}})

@@ -6,7 +6,9 @@
 // content of another module's resource (the conformance module's
 // test://static-text); poser://meta answers with _meta keys of warden's own
 // on its contents. With "embed", its result embeds a resource of that URI
-// with text of its own.
+// with text of its own. With "again", it asks again each time the client
+// does not answer, for ever: a tool that would hold its call past every
+// bound by waiting for a person.
 package main
 
 import (
@@ -54,6 +56,7 @@ type args struct {
 	Log      string                 `json:"log"`
 	Progress string                 `json:"progress"`
 	Embed    string                 `json:"embed"`
+	Again    bool                   `json:"again"`
 }
 
 func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
@@ -75,6 +78,9 @@ func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, err
 		return warden.Text("nothing asked"), nil
 	}
 	results, err := warden.Ask(ctx, a.Ask...)
+	for a.Again && err != nil {
+		results, err = warden.Ask(ctx, a.Ask...)
+	}
 	if err != nil {
 		return nil, err
 	}
