@@ -68,6 +68,11 @@ type stateSealer struct {
 
 	mu   sync.Mutex
 	used map[string]int64 // nonce -> expiry (unix seconds)
+	// forgotten is the latest expiry of a live state forgotten to keep
+	// used bounded: no state expiring by then is accepted any more, since
+	// it might be one of those (a flood of fresh states would otherwise
+	// evict a spent "yes", which could then be replayed).
+	forgotten int64
 }
 
 // SpentStates is a ledger of spent requestState nonces shared by replicas
@@ -142,6 +147,9 @@ func (s *stateSealer) open(sealed string, now time.Time) (*requestState, error) 
 		return nil, &errState{"expired: the answers came after tools.defaults.client_wait"}
 	}
 	if !s.spend(st.Nonce, st.Expires, now) {
+		if s.wasForgotten(st.Expires) {
+			return nil, &errState{fmt.Sprintf("too old to tell whether it was used: over %d states were spent while it was valid, and the oldest were forgotten; ask again (call without it)", maxUsedStates)}
+		}
 		return nil, &errState{"already used: each requestState is accepted once"}
 	}
 	if s.spent != nil {
@@ -162,7 +170,7 @@ func (s *stateSealer) open(sealed string, now time.Time) (*requestState, error) 
 func (s *stateSealer) spend(nonce string, expires int64, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, seen := s.used[nonce]; seen {
+	if _, seen := s.used[nonce]; seen || expires <= s.forgotten {
 		return false
 	}
 	if len(s.used) >= maxUsedStates {
@@ -174,8 +182,10 @@ func (s *stateSealer) spend(nonce string, expires int64, now time.Time) bool {
 	}
 	if len(s.used) >= maxUsedStates {
 		// Every remembered state is still live: refusing a new one would let
-		// a client lock everyone out, forgetting the one closest to expiry
-		// only reopens a window for that one state.
+		// a client lock everyone out. The one closest to expiry is
+		// forgotten, and with it every state expiring by then refused
+		// (forgotten): the states issued after it, which expire later, are
+		// still accepted once, and no spent one is accepted again.
 		var oldest string
 		var at int64
 		for n, exp := range s.used {
@@ -184,9 +194,18 @@ func (s *stateSealer) spend(nonce string, expires int64, now time.Time) bool {
 			}
 		}
 		delete(s.used, oldest)
+		s.forgotten = max(s.forgotten, at)
 	}
 	s.used[nonce] = expires
 	return true
+}
+
+// wasForgotten reports whether a state expiring at expires is refused
+// because spent states as young were forgotten (see forgotten).
+func (s *stateSealer) wasForgotten(expires int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return expires <= s.forgotten
 }
 
 func newNonce() string {

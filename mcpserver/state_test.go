@@ -374,3 +374,44 @@ func TestStateSpentAcrossReplicas(t *testing.T) {
 	_, err = b.open(mustSeal(t, a, sampleState("unchecked")), stateNow)
 	refusedSaying(t, err, "could not be checked against the replicas' spent states: database down")
 }
+
+// A client that spends a flood of fresh states must not push a spent one
+// (a person's "yes") out of the set and then replay it: once a live state
+// is forgotten, no state expiring by then is accepted, and the refusal says
+// why; states issued after still are, once.
+func TestForgottenStatesAreNotAcceptedAgain(t *testing.T) {
+	s := newStateSealer(stateTestKey, nil)
+	yes := sampleState("yes")
+	yes.Expires = stateNow.Add(time.Minute).Unix()
+	sealed := mustSeal(t, s, yes)
+	if _, err := s.open(sealed, stateNow); err != nil {
+		t.Fatal(err)
+	}
+	// The flood: fresh states, each expiring after it, until "yes" is the
+	// one forgotten.
+	for i := range maxUsedStates {
+		if !s.spend(fmt.Sprint("flood", i), yes.Expires+1+int64(i), stateNow) {
+			t.Fatalf("fresh state %d refused", i)
+		}
+	}
+	if _, still := s.used["yes"]; still {
+		t.Fatal("the flood did not push the spent state out; the test proves nothing")
+	}
+	_, err := s.open(sealed, stateNow)
+	refusedSaying(t, err, "too old to tell whether it was used")
+	// A state sealed afresh with the same nonce is the same state.
+	_, err = s.open(mustSeal(t, s, yes), stateNow)
+	refusedSaying(t, err, "too old to tell whether it was used")
+	// One issued after the flood is accepted, once.
+	next := sampleState("next")
+	next.Expires = yes.Expires + int64(maxUsedStates) + 10
+	sealedNext := mustSeal(t, s, next)
+	if _, err := s.open(sealedNext, stateNow); err != nil {
+		t.Fatalf("a state issued after the flood: %v", err)
+	}
+	_, err = s.open(sealedNext, stateNow)
+	refusedSaying(t, err, "already used")
+	if len(s.used) > maxUsedStates {
+		t.Fatalf("%d remembered, over the bound of %d", len(s.used), maxUsedStates)
+	}
+}
