@@ -80,8 +80,10 @@ func (d *callDeadline) hold(wait time.Duration) (release func()) {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			if d.paused {
-				d.held = max(d.held, wait) // the timer may fire a hair early
 				d.resumeLocked()
+				// All of wait is spent, though the timer may fire a hair
+				// early.
+				d.held, d.spent = max(d.held, wait), wait
 			}
 		})
 	}
