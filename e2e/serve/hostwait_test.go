@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -92,22 +93,8 @@ func TestModuleFileUnreadableAtFirstCall(t *testing.T) {
 // test's own bound is call's minute.
 func TestHostileAskingForEver(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "poser: {timeout: 300ms}", "poser", "echo")
-	cfg, err := os.ReadFile(e.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := strings.Replace(string(cfg), "    poser: {}\n", "    poser: {client: [elicit]}\n", 1)
-	edited = strings.Replace(edited, "  limits:\n", "  defaults: {client_wait: 200ms}\n  limits:\n", 1)
-	if err := os.WriteFile(e.config, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := &decider{block: true, release: make(chan struct{})}
-	cs, _ := stdioServer(t, e, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: d.handle})
-	t.Cleanup(func() { close(d.release) }) // runs before the session closes
-	ask := []map[string]any{{"method": "elicitation/create", "params": map[string]any{"message": "again?",
-		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}}}}}
-	res := call(t, cs, "poser", map[string]any{"ask": ask, "again": true})
+	cs, _ := askingServer(t, "poser: {timeout: 300ms}", "200ms")
+	res := call(t, cs, "poser", map[string]any{"ask": poserAsk, "again": true})
 	wantFailure(t, res, "timeout")
 	msg := text(t, res)
 	for _, want := range []string{"poser did not finish within 300ms", "waited 200ms for the client", "tools.defaults.client_wait"} {
@@ -116,4 +103,55 @@ func TestHostileAskingForEver(t *testing.T) {
 		}
 	}
 	wantEcho(t, cs, "after the asking")
+}
+
+// askingServer serves poser, granted client: [elicit], and echo over stdio
+// under limits and client_wait, to a 2025-11-25 client whose person never
+// answers; the decider counts what it was asked.
+func askingServer(t *testing.T, limits, clientWait string) (*mcp.ClientSession, *decider) {
+	t.Helper()
+	e := newEnv(t, limits, "poser", "echo")
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(cfg), "    poser: {}\n", "    poser: {client: [elicit]}\n", 1)
+	edited = strings.Replace(edited, "  limits:\n", "  defaults: {client_wait: "+clientWait+"}\n  limits:\n", 1)
+	if err := os.WriteFile(e.config, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &decider{block: true, release: make(chan struct{})}
+	cs, _ := stdioServer(t, e, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: d.handle})
+	t.Cleanup(func() { close(d.release) }) // runs before the session closes
+	return cs, d
+}
+
+// poserAsk is poser's argument for one form question.
+var poserAsk = []map[string]any{{"method": "elicitation/create", "params": map[string]any{"message": "again?",
+	"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}}}}}
+
+// TestCancelledAskReleasesItsSlot: poser may run one call at a time
+// (max_in_flight: 1) and waits up to ten minutes for a person who never
+// answers. The client cancels the call while the person is asked: the call
+// ends at once as cancelled, and its slot is free: the next call reaches
+// the person (were the slot still held, it would wait server.queue_wait and
+// fail as busy, never asking).
+func TestCancelledAskReleasesItsSlot(t *testing.T) {
+	t.Parallel()
+	cs, d := askingServer(t, "poser: {timeout: 10m, max_in_flight: 1}", "10m")
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		before := d.asked.Load()
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "poser", Arguments: map[string]any{"ask": poserAsk}})
+			done <- err
+		}()
+		eventually(t, fmt.Sprintf("call %d reaches the person", i+1), func() bool { return d.asked.Load() > before })
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call %d: %v", i+1, err)
+		}
+	}
+	wantEcho(t, cs, "after the cancelled asks")
 }
