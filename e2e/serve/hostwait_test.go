@@ -85,7 +85,7 @@ func TestModuleFileUnreadableAtFirstCall(t *testing.T) {
 }
 
 // TestHostileAskingForEver: poser asks the client again each time it does
-// not answer, under a 300 ms timeout and a 200 ms client_wait, of a client
+// not answer, under a 2 s timeout and a 200 ms client_wait, of a client
 // that never answers. Each wait held the deadline, so the call would wait
 // for ever, holding its instance and slot; the waits of one call together
 // hold the deadline for one client_wait, and then it runs out: the call is
@@ -93,11 +93,11 @@ func TestModuleFileUnreadableAtFirstCall(t *testing.T) {
 // test's own bound is call's minute.
 func TestHostileAskingForEver(t *testing.T) {
 	t.Parallel()
-	cs, _ := askingServer(t, "poser: {timeout: 300ms}", "200ms")
+	cs, _ := askingServer(t, "poser: {timeout: 2s}", "200ms")
 	res := call(t, cs, "poser", map[string]any{"ask": poserAsk, "again": true})
 	wantFailure(t, res, "timeout")
 	msg := text(t, res)
-	for _, want := range []string{"poser did not finish within 300ms", "waited 200ms for the client", "tools.defaults.client_wait"} {
+	for _, want := range []string{"poser did not finish within 2s", "waited 200ms for the client", "tools.defaults.client_wait"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("timeout message %q does not say %q", msg, want)
 		}
