@@ -11,7 +11,8 @@ import (
 // client, and through it the person, mid-call. Without the grant the call
 // gets kind "denied"; when the client did not declare the feature, kind
 // "unsupported", at once. Waiting for an answer is bounded by
-// tools.defaults.client_wait and does not count against the tool's timeout.
+// tools.defaults.client_wait and does not count against the tool's timeout,
+// up to one client_wait over all of a call's waits: later waits do.
 //
 // A client speaking MCP 2026-07-28 answers in a later request: warden then
 // stops the call where it asked and runs it again, from the start, with the
