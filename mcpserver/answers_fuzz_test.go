@@ -328,3 +328,63 @@ func wantFaithful(t *testing.T, method, answer, line string) {
 		t.Fatalf("the tool saw accept for the answer %.300s", answer)
 	}
 }
+
+// TestClientNotificationsLeaveTheSessionServing sends what a client may
+// notify that warden never asked for: cancellations of ids never sent (and
+// of the session's own calls already answered) with a huge reason,
+// progress of its own, a flood of roots/list_changed, a second
+// notifications/initialized, and late answers to a question already
+// answered. Over stdio and HTTP, the session still serves, and a question
+// asked afterwards is answered by the answer the client gives it.
+func TestClientNotificationsLeaveTheSessionServing(t *testing.T) {
+	s, _ := newServer(t, answeringTools(), Options{})
+	c := newRawClient(t, s, 0)
+	c.send(answerInit)
+	if r := parseReply(t, c.next()); r.Error != nil {
+		t.Fatalf("initialize: %+v", r.Error)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	hs := httptest.NewServer(s.Handler(HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	status, h, _ := post(t, hs.URL+PathMCP, "", "", answerInit)
+	session := h.Get("Mcp-Session-Id")
+	if status != http.StatusOK || session == "" {
+		t.Fatalf("initialize over HTTP: status %d", status)
+	}
+	post(t, hs.URL+PathMCP, "2025-11-25", session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	huge := rawString(strings.Repeat("\u202e\x01", 1<<15))
+	for _, conn := range []struct {
+		name string
+		askConn
+	}{
+		{"stdio", stdioAsk{stdioConn{c}}},
+		{"http", &httpAsk{httpConn: httpConn{url: hs.URL + PathMCP, session: session}}},
+	} {
+		t.Run(conn.name, func(t *testing.T) {
+			reqID, _ := conn.ask(t, `"first"`, "elicit")
+			decline := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"decline"}}`, reqID)
+			if line := conn.finish(t, `"first"`, decline); !strings.Contains(line, `\"action\":\"decline\"`) {
+				t.Fatalf("first ask: %.300s", line)
+			}
+			conn.notify(t, "notifications/initialized", `{}`)
+			for _, id := range []string{`"first"`, `"never-sent"`, `999999`, string(reqID)} {
+				conn.notify(t, "notifications/cancelled", `{"requestId":`+id+`,"reason":`+huge+`}`)
+			}
+			conn.notify(t, "notifications/progress", `{"progressToken":"first","progress":1e308,"total":-1,"message":`+huge+`}`)
+			for i := 0; i < 1000; i++ {
+				conn.notify(t, "notifications/roots/list_changed", `{}`)
+			}
+			// A second question: the late accept for the first is not its answer.
+			reqID2, _ := conn.ask(t, `"second"`, "elicit")
+			if string(reqID2) == string(reqID) {
+				t.Fatalf("the server reused request id %s", reqID)
+			}
+			late := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"late"}}}`, reqID)
+			decline2 := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"decline"}}`, reqID2)
+			if line := conn.finish(t, `"second"`, late, decline2); !strings.Contains(line, `\"action\":\"decline\"`) || strings.Contains(line, "late") {
+				t.Fatalf("second ask: %.300s", line)
+			}
+			wantSessionServes(t, conn, 1)
+		})
+	}
+}
