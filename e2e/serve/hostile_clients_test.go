@@ -52,6 +52,13 @@ type rawStdio struct {
 
 func startRawStdio(t *testing.T, e *env) *rawStdio {
 	t.Helper()
+	return startRawStdioWith(t, e, `{}`)
+}
+
+// startRawStdioWith is startRawStdio for a client that declares
+// capabilities (a JSON object).
+func startRawStdioWith(t *testing.T, e *env, capabilities string) *rawStdio {
+	t.Helper()
 	stderr := &logBuffer{}
 	dumpOnFailure(t, "warden serve (raw stdio)", stderr)
 	cmd := exec.Command(built.warden, "serve", "--config", e.config)
@@ -91,7 +98,7 @@ func startRawStdio(t *testing.T, e *env) *rawStdio {
 			t.Errorf("warden serve still running 2 min after stdin closed; killed")
 		}
 	})
-	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + capabilities + `,"clientInfo":{"name":"raw","version":"1"}}}`)
 	if r := s.reply(); r.Error != nil || string(r.ID) != `"init"` {
 		t.Fatalf("initialize: %+v", r)
 	}

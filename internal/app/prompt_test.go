@@ -19,9 +19,11 @@ import (
 // person is a tool.Client whose person answers every elicitation with the
 // next scripted answer, and records what was asked.
 type person struct {
-	mu       sync.Mutex
-	elicit   bool
-	answers  []string // "accept:<decision>", "accept", "decline"
+	mu      sync.Mutex
+	elicit  bool
+	answers []string // "accept:<decision>", "accept", "decline"
+	// raw, when set, are the answers as the client's bytes, used first.
+	raw      []string
 	asked    []tool.ClientRequest
 	mrtrOnce bool // answer the first ask with ErrInputRequired
 	// onAsk, when set, runs as each question is asked, before the answer:
@@ -45,6 +47,10 @@ func (p *person) Ask(_ context.Context, reqs []tool.ClientRequest) ([]json.RawMe
 	}
 	out := make([]json.RawMessage, len(reqs))
 	for i := range reqs {
+		if len(p.raw) > 0 {
+			out[i], p.raw = json.RawMessage(p.raw[0]), p.raw[1:]
+			continue
+		}
 		if len(p.answers) == 0 {
 			return nil, context.DeadlineExceeded
 		}
@@ -128,6 +134,49 @@ func TestPermissionPromptOnceAndDeny(t *testing.T) {
 	}
 	if n := len(p.questions()); n != 3 {
 		t.Fatalf("asked %d times, want once per call", n)
+	}
+}
+
+// TestPermissionPromptMalformedAnswerIsNo answers a permission prompt with
+// what a hostile client may send back: an action that is not exactly the
+// string "accept", a decision that is not exactly once or always, wrong
+// types, duplicate members, nothing. Each is a no: the read is denied and
+// config.yaml is not touched.
+func TestPermissionPromptMalformedAnswerIsNo(t *testing.T) {
+	w := newEscapeWorld(t)
+	before, _ := os.ReadFile(w.cfgPath)
+	for _, raw := range []string{
+		`{"action":"ACCEPT","content":{"decision":"always"}}`,
+		`{"action":"accept\u0000","content":{"decision":"always"}}`,
+		`{"action":"acc\u0435pt","content":{"decision":"always"}}`,
+		`{"action":" accept","content":{"decision":"once"}}`,
+		`{"action":["accept"],"content":{"decision":"always"}}`,
+		`{"action":{"accept":true},"content":{"decision":"always"}}`,
+		`{"action":1,"content":{"decision":"always"}}`,
+		`{"action":"accept","action":"decline","content":{"decision":"always"}}`,
+		`{"action":"accept","content":{"decision":"Always"}}`,
+		`{"action":"accept","content":{"decision":["always"]}}`,
+		`{"action":"accept","content":{"decision":"always\u0000"}}`,
+		`{"action":"accept","content":"always"}`,
+		`{"action":"accept"}`,
+		`{"decision":"always"}`,
+		`"accept"`,
+		`null`,
+		`{}`,
+	} {
+		p := &person{elicit: true, raw: []string{raw}}
+		if _, fs := w.callWith(t, p, readDocs); fs.Error == nil || fs.Error.Kind != tool.KindDenied {
+			t.Errorf("answer %s: the read = %+v, want denied", raw, fs)
+		}
+		if len(p.questions()) != 1 {
+			t.Errorf("answer %s: asked %d times", raw, len(p.questions()))
+		}
+	}
+	if after, _ := os.ReadFile(w.cfgPath); string(after) != string(before) {
+		t.Fatalf("config changed by a malformed answer:\n%s", after)
+	}
+	if g, _ := w.app.Config().Grants("hostcalls", "hostcalls"); len(g.FS.Read) != 0 {
+		t.Fatalf("grant in force after malformed answers: %+v", g.FS)
 	}
 }
 
