@@ -83,18 +83,17 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	if note := grantNote(cfg, e.subject, module, elsewhere); note != "" {
 		ctx = withGrantNote(ctx, note)
 	}
-	if e.method == mcpserver.MethodComplete {
-		if g, why, ok := gateOf(cfg, e.subject, &e.tool.Descriptor, grants); ok && g.Action == config.GateConfirm {
-			return ctx, req, nil, tool.Errorf(tool.KindDenied,
-				"%s runs as tool %s, which runs only after a person confirms it (%s), and a completion cannot ask a person; to let it run without asking, set %s",
-				e.what, e.subject, why, a.configLine(gateAllowLine(e.subject)))
-		}
+	// The subject's gate, resolved once for the checks below and the gate.
+	g, why, gated := gateOf(cfg, e.subject, &e.tool.Descriptor, grants)
+	asks := gated && g.Action == config.GateConfirm
+	if e.method == mcpserver.MethodComplete && asks {
+		return ctx, req, nil, tool.Errorf(tool.KindDenied,
+			"%s runs as tool %s, which runs only after a person confirms it (%s), and a completion cannot ask a person; to let it run without asking, set %s",
+			e.what, e.subject, why, a.configLine(gateAllowLine(e.subject)))
 	}
 	c := e.call
 	c.Name = e.subject
-	g, _, gated := gateOf(cfg, e.subject, &e.tool.Descriptor, grants)
-	asks := gated && g.Action == config.GateConfirm
-	if res := a.gate(ctx, cfg, c, &e.tool.Descriptor, grants); res != nil {
+	if res := a.applyGate(ctx, cfg, c, &e.tool.Descriptor, grants, g, why, gated); res != nil {
 		if e.method == mcpserver.MethodCallTool {
 			return ctx, req, res, nil
 		}

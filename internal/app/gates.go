@@ -30,12 +30,22 @@ const maxShownArguments = 2 << 10
 // the ask stops the call with an input-required result, and the retry
 // carries the person's answer.
 func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities) *tool.Result {
+	g, why, ok := gateOf(cfg, c.Name, d, grants)
+	return a.applyGate(ctx, cfg, c, d, grants, g, why, ok)
+}
+
+// applyGate is gate for the gate gateOf resolved (g, why; ok false when
+// none applies), for a caller that resolved it already (admit).
+func (a *App) applyGate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, g config.Gate, why string, ok bool) *tool.Result {
+	if !ok {
+		return nil
+	}
 	rec := a.caps.rec.get()
 	if rec == nil {
-		return a.decideGate(ctx, cfg, c, d, grants, nil)
+		return a.decideGate(ctx, cfg, c, d, grants, g, why, nil)
 	}
 	var action string
-	res := a.decideGate(ctx, cfg, c, d, grants, &action)
+	res := a.decideGate(ctx, cfg, c, d, grants, g, why, &action)
 	if action == "" || action == config.GateAllow {
 		return res // no gate stood in the way
 	}
@@ -53,13 +63,9 @@ func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d 
 	return res
 }
 
-// decideGate is gate; action, when not nil, is set to the action of the
-// gate that applies ("" when none does).
-func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, action *string) *tool.Result {
-	g, why, ok := gateOf(cfg, c.Name, d, grants)
-	if !ok {
-		return nil
-	}
+// decideGate is applyGate for the gate g that applies (why names it);
+// action, when not nil, is set to its action.
+func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, g config.Gate, why string, action *string) *tool.Result {
 	// An entry of the tool's exact name beats any pattern: the line that
 	// lets this one tool through.
 	if action != nil {
