@@ -15,5 +15,6 @@
 // kind's checks, instantiation, snapshot and reset behind one interface
 // (runtime/internal/guest); the pool and the call path never ask the kind.
 //
-// The runtime knows nothing of MCP; package mcpserver serves a Registry.
+// The runtime knows nothing of MCP; internal/catalog decides which tools a set of
+// modules serves, and package mcpserver serves them.
 package runtime

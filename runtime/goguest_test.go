@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -181,7 +182,7 @@ func TestMultiAndRejected(t *testing.T) {
 
 func TestRegistryCollision(t *testing.T) {
 	rt := newRuntime(t, runtime.Options{})
-	reg := runtime.NewRegistry()
+	reg := catalog.NewTable()
 	load := func(name string, wasm []byte) *runtime.Module {
 		m, err := rt.Load(context.Background(), name, wasm, runtime.Limits{})
 		if err != nil {

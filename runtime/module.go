@@ -44,8 +44,6 @@ type Module struct {
 	// maxCallDepth is the call depth the instrumentation enforces, for
 	// stack overflow messages.
 	maxCallDepth uint32
-	// pinned is set by the Registry (see Registry.Put).
-	pinned pinState
 	// descriptorDoc is the descriptor document the tools were built from.
 	descriptorDoc []byte
 	// features are the resources, templates and prompts it declares

@@ -30,7 +30,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 			}
 			defer a.Close(cmd.Context())
 			stop := showLoads(a)
-			errs := a.LoadTools(cmd.Context())
+			errs := a.Catalog().LoadTools(cmd.Context())
 			stop()
 			for _, err := range errs {
 				fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
@@ -46,7 +46,7 @@ func printTools(w io.Writer, a *app.App) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
 	var elsewhere []error
-	for _, t := range a.Registry().Tools() {
+	for _, t := range a.Catalog().Table().Tools() {
 		m := t.Module()
 		granted, err := cfg.Grants(t.Descriptor.Name, m.Name())
 		if err != nil {
@@ -111,7 +111,7 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 				return err
 			}
 			defer a.Close(cmd.Context())
-			for _, err := range a.LoadTools(cmd.Context()) {
+			for _, err := range a.Catalog().LoadTools(cmd.Context()) {
 				logger.Warn("tool not loaded", "error", err)
 			}
 			res, err := a.Call(cmd.Context(), mcpserver.Call{Pass: mcpserver.LocalPass(),

@@ -62,9 +62,7 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	if !cfg.Exposed(e.subject) {
 		return ctx, req, nil, e.notServed()
 	}
-	a.mu.Lock()
-	waitFor := a.heldBy(cfg, e.tool)
-	a.mu.Unlock()
+	waitFor := a.catalog.HeldBy(cfg, e.tool)
 	if waitFor != "" && e.method != mcpserver.MethodCallTool {
 		// A feature answers as an unknown name does: the client is not
 		// told which tool it runs as, nor which module is loading.

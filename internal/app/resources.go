@@ -145,9 +145,7 @@ func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bo
 	if served, ok := a.registry.Tool(subject); !ok || t == nil || served != t || !cfg.Exposed(subject) {
 		return false
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.heldBy(cfg, t) == ""
+	return a.catalog.HeldBy(cfg, t) == ""
 }
 
 var _ mcpserver.FeatureRouter = (*App)(nil)
