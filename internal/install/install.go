@@ -114,9 +114,10 @@ type ToolReview struct {
 // ReviewInstall reads the module at path once and loads those bytes in the
 // sandbox (only _initialize and describe run) to show what it is. name is
 // the module name to install under ("" for the file's name). It refuses a
-// module with no valid tool, and one whose tool names another module loaded
-// in a already provides (call LoadTools first); a module replacing one of
-// the same name may reuse its tool names.
+// module with no valid tool, and one whose tool names another module in
+// the catalog already provides (load the tools dir into it first: the
+// app's LoadTools); a module replacing one of the same name may reuse its
+// tool names.
 func (inst *Installer) ReviewInstall(ctx context.Context, path, name string) (*Review, error) {
 	if name == "" {
 		name = ModuleName(path)
@@ -241,12 +242,12 @@ func (inst *Installer) checkNames(r *Review) error {
 // tool's grant entry to the module (bindGrants). The file goes first: a
 // running server refuses the new bytes against the old pin and keeps the
 // previous version serving, then the new pin makes it load them, in one
-// config change that holds back any rival for the name meanwhile
-// (configChanged). With the pin first, the server would unload the old
-// version at once and, until the file arrived, an impostor describing the
-// same name would be its only candidate. The app's config is reloaded. A
-// serving app loads the module through its tools-dir watcher; otherwise
-// call LoadTools.
+// config change that holds back any rival for the name meanwhile (the
+// app's configChanged). With the pin first, the server would unload the
+// old version at once and, until the file arrived, an impostor describing
+// the same name would be its only candidate. The config is reloaded
+// (Options.Reload). A serving app loads the module through its tools-dir
+// watcher; otherwise call the app's LoadTools.
 func (inst *Installer) Install(ctx context.Context, r *Review) error {
 	cfg := inst.config()
 	if cfg.File == "" {
@@ -258,8 +259,8 @@ func (inst *Installer) Install(ctx context.Context, r *Review) error {
 	if err := writeModule(r.Dest, r.wasm); err != nil {
 		return fmt.Errorf("install %s: %w", r.Source, err)
 	}
-	// This app loaded the version being replaced (to check names): drop
-	// it now, or the new pin would unload it with an error as if the
+	// The catalog holds the version being replaced (to check names):
+	// drop it now, or the new pin would unload it with an error as if the
 	// file had been tampered with.
 	for _, m := range inst.catalog.Modules() {
 		if m.Name() == r.Module && m.SHA256() != r.SHA256 && inst.catalog.RemoveIf(m.Name(), m) {

@@ -56,8 +56,9 @@ type ToolChange struct {
 }
 
 // ReviewUpdate fetches what module's source ref points to now (checked by
-// the signature policy) and compares it with the installed module (call
-// LoadTools first). The caller must Close u.Review.Fetched.
+// the signature policy) and compares it with the installed module, as the
+// catalog holds it (the app's LoadTools first). The caller must Close
+// u.Review.Fetched.
 func (inst *Installer) ReviewUpdate(ctx context.Context, module string) (*Update, error) {
 	cfg := inst.config()
 	name := strings.ToLower(module)
