@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -58,7 +59,7 @@ func printTools(w io.Writer, a *app.App) {
 		// Every field but the hash comes from the module or its file name:
 		// escaped, so that none can move the cursor or fake a column.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(t.Descriptor.Name), termsafe.Line(m.Name()), m.SHA256()[:12],
-			summary(requested), summary(granted), summary(app.Missing(requested, granted)))
+			summary(requested), summary(granted), summary(install.Missing(requested, granted)))
 	}
 	tw.Flush()
 	printRefusals(w, a.Refused(), elsewhere)

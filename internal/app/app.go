@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/redact"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -69,8 +70,9 @@ type App struct {
 	exposure string
 	// res serves resources and prompts (resources.go).
 	res resourceState
-	// roots caches the Sigstore trusted root (source.go).
-	roots trustedRoots
+	// installer reviews, fetches, installs, syncs and updates modules
+	// (Installer).
+	installer *install.Installer
 	// secrets, when set (RedactWith), is kept equal to the config's
 	// secret values, which the logs and the audit trail redact.
 	secrets atomic.Pointer[redact.Secrets]
@@ -106,6 +108,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		loadedOne:   make(chan struct{}),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
+	a.installer = install.New(install.Options{Config: a.live.Current, Reload: a.live.Reload, Runtime: rt, Catalog: a.registry})
 	caps.prompts.cfg, caps.prompts.reload = a.live.Current, a.live.Reload
 	caps.prompts.sumOf = a.moduleSHA256
 	a.watchMemory()
@@ -483,7 +486,7 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 }
 
 // ModuleName is the name a module file loads under: its base name without .wasm.
-func ModuleName(path string) string { return strings.TrimSuffix(filepath.Base(path), ".wasm") }
+func ModuleName(path string) string { return install.ModuleName(path) }
 
 // ErrPinMismatch marks a module whose bytes differ from the approved pin.
 var ErrPinMismatch = errors.New("module changed since it was approved")
