@@ -137,7 +137,7 @@ func FuzzDoorTarget(f *testing.F) {
 		Prompts:   []OwnedPrompt{{Owner: "m", PromptDescriptor: tool.PromptDescriptor{Name: "p", Tool: "alpha"}}},
 	})
 	logger, _ := testLogger()
-	s := New(ff, Options{Logger: logger})
+	s := New(ff, fakeOptions(ff, Options{Logger: logger}))
 	f.Cleanup(func() { s.Close() })
 	f.Fuzz(func(t *testing.T, method string, params []byte) {
 		name, subject, ok := s.doorTarget(method, params)
