@@ -207,60 +207,26 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func newServer(t *testing.T, tools Tools, opts Options) (*Server, *syncBuffer) {
+// A fake is a test's Tools with the hooks it serves besides (Options'
+// contract fields), as App is with App.ServerOptions. The fakes embed one
+// another; each that adds a hook, or overrides a method a hook calls,
+// has its own options, which starts from its embedded fake's.
+type fake interface {
+	Tools
+	// options returns opts with the fake's hooks set.
+	options(opts Options) Options
+}
+
+// options: a fakeTools serves tools only.
+func (f *fakeTools) options(opts Options) Options { return opts }
+
+func newServer(t *testing.T, tools fake, opts Options) (*Server, *syncBuffer) {
 	t.Helper()
 	var logs *syncBuffer
 	if opts.Logger == nil {
 		opts.Logger, logs = testLogger()
 	}
-	s := New(tools, fakeOptions(tools, opts))
+	s := New(tools, tools.options(opts))
 	t.Cleanup(func() { s.Close() })
 	return s, logs
-}
-
-// fakeOptions wires what a test fake can do into opts' hooks, as
-// internal/app's App.ServerOptions wires the app: the fakes are built by
-// embedding one another (a fakeFeatures that also loads, limits or routes),
-// so each test's fake brings its hooks by the methods it has, and the server
-// itself sees only Options. A hook opts already sets is kept.
-func fakeOptions(fake Tools, opts Options) Options {
-	if f, ok := fake.(interface{ CallLimits(string) CallLimits }); ok && opts.CallLimits == nil {
-		opts.CallLimits = f.CallLimits
-	}
-	if f, ok := fake.(interface{ OwnerLimits(string) CallLimits }); ok && opts.OwnerLimits == nil {
-		opts.OwnerLimits = f.OwnerLimits
-	}
-	if f, ok := fake.(ScopePolicy); ok && opts.Scopes == nil {
-		opts.Scopes = f
-	}
-	if f, ok := fake.(Features); ok && opts.Features == nil {
-		opts.Features = f
-	}
-	if f, ok := fake.(FeatureRouter); ok && opts.FeatureRouter == nil {
-		opts.FeatureRouter = f
-	}
-	if f, ok := fake.(Loader); ok && opts.Loader == nil {
-		opts.Loader = f
-	}
-	if f, ok := fake.(interface{ LoadsEnded() uint64 }); ok && opts.LoadsEnded == nil {
-		opts.LoadsEnded = f.LoadsEnded
-	}
-	if f, ok := fake.(interface{ StartupLoaded() bool }); ok && opts.StartupLoaded == nil {
-		opts.StartupLoaded = f.StartupLoaded
-	}
-	if f, ok := fake.(interface{ LoadErrors() []LoadError }); ok && opts.LoadErrors == nil {
-		opts.LoadErrors = f.LoadErrors
-	}
-	if f, ok := fake.(interface{ Refused() []Refusal }); ok && opts.Refused == nil {
-		opts.Refused = f.Refused
-	}
-	if f, ok := fake.(interface{ Stats() map[string]any }); ok && opts.Stats == nil {
-		opts.Stats = f.Stats
-	}
-	if f, ok := fake.(interface {
-		EndSession(context.Context, string)
-	}); ok && opts.EndSession == nil {
-		opts.EndSession = f.EndSession
-	}
-	return opts
 }
