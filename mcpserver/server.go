@@ -2,10 +2,11 @@
 // Protocol, on stdio or streamable HTTP, using the official go-sdk.
 //
 // The package knows nothing of WebAssembly: it serves whatever implements
-// [Tools], and maps the tool contract (package tool) onto the protocol:
-// descriptors onto tools/list, results and typed failures onto tools/call,
-// a call's [tool.Observer] onto progress and log notifications, and a change
-// of the tool set onto notifications/tools/list_changed.
+// [Tools] (with what else the app can do given as [Options] fields), and
+// maps the tool contract (package tool) onto the protocol: descriptors onto
+// tools/list, results and typed failures onto tools/call, a call's
+// [tool.Observer] onto progress and log notifications, and a change of the
+// tool set onto notifications/tools/list_changed.
 //
 // Every failure of a tool, including every sandbox failure, reaches the client
 // as a result with isError set and its kind under _meta["warden/kind"]; only
@@ -34,7 +35,11 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// Tools is the tool set a Server serves. The runtime's registry implements it.
+// Tools is what every Server needs of the app behind it: the tool set it
+// lists and calls, and word of its changes. Everything else the app can do
+// (call limits, scopes, resources and prompts, background loads, health)
+// is an [Options] field, nil when it cannot; the server never looks for
+// more methods on a Tools.
 type Tools interface {
 	// List returns every tool, sorted by name. The server validates each
 	// descriptor and leaves out (and logs) those that are invalid.
@@ -136,7 +141,7 @@ type Options struct {
 	// Now is the clock of the rate limits; nil means time.Now.
 	Now func() time.Time
 	// ListWait bounds how long a tools/list waits for modules still loading
-	// in the background (see Loader) before it answers with the tools
+	// in the background (see [Loader]) before it answers with the tools
 	// loaded so far; 0 means 10 s, a negative value means not at all.
 	ListWait time.Duration
 	// MaxMessage bounds one inbound stdio message (a line) in bytes; 0 means
