@@ -20,6 +20,11 @@ type limitedTools struct {
 	limits map[string]CallLimits
 }
 
+func (l *limitedTools) options(opts Options) Options {
+	opts.CallLimits = l.CallLimits
+	return opts
+}
+
 func (l *limitedTools) CallLimits(name string) CallLimits { return l.limits[name] }
 
 // gate blocks the calls of the tools named in block until released; it

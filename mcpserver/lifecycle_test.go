@@ -335,6 +335,11 @@ type endingTools struct {
 	ended chan string
 }
 
+func (e endingTools) options(opts Options) Options {
+	opts.EndSession = e.EndSession
+	return opts
+}
+
 func (e endingTools) EndSession(_ context.Context, session string) { e.ended <- session }
 
 func TestEndedSessionsAreReported(t *testing.T) {

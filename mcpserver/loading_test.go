@@ -21,6 +21,11 @@ type loadingTools struct {
 	awaiting chan struct{}
 }
 
+func (l *loadingTools) options(opts Options) Options {
+	opts.Loader = l
+	return opts
+}
+
 func (l *loadingTools) Loading() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -145,6 +150,12 @@ func TestListWaitsForLoads(t *testing.T) {
 type countingTools struct {
 	*loadingTools
 	ended uint64
+}
+
+func (c *countingTools) options(opts Options) Options {
+	opts = c.loadingTools.options(opts)
+	opts.LoadsEnded = c.LoadsEnded
+	return opts
 }
 
 func (c *countingTools) LoadsEnded() uint64 {

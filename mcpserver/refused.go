@@ -19,17 +19,10 @@ type Refusal struct {
 	Reason  string   `json:"reason"`
 }
 
-// Refuser is implemented by Tools that refuse some tools. The server shows
-// the refusals in tools/list (_meta "warden/refused") and /healthz, so that
-// a refused tool is never silently missing.
-type Refuser interface {
-	Refused() []Refusal
-}
-
-// refused returns what s.tools refuses, or nil.
+// refused returns what Options.Refused refuses, or nil.
 func (s *Server) refused() []Refusal {
-	if r, ok := s.tools.(Refuser); ok {
-		return r.Refused()
+	if s.opts.Refused != nil {
+		return s.opts.Refused()
 	}
 	return nil
 }

@@ -16,6 +16,11 @@ type refusingTools struct {
 	refusals []Refusal
 }
 
+func (r *refusingTools) options(opts Options) Options {
+	opts.Refused = r.Refused
+	return opts
+}
+
 func (r *refusingTools) Refused() []Refusal { return r.refusals }
 
 // TestRefusedInListAndHealthz: the refusals reach a client on every

@@ -117,7 +117,7 @@ another program's and is refused.`,
 					logger.Error("observability not flushed", "error", err)
 				}
 			}()
-			opts := mcpserver.Options{
+			opts := a.ServerOptions(mcpserver.Options{
 				Name:                 "warden",
 				Version:              version,
 				PageSize:             cfg.Server.PageSize,
@@ -126,14 +126,11 @@ another program's and is refused.`,
 				MaxInFlightPerClient: cfg.Server.MaxInFlightPerClient,
 				MaxQueued:            cfg.Server.MaxQueued,
 				MaxQueuedPerClient:   cfg.Server.MaxQueuedPerClient,
-				RateLimit:            a.ServerRateLimits,
 				ListWait:             cfg.Server.ListWait,
 				MaxMessage:           int(cfg.Server.MaxMessage),
 				Logger:               logger,
 				StateKey:             stateKey,
-				SpentStates:          a.SpentStates(),
-				ClientWait:           func() time.Duration { return a.Config().ClientWait() },
-			}
+			})
 			if cmd.Flags().Changed("page-size") {
 				opts.PageSize = pageSize
 			}

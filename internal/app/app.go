@@ -350,9 +350,7 @@ const (
 	startupEnded
 )
 
-var _ mcpserver.StartupLoader = (*App)(nil)
-
-// StartupLoaded implements mcpserver.StartupLoader: it reports false from
+// StartupLoaded is mcpserver.Options.StartupLoaded: it reports false from
 // the start of the first load of the tools dir (LoadTools or
 // LoadToolsInBackground) until every module it found has joined or failed,
 // collisions decided; true before any load began too, when there is
@@ -360,7 +358,7 @@ var _ mcpserver.StartupLoader = (*App)(nil)
 func (a *App) StartupLoaded() bool { return a.startup.Load() != startupRunning }
 
 // LoadsEnded counts the background loads that ended; each is counted
-// before its module stops counting as loading (mcpserver.LoadCounter).
+// before its module stops counting as loading (mcpserver.Options.LoadsEnded).
 func (a *App) LoadsEnded() uint64 { return a.loadsEnded.Load() }
 
 // Loading lists the modules still loading in the background, sorted.
@@ -370,7 +368,7 @@ func (a *App) Loading() []string {
 	return slices.Sorted(maps.Keys(a.loading))
 }
 
-// Refused implements mcpserver.Refuser: the tools not served because
+// Refused is mcpserver.Options.Refused: the tools not served because
 // several modules describe their name (see runtime.Registry).
 func (a *App) Refused() []mcpserver.Refusal {
 	var out []mcpserver.Refusal
@@ -604,7 +602,7 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	return res, nil
 }
 
-// CallLimits implements mcpserver.CallLimiter: a tool's calls run at most
+// CallLimits is mcpserver.Options.CallLimits: a tool's calls run at most
 // one per instance of its module (tools.limits.<module>.max_instances),
 // and at most tools.limits.<tool>.max_in_flight; its deadline, which
 // covers its wait for a slot, is the one its call gets.
@@ -667,9 +665,7 @@ func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	}
 }
 
-var _ mcpserver.OwnerLimiter = (*App)(nil)
-
-// OwnerLimits implements mcpserver.OwnerLimiter: a feature that runs as no
+// OwnerLimits is mcpserver.Options.OwnerLimits: a feature that runs as no
 // tool runs on an instance of its module, and waits for one of the
 // module's slots as its tools' calls do. The memory resources (no module)
 // have none.
@@ -680,8 +676,6 @@ func (a *App) OwnerLimits(owner string) mcpserver.CallLimits {
 	}
 	return moduleLimits(m)
 }
-
-var _ mcpserver.CallLimiter = (*App)(nil)
 
 // ServerRateLimits returns server.rate_limit as the config in force sets
 // it, for mcpserver.Options.RateLimit: asked at every call, it is built
@@ -731,14 +725,10 @@ func (a *App) notify() {
 	}
 }
 
-var _ mcpserver.StatsReporter = (*App)(nil)
-
 // Stats reports resource use for /healthz: the instance memory budget.
 func (a *App) Stats() map[string]any {
 	return map[string]any{"instanceMemory": a.rt.InstanceMemory()}
 }
-
-var _ mcpserver.LoadErrorReporter = (*App)(nil)
 
 // LoadErrors lists the modules whose latest load failed, by module name,
 // for /healthz.
