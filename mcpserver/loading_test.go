@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // loadingTools is fakeTools with modules loading in the background: finish
@@ -76,7 +78,7 @@ func TestWhileLoading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Tools) != 1 || fmt.Sprint(res.Meta[MetaLoading]) != "[late]" {
+			if len(res.Tools) != 1 || fmt.Sprint(res.Meta[tool.MetaLoading]) != "[late]" {
 				t.Fatalf("tools/list while loading: %d tools, _meta %v", len(res.Tools), res.Meta)
 			}
 			called := make(chan *mcp.CallToolResult, 1)
@@ -95,7 +97,7 @@ func TestWhileLoading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := res.Meta[MetaLoading]; ok || len(res.Tools) != 2 {
+			if _, ok := res.Meta[tool.MetaLoading]; ok || len(res.Tools) != 2 {
 				t.Fatalf("tools/list after loading: %d tools, _meta %v", len(res.Tools), res.Meta)
 			}
 			// Nothing loading: an unknown tool is refused at once.
@@ -129,7 +131,7 @@ func TestListWaitsForLoads(t *testing.T) {
 			<-tools.awaiting
 			tools.finish("late")
 			res := <-listed
-			if res == nil || len(res.Tools) != 2 || res.Meta[MetaLoading] != nil {
+			if res == nil || len(res.Tools) != 2 || res.Meta[tool.MetaLoading] != nil {
 				t.Fatalf("tools/list across a load: %+v", res)
 			}
 		})
@@ -139,7 +141,7 @@ func TestListWaitsForLoads(t *testing.T) {
 		s, _ := newServer(t, tools, Options{ListWait: time.Millisecond})
 		cs := connect(t, s, transports[0], nil)
 		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil || len(res.Tools) != 1 || fmt.Sprint(res.Meta[MetaLoading]) != "[never]" {
+		if err != nil || len(res.Tools) != 1 || fmt.Sprint(res.Meta[tool.MetaLoading]) != "[never]" {
 			t.Fatalf("tools/list past ListWait: %+v %v", res, err)
 		}
 	})
@@ -187,7 +189,7 @@ func TestLoadEndedBeforeItsNotification(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, loading := res.Meta[MetaLoading]; loading || len(res.Tools) != 2 {
+			if _, loading := res.Meta[tool.MetaLoading]; loading || len(res.Tools) != 2 {
 				t.Fatalf("list after the load ended: %d tools, _meta %v", len(res.Tools), res.Meta)
 			}
 			tools.endSilently("later")

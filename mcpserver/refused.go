@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// MetaRefused is the tools/list result _meta key listing the tools not
-// served because several modules describe their name ([Refusal]).
-const MetaRefused = "warden/refused"
+	"github.com/warden-run/warden/tool"
+)
 
 // Refusal is a tool the server does not list or call because another module
 // describes the same name; Reason says what to do about it.
@@ -39,7 +37,7 @@ func (s *Server) refusedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if list.Meta == nil {
 					list.Meta = mcp.Meta{}
 				}
-				list.Meta[MetaRefused] = refused
+				list.Meta[tool.MetaRefused] = refused
 			}
 		}
 		return res, err

@@ -79,7 +79,7 @@ type ServedFeatures struct {
 	Prompts   []OwnedPrompt
 	// ResourcesIncomplete, when set, says why the resource list is not
 	// complete (e.g. more memory topics than are listed); resources/list
-	// then carries it under _meta[MetaResourcesIncomplete].
+	// then carries it under _meta[tool.MetaIncomplete].
 	ResourcesIncomplete string
 	// Subscribable reports whether a client may subscribe to uri: a
 	// resource whose owner announces changes. nil: every served URI.
@@ -120,10 +120,6 @@ type FeatureCall struct {
 	// Pass is as in Call.
 	Pass *Pass
 }
-
-// MetaResourcesIncomplete is the resources/list _meta key of
-// ServedFeatures.ResourcesIncomplete.
-const MetaResourcesIncomplete = "warden/incomplete"
 
 // featureState is the server's side of the features: what the go-sdk
 // server holds, by key, with the owner and a fingerprint.
@@ -199,7 +195,7 @@ func (s *Server) featureMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Meta == nil {
 				r.Meta = mcp.Meta{}
 			}
-			r.Meta[MetaResourcesIncomplete] = incomplete
+			r.Meta[tool.MetaIncomplete] = incomplete
 		}
 		return res, err
 	}
@@ -385,7 +381,7 @@ func featureError(err error, uri string) error {
 	case te.Kind == tool.KindInvalidArguments:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Error()}
 	}
-	data, _ := json.Marshal(map[string]string{MetaKind: string(te.Kind)})
+	data, _ := json.Marshal(map[string]string{tool.MetaKind: string(te.Kind)})
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: te.Error(), Data: data}
 }
 
@@ -635,7 +631,7 @@ func markLoading(res mcp.Result, loading []string) {
 	if *meta == nil {
 		*meta = mcp.Meta{}
 	}
-	(*meta)[MetaLoading] = loading
+	(*meta)[tool.MetaLoading] = loading
 }
 
 // awaitsFeature reports whether req reads a resource, gets a prompt or

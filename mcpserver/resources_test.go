@@ -144,7 +144,7 @@ func TestFeaturesServed(t *testing.T) {
 			if strings.Join(uris, ",") != "fx://blob,fx://text" {
 				t.Fatalf("resources = %v (the duplicate must be served by neither)", uris)
 			}
-			if lr.Meta[MetaResourcesIncomplete] != "more exist" {
+			if lr.Meta[tool.MetaIncomplete] != "more exist" {
 				t.Fatalf("resources/list _meta = %v", lr.Meta)
 			}
 			if !strings.Contains(logs.String(), "modules=\"a, b\"") || !strings.Contains(logs.String(), "modules=\"a, c\"") {
@@ -362,7 +362,7 @@ func TestFeaturesWhileLoading(t *testing.T) {
 	cs := connect(t, s, transports[0], nil)
 	ctx := context.Background()
 	lr, err := cs.ListPrompts(ctx, nil)
-	if err != nil || len(lr.Prompts) != 0 || lr.Meta[MetaLoading] == nil {
+	if err != nil || len(lr.Prompts) != 0 || lr.Meta[tool.MetaLoading] == nil {
 		t.Fatalf("prompts/list while loading = %+v, %v", lr, err)
 	}
 	got := make(chan error, 1)

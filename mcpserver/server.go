@@ -9,7 +9,7 @@
 // tool set onto notifications/tools/list_changed.
 //
 // Every failure of a tool, including every sandbox failure, reaches the client
-// as a result with isError set and its kind under _meta["warden/kind"]; only
+// as a result with isError set and its kind under _meta[tool.MetaKind]; only
 // a call to a tool that does not exist is a protocol error (-32602).
 package mcpserver
 
@@ -65,7 +65,7 @@ type Call struct {
 	// It has not been validated against the input schema.
 	Arguments json.RawMessage
 	// Cursor is the continuation token of a paginated tool, from the
-	// request's _meta["warden/cursor"]; empty on a first call. It comes from
+	// request's _meta[tool.MetaCursor]; empty on a first call. It comes from
 	// the client and must be verified before a tool sees it.
 	Cursor string
 	// Session identifies the client session: the Mcp-Session-Id of a
@@ -81,28 +81,6 @@ type Call struct {
 	// [Pass]); Tools must refuse a call whose Pass does not admit it.
 	Pass *Pass
 }
-
-// Keys of the _meta objects the server reads and writes. Tool _meta carries
-// what MCP's Tool object has no field for; result _meta carries the typed
-// failure, so that a client can tell a timeout from a denied capability.
-const (
-	MetaVersion      = "warden/version"
-	MetaTags         = "warden/tags"
-	MetaCategory     = "warden/category"
-	MetaCapabilities = "warden/capabilities" // requested, not granted
-	MetaTimeoutMs    = "warden/timeoutMs"
-	MetaPaginates    = "warden/paginates"
-	MetaKind         = "warden/kind"
-	MetaTrap         = "warden/trap"
-	MetaExitCode     = "warden/exitCode"
-	MetaCursor       = "warden/cursor"     // in tools/call params
-	MetaNextCursor   = "warden/nextCursor" // in results
-	// MetaFreshState is set on a result whose call started from fresh
-	// state although its session had state (the runtime's session
-	// isolation); the value says why, e.g. "evicted:
-	// server.max_instance_memory".
-	MetaFreshState = "warden/fresh_state"
-)
 
 // Options configures a Server. The zero value is usable.
 type Options struct {
@@ -210,7 +188,7 @@ type Options struct {
 	// LoadsEnded, consulted only with Loader, counts the loads that ended,
 	// each before its module leaves Loader.Loading. The server resyncs
 	// before a list or an unknown tool's call when the count moved since
-	// its last resync, so that a list without MetaLoading is complete even
+	// its last resync, so that a list without tool.MetaLoading is complete even
 	// when the load's change notification has not been applied yet. nil
 	// means the server resyncs then only for a change notification not yet
 	// applied.
@@ -371,7 +349,7 @@ func New(tools Tools, opts Options) *Server {
 // background. While Loading is not empty, a tools/list waits for the loads
 // to end, up to Options.ListWait (many clients list once and never again),
 // and a result given while some are still loading names them in its _meta
-// under MetaLoading, so that a client can tell a partial list from a
+// under tool.MetaLoading, so that a client can tell a partial list from a
 // complete one (the tools appear with notifications/tools/list_changed); a
 // tools/call of a tool not known yet waits for the loads to end (up to
 // Options.QueueWait) before it is answered "unknown tool".
@@ -382,8 +360,6 @@ type Loader interface {
 	AwaitLoad(ctx context.Context) bool
 }
 
-// MetaLoading is the tools/list _meta key naming modules still loading.
-const MetaLoading = "warden/loading"
 
 func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	known := func(name string) bool {
@@ -411,7 +387,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 			if listing && (waited || stale()) {
 				// A load that just ended may not have notified yet, or its
 				// resync may not have run: apply it, so that a list without
-				// MetaLoading is the complete one.
+				// tool.MetaLoading is the complete one.
 				s.resync()
 			}
 			p, isCall := req.GetParams().(*mcp.CallToolParamsRaw)
@@ -452,7 +428,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 					if lr.Meta == nil {
 						lr.Meta = mcp.Meta{}
 					}
-					lr.Meta[MetaLoading] = loading
+					lr.Meta[tool.MetaLoading] = loading
 				}
 			}
 			return res, err
@@ -751,7 +727,7 @@ func arguments(raw json.RawMessage) json.RawMessage {
 }
 
 func cursor(meta mcp.Meta) string {
-	c, _ := meta[MetaCursor].(string)
+	c, _ := meta[tool.MetaCursor].(string)
 	return c
 }
 
