@@ -90,7 +90,7 @@ func TestLSPOneModule(t *testing.T) {
 	if !slices.Equal(described, want) {
 		t.Fatalf("module %s describes %v, want %v", module, described, want)
 	}
-	if r := e.app.Refused(); len(r) != 0 {
+	if r := e.app.Catalog().Refused(); len(r) != 0 {
 		t.Fatalf("refused: %+v", r)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
 )
 
 // proc is one process as /proc/<pid>/stat describes it.
@@ -254,7 +254,7 @@ func TestWardenServeLeavesNoGopls(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tools/list: %v", err)
 		}
-		if _, loading := list.Meta[mcpserver.MetaLoading]; !loading {
+		if _, loading := list.Meta[tool.MetaLoading]; !loading {
 			break
 		}
 	}
@@ -263,7 +263,7 @@ func TestWardenServeLeavesNoGopls(t *testing.T) {
 		t.Helper()
 		p := &mcp.CallToolParams{Name: name, Arguments: args}
 		if cursor != "" {
-			p.Meta = mcp.Meta{mcpserver.MetaCursor: cursor}
+			p.Meta = mcp.Meta{tool.MetaCursor: cursor}
 		}
 		res, err := session.CallTool(ctx, p)
 		if err != nil {
@@ -283,15 +283,15 @@ func TestWardenServeLeavesNoGopls(t *testing.T) {
 	hot, _ := findPos(t, e.project, "many/many.go", "func Hot", 1)
 	args := map[string]any{"path": "many/many.go", "line": hot, "name": "Hot", "detail_level": "full", "limit": 100}
 	res = call("references", args, "")
-	next, _ := res.Meta[mcpserver.MetaNextCursor].(string)
+	next, _ := res.Meta[tool.MetaNextCursor].(string)
 	if next == "" {
-		t.Fatalf("first page has no %s: %+v", mcpserver.MetaNextCursor, res.Meta)
+		t.Fatalf("first page has no %s: %+v", tool.MetaNextCursor, res.Meta)
 	}
 	res = call("references", args, next)
 	var last referencesOut
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &last)
-	if len(last.References) != hotUses+moreUses-100 || res.Meta[mcpserver.MetaNextCursor] != nil {
+	if len(last.References) != hotUses+moreUses-100 || res.Meta[tool.MetaNextCursor] != nil {
 		t.Fatalf("second page: %d references, meta %+v", len(last.References), res.Meta)
 	}
 

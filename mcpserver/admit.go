@@ -10,15 +10,8 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// CallLimiter is implemented by Tools that bound each tool's calls: the
-// server then admits a call only when the tool (and the module whose
-// instances run it) has room, so that a call never holds one of the
-// server's call slots while it waits for its module's instance.
-type CallLimiter interface {
-	CallLimits(name string) CallLimits
-}
-
-// CallLimits bounds the calls of one tool.
+// CallLimits bounds the calls of one tool (Options.CallLimits), or those of
+// a feature's owner (Options.OwnerLimits).
 type CallLimits struct {
 	// Module names the group of tools whose calls share MaxInstances (the
 	// module serving the tool); "" means the tool alone.

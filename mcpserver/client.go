@@ -186,7 +186,7 @@ func (l *clientLink) response(a asked, occurrence int) (json.RawMessage, bool, e
 		if !was || p != a {
 			return nil, false, nil
 		}
-	} else if occurrence > 0 || strings.HasPrefix(a.Key, "warden/") {
+	} else if occurrence > 0 || strings.HasPrefix(a.Key, tool.ReservedPrefix) {
 		return nil, false, nil
 	}
 	if err := checkResponse(a, resp); err != nil {

@@ -556,7 +556,7 @@ func TestClientWithoutElicitation(t *testing.T) {
 		if te.Kind != tool.KindUnsupported || !strings.Contains(te.Message, "elicitation") {
 			t.Fatalf("the tool saw %v, want kind unsupported", te)
 		}
-		if !res.IsError || res.Meta[MetaKind] != string(tool.KindUnsupported) {
+		if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindUnsupported) {
 			t.Fatalf("result %+v", res)
 		}
 		// Roots it declared: those work.

@@ -28,7 +28,7 @@ const (
 // the request's policy subject. Only this package makes a Pass that admits
 // anything (the door, and [LocalPass] for the operator's own calls; a
 // Pass{} made elsewhere admits nothing). [Tools.Call] and the [Features]
-// methods, which run module code, take one and must refuse a request whose
+// methods (Options.Features), which run module code, take one and must refuse a request whose
 // Pass does not admit what they are about to run, so that an entry point
 // that skips the door fails on its first request, and in the tests that
 // enumerate the entry points.
@@ -79,17 +79,6 @@ func (p *Pass) Admits(method, subject string) error {
 // applies itself (exposure, gates, grants) still does.
 func LocalPass() *Pass { return &Pass{local: true} }
 
-// OwnerLimiter is implemented by a Tools (with [CallLimiter]) whose
-// features that run as no tool still run on an instance of their owner:
-// OwnerLimits are the limits of the owner's instances (Module,
-// MaxInstances, the session's turn; no tool's in-flight bound or rate). A
-// feature that runs as no tool takes one of its owner's slots as a call of
-// the owner's tools does, so that it never leaves an admitted call waiting
-// for an instance outside the server's fair queue.
-type OwnerLimiter interface {
-	OwnerLimits(owner string) CallLimits
-}
-
 // door describes one request into module code for [enter]: what it is,
 // and how each of its outcomes is answered in its method's reply type R.
 type door[R any] struct {
@@ -103,7 +92,7 @@ type door[R any] struct {
 	// that runs with no tool's grants.
 	subject string
 	// owner is a feature's owner, whose instance limits a feature with no
-	// subject waits for (OwnerLimiter); "" for a tools/call.
+	// subject waits for (Options.OwnerLimits); "" for a tools/call.
 	owner string
 	// args are the request's arguments as the requestState digests them.
 	args     json.RawMessage
@@ -160,9 +149,9 @@ func enter[R any](s *Server, ctx context.Context, d *door[R], run func(context.C
 		session = d.session.ID()
 	}
 	t := s.ticketFor(ctx, d.subject, session)
-	if l, ok := s.tools.(OwnerLimiter); ok && d.subject == "" && d.owner != "" {
+	if s.opts.OwnerLimits != nil && d.subject == "" && d.owner != "" {
 		// No tool's limits, but its owner's instances all the same.
-		t.limits = l.OwnerLimits(d.owner)
+		t.limits = s.opts.OwnerLimits(d.owner)
 	}
 	var rates RateLimits
 	if s.opts.RateLimit != nil {

@@ -49,6 +49,12 @@ type limitedFeatures struct {
 	limits map[string]CallLimits
 }
 
+func (l *limitedFeatures) options(opts Options) Options {
+	opts = l.fakeFeatures.options(opts)
+	opts.CallLimits = l.CallLimits
+	return opts
+}
+
 func (l *limitedFeatures) CallLimits(name string) CallLimits { return l.limits[name] }
 
 // TestFeaturesShareTheToolsRate: a resource read, prompt get and
@@ -137,7 +143,7 @@ func FuzzDoorTarget(f *testing.F) {
 		Prompts:   []OwnedPrompt{{Owner: "m", PromptDescriptor: tool.PromptDescriptor{Name: "p", Tool: "alpha"}}},
 	})
 	logger, _ := testLogger()
-	s := New(ff, Options{Logger: logger})
+	s := New(ff, ff.options(Options{Logger: logger}))
 	f.Cleanup(func() { s.Close() })
 	f.Fuzz(func(t *testing.T, method string, params []byte) {
 		name, subject, ok := s.doorTarget(method, params)
@@ -198,6 +204,12 @@ type ownerLimitedFeatures struct {
 	owners map[string]CallLimits
 }
 
+func (l *ownerLimitedFeatures) options(opts Options) Options {
+	opts = l.limitedFeatures.options(opts)
+	opts.OwnerLimits = l.OwnerLimits
+	return opts
+}
+
 func (l *ownerLimitedFeatures) OwnerLimits(owner string) CallLimits { return l.owners[owner] }
 
 // TestSubjectlessFeatureHoldsItsModulesSlot: a feature that runs as no
@@ -249,6 +261,13 @@ type passRecorder struct {
 	*fakeFeatures
 	mu     sync.Mutex
 	passes []*Pass
+}
+
+// options: the recorder is the Features, for its GetPrompt and Complete.
+func (r *passRecorder) options(opts Options) Options {
+	opts = r.fakeFeatures.options(opts)
+	opts.Features = r
+	return opts
 }
 
 func (r *passRecorder) keep(p *Pass) {

@@ -20,6 +20,11 @@ type limitedTools struct {
 	limits map[string]CallLimits
 }
 
+func (l *limitedTools) options(opts Options) Options {
+	opts.CallLimits = l.CallLimits
+	return opts
+}
+
 func (l *limitedTools) CallLimits(name string) CallLimits { return l.limits[name] }
 
 // gate blocks the calls of the tools named in block until released; it
@@ -360,8 +365,8 @@ func TestDeadlineCoversQueueWait(t *testing.T) {
 	}
 	want := "timeout: server busy: slow did not start within its timeout of 30ms, which counts its wait for a call slot: " +
 		"1 calls of module m are running, one on each of its instances (tools.limits.m.max_instances); retry later"
-	if !res.IsError || res.Meta[MetaKind] != string(tool.KindTimeout) || text(res) != want {
-		t.Errorf("queued call = %q (%v), want %q", text(res), res.Meta[MetaKind], want)
+	if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindTimeout) || text(res) != want {
+		t.Errorf("queued call = %q (%v), want %q", text(res), res.Meta[tool.MetaKind], want)
 	}
 	if n := reached.Load(); n != 1 {
 		t.Errorf("%d calls reached the tool, want only the first", n)
@@ -393,7 +398,7 @@ func TestToolMaxInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || res.Meta[MetaKind] != string(tool.KindTimeout) ||
+	if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindTimeout) ||
 		!strings.Contains(text(res), "2 calls of capped are running, its limit (tools.limits.capped.max_in_flight)") {
 		t.Errorf("third call = %q", text(res))
 	}
@@ -420,14 +425,14 @@ func TestQueueFullRefused(t *testing.T) {
 	eventually(t, "a's call running and one queued", func() bool { return g.runningOf("work") == 1 && s.queuedCalls() == 1 })
 	res, _ := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "work"})
 	want := "unavailable: server busy: this client already has 1 calls waiting for a call slot, the limit (server.max_queued_per_client); wait for replies before sending more"
-	if !res.IsError || res.Meta[MetaKind] != string(tool.KindUnavailable) || text(res) != want {
+	if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindUnavailable) || text(res) != want {
 		t.Errorf("a's extra call = %q, want %q", text(res), want)
 	}
 	rb := flood(b, "work", 1)
 	eventually(t, "b's call queued", func() bool { return s.queuedCalls() == 2 })
 	res, _ = c.CallTool(context.Background(), &mcp.CallToolParams{Name: "work"})
 	want = "unavailable: server busy: 2 calls are already waiting for a call slot, the limit (server.max_queued); retry later"
-	if !res.IsError || res.Meta[MetaKind] != string(tool.KindUnavailable) || text(res) != want {
+	if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindUnavailable) || text(res) != want {
 		t.Errorf("c's call = %q, want %q", text(res), want)
 	}
 	close(g.release)
@@ -489,11 +494,11 @@ func TestRateLimits(t *testing.T) {
 	}
 	res := call(one, "a")
 	want := "rate_limited: this client is over its rate of 1/s calls (burst 2, server.rate_limit.per_client); retry in 1s"
-	if !res.IsError || res.Meta[MetaKind] != string(tool.KindRateLimited) || text(res) != want {
-		t.Errorf("over the client's rate: %q (%v), want %q", text(res), res.Meta[MetaKind], want)
+	if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindRateLimited) || text(res) != want {
+		t.Errorf("over the client's rate: %q (%v), want %q", text(res), res.Meta[tool.MetaKind], want)
 	}
-	if ra, _ := res.Meta[MetaRetryAfter].(float64); ra != 1 {
-		t.Errorf("retryAfter = %v, want 1", res.Meta[MetaRetryAfter])
+	if ra, _ := res.Meta[tool.MetaRetryAfter].(float64); ra != 1 {
+		t.Errorf("retryAfter = %v, want 1", res.Meta[tool.MetaRetryAfter])
 	}
 	// Another client has its own bucket.
 	if res := call(two, "b"); res.IsError {
@@ -510,7 +515,7 @@ func TestRateLimits(t *testing.T) {
 	}
 	res = call(two, "c")
 	want = "rate_limited: tool c is over its rate of 30/m calls (burst 1, tools.limits.c.rate); retry in 2s"
-	if !res.IsError || res.Meta[MetaKind] != string(tool.KindRateLimited) || text(res) != want {
+	if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindRateLimited) || text(res) != want {
 		t.Errorf("over c's rate: %q, want %q", text(res), want)
 	}
 	// two has made 2 calls that ran (b, c) in this second... its burst of 2

@@ -57,7 +57,7 @@ func FuzzMapResult(f *testing.F) {
 			t.Fatalf("%d blocks in, %d out", len(r.Content), len(out.Content))
 		}
 		if out.IsError {
-			kind, _ := out.Meta[MetaKind].(string)
+			kind, _ := out.Meta[tool.MetaKind].(string)
 			if !tool.Kind(kind).Valid() || len(out.Content) == 0 {
 				t.Fatalf("error result without a valid kind or content: %s", raw)
 			}

@@ -207,13 +207,26 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func newServer(t *testing.T, tools Tools, opts Options) (*Server, *syncBuffer) {
+// A fake is a test's Tools with the hooks it serves besides (Options'
+// contract fields), as App is with App.ServerOptions. The fakes embed one
+// another; each that adds a hook, or overrides a method a hook calls,
+// has its own options, which starts from its embedded fake's.
+type fake interface {
+	Tools
+	// options returns opts with the fake's hooks set.
+	options(opts Options) Options
+}
+
+// options: a fakeTools serves tools only.
+func (f *fakeTools) options(opts Options) Options { return opts }
+
+func newServer(t *testing.T, tools fake, opts Options) (*Server, *syncBuffer) {
 	t.Helper()
 	var logs *syncBuffer
 	if opts.Logger == nil {
 		opts.Logger, logs = testLogger()
 	}
-	s := New(tools, opts)
+	s := New(tools, tools.options(opts))
 	t.Cleanup(func() { s.Close() })
 	return s, logs
 }

@@ -7,24 +7,8 @@ import (
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
-// StartupLoader is implemented by a Loader whose modules start loading in
-// the background when the server starts. Until the load begun at start
-// ended, /healthz says "loading" and /healthz?ready answers 503.
-type StartupLoader interface {
-	Loader
-	// StartupLoaded reports whether the load begun at start ended: every
-	// module of the tools dir then has joined or failed.
-	StartupLoaded() bool
-}
-
-// LoadErrorReporter is implemented by Tools that know which modules failed
-// to load; /healthz reports them.
-type LoadErrorReporter interface {
-	// LoadErrors lists each module whose latest load failed, sorted.
-	LoadErrors() []LoadError
-}
-
-// LoadError is one module that failed to load, as /healthz reports it.
+// LoadError is one module that failed to load, as /healthz reports it
+// (Options.LoadErrors).
 type LoadError struct {
 	Module string `json:"module"`
 	Error  string `json:"error"`
@@ -54,7 +38,7 @@ const (
 // server's state as JSON: status (HealthLoading, HealthOK or
 // HealthDegraded), ready, tools, refused, loading and loading_total (while
 // any module loads), load_errors and load_errors_total (when any failed),
-// and the StatsReporter's stats.
+// and Options.Stats.
 //
 // The status code follows Kubernetes' split between liveness and
 // readiness. /healthz answers 200 while the server can serve, loading
@@ -75,17 +59,17 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	s.syncMu.Unlock()
 	var loading []string
 	started := true // the start's load ended
-	if l, ok := s.tools.(Loader); ok {
-		loading = l.Loading()
+	if s.opts.Loader != nil {
+		loading = s.opts.Loader.Loading()
 		started = len(loading) == 0
-		if sl, ok := s.tools.(StartupLoader); ok {
-			started = sl.StartupLoaded()
+		if s.opts.StartupLoaded != nil {
+			started = s.opts.StartupLoaded()
 		}
 	}
 	// refused: tools not served because several modules describe the name.
 	health := map[string]any{"status": HealthOK, "tools": n, "refused": nonNil(s.refused())}
-	if rep, ok := s.tools.(StatsReporter); ok {
-		for k, v := range rep.Stats() {
+	if s.opts.Stats != nil {
+		for k, v := range s.opts.Stats() {
 			if _, taken := health[k]; !taken {
 				health[k] = v
 			}
@@ -98,8 +82,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		health["loading"] = loading[:min(len(loading), MaxHealthLoading)]
 	}
 	nothingServed := false
-	if rep, ok := s.tools.(LoadErrorReporter); ok {
-		if errs := rep.LoadErrors(); len(errs) > 0 {
+	if s.opts.LoadErrors != nil {
+		if errs := s.opts.LoadErrors(); len(errs) > 0 {
 			// Degraded: some modules did not load. Still 200 while any tool
 			// is served (pulling a replica that serves most tools helps no
 			// one); 503 when none is.

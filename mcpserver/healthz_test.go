@@ -96,6 +96,13 @@ type startupTools struct {
 	errs    []LoadError
 }
 
+func (s *startupTools) options(opts Options) Options {
+	opts = s.loadingTools.options(opts)
+	opts.StartupLoaded = s.StartupLoaded
+	opts.LoadErrors = s.LoadErrors
+	return opts
+}
+
 func (s *startupTools) StartupLoaded() bool     { return s.started.Load() }
 func (s *startupTools) LoadErrors() []LoadError { return s.errs }
 

@@ -125,7 +125,7 @@ func (s *Server) routes(opts HTTPOptions) *routes {
 	var st *oauthState
 	if opts.OAuth != nil {
 		var err error
-		if st, err = newOAuthState(opts.OAuth, s.tools); err != nil {
+		if st, err = newOAuthState(opts.OAuth, s.opts.Scopes); err != nil {
 			s.log.Error("OAuth is misconfigured; /mcp refuses every request", "error", err)
 			mux.HandleFunc(PathMCP, func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "OAuth is misconfigured on this server", http.StatusInternalServerError)

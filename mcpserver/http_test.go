@@ -191,6 +191,11 @@ type statsTools struct {
 	stats map[string]any
 }
 
+func (s *statsTools) options(opts Options) Options {
+	opts.Stats = s.Stats
+	return opts
+}
+
 func (s *statsTools) Stats() map[string]any { return s.stats }
 
 // TestHealthzStats: /healthz carries a StatsReporter's stats, and a stat
@@ -223,6 +228,11 @@ func TestHealthzStats(t *testing.T) {
 type failingTools struct {
 	*fakeTools
 	errs []LoadError
+}
+
+func (f *failingTools) options(opts Options) Options {
+	opts.LoadErrors = f.LoadErrors
+	return opts
 }
 
 func (f *failingTools) LoadErrors() []LoadError { return f.errs }

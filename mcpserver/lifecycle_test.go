@@ -187,7 +187,7 @@ func TestExcessCallsWaitThenFailClearly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("busy call: protocol error %v, want an error result", err)
 	}
-	if !res.IsError || res.Meta[MetaKind] != string(tool.KindTimeout) ||
+	if !res.IsError || res.Meta[tool.MetaKind] != string(tool.KindTimeout) ||
 		!strings.Contains(res.Content[0].(*mcp.TextContent).Text, "server busy") {
 		t.Errorf("busy call = %+v", res)
 	}
@@ -272,7 +272,7 @@ func TestConcurrentCallsWithCancellationsLeakNothing(t *testing.T) {
 						cancelled.Add(1)
 					case err != nil:
 						t.Errorf("call %d: %v", i, err)
-					case res.IsError && res.Meta[MetaKind] != string(tool.KindCancelled):
+					case res.IsError && res.Meta[tool.MetaKind] != string(tool.KindCancelled):
 						t.Errorf("call %d: %+v", i, res)
 					default:
 						completed.Add(1)
@@ -333,6 +333,11 @@ func settledGoroutines(t *testing.T, want int) int {
 type endingTools struct {
 	*fakeTools
 	ended chan string
+}
+
+func (e endingTools) options(opts Options) Options {
+	opts.EndSession = e.EndSession
+	return opts
 }
 
 func (e endingTools) EndSession(_ context.Context, session string) { e.ended <- session }

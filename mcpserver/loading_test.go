@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // loadingTools is fakeTools with modules loading in the background: finish
@@ -19,6 +21,11 @@ type loadingTools struct {
 	ended   chan struct{}
 	// awaiting, if set, hears of every AwaitLoad that is about to wait.
 	awaiting chan struct{}
+}
+
+func (l *loadingTools) options(opts Options) Options {
+	opts.Loader = l
+	return opts
 }
 
 func (l *loadingTools) Loading() []string {
@@ -71,7 +78,7 @@ func TestWhileLoading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Tools) != 1 || fmt.Sprint(res.Meta[MetaLoading]) != "[late]" {
+			if len(res.Tools) != 1 || fmt.Sprint(res.Meta[tool.MetaLoading]) != "[late]" {
 				t.Fatalf("tools/list while loading: %d tools, _meta %v", len(res.Tools), res.Meta)
 			}
 			called := make(chan *mcp.CallToolResult, 1)
@@ -90,7 +97,7 @@ func TestWhileLoading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := res.Meta[MetaLoading]; ok || len(res.Tools) != 2 {
+			if _, ok := res.Meta[tool.MetaLoading]; ok || len(res.Tools) != 2 {
 				t.Fatalf("tools/list after loading: %d tools, _meta %v", len(res.Tools), res.Meta)
 			}
 			// Nothing loading: an unknown tool is refused at once.
@@ -124,7 +131,7 @@ func TestListWaitsForLoads(t *testing.T) {
 			<-tools.awaiting
 			tools.finish("late")
 			res := <-listed
-			if res == nil || len(res.Tools) != 2 || res.Meta[MetaLoading] != nil {
+			if res == nil || len(res.Tools) != 2 || res.Meta[tool.MetaLoading] != nil {
 				t.Fatalf("tools/list across a load: %+v", res)
 			}
 		})
@@ -134,7 +141,7 @@ func TestListWaitsForLoads(t *testing.T) {
 		s, _ := newServer(t, tools, Options{ListWait: time.Millisecond})
 		cs := connect(t, s, transports[0], nil)
 		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil || len(res.Tools) != 1 || fmt.Sprint(res.Meta[MetaLoading]) != "[never]" {
+		if err != nil || len(res.Tools) != 1 || fmt.Sprint(res.Meta[tool.MetaLoading]) != "[never]" {
 			t.Fatalf("tools/list past ListWait: %+v %v", res, err)
 		}
 	})
@@ -145,6 +152,12 @@ func TestListWaitsForLoads(t *testing.T) {
 type countingTools struct {
 	*loadingTools
 	ended uint64
+}
+
+func (c *countingTools) options(opts Options) Options {
+	opts = c.loadingTools.options(opts)
+	opts.LoadsEnded = c.LoadsEnded
+	return opts
 }
 
 func (c *countingTools) LoadsEnded() uint64 {
@@ -176,7 +189,7 @@ func TestLoadEndedBeforeItsNotification(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, loading := res.Meta[MetaLoading]; loading || len(res.Tools) != 2 {
+			if _, loading := res.Meta[tool.MetaLoading]; loading || len(res.Tools) != 2 {
 				t.Fatalf("list after the load ended: %d tools, _meta %v", len(res.Tools), res.Meta)
 			}
 			tools.endSilently("later")

@@ -10,7 +10,7 @@ import (
 )
 
 // toolFor maps a validated descriptor onto an MCP tool. The fields MCP's Tool
-// has no place for go under _meta, with keys the Meta* constants name.
+// has no place for go under _meta, with keys the tool.Meta* constants name.
 func toolFor(d *tool.Descriptor) *mcp.Tool {
 	t := &mcp.Tool{
 		Name:        d.Name,
@@ -41,22 +41,22 @@ func toolFor(d *tool.Descriptor) *mcp.Tool {
 	}
 	meta := mcp.Meta{}
 	if d.Version != "" {
-		meta[MetaVersion] = d.Version
+		meta[tool.MetaVersion] = d.Version
 	}
 	if len(d.Tags) > 0 {
-		meta[MetaTags] = d.Tags
+		meta[tool.MetaTags] = d.Tags
 	}
 	if d.Category != "" {
-		meta[MetaCategory] = d.Category
+		meta[tool.MetaCategory] = d.Category
 	}
 	if !d.Capabilities.IsZero() {
-		meta[MetaCapabilities] = d.Capabilities
+		meta[tool.MetaCapabilities] = d.Capabilities
 	}
 	if d.TimeoutMillis > 0 {
-		meta[MetaTimeoutMs] = d.TimeoutMillis
+		meta[tool.MetaTimeoutMs] = d.TimeoutMillis
 	}
 	if d.Paginates {
-		meta[MetaPaginates] = true
+		meta[tool.MetaPaginates] = true
 	}
 	if len(meta) > 0 {
 		t.Meta = meta
@@ -81,7 +81,7 @@ func (s *Server) resultFor(name string, r *tool.Result) *mcp.CallToolResult {
 	}
 	if out.IsError {
 		s.log.Info("tool call failed", "tool", name,
-			"kind", out.Meta[MetaKind], "error", r.Error)
+			"kind", out.Meta[tool.MetaKind], "error", r.Error)
 	}
 	return out
 }
@@ -107,7 +107,7 @@ func mapResult(r *tool.Result) (*mcp.CallToolResult, error) {
 		meta[k] = v
 	}
 	if r.NextCursor != "" {
-		meta[MetaNextCursor] = r.NextCursor
+		meta[tool.MetaNextCursor] = r.NextCursor
 	}
 	if r.IsError || r.Error != nil {
 		out.IsError = true
@@ -119,13 +119,7 @@ func mapResult(r *tool.Result) (*mcp.CallToolResult, error) {
 				e.Message = r.Error.Message
 			}
 		}
-		meta[MetaKind] = string(e.Kind)
-		if e.Trap != "" {
-			meta[MetaTrap] = string(e.Trap)
-		}
-		if e.ExitCode != nil {
-			meta[MetaExitCode] = *e.ExitCode
-		}
+		e.PutMeta(meta)
 		if len(out.Content) == 0 {
 			// A model needs words to recover from a failure.
 			out.Content = append(out.Content, &mcp.TextContent{Text: e.Error()})

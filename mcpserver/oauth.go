@@ -39,7 +39,7 @@ type OAuthOptions struct {
 	Verify func(ctx context.Context, token string) (principal.Principal, error)
 }
 
-// ScopePolicy is implemented by Tools whose tools need OAuth scopes
+// ScopePolicy is what Options.Scopes holds: the OAuth scopes tools need
 // (config tools.scopes). A call of a tool by an OAuth principal lacking one
 // of the tool's scopes is refused: over HTTP with 403 insufficient_scope
 // (the MCP spec's scope challenge) carrying a JSON-RPC error, and in any
@@ -104,16 +104,15 @@ type oauthState struct {
 	policy   ScopePolicy
 }
 
-func newOAuthState(o *OAuthOptions, tools Tools) (*oauthState, error) {
+func newOAuthState(o *OAuthOptions, policy ScopePolicy) (*oauthState, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
 	metaURL, _ := ProtectedResourceMetadataURL(o.Resource)
-	st := &oauthState{opts: o, metaURL: metaURL}
+	st := &oauthState{opts: o, metaURL: metaURL, policy: policy}
 	if u, _ := url.Parse(metaURL); u.Path != PathProtectedResource {
 		st.metaPath = u.Path
 	}
-	st.policy, _ = tools.(ScopePolicy)
 	return st, nil
 }
 
@@ -309,8 +308,8 @@ type scopeDenial struct {
 // on. Only OAuth principals carry scopes: the static token and local
 // clients are not limited by tools.scopes.
 func (s *Server) toolScopeDenial(p principal.Principal, name string, baseline []string) *scopeDenial {
-	policy, ok := s.tools.(ScopePolicy)
-	if !ok || p.Via != principal.ViaOAuth {
+	policy := s.opts.Scopes
+	if policy == nil || p.Via != principal.ViaOAuth {
 		return nil
 	}
 	need, source := policy.ToolScopes(name)

@@ -34,6 +34,11 @@ type scopedTools struct {
 	scopes map[string][]string
 }
 
+func (s *scopedTools) options(opts Options) Options {
+	opts.Scopes = s
+	return opts
+}
+
 func (s *scopedTools) ToolScopes(name string) ([]string, string) {
 	if sc, ok := s.scopes[name]; ok {
 		return sc, "tools.scopes." + name + " in config.yaml"

@@ -13,10 +13,6 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// MetaRetryAfter is set on a rate_limited result: whole seconds until the
-// call would be admitted, like HTTP's Retry-After.
-const MetaRetryAfter = "warden/retryAfter"
-
 // RateLimit is a token bucket: Rate calls per second on average, up to Burst
 // at once. Setting is the config key that sets it, for refusals.
 type RateLimit struct {
@@ -135,7 +131,7 @@ func (r *rateLimiter) allow(client, toolName string, perClient, perTool *RateLim
 		out := tool.ErrorResult(tool.Errorf(tool.KindRateLimited,
 			"%s is over its rate of %s calls (burst %d, %s); retry in %ds",
 			c.who, formatRate(c.l.Rate), max(c.l.Burst, 1), c.l.Setting, secs))
-		out.Meta = map[string]any{MetaRetryAfter: secs}
+		out.Meta = map[string]any{tool.MetaRetryAfter: secs}
 		return out
 	}
 	return nil

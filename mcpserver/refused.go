@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// MetaRefused is the tools/list result _meta key listing the tools not
-// served because several modules describe their name ([Refusal]).
-const MetaRefused = "warden/refused"
+	"github.com/warden-run/warden/tool"
+)
 
 // Refusal is a tool the server does not list or call because another module
 // describes the same name; Reason says what to do about it.
@@ -19,17 +17,10 @@ type Refusal struct {
 	Reason  string   `json:"reason"`
 }
 
-// Refuser is implemented by Tools that refuse some tools. The server shows
-// the refusals in tools/list (_meta "warden/refused") and /healthz, so that
-// a refused tool is never silently missing.
-type Refuser interface {
-	Refused() []Refusal
-}
-
-// refused returns what s.tools refuses, or nil.
+// refused returns what Options.Refused refuses, or nil.
 func (s *Server) refused() []Refusal {
-	if r, ok := s.tools.(Refuser); ok {
-		return r.Refused()
+	if s.opts.Refused != nil {
+		return s.opts.Refused()
 	}
 	return nil
 }
@@ -46,7 +37,7 @@ func (s *Server) refusedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if list.Meta == nil {
 					list.Meta = mcp.Meta{}
 				}
-				list.Meta[MetaRefused] = refused
+				list.Meta[tool.MetaRefused] = refused
 			}
 		}
 		return res, err

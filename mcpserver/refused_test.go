@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // refusingTools is a fakeTools that also refuses tools, as the app does for
@@ -14,6 +16,11 @@ import (
 type refusingTools struct {
 	*fakeTools
 	refusals []Refusal
+}
+
+func (r *refusingTools) options(opts Options) Options {
+	opts.Refused = r.Refused
+	return opts
 }
 
 func (r *refusingTools) Refused() []Refusal { return r.refusals }
@@ -35,10 +42,10 @@ func TestRefusedInListAndHealthz(t *testing.T) {
 					t.Fatal(err)
 				}
 				pages++
-				raw, _ := json.Marshal(res.Meta[MetaRefused])
+				raw, _ := json.Marshal(res.Meta[tool.MetaRefused])
 				var got []Refusal
 				if err := json.Unmarshal(raw, &got); err != nil || len(got) != 1 || got[0].Module != "aaa-evil" || got[0].Reason != refusal.Reason {
-					t.Fatalf("page %d: _meta %s = %s", pages, MetaRefused, raw)
+					t.Fatalf("page %d: _meta %s = %s", pages, tool.MetaRefused, raw)
 				}
 				if cursor = res.NextCursor; cursor == "" {
 					break
@@ -74,7 +81,7 @@ func TestRefusedInListAndHealthz(t *testing.T) {
 	// A Tools that refuses nothing has no _meta entry.
 	plain, _ := newServer(t, newFakeTools(desc("a")), Options{})
 	res, err := connect(t, plain, transports[0], nil).ListTools(context.Background(), nil)
-	if err != nil || res.Meta[MetaRefused] != nil {
+	if err != nil || res.Meta[tool.MetaRefused] != nil {
 		t.Fatalf("plain tools/list: %v %v", err, res.Meta)
 	}
 }

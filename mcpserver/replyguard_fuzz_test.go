@@ -123,7 +123,7 @@ func FuzzMethodParams(f *testing.F) {
 		f.Add(s.value, s.raw)
 	}
 	tools := &fakeFeatures{fakeTools: newFakeTools(desc("echo")), served: servedFixture()}
-	s := New(tools, Options{Logger: slog.New(slog.DiscardHandler)})
+	s := New(tools, tools.options(Options{Logger: slog.New(slog.DiscardHandler)}))
 	defer s.Close()
 	hs := httptest.NewServer(s.Handler(HTTPOptions{}))
 	defer hs.Close()

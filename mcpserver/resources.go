@@ -16,10 +16,11 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// Features is implemented by Tools that also serve resources, resource
-// templates and prompts (and complete their arguments). The server lists
-// them with the go-sdk, resyncing them with the tools (Tools.Subscribe), and
-// routes each request to the owner that declared it.
+// Features is what Options.Features holds: resources, resource templates
+// and prompts served besides the tools (and completions of their
+// arguments). The server lists them with the go-sdk, resyncing them with
+// the tools (Tools.Subscribe), and routes each request to the owner that
+// declared it.
 //
 // Each feature names its policy subject (the descriptor's Tool): the tool
 // whose policy a read, get or completion runs under, "" for none. The
@@ -48,8 +49,8 @@ type Features interface {
 	WatchResources(f func(uri string)) (cancel func())
 }
 
-// FeatureRouter is implemented by a Features whose owners route requests
-// themselves and whose policy subjects may change between two resyncs (a
+// FeatureRouter is what Options.FeatureRouter holds: the routing of a
+// Features whose owners route requests themselves and whose policy subjects may change between two resyncs (a
 // tool hidden by a config reload, a module reloaded whose prompt now names
 // another tool). The door takes each request's policy subject from it at
 // the request, not from the last resync, so that the tool whose scopes,
@@ -78,7 +79,7 @@ type ServedFeatures struct {
 	Prompts   []OwnedPrompt
 	// ResourcesIncomplete, when set, says why the resource list is not
 	// complete (e.g. more memory topics than are listed); resources/list
-	// then carries it under _meta[MetaResourcesIncomplete].
+	// then carries it under _meta[tool.MetaIncomplete].
 	ResourcesIncomplete string
 	// Subscribable reports whether a client may subscribe to uri: a
 	// resource whose owner announces changes. nil: every served URI.
@@ -120,10 +121,6 @@ type FeatureCall struct {
 	Pass *Pass
 }
 
-// MetaResourcesIncomplete is the resources/list _meta key of
-// ServedFeatures.ResourcesIncomplete.
-const MetaResourcesIncomplete = "warden/incomplete"
-
 // featureState is the server's side of the features: what the go-sdk
 // server holds, by key, with the owner and a fingerprint.
 type featureState struct {
@@ -151,10 +148,10 @@ func newFeatureState() *featureState {
 }
 
 // featureOptions sets the go-sdk options the features need: the
-// completion and subscription handlers. Called by New when tools
-// implements Features.
+// completion and subscription handlers. Called by New; nothing without
+// Options.Features.
 func (s *Server) featureOptions(opts *mcp.ServerOptions) {
-	if _, ok := s.tools.(Features); !ok {
+	if s.opts.Features == nil {
 		return
 	}
 	// Declared from the start, like tools: a module still loading (or added
@@ -171,8 +168,8 @@ func (s *Server) featureOptions(opts *mcp.ServerOptions) {
 // startFeatures follows resource changes. Called by New after the first
 // resync.
 func (s *Server) startFeatures() func() {
-	f, ok := s.tools.(Features)
-	if !ok {
+	f := s.opts.Features
+	if f == nil {
 		return func() {}
 	}
 	s.sdk.AddReceivingMiddleware(s.featureMiddleware)
@@ -198,17 +195,17 @@ func (s *Server) featureMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Meta == nil {
 				r.Meta = mcp.Meta{}
 			}
-			r.Meta[MetaResourcesIncomplete] = incomplete
+			r.Meta[tool.MetaIncomplete] = incomplete
 		}
 		return res, err
 	}
 }
 
 // resyncFeatures makes the go-sdk server's resources, templates and
-// prompts equal to what s.tools serves. Callers hold syncMu.
+// prompts equal to what Options.Features serves. Callers hold syncMu.
 func (s *Server) resyncFeatures() {
-	f, ok := s.tools.(Features)
-	if !ok {
+	f := s.opts.Features
+	if f == nil {
 		return
 	}
 	served := f.Features()
@@ -384,7 +381,7 @@ func featureError(err error, uri string) error {
 	case te.Kind == tool.KindInvalidArguments:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Error()}
 	}
-	data, _ := json.Marshal(map[string]string{MetaKind: string(te.Kind)})
+	data, _ := json.Marshal(map[string]string{tool.MetaKind: string(te.Kind)})
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: te.Error(), Data: data}
 }
 
@@ -422,7 +419,7 @@ func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 		d.session, d.extra, d.progress = req.Session, req.Extra, req.Params.GetProgressToken()
 		d.capsOf, d.state, d.responses = req.ClientCapabilities, req.Params.RequestState, req.Params.InputResponses
 		return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.ReadResourceResult, error) {
-			res, err := s.tools.(Features).ReadResource(ctx, featureCall(owner, e), uri)
+			res, err := s.opts.Features.ReadResource(ctx, featureCall(owner, e), uri)
 			if err != nil {
 				return nil, err
 			}
@@ -452,9 +449,9 @@ func (s *Server) readHandler(owner, subject string) mcp.ResourceHandler {
 // readSubject is the policy subject of a read of uri from owner, whose
 // resource or template (the one the go-sdk routed uri to) declares
 // declared: the owner's own answer when it routes reads itself
-// (FeatureRouter), and ok false when it does not serve the read.
+// (Options.FeatureRouter), and ok false when it does not serve the read.
 func (s *Server) readSubject(owner, declared, uri string) (subject string, ok bool) {
-	if r, ok := s.tools.(FeatureRouter); ok {
+	if r := s.opts.FeatureRouter; r != nil {
 		return r.ResourceSubject(owner, uri)
 	}
 	return declared, true
@@ -462,7 +459,7 @@ func (s *Server) readSubject(owner, declared, uri string) (subject string, ok bo
 
 // refSubject is readSubject for a prompt or a template's completion.
 func (s *Server) refSubject(owner, declared string, ref tool.CompleteRef) (subject string, ok bool) {
-	if r, ok := s.tools.(FeatureRouter); ok {
+	if r := s.opts.FeatureRouter; r != nil {
 		return r.CompletionSubject(owner, ref)
 	}
 	return declared, true
@@ -492,7 +489,7 @@ func (s *Server) promptHandler(owner, subject, name string) mcp.PromptHandler {
 		d.args, d.session, d.extra, d.progress = argsJSON, req.Session, req.Extra, req.Params.GetProgressToken()
 		d.capsOf, d.state, d.responses = req.ClientCapabilities, req.Params.RequestState, req.Params.InputResponses
 		return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.GetPromptResult, error) {
-			res, err := s.tools.(Features).GetPrompt(ctx, featureCall(owner, e), name, args)
+			res, err := s.opts.Features.GetPrompt(ctx, featureCall(owner, e), name, args)
 			if err != nil {
 				return nil, err
 			}
@@ -539,7 +536,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		func(mcp.InputRequestMap, string) *mcp.CompleteResult { return nil }) // no link: never stops for answers
 	d.session, d.extra = req.Session, req.Extra
 	return enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.CompleteResult, error) {
-		c, err := s.tools.(Features).Complete(ctx, featureCall(reg.owner, e), creq)
+		c, err := s.opts.Features.Complete(ctx, featureCall(reg.owner, e), creq)
 		if err != nil {
 			return nil, err
 		}
@@ -634,13 +631,13 @@ func markLoading(res mcp.Result, loading []string) {
 	if *meta == nil {
 		*meta = mcp.Meta{}
 	}
-	(*meta)[MetaLoading] = loading
+	(*meta)[tool.MetaLoading] = loading
 }
 
 // awaitsFeature reports whether req reads a resource, gets a prompt or
 // completes for one that is not served (yet).
 func (s *Server) awaitsFeature(method string, req mcp.Request) bool {
-	if _, ok := s.tools.(Features); !ok {
+	if s.opts.Features == nil {
 		return false
 	}
 	s.syncMu.Lock()

@@ -24,6 +24,11 @@ type fakeFeatures struct {
 	nextW    int
 }
 
+func (f *fakeFeatures) options(opts Options) Options {
+	opts.Features = f
+	return opts
+}
+
 func (f *fakeFeatures) Features() ServedFeatures {
 	f.fmu.Lock()
 	defer f.fmu.Unlock()
@@ -139,7 +144,7 @@ func TestFeaturesServed(t *testing.T) {
 			if strings.Join(uris, ",") != "fx://blob,fx://text" {
 				t.Fatalf("resources = %v (the duplicate must be served by neither)", uris)
 			}
-			if lr.Meta[MetaResourcesIncomplete] != "more exist" {
+			if lr.Meta[tool.MetaIncomplete] != "more exist" {
 				t.Fatalf("resources/list _meta = %v", lr.Meta)
 			}
 			if !strings.Contains(logs.String(), "modules=\"a, b\"") || !strings.Contains(logs.String(), "modules=\"a, c\"") {
@@ -212,8 +217,8 @@ func TestFeaturesServed(t *testing.T) {
 // may bring them; a client decides at initialize whether to ask), and
 // answers their lists, empty; one whose Tools do not declares none.
 func TestFeaturesCapabilitiesDeclaredWithFeatures(t *testing.T) {
-	for _, tools := range []Tools{newFakeTools(desc("echo")), &fakeFeatures{fakeTools: newFakeTools(desc("echo"))}} {
-		_, features := tools.(Features)
+	for _, tools := range []fake{newFakeTools(desc("echo")), &fakeFeatures{fakeTools: newFakeTools(desc("echo"))}} {
+		features := tools.options(Options{}).Features != nil
 		for _, tr := range transports {
 			s, _ := newServer(t, tools, Options{})
 			cs := connect(t, s, tr, nil)
@@ -337,6 +342,12 @@ type loadingFeatures struct {
 	lt *loadingTools
 }
 
+func (l *loadingFeatures) options(opts Options) Options {
+	opts = l.fakeFeatures.options(opts)
+	opts.Loader = l
+	return opts
+}
+
 func (l *loadingFeatures) Loading() []string                  { return l.lt.Loading() }
 func (l *loadingFeatures) AwaitLoad(ctx context.Context) bool { return l.lt.AwaitLoad(ctx) }
 
@@ -351,7 +362,7 @@ func TestFeaturesWhileLoading(t *testing.T) {
 	cs := connect(t, s, transports[0], nil)
 	ctx := context.Background()
 	lr, err := cs.ListPrompts(ctx, nil)
-	if err != nil || len(lr.Prompts) != 0 || lr.Meta[MetaLoading] == nil {
+	if err != nil || len(lr.Prompts) != 0 || lr.Meta[tool.MetaLoading] == nil {
 		t.Fatalf("prompts/list while loading = %+v, %v", lr, err)
 	}
 	got := make(chan error, 1)
@@ -379,6 +390,14 @@ type routedFeatures struct {
 	mu     sync.Mutex
 	hidden bool
 	gets   int // module runs of greet
+}
+
+// options: the router is the Features too, for its GetPrompt.
+func (r *routedFeatures) options(opts Options) Options {
+	opts = r.fakeFeatures.options(opts)
+	opts.Features = r
+	opts.FeatureRouter = r
+	return opts
 }
 
 func (r *routedFeatures) ResourceSubject(owner, uri string) (string, bool) { return "", true }

@@ -2,13 +2,14 @@
 // Protocol, on stdio or streamable HTTP, using the official go-sdk.
 //
 // The package knows nothing of WebAssembly: it serves whatever implements
-// [Tools], and maps the tool contract (package tool) onto the protocol:
-// descriptors onto tools/list, results and typed failures onto tools/call,
-// a call's [tool.Observer] onto progress and log notifications, and a change
-// of the tool set onto notifications/tools/list_changed.
+// [Tools] (with what else the app can do given as [Options] fields), and
+// maps the tool contract (package tool) onto the protocol: descriptors onto
+// tools/list, results and typed failures onto tools/call, a call's
+// [tool.Observer] onto progress and log notifications, and a change of the
+// tool set onto notifications/tools/list_changed.
 //
 // Every failure of a tool, including every sandbox failure, reaches the client
-// as a result with isError set and its kind under _meta["warden/kind"]; only
+// as a result with isError set and its kind under _meta[tool.MetaKind]; only
 // a call to a tool that does not exist is a protocol error (-32602).
 package mcpserver
 
@@ -34,7 +35,11 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// Tools is the tool set a Server serves. The runtime's registry implements it.
+// Tools is what every Server needs of the app behind it: the tool set it
+// lists and calls, and word of its changes. Everything else the app can do
+// (call limits, scopes, resources and prompts, background loads, health)
+// is an [Options] field, nil when it cannot; the server never looks for
+// more methods on a Tools.
 type Tools interface {
 	// List returns every tool, sorted by name. The server validates each
 	// descriptor and leaves out (and logs) those that are invalid.
@@ -52,20 +57,6 @@ type Tools interface {
 	Subscribe(f func()) (cancel func())
 }
 
-// SessionEnder is implemented by Tools that keep state per client session
-// (the runtime's session isolation). The server calls EndSession once, after
-// a session that made at least one call has ended. Sessionless clients
-// (stdio, stateless HTTP) have Call.Session "" and are never ended.
-type SessionEnder interface {
-	EndSession(ctx context.Context, session string)
-}
-
-// StatsReporter is implemented by Tools that report their resource use;
-// /healthz includes what Stats returns (JSON-encodable values by key).
-type StatsReporter interface {
-	Stats() map[string]any
-}
-
 // Call is one tools/call request as the server hands it to [Tools].
 type Call struct {
 	// Name is the tool's name.
@@ -74,7 +65,7 @@ type Call struct {
 	// It has not been validated against the input schema.
 	Arguments json.RawMessage
 	// Cursor is the continuation token of a paginated tool, from the
-	// request's _meta["warden/cursor"]; empty on a first call. It comes from
+	// request's _meta[tool.MetaCursor]; empty on a first call. It comes from
 	// the client and must be verified before a tool sees it.
 	Cursor string
 	// Session identifies the client session: the Mcp-Session-Id of a
@@ -90,28 +81,6 @@ type Call struct {
 	// [Pass]); Tools must refuse a call whose Pass does not admit it.
 	Pass *Pass
 }
-
-// Keys of the _meta objects the server reads and writes. Tool _meta carries
-// what MCP's Tool object has no field for; result _meta carries the typed
-// failure, so that a client can tell a timeout from a denied capability.
-const (
-	MetaVersion      = "warden/version"
-	MetaTags         = "warden/tags"
-	MetaCategory     = "warden/category"
-	MetaCapabilities = "warden/capabilities" // requested, not granted
-	MetaTimeoutMs    = "warden/timeoutMs"
-	MetaPaginates    = "warden/paginates"
-	MetaKind         = "warden/kind"
-	MetaTrap         = "warden/trap"
-	MetaExitCode     = "warden/exitCode"
-	MetaCursor       = "warden/cursor"     // in tools/call params
-	MetaNextCursor   = "warden/nextCursor" // in results
-	// MetaFreshState is set on a result whose call started from fresh
-	// state although its session had state (the runtime's session
-	// isolation); the value says why, e.g. "evicted:
-	// server.max_instance_memory".
-	MetaFreshState = "warden/fresh_state"
-)
 
 // Options configures a Server. The zero value is usable.
 type Options struct {
@@ -177,6 +146,77 @@ type Options struct {
 	// request headers that carried it (nil on stdio): the trace context
 	// of a W3C traceparent header.
 	CallContext func(ctx context.Context, header http.Header) context.Context
+
+	// The fields below are what the app behind [Tools] can do besides
+	// listing and calling tools: the server's whole contract with it, in
+	// one place (RATIONALE: "The server's contract"). Each is optional;
+	// nil turns its feature off, as said for each.
+
+	// CallLimits returns the limits of the calls of the named tool (its
+	// module's instances, its own in-flight bound, its timeout and rate):
+	// the server then admits a call only when the tool, and the module
+	// whose instances run it, have room, so that a call never holds one of
+	// the server's call slots while it waits for its module's instance.
+	// nil means no tool has limits of its own: only the server's and the
+	// client's slots, QueueWait and RateLimit bound a call.
+	CallLimits func(tool string) CallLimits
+	// OwnerLimits returns the limits of the instances of a feature's owner
+	// (Module, MaxInstances, the session's turn; no tool's in-flight bound
+	// or rate), which a feature that runs as no tool (its subject "") waits
+	// for as a call of the owner's tools does, so that it never leaves an
+	// admitted call waiting for an instance outside the server's fair
+	// queue. nil means such a feature takes a server and a client slot
+	// only.
+	OwnerLimits func(owner string) CallLimits
+	// Scopes is the OAuth scopes each tool needs (config tools.scopes),
+	// checked against an OAuth principal's token before any request runs
+	// as the tool. nil means no tool needs a scope: only
+	// OAuthOptions.Scopes, required of every request, apply.
+	Scopes ScopePolicy
+	// Features serves resources, resource templates and prompts, and
+	// completes their arguments. nil means the server serves tools only,
+	// and declares no resources, prompts or completions capability.
+	Features Features
+	// FeatureRouter, consulted only with Features, names each feature
+	// request's policy subject at the request. nil means a request runs as
+	// the subject its feature declared at the last resync.
+	FeatureRouter FeatureRouter
+	// Loader reports the modules loading in the background. nil means the
+	// tool set is complete when New returns: no list or call waits for a
+	// load, and /healthz never says "loading".
+	Loader Loader
+	// LoadsEnded, consulted only with Loader, counts the loads that ended,
+	// each before its module leaves Loader.Loading. The server resyncs
+	// before a list or an unknown tool's call when the count moved since
+	// its last resync, so that a list without tool.MetaLoading is complete even
+	// when the load's change notification has not been applied yet. nil
+	// means the server resyncs then only for a change notification not yet
+	// applied.
+	LoadsEnded func() uint64
+	// StartupLoaded, consulted only with Loader, reports whether the load
+	// begun when the server started ended (every module of the tools dir
+	// then has joined or failed); until then /healthz says "loading" and
+	// /healthz?ready answers 503. nil means the start's load ended when
+	// Loader.Loading is empty.
+	StartupLoaded func() bool
+	// LoadErrors lists each module whose latest load failed, sorted, for
+	// /healthz. nil means none is reported: /healthz is never "degraded".
+	LoadErrors func() []LoadError
+	// Refused lists the tools not served because several modules describe
+	// their name; the server shows them in tools/list (_meta
+	// MetaRefused) and /healthz, so that a refused tool is never silently
+	// missing. nil means none is refused.
+	Refused func() []Refusal
+	// Stats reports the app's resource use; /healthz includes it
+	// (JSON-encodable values by key, after the server's own keys). nil
+	// means /healthz carries the server's keys only.
+	Stats func() map[string]any
+	// EndSession is called once, after a session that made at least one
+	// call has ended, for an app that keeps state per client session (the
+	// runtime's session isolation). Sessionless clients (stateless HTTP)
+	// have Call.Session "" and are never ended. nil means sessions are not
+	// followed.
+	EndSession func(ctx context.Context, session string)
 }
 
 // RateLimits are the server's rate limits; a nil field means none.
@@ -217,13 +257,13 @@ type Server struct {
 	// connections counts the clients Serve has connected, to name them.
 	connections atomic.Int64
 	// sessions holds the IDs of live sessions that made calls, watched so
-	// that a SessionEnder hears when they end.
+	// that EndSession hears when they end.
 	sessions sync.Map
 
 	// states seals and opens the requestState of input-required results.
 	states *stateSealer
 
-	// syncedLoads is LoadCounter.LoadsEnded as of the last resync.
+	// syncedLoads is Options.LoadsEnded as of the last resync.
 	syncedLoads atomic.Uint64
 
 	resyncPending atomic.Bool
@@ -290,8 +330,8 @@ func New(tools Tools, opts Options) *Server {
 	s.featureOptions(sdkOpts)
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sdkOpts)
 	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
-	if l, ok := tools.(Loader); ok {
-		s.sdk.AddReceivingMiddleware(s.whileLoading(l))
+	if opts.Loader != nil {
+		s.sdk.AddReceivingMiddleware(s.whileLoading(opts.Loader))
 	}
 	// Before the loading and refusal middlewares: the caller is known (the
 	// principal in the context) before anything else is done for it. Its
@@ -305,14 +345,14 @@ func New(tools Tools, opts Options) *Server {
 	return s
 }
 
-// Loader is implemented by Tools that load modules in the background. While
-// Loading is not empty, a tools/list waits for the loads to end, up to
-// Options.ListWait (many clients list once and never again), and a result
-// given while some are still loading names them in its _meta under
-// MetaLoading, so that a client can tell a partial list from a complete one
-// (the tools appear with notifications/tools/list_changed); a tools/call of
-// a tool not known yet waits for the loads to end (up to Options.QueueWait)
-// before it is answered "unknown tool".
+// Loader is what Options.Loader holds: the modules loading in the
+// background. While Loading is not empty, a tools/list waits for the loads
+// to end, up to Options.ListWait (many clients list once and never again),
+// and a result given while some are still loading names them in its _meta
+// under tool.MetaLoading, so that a client can tell a partial list from a
+// complete one (the tools appear with notifications/tools/list_changed); a
+// tools/call of a tool not known yet waits for the loads to end (up to
+// Options.QueueWait) before it is answered "unknown tool".
 type Loader interface {
 	Loading() []string
 	// AwaitLoad waits for the next background load to end and reports
@@ -320,17 +360,6 @@ type Loader interface {
 	AwaitLoad(ctx context.Context) bool
 }
 
-// LoadCounter is implemented by a Loader that counts the loads that ended,
-// each before its module leaves Loading. The server resyncs before a list
-// or an unknown tool's call when the count moved since its last resync, so
-// that a list without MetaLoading is complete even when the load's change
-// notification has not been applied yet.
-type LoadCounter interface {
-	LoadsEnded() uint64
-}
-
-// MetaLoading is the tools/list _meta key naming modules still loading.
-const MetaLoading = "warden/loading"
 
 func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	known := func(name string) bool {
@@ -339,10 +368,10 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 		_, ok := s.registered[name]
 		return ok
 	}
-	counter, _ := l.(LoadCounter)
+	counter := s.opts.LoadsEnded
 	stale := func() bool {
 		return s.resyncPending.Load() || s.resyncRunning.Load() ||
-			counter != nil && counter.LoadsEnded() != s.syncedLoads.Load()
+			counter != nil && counter() != s.syncedLoads.Load()
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -358,7 +387,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 			if listing && (waited || stale()) {
 				// A load that just ended may not have notified yet, or its
 				// resync may not have run: apply it, so that a list without
-				// MetaLoading is the complete one.
+				// tool.MetaLoading is the complete one.
 				s.resync()
 			}
 			p, isCall := req.GetParams().(*mcp.CallToolParamsRaw)
@@ -399,7 +428,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 					if lr.Meta == nil {
 						lr.Meta = mcp.Meta{}
 					}
-					lr.Meta[MetaLoading] = loading
+					lr.Meta[tool.MetaLoading] = loading
 				}
 			}
 			return res, err
@@ -491,10 +520,10 @@ func (s *Server) resync() {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	defer s.resyncs.Add(1)
-	if c, ok := s.tools.(LoadCounter); ok {
+	if s.opts.LoadsEnded != nil {
 		// Read before List: a load ending after this makes the next list
 		// resync again.
-		s.syncedLoads.Store(c.LoadsEnded())
+		s.syncedLoads.Store(s.opts.LoadsEnded())
 	}
 
 	seen := make(map[string]bool)
@@ -619,10 +648,10 @@ func (s *Server) clientWait() time.Duration {
 	return 5 * time.Minute
 }
 
-// watchSession arranges for a SessionEnder to hear when session ends.
+// watchSession arranges for Options.EndSession to hear when session ends.
 func (s *Server) watchSession(id string, ss *mcp.ServerSession) {
-	ender, ok := s.tools.(SessionEnder)
-	if !ok || id == "" {
+	ender := s.opts.EndSession
+	if ender == nil || id == "" {
 		return
 	}
 	if _, loaded := s.sessions.LoadOrStore(id, struct{}{}); loaded {
@@ -633,15 +662,15 @@ func (s *Server) watchSession(id string, ss *mcp.ServerSession) {
 		s.sessions.Delete(id)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ender.EndSession(ctx, id)
+		ender(ctx, id)
 	}()
 }
 
 // ticketFor is what a call of the tool called name must fit to run.
 func (s *Server) ticketFor(ctx context.Context, name, session string) *ticket {
 	t := &ticket{client: clientOf(ctx, session), tool: name, session: session}
-	if l, ok := s.tools.(CallLimiter); ok && name != "" {
-		t.limits = l.CallLimits(name)
+	if s.opts.CallLimits != nil && name != "" {
+		t.limits = s.opts.CallLimits(name)
 	}
 	return t
 }
@@ -698,7 +727,7 @@ func arguments(raw json.RawMessage) json.RawMessage {
 }
 
 func cursor(meta mcp.Meta) string {
-	c, _ := meta[MetaCursor].(string)
+	c, _ := meta[tool.MetaCursor].(string)
 	return c
 }
 

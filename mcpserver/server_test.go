@@ -181,8 +181,8 @@ func TestCallMapsEveryContentTypeAndStructuredContent(t *testing.T) {
 				}
 			}
 			assertJSON(t, "structuredContent", res.StructuredContent, `{"n":1}`)
-			if res.Meta[MetaNextCursor] != "page-2" {
-				t.Errorf("_meta = %v, want %s", res.Meta, MetaNextCursor)
+			if res.Meta[tool.MetaNextCursor] != "page-2" {
+				t.Errorf("_meta = %v, want %s", res.Meta, tool.MetaNextCursor)
 			}
 			if res.Meta["warden/fuel"] != float64(1234) {
 				t.Errorf("_meta = %v, want the runtime's warden/fuel", res.Meta)
@@ -310,7 +310,7 @@ func TestCallPassesArgumentsCursorAndSession(t *testing.T) {
 			cs := connect(t, s, tr, nil)
 			ctx := context.Background()
 			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"},
-				Meta: mcp.Meta{MetaCursor: "c-1"}}); err != nil {
+				Meta: mcp.Meta{tool.MetaCursor: "c-1"}}); err != nil {
 				t.Fatal(err)
 			}
 			c := <-calls
@@ -471,7 +471,7 @@ func TestMapResultRefusesWhatItCannotSend(t *testing.T) {
 	s, _ := newServer(t, newFakeTools(), Options{})
 	r := cases["bad base64 image"]
 	out := s.resultFor("x", &r)
-	if !out.IsError || out.Meta[MetaKind] != string(tool.KindBadOutput) {
+	if !out.IsError || out.Meta[tool.MetaKind] != string(tool.KindBadOutput) {
 		t.Errorf("result = %+v, want a bad_output error", out)
 	}
 }

@@ -43,7 +43,7 @@ type requestState struct {
 // asked identifies one request: its key, method and a digest of its params,
 // so that an answer is used only for the very request it answered. warden's
 // own questions carry in their params the digest of the config they were
-// asked under (_meta "warden/config", internal/app): an answer is then
+// asked under (_meta tool.MetaConfig, internal/app): an answer is then
 // bound to that config too, and after a change (a grant revoked) the
 // question differs and is asked again.
 type asked struct {

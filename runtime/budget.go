@@ -15,13 +15,9 @@ import (
 // DefaultMaxInstanceMemory is the default of Options.MaxInstanceMemory.
 const DefaultMaxInstanceMemory = 256 << 20
 
-// MetaFreshState is the result _meta key set when a session's call ran on a
-// fresh instance although the session had state: what it kept from earlier
-// calls was dropped, and the value says why.
-const MetaFreshState = "warden/fresh_state"
-
-// freshStateEvicted is MetaFreshState's value when the session's instance
-// was evicted to keep all instances within the memory budget.
+// freshStateEvicted is tool.Outcome.FreshState (tool.MetaFreshState on the
+// wire) when the session's instance was evicted to keep all instances within
+// the memory budget.
 const freshStateEvicted = "evicted: server.max_instance_memory"
 
 // InstanceMemory reports the instance memory budget (Runtime.InstanceMemory).

@@ -72,12 +72,12 @@ func wantCount(t *testing.T, res *tool.Result, count string, evicted bool) {
 	if got := res.Content[0].Text; got != count {
 		t.Fatalf("count = %s, want %s", got, count)
 	}
-	fresh, ok := res.Meta[runtime.MetaFreshState]
+	fresh, ok := res.Meta[tool.MetaFreshState]
 	switch {
 	case evicted && fresh != "evicted: server.max_instance_memory":
-		t.Fatalf("_meta[%s] = %v, want the eviction", runtime.MetaFreshState, fresh)
+		t.Fatalf("_meta[%s] = %v, want the eviction", tool.MetaFreshState, fresh)
 	case !evicted && ok:
-		t.Fatalf("_meta[%s] = %v on a call that kept its state", runtime.MetaFreshState, fresh)
+		t.Fatalf("_meta[%s] = %v on a call that kept its state", tool.MetaFreshState, fresh)
 	}
 }
 
@@ -195,8 +195,8 @@ func TestBudgetUnavailableWhenAllBusy(t *testing.T) {
 			t.Errorf("message %q does not name %q", res.Error.Message, want)
 		}
 	}
-	if res.Meta[runtime.MetaKind] != "unavailable" {
-		t.Errorf("_meta kind = %v", res.Meta[runtime.MetaKind])
+	if res.Meta[tool.MetaKind] != "unavailable" {
+		t.Errorf("_meta kind = %v", res.Meta[tool.MetaKind])
 	}
 	if s := withinBudget(t, rt); s.Refusals != 1 || s.Evictions != 0 {
 		t.Fatalf("after the refusal: %+v", s)

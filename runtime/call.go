@@ -49,18 +49,10 @@ var guestKinds = map[tool.Kind]bool{
 	tool.KindUnsupported: true,
 }
 
-// Meta keys the runtime sets on every result.
-const (
-	MetaDuration = "warden/durationMs"
-	MetaFuel     = "warden/fuel"
-	MetaKind     = "warden/kind"
-	MetaTrap     = "warden/trap"
-	MetaExitCode = "warden/exitCode"
-)
-
 // Call runs the tool. It never returns nil and never panics: every failure,
 // the guest's or the sandbox's, is an error Result with its tool.Kind, and
-// the next call works.
+// the next call works. The result's Outcome is what the call measured, and
+// its Meta says the same to clients (tool.Outcome.PutMeta).
 func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	start := time.Now()
 	var res *tool.Result
@@ -69,19 +61,11 @@ func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	} else {
 		res = t.call(ctx, req, false)
 	}
+	res.Outcome.Duration = time.Since(start)
 	if res.Meta == nil {
 		res.Meta = make(map[string]any, 3)
 	}
-	res.Meta[MetaDuration] = float64(time.Since(start).Microseconds()) / 1000
-	if res.Error != nil {
-		res.Meta[MetaKind] = string(res.Error.Kind)
-		if res.Error.Trap != "" {
-			res.Meta[MetaTrap] = string(res.Error.Trap)
-		}
-		if res.Error.ExitCode != nil {
-			res.Meta[MetaExitCode] = *res.Error.ExitCode
-		}
-	}
+	res.Outcome.PutMeta(res.Meta, res.Error)
 	return res
 }
 
@@ -125,7 +109,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest, validated bool) *tool.
 	if out.err != nil {
 		res = tool.ErrorResult(out.err)
 	}
-	res.Meta = out.meta
+	res.Outcome = out.outcome
 	res.Captured = out.captured
 	return res
 }
@@ -153,10 +137,11 @@ type invocation struct {
 }
 
 // invoked is how an invocation ended: err is set when the guest failed (or
-// no instance could run it) and decode was not called.
+// no instance could run it) and decode was not called; outcome is what was
+// measured once the guest ran (Ran is set then).
 type invoked struct {
 	err      *tool.Error
-	meta     map[string]any
+	outcome  tool.Outcome
 	captured *tool.Captured
 }
 
@@ -226,7 +211,7 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 	}
 	state.FinishLogs()
 	captured := m.collectOutput(in, name, req.CallID)
-	out := invoked{meta: resultMeta(consumed, fresh), captured: captured}
+	out := invoked{outcome: tool.Outcome{Ran: true, Fuel: consumed, FreshState: fresh}, captured: captured}
 	if err != nil {
 		m.pool.release(context.Background(), in, false)
 		out.err = m.failure(ctx, in, name, err, reason, timeout, captured)
@@ -260,16 +245,6 @@ func (m *Module) guestError(who string, e *tool.Error, state *guest.CallState) *
 	attributed := *e
 	attributed.Message = "reported by " + termsafe.Line(who) + " (module " + termsafe.Line(m.name) + "), not by warden: " + e.Message
 	return &attributed
-}
-
-// resultMeta is the _meta of a call that ran: its fuel, and why it started
-// from fresh state when its session had state before.
-func resultMeta(fuel int64, fresh string) map[string]any {
-	meta := map[string]any{MetaFuel: fuel}
-	if fresh != "" {
-		meta[MetaFreshState] = fresh
-	}
-	return meta
 }
 
 func (t *Tool) validateArguments(req *CallRequest) *tool.Error {

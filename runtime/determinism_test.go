@@ -5,6 +5,7 @@ import (
 
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
 )
 
 // TestFuelDeterministic: the same call on the same input consumes the same
@@ -30,7 +31,7 @@ func TestFuelDeterministic(t *testing.T) {
 					if res.IsError {
 						t.Fatal(res.Error)
 					}
-					fuel = append(fuel, res.Meta[runtime.MetaFuel].(int64))
+					fuel = append(fuel, res.Meta[tool.MetaFuel].(int64))
 				}
 			}
 			for _, f := range fuel {

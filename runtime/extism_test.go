@@ -151,8 +151,8 @@ func TestExtismV1Compute(t *testing.T) {
 	for range 3 {
 		res := call(t, add, `{"a":2,"b":40}`)
 		wantOK(t, res, "42")
-		if fuel, _ := res.Meta[runtime.MetaFuel].(int64); fuel <= 0 {
-			t.Fatalf("fuel consumed = %v", res.Meta[runtime.MetaFuel])
+		if fuel, _ := res.Meta[tool.MetaFuel].(int64); fuel <= 0 {
+			t.Fatalf("fuel consumed = %v", res.Meta[tool.MetaFuel])
 		}
 	}
 	// Arguments are checked against the plugin's schema before it runs.

@@ -60,8 +60,8 @@ func wantKind(t testing.TB, res *tool.Result, kind tool.Kind) *tool.Error {
 	if res.Error.Kind != kind {
 		t.Fatalf("want kind %s, got %v", kind, res.Error)
 	}
-	if res.Meta[runtime.MetaKind] != string(kind) {
-		t.Fatalf("meta kind = %v, want %s", res.Meta[runtime.MetaKind], kind)
+	if res.Meta[tool.MetaKind] != string(kind) {
+		t.Fatalf("meta kind = %v, want %s", res.Meta[tool.MetaKind], kind)
 	}
 	return res.Error
 }

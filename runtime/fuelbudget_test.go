@@ -6,6 +6,7 @@ import (
 
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
 )
 
 // echoWarmFuelBudget bounds the fuel (wasm instructions, exact) of a warm
@@ -32,7 +33,7 @@ func TestGoEchoFuelBudget(t *testing.T) {
 	for range 5 {
 		res := call(t, tl, `{"text":"hello"}`)
 		wantOK(t, res, "hello")
-		fuel = append(fuel, res.Meta[runtime.MetaFuel].(int64))
+		fuel = append(fuel, res.Meta[tool.MetaFuel].(int64))
 	}
 	sorted := slices.Sorted(slices.Values(fuel))
 	if median := sorted[len(sorted)/2]; median > echoWarmFuelBudget {

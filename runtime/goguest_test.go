@@ -29,8 +29,8 @@ func TestGoEcho(t *testing.T) {
 		if string(res.StructuredContent) != `{"text":"hello"}` {
 			t.Fatalf("structured = %s", res.StructuredContent)
 		}
-		if fuel, _ := res.Meta[runtime.MetaFuel].(int64); fuel <= 0 {
-			t.Fatalf("fuel consumed = %v", res.Meta[runtime.MetaFuel])
+		if fuel, _ := res.Meta[tool.MetaFuel].(int64); fuel <= 0 {
+			t.Fatalf("fuel consumed = %v", res.Meta[tool.MetaFuel])
 		}
 	}
 }

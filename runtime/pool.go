@@ -82,8 +82,9 @@ func (p *pool) putLoaded(in *instance) {
 }
 
 // acquire returns an instance for one call, waiting for a free slot as long
-// as ctx allows. release must follow. fresh is set (to MetaFreshState's
-// value) when the session's state was dropped since its last call.
+// as ctx allows. release must follow. fresh is set (to
+// tool.Outcome.FreshState) when the session's state was dropped since its
+// last call.
 func (p *pool) acquire(ctx context.Context, session string) (in *instance, fresh string, err error) {
 	select {
 	case p.slots <- struct{}{}:

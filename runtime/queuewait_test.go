@@ -25,7 +25,7 @@ func TestDeadlineCountsQueueWait(t *testing.T) {
 	if want := "queued did not finish within 1h0m0s (while waiting 1h0m0s for a call slot)"; e.Message != want {
 		t.Errorf("message = %q, want %q", e.Message, want)
 	}
-	if _, ran := res.Meta[runtime.MetaFuel]; ran {
+	if _, ran := res.Meta[tool.MetaFuel]; ran {
 		t.Errorf("the call ran: %v", res.Meta)
 	}
 	wantOK(t, call(t, tl, `{}`), "pong")

@@ -62,7 +62,7 @@ func (c Capabilities) HasClient(f string) bool {
 // ClientRequest is one request to the MCP client, as a call asks it.
 type ClientRequest struct {
 	// Key names the request within its call; the client's answer comes
-	// back under it. Keys of warden's own requests begin with "warden/".
+	// back under it. Keys of warden's own requests begin with ReservedPrefix.
 	Key string `json:"key"`
 	// Method is MethodElicit, MethodSample or MethodRoots.
 	Method string `json:"method"`

@@ -49,7 +49,7 @@ const (
 	KindUnsupported Kind = "unsupported"
 	// KindRateLimited: the call was refused before it ran because its
 	// client or tool used up its rate limit (server.rate_limit,
-	// tools.limits.<tool>.rate); the result's _meta["warden/retryAfter"]
+	// tools.limits.<tool>.rate); the result's _meta[MetaRetryAfter]
 	// says in how many seconds a call would be admitted.
 	KindRateLimited Kind = "rate_limited"
 )

@@ -35,6 +35,10 @@ type Result struct {
 	// Meta is what the host adds about the call (fuel consumed, duration,
 	// error kind); MCP clients receive it as _meta. Guests cannot set it.
 	Meta map[string]any `json:"-"`
+	// Outcome is what the runtime measured of the call (its Meta has it
+	// too, written by Outcome.PutMeta); zero for a result the runtime did
+	// not produce. Guests cannot set it.
+	Outcome Outcome `json:"-"`
 	// Captured holds what the guest wrote to stdout and stderr during the
 	// call, bounded; it is logged, never sent to the model. Guests cannot set it.
 	Captured *Captured `json:"-"`

@@ -63,7 +63,7 @@ func BenchmarkInProcess(b *testing.B) {
 		for _, err := range a.Catalog().LoadTools(ctx) {
 			b.Error(err)
 		}
-		s := mcpserver.New(a, mcpserver.Options{Logger: quiet, MaxInFlight: 32, PageSize: 100})
+		s := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: quiet, MaxInFlight: 32, PageSize: 100}))
 		defer s.Close()
 		s.Serve(ctx, t)
 	}

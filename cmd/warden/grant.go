@@ -10,6 +10,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -152,7 +153,7 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 		if t, ok := a.Catalog().Table().Tool(toolName); ok {
 			granted, elsewhere := cfg.Grants(toolName, t.Module().Name())
 			requested := t.Descriptor.Capabilities
-			printCapabilities(out, "  ", requested, granted, app.Missing(requested, granted))
+			printCapabilities(out, "  ", requested, granted, install.Missing(requested, granted))
 			if elsewhere != nil {
 				fmt.Fprintf(out, "note: %v\n", elsewhere)
 			}

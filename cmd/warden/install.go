@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/config"
-	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -56,17 +56,18 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 				return err
 			}
 			defer a.Close(ctx)
-			var r *app.Review
-			if app.IsRemote(args[0]) {
-				f, err := a.Fetch(ctx, args[0], app.FetchOptions{})
+			inst := a.Installer()
+			var r *install.Review
+			if install.IsRemote(args[0]) {
+				f, err := inst.Fetch(ctx, args[0], install.FetchOptions{})
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				if r, err = a.ReviewFetched(ctx, f, name); err != nil {
+				if r, err = inst.ReviewFetched(ctx, f, name); err != nil {
 					return err
 				}
-			} else if r, err = a.ReviewInstall(ctx, args[0], name); err != nil {
+			} else if r, err = inst.ReviewInstall(ctx, args[0], name); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -75,8 +76,8 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 			// growth is shown and approved as an update's is.
 			grown := false
 			if r.Previous != "" && r.Previous != r.SHA256 {
-				var changes []app.ToolChange
-				changes, grown = a.ReplacementChanges(r)
+				var changes []install.ToolChange
+				changes, grown = inst.ReplacementChanges(r)
 				fmt.Fprintln(out)
 				printChanges(out, r.Module, changes)
 				if grown && yes && !acceptCapabilities {
@@ -99,7 +100,7 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 					return fmt.Errorf("not installed")
 				}
 			}
-			if err := a.Install(ctx, r); err != nil {
+			if err := inst.Install(ctx, r); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "\ninstalled %s (sha256 %s pinned as tools.pins.%s in %s)\n",
@@ -143,7 +144,7 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 // hashes and counts comes from the module (or its file name), so each goes
 // through termsafe: a module cannot clear the screen, overwrite a line or
 // hide what it requests.
-func printReview(w io.Writer, r *app.Review) {
+func printReview(w io.Writer, r *install.Review) {
 	fmt.Fprintf(w, "Module   %s (%d bytes, sha256 %s)\n", termsafe.Line(r.Module), r.Size, r.SHA256)
 	fmt.Fprintf(w, "From     %s\n", termsafe.Line(r.Source))
 	if f := r.Fetched; f != nil {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigsign"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -61,7 +61,7 @@ loopback registries are spoken to over plain HTTP.`,
 				return err
 			}
 			defer a.Close(ctx)
-			in, err := a.Inspect(ctx, file)
+			in, err := a.Installer().Inspect(ctx, file)
 			if err != nil {
 				return fmt.Errorf("publish: %w", err)
 			}
@@ -94,7 +94,7 @@ loopback registries are spoken to over plain HTTP.`,
 
 // printPushed says what was pushed and how to install it. The tool names
 // come from the module: escaped.
-func printPushed(w io.Writer, in *app.Inspection, p *oci.Pushed) {
+func printPushed(w io.Writer, in *install.Inspection, p *oci.Pushed) {
 	fmt.Fprintf(w, "Pushed   %s\n", termsafe.Line(p.Ref))
 	fmt.Fprintf(w, "Digest   %s\n", p.Digest)
 	fmt.Fprintf(w, "Module   %s (%d bytes, sha256 %s)\n", termsafe.Line(in.Source), in.Size, in.SHA256)

@@ -117,7 +117,7 @@ another program's and is refused.`,
 					logger.Error("observability not flushed", "error", err)
 				}
 			}()
-			opts := mcpserver.Options{
+			opts := a.ServerOptions(mcpserver.Options{
 				Name:                 "warden",
 				Version:              version,
 				PageSize:             cfg.Server.PageSize,
@@ -126,14 +126,11 @@ another program's and is refused.`,
 				MaxInFlightPerClient: cfg.Server.MaxInFlightPerClient,
 				MaxQueued:            cfg.Server.MaxQueued,
 				MaxQueuedPerClient:   cfg.Server.MaxQueuedPerClient,
-				RateLimit:            a.ServerRateLimits,
 				ListWait:             cfg.Server.ListWait,
 				MaxMessage:           int(cfg.Server.MaxMessage),
 				Logger:               logger,
 				StateKey:             stateKey,
-				SpentStates:          a.SpentStates(),
-				ClientWait:           func() time.Duration { return a.Config().ClientWait() },
-			}
+			})
 			if cmd.Flags().Changed("page-size") {
 				opts.PageSize = pageSize
 			}
@@ -153,7 +150,7 @@ another program's and is refused.`,
 				if cfg.Server.Metrics && cfg.Server.MetricsAddr == "" {
 					logger.Warn("server.metrics serves /metrics on the --http address; over stdio set server.metrics_addr")
 				}
-				logger.Info("serving MCP over stdio", "tools", len(a.Catalog().Table().Tools()), "loading", len(a.Loading()))
+				logger.Info("serving MCP over stdio", "tools", len(a.Catalog().Table().Tools()), "loading", len(a.Catalog().Loading()))
 				return srv.ServeStdio(ctx)
 			}
 			if addr == useConfigAddr {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -39,7 +39,7 @@ whose file is missing and which has no source to fetch it from.`,
 				return err
 			}
 			defer a.Close(ctx)
-			results := a.Sync(ctx, args, app.SyncOptions{AcceptCapabilities: acceptCapabilities})
+			results := a.Installer().Sync(ctx, args, install.SyncOptions{AcceptCapabilities: acceptCapabilities})
 			failed := printSync(cmd.OutOrStdout(), results)
 			if len(results) == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "nothing to sync: %s has no tools.sources\n", termsafe.Line(a.Config().File))
@@ -55,13 +55,13 @@ whose file is missing and which has no source to fetch it from.`,
 	return cmd
 }
 
-func printSync(w io.Writer, results []app.SyncResult) (failed int) {
+func printSync(w io.Writer, results []install.SyncResult) (failed int) {
 	for _, r := range results {
 		name := termsafe.Line(r.Module)
 		switch r.State {
-		case app.SyncUpToDate:
+		case install.SyncUpToDate:
 			fmt.Fprintf(w, "%s: up to date\n", name)
-		case app.SyncFetched:
+		case install.SyncFetched:
 			fmt.Fprintf(w, "%s: fetched %s at %s\n", name, termsafe.Line(r.Source.Ref), r.Source.Digest)
 			if r.Signature != nil {
 				fmt.Fprintf(w, "  signature %s\n", termsafe.Bound(r.Signature.String(), termsafe.MaxText, false))
@@ -69,7 +69,7 @@ func printSync(w io.Writer, results []app.SyncResult) (failed int) {
 			if len(r.Changes) > 0 {
 				printChanges(w, r.Module, r.Changes)
 			}
-		case app.SyncGrown:
+		case install.SyncGrown:
 			failed++
 			fmt.Fprintf(w, "%s: NOT SYNCED: %s at %s would replace the installed file with a version that gets more\n",
 				name, termsafe.Line(r.Source.Ref), r.Source.Digest)

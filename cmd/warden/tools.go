@@ -13,6 +13,7 @@ import (
 
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -59,17 +60,17 @@ func printTools(w io.Writer, a *app.App) {
 		// Every field but the hash comes from the module or its file name:
 		// escaped, so that none can move the cursor or fake a column.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(t.Descriptor.Name), termsafe.Line(m.Name()), m.SHA256()[:12],
-			summary(requested), summary(granted), summary(app.Missing(requested, granted)))
+			summary(requested), summary(granted), summary(install.Missing(requested, granted)))
 	}
 	tw.Flush()
-	printRefusals(w, a.Refused(), elsewhere)
+	printRefusals(w, a.Catalog().Refused(), elsewhere)
 }
 
 // printRefusals lists, under the table, the tools not served because
 // several modules describe their name, and the grant entries that give a
 // served tool nothing because they belong to another module. Names in them
 // are validated tool and module names, safe to print.
-func printRefusals(w io.Writer, refused []mcpserver.Refusal, elsewhere []error) {
+func printRefusals(w io.Writer, refused []catalog.Refusal, elsewhere []error) {
 	if len(refused) > 0 {
 		fmt.Fprintf(w, "\nREFUSED (%d; not served):\n", len(refused))
 		for _, r := range refused {

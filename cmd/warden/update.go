@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/capset"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -58,7 +58,7 @@ as config.yaml says.`,
 			interactive := isTerminal(cmd.InOrStdin())
 			var failed []string
 			for _, m := range modules {
-				if err := updateOne(cmd, a, m, out, interactive, yes, acceptCapabilities); err != nil {
+				if err := updateOne(cmd, a.Installer(), m, out, interactive, yes, acceptCapabilities); err != nil {
 					fmt.Fprintf(out, "%s: NOT UPDATED: %s\n", termsafe.Line(m), indentMessage(err.Error()))
 					failed = append(failed, m)
 				}
@@ -74,9 +74,9 @@ as config.yaml says.`,
 	return cmd
 }
 
-func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, interactive, yes, acceptCapabilities bool) error {
+func updateOne(cmd *cobra.Command, inst *install.Installer, module string, out io.Writer, interactive, yes, acceptCapabilities bool) error {
 	ctx := cmd.Context()
-	u, err := a.ReviewUpdate(ctx, module)
+	u, err := inst.ReviewUpdate(ctx, module)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, int
 			return fmt.Errorf("declined; nothing changed")
 		}
 	}
-	if err := a.Install(ctx, u.Review); err != nil {
+	if err := inst.Install(ctx, u.Review); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: updated to %s (sha256 %s pinned; a running warden serve reloads it)\n", name, u.Review.Origin.Digest, u.Review.SHA256[:12])
@@ -122,7 +122,7 @@ func updateOne(cmd *cobra.Command, a *app.App, module string, out io.Writer, int
 // + marks what a tool requests now that its previous version's requests
 // do not cover (capset.Missing), and what config already grants a tool the
 // update adds; - what a tool no longer requests.
-func printChanges(w io.Writer, module string, changes []app.ToolChange) {
+func printChanges(w io.Writer, module string, changes []install.ToolChange) {
 	if len(changes) == 0 {
 		fmt.Fprintln(w, "Changes  none in the tools' descriptors (the code changed)")
 		return
@@ -152,7 +152,7 @@ func printChanges(w io.Writer, module string, changes []app.ToolChange) {
 // growth names each new request of each tool, for the refusal of an
 // update that asks for more: "tool fetch requests net=https://127.0.0.1
 // (...), memory=read over every topic (the whole store)".
-func growth(module string, changes []app.ToolChange) string {
+func growth(module string, changes []install.ToolChange) string {
 	var tools []string
 	for _, c := range changes {
 		if requests := capset.Describe(c.Grown); len(requests) > 0 {
@@ -170,6 +170,6 @@ func growth(module string, changes []app.ToolChange) string {
 
 // grantEntry names the config entry that grants an added tool what it has:
 // "tools.grants.helper (module released)".
-func grantEntry(c app.ToolChange, module string) string {
+func grantEntry(c install.ToolChange, module string) string {
 	return fmt.Sprintf("tools.grants.%s (module %s)", termsafe.Line(c.GrantKey), termsafe.Line(module))
 }

@@ -52,7 +52,7 @@ func TestNoLeaksAfterCancelStorm(t *testing.T) {
 	if errs := a.Catalog().LoadTools(ctx); len(errs) > 0 {
 		t.Fatalf("load tools: %v", errs)
 	}
-	srv := mcpserver.New(a, mcpserver.Options{Logger: logger, MaxInFlight: 16, QueueWait: time.Minute})
+	srv := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: logger, MaxInFlight: 16, QueueWait: time.Minute}))
 	defer srv.Close()
 
 	// connect starts one client session; the returned function ends it and

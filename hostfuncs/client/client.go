@@ -26,17 +26,6 @@ const (
 	DefaultWait = 5 * time.Minute
 )
 
-// ReservedPrefix begins the keys of warden's own requests (gates,
-// permission prompts) and the _meta keys that mark warden's own questions
-// (MetaQuestion); a tool's request keys and params' _meta keys may not.
-const ReservedPrefix = "warden/"
-
-// MetaQuestion is the _meta key of warden's own questions to the person (a
-// permission prompt, a gate's confirmation): a client can tell them from a
-// tool's by it. No tool can set it: every _meta key beginning
-// ReservedPrefix, in any case, is refused in a tool's params.
-const MetaQuestion = ReservedPrefix + "question"
-
 // Capabilities are the four imports. They share one wait limit.
 type Capabilities struct {
 	wait atomic.Int64 // time.Duration
@@ -167,9 +156,9 @@ func checkKey(key string) error {
 		return fmt.Errorf("key is %d bytes, over the limit of %d", len(key), MaxKey)
 	}
 	// In any case, as for _meta keys: "Warden/confirm" beside warden's
-	// "warden/confirm" in one input-required result would pass for it.
-	if strings.HasPrefix(strings.ToLower(key), ReservedPrefix) {
-		return fmt.Errorf("key %q: keys beginning with %q (in any case) are warden's own", key, ReservedPrefix)
+	// tool.KeyConfirm in one input-required result would pass for it.
+	if strings.HasPrefix(strings.ToLower(key), tool.ReservedPrefix) {
+		return fmt.Errorf("key %q: keys beginning with %q (in any case) are warden's own", key, tool.ReservedPrefix)
 	}
 	for _, r := range key {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:", r)) {
@@ -254,7 +243,7 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 // call. Its params are re-encoded from what was checked (so that a
 // duplicate key cannot show the client something else), and:
 //
-//   - a _meta key beginning ReservedPrefix is refused (warden's mark is
+//   - a _meta key beginning tool.ReservedPrefix is refused (warden's mark is
 //     warden's alone);
 //   - an elicitation's message becomes Attribution's: a header naming the
 //     tool and its module, then the tool's text quoted; an elicitation in URL
@@ -299,8 +288,8 @@ func attribute(call *hostfuncs.Call, r tool.ClientRequest) (tool.ClientRequest, 
 			return r, invalid("params._meta must be a JSON object")
 		}
 		for k := range meta {
-			if strings.HasPrefix(strings.ToLower(k), ReservedPrefix) {
-				return r, invalid("params._meta key %q: keys beginning %q are warden's own (they mark warden's questions)", termsafe.Line(k), ReservedPrefix)
+			if strings.HasPrefix(strings.ToLower(k), tool.ReservedPrefix) {
+				return r, invalid("params._meta key %q: keys beginning %q are warden's own (they mark warden's questions)", termsafe.Line(k), tool.ReservedPrefix)
 			}
 		}
 	}

@@ -562,7 +562,7 @@ func checkInvariants(t *testing.T, reqs []tool.ClientRequest) {
 		if tool.FeatureOf(r.Method) == "" {
 			t.Fatalf("method %q accepted", r.Method)
 		}
-		if len(r.Key) > client.MaxKey || strings.HasPrefix(strings.ToLower(r.Key), client.ReservedPrefix) {
+		if len(r.Key) > client.MaxKey || strings.HasPrefix(strings.ToLower(r.Key), tool.ReservedPrefix) {
 			t.Fatalf("key %q accepted", r.Key)
 		}
 		for _, c := range r.Key {
@@ -611,7 +611,7 @@ func checkAttributed(t *testing.T, toolName string, r tool.ClientRequest) {
 		t.Fatalf("params sent %s: %v", r.Params, err)
 	}
 	for k := range params.Meta {
-		if strings.HasPrefix(strings.ToLower(k), client.ReservedPrefix) {
+		if strings.HasPrefix(strings.ToLower(k), tool.ReservedPrefix) {
 			t.Fatalf("a tool's request carries warden's _meta key %q", k)
 		}
 	}

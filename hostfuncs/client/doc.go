@@ -21,8 +21,8 @@
 // begins with a line warden writes, naming the tool and its module, and the
 // tool's own text follows escaped and quoted (Attribution); so does a
 // sampling request's systemPrompt (SamplingAttribution). warden's own
-// questions carry _meta["warden/question"] (MetaQuestion), a key no tool may
-// put in its params, nor any params field spelt in another case than MCP's.
+// questions carry _meta[tool.MetaQuestion], a key no tool may put in its
+// params, nor any params field spelt in another case than MCP's.
 // A URL-mode elicitation, whose link the client would present as warden's,
 // and a sampling request for the session's context (includeContext) are
 // refused as denied.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/redact"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -45,8 +46,9 @@ type App struct {
 	exposure string
 	// res serves resources and prompts (resources.go).
 	res resourceState
-	// roots caches the Sigstore trusted root (source.go).
-	roots trustedRoots
+	// installer reviews, fetches, installs, syncs and updates modules
+	// (Installer).
+	installer *install.Installer
 	// secrets, when set (RedactWith), is kept equal to the config's
 	// secret values, which the logs and the audit trail redact.
 	secrets atomic.Pointer[redact.Secrets]
@@ -89,6 +91,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		BeforeReload: func() error { return a.caps.refreshOwn(a.live.Current) },
 	})
 	a.registry = a.catalog.Table()
+	a.installer = install.New(install.Options{Config: a.live.Current, Reload: a.live.Reload, Runtime: rt, Catalog: a.registry})
 	caps.prompts.cfg, caps.prompts.reload = a.live.Current, a.live.Reload
 	caps.prompts.sumOf = a.moduleSHA256
 	a.watchMemory()
@@ -194,7 +197,7 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	return res, nil
 }
 
-// CallLimits implements mcpserver.CallLimiter: a tool's calls run at most
+// CallLimits is mcpserver.Options.CallLimits: a tool's calls run at most
 // one per instance of its module (tools.limits.<module>.max_instances),
 // and at most tools.limits.<tool>.max_in_flight; its deadline, which
 // covers its wait for a slot, is the one its call gets.
@@ -257,9 +260,7 @@ func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	}
 }
 
-var _ mcpserver.OwnerLimiter = (*App)(nil)
-
-// OwnerLimits implements mcpserver.OwnerLimiter: a feature that runs as no
+// OwnerLimits is mcpserver.Options.OwnerLimits: a feature that runs as no
 // tool runs on an instance of its module, and waits for one of the
 // module's slots as its tools' calls do. The memory resources (no module)
 // have none.
@@ -270,8 +271,6 @@ func (a *App) OwnerLimits(owner string) mcpserver.CallLimits {
 	}
 	return moduleLimits(m)
 }
-
-var _ mcpserver.CallLimiter = (*App)(nil)
 
 // ServerRateLimits returns server.rate_limit as the config in force sets
 // it, for mcpserver.Options.RateLimit: asked at every call, it is built
@@ -320,8 +319,6 @@ func (a *App) notify() {
 		f()
 	}
 }
-
-var _ mcpserver.StatsReporter = (*App)(nil)
 
 // Stats reports resource use for /healthz: the instance memory budget.
 func (a *App) Stats() map[string]any {

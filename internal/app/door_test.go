@@ -88,7 +88,7 @@ func newDoorWorld(t *testing.T) (w *doorWorld) {
 	if errs := a.Catalog().LoadTools(context.Background()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	s := mcpserver.New(a, mcpserver.Options{Logger: discardLogger()})
+	s := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: discardLogger()}))
 	t.Cleanup(func() { s.Close() })
 
 	is := oauthtest.NewIssuer(t)
@@ -733,7 +733,7 @@ func TestOverlappingTemplatesRunAsTheModuleRoutes(t *testing.T) {
 }
 
 // TestOwnerLimitsAreTheModules: a feature that runs as no tool waits for
-// its module's slots (mcpserver.OwnerLimiter): the limits the app answers
+// its module's slots (mcpserver.Options.OwnerLimits): the limits the app answers
 // for a module are its instances' (the same a call of its tools waits
 // for, without a tool's in-flight bound or rate); the memory resources,
 // which run no module, have none.

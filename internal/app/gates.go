@@ -13,14 +13,6 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// MetaGate names, on a result, the gate that decided the call when it did
-// not run: "block", "result", "declined".
-const MetaGate = "warden/gate"
-
-// gateKey is the key of a gate's confirmation among a call's requests to
-// the client; warden's own keys cannot be used by a tool.
-const gateKey = "warden/confirm"
-
 // maxShownArguments bounds the arguments a confirmation shows.
 const maxShownArguments = 2 << 10
 
@@ -107,7 +99,7 @@ func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Ca
 	wait := cfg.ClientWait()
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	answers, err := c.Client.Ask(askCtx, []tool.ClientRequest{{Key: gateKey, Method: tool.MethodElicit, Params: params}})
+	answers, err := c.Client.Ask(askCtx, []tool.ClientRequest{{Key: tool.KeyConfirm, Method: tool.MethodElicit, Params: params}})
 	switch {
 	case tool.IsInputRequired(err):
 		// The server answers with the request; nothing ran.
@@ -153,7 +145,7 @@ func gated(r *tool.Result, how string) *tool.Result {
 	if r.Meta == nil {
 		r.Meta = map[string]any{}
 	}
-	r.Meta[MetaGate] = how
+	r.Meta[tool.MetaGate] = how
 	return r
 }
 

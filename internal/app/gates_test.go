@@ -31,7 +31,7 @@ func TestGates(t *testing.T) {
 
 	w.setGrants(t, "  gates:\n    hostcalls: {action: block, message: under review}")
 	res := gateCall(t, w, &person{elicit: true, answers: []string{"accept"}})
-	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Meta[MetaGate] != "block" ||
+	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Meta[tool.MetaGate] != "block" ||
 		!strings.Contains(res.Error.Message, "under review") || !strings.Contains(res.Error.Message, "tools.gates.hostcalls.action: allow") {
 		t.Fatalf("block: %+v %v", res.Error, res.Meta)
 	}
@@ -45,7 +45,7 @@ func TestGates(t *testing.T) {
 	w.setGrants(t, "  gates:\n    hostcalls: {action: confirm}")
 	p := &person{elicit: true, answers: []string{"decline"}}
 	res = gateCall(t, w, p)
-	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Meta[MetaGate] != "declined" {
+	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Meta[tool.MetaGate] != "declined" {
 		t.Fatalf("declined: %+v %v", res.Error, res.Meta)
 	}
 	q := p.questions()

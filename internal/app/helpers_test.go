@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -83,3 +85,8 @@ func (nopObserver) Progress(tool.Progress) {}
 func (nopObserver) Log(slog.Level, string) {}
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(&syncBuffer{}, nil)) }
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -106,13 +106,8 @@ func (a *App) observed(ctx context.Context, s observe.CallStart, run func(contex
 	case res != nil && res.Error != nil:
 		end.Kind, end.Reason = string(res.Error.Kind), res.Error.Message
 	}
-	if res != nil {
-		switch f := res.Meta[runtime.MetaFuel].(type) {
-		case int64:
-			end.Fuel = uint64(max(f, 0))
-		case uint64:
-			end.Fuel = f
-		}
+	if res != nil && res.Outcome.Ran {
+		end.Fuel = uint64(max(res.Outcome.Fuel, 0))
 	}
 	rec.CallEnded(ctx, end)
 	return res, err

@@ -83,7 +83,7 @@ func TestObserveOverHTTP(t *testing.T) {
 	w.app.SetRecorder(rec)
 	defer w.app.SetRecorder(nil)
 	// As cmd/warden's serve wires it (observability.apply).
-	opts := mcpserver.Options{Name: "warden", Version: "test", QueueWaited: rec.QueueWaited, CallContext: tracing.Extract}
+	opts := w.app.ServerOptions(mcpserver.Options{Name: "warden", Version: "test", QueueWaited: rec.QueueWaited, CallContext: tracing.Extract})
 
 	// The static token, with a traceparent.
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/warden-run/warden/config"
@@ -207,7 +208,7 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 		release = call.Hold(wait)
 	}
 	askCtx, cancel := context.WithTimeout(ctx, wait)
-	key := fmt.Sprintf("warden/permission-%d", len(call.Prompted))
+	key := tool.KeyPermission + strconv.Itoa(len(call.Prompted))
 	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: q.params}})
 	waitErr := askCtx.Err() // before cancel, which sets it
 	cancel()

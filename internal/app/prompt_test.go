@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/warden-run/warden/hostfuncs/client"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
 )
@@ -319,7 +318,7 @@ func TestPermissionPromptNamesTheServingModule(t *testing.T) {
 		t.Fatalf("the prompt says %q", q.Message)
 	}
 	// warden's mark, and the config it was asked under.
-	if q.Meta[client.MetaQuestion] != questionPermission || !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(q.Meta[MetaConfig]) {
+	if q.Meta[tool.MetaQuestion] != questionPermission || !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(q.Meta[tool.MetaConfig]) {
 		t.Fatalf("the prompt's _meta: %v", q.Meta)
 	}
 	if !slices.Equal(q.RequestedSchema.Properties.Decision.Enum, []string{"once", "always", "deny"}) {
@@ -331,7 +330,7 @@ func TestPermissionPromptNamesTheServingModule(t *testing.T) {
 		t.Fatalf("the grant written is bound to %q (explicit %v, exists %v)", bound, explicit, ok)
 	}
 	// The config changed: so did the digest a question carries.
-	if d := w.app.caps.prompts.digests.of(cfg); d == q.Meta[MetaConfig] {
+	if d := w.app.caps.prompts.digests.of(cfg); d == q.Meta[tool.MetaConfig] {
 		t.Fatalf("the config digest %s did not change with the config", d)
 	}
 }
@@ -406,7 +405,7 @@ func TestPermissionPromptSaysWhenTheGrantWasNotSaved(t *testing.T) {
 	}
 	want := `warden: the grant tools.grants.hostcalls.fs.read: ["docs/readme.md"] (with tools.grants.hostcalls.module: hostcalls) was NOT saved to ` + w.cfgPath +
 		": config " + w.cfgPath + ": tools.grants.hostcalls belongs to module elsewhere, not to module hostcalls serving the tool; it applied to this call only"
-	notices, _ := res.Meta[MetaNotices].([]string)
+	notices, _ := res.Meta[tool.MetaNotices].([]string)
 	if len(notices) != 1 || notices[0] != want {
 		t.Fatalf("_meta notices %q, want %q", notices, want)
 	}
@@ -430,7 +429,7 @@ func TestGateConfirmationCarriesTheMark(t *testing.T) {
 	q := decodeQuestion(t, asked[0])
 	sum := w.app.moduleSHA256("hostcalls")
 	if !strings.HasPrefix(q.Message, "warden: run tool hostcalls (module hostcalls, sha256 "+sum[:12]+")?") ||
-		q.Meta[client.MetaQuestion] != questionConfirm || q.Meta[MetaConfig] != w.app.caps.prompts.digests.of(w.app.Config()) {
+		q.Meta[tool.MetaQuestion] != questionConfirm || q.Meta[tool.MetaConfig] != w.app.caps.prompts.digests.of(w.app.Config()) {
 		t.Fatalf("confirmation %q, _meta %v", q.Message, q.Meta)
 	}
 }

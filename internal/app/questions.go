@@ -13,19 +13,10 @@ import (
 	"sync/atomic"
 
 	"github.com/warden-run/warden/config"
-	"github.com/warden-run/warden/hostfuncs/client"
 	"github.com/warden-run/warden/tool"
 )
 
-// MetaConfig is the _meta key, on warden's own questions, of the digest of
-// the config in force when the question was asked. A question is part of
-// what a 2026-07-28 requestState seals (the digest of its params), so an
-// answer given under one config is never taken for the same question
-// asked under another: after the owner edits config.yaml (revokes a grant,
-// changes a gate), a retry carrying an old answer is asked again.
-const MetaConfig = client.ReservedPrefix + "config"
-
-// Values of client.MetaQuestion: which of warden's questions it is.
+// Values of tool.MetaQuestion: which of warden's questions it is.
 const (
 	questionPermission = "permission"
 	questionConfirm    = "confirm"
@@ -79,17 +70,14 @@ func (d *configDigests) of(cfg *config.Config) string {
 
 // questionMeta is the _meta of one of warden's own questions: the mark no
 // tool can set (hostfuncs/client refuses its keys in a tool's params) and
-// the config it was asked under.
+// the config it was asked under (tool.MetaConfig). A question is part of
+// what a 2026-07-28 requestState seals (the digest of its params), so an
+// answer given under one config is never taken for the same question asked
+// under another: after the owner edits config.yaml (revokes a grant, changes
+// a gate), a retry carrying an old answer is asked again.
 func (d *configDigests) questionMeta(which string, cfg *config.Config) map[string]any {
-	return map[string]any{client.MetaQuestion: which, MetaConfig: d.of(cfg)}
+	return map[string]any{tool.MetaQuestion: which, tool.MetaConfig: d.of(cfg)}
 }
-
-// MetaNotices is the _meta key, on a call's result, of what warden tells the
-// person about the call beyond the tool's own answer: a grant the person
-// allowed "always" that could not be saved. Each notice is also a text
-// content item of the result, so that a client showing only content shows
-// it.
-const MetaNotices = client.ReservedPrefix + "notices"
 
 type noticesKey struct{}
 
@@ -115,7 +103,8 @@ func addNotice(ctx context.Context, msg string) {
 	}
 }
 
-// attach adds the notices to res.
+// attach adds the notices to res, under tool.MetaNotices and each as a text
+// content item too, so that a client showing only content shows it.
 func (n *notices) attach(res *tool.Result) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -125,7 +114,7 @@ func (n *notices) attach(res *tool.Result) {
 	if res.Meta == nil {
 		res.Meta = map[string]any{}
 	}
-	res.Meta[MetaNotices] = slices.Clone(n.list)
+	res.Meta[tool.MetaNotices] = slices.Clone(n.list)
 	for _, msg := range n.list {
 		res.Content = append(res.Content, tool.Content{Type: "text", Text: msg})
 	}

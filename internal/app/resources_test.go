@@ -55,7 +55,7 @@ memory:
 	if errs := a.Catalog().LoadTools(context.Background()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	s := mcpserver.New(a, mcpserver.Options{Logger: discardLogger()})
+	s := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: discardLogger()}))
 	t.Cleanup(func() { s.Close() })
 	updated := make(chan string, 16)
 	listChanged := make(chan struct{}, 16)

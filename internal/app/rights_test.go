@@ -61,7 +61,7 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 		t.Helper()
 		tl, ok := a.Catalog().Table().Tool("hostcalls")
 		if !ok {
-			t.Fatalf("%s: hostcalls not served: %v", step, a.Refused())
+			t.Fatalf("%s: hostcalls not served: %v", step, a.refused())
 		}
 		res := call(t, a, "hostcalls", `{"env":{"op":"get","key":"SECRET"},"fs":{"op":"stat","path":"."}}`)
 		var out struct {
@@ -77,8 +77,8 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 	}
 
 	errs := a.Catalog().LoadTools(ctx)
-	if len(errs) != 2 || len(a.Refused()) != 2 {
-		t.Fatalf("unpinned: errors %v, refused %v", errs, a.Refused())
+	if len(errs) != 2 || len(a.refused()) != 2 {
+		t.Fatalf("unpinned: errors %v, refused %v", errs, a.refused())
 	}
 	_, err = a.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
 	if tool.KindOf(err) != tool.KindNotFound || !strings.Contains(err.Error(), "none of them is pinned") {
@@ -87,7 +87,7 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 
 	reconfigure(configWith("{env: [SECRET]}", "{hostcalls: "+pin+"}"))
 	got, envErr, module := ask("pin added")
-	if module != "hostcalls" || envErr != nil || !strings.Contains(got, secret) || len(a.Refused()) != 1 {
+	if module != "hostcalls" || envErr != nil || !strings.Contains(got, secret) || len(a.refused()) != 1 {
 		t.Fatalf("pin added: served by %s: %s", module, got)
 	}
 

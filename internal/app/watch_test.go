@@ -83,7 +83,7 @@ func TestZeroToolsLoadedSaysSo(t *testing.T) {
 		!strings.Contains(logs.String(), "failed=\"[broken worse]\"") {
 		t.Fatalf("no summary line:\n%s", logs.String())
 	}
-	errs := a.LoadErrors()
+	errs := a.loadErrors()
 	if len(errs) != 2 || errs[0].Module != "broken" || errs[1].Module != "worse" ||
 		!strings.HasPrefix(errs[0].Error, "load "+filepath.Join(w.tools, "broken.wasm")+": ") {
 		t.Fatalf("LoadErrors %+v", errs)

@@ -1,4 +1,4 @@
-package app
+package install
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // policy matches with the same pattern as the URL: the policy that judges
 // the module is the one that names where it was served from, not one a
 // redirect (an open redirect under a trusted prefix) borrowed.
-func (a *App) fetchURL(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, f *Fetched, _ FetchOptions) (func(context.Context) (*oci.Found, error), error) {
+func (inst *Installer) fetchURL(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, f *Fetched, _ FetchOptions) (func(context.Context) (*oci.Found, error), error) {
 	matched := m.MatchURL(sourceKey(f.Ref)).Pattern
 	dopts := download.Options{
 		Dir:                f.dir,

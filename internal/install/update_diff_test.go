@@ -1,4 +1,4 @@
-package app
+package install
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package app
+package install
 
 import (
 	"context"
@@ -119,8 +119,8 @@ type FetchOptions struct {
 // policy matches, what is fetched and what Fetched.Ref records: a
 // https://HOST/trusted/../evil/tool.wasm is /evil/tool.wasm to all three.
 // On any refusal nothing is left behind.
-func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetched, err error) {
-	cfg := a.Config()
+func (inst *Installer) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetched, err error) {
+	cfg := inst.config()
 	ref, err = config.CanonicalSourceRef(ref)
 	if err != nil {
 		return nil, err
@@ -146,9 +146,9 @@ func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetc
 	}()
 	var bundles func(context.Context) (*oci.Found, error)
 	if strings.HasPrefix(ref, "oci://") {
-		bundles, err = a.fetchOCI(ctx, cfg, f, opts)
+		bundles, err = inst.fetchOCI(ctx, cfg, f, opts)
 	} else {
-		bundles, err = a.fetchURL(ctx, cfg, matcher, f, opts)
+		bundles, err = inst.fetchURL(ctx, cfg, matcher, f, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -156,14 +156,14 @@ func (a *App) Fetch(ctx context.Context, ref string, opts FetchOptions) (_ *Fetc
 	if opts.Digest != "" && f.Digest != opts.Digest {
 		return nil, fmt.Errorf("%s resolved to %s, but the lockfile says %s: refused", termsafe.Line(ref), f.Digest, opts.Digest)
 	}
-	f.Signature, err = a.checkSignature(ctx, cfg, matcher, ref, f.Digest, bundles)
+	f.Signature, err = inst.checkSignature(ctx, cfg, matcher, ref, f.Digest, bundles)
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-func (a *App) fetchOCI(ctx context.Context, cfg *config.Config, f *Fetched, opts FetchOptions) (func(context.Context) (*oci.Found, error), error) {
+func (inst *Installer) fetchOCI(ctx context.Context, cfg *config.Config, f *Fetched, opts FetchOptions) (func(context.Context) (*oci.Found, error), error) {
 	oopts := oci.Options{Dir: f.dir, MaxBytes: int64(cfg.Tools.Fetch.MaxSize)}
 	target := f.Ref
 	if opts.Digest != "" {
@@ -183,7 +183,7 @@ func (a *App) fetchOCI(ctx context.Context, cfg *config.Config, f *Fetched, opts
 
 // checkSignature applies the signature policy for ref to digest, with the
 // bundles found attached to it.
-func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, ref, digest string,
+func (inst *Installer) checkSignature(ctx context.Context, cfg *config.Config, m *sigverify.Matcher, ref, digest string,
 	bundles func(context.Context) (*oci.Found, error)) (SignatureCheck, error) {
 	// named is the source as a pattern would name it: an OCI repository
 	// without its tag, or a URL's host and path as they are.
@@ -207,7 +207,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 		return sc, fmt.Errorf("%w: %s, and security.signature_mode is require; to trust its signer add to %s\n"+
 			"  security:\n    signatures:\n      %q: {identity: <certificate identity>, issuer: <OIDC issuer>}   # or {key: path/to/cosign.pub}\n"+
 			"or, to install it unverified, security.signatures: {%q: {mode: warn}}",
-			ErrSignature, why, a.configName(cfg), named, named)
+			ErrSignature, why, configName(cfg), named, named)
 	}
 	fail := func(err error) (SignatureCheck, error) {
 		if d.Mode == sigverify.Warn {
@@ -230,7 +230,7 @@ func (a *App) checkSignature(ctx context.Context, cfg *config.Config, m *sigveri
 	}
 	var tm sigverify.TrustedMaterial
 	if d.Policy.Keyless() {
-		if tm, err = a.trustedRoot(cfg); err != nil {
+		if tm, err = inst.trustedRoot(cfg); err != nil {
 			return sc, err
 		}
 	}
@@ -253,7 +253,7 @@ func (s SignatureCheck) offBy(cfg *config.Config) string {
 	return fmt.Sprintf("security.signatures.%q.mode: off", s.Pattern)
 }
 
-func (a *App) configName(cfg *config.Config) string {
+func configName(cfg *config.Config) string {
 	if cfg.File == "" {
 		return "config.yaml"
 	}
@@ -290,7 +290,7 @@ type rootKey struct {
 // cached) through TUF from security.tuf_url (Sigstore's public-good
 // repository when empty), trusting security.tuf_root (sigstore-go's
 // embedded public-good root when empty).
-func (a *App) trustedRoot(cfg *config.Config) (sigverify.TrustedMaterial, error) {
+func (inst *Installer) trustedRoot(cfg *config.Config) (sigverify.TrustedMaterial, error) {
 	sec := cfg.Security
 	key := rootKey{trustedRoot: sec.TrustedRoot}
 	var tufRoot []byte
@@ -305,10 +305,10 @@ func (a *App) trustedRoot(cfg *config.Config) (sigverify.TrustedMaterial, error)
 			key.tufRoot = sha256Hex(b)
 		}
 	}
-	a.roots.mu.Lock()
-	defer a.roots.mu.Unlock()
-	if a.roots.tm != nil && a.roots.key == key {
-		return a.roots.tm, nil
+	inst.roots.mu.Lock()
+	defer inst.roots.mu.Unlock()
+	if inst.roots.tm != nil && inst.roots.key == key {
+		return inst.roots.tm, nil
 	}
 	var tm sigverify.TrustedMaterial
 	if sec.TrustedRoot != "" {
@@ -324,11 +324,11 @@ func (a *App) trustedRoot(cfg *config.Config) (sigverify.TrustedMaterial, error)
 			return nil, fmt.Errorf("fetching the Sigstore trusted root (trusted_root.json) through TUF from %s (%s) failed: %w; "+
 				"offline, download trusted_root.json (e.g. `cosign trusted-root create`, or from the sigstore/root-signing "+
 				"repository for the public-good instance) and set security.trusted_root in %s",
-				termsafe.Line(opts.RepositoryBaseURL), tufURLSetting(sec.TUFURL), err, a.configName(cfg))
+				termsafe.Line(opts.RepositoryBaseURL), tufURLSetting(sec.TUFURL), err, configName(cfg))
 		}
 		tm = t
 	}
-	a.roots.key, a.roots.tm = key, tm
+	inst.roots.key, inst.roots.tm = key, tm
 	return tm, nil
 }
 

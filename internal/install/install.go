@@ -1,4 +1,4 @@
-package app
+package install
 
 import (
 	"context"
@@ -14,9 +14,54 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
+
+// Options are what an Installer is built from. Every field is required.
+type Options struct {
+	// Config returns the config in force; it is read afresh by every
+	// operation, so a reload between two of them is seen.
+	Config func() *config.Config
+	// Reload rereads the config file after Install edited it, so that
+	// Config returns what was written (config.Live.Reload).
+	Reload func() error
+	// Runtime loads a module in the sandbox to review or inspect it.
+	Runtime *runtime.Runtime
+	// Catalog is the loaded modules, which a review checks names against
+	// and an update compares with.
+	Catalog Catalog
+}
+
+// Catalog is what the installer needs of the loaded modules
+// (*catalog.Table has it).
+type Catalog interface {
+	// Modules returns the loaded modules.
+	Modules() []*runtime.Module
+	// Candidates returns every loaded tool that describes name (ignoring
+	// case), whether it serves it or is refused for it.
+	Candidates(name string) []*runtime.Tool
+	// RemoveIf removes module name if it is still m, and reports whether
+	// it did.
+	RemoveIf(name string, m *runtime.Module) bool
+}
+
+// Installer reviews, fetches, installs, syncs and updates modules; see the
+// package doc.
+type Installer struct {
+	config  func() *config.Config
+	reload  func() error
+	rt      *runtime.Runtime
+	catalog Catalog
+	// roots caches the Sigstore trusted root (source.go).
+	roots trustedRoots
+}
+
+// New returns an Installer working with what opts names.
+func New(opts Options) *Installer {
+	return &Installer{config: opts.Config, reload: opts.Reload, rt: opts.Runtime, catalog: opts.Catalog}
+}
 
 // ErrNameTaken marks a module whose tool names another installed module
 // already provides.
@@ -67,38 +112,39 @@ type ToolReview struct {
 // ReviewInstall reads the module at path once and loads those bytes in the
 // sandbox (only _initialize and describe run) to show what it is. name is
 // the module name to install under ("" for the file's name). It refuses a
-// module with no valid tool, and one whose tool names another module loaded
-// in a already provides (call LoadTools first); a module replacing one of
-// the same name may reuse its tool names.
-func (a *App) ReviewInstall(ctx context.Context, path, name string) (*Review, error) {
+// module with no valid tool, and one whose tool names another module in
+// the catalog already provides (load the tools dir into it first: the
+// catalog's LoadTools); a module replacing one of the same name may reuse its
+// tool names.
+func (inst *Installer) ReviewInstall(ctx context.Context, path, name string) (*Review, error) {
 	if name == "" {
-		name = ModuleName(path)
+		name = catalog.ModuleName(path)
 	}
-	if err := a.checkModuleName(path, name); err != nil {
+	if err := inst.checkModuleName(path, name); err != nil {
 		return nil, err
 	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
-	return a.review(ctx, path, name, wasm)
+	return inst.review(ctx, path, name, wasm)
 }
 
 // ReviewFetched is ReviewInstall for a module Fetch brought: name ""
 // means f.DefaultModuleName(). The review records f's source, so that
 // Install writes it into tools.sources.
-func (a *App) ReviewFetched(ctx context.Context, f *Fetched, name string) (*Review, error) {
+func (inst *Installer) ReviewFetched(ctx context.Context, f *Fetched, name string) (*Review, error) {
 	if name == "" {
 		name = f.DefaultModuleName()
 	}
-	if err := a.checkModuleName(f.Ref, name); err != nil {
+	if err := inst.checkModuleName(f.Ref, name); err != nil {
 		return nil, err
 	}
-	wasm, err := boundedfile.Read(f.Path, int64(a.Config().Tools.Fetch.MaxSize))
+	wasm, err := boundedfile.Read(f.Path, int64(inst.config().Tools.Fetch.MaxSize))
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", f.Ref, err)
 	}
-	r, err := a.review(ctx, f.Ref, name, wasm)
+	r, err := inst.review(ctx, f.Ref, name, wasm)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +153,13 @@ func (a *App) ReviewFetched(ctx context.Context, f *Fetched, name string) (*Revi
 	return r, nil
 }
 
-func (a *App) checkModuleName(path, name string) error {
+func (inst *Installer) checkModuleName(path, name string) error {
 	if !tool.ValidName(name) {
 		return fmt.Errorf("install %s: module name %q must be %s (choose one with --name)", path, name, tool.NameRule)
 	}
 	// Config keys (tools.pins, tools.limits) ignore case: a second module
 	// named like an installed one in other case would take over its pin.
-	for _, m := range a.registry.Modules() {
+	for _, m := range inst.catalog.Modules() {
 		if m.Name() != name && strings.EqualFold(m.Name(), name) {
 			return fmt.Errorf("install %s: module name %q differs only in case from installed module %q, and config keys ignore case "+
 				"(tools.pins.%s); install it as %q to replace that module, or under another name",
@@ -125,9 +171,9 @@ func (a *App) checkModuleName(path, name string) error {
 
 // review loads wasm in the sandbox (only _initialize and describe run) and
 // describes what installing it as name would do.
-func (a *App) review(ctx context.Context, path, name string, wasm []byte) (*Review, error) {
-	cfg := a.Config()
-	m, err := a.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
+func (inst *Installer) review(ctx context.Context, path, name string, wasm []byte) (*Review, error) {
+	cfg := inst.config()
+	m, err := inst.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", path, err)
 	}
@@ -159,7 +205,7 @@ func (a *App) review(ctx context.Context, path, name string, wasm []byte) (*Revi
 	if len(r.Tools) == 0 {
 		return nil, fmt.Errorf("install %s: the module provides no valid tool (%d rejected)", path, len(r.Rejected))
 	}
-	if err := a.checkNames(r); err != nil {
+	if err := inst.checkNames(r); err != nil {
 		return nil, fmt.Errorf("install %s: %w", path, err)
 	}
 	if old, err := os.ReadFile(r.Dest); err == nil {
@@ -171,10 +217,10 @@ func (a *App) review(ctx context.Context, path, name string, wasm []byte) (*Revi
 
 // checkNames refuses tool names (ignoring case) another loaded module
 // describes, whether it serves them or is refused for them.
-func (a *App) checkNames(r *Review) error {
+func (inst *Installer) checkNames(r *Review) error {
 	var taken []string
 	for _, t := range r.Tools {
-		for _, other := range a.registry.Candidates(t.Descriptor.Name) {
+		for _, other := range inst.catalog.Candidates(t.Descriptor.Name) {
 			if other.Module().Name() != r.Module {
 				taken = append(taken, fmt.Sprintf("%q (module %s describes %q)", t.Descriptor.Name, other.Module().Name(), other.Descriptor.Name))
 			}
@@ -194,28 +240,28 @@ func (a *App) checkNames(r *Review) error {
 // tool's grant entry to the module (bindGrants). The file goes first: a
 // running server refuses the new bytes against the old pin and keeps the
 // previous version serving, then the new pin makes it load them, in one
-// config change that holds back any rival for the name meanwhile
-// (configChanged). With the pin first, the server would unload the old
-// version at once and, until the file arrived, an impostor describing the
-// same name would be its only candidate. The app's config is reloaded. A
-// serving app loads the module through its tools-dir watcher; otherwise
-// call LoadTools.
-func (a *App) Install(ctx context.Context, r *Review) error {
-	cfg := a.Config()
+// config change that holds back any rival for the name meanwhile (the
+// app's configChanged). With the pin first, the server would unload the
+// old version at once and, until the file arrived, an impostor describing
+// the same name would be its only candidate. The config is reloaded
+// (Options.Reload). A serving app loads the module through its tools-dir
+// watcher; otherwise call the catalog's LoadTools.
+func (inst *Installer) Install(ctx context.Context, r *Review) error {
+	cfg := inst.config()
 	if cfg.File == "" {
 		return errors.New("install: no config file to pin the module in: create config.yaml or pass --config")
 	}
-	if err := a.checkNames(r); err != nil {
+	if err := inst.checkNames(r); err != nil {
 		return fmt.Errorf("install %s: %w", r.Source, err)
 	}
 	if err := writeModule(r.Dest, r.wasm); err != nil {
 		return fmt.Errorf("install %s: %w", r.Source, err)
 	}
-	// This app loaded the version being replaced (to check names): drop
-	// it now, or the new pin would unload it with an error as if the
+	// The catalog holds the version being replaced (to check names):
+	// drop it now, or the new pin would unload it with an error as if the
 	// file had been tampered with.
-	for _, m := range a.registry.Modules() {
-		if m.Name() == r.Module && m.SHA256() != r.SHA256 && a.registry.RemoveIf(m.Name(), m) {
+	for _, m := range inst.catalog.Modules() {
+		if m.Name() == r.Module && m.SHA256() != r.SHA256 && inst.catalog.RemoveIf(m.Name(), m) {
 			m.Close(ctx)
 		}
 	}
@@ -232,7 +278,7 @@ func (a *App) Install(ctx context.Context, r *Review) error {
 	}); err != nil {
 		return fmt.Errorf("install %s: %s is in place but not pinned (a serving warden refuses it and keeps the previous version): pin: %w", r.Source, r.Dest, err)
 	}
-	if err := a.live.Reload(); err != nil {
+	if err := inst.reload(); err != nil {
 		return fmt.Errorf("install %s: reload config: %w", r.Source, err)
 	}
 	// Only now, with the module in place: the bindings grant nothing by
@@ -240,7 +286,7 @@ func (a *App) Install(ctx context.Context, r *Review) error {
 	if _, err := config.EditFile(cfg.File, func(d *config.Document) error { return bindGrants(d, r) }); err != nil {
 		return fmt.Errorf("install %s: installed and pinned, but writing tools.grants.<tool>.module failed: %w", r.Source, err)
 	}
-	if err := a.live.Reload(); err != nil {
+	if err := inst.reload(); err != nil {
 		return fmt.Errorf("install %s: reload config: %w", r.Source, err)
 	}
 	return nil

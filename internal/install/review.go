@@ -1,4 +1,4 @@
-package app
+package install
 
 import (
 	"github.com/warden-run/warden/internal/capset"

@@ -1,9 +1,7 @@
-package app
+package install_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,14 +9,11 @@ import (
 	"testing"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/testwasm"
 )
-
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
 
 const installConfig = `# install test
 tools:
@@ -41,7 +36,7 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 	body := strings.Replace(installConfig, "CACHE", userCacheDir, 1)
 	a, cfgPath := startApp(t, dir, body, nil)
 
-	r, err := a.ReviewInstall(ctx, src, "echo")
+	r, err := a.Installer().ReviewInstall(ctx, src, "echo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +45,7 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 		len(r.Tools) != 1 || r.Tools[0].Descriptor.Name != "echo" || !r.Tools[0].Missing.IsZero() {
 		t.Fatalf("review: %+v", r)
 	}
-	if err := a.Install(ctx, r); err != nil {
+	if err := a.Installer().Install(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(dest); sha(got) != sha(wasm) {
@@ -77,13 +72,13 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 	// module name may replace it.
 	other := filepath.Join(t.TempDir(), "other.wasm")
 	os.WriteFile(other, wasm, 0o644)
-	if _, err := a.ReviewInstall(ctx, other, ""); !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), `"echo" (module echo describes "echo")`) {
+	if _, err := a.Installer().ReviewInstall(ctx, other, ""); !errors.Is(err, install.ErrNameTaken) || !strings.Contains(err.Error(), `"echo" (module echo describes "echo")`) {
 		t.Errorf("collision: %v", err)
 	}
-	if _, err := a.ReviewInstall(ctx, other, "ECHO"); err == nil || !strings.Contains(err.Error(), `module name "ECHO" differs only in case from installed module "echo"`) {
+	if _, err := a.Installer().ReviewInstall(ctx, other, "ECHO"); err == nil || !strings.Contains(err.Error(), `module name "ECHO" differs only in case from installed module "echo"`) {
 		t.Errorf("a module name in other case: %v", err)
 	}
-	if r, err := a.ReviewInstall(ctx, other, "echo"); err != nil || r.Previous != sha(wasm) {
+	if r, err := a.Installer().ReviewInstall(ctx, other, "echo"); err != nil || r.Previous != sha(wasm) {
 		t.Errorf("same module name: %v %+v", err, r)
 	}
 
@@ -103,14 +98,14 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 	}
 
 	// Re-installing the file in place approves it again.
-	r, err = b.ReviewInstall(ctx, dest, "")
+	r, err = b.Installer().ReviewInstall(ctx, dest, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Previous != sha(changed) || r.SHA256 != sha(changed) {
 		t.Errorf("re-review: %+v", r)
 	}
-	if err := b.Install(ctx, r); err != nil {
+	if err := b.Installer().Install(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := startApp(t, dir, body2(t, cfgPath), nil)
@@ -143,7 +138,7 @@ func TestInstallCopyFailureKeepsPin(t *testing.T) {
 	body := strings.Replace(installConfig, "CACHE", userCacheDir, 1)
 	body = strings.Replace(body, "pins: {}", "pins: {echo: "+old+"}", 1)
 	a, cfgPath := startApp(t, dir, body, nil)
-	r, err := a.ReviewInstall(ctx, src, "echo")
+	r, err := a.Installer().ReviewInstall(ctx, src, "echo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +146,7 @@ func TestInstallCopyFailureKeepsPin(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(r.Dest, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Install(ctx, r); err == nil {
+	if err := a.Installer().Install(ctx, r); err == nil {
 		t.Fatal("install over a directory succeeded")
 	}
 	if got := body2(t, cfgPath); got != body {
@@ -175,16 +170,16 @@ func TestInstallNeedsConfigFile(t *testing.T) {
 	}
 	cfg.Tools.Dir = t.TempDir()
 	cfg.Tools.CacheDir = userCacheDir
-	a, err := New(ctx, cfg, discardLogger())
+	a, err := app.New(ctx, cfg, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close(ctx)
-	r, err := a.ReviewInstall(ctx, src, "echo")
+	r, err := a.Installer().ReviewInstall(ctx, src, "echo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Install(ctx, r); err == nil || !strings.Contains(err.Error(), "no config file") {
+	if err := a.Installer().Install(ctx, r); err == nil || !strings.Contains(err.Error(), "no config file") {
 		t.Errorf("install without config: %v", err)
 	}
 	if entries, _ := os.ReadDir(cfg.Tools.Dir); len(entries) != 0 {
@@ -208,7 +203,7 @@ func TestInstallWritesTheReviewedBytes(t *testing.T) {
 	}
 	dir := t.TempDir()
 	a, cfgPath := startApp(t, dir, strings.Replace(installConfig, "CACHE", userCacheDir, 1), nil)
-	r, err := a.ReviewInstall(ctx, src, "")
+	r, err := a.Installer().ReviewInstall(ctx, src, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +212,7 @@ func TestInstallWritesTheReviewedBytes(t *testing.T) {
 	if err := os.WriteFile(src, swapped, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Install(ctx, r); err != nil {
+	if err := a.Installer().Install(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "tools", "echo.wasm")); sha(got) != sha(wasm) {

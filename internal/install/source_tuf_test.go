@@ -1,4 +1,4 @@
-package app
+package install
 
 import (
 	"bytes"
@@ -59,30 +59,30 @@ func TestTrustedRootCacheKey(t *testing.T) {
 	dir := t.TempDir()
 	repo := sigtest.TrustedRootTUF(t, vs, dir)
 	other := sigtest.TrustedRootTUF(t, vs, t.TempDir())
-	a := &App{}
+	inst := &Installer{}
 	tufCfg := func(url, root string) *config.Config {
 		return &config.Config{Security: config.Security{TUFURL: url, TUFRoot: root}}
 	}
 	timestamps := func() int { return strings.Count(strings.Join(repo.Requests(), " "), "/timestamp.json") }
 
-	first, err := a.trustedRoot(tufCfg(repo.URL, repo.RootPath))
+	first, err := inst.trustedRoot(tufCfg(repo.URL, repo.RootPath))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := a.trustedRoot(tufCfg(repo.URL, repo.RootPath))
+	again, err := inst.trustedRoot(tufCfg(repo.URL, repo.RootPath))
 	if err != nil || again != first || timestamps() != 1 {
 		t.Fatalf("second call: %v, same %v, %d refreshes", err, again == first, timestamps())
 	}
 	// Another initial root for the same URL is not served from the
 	// process cache: the repository's metadata does not verify against it.
-	if _, err := a.trustedRoot(tufCfg(repo.URL, other.RootPath)); err == nil || !strings.Contains(err.Error(), repo.URL) {
+	if _, err := inst.trustedRoot(tufCfg(repo.URL, other.RootPath)); err == nil || !strings.Contains(err.Error(), repo.URL) {
 		t.Fatalf("foreign tuf_root: %v", err)
 	}
 	// security.trusted_root wins over tuf_url: nothing is fetched.
 	file := sigtest.TrustedRootFile(t, vs, t.TempDir())
 	cfg := tufCfg("http://127.0.0.1:1", "")
 	cfg.Security.TrustedRoot = file
-	if _, err := a.trustedRoot(cfg); err != nil {
+	if _, err := inst.trustedRoot(cfg); err != nil {
 		t.Fatal(err)
 	}
 	if n := timestamps(); n != 2 {

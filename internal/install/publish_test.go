@@ -1,4 +1,4 @@
-package app
+package install_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/internal/wasmfile"
 )
@@ -27,7 +28,7 @@ func TestInspect(t *testing.T) {
 	if err := os.WriteFile(odd, wasm, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in, err := a.Inspect(ctx, odd)
+	in, err := a.Installer().Inspect(ctx, odd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestInspect(t *testing.T) {
 		"missing":   {filepath.Join(dir, "missing.wasm"), os.ErrNotExist, "missing.wasm"},
 		"truncated": {write("half.wasm", wasm[:len(wasm)/2]), nil, "cannot serve"},
 	} {
-		_, err := a.Inspect(ctx, c.path)
+		_, err := a.Installer().Inspect(ctx, c.path)
 		if err == nil || (c.want != nil && !errors.Is(err, c.want)) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: %v, want %v mentioning %q", name, err, c.want, c.msg)
 		}
@@ -69,7 +70,7 @@ func TestPublishName(t *testing.T) {
 		"dir/echo.wasm": "echo", "a b.wasm": "a_b", ".hidden.wasm": "hidden", "-flag.wasm": "flag",
 		"___.wasm": "module", "x/.wasm": "module", strings.Repeat("é", 100) + ".wasm": "module",
 	} {
-		if got := publishName(in); got != want {
+		if got := install.PublishName(in); got != want {
 			t.Errorf("publishName(%q) = %q, want %q", in, got, want)
 		}
 	}

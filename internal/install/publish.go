@@ -1,4 +1,4 @@
-package app
+package install
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/internal/wasmfile"
@@ -46,7 +47,7 @@ func (i *Inspection) Bytes() []byte { return i.wasm }
 // list its tools. A module warden could not serve, one that fails to load or
 // has no valid tool, is refused. Nothing is installed and config is not
 // consulted beyond the module limits for that name.
-func (a *App) Inspect(ctx context.Context, path string) (*Inspection, error) {
+func (inst *Installer) Inspect(ctx context.Context, path string) (*Inspection, error) {
 	wasm, err := boundedfile.Read(path, MaxPublishBytes)
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", termsafe.Line(path), err)
@@ -55,7 +56,7 @@ func (a *App) Inspect(ctx context.Context, path string) (*Inspection, error) {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	name := publishName(path)
-	m, err := a.rt.Load(ctx, name, wasm, a.Config().ModuleLimits(name))
+	m, err := inst.rt.Load(ctx, name, wasm, inst.config().ModuleLimits(name))
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: warden cannot serve this module: %w", termsafe.Line(path), err)
 	}
@@ -82,7 +83,7 @@ func (a *App) Inspect(ctx context.Context, path string) (*Inspection, error) {
 // publishName is the module name to load a file under: its name without
 // .wasm, with characters a module name cannot hold replaced, or "module".
 func publishName(path string) string {
-	name := ModuleName(path)
+	name := catalog.ModuleName(path)
 	if tool.ValidName(name) {
 		return name
 	}

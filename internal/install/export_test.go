@@ -1,0 +1,4 @@
+package install
+
+// PublishName is publishName, for the external tests.
+var PublishName = publishName

@@ -1,0 +1,226 @@
+package install
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/tool"
+)
+
+// SyncState is what Sync did for one module.
+type SyncState string
+
+const (
+	SyncUpToDate SyncState = "up to date" // the file in the tools dir matches its pin
+	SyncFetched  SyncState = "fetched"    // fetched by its locked digest and written
+	SyncFailed   SyncState = "failed"     // see SyncResult.Err; nothing written
+	// SyncGrown: the locked version would replace an installed module
+	// file and gets more than it (SyncResult.Changes); without
+	// SyncOptions.AcceptCapabilities nothing is written.
+	SyncGrown SyncState = "gets more"
+)
+
+// SyncOptions are the choices of a person running Sync.
+type SyncOptions struct {
+	// AcceptCapabilities approves replacing an installed module by a
+	// locked version that gets more than it.
+	AcceptCapabilities bool
+}
+
+// SyncResult reports one module of Sync.
+type SyncResult struct {
+	Module    string
+	Source    config.Source // zero for a module with no source; once fetched, Ref is canonical
+	State     SyncState
+	Err       error
+	Signature *SignatureCheck // set when fetched
+	// Changes is how the locked version differs from the module file it
+	// replaces (set when one was there), as `warden update` shows it.
+	Changes []ToolChange
+}
+
+// Sync makes the tools dir hold exactly what config.yaml locks: for each
+// module with a source (tools.sources), or only those named, a file whose
+// sha256 is its pin is left alone, and any other (or none) is replaced by
+// the module fetched at the locked digest, which must verify under the
+// signature policy and hash to the pin, or nothing is written. A pinned
+// module without a source whose file is missing is reported as failed:
+// there is nowhere to fetch it from. Config is never changed. It returns
+// every result in module order; failures do not stop the others.
+//
+// Replacing a module file that is there is an update of this machine's
+// module, whoever changed the lockfile (a teammate's `warden update`, a
+// pull request whose pin and digest are only hex to a reviewer): it is
+// compared as `warden update` compares, and a locked version that gets
+// more than the file it replaces (compareTools) is written only with
+// opts.AcceptCapabilities (SyncGrown otherwise).
+func (inst *Installer) Sync(ctx context.Context, modules []string, opts SyncOptions) []SyncResult {
+	cfg := inst.config()
+	var names []string
+	for _, name := range modules {
+		names = append(names, strings.ToLower(name)) // config keys are lower case
+	}
+	if len(names) == 0 {
+		for name := range cfg.Tools.Sources {
+			names = append(names, name)
+		}
+		for name := range cfg.Tools.Pins {
+			if _, ok := cfg.Tools.Sources[name]; !ok {
+				if _, exists, err := moduleFile(cfg.Tools.Dir, name); err != nil || !exists {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	var out []SyncResult
+	for _, name := range names {
+		out = append(out, inst.syncOne(ctx, cfg, name, opts))
+	}
+	return out
+}
+
+// moduleFile finds the file of module in the tools dir dir. Config keys
+// (tools.pins, tools.sources) reach warden in lower case, while a file
+// keeps the case it was installed with (Tool.wasm), so the file is the one
+// whose name is module.wasm in any case; two such files are one module to
+// config, and refused as ambiguous. When there is none, path is where the
+// module belongs: dir/module.wasm, as module is spelled.
+func moduleFile(dir, module string) (path string, exists bool, err error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("reading the tools dir: %w", err)
+	}
+	var found []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".wasm"); ok && strings.EqualFold(n, module) {
+			found = append(found, e.Name())
+		}
+	}
+	switch len(found) {
+	case 0:
+		return filepath.Join(dir, module+".wasm"), false, nil
+	case 1:
+		return filepath.Join(dir, found[0]), true, nil
+	}
+	return "", false, fmt.Errorf("%s holds %s, which differ only in case: config keys ignore case (tools.pins.%s), so they are one module "+
+		"to it, and warden refuses to choose; remove all but the one installed", dir, termsafe.Join(found, " and "), strings.ToLower(module))
+}
+
+// syncOne syncs the module whose config key is name.
+func (inst *Installer) syncOne(ctx context.Context, cfg *config.Config, name string, opts SyncOptions) SyncResult {
+	res := SyncResult{Module: name, State: SyncFailed}
+	src, hasSource := cfg.Tools.Sources[name]
+	pin, pinned := cfg.Tools.Pins[name]
+	if !hasSource && !pinned {
+		res.Err = fmt.Errorf("no module %q in tools.sources or tools.pins of %s", termsafe.Line(name), configName(cfg))
+		return res
+	}
+	res.Module = src.Module(name)
+	dest, exists, err := moduleFile(cfg.Tools.Dir, res.Module)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if exists {
+		res.Module = catalog.ModuleName(dest) // the file as it is spelled
+	}
+	if !hasSource {
+		res.Err = fmt.Errorf("%s is missing and tools.sources has no entry for %s (it was installed from a local file): copy it there, or install it from a registry", dest, name)
+		if sum, err := fileSHA256(dest); err == nil && sum == pin {
+			res.State, res.Err = SyncUpToDate, nil
+		}
+		return res
+	}
+	res.Source = src
+	if sum, err := fileSHA256(dest); err == nil && sum == pin {
+		res.State = SyncUpToDate
+		return res
+	}
+	f, err := inst.Fetch(ctx, src.Ref, FetchOptions{Digest: src.Digest})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer f.Close()
+	res.Source.Ref = f.Ref // canonical: what was matched and fetched
+	res.Signature = &f.Signature
+	wasm, err := boundedfile.Read(f.Path, int64(cfg.Tools.Fetch.MaxSize))
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	sum := sha256.Sum256(wasm)
+	if got := hex.EncodeToString(sum[:]); got != pin {
+		res.Err = fmt.Errorf("%s@%s holds a module with sha256 %s, but tools.pins.%s is %s: refused, nothing written",
+			termsafe.Line(src.Ref), src.Digest, got, name, pin)
+		return res
+	}
+	if exists {
+		var grown bool
+		if res.Changes, grown, err = inst.syncChanges(ctx, cfg, dest, res.Module, f.Ref, wasm); err != nil {
+			res.Err = err
+			return res
+		}
+		if grown && !opts.AcceptCapabilities {
+			res.State = SyncGrown
+			return res
+		}
+	}
+	if err := writeModule(dest, wasm); err != nil {
+		res.Err = err
+		return res
+	}
+	res.State = SyncFetched
+	return res
+}
+
+// syncChanges compares the module file at dest, which the locked version
+// wasm (fetched from ref) is about to replace, with it. A file that does
+// not load compares as a module with no tools: everything the locked
+// version requests or is granted is then more.
+func (inst *Installer) syncChanges(ctx context.Context, cfg *config.Config, dest, module, ref string, wasm []byte) ([]ToolChange, bool, error) {
+	var before []tool.Descriptor
+	if old, err := boundedfile.Read(dest, int64(cfg.Tools.Fetch.MaxSize)); err == nil {
+		if m, err := inst.rt.Load(ctx, module, old, cfg.ModuleLimits(module)); err == nil {
+			for _, t := range m.Tools() {
+				before = append(before, t.Descriptor)
+			}
+			m.Close(ctx)
+		}
+	}
+	r, err := inst.review(ctx, ref, module, wasm)
+	if err != nil {
+		return nil, false, fmt.Errorf("comparing the locked version with %s: %w; nothing written", dest, err)
+	}
+	changes, grown := compareTools(before, r)
+	return changes, grown, nil
+}
+
+// fileSHA256 hashes the file at path as it streams: a tools dir file of
+// any size costs no memory.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
