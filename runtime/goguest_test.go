@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
-	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -177,28 +176,6 @@ func TestMultiAndRejected(t *testing.T) {
 	if len(m2.Tools()) != 1 || m2.Tools()[0].Descriptor.Name != "badschema_valid" ||
 		len(m2.Rejected()) != 1 || !strings.Contains(m2.Rejected()[0].Reason.Error(), "inputSchema") {
 		t.Fatalf("tools %v rejected %v", m2.Tools(), m2.Rejected())
-	}
-}
-
-func TestRegistryCollision(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
-	reg := catalog.NewTable()
-	load := func(name string, wasm []byte) *runtime.Module {
-		m, err := rt.Load(context.Background(), name, wasm, runtime.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	echoMod := load("echo", testwasm.BuildGo(t, "../tools-wasm/echo"))
-	reg.Put(echoMod, true)
-	_, refused := reg.Put(load("dupname", goGuest(t, "dupname")), false)
-	if len(refused) != 1 || refused[0].Module != "dupname" || refused[0].ServedBy != "echo" ||
-		!strings.Contains(refused[0].Reason, `only module echo is pinned`) {
-		t.Fatalf("refused = %v", refused)
-	}
-	if tl, _ := reg.Tool("echo"); tl.Module() != echoMod {
-		t.Fatal("the colliding module replaced the pinned tool")
 	}
 }
 

@@ -246,6 +246,30 @@ func TestRegistryHotReload(t *testing.T) {
 	}
 }
 
+// TestRegistryCollision: a Go guest describing the name of a pinned
+// module's tool is refused, and the pinned tool keeps serving.
+func TestRegistryCollision(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	reg := catalog.NewTable()
+	load := func(name string, wasm []byte) *runtime.Module {
+		m, err := rt.Load(context.Background(), name, wasm, runtime.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	echoMod := load("echo", testwasm.BuildGo(t, "../../tools-wasm/echo"))
+	reg.Put(echoMod, true)
+	_, refused := reg.Put(load("dupname", testwasm.BuildGo(t, "../../runtime/testdata/goguest/dupname")), false)
+	if len(refused) != 1 || refused[0].Module != "dupname" || refused[0].ServedBy != "echo" ||
+		!strings.Contains(refused[0].Reason, `only module echo is pinned`) {
+		t.Fatalf("refused = %v", refused)
+	}
+	if tl, _ := reg.Tool("echo"); tl.Module() != echoMod {
+		t.Fatal("the colliding module replaced the pinned tool")
+	}
+}
+
 func reloadAs(t *testing.T, module string, tools ...string) *runtime.Module {
 	t.Helper()
 	m, err := newRuntime(t, runtime.Options{}).Load(context.Background(), module, testwasm.DescribingWAT(t, tools...), runtime.Limits{})
