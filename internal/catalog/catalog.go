@@ -53,7 +53,8 @@ type Options struct {
 	BeforeReload func() error
 }
 
-// Catalog is the modules of the tools dir and the tools they serve.
+// Catalog is the modules of the tools dir and the tools they serve. Its
+// methods are safe for concurrent use.
 type Catalog struct {
 	rt    *runtime.Runtime
 	opts  Options

@@ -59,71 +59,71 @@ func NewTable() *Table {
 // other modules refused because m describes the same name). The replaced
 // module, if any, is returned so the caller can close it once its calls
 // have finished.
-func (g *Table) Put(m *runtime.Module, pinned bool) (replaced *runtime.Module, refused []Refusal) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	replaced = g.modules[m.Name()]
-	g.modules[m.Name()] = m
-	g.pinned[m.Name()] = pinned
-	g.rebuild()
-	return replaced, g.involving(m.Name())
+func (tab *Table) Put(m *runtime.Module, pinned bool) (replaced *runtime.Module, refused []Refusal) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	replaced = tab.modules[m.Name()]
+	tab.modules[m.Name()] = m
+	tab.pinned[m.Name()] = pinned
+	tab.rebuild()
+	return replaced, tab.involving(m.Name())
 }
 
 // Pinned reports whether m is in the table and was pinned (its sha256
 // verified against an approved pin) when the table last heard of it.
 // The pinned state is the table's, not the module's: only the table
 // changes it, under its lock, so that the tool table always agrees with it.
-func (g *Table) Pinned(m *runtime.Module) bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.modules[m.Name()] == m && g.pinned[m.Name()]
+func (tab *Table) Pinned(m *runtime.Module) bool {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	return tab.modules[m.Name()] == m && tab.pinned[m.Name()]
 }
 
 // SetPinned records whether the loaded module named name is pinned (after a
 // config change added, removed or changed its pin) and reports whether that
 // changed anything.
-func (g *Table) SetPinned(name string, pinned bool) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.modules[name] == nil || g.pinned[name] == pinned {
+func (tab *Table) SetPinned(name string, pinned bool) bool {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if tab.modules[name] == nil || tab.pinned[name] == pinned {
 		return false
 	}
-	g.pinned[name] = pinned
-	g.rebuild()
+	tab.pinned[name] = pinned
+	tab.rebuild()
 	return true
 }
 
 // Remove drops the module named name and returns it (nil if absent). Tools
 // it was refused against are served again if nothing else stands in their
 // way.
-func (g *Table) Remove(name string) *runtime.Module {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	m := g.modules[name]
+func (tab *Table) Remove(name string) *runtime.Module {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	m := tab.modules[name]
 	if m == nil {
 		return nil
 	}
-	g.drop(name)
+	tab.drop(name)
 	return m
 }
 
 // RemoveIf drops the module named name only if it is m (not a version that
 // replaced it since), and reports whether it did.
-func (g *Table) RemoveIf(name string, m *runtime.Module) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.modules[name] != m {
+func (tab *Table) RemoveIf(name string, m *runtime.Module) bool {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if tab.modules[name] != m {
 		return false
 	}
-	g.drop(name)
+	tab.drop(name)
 	return true
 }
 
 // drop removes the module named name and rebuilds. Callers hold mu.
-func (g *Table) drop(name string) {
-	delete(g.modules, name)
-	delete(g.pinned, name)
-	g.rebuild()
+func (tab *Table) drop(name string) {
+	delete(tab.modules, name)
+	delete(tab.pinned, name)
+	tab.rebuild()
 }
 
 // foldName is the key tool names are unique under.
@@ -133,9 +133,9 @@ func foldName(name string) string { return strings.ToLower(name) }
 func byModule(a, b *runtime.Tool) int { return strings.Compare(a.Module().Name(), b.Module().Name()) }
 
 // rebuild computes the tool table from the modules alone. Callers hold mu.
-func (g *Table) rebuild() {
+func (tab *Table) rebuild() {
 	candidates := make(map[string][]*runtime.Tool)
-	for _, m := range g.modules {
+	for _, m := range tab.modules {
 		for _, t := range m.Tools() {
 			key := foldName(t.Descriptor.Name)
 			candidates[key] = append(candidates[key], t)
@@ -154,7 +154,7 @@ func (g *Table) rebuild() {
 		modules := make([]string, len(cands))
 		for i, t := range cands {
 			modules[i] = t.Module().Name()
-			if g.pinned[t.Module().Name()] {
+			if tab.pinned[t.Module().Name()] {
 				pinned = append(pinned, t)
 			}
 		}
@@ -174,7 +174,7 @@ func (g *Table) rebuild() {
 			refused = append(refused, r)
 		}
 	}
-	g.tools, g.refused = tools, refused
+	tab.tools, tab.refused = tools, refused
 }
 
 // refusalReason explains why t is refused and what to do about it.
@@ -210,9 +210,9 @@ func refusalReason(t *runtime.Tool, cands []*runtime.Tool, winner *runtime.Tool,
 
 // involving returns the refusals whose candidates include module. Callers
 // hold mu.
-func (g *Table) involving(module string) []Refusal {
+func (tab *Table) involving(module string) []Refusal {
 	var out []Refusal
-	for _, r := range g.refused {
+	for _, r := range tab.refused {
 		if slices.Contains(r.Modules, module) {
 			out = append(out, r)
 		}
@@ -221,20 +221,20 @@ func (g *Table) involving(module string) []Refusal {
 }
 
 // Tool returns the tool served under name (exactly as the tool spells it).
-func (g *Table) Tool(name string) (*runtime.Tool, bool) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	t, ok := g.tools[name]
+func (tab *Table) Tool(name string) (*runtime.Tool, bool) {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	t, ok := tab.tools[name]
 	return t, ok
 }
 
 // Candidates lists every loaded tool whose name equals name ignoring case,
 // served or refused, sorted by module.
-func (g *Table) Candidates(name string) []*runtime.Tool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+func (tab *Table) Candidates(name string) []*runtime.Tool {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
 	var out []*runtime.Tool
-	for _, m := range g.modules {
+	for _, m := range tab.modules {
 		for _, t := range m.Tools() {
 			if foldName(t.Descriptor.Name) == foldName(name) {
 				out = append(out, t)
@@ -247,18 +247,18 @@ func (g *Table) Candidates(name string) []*runtime.Tool {
 
 // Refused lists the tools refused for name collisions, sorted by name and
 // module.
-func (g *Table) Refused() []Refusal {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return slices.Clone(g.refused)
+func (tab *Table) Refused() []Refusal {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	return slices.Clone(tab.refused)
 }
 
 // RefusedAs lists the refusals of tools named name, ignoring case.
-func (g *Table) RefusedAs(name string) []Refusal {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+func (tab *Table) RefusedAs(name string) []Refusal {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
 	var out []Refusal
-	for _, r := range g.refused {
+	for _, r := range tab.refused {
 		if foldName(r.Tool) == foldName(name) {
 			out = append(out, r)
 		}
@@ -267,11 +267,11 @@ func (g *Table) RefusedAs(name string) []Refusal {
 }
 
 // Tools lists every tool served, sorted by name.
-func (g *Table) Tools() []*runtime.Tool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	tools := make([]*runtime.Tool, 0, len(g.tools))
-	for _, t := range g.tools {
+func (tab *Table) Tools() []*runtime.Tool {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	tools := make([]*runtime.Tool, 0, len(tab.tools))
+	for _, t := range tab.tools {
 		tools = append(tools, t)
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Descriptor.Name < tools[j].Descriptor.Name })
@@ -279,11 +279,11 @@ func (g *Table) Tools() []*runtime.Tool {
 }
 
 // Modules lists every module, sorted by name.
-func (g *Table) Modules() []*runtime.Module {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	mods := make([]*runtime.Module, 0, len(g.modules))
-	for _, m := range g.modules {
+func (tab *Table) Modules() []*runtime.Module {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	mods := make([]*runtime.Module, 0, len(tab.modules))
+	for _, m := range tab.modules {
 		mods = append(mods, m)
 	}
 	slices.SortFunc(mods, func(a, b *runtime.Module) int { return strings.Compare(a.Name(), b.Name()) })
@@ -291,15 +291,15 @@ func (g *Table) Modules() []*runtime.Module {
 }
 
 // EndSession discards the instances kept for a client session.
-func (g *Table) EndSession(ctx context.Context, session string) {
-	for _, m := range g.Modules() {
+func (tab *Table) EndSession(ctx context.Context, session string) {
+	for _, m := range tab.Modules() {
 		m.EndSession(ctx, session)
 	}
 }
 
 // Close closes every module.
-func (g *Table) Close(ctx context.Context) {
-	for _, m := range g.Modules() {
+func (tab *Table) Close(ctx context.Context) {
+	for _, m := range tab.Modules() {
 		m.Close(ctx)
 	}
 }
