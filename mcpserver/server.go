@@ -32,6 +32,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -532,7 +533,7 @@ func (s *Server) resync() {
 			s.log.Error("tool listed twice; serving the first", "tool", d.Name)
 			continue
 		}
-		if _, err := d.Validate(); err != nil {
+		if _, err := schema.CompileDescriptor(&d); err != nil {
 			s.log.Error("skipping invalid tool", "tool", d.Name, "error", err)
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
 	"github.com/warden-run/warden/tool"
@@ -60,7 +61,7 @@ type Module struct {
 // Tool is one tool provided by a Module.
 type Tool struct {
 	Descriptor tool.Descriptor
-	schemas    *tool.Schemas
+	schemas    *schema.Schemas
 	module     *Module
 }
 
@@ -308,7 +309,7 @@ func (m *Module) describe(raw []byte) error {
 			m.rejected = append(m.rejected, Rejection{Name: fmt.Sprintf("#%d", i), Reason: fmt.Errorf("tools[%d]: %w", i, err)})
 			continue
 		}
-		schemas, err := d.Validate()
+		schemas, err := schema.CompileDescriptor(&d)
 		if err == nil {
 			err = validateRequested(&d.Capabilities)
 		}
