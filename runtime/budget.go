@@ -9,11 +9,12 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/runtime/internal/guest"
 )
 
 // DefaultMaxInstanceMemory is the default of Options.MaxInstanceMemory.
-const DefaultMaxInstanceMemory = 256 << 20
+const DefaultMaxInstanceMemory = limits.DefaultMaxInstanceMemory
 
 // MetaFreshState is the result _meta key set when a session's call ran on a
 // fresh instance although the session had state: what it kept from earlier

@@ -189,7 +189,7 @@ the module runs beyond _initialize and describe, inside the sandbox.`,
 				return err
 			}
 			defer a.Close(cmd.Context())
-			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], a.Config().ModuleLimits(app.ModuleName(args[0])))
+			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], app.RuntimeLimits(a.Config(), app.ModuleName(args[0])))
 			if err != nil {
 				return err
 			}

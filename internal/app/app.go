@@ -433,7 +433,7 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 		// The pin is checked on the file's sha256 (Accept) before anything
 		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = a.rt.OpenFile(ctx, name, path, cfg.ModuleLimits(name), runtime.OpenOptions{
+		m, err = a.rt.OpenFile(ctx, name, path, RuntimeLimits(cfg, name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err
@@ -639,7 +639,7 @@ func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.C
 	}
 	l.MaxInFlight = cfg.ToolMaxInFlight(name)
 	l.InFlightSetting = "tools.limits." + strings.ToLower(name) + ".max_in_flight"
-	l.Rate = cfg.ToolRate(name)
+	l.Rate = serverRate(cfg.ToolRate(name))
 	return l
 }
 
@@ -689,8 +689,8 @@ func (a *App) ServerRateLimits() mcpserver.RateLimits {
 		return c.limits
 	}
 	l := mcpserver.RateLimits{
-		PerClient: cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client"),
-		PerTool:   cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool"),
+		PerClient: serverRate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
+		PerTool:   serverRate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
 	}
 	a.rateLimits.Store(&rateLimitsOf{cfg: cfg, limits: l})
 	return l

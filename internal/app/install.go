@@ -127,7 +127,7 @@ func (a *App) checkModuleName(path, name string) error {
 // describes what installing it as name would do.
 func (a *App) review(ctx context.Context, path, name string, wasm []byte) (*Review, error) {
 	cfg := a.Config()
-	m, err := a.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
+	m, err := a.rt.Load(ctx, name, wasm, RuntimeLimits(cfg, name))
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", path, err)
 	}

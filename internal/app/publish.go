@@ -55,7 +55,7 @@ func (a *App) Inspect(ctx context.Context, path string) (*Inspection, error) {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	name := publishName(path)
-	m, err := a.rt.Load(ctx, name, wasm, a.Config().ModuleLimits(name))
+	m, err := a.rt.Load(ctx, name, wasm, RuntimeLimits(a.Config(), name))
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: warden cannot serve this module: %w", termsafe.Line(path), err)
 	}

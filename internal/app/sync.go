@@ -196,7 +196,7 @@ func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string, opts
 func (a *App) syncChanges(ctx context.Context, cfg *config.Config, dest, module, ref string, wasm []byte) ([]ToolChange, bool, error) {
 	var before []tool.Descriptor
 	if old, err := boundedfile.Read(dest, int64(cfg.Tools.Fetch.MaxSize)); err == nil {
-		if m, err := a.rt.Load(ctx, module, old, cfg.ModuleLimits(module)); err == nil {
+		if m, err := a.rt.Load(ctx, module, old, RuntimeLimits(cfg, module)); err == nil {
 			for _, t := range m.Tools() {
 				before = append(before, t.Descriptor)
 			}
