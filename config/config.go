@@ -31,6 +31,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/env"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
@@ -735,7 +736,7 @@ func wardenSetting(name string) string {
 	if !env.IsWardenKey(name) {
 		return ""
 	}
-	rest := strings.ToLower(name[len(env.WardenPrefix):])
+	rest := configkey.Fold(name[len(env.WardenPrefix):])
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		section := t.Field(i).Tag.Get("mapstructure")
@@ -1006,7 +1007,7 @@ func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.Secret
 	}
 	out := make(map[string]hostfuncs.SecretValue, len(g.Config))
 	for k, v := range g.Config {
-		out[strings.ToLower(k)] = hostfuncs.SecretValue{Value: v.Value, FromEnv: v.FromEnv}
+		out[configkey.Fold(k)] = hostfuncs.SecretValue{Value: v.Value, FromEnv: v.FromEnv}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
@@ -255,7 +256,7 @@ func signaturePatternsAsWritten(data []byte) map[string]string {
 	}
 	out := map[string]string{}
 	for p := range doc.Security.Signatures {
-		out[strings.ToLower(p)] = p
+		out[configkey.Fold(p)] = p
 	}
 	return out
 }
@@ -322,14 +323,14 @@ func (d *Document) SetSource(module string, src Source) error {
 	}
 	m := EmptyMap()
 	m.Content = append(m.Content, Str("ref"), Str(ref), Str("digest"), Str(src.Digest))
-	if key := strings.ToLower(module); module != key {
+	if key := configkey.Fold(module); module != key {
 		m.Content = append(m.Content, Str("name"), Str(module))
 	}
-	return d.Set(m, "tools", "sources", strings.ToLower(module))
+	return d.Set(m, "tools", "sources", configkey.Fold(module))
 }
 
 // DeleteSource removes the source of module: a module installed from a
 // local file has none.
 func (d *Document) DeleteSource(module string) error {
-	return d.Delete("tools", "sources", strings.ToLower(module))
+	return d.Delete("tools", "sources", configkey.Fold(module))
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/redact"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -491,13 +492,13 @@ var ErrPinMismatch = errors.New("module changed since it was approved")
 // pinState reports whether a module whose bytes hash to sum matches its pin
 // (false when it has none), and an error when it does not.
 func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
-	pin, ok := cfg.Tools.Pins[strings.ToLower(name)]
+	pin, ok := cfg.Tools.Pins[configkey.Fold(name)]
 	if !ok {
 		return false, nil
 	}
 	if sum != pin {
 		return false, fmt.Errorf("%w: tools.pins.%s is %s…, the file is %s…; review it and run `warden install` to approve it again",
-			ErrPinMismatch, strings.ToLower(name), pin[:min(12, len(pin))], sum[:min(12, len(sum))])
+			ErrPinMismatch, configkey.Fold(name), pin[:min(12, len(pin))], sum[:min(12, len(sum))])
 	}
 	return true, nil
 }
@@ -542,7 +543,7 @@ func (a *App) heldBy(cfg *config.Config, t *runtime.Tool) string {
 	}
 	if !module.Pinned() {
 		for _, name := range slices.Sorted(maps.Keys(a.loading)) {
-			if _, pinned := cfg.Tools.Pins[strings.ToLower(name)]; pinned {
+			if _, pinned := cfg.Tools.Pins[configkey.Fold(name)]; pinned {
 				return name
 			}
 		}
@@ -638,7 +639,7 @@ func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.C
 		l.Timeout = d
 	}
 	l.MaxInFlight = cfg.ToolMaxInFlight(name)
-	l.InFlightSetting = "tools.limits." + strings.ToLower(name) + ".max_in_flight"
+	l.InFlightSetting = "tools.limits." + configkey.Fold(name) + ".max_in_flight"
 	l.Rate = serverRate(cfg.ToolRate(name))
 	return l
 }
@@ -652,7 +653,7 @@ func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	if instances <= 0 {
 		instances = runtime.DefaultMaxInstances
 	}
-	module := strings.ToLower(m.Name())
+	module := configkey.Fold(m.Name())
 	return mcpserver.CallLimits{
 		Module:           m.Name(),
 		MaxInstances:     instances,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -117,7 +118,7 @@ func (a *App) checkModuleName(path, name string) error {
 		if m.Name() != name && strings.EqualFold(m.Name(), name) {
 			return fmt.Errorf("install %s: module name %q differs only in case from installed module %q, and config keys ignore case "+
 				"(tools.pins.%s); install it as %q to replace that module, or under another name",
-				path, name, m.Name(), strings.ToLower(name), m.Name())
+				path, name, m.Name(), configkey.Fold(name), m.Name())
 		}
 	}
 	return nil
@@ -264,7 +265,7 @@ func bindGrants(d *config.Document, r *Review) error {
 				return err
 			}
 			if module == "" {
-				module = strings.ToLower(name)
+				module = configkey.Fold(name)
 			}
 			if module != r.Module {
 				continue

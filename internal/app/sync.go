@@ -16,6 +16,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -71,7 +72,7 @@ func (a *App) Sync(ctx context.Context, modules []string, opts SyncOptions) []Sy
 	cfg := a.Config()
 	var names []string
 	for _, name := range modules {
-		names = append(names, strings.ToLower(name)) // config keys are lower case
+		names = append(names, configkey.Fold(name)) // config keys are lower case
 	}
 	if len(names) == 0 {
 		for name := range cfg.Tools.Sources {
@@ -118,7 +119,7 @@ func moduleFile(dir, module string) (path string, exists bool, err error) {
 		return filepath.Join(dir, found[0]), true, nil
 	}
 	return "", false, fmt.Errorf("%s holds %s, which differ only in case: config keys ignore case (tools.pins.%s), so they are one module "+
-		"to it, and warden refuses to choose; remove all but the one installed", dir, termsafe.Join(found, " and "), strings.ToLower(module))
+		"to it, and warden refuses to choose; remove all but the one installed", dir, termsafe.Join(found, " and "), configkey.Fold(module))
 }
 
 // syncOne syncs the module whose config key is name.
@@ -273,7 +274,7 @@ type ToolChange struct {
 // LoadTools first). The caller must Close u.Review.Fetched.
 func (a *App) ReviewUpdate(ctx context.Context, module string) (*Update, error) {
 	cfg := a.Config()
-	name := strings.ToLower(module)
+	name := configkey.Fold(module)
 	src, ok := cfg.Tools.Sources[name]
 	if !ok {
 		return nil, fmt.Errorf("update %s: tools.sources has no entry for it (installed from a local file, or not installed): install it from oci://… or https://… first", termsafe.Line(module))
@@ -356,7 +357,7 @@ func compareTools(before []tool.Descriptor, r *Review) (changes []ToolChange, gr
 		}
 		for _, t := range r.Tools {
 			if t.Descriptor.Name == c.Name && (!t.Granted.IsZero() || len(t.Config) > 0) {
-				changes[i].Granted, changes[i].Config, changes[i].GrantKey = t.Granted, t.Config, strings.ToLower(c.Name)
+				changes[i].Granted, changes[i].Config, changes[i].GrantKey = t.Granted, t.Config, configkey.Fold(c.Name)
 				grown = true
 			}
 		}
@@ -372,11 +373,11 @@ func compareTools(before []tool.Descriptor, r *Review) (changes []ToolChange, gr
 func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown bool) {
 	old := map[string]tool.Descriptor{}
 	for _, d := range before {
-		old[strings.ToLower(d.Name)] = d
+		old[configkey.Fold(d.Name)] = d
 	}
 	seen := map[string]bool{}
 	for _, d := range after {
-		key := strings.ToLower(d.Name)
+		key := configkey.Fold(d.Name)
 		seen[key] = true
 		o, ok := old[key]
 		if !ok {
@@ -395,7 +396,7 @@ func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown boo
 		}
 	}
 	for _, d := range before {
-		if !seen[strings.ToLower(d.Name)] {
+		if !seen[configkey.Fold(d.Name)] {
 			changes = append(changes, ToolChange{Name: d.Name, Kind: "removed", Dropped: d.Capabilities})
 		}
 	}
