@@ -18,3 +18,14 @@ import "strings"
 // folds them. Tool and module names are ASCII (tool.ValidName), so this
 // is also the key under which tool names are unique.
 func Fold(name string) string { return strings.ToLower(name) }
+
+// EnvPrefix starts the environment variables that set config keys: viper
+// reads WARDEN_<KEY PATH> as a key (WARDEN_SERVER_TOKEN is server.token).
+// No tool is ever granted or handed a variable with it, in any case.
+const EnvPrefix = "WARDEN_"
+
+// IsEnv reports whether the environment variable name is one of warden's
+// own: EnvPrefix, compared ignoring case.
+func IsEnv(name string) bool {
+	return len(name) >= len(EnvPrefix) && strings.EqualFold(name[:len(EnvPrefix)], EnvPrefix)
+}
