@@ -12,6 +12,7 @@ import (
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -24,7 +25,7 @@ const (
 	MaxKey = 64
 	// DefaultWait is how long a call waits for an answer when not
 	// configured (tools.defaults.client_wait).
-	DefaultWait = 5 * time.Minute
+	DefaultWait = limits.DefaultClientWait
 )
 
 // ReservedPrefix begins the keys of warden's own requests (gates,

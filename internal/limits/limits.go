@@ -1,11 +1,12 @@
 // Package limits is the one home of warden's bounds as plain data: the
-// default of every bound that config, runtime and mcpserver share, the valid
-// range of one module's limits, and the syntax of a call rate.
+// default of every bound that config.yaml sets and a package also applies to
+// a zero option, the valid range of one module's limits, and the syntax of a
+// call rate.
 //
 // It imports no warden package, so that config (which reads the bounds from
-// config.yaml), runtime (which enforces a module's) and mcpserver (which
-// enforces the server's) take them from one definition instead of each
-// writing its own copy of "30s" or 128 MiB.
+// config.yaml), runtime (which enforces a module's), mcpserver (the
+// server's) and the capabilities take them from one definition instead of
+// each writing its own copy of "30s" or 128 MiB.
 package limits
 
 import "time"
@@ -50,4 +51,22 @@ const (
 	IsolationSession = "session"
 	IsolationCall    = "call"
 	IsolationShared  = "shared"
+)
+
+// Defaults of the capabilities, of fetching modules, of OAuth and of the
+// audit log (net.*, memory.*, lsp.*, tools.defaults.client_wait,
+// tools.fetch.*, server.oauth.jwks_refresh_min, log.audit_max_size).
+const (
+	DefaultNetMaxResponse       = 4 << 20
+	DefaultNetTimeout           = 30 * time.Second
+	DefaultMemoryMaxValue       = 256 << 10
+	DefaultPostgresMaxConns     = 8
+	DefaultPostgresQueryTimeout = 5 * time.Second
+	DefaultLSPIdleTTL           = 10 * time.Minute
+	DefaultLSPTimeout           = 30 * time.Second
+	DefaultClientWait           = 5 * time.Minute
+	DefaultFetchMaxSize         = 64 << 20
+	DefaultFetchTimeout         = 2 * time.Minute
+	DefaultJWKSRefreshMin       = time.Minute
+	DefaultAuditMaxSize         = 100 << 20
 )
