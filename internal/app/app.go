@@ -20,6 +20,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/redact"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -434,7 +435,7 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 		// The pin is checked on the file's sha256 (Accept) before anything
 		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = a.rt.OpenFile(ctx, name, path, RuntimeLimits(cfg, name), runtime.OpenOptions{
+		m, err = a.rt.OpenFile(ctx, name, path, runlimits.Module(cfg, name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err
@@ -640,7 +641,7 @@ func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.C
 	}
 	l.MaxInFlight = cfg.ToolMaxInFlight(name)
 	l.InFlightSetting = "tools.limits." + configkey.Fold(name) + ".max_in_flight"
-	l.Rate = serverRate(cfg.ToolRate(name))
+	l.Rate = runlimits.Rate(cfg.ToolRate(name))
 	return l
 }
 
@@ -690,8 +691,8 @@ func (a *App) ServerRateLimits() mcpserver.RateLimits {
 		return c.limits
 	}
 	l := mcpserver.RateLimits{
-		PerClient: serverRate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
-		PerTool:   serverRate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
+		PerClient: runlimits.Rate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
+		PerTool:   runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
 	}
 	a.rateLimits.Store(&rateLimitsOf{cfg: cfg, limits: l})
 	return l

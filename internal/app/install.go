@@ -15,6 +15,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -128,7 +129,7 @@ func (a *App) checkModuleName(path, name string) error {
 // describes what installing it as name would do.
 func (a *App) review(ctx context.Context, path, name string, wasm []byte) (*Review, error) {
 	cfg := a.Config()
-	m, err := a.rt.Load(ctx, name, wasm, RuntimeLimits(cfg, name))
+	m, err := a.rt.Load(ctx, name, wasm, runlimits.Module(cfg, name))
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", path, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/oci"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/internal/wasmfile"
 	"github.com/warden-run/warden/runtime"
@@ -55,7 +56,7 @@ func (a *App) Inspect(ctx context.Context, path string) (*Inspection, error) {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	name := publishName(path)
-	m, err := a.rt.Load(ctx, name, wasm, RuntimeLimits(a.Config(), name))
+	m, err := a.rt.Load(ctx, name, wasm, runlimits.Module(a.Config(), name))
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: warden cannot serve this module: %w", termsafe.Line(path), err)
 	}

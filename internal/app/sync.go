@@ -17,6 +17,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -197,7 +198,7 @@ func (a *App) syncOne(ctx context.Context, cfg *config.Config, name string, opts
 func (a *App) syncChanges(ctx context.Context, cfg *config.Config, dest, module, ref string, wasm []byte) ([]ToolChange, bool, error) {
 	var before []tool.Descriptor
 	if old, err := boundedfile.Read(dest, int64(cfg.Tools.Fetch.MaxSize)); err == nil {
-		if m, err := a.rt.Load(ctx, module, old, RuntimeLimits(cfg, module)); err == nil {
+		if m, err := a.rt.Load(ctx, module, old, runlimits.Module(cfg, module)); err == nil {
 			for _, t := range m.Tools() {
 				before = append(before, t.Descriptor)
 			}

@@ -1,4 +1,4 @@
-package app
+package runlimits
 
 import (
 	"os"
@@ -32,16 +32,16 @@ tools:
 	want := runtime.Limits{Timeout: 2 * time.Second, Memory: 64 << 20, MaxOutput: 512 << 10, Fuel: runtime.DefaultFuel,
 		LoadBudget: 10 * time.Second, Isolation: runtime.IsolationShared, MaxInstances: runtime.DefaultMaxInstances,
 		LogBytes: runtime.DefaultLogBytes, LogLines: runtime.DefaultLogLines, CompileBudget: runtime.DefaultCompileBudget}
-	if l := RuntimeLimits(c, "jq"); l != want {
+	if l := Module(c, "jq"); l != want {
 		t.Errorf("limits of jq = %+v\nwant %+v", l, want)
 	}
-	if l := RuntimeLimits(c, "other"); l.Timeout != 5*time.Second || l.Isolation != runtime.IsolationSession {
+	if l := Module(c, "other"); l.Timeout != 5*time.Second || l.Isolation != runtime.IsolationSession {
 		t.Errorf("limits of a module with no entry = %+v, want tools.defaults", l)
 	}
-	if r := serverRate(c.ToolRate("jq")); r == nil || *r != (mcpserver.RateLimit{Rate: 10, Burst: 10, Setting: "tools.limits.jq.rate"}) {
+	if r := Rate(c.ToolRate("jq")); r == nil || *r != (mcpserver.RateLimit{Rate: 10, Burst: 10, Setting: "tools.limits.jq.rate"}) {
 		t.Errorf("rate of jq = %+v", r)
 	}
-	if r := serverRate(c.ToolRate("other")); r != nil {
+	if r := Rate(c.ToolRate("other")); r != nil {
 		t.Errorf("rate of a tool with none = %+v, want nil", r)
 	}
 }

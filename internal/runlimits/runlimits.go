@@ -1,4 +1,10 @@
-package app
+// Package runlimits is where config's limits, which are plain data, become
+// the runtime's and the MCP server's types. config imports neither
+// runtime nor mcpserver (RATIONALE.md, "config is data: what it may
+// import"), so the conversion lives here, beside neither, for every
+// package that loads modules (the app, the installer, the CLI) or
+// configures the server.
+package runlimits
 
 import (
 	"github.com/warden-run/warden/config"
@@ -7,14 +13,9 @@ import (
 	"github.com/warden-run/warden/runtime"
 )
 
-// This file is where config's data becomes the runtime's and the MCP
-// server's types: config imports neither (RATIONALE.md, "config is data:
-// what it may import"), so the conversion lives with the code that drives
-// both.
-
-// RuntimeLimits returns the runtime limits of the module named module under
-// cfg: tools.defaults, then the module's own tools.limits entry.
-func RuntimeLimits(cfg *config.Config, module string) runtime.Limits {
+// Module returns the runtime limits of the module named module under cfg:
+// tools.defaults, then the module's own tools.limits entry.
+func Module(cfg *config.Config, module string) runtime.Limits {
 	return runtimeLimits(cfg.ModuleLimits(module))
 }
 
@@ -35,8 +36,8 @@ func runtimeLimits(l limits.Module) runtime.Limits {
 	}
 }
 
-// serverRate is b as the MCP server takes it; nil (no limit) stays nil.
-func serverRate(b *config.Bucket) *mcpserver.RateLimit {
+// Rate is b as the MCP server takes it; nil (no limit) stays nil.
+func Rate(b *config.Bucket) *mcpserver.RateLimit {
 	if b == nil {
 		return nil
 	}
