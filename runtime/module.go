@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
@@ -315,14 +316,14 @@ func (m *Module) describe(raw []byte) error {
 		}
 		// Tool names are unique ignoring case: config keys fold case, so
 		// "Echo" and "echo" would share a grant entry.
-		if err == nil && seen[strings.ToLower(d.Name)] {
+		if err == nil && seen[configkey.Fold(d.Name)] {
 			err = fmt.Errorf("name %q is used by another tool of this module (names are unique ignoring case)", d.Name)
 		}
 		if err != nil {
 			m.rejected = append(m.rejected, Rejection{Name: d.Name, Reason: fmt.Errorf("tool %q: %w", d.Name, err)})
 			continue
 		}
-		seen[strings.ToLower(d.Name)] = true
+		seen[configkey.Fold(d.Name)] = true
 		m.tools = append(m.tools, &Tool{Descriptor: d, schemas: schemas, module: m})
 	}
 	if len(m.tools) == 0 && len(m.rejected) > 0 {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -130,7 +131,7 @@ func (g *Registry) RemoveIf(name string, m *Module) bool {
 }
 
 // foldName is the key tool names are unique under.
-func foldName(name string) string { return strings.ToLower(name) }
+func foldName(name string) string { return configkey.Fold(name) }
 
 // rebuild computes the tool table from the modules alone. Callers hold mu.
 func (g *Registry) rebuild() {
@@ -198,7 +199,7 @@ func refusalReason(t *Tool, cands []*Tool, winner *Tool, pinned int) string {
 	switch {
 	case winner != nil:
 		return fmt.Sprintf("%s; only module %s is pinned (tools.pins.%s), so it serves the name; "+
-			"remove %s.wasm from the tools dir or rename its tool", head, winner.module.name, strings.ToLower(winner.module.name), t.module.name)
+			"remove %s.wasm from the tools dir or rename its tool", head, winner.module.name, configkey.Fold(winner.module.name), t.module.name)
 	case pinned == 0:
 		return head + "; none of them is pinned, so none serves the name; " +
 			"pin the one you reviewed (warden install it), or remove or rename the others"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/install"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -190,7 +191,7 @@ the module runs beyond _initialize and describe, inside the sandbox.`,
 				return err
 			}
 			defer a.Close(cmd.Context())
-			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], a.Config().ModuleLimits(app.ModuleName(args[0])))
+			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], runlimits.Module(a.Config(), app.ModuleName(args[0])))
 			if err != nil {
 				return err
 			}

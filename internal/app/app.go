@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/redact"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -434,7 +436,7 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 		// The pin is checked on the file's sha256 (Accept) before anything
 		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = a.rt.OpenFile(ctx, name, path, cfg.ModuleLimits(name), runtime.OpenOptions{
+		m, err = a.rt.OpenFile(ctx, name, path, runlimits.Module(cfg, name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err
@@ -492,13 +494,13 @@ var ErrPinMismatch = errors.New("module changed since it was approved")
 // pinState reports whether a module whose bytes hash to sum matches its pin
 // (false when it has none), and an error when it does not.
 func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
-	pin, ok := cfg.Tools.Pins[strings.ToLower(name)]
+	pin, ok := cfg.Tools.Pins[configkey.Fold(name)]
 	if !ok {
 		return false, nil
 	}
 	if sum != pin {
 		return false, fmt.Errorf("%w: tools.pins.%s is %s…, the file is %s…; review it and run `warden install` to approve it again",
-			ErrPinMismatch, strings.ToLower(name), pin[:min(12, len(pin))], sum[:min(12, len(sum))])
+			ErrPinMismatch, configkey.Fold(name), pin[:min(12, len(pin))], sum[:min(12, len(sum))])
 	}
 	return true, nil
 }
@@ -543,7 +545,7 @@ func (a *App) heldBy(cfg *config.Config, t *runtime.Tool) string {
 	}
 	if !module.Pinned() {
 		for _, name := range slices.Sorted(maps.Keys(a.loading)) {
-			if _, pinned := cfg.Tools.Pins[strings.ToLower(name)]; pinned {
+			if _, pinned := cfg.Tools.Pins[configkey.Fold(name)]; pinned {
 				return name
 			}
 		}
@@ -639,8 +641,8 @@ func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.C
 		l.Timeout = d
 	}
 	l.MaxInFlight = cfg.ToolMaxInFlight(name)
-	l.InFlightSetting = "tools.limits." + strings.ToLower(name) + ".max_in_flight"
-	l.Rate = cfg.ToolRate(name)
+	l.InFlightSetting = "tools.limits." + configkey.Fold(name) + ".max_in_flight"
+	l.Rate = runlimits.Rate(cfg.ToolRate(name))
 	return l
 }
 
@@ -653,7 +655,7 @@ func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	if instances <= 0 {
 		instances = runtime.DefaultMaxInstances
 	}
-	module := strings.ToLower(m.Name())
+	module := configkey.Fold(m.Name())
 	return mcpserver.CallLimits{
 		Module:           m.Name(),
 		MaxInstances:     instances,
@@ -686,8 +688,8 @@ func (a *App) ServerRateLimits() mcpserver.RateLimits {
 		return c.limits
 	}
 	l := mcpserver.RateLimits{
-		PerClient: cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client"),
-		PerTool:   cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool"),
+		PerClient: runlimits.Rate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
+		PerTool:   runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
 	}
 	a.rateLimits.Store(&rateLimitsOf{cfg: cfg, limits: l})
 	return l
