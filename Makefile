@@ -37,9 +37,16 @@ serve: all
 
 test: all test-go test-race test-conformance
 
+# Modules of their own (RATIONALE.md, "Guests and tools with their own
+# go.mod"): ./... stops at their go.mod, so they are vetted and tested here.
+# The Extism fixtures (runtime/testdata/extism) are built by the runtime's
+# tests.
+OWN_MODULES := tools-wasm/jq bench/benchtable
+
 test-go:
 	$(GO) vet ./...
 	$(GO) test ./...
+	for m in $(OWN_MODULES); do $(GO) -C $$m vet ./... && $(GO) -C $$m test ./... || exit 1; done
 
 # The packages whose state is shared between goroutines (sessions, the
 # stdio and HTTP guards, the registry and background loads, capabilities
@@ -48,7 +55,7 @@ test-go:
 # memory budget, sessions, lazy loads, idle release, deadlines) run under
 # -race (under 2 minutes on two cores); the whole package does not fit:
 # compiling its Go guests with wazero under -race takes over ten minutes.
-RACE_PACKAGES := ./mcpserver ./internal/app ./internal/redact ./internal/oauth/... ./internal/observe ./internal/pgtest ./config ./hostfuncs/... ./tool/...
+RACE_PACKAGES := ./mcpserver ./internal/app ./internal/redact ./internal/oauth/... ./internal/observe ./internal/pgtest ./config ./hostfuncs/... ./tool/... ./internal/schema/...
 RUNTIME_RACE_TESTS := TestDeadlineConcurrentHolds|TestBudget|TestEvictedRoomGoesToTheEvictor|TestCloseWaitsForSpares|TestSessionsStartWarm|TestExtismConcurrentCalls|TestResetAfterGrowth|TestConcurrentCalls|TestConcurrentFirstCallsLoadOnce|TestIdleRelease|TestLazyLoadFailure
 
 test-race:
@@ -66,7 +73,7 @@ BENCH_COUNT ?= 3
 bench: build
 	WARDEN_BIN=$(CURDIR)/bin/warden $(GO) test ./bench -run '^$$' -bench 'Echo' -benchtime 2000x -count $(BENCH_COUNT) | tee bin/bench-echo.txt
 	$(GO) test ./runtime/internal/instrument -run '^$$' -bench 'Interleaved' -benchtime 12x -count $(BENCH_COUNT) | tee bin/bench-fuel.txt
-	$(GO) run ./bench/benchtable bin/bench-echo.txt bin/bench-fuel.txt
+	$(GO) -C bench/benchtable run . $(CURDIR)/bin/bench-echo.txt $(CURDIR)/bin/bench-fuel.txt
 
 # The scale and fair-share benchmarks of docs/performance.md (minutes; not
 # part of test).

@@ -28,12 +28,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/hostfuncs"
-	"github.com/warden-run/warden/hostfuncs/env"
-	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/backendurl"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
-	"github.com/warden-run/warden/mcpserver"
-	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -126,7 +125,9 @@ type Gate struct {
 	Result string `mapstructure:"result"`
 }
 
-// Limits mirror runtime.Limits with human units ("30s", "128MiB").
+// Limits are one module's bounds with human units ("30s", "128MiB"); the
+// runtime takes them as limits.Module (ModuleLimits) converted where the
+// runtime is driven.
 type Limits struct {
 	Timeout      time.Duration `mapstructure:"timeout"`
 	Memory       ByteSize      `mapstructure:"memory"`
@@ -312,10 +313,20 @@ type RateLimit struct {
 	Burst int    `mapstructure:"burst"`
 }
 
+// Bucket is a rate limit as the MCP server takes it: Rate calls per second
+// on average, up to Burst at once; Setting is the config key that sets it,
+// for refusals. It is data: the server's own type is built from it where
+// the server is configured.
+type Bucket struct {
+	Rate    float64
+	Burst   int
+	Setting string
+}
+
 // Bucket returns the limit as the server takes it, nil when there is none;
 // setting names its config key in refusals. Validate has checked it.
-func (r RateLimit) Bucket(setting string) *mcpserver.RateLimit {
-	perSecond, err := mcpserver.ParseRate(r.Rate)
+func (r RateLimit) Bucket(setting string) *Bucket {
+	perSecond, err := limits.ParseRate(r.Rate)
 	if err != nil || perSecond == 0 {
 		return nil
 	}
@@ -323,11 +334,11 @@ func (r RateLimit) Bucket(setting string) *mcpserver.RateLimit {
 	if burst <= 0 {
 		burst = max(1, int(math.Ceil(perSecond)))
 	}
-	return &mcpserver.RateLimit{Rate: perSecond, Burst: burst, Setting: setting}
+	return &Bucket{Rate: perSecond, Burst: burst, Setting: setting}
 }
 
 func (r RateLimit) validate(key string, fail func(key, format string, args ...any)) {
-	if _, err := mcpserver.ParseRate(r.Rate); err != nil {
+	if _, err := limits.ParseRate(r.Rate); err != nil {
 		fail(key+".rate", "%v", err)
 	}
 	if r.Burst < 0 {
@@ -337,7 +348,7 @@ func (r RateLimit) validate(key string, fail func(key, format string, args ...an
 
 // ToolRate returns a tool's own rate limit (tools.limits.<tool>.rate), nil
 // when it has none.
-func (c *Config) ToolRate(name string) *mcpserver.RateLimit {
+func (c *Config) ToolRate(name string) *Bucket {
 	key := ToolKey(name)
 	l := c.Tools.Limits[key]
 	if l.Rate == "" {
@@ -479,24 +490,26 @@ type ByteSize uint64
 func (s ByteSize) String() string { return humanize.IBytes(uint64(s)) }
 
 // defaults are the values a key has when config.yaml does not set it. They
-// double as the list of keys the environment may override.
+// double as the list of keys the environment may override. A bound the
+// runtime or the MCP server also applies to a zero option is taken from
+// internal/limits, its one home, not written again here.
 var defaults = map[string]any{
 	"project::root":                         "",
 	"tools::dir":                            "bin/tools",
 	"tools::cache_dir":                      "",
-	"tools::defaults::timeout":              "30s",
-	"tools::defaults::memory":               "128MiB",
-	"tools::defaults::max_output":           "1MiB",
-	"tools::defaults::fuel":                 runtime.DefaultFuel,
-	"tools::defaults::load_budget":          "10s",
-	"tools::defaults::isolation":            "session",
-	"tools::defaults::max_instances":        runtime.DefaultMaxInstances,
-	"tools::defaults::log_bytes":            "1MiB",
-	"tools::defaults::log_lines":            runtime.DefaultLogLines,
-	"tools::defaults::compile_budget":       "60s",
+	"tools::defaults::timeout":              limits.DefaultTimeout,
+	"tools::defaults::memory":               limits.DefaultMemory,
+	"tools::defaults::max_output":           limits.DefaultMaxOutput,
+	"tools::defaults::fuel":                 limits.DefaultFuel,
+	"tools::defaults::load_budget":          limits.DefaultLoadBudget,
+	"tools::defaults::isolation":            limits.DefaultIsolation,
+	"tools::defaults::max_instances":        limits.DefaultMaxInstances,
+	"tools::defaults::log_bytes":            limits.DefaultLogBytes,
+	"tools::defaults::log_lines":            limits.DefaultLogLines,
+	"tools::defaults::compile_budget":       limits.DefaultCompileBudget,
 	"tools::defaults::idle_ttl":             "10m",
 	"tools::defaults::preload":              false,
-	"tools::defaults::client_wait":          "5m",
+	"tools::defaults::client_wait":          limits.DefaultClientWait,
 	"tools::expose":                         []string{},
 	"tools::hide":                           []string{},
 	"security::confirm":                     "on",
@@ -505,37 +518,37 @@ var defaults = map[string]any{
 	"security::trusted_root":                "",
 	"security::tuf_url":                     "",
 	"security::tuf_root":                    "",
-	"tools::fetch::max_size":                "64MiB",
-	"tools::fetch::timeout":                 "2m",
+	"tools::fetch::max_size":                limits.DefaultFetchMaxSize,
+	"tools::fetch::timeout":                 limits.DefaultFetchTimeout,
 	"tools::fetch::redirect_hosts":          []string{},
 	"server::state_key":                     "",
 	"server::http":                          "127.0.0.1:7331",
 	"server::token":                         "",
-	"server::page_size":                     100,
+	"server::page_size":                     limits.DefaultPageSize,
 	"server::max_in_flight":                 32,
-	"server::queue_wait":                    "10s",
-	"server::list_wait":                     "10s",
-	"server::max_message":                   "16MiB",
-	"server::header_timeout":                "10s",
-	"server::body_timeout":                  "30s",
-	"server::idle_timeout":                  "2m",
-	"server::max_connections":               256,
-	"server::max_instance_memory":           "256MiB",
+	"server::queue_wait":                    limits.DefaultQueueWait,
+	"server::list_wait":                     limits.DefaultListWait,
+	"server::max_message":                   limits.DefaultMaxMessage,
+	"server::header_timeout":                limits.DefaultHeaderTimeout,
+	"server::body_timeout":                  limits.DefaultBodyTimeout,
+	"server::idle_timeout":                  limits.DefaultIdleTimeout,
+	"server::max_connections":               limits.DefaultMaxConnections,
+	"server::max_instance_memory":           limits.DefaultMaxInstanceMemory,
 	"server::resources::memory":             false,
 	"server::oauth::resource":               "",
 	"server::oauth::clock_skew":             "60s",
-	"server::oauth::jwks_refresh_min":       "1m",
-	"lsp::idle_ttl":                         "10m",
-	"lsp::timeout":                          "30s",
-	"net::max_response":                     "4MiB",
-	"net::timeout":                          "30s",
-	"memory::max_value":                     "256KiB",
+	"server::oauth::jwks_refresh_min":       limits.DefaultJWKSRefreshMin,
+	"lsp::idle_ttl":                         limits.DefaultLSPIdleTTL,
+	"lsp::timeout":                          limits.DefaultLSPTimeout,
+	"net::max_response":                     limits.DefaultNetMaxResponse,
+	"net::timeout":                          limits.DefaultNetTimeout,
+	"memory::max_value":                     limits.DefaultMemoryMaxValue,
 	"memory::backend":                       "file",
-	"memory::postgres::max_conns":           8,
-	"memory::postgres::query_timeout":       "5s",
+	"memory::postgres::max_conns":           limits.DefaultPostgresMaxConns,
+	"memory::postgres::query_timeout":       limits.DefaultPostgresQueryTimeout,
 	"log::level":                            "info",
 	"log::audit":                            "",
-	"log::audit_max_size":                   "100MiB",
+	"log::audit_max_size":                   limits.DefaultAuditMaxSize,
 	"log::audit_keep":                       5,
 	"log::audit_arguments":                  false,
 	"server::metrics":                       false,
@@ -719,10 +732,10 @@ func (c *Config) resolvePaths() {
 // server.token. Variables of other WARDEN_ names (a test's WARDEN_TEST_KEY)
 // set nothing and stay usable.
 func wardenSetting(name string) string {
-	if !env.IsWardenKey(name) {
+	if !configkey.IsEnv(name) {
 		return ""
 	}
-	rest := strings.ToLower(name[len(env.WardenPrefix):])
+	rest := configkey.Fold(name[len(configkey.EnvPrefix):])
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		section := t.Field(i).Tag.Get("mapstructure")
@@ -733,13 +746,15 @@ func wardenSetting(name string) string {
 	return ""
 }
 
-// Validate reports every problem, each with its key path.
+// Validate reports every problem, each with its key path. The order is
+// deterministic: checks run in a fixed order, and the entries of a map are
+// visited in their keys' sorted order, so one file gives one message.
 func (c *Config) Validate() error {
 	var errs []error
 	fail := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if err := c.Tools.Defaults.runtime(runtime.Limits{}).Validate(); err != nil {
+	if err := c.Tools.Defaults.overlay(limits.Module{}).Validate(); err != nil {
 		fail("tools.defaults", "%v", err)
 	}
 	if d := c.Tools.Defaults; d.MaxInFlight != 0 || d.Rate != "" || d.Burst != 0 {
@@ -752,7 +767,7 @@ func (c *Config) Validate() error {
 		if !tool.ValidName(name) {
 			fail("tools.limits."+name, "%q is not a module or tool name (%s)", name, tool.NameRule)
 		}
-		if err := c.Tools.Limits[name].runtime(runtime.Limits{}).Validate(); err != nil {
+		if err := c.Tools.Limits[name].overlay(limits.Module{}).Validate(); err != nil {
 			fail("tools.limits."+name, "%v", err)
 		}
 		if l := c.Tools.Limits[name]; l.IdleTTL != 0 || l.Preload {
@@ -770,7 +785,7 @@ func (c *Config) Validate() error {
 		if !tool.ValidName(name) {
 			fail(key, "%q is not a tool name (%s)", name, tool.NameRule)
 		}
-		if g.Module != "" && !runtime.ValidModuleName(g.Module) {
+		if g.Module != "" && !tool.ValidName(g.Module) {
 			fail(key+".module", "%q is not a module name (%s; the module's file name without .wasm)", g.Module, tool.NameRule)
 		}
 		switch tool.MemoryAccess(g.Memory) {
@@ -817,7 +832,7 @@ func (c *Config) Validate() error {
 	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]
-		if !runtime.ValidModuleName(name) {
+		if !tool.ValidName(name) {
 			fail("tools.pins."+name, "%q is not a module name (%s)", name, tool.NameRule)
 		}
 		if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
@@ -830,12 +845,13 @@ func (c *Config) Validate() error {
 	if c.Server.MaxInFlight < 1 {
 		fail("server.max_in_flight", "must be at least 1, got %d", c.Server.MaxInFlight)
 	}
-	for key, n := range map[string]int{
+	queues := map[string]int{
 		"server.max_in_flight_per_client": c.Server.MaxInFlightPerClient,
 		"server.max_queued":               c.Server.MaxQueued,
 		"server.max_queued_per_client":    c.Server.MaxQueuedPerClient,
-	} {
-		if n < 0 {
+	}
+	for _, key := range sortedKeys(queues) {
+		if n := queues[key]; n < 0 {
 			fail(key, "must not be negative (0 means the default), got %d", n)
 		}
 	}
@@ -847,12 +863,13 @@ func (c *Config) Validate() error {
 	if c.Server.ListWait < 0 {
 		fail("server.list_wait", "must not be negative, got %s", c.Server.ListWait)
 	}
-	for key, d := range map[string]time.Duration{
+	timeouts := map[string]time.Duration{
 		"server.header_timeout": c.Server.HeaderTimeout,
 		"server.body_timeout":   c.Server.BodyTimeout,
 		"server.idle_timeout":   c.Server.IdleTimeout,
-	} {
-		if d <= 0 {
+	}
+	for _, key := range sortedKeys(timeouts) {
+		if d := timeouts[key]; d <= 0 {
 			fail(key, "must be positive, got %s", d)
 		}
 	}
@@ -867,7 +884,7 @@ func (c *Config) Validate() error {
 	}
 	if c.Memory.Backend == "" {
 		fail("memory.backend", `must be "file" or a postgres:// URL`)
-	} else if err := memory.CheckBackend(c.Memory.Backend); err != nil {
+	} else if err := backendurl.Check(c.Memory.Backend); err != nil {
 		fail("memory.backend", "%v", err) // never the value: it may hold a password
 	}
 	if n := c.Memory.Postgres.MaxConns; n < 1 || n > 1000 {
@@ -876,13 +893,15 @@ func (c *Config) Validate() error {
 	if d := c.Memory.Postgres.QueryTimeout; d <= 0 || d > 10*time.Minute {
 		fail("memory.postgres.query_timeout", "must be positive and at most 10m, got %s", d)
 	}
-	for name, lang := range c.LSP.Languages {
-		if lang.Command == "" {
+	for _, name := range sortedKeys(c.LSP.Languages) {
+		if c.LSP.Languages[name].Command == "" {
 			fail("lsp.languages."+name+".command", "must not be empty")
 		}
 	}
-	for name, g := range c.Tools.Grants {
-		for key, v := range g.Config {
+	for _, name := range sortedKeys(c.Tools.Grants) {
+		g := c.Tools.Grants[name]
+		for _, key := range sortedKeys(g.Config) {
+			v := g.Config[key]
 			at := "tools.grants." + name + ".config." + key
 			switch {
 			case len(key) > 256 || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
@@ -903,7 +922,7 @@ func (c *Config) Validate() error {
 		switch {
 		case (ev.Value == "") == (ev.FromEnv == ""):
 			fail("env.values."+name, "set exactly one of value or from_env")
-		case env.IsWardenKey(name):
+		case configkey.IsEnv(name):
 			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise%s",
 				c.lineOf("env", "values", name))
 		case wardenSetting(ev.FromEnv) != "":
@@ -932,12 +951,13 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ModuleLimits returns the runtime limits of a module: defaults, then the
-// module's own entry under tools.limits.
-func (c *Config) ModuleLimits(module string) runtime.Limits {
-	l := c.Tools.Defaults.runtime(runtime.Limits{})
+// ModuleLimits returns the limits of a module as plain data: defaults,
+// then the module's own entry under tools.limits. internal/app turns them
+// into the runtime's.
+func (c *Config) ModuleLimits(module string) limits.Module {
+	l := c.Tools.Defaults.overlay(limits.Module{})
 	if own, ok := c.Tools.Limits[ToolKey(module)]; ok {
-		l = own.runtime(l)
+		l = own.overlay(l)
 	}
 	return l
 }
@@ -986,7 +1006,7 @@ func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.Secret
 	}
 	out := make(map[string]hostfuncs.SecretValue, len(g.Config))
 	for k, v := range g.Config {
-		out[strings.ToLower(k)] = hostfuncs.SecretValue{Value: v.Value, FromEnv: v.FromEnv}
+		out[configkey.Fold(k)] = hostfuncs.SecretValue{Value: v.Value, FromEnv: v.FromEnv}
 	}
 	return out
 }
@@ -1026,8 +1046,8 @@ func (e *GrantElsewhereError) Error() string {
 		e.Key, e.BoundTo, why, e.Tool, e.ServedBy, e.ServedBy, e.Key, e.ServedBy)
 }
 
-// runtime overlays l's set fields on base.
-func (l Limits) runtime(base runtime.Limits) runtime.Limits {
+// overlay overlays l's set fields on base.
+func (l Limits) overlay(base limits.Module) limits.Module {
 	if l.Timeout != 0 {
 		base.Timeout = l.Timeout
 	}
@@ -1044,7 +1064,7 @@ func (l Limits) runtime(base runtime.Limits) runtime.Limits {
 		base.LoadBudget = l.LoadBudget
 	}
 	if l.Isolation != "" {
-		base.Isolation = runtime.Isolation(l.Isolation)
+		base.Isolation = l.Isolation
 	}
 	if l.MaxInstances != 0 {
 		base.MaxInstances = l.MaxInstances

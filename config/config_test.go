@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -51,9 +51,9 @@ security:
 		t.Errorf("paths not resolved against the config dir: %q %q", c.Project.Root, c.Tools.Dir)
 	}
 	l := c.ModuleLimits("jq")
-	want := runtime.Limits{Timeout: 2 * time.Second, Memory: 64 << 20, MaxOutput: 512 << 10, Fuel: runtime.DefaultFuel,
-		LoadBudget: 10 * time.Second, Isolation: runtime.IsolationShared, MaxInstances: runtime.DefaultMaxInstances,
-		LogBytes: runtime.DefaultLogBytes, LogLines: runtime.DefaultLogLines, CompileBudget: runtime.DefaultCompileBudget}
+	want := limits.Module{Timeout: 2 * time.Second, Memory: 64 << 20, MaxOutput: 512 << 10, Fuel: limits.DefaultFuel,
+		LoadBudget: 10 * time.Second, Isolation: limits.IsolationShared, MaxInstances: limits.DefaultMaxInstances,
+		LogBytes: limits.DefaultLogBytes, LogLines: limits.DefaultLogLines, CompileBudget: limits.DefaultCompileBudget}
 	if l != want {
 		t.Errorf("limits of jq = %+v\nwant %+v", l, want)
 	}

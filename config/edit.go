@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/warden-run/warden/internal/configkey"
 )
 
 // Document is config.yaml as text, edited in place. A change rewrites only
@@ -207,10 +209,10 @@ func findKey(m *yaml.Node, key string, at []string) (int, error) {
 		if k.Value == key {
 			return i, nil
 		}
-		// strings.ToLower, as viper folds keys: EqualFold's Unicode
+		// configkey.Fold, as viper folds keys: EqualFold's Unicode
 		// folding (ſ for s, K for k) would land an edit on a key viper
 		// reads as another.
-		if strings.ToLower(k.Value) == strings.ToLower(key) {
+		if configkey.Fold(k.Value) == configkey.Fold(key) {
 			if found >= 0 {
 				return -1, fmt.Errorf("%s: keys %q and %q differ only in case, and config keys ignore case; keep one",
 					keyPath(at), m.Content[found].Value, k.Value)

@@ -3,12 +3,12 @@ package config
 import (
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/warden-run/warden/runtime"
+	"github.com/warden-run/warden/tool"
 )
 
 // FuzzLoad: any bytes as config.yaml either load into a config that
@@ -47,7 +47,7 @@ func FuzzLoad(f *testing.F) {
 		case l = <-done:
 		case <-time.After(10 * time.Second):
 			buf := make([]byte, 1<<20)
-			t.Fatalf("Load hangs on %q:\n%s", body, buf[:goruntime.Stack(buf, true)])
+			t.Fatalf("Load hangs on %q:\n%s", body, buf[:runtime.Stack(buf, true)])
 		}
 		c, err := l.c, l.err
 		if err != nil {
@@ -63,7 +63,7 @@ func FuzzLoad(f *testing.F) {
 			// A grant applies to its own module only, and the module it
 			// names is a valid module name.
 			bound, _, ok := c.GrantModule(name)
-			if !ok || !runtime.ValidModuleName(bound) {
+			if !ok || !tool.ValidName(bound) {
 				t.Fatalf("grant %q is bound to %q (%v)", name, bound, ok)
 			}
 			if _, err := c.Grants(name, bound); err != nil {

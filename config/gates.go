@@ -42,11 +42,11 @@ func (c *Config) validateGates(fail func(key, format string, args ...any)) {
 			}
 		}
 	}
-	for key, v := range map[string]string{"security.confirm": c.Security.Confirm, "security.prompts": c.Security.Prompts} {
-		switch strings.ToLower(v) {
+	for _, s := range []struct{ key, value string }{{"security.confirm", c.Security.Confirm}, {"security.prompts", c.Security.Prompts}} {
+		switch strings.ToLower(s.value) {
 		case "on", "off", "":
 		default:
-			fail(key, "must be on or off, got %q", v)
+			fail(s.key, "must be on or off, got %q", s.value)
 		}
 	}
 	if c.Tools.Defaults.ClientWait < 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/tool"
 )
@@ -378,7 +379,7 @@ func (d *Document) GrantBinding(toolName string) (module string, exists bool, er
 	if err != nil || module != "" {
 		return module, true, err
 	}
-	return strings.ToLower(toolName), true, nil
+	return configkey.Fold(toolName), true, nil
 }
 
 // BindGrant writes module as the module the tool's grant belongs to
@@ -413,7 +414,7 @@ func (d *Document) BindGrant(toolName, module string) error {
 			return err
 		}
 		if len(held) > 0 {
-			return &GrantMoveError{Key: strings.ToLower(toolName), From: bound, To: module, Holds: held}
+			return &GrantMoveError{Key: configkey.Fold(toolName), From: bound, To: module, Holds: held}
 		}
 	}
 	return d.Set(Str(module), "tools", "grants", toolName, "module")
@@ -476,10 +477,10 @@ func (d *Document) Pin(module, sum string) error {
 	if !tool.ValidName(module) {
 		return fmt.Errorf("tools.pins: %q is not a module name (%s)", module, tool.NameRule)
 	}
-	return d.Set(Str(sum), "tools", "pins", strings.ToLower(module))
+	return d.Set(Str(sum), "tools", "pins", configkey.Fold(module))
 }
 
 // Unpin removes the pin of module.
 func (d *Document) Unpin(module string) error {
-	return d.Delete("tools", "pins", strings.ToLower(module))
+	return d.Delete("tools", "pins", configkey.Fold(module))
 }

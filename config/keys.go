@@ -33,7 +33,7 @@ func checkKeysAsWritten(data []byte) error {
 			seen := map[string]string{}
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				written := n.Content[i].Value
-				key := ToolKey(written) // viper's fold: strings.ToLower
+				key := ToolKey(written) // viper's fold (configkey.Fold)
 				if prev, dup := seen[key]; dup {
 					errs = append(errs, fmt.Errorf("%s: %q and %q are one key (config keys ignore case), and one would be dropped; keep one", join(at, key), prev, written))
 				}

@@ -10,11 +10,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/termsafe"
-	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -116,13 +116,13 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 	for _, name := range sortedKeys(c.Tools.Sources) {
 		s := c.Tools.Sources[name]
 		key := "tools.sources." + name
-		if !runtime.ValidModuleName(name) {
+		if !tool.ValidName(name) {
 			fail(key, "%q is not a module name (%s)", name, tool.NameRule)
 		}
 		if err := CheckSourceRef(s.Ref); err != nil {
 			fail(key+".ref", "%v", err)
 		}
-		if s.Name != "" && (!strings.EqualFold(s.Name, name) || !runtime.ValidModuleName(s.Name)) {
+		if s.Name != "" && (!strings.EqualFold(s.Name, name) || !tool.ValidName(s.Name)) {
 			fail(key+".name", "%q is not the module %s in other case (name records how an installed module's file name is spelled)", s.Name, name)
 		}
 		if !sourceDigestPattern.MatchString(s.Digest) {
@@ -167,9 +167,9 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 		if err != nil {
 			fail(key+".mode", "must be require, warn or off, got %q", p.Mode)
 		}
-		for field, re := range map[string]string{"identity_regexp": p.IdentityRegexp, "issuer_regexp": p.IssuerRegexp} {
-			if _, err := regexp.Compile(re); err != nil {
-				fail(key+"."+field, "%v", err)
+		for _, f := range []struct{ field, re string }{{"identity_regexp", p.IdentityRegexp}, {"issuer_regexp", p.IssuerRegexp}} {
+			if _, err := regexp.Compile(f.re); err != nil {
+				fail(key+"."+f.field, "%v", err)
 			}
 		}
 		keyless := p.Identity != "" || p.IdentityRegexp != "" || p.Issuer != "" || p.IssuerRegexp != ""
@@ -256,7 +256,7 @@ func signaturePatternsAsWritten(data []byte) map[string]string {
 	}
 	out := map[string]string{}
 	for p := range doc.Security.Signatures {
-		out[strings.ToLower(p)] = p
+		out[configkey.Fold(p)] = p
 	}
 	return out
 }
@@ -292,7 +292,8 @@ const maxKeyFile = 64 << 10
 // the public key files the policies name.
 func (c *Config) SignatureMatcher() (*sigverify.Matcher, error) {
 	keys := map[string][]byte{}
-	for pattern, p := range c.Security.Signatures {
+	for _, pattern := range sortedKeys(c.Security.Signatures) {
+		p := c.Security.Signatures[pattern]
 		if p.Key == "" {
 			continue
 		}
@@ -322,14 +323,14 @@ func (d *Document) SetSource(module string, src Source) error {
 	}
 	m := EmptyMap()
 	m.Content = append(m.Content, Str("ref"), Str(ref), Str("digest"), Str(src.Digest))
-	if key := strings.ToLower(module); module != key {
+	if key := configkey.Fold(module); module != key {
 		m.Content = append(m.Content, Str("name"), Str(module))
 	}
-	return d.Set(m, "tools", "sources", strings.ToLower(module))
+	return d.Set(m, "tools", "sources", configkey.Fold(module))
 }
 
 // DeleteSource removes the source of module: a module installed from a
 // local file has none.
 func (d *Document) DeleteSource(module string) error {
-	return d.Delete("tools", "sources", strings.ToLower(module))
+	return d.Delete("tools", "sources", configkey.Fold(module))
 }

@@ -3,7 +3,8 @@ package config
 import (
 	"fmt"
 	"path"
-	"strings"
+
+	"github.com/warden-run/warden/internal/configkey"
 )
 
 // ToolKey is the one spelling of a tool or module name that every tools.*
@@ -11,8 +12,9 @@ import (
 // (internal/catalog.Table) and ASCII (tool.ValidName), and viper lower-cases map
 // keys but not list values, so a policy written "Danger" and a tool called
 // "danger" (or "DANGER") must meet here, folded alike on both sides, or the
-// policy would miss the tool it names.
-func ToolKey(name string) string { return strings.ToLower(name) }
+// policy would miss the tool it names. It is configkey.Fold, the one fold
+// of a name into a config key, which the runtime and the app use too.
+func ToolKey(name string) string { return configkey.Fold(name) }
 
 // matchTool reports whether the tool-name pattern (path.Match syntax)
 // matches the tool called name, both folded by ToolKey. A pattern that

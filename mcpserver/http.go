@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/principal"
 )
 
@@ -51,10 +52,10 @@ type HTTPOptions struct {
 // Defaults of HTTPOptions.
 const (
 	DefaultSessionTimeout = time.Hour
-	DefaultHeaderTimeout  = 10 * time.Second
-	DefaultBodyTimeout    = 30 * time.Second
-	DefaultIdleTimeout    = 2 * time.Minute
-	DefaultMaxConnections = 256
+	DefaultHeaderTimeout  = limits.DefaultHeaderTimeout
+	DefaultBodyTimeout    = limits.DefaultBodyTimeout
+	DefaultIdleTimeout    = limits.DefaultIdleTimeout
+	DefaultMaxConnections = limits.DefaultMaxConnections
 )
 
 func (o *HTTPOptions) setDefaults() {

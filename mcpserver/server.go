@@ -31,7 +31,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -226,9 +228,9 @@ type RateLimits struct {
 
 // Defaults applied by [New] to zero Options fields.
 const (
-	DefaultPageSize  = 100
-	DefaultQueueWait = 10 * time.Second
-	DefaultListWait  = 10 * time.Second
+	DefaultPageSize  = limits.DefaultPageSize
+	DefaultQueueWait = limits.DefaultQueueWait
+	DefaultListWait  = limits.DefaultListWait
 	// DefaultMaxQueued bounds the calls waiting for a slot across clients;
 	// DefaultMaxQueuedPerClient those of one client.
 	DefaultMaxQueued          = 1024
@@ -532,7 +534,7 @@ func (s *Server) resync() {
 			s.log.Error("tool listed twice; serving the first", "tool", d.Name)
 			continue
 		}
-		if _, err := d.Validate(); err != nil {
+		if _, err := schema.CompileDescriptor(&d); err != nil {
 			s.log.Error("skipping invalid tool", "tool", d.Name, "error", err)
 			continue
 		}

@@ -10,11 +10,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdkjson "github.com/segmentio/encoding/json"
+
+	"github.com/warden-run/warden/internal/limits"
 )
 
 // DefaultMaxMessage is the default bound on one inbound JSON-RPC message: a
 // stdio line or an HTTP request body (config server.max_message).
-const DefaultMaxMessage = 16 << 20
+const DefaultMaxMessage = limits.DefaultMaxMessage
 
 // maxNesting bounds how deeply a message's arrays and objects may nest. It
 // equals the go-sdk's own decoding bound, so a message that passes here is

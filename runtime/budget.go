@@ -9,11 +9,12 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/runtime/internal/guest"
 )
 
 // DefaultMaxInstanceMemory is the default of Options.MaxInstanceMemory.
-const DefaultMaxInstanceMemory = 256 << 20
+const DefaultMaxInstanceMemory = limits.DefaultMaxInstanceMemory
 
 // freshStateEvicted is tool.Outcome.FreshState (tool.MetaFreshState on the
 // wire) when the session's instance was evicted to keep all instances within

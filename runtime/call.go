@@ -10,6 +10,7 @@ import (
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/calltime"
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/instrument"
@@ -259,7 +260,7 @@ func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
 		return tool.Errorf(tool.KindInvalidArguments, "arguments of %s must be a JSON object", t.Descriptor.Name)
 	}
 	if err := t.schemas.Input.Validate(args); err != nil {
-		var limit *tool.SchemaLimitError
+		var limit *schema.LimitError
 		if errors.As(err, &limit) {
 			return tool.Errorf(tool.KindInvalidArguments, "arguments too complex to validate against the inputSchema of %s: %v", t.Descriptor.Name, limit)
 		}
@@ -416,7 +417,7 @@ func (t *Tool) checkStructured(raw json.RawMessage) *tool.Error {
 	}
 	if t.schemas.Output != nil {
 		if err := t.schemas.Output.Validate(v); err != nil {
-			var limit *tool.SchemaLimitError
+			var limit *schema.LimitError
 			if errors.As(err, &limit) {
 				return tool.Errorf(tool.KindBadOutput, "%s structuredContent too complex to validate against its outputSchema: %v", name, limit)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/runtime/internal/extism"
 	"github.com/warden-run/warden/tool"
 )
@@ -32,7 +33,7 @@ func FuzzExtismResponse(f *testing.F) {
 		if withOutput {
 			d.OutputSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
 		}
-		s, err := d.Validate()
+		s, err := schema.CompileDescriptor(&d)
 		if err != nil {
 			f.Fatal(err)
 		}

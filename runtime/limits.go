@@ -1,8 +1,9 @@
 package runtime
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/warden-run/warden/internal/limits"
 )
 
 // Isolation says which calls may observe state another call left behind.
@@ -13,14 +14,14 @@ const (
 	// calls of the same MCP session may see each other's state, as they
 	// would with any long-running MCP server, and no other session ever
 	// does. A call with no session (stateless HTTP) gets IsolationCall.
-	IsolationSession Isolation = "session"
+	IsolationSession Isolation = limits.IsolationSession
 	// IsolationCall starts every call from the module's state right after
 	// _initialize: nothing one call leaves in memory or globals is visible
 	// to any later call.
-	IsolationCall Isolation = "call"
+	IsolationCall Isolation = limits.IsolationCall
 	// IsolationShared lets every call reuse pooled instances as they are. Only
 	// for tools that keep caches they mean to share across clients.
-	IsolationShared Isolation = "shared"
+	IsolationShared Isolation = limits.IsolationShared
 )
 
 // Limits bound what one module's calls may use. The zero value of each field
@@ -54,20 +55,21 @@ type Limits struct {
 	CompileBudget time.Duration
 }
 
-// Defaults of Limits.
+// Defaults of Limits. Their one home is internal/limits, which config's
+// defaults (tools.defaults) are also taken from.
 const (
-	DefaultTimeout       = 30 * time.Second
-	DefaultMemory        = 128 << 20
-	DefaultMaxOutput     = 1 << 20
-	DefaultLoadBudget    = 10 * time.Second
-	DefaultMaxInstances  = 8
-	DefaultCaptureBytes  = 64 << 10
-	DefaultLogBytes      = 1 << 20
-	DefaultLogLines      = 1000
-	DefaultCompileBudget = 60 * time.Second
+	DefaultTimeout       = limits.DefaultTimeout
+	DefaultMemory        = limits.DefaultMemory
+	DefaultMaxOutput     = limits.DefaultMaxOutput
+	DefaultLoadBudget    = limits.DefaultLoadBudget
+	DefaultMaxInstances  = limits.DefaultMaxInstances
+	DefaultCaptureBytes  = limits.DefaultCaptureBytes
+	DefaultLogBytes      = limits.DefaultLogBytes
+	DefaultLogLines      = limits.DefaultLogLines
+	DefaultCompileBudget = limits.DefaultCompileBudget
 	// DefaultFuel is about ten seconds of guest work on this generation of
 	// hardware: no honest tool notices it, a runaway loop hits it.
-	DefaultFuel = 20_000_000_000
+	DefaultFuel = limits.DefaultFuel
 )
 
 // WithDefaults returns l with every zero field set to its default.
@@ -108,39 +110,20 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// maxMemory is the most linear memory wasm32 can address.
-const maxMemory = 4 << 30
-
-// Validate reports the first out-of-range field, naming it.
+// Validate reports the first out-of-range field, naming it: the rule
+// config.yaml's tools.defaults and tools.limits are checked with.
 func (l Limits) Validate() error {
-	switch {
-	case l.Timeout < 0:
-		return fmt.Errorf("timeout: must not be negative, got %s", l.Timeout)
-	case l.Memory > maxMemory:
-		return fmt.Errorf("memory: at most 4GiB, got %d bytes", l.Memory)
-	case l.Memory != 0 && l.Memory < 64<<10:
-		return fmt.Errorf("memory: at least one 64KiB page, got %d bytes", l.Memory)
-	case l.MaxOutput < 0:
-		return fmt.Errorf("max_output: must not be negative, got %d", l.MaxOutput)
-	case l.Fuel < 0:
-		return fmt.Errorf("fuel: must not be negative, got %d", l.Fuel)
-	case l.LoadBudget < 0:
-		return fmt.Errorf("load_budget: must not be negative, got %s", l.LoadBudget)
-	case l.MaxInstances < 0:
-		return fmt.Errorf("max_instances: must not be negative, got %d", l.MaxInstances)
-	case l.CaptureBytes < 0:
-		return fmt.Errorf("capture_bytes: must not be negative, got %d", l.CaptureBytes)
-	case l.LogBytes < 0:
-		return fmt.Errorf("log_bytes: must not be negative, got %d", l.LogBytes)
-	case l.LogLines < 0:
-		return fmt.Errorf("log_lines: must not be negative, got %d", l.LogLines)
-	case l.CompileBudget < 0:
-		return fmt.Errorf("compile_budget: must not be negative, got %s", l.CompileBudget)
-	}
-	switch l.Isolation {
-	case "", IsolationCall, IsolationSession, IsolationShared:
-	default:
-		return fmt.Errorf("isolation: must be call, session or shared, got %q", l.Isolation)
-	}
-	return nil
+	return limits.Module{
+		Timeout:       l.Timeout,
+		Memory:        l.Memory,
+		MaxOutput:     l.MaxOutput,
+		Fuel:          l.Fuel,
+		LoadBudget:    l.LoadBudget,
+		Isolation:     string(l.Isolation),
+		MaxInstances:  l.MaxInstances,
+		CaptureBytes:  l.CaptureBytes,
+		LogBytes:      l.LogBytes,
+		LogLines:      l.LogLines,
+		CompileBudget: l.CompileBudget,
+	}.Validate()
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
 	"github.com/warden-run/warden/tool"
@@ -58,7 +60,7 @@ type Module struct {
 // Tool is one tool provided by a Module.
 type Tool struct {
 	Descriptor tool.Descriptor
-	schemas    *tool.Schemas
+	schemas    *schema.Schemas
 	module     *Module
 }
 
@@ -306,20 +308,20 @@ func (m *Module) describe(raw []byte) error {
 			m.rejected = append(m.rejected, Rejection{Name: fmt.Sprintf("#%d", i), Reason: fmt.Errorf("tools[%d]: %w", i, err)})
 			continue
 		}
-		schemas, err := d.Validate()
+		schemas, err := schema.CompileDescriptor(&d)
 		if err == nil {
 			err = validateRequested(&d.Capabilities)
 		}
 		// Tool names are unique ignoring case: config keys fold case, so
 		// "Echo" and "echo" would share a grant entry.
-		if err == nil && seen[strings.ToLower(d.Name)] {
+		if err == nil && seen[configkey.Fold(d.Name)] {
 			err = fmt.Errorf("name %q is used by another tool of this module (names are unique ignoring case)", d.Name)
 		}
 		if err != nil {
 			m.rejected = append(m.rejected, Rejection{Name: d.Name, Reason: fmt.Errorf("tool %q: %w", d.Name, err)})
 			continue
 		}
-		seen[strings.ToLower(d.Name)] = true
+		seen[configkey.Fold(d.Name)] = true
 		m.tools = append(m.tools, &Tool{Descriptor: d, schemas: schemas, module: m})
 	}
 	if len(m.tools) == 0 && len(m.rejected) > 0 {

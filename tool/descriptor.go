@@ -138,9 +138,12 @@ const NameRule = "1-128 characters of A-Z a-z 0-9 _ - ., starting with a letter 
 // Tool names are also unique ignoring case (see warden's internal/catalog.Table).
 func ValidName(name string) bool { return namePattern.MatchString(name) }
 
-// Validate checks d and compiles its schemas. Every problem is reported, each
-// prefixed with the field it concerns.
-func (d *Descriptor) Validate() (*Schemas, error) {
+// Validate checks d's fields. Every problem is reported, each prefixed with
+// the field it concerns. It does not compile the schemas: that is the host's
+// (internal/schema.CompileDescriptor, which calls Validate first), so that a
+// guest, which builds descriptors but never validates against them, does
+// not link a JSON Schema validator.
+func (d *Descriptor) Validate() error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !ValidName(d.Name) {
@@ -157,30 +160,8 @@ func (d *Descriptor) Validate() (*Schemas, error) {
 	default:
 		fail("capabilities.memory %q: must be \"read\" or \"read-write\"", d.Capabilities.Memory)
 	}
-	var schemas Schemas
-	var err error
 	if len(d.InputSchema) == 0 {
 		fail("inputSchema: missing")
-	} else if schemas.Input, err = CompileSchema(d.InputSchema); err == nil {
-		schemas.Input.noun = "argument"
-	} else {
-		fail("inputSchema: %w", err)
 	}
-	if len(d.OutputSchema) > 0 {
-		if schemas.Output, err = CompileSchema(d.OutputSchema); err != nil {
-			fail("outputSchema: %w", err)
-		} else {
-			schemas.Output.noun = "field"
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return &schemas, nil
-}
-
-// Schemas holds a descriptor's compiled schemas.
-type Schemas struct {
-	Input  *Schema
-	Output *Schema // nil when the tool declares none
+	return errors.Join(errs...)
 }

@@ -4,9 +4,11 @@
 //
 //	go run ./cmd/build-tools -o bin/tools [name ...]
 //
-// Builds run in parallel (up to GOMAXPROCS) and an output newer than every
-// file its package depends on (outside the standard library and the module
-// cache) is left alone; -f rebuilds regardless.
+// Each tool is built in its folder, so a tool with its own go.mod (jq, whose
+// gojq the server does not need) builds in its own module. Builds run in
+// parallel (up to GOMAXPROCS) and an output newer than every file its
+// package depends on (outside the standard library and the module cache) is
+// left alone; -f rebuilds regardless.
 package main
 
 import (
@@ -140,10 +142,10 @@ func goEnv() []string {
 }
 
 func (b *builder) build(name string) error {
-	pkg := "./" + filepath.ToSlash(filepath.Join(b.src, name))
+	dir := filepath.Join(b.src, name)
 	dest := filepath.Join(b.out, name+".wasm")
 	if !b.force {
-		fresh, err := upToDate(pkg, dest)
+		fresh, err := upToDate(dir, dest)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -154,8 +156,13 @@ func (b *builder) build(name string) error {
 	}
 	b.logf("%-10s building", name)
 	start := time.Now()
-	tmp := dest + ".tmp"
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", tmp, pkg)
+	// Absolute, since go build runs in the tool's folder.
+	tmp, err := filepath.Abs(dest + ".tmp")
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", tmp, ".")
+	cmd.Dir = dir
 	cmd.Env = goEnv()
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
@@ -190,15 +197,18 @@ func (b *builder) retire(name string) error {
 }
 
 // upToDate reports whether dest is newer than every file of every package
-// pkg imports outside the standard library and the module cache (whose
-// directories are immutable per version), and than go.mod and go.sum.
-func upToDate(pkg, dest string) (bool, error) {
+// the package in dir imports outside the standard library and the module
+// cache (whose directories are immutable per version: warden's own packages,
+// replaced by a local path in a tool's own module, are not), and than
+// go.mod and go.sum, the repository's and the tool's own.
+func upToDate(dir, dest string) (bool, error) {
 	info, err := os.Stat(dest)
 	if err != nil {
 		return false, nil
 	}
 	built := info.ModTime()
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{if not .Module}}{{.Dir}}{{else if .Module.Main}}{{.Dir}}{{end}}{{end}}", pkg)
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{if not .Module}}{{.Dir}}{{else if .Module.Main}}{{.Dir}}{{else if .Module.Replace}}{{if not .Module.Replace.Version}}{{.Dir}}{{end}}{{end}}{{end}}", ".")
+	cmd.Dir = dir
 	cmd.Env = goEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -206,15 +216,15 @@ func upToDate(pkg, dest string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("go list: %v\n%s", err, stderr.Bytes())
 	}
-	files := []string{"go.mod", "go.sum"}
-	for _, dir := range strings.Fields(string(out)) {
-		entries, err := os.ReadDir(dir)
+	files := []string{"go.mod", "go.sum", filepath.Join(dir, "go.mod"), filepath.Join(dir, "go.sum")}
+	for _, pkgDir := range strings.Fields(string(out)) {
+		entries, err := os.ReadDir(pkgDir)
 		if err != nil {
 			return false, err
 		}
 		for _, e := range entries {
 			if e.Type().IsRegular() && !strings.HasSuffix(e.Name(), "_test.go") {
-				files = append(files, filepath.Join(dir, e.Name()))
+				files = append(files, filepath.Join(pkgDir, e.Name()))
 			}
 		}
 	}

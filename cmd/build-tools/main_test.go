@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestToolsListsGoFolders(t *testing.T) {
@@ -57,5 +58,41 @@ func TestRetireRemovesReplacedOutputs(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "removed "+filepath.Join(out, "hover.wasm")+": its tools are in lsp.wasm now") {
 		t.Fatalf("log: %s", log.String())
+	}
+}
+
+// TestUpToDateFollowsLocalReplacements: a tool in a module of its own sees
+// warden through a replace of a local path, whose files are not in the
+// immutable module cache, so a change there makes the output stale.
+func TestUpToDateFollowsLocalReplacements(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("lib/go.mod", "module example.com/lib\n\ngo 1.24\n")
+	write("lib/lib.go", "package lib\n\nconst X = 1\n")
+	write("tool/go.mod", "module example.com/tool\n\ngo 1.24\n\nrequire example.com/lib v0.0.0\n\nreplace example.com/lib => ../lib\n")
+	write("tool/main.go", "package main\n\nimport \"example.com/lib\"\n\nvar _ = lib.X\n\nfunc main() {}\n")
+	dest := filepath.Join(root, "tool.wasm")
+	write("tool.wasm", "")
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []string{"lib/go.mod", "lib/lib.go", "tool/go.mod", "tool/main.go"} {
+		os.Chtimes(filepath.Join(root, f), old, old)
+	}
+	dir := filepath.Join(root, "tool")
+	if fresh, err := upToDate(dir, dest); !fresh || err != nil {
+		t.Fatalf("before the change: fresh=%v err=%v", fresh, err)
+	}
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(filepath.Join(root, "lib/lib.go"), later, later)
+	if fresh, err := upToDate(dir, dest); fresh || err != nil {
+		t.Fatalf("after a change to the replaced module: fresh=%v err=%v", fresh, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -148,7 +149,7 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 	}
 	out := cmd.OutOrStdout()
 	bound, _, _ := cfg.GrantModule(toolName)
-	fmt.Fprintf(out, "%s: tools.grants.%s (module %s) in %s\n", toolName, strings.ToLower(toolName), bound, cfg.File)
+	fmt.Fprintf(out, "%s: tools.grants.%s (module %s) in %s\n", toolName, configkey.Fold(toolName), bound, cfg.File)
 	if a != nil {
 		if t, ok := a.Catalog().Table().Tool(toolName); ok {
 			granted, elsewhere := cfg.Grants(toolName, t.Module().Name())
@@ -182,7 +183,7 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 		}
 		return flag, nil
 	}
-	byDefault := strings.ToLower(toolName)
+	byDefault := configkey.Fold(toolName)
 	if a == nil {
 		return byDefault, nil
 	}
@@ -194,7 +195,7 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 		if t, served := a.Catalog().Table().Tool(toolName); served && t.Module().Name() != module {
 			return "", usagef("tools.grants.%s belongs to module %s, but tool %s is served by module %s; say which module the grant is for: "+
 				"--module %s adds to that entry, --module %s gives the serving module a grant of its own (once the entry is emptied)",
-				strings.ToLower(toolName), module, toolName, t.Module().Name(), module, t.Module().Name())
+				configkey.Fold(toolName), module, toolName, t.Module().Name(), module, t.Module().Name())
 		}
 		return module, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -104,9 +105,9 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 				return err
 			}
 			fmt.Fprintf(out, "\ninstalled %s (sha256 %s pinned as tools.pins.%s in %s)\n",
-				termsafe.Line(r.Dest), r.SHA256[:12], termsafe.Line(strings.ToLower(r.Module)), termsafe.Line(a.Config().File))
+				termsafe.Line(r.Dest), r.SHA256[:12], termsafe.Line(configkey.Fold(r.Module)), termsafe.Line(a.Config().File))
 			if r.Origin != nil {
-				fmt.Fprintf(out, "source locked as tools.sources.%s: %s at %s\n", termsafe.Line(strings.ToLower(r.Module)), termsafe.Line(r.Origin.Ref), r.Origin.Digest)
+				fmt.Fprintf(out, "source locked as tools.sources.%s: %s at %s\n", termsafe.Line(configkey.Fold(r.Module)), termsafe.Line(r.Origin.Ref), r.Origin.Digest)
 			}
 			for _, t := range r.Tools {
 				if !t.Missing.IsZero() {
@@ -190,7 +191,7 @@ func printReview(w io.Writer, r *install.Review) {
 			// What the tool reads besides its capabilities: the keys
 			// only, as values may be secrets.
 			fmt.Fprintf(w, "  config: %s (tools.grants.%s.config; values not shown)\n",
-				termsafe.Join(t.Config, ", "), termsafe.Line(strings.ToLower(d.Name)))
+				termsafe.Join(t.Config, ", "), termsafe.Line(configkey.Fold(d.Name)))
 		}
 		if t.Elsewhere != nil {
 			// The entry of this tool's name belongs to another module: say

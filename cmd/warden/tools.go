@@ -14,6 +14,7 @@ import (
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/install"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -191,7 +192,7 @@ the module runs beyond _initialize and describe, inside the sandbox.`,
 				return err
 			}
 			defer a.Close(cmd.Context())
-			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], a.Config().ModuleLimits(catalog.ModuleName(args[0])))
+			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], runlimits.Module(a.Config(), catalog.ModuleName(args[0])))
 			if err != nil {
 				return err
 			}

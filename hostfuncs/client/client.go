@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -23,7 +25,7 @@ const (
 	MaxKey = 64
 	// DefaultWait is how long a call waits for an answer when not
 	// configured (tools.defaults.client_wait).
-	DefaultWait = 5 * time.Minute
+	DefaultWait = limits.DefaultClientWait
 )
 
 // Capabilities are the four imports. They share one wait limit.
@@ -176,7 +178,7 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 	for _, r := range requests {
 		feature := tool.FeatureOf(r.Method)
 		if !call.Grants.HasClient(feature) {
-			key := strings.ToLower(call.Tool)
+			key := configkey.Fold(call.Tool)
 			// The command names the module serving the call: without
 			// --module, warden grant adds to the module the entry
 			// already belongs to, which may be another one.

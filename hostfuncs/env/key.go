@@ -4,19 +4,19 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 )
 
 // WardenPrefix starts the environment variables that configure warden
 // itself: viper reads WARDEN_<KEY PATH> as a config key (WARDEN_SERVER_TOKEN
 // is server.token). No tool is ever granted a key with it, in any case.
-const WardenPrefix = "WARDEN_"
+// config reads it from the same place (configkey.EnvPrefix).
+const WardenPrefix = configkey.EnvPrefix
 
 // IsWardenKey reports whether key names warden's own configuration
 // (WardenPrefix, compared ignoring case).
-func IsWardenKey(key string) bool {
-	return len(key) >= len(WardenPrefix) && strings.EqualFold(key[:len(WardenPrefix)], WardenPrefix)
-}
+func IsWardenKey(key string) bool { return configkey.IsEnv(key) }
 
 // ValidateKey reports why key cannot name an environment value in a grant
 // (config tools.grants.<tool>.env) or a tool's request, or nil when it can:

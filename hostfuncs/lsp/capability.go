@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -194,7 +195,7 @@ type (
 func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
 	req, err := parseRequest(raw)
 	if len(call.Grants.LSP) == 0 {
-		denial := tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access (config key tools.grants.%s.lsp, e.g. [go])", call.Tool, strings.ToLower(call.Tool))
+		denial := tool.Errorf(tool.KindDenied, "tool %s is not granted lsp access (config key tools.grants.%s.lsp, e.g. [go])", call.Tool, configkey.Fold(call.Tool))
 		if err == nil {
 			// Name the language the request is for, so that a permission
 			// prompt can offer exactly that.
@@ -311,7 +312,7 @@ func (c *Capability) language(call *hostfuncs.Call, req *request) (string, error
 	}
 	if !slices.Contains(call.Grants.LSP, lang) {
 		return "", tool.DeniedFor(tool.Need{Key: "lsp", Value: lang},
-			"tool %s is not granted lsp access to %s (config key tools.grants.%s.lsp: add %s)", call.Tool, lang, strings.ToLower(call.Tool), lang)
+			"tool %s is not granted lsp access to %s (config key tools.grants.%s.lsp: add %s)", call.Tool, lang, configkey.Fold(call.Tool), lang)
 	}
 	return lang, nil
 }

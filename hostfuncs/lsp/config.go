@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/warden-run/warden/internal/limits"
 )
 
 // Language says how to run the language server of one language.
@@ -89,9 +91,9 @@ type Config struct {
 }
 
 const (
-	defaultIdleTimeout     = 10 * time.Minute
+	defaultIdleTimeout     = limits.DefaultLSPIdleTTL
 	defaultStartTimeout    = 60 * time.Second
-	defaultRequestTimeout  = 30 * time.Second
+	defaultRequestTimeout  = limits.DefaultLSPTimeout
 	defaultShutdownGrace   = 2 * time.Second
 	defaultDiagnosticsWait = 3 * time.Second
 	defaultMaxFailures     = 5

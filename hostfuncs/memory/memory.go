@@ -15,16 +15,17 @@ import (
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/internal/pathguard"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
 )
 
 // DefaultMaxValueBytes is the value limit when Config.MaxValueBytes is 0.
-const DefaultMaxValueBytes = 256 << 10
+const DefaultMaxValueBytes = limits.DefaultMemoryMaxValue
 
 // Defaults of the PostgreSQL backend's bounds.
 const (
-	DefaultMaxConns     = 8
-	DefaultQueryTimeout = 5 * time.Second
+	DefaultMaxConns     = limits.DefaultPostgresMaxConns
+	DefaultQueryTimeout = limits.DefaultPostgresQueryTimeout
 )
 
 // Config is the memory capability's configuration.

@@ -21,13 +21,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
 )
 
 // Defaults for the zero fields of Config.
 const (
-	DefaultMaxResponseBytes = 4 << 20
-	DefaultTimeout          = 30 * time.Second
+	DefaultMaxResponseBytes = limits.DefaultNetMaxResponse
+	DefaultTimeout          = limits.DefaultNetTimeout
 	DefaultMaxRedirects     = 10
 )
 

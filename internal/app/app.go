@@ -15,8 +15,10 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/redact"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -234,8 +236,8 @@ func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.C
 		l.Timeout = d
 	}
 	l.MaxInFlight = cfg.ToolMaxInFlight(name)
-	l.InFlightSetting = "tools.limits." + strings.ToLower(name) + ".max_in_flight"
-	l.Rate = cfg.ToolRate(name)
+	l.InFlightSetting = "tools.limits." + configkey.Fold(name) + ".max_in_flight"
+	l.Rate = runlimits.Rate(cfg.ToolRate(name))
 	return l
 }
 
@@ -248,7 +250,7 @@ func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	if instances <= 0 {
 		instances = runtime.DefaultMaxInstances
 	}
-	module := strings.ToLower(m.Name())
+	module := configkey.Fold(m.Name())
 	return mcpserver.CallLimits{
 		Module:           m.Name(),
 		MaxInstances:     instances,
@@ -281,8 +283,8 @@ func (a *App) ServerRateLimits() mcpserver.RateLimits {
 		return c.limits
 	}
 	l := mcpserver.RateLimits{
-		PerClient: cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client"),
-		PerTool:   cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool"),
+		PerClient: runlimits.Rate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
+		PerTool:   runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
 	}
 	a.rateLimits.Store(&rateLimitsOf{cfg: cfg, limits: l})
 	return l

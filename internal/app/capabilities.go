@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -115,7 +115,7 @@ func grantNote(cfg *config.Config, toolName, module string, elsewhere error) str
 	if elsewhere != nil {
 		return elsewhere.Error()
 	}
-	key := strings.ToLower(toolName)
+	key := configkey.Fold(toolName)
 	if _, _, ok := cfg.GrantModule(toolName); ok || module == key {
 		return ""
 	}
@@ -234,7 +234,7 @@ func OwnFileGrants(cfg *config.Config, toolName string, changes []config.GrantCh
 		for _, v := range c.Values {
 			var te *tool.Error
 			if err := f.OwnFile(c.Key, v); errors.As(err, &te) {
-				errs = append(errs, fmt.Errorf("tools.grants.%s.%s: %s", strings.ToLower(toolName), c.Key, te.Message))
+				errs = append(errs, fmt.Errorf("tools.grants.%s.%s: %s", configkey.Fold(toolName), c.Key, te.Message))
 			}
 		}
 	}

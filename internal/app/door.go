@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -163,5 +163,5 @@ func subjectTool(m *runtime.Module, subject string) *runtime.Tool {
 
 // gateAllowLine is the gate line that lets the tool called name run.
 func gateAllowLine(name string) string {
-	return fmt.Sprintf("tools.gates.%s.action: allow", strings.ToLower(name))
+	return fmt.Sprintf("tools.gates.%s.action: allow", configkey.Fold(name))
 }

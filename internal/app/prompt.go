@@ -13,6 +13,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/capset"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -108,7 +109,7 @@ func boundElsewhere(cfg *config.Config, call *hostfuncs.Call) string {
 		return ""
 	}
 	return fmt.Sprintf("not put to the person: tools.grants.%s belongs to module %s, and tool %s is served by module %s",
-		strings.ToLower(call.Tool), bound, call.Tool, call.Module)
+		configkey.Fold(call.Tool), bound, call.Tool, call.Module)
 }
 
 // promptable returns the need of a denial that may be put to the person.
@@ -157,7 +158,7 @@ type permissionQuestion struct {
 // very edit (config.CheckEdit), else why not. The question carries
 // warden's mark and the digest of cfg (questionMeta).
 func (p *prompter) question(cfg *config.Config, call *hostfuncs.Call, need tool.Need) permissionQuestion {
-	key := strings.ToLower(call.Tool)
+	key := configkey.Fold(call.Tool)
 	configKey := strings.ReplaceAll(need.Key, "memory.topics", "memory_topics")
 	q := permissionQuestion{line: fmt.Sprintf("tools.grants.%s.%s: [%q]", key, configKey, need.Value)}
 	if need.Key == "memory" {
@@ -284,7 +285,7 @@ func (p *prompter) persist(call *hostfuncs.Call, need tool.Need) error {
 // into an entry bound to another module, as the file is at the time of the
 // edit (the owner may have rebound it since the question).
 func grantEdit(call *hostfuncs.Call, need tool.Need) func(*config.Document) error {
-	key := strings.ToLower(call.Tool)
+	key := configkey.Fold(call.Tool)
 	return func(d *config.Document) error {
 		bound, exists, err := d.GrantBinding(key)
 		if err != nil {

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -61,7 +61,7 @@ func (c *Catalog) heldBy(cfg *config.Config, t *runtime.Tool) string {
 	}
 	if !c.table.Pinned(module) {
 		for _, name := range slices.Sorted(maps.Keys(c.loading)) {
-			if _, pinned := cfg.Tools.Pins[strings.ToLower(name)]; pinned {
+			if _, pinned := cfg.Tools.Pins[configkey.Fold(name)]; pinned {
 				return name
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -309,7 +311,7 @@ func (c *Catalog) openModule(ctx context.Context, path string, cachedOnly bool) 
 		// The pin is checked on the file's sha256 (Accept) before anything
 		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = c.rt.OpenFile(ctx, name, path, cfg.ModuleLimits(name), runtime.OpenOptions{
+		m, err = c.rt.OpenFile(ctx, name, path, runlimits.Module(cfg, name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err
@@ -367,13 +369,13 @@ var ErrPinMismatch = errors.New("module changed since it was approved")
 // pinState reports whether a module whose bytes hash to sum matches its pin
 // (false when it has none), and an error when it does not.
 func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
-	pin, ok := cfg.Tools.Pins[strings.ToLower(name)]
+	pin, ok := cfg.Tools.Pins[configkey.Fold(name)]
 	if !ok {
 		return false, nil
 	}
 	if sum != pin {
 		return false, fmt.Errorf("%w: tools.pins.%s is %s…, the file is %s…; review it and run `warden install` to approve it again",
-			ErrPinMismatch, strings.ToLower(name), pin[:min(12, len(pin))], sum[:min(12, len(sum))])
+			ErrPinMismatch, configkey.Fold(name), pin[:min(12, len(pin))], sum[:min(12, len(sum))])
 	}
 	return true, nil
 }

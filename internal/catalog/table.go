@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/runtime"
 )
 
@@ -127,7 +128,7 @@ func (tab *Table) drop(name string) {
 }
 
 // foldName is the key tool names are unique under.
-func foldName(name string) string { return strings.ToLower(name) }
+func foldName(name string) string { return configkey.Fold(name) }
 
 // byModule orders tools by the name of their module.
 func byModule(a, b *runtime.Tool) int { return strings.Compare(a.Module().Name(), b.Module().Name()) }
@@ -198,7 +199,7 @@ func refusalReason(t *runtime.Tool, cands []*runtime.Tool, winner *runtime.Tool,
 	switch {
 	case winner != nil:
 		return fmt.Sprintf("%s; only module %s is pinned (tools.pins.%s), so it serves the name; "+
-			"remove %s.wasm from the tools dir or rename its tool", head, winner.Module().Name(), strings.ToLower(winner.Module().Name()), t.Module().Name())
+			"remove %s.wasm from the tools dir or rename its tool", head, winner.Module().Name(), configkey.Fold(winner.Module().Name()), t.Module().Name())
 	case pinned == 0:
 		return head + "; none of them is pinned, so none serves the name; " +
 			"pin the one you reviewed (warden install it), or remove or rename the others"

@@ -18,15 +18,16 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/wasmfile"
 )
 
 const (
 	// DefaultMaxBytes bounds the downloaded file when Options.MaxBytes is 0.
-	DefaultMaxBytes = 64 << 20
+	DefaultMaxBytes = limits.DefaultFetchMaxSize
 	// DefaultTimeout bounds one download, headers and body, when
 	// Options.Timeout is 0.
-	DefaultTimeout = 2 * time.Minute
+	DefaultTimeout = limits.DefaultFetchTimeout
 	// MaxRedirects is how many redirects one request may follow.
 	MaxRedirects = 5
 	// MaxBundleBytes bounds a Sigstore bundle (they are a few KiB).

@@ -15,6 +15,8 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -163,7 +165,7 @@ func (inst *Installer) checkModuleName(path, name string) error {
 		if m.Name() != name && strings.EqualFold(m.Name(), name) {
 			return fmt.Errorf("install %s: module name %q differs only in case from installed module %q, and config keys ignore case "+
 				"(tools.pins.%s); install it as %q to replace that module, or under another name",
-				path, name, m.Name(), strings.ToLower(name), m.Name())
+				path, name, m.Name(), configkey.Fold(name), m.Name())
 		}
 	}
 	return nil
@@ -173,7 +175,7 @@ func (inst *Installer) checkModuleName(path, name string) error {
 // describes what installing it as name would do.
 func (inst *Installer) review(ctx context.Context, path, name string, wasm []byte) (*Review, error) {
 	cfg := inst.config()
-	m, err := inst.rt.Load(ctx, name, wasm, cfg.ModuleLimits(name))
+	m, err := inst.rt.Load(ctx, name, wasm, runlimits.Module(cfg, name))
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", path, err)
 	}
@@ -310,7 +312,7 @@ func bindGrants(d *config.Document, r *Review) error {
 				return err
 			}
 			if module == "" {
-				module = strings.ToLower(name)
+				module = configkey.Fold(name)
 			}
 			if module != r.Module {
 				continue

@@ -10,6 +10,7 @@ import (
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/oci"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/internal/wasmfile"
 	"github.com/warden-run/warden/runtime"
@@ -56,7 +57,7 @@ func (inst *Installer) Inspect(ctx context.Context, path string) (*Inspection, e
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	name := publishName(path)
-	m, err := inst.rt.Load(ctx, name, wasm, inst.config().ModuleLimits(name))
+	m, err := inst.rt.Load(ctx, name, wasm, runlimits.Module(inst.config(), name))
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: warden cannot serve this module: %w", termsafe.Line(path), err)
 	}

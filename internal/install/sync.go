@@ -15,6 +15,8 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -70,7 +72,7 @@ func (inst *Installer) Sync(ctx context.Context, modules []string, opts SyncOpti
 	cfg := inst.config()
 	var names []string
 	for _, name := range modules {
-		names = append(names, strings.ToLower(name)) // config keys are lower case
+		names = append(names, configkey.Fold(name)) // config keys are lower case
 	}
 	if len(names) == 0 {
 		for name := range cfg.Tools.Sources {
@@ -117,7 +119,7 @@ func moduleFile(dir, module string) (path string, exists bool, err error) {
 		return filepath.Join(dir, found[0]), true, nil
 	}
 	return "", false, fmt.Errorf("%s holds %s, which differ only in case: config keys ignore case (tools.pins.%s), so they are one module "+
-		"to it, and warden refuses to choose; remove all but the one installed", dir, termsafe.Join(found, " and "), strings.ToLower(module))
+		"to it, and warden refuses to choose; remove all but the one installed", dir, termsafe.Join(found, " and "), configkey.Fold(module))
 }
 
 // syncOne syncs the module whose config key is name.
@@ -195,7 +197,7 @@ func (inst *Installer) syncOne(ctx context.Context, cfg *config.Config, name str
 func (inst *Installer) syncChanges(ctx context.Context, cfg *config.Config, dest, module, ref string, wasm []byte) ([]ToolChange, bool, error) {
 	var before []tool.Descriptor
 	if old, err := boundedfile.Read(dest, int64(cfg.Tools.Fetch.MaxSize)); err == nil {
-		if m, err := inst.rt.Load(ctx, module, old, cfg.ModuleLimits(module)); err == nil {
+		if m, err := inst.rt.Load(ctx, module, old, runlimits.Module(cfg, module)); err == nil {
 			for _, t := range m.Tools() {
 				before = append(before, t.Descriptor)
 			}

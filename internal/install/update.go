@@ -10,6 +10,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -62,7 +63,7 @@ type ToolChange struct {
 // u.Review.Fetched.
 func (inst *Installer) ReviewUpdate(ctx context.Context, module string) (*Update, error) {
 	cfg := inst.config()
-	name := strings.ToLower(module)
+	name := configkey.Fold(module)
 	src, ok := cfg.Tools.Sources[name]
 	if !ok {
 		return nil, fmt.Errorf("update %s: tools.sources has no entry for it (installed from a local file, or not installed): install it from oci://… or https://… first", termsafe.Line(module))
@@ -145,7 +146,7 @@ func compareTools(before []tool.Descriptor, r *Review) (changes []ToolChange, gr
 		}
 		for _, t := range r.Tools {
 			if t.Descriptor.Name == c.Name && (!t.Granted.IsZero() || len(t.Config) > 0) {
-				changes[i].Granted, changes[i].Config, changes[i].GrantKey = t.Granted, t.Config, strings.ToLower(c.Name)
+				changes[i].Granted, changes[i].Config, changes[i].GrantKey = t.Granted, t.Config, configkey.Fold(c.Name)
 				grown = true
 			}
 		}
@@ -161,11 +162,11 @@ func compareTools(before []tool.Descriptor, r *Review) (changes []ToolChange, gr
 func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown bool) {
 	old := map[string]tool.Descriptor{}
 	for _, d := range before {
-		old[strings.ToLower(d.Name)] = d
+		old[configkey.Fold(d.Name)] = d
 	}
 	seen := map[string]bool{}
 	for _, d := range after {
-		key := strings.ToLower(d.Name)
+		key := configkey.Fold(d.Name)
 		seen[key] = true
 		o, ok := old[key]
 		if !ok {
@@ -184,7 +185,7 @@ func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown boo
 		}
 	}
 	for _, d := range before {
-		if !seen[strings.ToLower(d.Name)] {
+		if !seen[configkey.Fold(d.Name)] {
 			changes = append(changes, ToolChange{Name: d.Name, Kind: "removed", Dropped: d.Capabilities})
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/warden-run/warden/internal/download"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/termsafe"
 )
@@ -38,7 +39,7 @@ var Algorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA}
 
 // Defaults of Options.
 const (
-	DefaultRefreshMin   = time.Minute
+	DefaultRefreshMin   = limits.DefaultJWKSRefreshMin
 	DefaultMaxAge       = time.Hour
 	DefaultFetchTimeout = 10 * time.Second
 	DefaultMaxJWKSBytes = 1 << 20

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -89,7 +90,7 @@ type AuditOptions struct {
 
 // Defaults of AuditOptions.
 const (
-	DefaultAuditMaxSize = 100 << 20
+	DefaultAuditMaxSize = limits.DefaultAuditMaxSize
 	DefaultAuditQueue   = 8192
 	DefaultAuditBatch   = 256
 	DefaultAuditFlush   = 200 * time.Millisecond

@@ -23,12 +23,13 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/wasmfile"
 )
 
 // DefaultMaxBytes bounds the module (and each blob downloaded for it) when
 // Options.MaxBytes is zero.
-const DefaultMaxBytes = 64 << 20
+const DefaultMaxBytes = limits.DefaultFetchMaxSize
 
 // inflateFactor bounds how far a compressed image layer may inflate while
 // plugin.wasm is looked for, as a multiple of the size limit.

@@ -62,7 +62,7 @@ func TestNewWritesTheProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"main.go", "Makefile", "README.md", "config.yaml", "go.mod", "vendor/modules.txt",
-		"vendor/github.com/warden-run/warden/guest-sdk/go/warden/warden.go", "vendor/github.com/google/jsonschema-go/LICENSE"} {
+		"vendor/github.com/warden-run/warden/guest-sdk/go/warden/warden.go", "vendor/github.com/yosida95/uritemplate/v3/LICENSE"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -70,7 +71,7 @@ func TestFixtureNotifications(t *testing.T) {
 
 func TestFixtureDescriptorsAreValid(t *testing.T) {
 	for _, d := range warden.NewRegistry(fixtures...).Descriptors() {
-		if _, err := d.Validate(); err != nil {
+		if _, err := schema.CompileDescriptor(&d); err != nil {
 			t.Errorf("%s: %v", d.Name, err)
 		}
 	}

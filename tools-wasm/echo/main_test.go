@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -19,7 +20,7 @@ func TestEcho(t *testing.T) {
 		}
 	}
 	d := echo{}.Descriptor()
-	schemas, err := d.Validate()
+	schemas, err := schema.CompileDescriptor(&d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/internal/schema"
 )
 
 func TestHash(t *testing.T) {
@@ -29,7 +30,7 @@ func TestHash(t *testing.T) {
 		}
 	}
 	d := hashTool{}.Descriptor()
-	if _, err := d.Validate(); err != nil {
+	if _, err := schema.CompileDescriptor(&d); err != nil {
 		t.Fatal(err)
 	}
 	var schema map[string]any

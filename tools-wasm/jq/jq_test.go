@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -150,7 +151,7 @@ func TestJQBudgets(t *testing.T) {
 
 func TestJQDescriptorIsValid(t *testing.T) {
 	d := jqTool{}.Descriptor()
-	if _, err := d.Validate(); err != nil {
+	if _, err := schema.CompileDescriptor(&d); err != nil {
 		t.Fatal(err)
 	}
 }

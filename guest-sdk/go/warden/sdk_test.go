@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warden-run/warden/internal/schema"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -422,7 +423,7 @@ func TestWithPagination(t *testing.T) {
 		got.Properties["detail_level"]["type"] != "string" || got.Required[0] != "q" {
 		t.Errorf("WithPagination = %s", s)
 	}
-	if _, err := tool.CompileSchema(s); err != nil {
+	if _, err := schema.Compile(s); err != nil {
 		t.Errorf("result is not a valid schema: %v", err)
 	}
 	defer func() {

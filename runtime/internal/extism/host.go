@@ -11,6 +11,7 @@ import (
 	sdk "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/tool"
 )
@@ -302,11 +303,11 @@ func (x *plugin) configGet(ctx context.Context, cp *sdk.CurrentPlugin, stack []u
 	state := guest.StateFrom(ctx, "config_get")
 	key := readKernel(cp, stack[0], guest.MaxLogBytes, "config key")
 	stack[0] = 0
-	if v, ok := state.Call.Config[strings.ToLower(string(key))]; ok {
+	if v, ok := state.Call.Config[configkey.Fold(string(key))]; ok {
 		value, set := v.Lookup()
 		if !set {
 			state.Denial = tool.Errorf(tool.KindFailed, "config %q: the host variable %s is not set (tools.grants.%s.config.%s.from_env)",
-				key, v.FromEnv, strings.ToLower(state.Call.Tool), strings.ToLower(string(key)))
+				key, v.FromEnv, configkey.Fold(state.Call.Tool), configkey.Fold(string(key)))
 			return
 		}
 		guest.ChargeHost(state, len(key)+len(value))

@@ -1,16 +1,18 @@
-package tool
+package schema
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // TestReadableValidationErrors: each keyword's failure names the argument,
 // what was given and what is allowed, through the real validator.
 func TestReadableValidationErrors(t *testing.T) {
-	d := Descriptor{Name: "x", Description: "d", InputSchema: json.RawMessage(`{"type":"object",
+	d := tool.Descriptor{Name: "x", Description: "d", InputSchema: json.RawMessage(`{"type":"object",
 		"properties":{
 			"count":{"type":"integer","minimum":1,"maximum":10},
 			"ratio":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1,"multipleOf":0.25},
@@ -21,7 +23,7 @@ func TestReadableValidationErrors(t *testing.T) {
 			"either":{"type":["string","integer"]},
 			"opts":{"type":"object","properties":{"depth":{"type":"integer"}},"required":["depth"],"additionalProperties":false}},
 		"required":["count"],"additionalProperties":false}`)}
-	s, err := d.Validate()
+	s, err := CompileDescriptor(&d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +80,8 @@ func TestSchemaKeywordTypes(t *testing.T) {
 		`{"type":"object","properties":{"a":{"uniqueItems":"yes"}}}`:      `properties.a.uniqueItems: must be true or false, got a string`,
 		`{"type":"object","properties":{"a":{"type":7}}}`:                 `properties.a.type: must be a type name or an array of them, got a number`,
 	} {
-		d := Descriptor{Name: "x", Description: "d", InputSchema: json.RawMessage(schema)}
-		_, err := d.Validate()
+		d := tool.Descriptor{Name: "x", Description: "d", InputSchema: json.RawMessage(schema)}
+		_, err := CompileDescriptor(&d)
 		if err == nil || !strings.Contains(err.Error(), "inputSchema: "+want) {
 			t.Errorf("%s:\n got %v\nwant inputSchema: %s", schema, err, want)
 		}
@@ -90,8 +92,8 @@ func TestSchemaKeywordTypes(t *testing.T) {
 		`{"type":"object","properties":{"a":{"enum":[{"type":"strin"}],"default":{"minimum":"x"}}}}`,
 		`{"type":"object","properties":{"a":{"items":[{"type":"string"},true]}}}`,
 	} {
-		d := Descriptor{Name: "x", Description: "d", InputSchema: json.RawMessage(ok)}
-		if _, err := d.Validate(); err != nil {
+		d := tool.Descriptor{Name: "x", Description: "d", InputSchema: json.RawMessage(ok)}
+		if _, err := CompileDescriptor(&d); err != nil {
 			t.Errorf("%s: refused: %v", ok, err)
 		}
 	}

@@ -1,4 +1,11 @@
-package tool
+// Package schema compiles and checks the JSON Schemas a tool declares (its
+// inputSchema and outputSchema). It is the host's: the runtime validates a
+// call's arguments and structured result against them, and the MCP server
+// lists only tools whose schemas compile. The schemas themselves travel as
+// raw JSON in tool.Descriptor, the wire contract guests build, so no guest
+// links this package or the validator behind it (RATIONALE.md, "Schema
+// validation is the host's, not the wire contract's").
+package schema
 
 import (
 	"encoding/json"
@@ -9,7 +16,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/warden-run/warden/tool/internal/schemabound"
+	"github.com/warden-run/warden/internal/schema/internal/schemabound"
+	"github.com/warden-run/warden/tool"
 )
 
 // Schema is a compiled tool schema (an inputSchema or outputSchema). A guest
@@ -20,36 +28,72 @@ type Schema struct {
 	resolved *jsonschema.Resolved
 	graph    *schemabound.Graph
 	// flat, when the schema has that shape, answers "valid" for most
-	// values without the validator (schemaflat.go).
+	// values without the validator (flat.go).
 	flat *flatSchema
 	// noun names what the schema validates in errors: "argument" for an
 	// input schema, "field" for an output schema ("value" when unset).
 	noun string
 }
 
-// SchemaLimitError reports a value that would cost more to validate than a
+// LimitError reports a value that would cost more to validate than a
 // tool schema's budget allows. The value is neither valid nor invalid: it is
 // refused unchecked.
-type SchemaLimitError struct {
+type LimitError struct {
 	// Reason says which bound, e.g. "more than 1048576 schema evaluation steps".
 	Reason string
 	// Steps is the work the bounding pre-pass did before it stopped.
 	Steps int64
 }
 
-func (e *SchemaLimitError) Error() string { return e.Reason }
+func (e *LimitError) Error() string { return e.Reason }
 
 // maxReportBytes bounds the validator's error text kept in a call's error:
 // it is meant for a model, which needs the first problems, not all of them.
 const maxReportBytes = 8 << 10
 
-// CompileSchema parses and resolves a JSON Schema whose root must be an object
+// Schemas holds a descriptor's compiled schemas.
+type Schemas struct {
+	Input  *Schema
+	Output *Schema // nil when the tool declares none
+}
+
+// CompileDescriptor checks d (tool.Descriptor.Validate) and compiles its
+// schemas. Every problem is reported, each prefixed with the field it
+// concerns, the schemas' after the other fields'.
+func CompileDescriptor(d *tool.Descriptor) (*Schemas, error) {
+	var errs []error
+	if err := d.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	var schemas Schemas
+	var err error
+	if len(d.InputSchema) > 0 {
+		if schemas.Input, err = Compile(d.InputSchema); err == nil {
+			schemas.Input.noun = "argument"
+		} else {
+			errs = append(errs, fmt.Errorf("inputSchema: %w", err))
+		}
+	}
+	if len(d.OutputSchema) > 0 {
+		if schemas.Output, err = Compile(d.OutputSchema); err != nil {
+			errs = append(errs, fmt.Errorf("outputSchema: %w", err))
+		} else {
+			schemas.Output.noun = "field"
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &schemas, nil
+}
+
+// Compile parses and resolves a JSON Schema whose root must be an object
 // schema, as MCP requires of tool input and output schemas. References are
 // resolved only within the schema itself: loading one never touches the
 // network. It refuses a schema past the limits of docs/abi.md ("Schema
 // limits"), and one that jsonschema-go could not validate without recursing
 // forever.
-func CompileSchema(raw json.RawMessage) (*Schema, error) {
+func Compile(raw json.RawMessage) (*Schema, error) {
 	lim := schemabound.DefaultLimits()
 	if err := schemabound.CheckRaw(raw, lim); err != nil {
 		return nil, err
@@ -87,7 +131,7 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 }
 
 // Validate validates instance, a JSON value as encoding/json decodes it into
-// any. It returns a *SchemaLimitError when validating instance would pass the
+// any. It returns a *LimitError when validating instance would pass the
 // schema's budget, and otherwise the validator's error (its text bounded).
 func (s *Schema) Validate(instance any) error {
 	_, err := s.check(instance)
@@ -109,7 +153,7 @@ func (s *Schema) validate(instance any) (stats schemabound.Stats, err error) {
 	if err != nil {
 		var le *schemabound.LimitError
 		if errors.As(err, &le) {
-			return stats, &SchemaLimitError{Reason: le.Reason, Steps: le.Steps}
+			return stats, &LimitError{Reason: le.Reason, Steps: le.Steps}
 		}
 		return stats, err
 	}

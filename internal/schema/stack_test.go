@@ -1,4 +1,4 @@
-package tool
+package schema
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 // flat schema's single pass. The frames below the handler in a real call
 // (the go-sdk's middleware) make the stack growth dearer than here.
 func BenchmarkCallStack(b *testing.B) {
-	schema, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`))
+	schema, err := Compile(json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package tool
+package schema
 
 // callStackBytes is how far growCallStack grows the calling goroutine's
 // stack: a frame of this size on top of the caller's makes the runtime
@@ -16,7 +16,7 @@ const callStackBytes = 16 << 10
 // call is validated, and every growth copies the stack and walks all its
 // frames (symbol-table lookups in a large binary): 6–9 % of warden serve's
 // CPU per echo call. Growing once walks the frames once. Only the
-// validator's path pays it: a value a flat schema accepts (schemaflat.go)
+// validator's path pays it: a value a flat schema accepts (flat.go)
 // never recurses (RATIONALE.md, "The stdio call path").
 //
 //go:noinline

@@ -1,4 +1,4 @@
-package tool
+package schema
 
 import (
 	"encoding/json"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/warden-run/warden/tool/internal/schemabound"
+	"github.com/warden-run/warden/internal/schema/internal/schemabound"
+	"github.com/warden-run/warden/tool"
 )
 
 // nestedAnyOf is levels of anyOf pairs through $defs: the validator's work
@@ -69,9 +70,9 @@ func chain(n int) string {
 func TestCompileSchemaRefusesHostileSchemas(t *testing.T) {
 	for _, tc := range hostileSchemas {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CompileSchema(json.RawMessage(tc.schema))
+			_, err := Compile(json.RawMessage(tc.schema))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("CompileSchema = %v, want an error containing %q", err, tc.want)
+				t.Fatalf("Compile = %v, want an error containing %q", err, tc.want)
 			}
 			if len(err.Error()) > 4096 {
 				t.Errorf("error is %d bytes; a refusal must stay readable", len(err.Error()))
@@ -82,9 +83,9 @@ func TestCompileSchemaRefusesHostileSchemas(t *testing.T) {
 
 // TestDescriptorValidateNamesTheSchema: the refusal says which schema.
 func TestDescriptorValidateNamesTheSchema(t *testing.T) {
-	d := Descriptor{Name: "t", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`),
+	d := tool.Descriptor{Name: "t", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`),
 		OutputSchema: json.RawMessage(`{"type":"object","allOf":[{"$ref":"#"}]}`)}
-	_, err := d.Validate()
+	_, err := CompileDescriptor(&d)
 	if err == nil || !strings.HasPrefix(err.Error(), "outputSchema: #: the in-place applicators form a cycle") {
 		t.Fatalf("Validate = %v", err)
 	}
@@ -121,7 +122,7 @@ var instances = []string{
 // every schema the bound accepts, the verdict is jsonschema-go's own.
 func TestAcceptedSchemasValidateAsJsonschemaGo(t *testing.T) {
 	for i, raw := range acceptedSchemas {
-		s, err := CompileSchema(json.RawMessage(raw))
+		s, err := Compile(json.RawMessage(raw))
 		if err != nil {
 			t.Fatalf("schema %d refused: %v\n%s", i, err, raw)
 		}
@@ -156,7 +157,7 @@ func TestAcceptedSchemasValidateAsJsonschemaGo(t *testing.T) {
 // TestRecursiveSchemaValidatesDeepValues: recursion through the value is
 // bounded by the value's depth, refused past it with a typed error.
 func TestRecursiveSchemaValidatesDeepValues(t *testing.T) {
-	s, err := CompileSchema(json.RawMessage(acceptedSchemas[1]))
+	s, err := Compile(json.RawMessage(acceptedSchemas[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +175,9 @@ func TestRecursiveSchemaValidatesDeepValues(t *testing.T) {
 	if err := s.Validate(nest(100, "1")); err == nil {
 		t.Error("depth 100 with a bad leaf validated")
 	}
-	var limit *SchemaLimitError
+	var limit *LimitError
 	if err := s.Validate(nest(200, "{}")); !errors.As(err, &limit) || !strings.Contains(limit.Reason, "nests more than 128 levels") {
-		t.Errorf("depth 200: %v, want a SchemaLimitError", err)
+		t.Errorf("depth 200: %v, want a LimitError", err)
 	}
 }
 
@@ -197,18 +198,18 @@ func list(n int) any {
 // value but multiplied by a long list is refused by the pre-pass, which
 // stopped after at most the budget's steps, before jsonschema-go ran.
 func TestExponentialValidationStopsWithinBudget(t *testing.T) {
-	s, err := CompileSchema(json.RawMessage(listOf(8)))
+	s, err := Compile(json.RawMessage(listOf(8)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	budget := schemabound.DefaultLimits().Budget
-	if err := s.Validate(list(10)); err == nil || errors.As(err, new(*SchemaLimitError)) {
+	if err := s.Validate(list(10)); err == nil || errors.As(err, new(*LimitError)) {
 		t.Fatalf("10 items: %v, want an ordinary mismatch", err)
 	}
 	_, err = s.check(list(5000))
-	var limit *SchemaLimitError
+	var limit *LimitError
 	if !errors.As(err, &limit) {
-		t.Fatalf("5000 items: %v, want a SchemaLimitError", err)
+		t.Fatalf("5000 items: %v, want a LimitError", err)
 	}
 	if limit.Reason != fmt.Sprintf("more than %d schema evaluation steps", budget) {
 		t.Errorf("reason %q", limit.Reason)
@@ -274,7 +275,7 @@ func TestValidatorRecursionIsBounded(t *testing.T) {
 		defs = append(defs, fmt.Sprintf(`"c%d":{"$ref":"#/$defs/c%d"}`, i, i+1))
 	}
 	defs = append(defs, `"c200":{"type":"object","properties":{"c":{"$ref":"#/$defs/c0"}}}`)
-	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"c":{"$ref":"#/$defs/c0"}},"$defs":{` + strings.Join(defs, ",") + `}}`))
+	s, err := Compile(json.RawMessage(`{"type":"object","properties":{"c":{"$ref":"#/$defs/c0"}},"$defs":{` + strings.Join(defs, ",") + `}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestValidatorRecursionIsBounded(t *testing.T) {
 		t.Fatalf("depth 5: %v", err)
 	}
 	_, err = s.check(nest(20))
-	var limit *SchemaLimitError
+	var limit *LimitError
 	if !errors.As(err, &limit) || limit.Reason != "schema evaluations nest more than 2048 deep" {
 		t.Fatalf("depth 20: %v", err)
 	}
@@ -308,7 +309,7 @@ func TestCompileSchemaRefusesUnknownTypeNames(t *testing.T) {
 			`properties.a.items.type: unknown type "int" (allowed: array, boolean, integer, null, number, object, string)`},
 		{`{"type":"object","properties":{"type":{"type":"string","enum":["strin"]},"b":{"const":{"type":"x"}}}}`, ""},
 	} {
-		_, err := CompileSchema(json.RawMessage(tc.schema))
+		_, err := Compile(json.RawMessage(tc.schema))
 		got := ""
 		if err != nil {
 			got = err.Error()

@@ -1,4 +1,4 @@
-package tool
+package schema
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ func BenchmarkBundled(b *testing.B) {
 		if err := json.Unmarshal([]byte(tc.value), &v); err != nil {
 			b.Fatal(err)
 		}
-		bounded, err := CompileSchema(json.RawMessage(tc.schema))
+		bounded, err := Compile(json.RawMessage(tc.schema))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -63,14 +63,14 @@ func BenchmarkBundled(b *testing.B) {
 func budgetMax(tb testing.TB, s *Schema) any {
 	lo, hi := 1, 1
 	for {
-		if _, err := s.check(list(hi)); errors.As(err, new(*SchemaLimitError)) {
+		if _, err := s.check(list(hi)); errors.As(err, new(*LimitError)) {
 			break
 		}
 		lo, hi = hi, hi*2
 	}
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		if _, err := s.check(list(mid)); errors.As(err, new(*SchemaLimitError)) {
+		if _, err := s.check(list(mid)); errors.As(err, new(*LimitError)) {
 			hi = mid
 		} else {
 			lo = mid
@@ -84,7 +84,7 @@ func budgetMax(tb testing.TB, s *Schema) any {
 // flat one (a long list of objects that validate).
 func BenchmarkBudgetMax(b *testing.B) {
 	for _, levels := range []int{4, 8} {
-		s, err := CompileSchema(json.RawMessage(listOf(levels)))
+		s, err := Compile(json.RawMessage(listOf(levels)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -93,13 +93,13 @@ func BenchmarkBudgetMax(b *testing.B) {
 		b.Run("anyOf"+string(rune('0'+levels)), func(b *testing.B) {
 			b.ReportMetric(float64(st.Cost), "units")
 			for b.Loop() {
-				if err := s.Validate(v); err == nil || errors.As(err, new(*SchemaLimitError)) {
+				if err := s.Validate(v); err == nil || errors.As(err, new(*LimitError)) {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-	flat, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"list":{"type":"array","items":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"]}}}}`))
+	flat, err := Compile(json.RawMessage(`{"type":"object","properties":{"list":{"type":"array","items":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"]}}}}`))
 	if err != nil {
 		b.Fatal(err)
 	}

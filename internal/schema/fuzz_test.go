@@ -1,15 +1,17 @@
-package tool
+package schema
 
 import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // FuzzDescriptor decodes bytes as a descriptor, validates it (schemas
 // included) and validates a few values against its schemas. Whatever the
 // bytes, nothing panics or overflows the stack, and every validation ends
-// within its budget: a verdict, an ordinary error or a SchemaLimitError.
+// within its budget: a verdict, an ordinary error or a LimitError.
 func FuzzDescriptor(f *testing.F) {
 	for _, h := range hostileSchemas {
 		if len(h.schema) < 4096 {
@@ -29,11 +31,11 @@ func FuzzDescriptor(f *testing.F) {
 		values = append(values, v)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d Descriptor
+		var d tool.Descriptor
 		if json.Unmarshal(b, &d) != nil {
 			return
 		}
-		schemas, err := d.Validate()
+		schemas, err := CompileDescriptor(&d)
 		if err != nil {
 			return
 		}
@@ -43,7 +45,7 @@ func FuzzDescriptor(f *testing.F) {
 			}
 			for _, v := range values {
 				stats, err := s.check(v)
-				var limit *SchemaLimitError
+				var limit *LimitError
 				if errors.As(err, &limit) && (limit.Steps <= 0 || limit.Steps > 1<<18) {
 					t.Fatalf("limit after %d steps", limit.Steps)
 				}

@@ -1,10 +1,12 @@
-package tool
+package schema
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/warden-run/warden/tool"
 )
 
 var flatSeeds = []string{
@@ -23,7 +25,7 @@ var flatInstances = []string{`{"text":"hi"}`, `{}`, `{"text":7}`, `{"text":null}
 // false goes to the validator.
 func TestFlatSchemaShape(t *testing.T) {
 	for _, raw := range flatSeeds {
-		s, err := CompileSchema(json.RawMessage(raw))
+		s, err := Compile(json.RawMessage(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func TestFlatSchemaShape(t *testing.T) {
 		`{"type":"object","not":{"required":["s"]}}`,
 		`{"type":"object","properties":{"s":{"type":"string","const":"a"}}}`,
 	} {
-		s, err := CompileSchema(json.RawMessage(raw))
+		s, err := Compile(json.RawMessage(raw))
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
@@ -59,8 +61,8 @@ func TestFlatSchemaShape(t *testing.T) {
 // accept gets jsonschema-go's verdict, with the same readable errors as
 // before.
 func TestFlatSchemaErrorsFromTheValidator(t *testing.T) {
-	d := Descriptor{Name: "echo", Description: "d", InputSchema: json.RawMessage(flatSeeds[0])}
-	schemas, err := d.Validate()
+	d := tool.Descriptor{Name: "echo", Description: "d", InputSchema: json.RawMessage(flatSeeds[0])}
+	schemas, err := CompileDescriptor(&d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func FuzzFlatSchema(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, schema, instance string) {
-		s, err := CompileSchema(json.RawMessage(schema))
+		s, err := Compile(json.RawMessage(schema))
 		if err != nil || s.flat == nil {
 			return
 		}
@@ -108,7 +110,7 @@ func FuzzFlatSchema(f *testing.F) {
 		if !s.flat.valid(v) {
 			return
 		}
-		if _, err := s.validate(v); err != nil && !errors.As(err, new(*SchemaLimitError)) {
+		if _, err := s.validate(v); err != nil && !errors.As(err, new(*LimitError)) {
 			t.Fatalf("schema %s: the single pass accepts %s, the validator says %v", schema, instance, err)
 		}
 	})

@@ -1,4 +1,4 @@
-package tool
+package schema
 
 // flatSchema is the shape most tool schemas have: an object whose
 // properties each only name a JSON type, string or boolean, with a list of
