@@ -17,8 +17,9 @@
 // impostor never answers for a reviewed tool.
 //
 // A file that fails to load is kept with its error ([Catalog.LoadErrors])
-// and named in every report, which lists files in tools dir order (the
-// order of their names), whatever order they finished loading in.
+// and tried again at the next config change. Every error names its file;
+// LoadTools returns them in tools dir order (the order of the files'
+// names), whatever order the files finished loading in.
 //
 // The catalog knows nothing of MCP or of the app around it: what it needs
 // (the runtime, the config in force, a logger, a hook for list changes) it
