@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -236,15 +235,8 @@ func (m *Module) takeBody(body *Module) error {
 		return err // cannot be: the body passed the same checks
 	}
 	mf := &manifest.Manifest{
-		ModuleSHA256: m.sha256, Key: lz.key, Kind: manifest.KindNative,
+		ModuleSHA256: m.sha256, Key: lz.key, Kind: body.kind,
 		Descriptor: lz.descriptor, Imports: m.imports, Exports: lz.exports,
-	}
-	// The Extism loader is the one that claims modules importing from
-	// the Extism kernel's namespaces.
-	if slices.ContainsFunc(m.imports, func(im string) bool {
-		return strings.HasPrefix(im, "extism:") || strings.HasPrefix(im, "warden:extism")
-	}) {
-		mf.Kind = manifest.KindExtism
 	}
 	for _, rej := range body.rejected {
 		mf.Rejected = append(mf.Rejected, manifest.Rejection{Name: rej.Name, Reason: rej.Reason.Error()})

@@ -28,10 +28,13 @@ const ABIVersion = 1
 // Module is a loaded tool module: compiled, checked, described, and ready to
 // call. It is safe for concurrent use.
 type Module struct {
-	rt       *Runtime
-	name     string
-	sha256   string
-	limits   Limits
+	rt     *Runtime
+	name   string
+	sha256 string
+	limits Limits
+	// kind is what the loader that accepted the module decided it is
+	// (guest.Loaded.Kind).
+	kind     guest.Kind
 	imports  []string
 	exports  []string
 	tools    []*Tool
@@ -157,7 +160,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 		acct.close()
 		return nil, err
 	}
-	m.engine, m.imports, m.exports, m.maxCallDepth = loaded.Engine, loaded.Imports, loaded.Exports, loaded.MaxCallDepth
+	m.kind, m.engine, m.imports, m.exports, m.maxCallDepth = loaded.Kind, loaded.Engine, loaded.Imports, loaded.Exports, loaded.MaxCallDepth
 	m.pool = newPool(m)
 	m.pool.putLoaded(m.pool.adopt(loaded.First))
 	return m, nil
