@@ -27,9 +27,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/warden-run/warden/hostfuncs/env"
-	"github.com/warden-run/warden/hostfuncs/memory"
-	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/capsyntax"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -718,10 +716,10 @@ func (c *Config) resolvePaths() {
 // server.token. Variables of other WARDEN_ names (a test's WARDEN_TEST_KEY)
 // set nothing and stay usable.
 func wardenSetting(name string) string {
-	if !env.IsWardenKey(name) {
+	if !capsyntax.IsWardenKey(name) {
 		return ""
 	}
-	rest := strings.ToLower(name[len(env.WardenPrefix):])
+	rest := strings.ToLower(name[len(capsyntax.WardenPrefix):])
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		section := t.Field(i).Tag.Get("mapstructure")
@@ -790,7 +788,7 @@ func (c *Config) Validate() error {
 			}
 		}
 		for _, host := range g.Net {
-			if err := net.ValidateGrant(host); err != nil {
+			if err := capsyntax.ValidateNetGrant(host); err != nil {
 				fail(key+".net", "%v", err)
 			}
 		}
@@ -866,7 +864,7 @@ func (c *Config) Validate() error {
 	}
 	if c.Memory.Backend == "" {
 		fail("memory.backend", `must be "file" or a postgres:// URL`)
-	} else if err := memory.CheckBackend(c.Memory.Backend); err != nil {
+	} else if err := capsyntax.CheckMemoryBackend(c.Memory.Backend); err != nil {
 		fail("memory.backend", "%v", err) // never the value: it may hold a password
 	}
 	if n := c.Memory.Postgres.MaxConns; n < 1 || n > 1000 {
@@ -902,7 +900,7 @@ func (c *Config) Validate() error {
 		switch {
 		case (ev.Value == "") == (ev.FromEnv == ""):
 			fail("env.values."+name, "set exactly one of value or from_env")
-		case env.IsWardenKey(name):
+		case capsyntax.IsWardenKey(name):
 			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise%s",
 				c.lineOf("env", "values", name))
 		case wardenSetting(ev.FromEnv) != "":

@@ -1,44 +1,23 @@
 package env
 
 import (
-	"fmt"
 	"strings"
 
-	"github.com/warden-run/warden/internal/download"
+	"github.com/warden-run/warden/internal/capsyntax"
 )
 
 // WardenPrefix starts the environment variables that configure warden
-// itself: viper reads WARDEN_<KEY PATH> as a config key (WARDEN_SERVER_TOKEN
-// is server.token). No tool is ever granted a key with it, in any case.
-const WardenPrefix = "WARDEN_"
+// itself (capsyntax.WardenPrefix).
+const WardenPrefix = capsyntax.WardenPrefix
 
 // IsWardenKey reports whether key names warden's own configuration
 // (WardenPrefix, compared ignoring case).
-func IsWardenKey(key string) bool {
-	return len(key) >= len(WardenPrefix) && strings.EqualFold(key[:len(WardenPrefix)], WardenPrefix)
-}
+func IsWardenKey(key string) bool { return capsyntax.IsWardenKey(key) }
 
 // ValidateKey reports why key cannot name an environment value in a grant
-// (config tools.grants.<tool>.env) or a tool's request, or nil when it can:
-// 1-128 bytes of A-Z a-z 0-9 _, not starting with a digit, and not
-// warden's own (IsWardenKey).
-func ValidateKey(key string) error {
-	if name, _, ok := strings.Cut(key, "="); ok {
-		// KEY=VALUE pasted where a key goes: the value is likely the secret.
-		return fmt.Errorf("%q is not a key: name the key alone (its value, after the =, is not shown; values go in env.values)", name+"=…")
-	}
-	if strings.Contains(key, "@") {
-		// A URL pasted where a key goes: user:password@ is not shown.
-		return fmt.Errorf("%q (shown without what precedes the @) is not a key (1-128 of A-Z a-z 0-9 _, not starting with a digit)", download.ShowHost(key))
-	}
-	if !validKey(key) {
-		return fmt.Errorf("%q is not a key (1-128 of A-Z a-z 0-9 _, not starting with a digit)", key)
-	}
-	if IsWardenKey(key) {
-		return fmt.Errorf("%q is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool", key)
-	}
-	return nil
-}
+// (config tools.grants.<tool>.env) or a tool's request, or nil when it can
+// (capsyntax.ValidateEnvKey: config checks grants with the same grammar).
+func ValidateKey(key string) error { return capsyntax.ValidateEnvKey(key) }
 
 // foldKey is the one spelling of an env key that grants, requests and
 // env.values meet in: upper case. Keys are config keys (viper lower-cases
