@@ -426,7 +426,8 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 // openModule is loadModule; with cachedOnly, a module with no valid
 // descriptor manifest is left alone and reported notCached.
 func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loaded bool, errs []error, notCached bool) {
-	cfg := a.Config()
+	pol := a.Policy()
+	cfg := pol.Config()
 	name := ModuleName(path)
 	var err error
 	if !runtime.ValidModuleName(name) {
@@ -438,7 +439,7 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 		// The pin is checked on the file's sha256 (Accept) before anything
 		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = a.rt.OpenFile(ctx, name, path, cfg.ModuleLimits(name), runtime.OpenOptions{
+		m, err = a.rt.OpenFile(ctx, name, path, pol.ModuleLimits(name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err
