@@ -41,11 +41,12 @@ type entrance struct {
 }
 
 // admit applies the policy of one request into module code, looked up
-// once in the policy in force (internal/policy): the Pass must admit the request as its subject; a
-// hidden subject, or one held back while a rival module loads, is not
-// served; a gate may block it, answer in its place (a tools/call gets the
-// gate's fixed result, a feature a refusal: the module does not run) or
-// ask a person first (a completion, which cannot ask, is refused). What
+// once in the policy in force (internal/policy): the Pass must admit the
+// request as its subject; a hidden subject, or one held back while a rival
+// module loads, is not served; a gate may block it, answer in its place
+// (a tools/call gets the gate's fixed result, a feature a refusal: the
+// module does not run) or ask a person first (a completion, which cannot
+// ask, is refused). What
 // it returns is the runtime request to run it with: the subject's grants
 // (bound to their module), timeout and tool config; or the result that
 // answers instead (answer), or the error that refuses it.
