@@ -31,6 +31,11 @@ type Policy struct {
 	// config.ToolKey. Other names are resolved at lookup, the same way.
 	tools   map[string]ToolPolicy
 	modules map[string]runtime.Limits // tools.limits entries, by config.ToolKey
+	// plain: no tools.gates or tools.scopes key is a pattern, and
+	// tools.expose and tools.hide are empty. Then every name config does
+	// not name gets the same policy, the defaults, and a lookup of one
+	// resolves nothing.
+	plain bool
 
 	confirmDestructive bool
 	prompts            bool
@@ -56,9 +61,11 @@ func New(cfg *config.Config) *Policy {
 	}
 	// Only exact names: a pattern key (tools.gates."web_*") is no tool's
 	// name, and the tools it matches are resolved at lookup.
+	p.plain = len(cfg.Tools.Expose) == 0 && len(cfg.Tools.Hide) == 0
 	for _, names := range [][]string{keys(cfg.Tools.Grants), keys(cfg.Tools.Limits), keys(cfg.Tools.Gates), keys(cfg.Tools.Scopes)} {
 		for _, name := range names {
-			if strings.ContainsAny(name, `*?[\`) {
+			if isPattern(name) {
+				p.plain = false
 				continue
 			}
 			if key := config.ToolKey(name); !has(p.tools, key) {
@@ -80,9 +87,16 @@ func (p *Policy) Config() *config.Config { return p.cfg }
 // request makes. A name config does not name exactly gets the policy that
 // its patterns and the defaults give, resolved as for any other name.
 func (p *Policy) Tool(name string) ToolPolicy {
-	t, ok := p.tools[config.ToolKey(name)]
-	if !ok {
-		t = resolve(p.cfg, config.ToolKey(name))
+	key := config.ToolKey(name)
+	t, ok := p.tools[key]
+	switch {
+	case ok:
+	case p.plain:
+		// No entry names it and no pattern can match it: exposed, no
+		// grant, gate, scopes or limits of its own (as resolve finds).
+		t = ToolPolicy{Key: key, Exposed: true}
+	default:
+		t = resolve(p.cfg, key)
 	}
 	t.Name = name
 	return t
@@ -202,6 +216,10 @@ func (t ToolPolicy) Config(module string) map[string]hostfuncs.SecretValue {
 	}
 	return out
 }
+
+// isPattern reports whether a tools.* key is a tool-name pattern (path.Match
+// syntax) rather than a name: one that may match another name than itself.
+func isPattern(key string) bool { return strings.ContainsAny(key, `*?[\`) }
 
 func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

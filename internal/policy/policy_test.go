@@ -46,11 +46,36 @@ security:
   confirm: "off"
 `
 
+// plainYAML names tools only exactly: an unknown name gets the defaults
+// without resolving anything.
+const plainYAML = `tools:
+  grants:
+    echo: {fs: {read: [src]}, net: [api.example.com], config: {API-Key: {from_env: ECHO_KEY}}}
+    hover: {module: lsp, lsp: [go]}
+  limits:
+    echo: {timeout: 2s, max_in_flight: 3, rate: 10/s}
+    lsp: {max_instances: 2}
+  gates:
+    echo: {action: confirm}
+  scopes:
+    echo: [tools.echo]
+`
+
 // TestToolIsWhatConfigSays: the policy of every name, configured exactly,
 // in another spelling, matched by a pattern only, or unknown, is what the
-// config's own accessors answer for it.
+// config's own accessors answer for it, with patterns in config and
+// without.
 func TestToolIsWhatConfigSays(t *testing.T) {
-	cfg := load(t, policyYAML)
+	for _, yaml := range []string{policyYAML, plainYAML} {
+		toolIsWhatConfigSays(t, load(t, yaml))
+	}
+	if !New(load(t, plainYAML)).plain || New(load(t, policyYAML)).plain {
+		t.Error("plain is not what the configs are")
+	}
+}
+
+func toolIsWhatConfigSays(t *testing.T, cfg *config.Config) {
+	t.Helper()
 	p := New(cfg)
 	for _, name := range []string{"echo", "ECHO", "Echo", "hover", "web_search", "WEB_fetch", "secret_tool", "unknown"} {
 		tp := p.Tool(name)
@@ -102,7 +127,8 @@ func TestToolIsWhatConfigSays(t *testing.T) {
 		t.Errorf("scopes %v, config says %v", p.SupportedScopes(), cfg.ToolScopes())
 	}
 	r := p.ServerRateLimits()
-	if r.PerClient == nil || *r.PerClient != *cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client") || r.PerTool != nil {
+	if !reflect.DeepEqual(r.PerClient, cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")) ||
+		!reflect.DeepEqual(r.PerTool, cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")) {
 		t.Errorf("server rates %+v", r)
 	}
 }
