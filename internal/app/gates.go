@@ -29,9 +29,8 @@ const maxShownArguments = 2 << 10
 // or the result to answer instead (a block, a fixed result, a refusal).
 // A confirmation asks the person through c.Client; on a 2026-07-28 client
 // the ask stops the call with an input-required result, and the retry
-// carries the person's answer.
-func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities) *tool.Result {
-	pol := policy.New(cfg)
+// carries the person's answer. pol is the policy the call runs under.
+func (a *App) gate(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities) *tool.Result {
 	g, why, ok := gateOf(pol, pol.Tool(c.Name), d, grants)
 	return a.applyGate(ctx, pol, c, d, grants, g, why, ok)
 }
