@@ -27,7 +27,9 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/warden-run/warden/internal/backendurl"
 	"github.com/warden-run/warden/internal/capsyntax"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -716,10 +718,10 @@ func (c *Config) resolvePaths() {
 // server.token. Variables of other WARDEN_ names (a test's WARDEN_TEST_KEY)
 // set nothing and stay usable.
 func wardenSetting(name string) string {
-	if !capsyntax.IsWardenKey(name) {
+	if !configkey.IsEnv(name) {
 		return ""
 	}
-	rest := strings.ToLower(name[len(capsyntax.WardenPrefix):])
+	rest := configkey.Fold(name[len(configkey.EnvPrefix):])
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		section := t.Field(i).Tag.Get("mapstructure")
@@ -864,7 +866,7 @@ func (c *Config) Validate() error {
 	}
 	if c.Memory.Backend == "" {
 		fail("memory.backend", `must be "file" or a postgres:// URL`)
-	} else if err := capsyntax.CheckMemoryBackend(c.Memory.Backend); err != nil {
+	} else if err := backendurl.Check(c.Memory.Backend); err != nil {
 		fail("memory.backend", "%v", err) // never the value: it may hold a password
 	}
 	if n := c.Memory.Postgres.MaxConns; n < 1 || n > 1000 {
@@ -900,7 +902,7 @@ func (c *Config) Validate() error {
 		switch {
 		case (ev.Value == "") == (ev.FromEnv == ""):
 			fail("env.values."+name, "set exactly one of value or from_env")
-		case capsyntax.IsWardenKey(name):
+		case configkey.IsEnv(name):
 			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise%s",
 				c.lineOf("env", "values", name))
 		case wardenSetting(ev.FromEnv) != "":

@@ -4,19 +4,24 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/internal/capsyntax"
+	"github.com/warden-run/warden/internal/configkey"
 )
 
 // WardenPrefix starts the environment variables that configure warden
-// itself (capsyntax.WardenPrefix).
-const WardenPrefix = capsyntax.WardenPrefix
+// itself: viper reads WARDEN_<KEY PATH> as a config key (WARDEN_SERVER_TOKEN
+// is server.token). No tool is ever granted a key with it, in any case.
+// config reads it from the same place (configkey.EnvPrefix).
+const WardenPrefix = configkey.EnvPrefix
 
 // IsWardenKey reports whether key names warden's own configuration
 // (WardenPrefix, compared ignoring case).
-func IsWardenKey(key string) bool { return capsyntax.IsWardenKey(key) }
+func IsWardenKey(key string) bool { return configkey.IsEnv(key) }
 
 // ValidateKey reports why key cannot name an environment value in a grant
-// (config tools.grants.<tool>.env) or a tool's request, or nil when it can
-// (capsyntax.ValidateEnvKey: config checks grants with the same grammar).
+// (config tools.grants.<tool>.env) or a tool's request, or nil when it can:
+// 1-128 bytes of A-Z a-z 0-9 _, not starting with a digit, and not
+// warden's own (IsWardenKey). The grammar is capsyntax.ValidateEnvKey,
+// which config checks grants with.
 func ValidateKey(key string) error { return capsyntax.ValidateEnvKey(key) }
 
 // foldKey is the one spelling of an env key that grants, requests and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/warden-run/warden/internal/capsyntax"
+	"github.com/warden-run/warden/internal/backendurl"
 )
 
 // backend stores memories. Everything about who may do what (grants, topic
@@ -65,8 +65,7 @@ func isPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// CheckBackend reports whether s is a memory.backend value warden accepts:
-// "file" (or empty), or a postgres:// URL whose only @ ends its
-// user:password (capsyntax.CheckMemoryBackend says why). Its errors never
-// quote s, which may hold a password.
-func CheckBackend(s string) error { return capsyntax.CheckMemoryBackend(s) }
+// CheckBackend reports whether s is a memory.backend value warden accepts
+// (backendurl.Check, which config validates memory.backend with). Its
+// errors never quote s, which may hold a password.
+func CheckBackend(s string) error { return backendurl.Check(s) }

@@ -4,24 +4,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 )
-
-// WardenPrefix starts the environment variables that configure warden
-// itself: viper reads WARDEN_<KEY PATH> as a config key (WARDEN_SERVER_TOKEN
-// is server.token). No tool is ever granted a key with it, in any case.
-const WardenPrefix = "WARDEN_"
-
-// IsWardenKey reports whether key names warden's own configuration
-// (WardenPrefix, compared ignoring case).
-func IsWardenKey(key string) bool {
-	return len(key) >= len(WardenPrefix) && strings.EqualFold(key[:len(WardenPrefix)], WardenPrefix)
-}
 
 // ValidateEnvKey reports why key cannot name an environment value in a grant
 // (config tools.grants.<tool>.env) or a tool's request, or nil when it can:
 // 1-128 bytes of A-Z a-z 0-9 _, not starting with a digit, and not
-// warden's own (IsWardenKey).
+// warden's own (configkey.IsEnv).
 func ValidateEnvKey(key string) error {
 	if name, _, ok := strings.Cut(key, "="); ok {
 		// KEY=VALUE pasted where a key goes: the value is likely the secret.
@@ -34,7 +24,7 @@ func ValidateEnvKey(key string) error {
 	if !ValidEnvKey(key) {
 		return fmt.Errorf("%q is not a key (1-128 of A-Z a-z 0-9 _, not starting with a digit)", key)
 	}
-	if IsWardenKey(key) {
+	if configkey.IsEnv(key) {
 		return fmt.Errorf("%q is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool", key)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package capsyntax
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -72,32 +71,4 @@ func ValidateTopicComponent(comp string) error {
 func TopicByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '_' || c == '-' || c == '.'
-}
-
-// CheckMemoryBackend reports whether s is a memory.backend value warden accepts:
-// "file" (or empty), or a postgres:// URL whose only @ ends its
-// user:password. Its errors never quote s, which may hold a password.
-//
-// pgx (like libpq) ends the userinfo at the first @ before the first /: a
-// password holding a / (postgres://u:pa/ss@host/db) is read as host u,
-// port pa, database ss@host/db, and the database name is in pgx's
-// connection errors. A second @ puts the password's rest in the host name
-// the same way. Both are refused here rather than shown later.
-func CheckMemoryBackend(s string) error {
-	if s == "" || s == "file" {
-		return nil
-	}
-	rest, ok := strings.CutPrefix(s, "postgres://")
-	if !ok {
-		rest, ok = strings.CutPrefix(s, "postgresql://")
-	}
-	if !ok {
-		return errors.New(`must be "file" or a postgres:// URL`)
-	}
-	at, slash := strings.IndexByte(rest, '@'), strings.IndexByte(rest, '/')
-	if strings.Count(rest, "@") > 1 || at > slash && slash >= 0 {
-		return errors.New("the postgres:// URL has an @ outside its user:password@ part (not shown: it may hold the password); " +
-			"percent-encode a / or @ in the password as %2F or %40, and an @ elsewhere as %40")
-	}
-	return nil
 }

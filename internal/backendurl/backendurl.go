@@ -1,0 +1,37 @@
+// Package backendurl is the syntax of the memory.backend setting: "file" or
+// a postgres:// URL. It imports no warden package, so that config checks
+// the value it reads and hostfuncs/memory the value it opens with one rule.
+package backendurl
+
+import (
+	"errors"
+	"strings"
+)
+
+// Check reports whether s is a memory.backend value warden accepts:
+// "file" (or empty), or a postgres:// URL whose only @ ends its
+// user:password. Its errors never quote s, which may hold a password.
+//
+// pgx (like libpq) ends the userinfo at the first @ before the first /: a
+// password holding a / (postgres://u:pa/ss@host/db) is read as host u,
+// port pa, database ss@host/db, and the database name is in pgx's
+// connection errors. A second @ puts the password's rest in the host name
+// the same way. Both are refused here rather than shown later.
+func Check(s string) error {
+	if s == "" || s == "file" {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(s, "postgres://")
+	if !ok {
+		rest, ok = strings.CutPrefix(s, "postgresql://")
+	}
+	if !ok {
+		return errors.New(`must be "file" or a postgres:// URL`)
+	}
+	at, slash := strings.IndexByte(rest, '@'), strings.IndexByte(rest, '/')
+	if strings.Count(rest, "@") > 1 || at > slash && slash >= 0 {
+		return errors.New("the postgres:// URL has an @ outside its user:password@ part (not shown: it may hold the password); " +
+			"percent-encode a / or @ in the password as %2F or %40, and an @ elsewhere as %40")
+	}
+	return nil
+}
