@@ -30,7 +30,7 @@ type App struct {
 	live *config.Live
 	// resolved is the config in force with its policy, swapped together
 	// on every reload (policy.go).
-	resolved atomic.Pointer[policy.Policy]
+	resolved inForce
 	caps     *capabilities
 	rt       *runtime.Runtime
 	registry *runtime.Registry
@@ -107,8 +107,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		loading:     make(map[string]bool),
 		loadedOne:   make(chan struct{}),
 	}
-	a.resolve(cfg)
 	a.live = config.NewLive(cfg, logger, a.configChanged)
+	a.resolved.resolve(a.live.Current)
 	caps.prompts.policy, caps.prompts.reload = a.Policy, a.live.Reload
 	caps.prompts.sumOf = a.moduleSHA256
 	a.watchMemory()
@@ -123,7 +123,7 @@ func (a *App) WatchConfig(ctx context.Context) error { return a.live.Watch(ctx) 
 // reconfigures the capabilities for it. Grants and per-call limits need
 // nothing more: calls read them from the policy in force.
 func (a *App) configChanged(cfg *config.Config) {
-	a.resolve(cfg)
+	a.resolved.resolve(a.live.Current)
 	a.refreshSecrets(cfg)
 	if err := a.caps.apply(cfg); err != nil {
 		a.log.Error("config change not fully applied to the capabilities", "error", err)

@@ -75,3 +75,18 @@ func TestAdmitReadsOnlyThePolicy(t *testing.T) {
 		t.Fatal("the policy in force is not the config's")
 	}
 }
+
+// TestLateReloadCallbackKeepsTheLatestPolicy: two reloads at once may call
+// back in either order; a callback for an older config that arrives after
+// a newer one was put in force leaves the newer config and its policy in
+// force, as config.Live holds it.
+func TestLateReloadCallbackKeepsTheLatestPolicy(t *testing.T) {
+	w := newEscapeWorld(t)
+	old := w.app.Config()
+	w.setGrants(t, "  gates:\n    hostcalls: {action: block}")
+	latest := w.app.Policy()
+	w.app.configChanged(old) // the older reload's callback, late
+	if w.app.Policy() != latest || w.app.Config() != w.app.live.Current() || !w.app.Policy().Tool("hostcalls").Gated {
+		t.Fatalf("a late callback put an older config in force: gated %v", w.app.Policy().Tool("hostcalls").Gated)
+	}
+}
