@@ -20,8 +20,8 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/redact"
-	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -29,15 +29,16 @@ import (
 
 // App is a running warden: config, runtime and loaded tools.
 type App struct {
-	live     *config.Live
+	live *config.Live
+	// resolved is the config in force with its policy, swapped together
+	// on every reload (policy.go).
+	resolved inForce
 	caps     *capabilities
 	rt       *runtime.Runtime
 	registry *runtime.Registry
 	log      *slog.Logger
 	cursors  *cursorSigner
-	// rateLimits caches ServerRateLimits for the config in force, and
-	// callLimits each tool's CallLimits (by name, *callLimitsOf).
-	rateLimits atomic.Pointer[rateLimitsOf]
+	// callLimits caches each tool's CallLimits (by name, *callLimitsOf).
 	callLimits sync.Map
 
 	// pinMu orders a module's entry into the registry against repin, so
@@ -110,8 +111,9 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		loadedOne:   make(chan struct{}),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
-	a.installer = install.New(install.Options{Config: a.live.Current, Reload: a.live.Reload, Runtime: rt, Catalog: a.registry})
-	caps.prompts.cfg, caps.prompts.reload = a.live.Current, a.live.Reload
+	a.resolved.resolve(a.live.Current)
+	a.installer = install.New(install.Options{Config: a.Config, Reload: a.live.Reload, Runtime: rt, Catalog: a.registry})
+	caps.prompts.policy, caps.prompts.reload = a.Policy, a.live.Reload
 	caps.prompts.sumOf = a.moduleSHA256
 	a.watchMemory()
 	return a, nil
@@ -121,9 +123,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 // call on, until ctx ends.
 func (a *App) WatchConfig(ctx context.Context) error { return a.live.Watch(ctx) }
 
-// configChanged reconfigures the capabilities for a reloaded config. Grants
-// and per-call limits need nothing: calls read them from the live config.
+// configChanged puts a reloaded config in force with its policy, then
+// reconfigures the capabilities for it. Grants and per-call limits need
+// nothing more: calls read them from the policy in force.
 func (a *App) configChanged(cfg *config.Config) {
+	a.resolved.resolve(a.live.Current)
 	a.refreshSecrets(cfg)
 	if err := a.caps.apply(cfg); err != nil {
 		a.log.Error("config change not fully applied to the capabilities", "error", err)
@@ -199,7 +203,7 @@ func (a *App) Runtime() *runtime.Runtime { return a.rt }
 func (a *App) Registry() *runtime.Registry { return a.registry }
 
 // Config returns the config in force.
-func (a *App) Config() *config.Config { return a.live.Current() }
+func (a *App) Config() *config.Config { return a.Policy().Config() }
 
 // LoadTools loads every module in the tools dir and waits for all of them.
 // Each file that fails is reported in the returned errors (naming the file)
@@ -424,7 +428,8 @@ func (a *App) loadModule(ctx context.Context, path string) (loaded bool, errs []
 // openModule is loadModule; with cachedOnly, a module with no valid
 // descriptor manifest is left alone and reported notCached.
 func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loaded bool, errs []error, notCached bool) {
-	cfg := a.Config()
+	pol := a.Policy()
+	cfg := pol.Config()
 	name := ModuleName(path)
 	var err error
 	if !runtime.ValidModuleName(name) {
@@ -436,7 +441,7 @@ func (a *App) openModule(ctx context.Context, path string, cachedOnly bool) (loa
 		// The pin is checked on the file's sha256 (Accept) before anything
 		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = a.rt.OpenFile(ctx, name, path, runlimits.Module(cfg, name), runtime.OpenOptions{
+		m, err = a.rt.OpenFile(ctx, name, path, pol.ModuleLimits(name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err
@@ -508,12 +513,12 @@ func pinState(cfg *config.Config, name, sum string) (pinned bool, err error) {
 // List implements mcpserver.Tools.
 func (a *App) List() []tool.Descriptor {
 	tools := a.registry.Tools()
-	cfg := a.Config()
+	pol := a.Policy()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]tool.Descriptor, 0, len(tools))
 	for _, t := range tools {
-		if a.heldBy(cfg, t) == "" && cfg.Exposed(t.Descriptor.Name) {
+		if tp := pol.Tool(t.Descriptor.Name); tp.Exposed && a.heldFor(pol.Config(), tp.Bound, tp.HasGrant, t) == "" {
 			out = append(out, t.Descriptor)
 		}
 	}
@@ -536,11 +541,18 @@ func (a *App) List() []tool.Descriptor {
 // they load until the second arrives, then both are refused: neither has a
 // grant, and neither was reviewed. Callers hold a.mu.
 func (a *App) heldBy(cfg *config.Config, t *runtime.Tool) string {
+	bound, _, ok := cfg.GrantModule(t.Descriptor.Name)
+	return a.heldFor(cfg, bound, ok, t)
+}
+
+// heldFor is heldBy for a caller that resolved t's grant binding already
+// (bound, and whether config has an entry for t: granted).
+func (a *App) heldFor(cfg *config.Config, bound string, granted bool, t *runtime.Tool) string {
 	if len(a.loading) == 0 {
 		return ""
 	}
 	module := t.Module()
-	if bound, _, ok := cfg.GrantModule(t.Descriptor.Name); ok && bound != module.Name() && a.loading[bound] {
+	if granted && bound != module.Name() && a.loading[bound] {
 		return bound
 	}
 	if !module.Pinned() {
@@ -613,36 +625,36 @@ func (a *App) CallLimits(name string) mcpserver.CallLimits {
 	if !ok {
 		return mcpserver.CallLimits{}
 	}
-	// Asked on every call's path: built once per tool and config (a
-	// reloaded module is a new Tool, a reloaded config a new Config).
-	cfg := a.Config()
+	// Asked on every call's path: built once per tool and policy (a
+	// reloaded module is a new Tool, a reloaded config a new Policy).
+	pol := a.Policy()
 	if c, ok := a.callLimits.Load(name); ok {
-		if c := c.(*callLimitsOf); c.cfg == cfg && c.tool == t {
+		if c := c.(*callLimitsOf); c.policy == pol && c.tool == t {
 			return c.limits
 		}
 	}
-	l := callLimitsFor(cfg, name, t)
-	a.callLimits.Store(name, &callLimitsOf{cfg: cfg, tool: t, limits: l})
+	l := callLimitsFor(pol.Tool(name), t)
+	a.callLimits.Store(name, &callLimitsOf{policy: pol, tool: t, limits: l})
 	return l
 }
 
-// callLimitsOf is CallLimits's answer for one tool under one config.
+// callLimitsOf is CallLimits's answer for one tool under one policy.
 type callLimitsOf struct {
-	cfg    *config.Config
+	policy *policy.Policy
 	tool   *runtime.Tool
 	limits mcpserver.CallLimits
 }
 
-// callLimitsFor derives the limits of the tool t called name from cfg.
-func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.CallLimits {
+// callLimitsFor derives the limits of the tool t from its policy tp.
+func callLimitsFor(tp policy.ToolPolicy, t *runtime.Tool) mcpserver.CallLimits {
 	l := moduleLimits(t.Module())
 	l.Timeout = t.Timeout()
-	if d := cfg.ToolTimeout(name); d > 0 && d < l.Timeout {
+	if d := tp.Timeout; d > 0 && d < l.Timeout {
 		l.Timeout = d
 	}
-	l.MaxInFlight = cfg.ToolMaxInFlight(name)
-	l.InFlightSetting = "tools.limits." + configkey.Fold(name) + ".max_in_flight"
-	l.Rate = runlimits.Rate(cfg.ToolRate(name))
+	l.MaxInFlight = tp.MaxInFlight
+	l.InFlightSetting = "tools.limits." + tp.Key + ".max_in_flight"
+	l.Rate = tp.Rate
 	return l
 }
 
@@ -680,26 +692,9 @@ func (a *App) OwnerLimits(owner string) mcpserver.CallLimits {
 }
 
 // ServerRateLimits returns server.rate_limit as the config in force sets
-// it, for mcpserver.Options.RateLimit: asked at every call, it is built
-// once per config.
-func (a *App) ServerRateLimits() mcpserver.RateLimits {
-	cfg := a.Config()
-	if c := a.rateLimits.Load(); c != nil && c.cfg == cfg {
-		return c.limits
-	}
-	l := mcpserver.RateLimits{
-		PerClient: runlimits.Rate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
-		PerTool:   runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
-	}
-	a.rateLimits.Store(&rateLimitsOf{cfg: cfg, limits: l})
-	return l
-}
-
-// rateLimitsOf is ServerRateLimits's answer for one config.
-type rateLimitsOf struct {
-	cfg    *config.Config
-	limits mcpserver.RateLimits
-}
+// it, for mcpserver.Options.RateLimit: asked at every call, it is resolved
+// once per config load (internal/policy).
+func (a *App) ServerRateLimits() mcpserver.RateLimits { return a.Policy().ServerRateLimits() }
 
 // Subscribe implements mcpserver.Tools.
 func (a *App) Subscribe(f func()) (cancel func()) {
