@@ -27,9 +27,8 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/warden-run/warden/hostfuncs"
-	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/internal/backendurl"
+	"github.com/warden-run/warden/internal/capsyntax"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/limits"
@@ -806,7 +805,7 @@ func (c *Config) Validate() error {
 			}
 		}
 		for _, host := range g.Net {
-			if err := net.ValidateGrant(host); err != nil {
+			if err := capsyntax.ValidateNetGrant(host); err != nil {
 				fail(key+".net", "%v", err)
 			}
 		}
@@ -995,8 +994,9 @@ func (c *Config) Grants(toolName, module string) (tool.Capabilities, error) {
 
 // ToolConfig returns the own configuration (tools.grants.<tool>.config) of
 // toolName served by module, keyed in lower case, or nil: like Grants, it
-// belongs to the module the entry is bound to and to no other.
-func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.SecretValue {
+// belongs to the module the entry is bound to and to no other. The values
+// are as written; internal/policy hands them to the runtime.
+func (c *Config) ToolConfig(toolName, module string) map[string]EnvValue {
 	g, ok := c.Tools.Grants[ToolKey(toolName)]
 	if !ok || len(g.Config) == 0 {
 		return nil
@@ -1004,9 +1004,9 @@ func (c *Config) ToolConfig(toolName, module string) map[string]hostfuncs.Secret
 	if bound, _, _ := c.GrantModule(toolName); bound != module {
 		return nil
 	}
-	out := make(map[string]hostfuncs.SecretValue, len(g.Config))
+	out := make(map[string]EnvValue, len(g.Config))
 	for k, v := range g.Config {
-		out[configkey.Fold(k)] = hostfuncs.SecretValue{Value: v.Value, FromEnv: v.FromEnv}
+		out[configkey.Fold(k)] = v
 	}
 	return out
 }

@@ -57,7 +57,8 @@ func (c *Config) validateGates(fail func(key, format string, args ...any)) {
 // GateFor returns the gate of the tool called name and the tools.gates key
 // it comes from: the entry of exactly that name (ignoring case) if there
 // is one, else the longest pattern that matches it (ties: the first in
-// sort order). ok is false when no entry applies.
+// sort order). ok is false when no entry applies. A running server asks it
+// once per tool and config load (internal/policy), not per call.
 func (c *Config) GateFor(name string) (g Gate, key string, ok bool) {
 	return lookupTool(c.Tools.Gates, name)
 }

@@ -11,10 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/warden-run/warden/hostfuncs/env"
-	"github.com/warden-run/warden/hostfuncs/lsp"
-	"github.com/warden-run/warden/hostfuncs/memory"
-	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/capsyntax"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/tool"
@@ -46,9 +43,9 @@ var grantKeys = map[string]grantKey{
 	"fs.read":       {path: []string{"fs", "read"}, list: true, check: checkFSPath},
 	"fs.write":      {path: []string{"fs", "write"}, list: true, check: checkFSPath},
 	"memory":        {path: []string{"memory"}, check: checkMemory},
-	"memory.topics": {path: []string{"memory_topics"}, list: true, check: memory.ValidateTopic},
+	"memory.topics": {path: []string{"memory_topics"}, list: true, check: capsyntax.ValidateTopic},
 	"lsp":           {path: []string{"lsp"}, list: true, check: checkLanguage, fold: true},
-	"net":           {path: []string{"net"}, list: true, check: net.ValidateGrant, fold: true, hidesUserinfo: true},
+	"net":           {path: []string{"net"}, list: true, check: capsyntax.ValidateNetGrant, fold: true, hidesUserinfo: true},
 	"env":           {path: []string{"env"}, list: true, check: checkEnvKey, fold: true, hidesUserinfo: true},
 	"client":        {path: []string{"client"}, list: true, check: tool.ValidateClientFeature, fold: true},
 }
@@ -103,10 +100,11 @@ func checkMemory(level string) error {
 }
 
 // The grammar of each grant value is the capability's own, so that a grant
-// and a tool's request for it (checked at load) accept the same strings.
-func checkLanguage(lang string) error { return lsp.ValidateLanguage(lang) }
+// and a tool's request for it (checked at load) accept the same strings:
+// both check it with internal/capsyntax.
+func checkLanguage(lang string) error { return capsyntax.ValidateLanguage(lang) }
 
-func checkEnvKey(key string) error { return env.ValidateKey(key) }
+func checkEnvKey(key string) error { return capsyntax.ValidateEnvKey(key) }
 
 // showValue quotes a grant value (or key) for a refusal. A value with an @
 // is shown through download.ShowHost, without what precedes the @: a URL

@@ -151,7 +151,8 @@ func checkHTTPSURL(raw string, query bool) error {
 
 // ScopesFor returns the OAuth scopes a call of the tool called name needs
 // and the tools.scopes key they come from, resolved as GateFor resolves
-// gates. ok is false when no entry applies.
+// gates. ok is false when no entry applies. A running server asks it once
+// per tool and config load (internal/policy), not per call.
 func (c *Config) ScopesFor(name string) (scopes []string, key string, ok bool) {
 	return lookupTool(c.Tools.Scopes, name)
 }

@@ -56,12 +56,7 @@ var guestKinds = map[tool.Kind]bool{
 // its Meta says the same to clients (tool.Outcome.PutMeta).
 func (t *Tool) Call(ctx context.Context, req CallRequest) *tool.Result {
 	start := time.Now()
-	var res *tool.Result
-	if t.module.lazy != nil {
-		res = t.callLazy(ctx, req)
-	} else {
-		res = t.call(ctx, req, false)
-	}
+	res := t.call(ctx, req)
 	res.Outcome.Duration = time.Since(start)
 	if res.Meta == nil {
 		res.Meta = make(map[string]any, 3)
@@ -80,21 +75,26 @@ func (t *Tool) Timeout() time.Duration {
 	return timeout
 }
 
-func (t *Tool) call(ctx context.Context, req CallRequest, validated bool) *tool.Result {
+// call validates the arguments, then runs the call on the module's body,
+// waiting for it to load first if need be.
+func (t *Tool) call(ctx context.Context, req CallRequest) *tool.Result {
 	m := t.module
 	name := t.Descriptor.Name
-	if !validated {
-		if err := t.validateArguments(&req); err != nil {
-			return tool.ErrorResult(err)
-		}
+	if err := t.validateArguments(&req); err != nil {
+		return tool.ErrorResult(err)
 	}
+	b, err := m.acquire(ctx, req.Observer)
+	if err != nil {
+		return tool.ErrorResult(m.bodyError(ctx, name, err))
+	}
+	defer m.release()
 	timeout := t.Timeout()
 	request := tool.Request{Tool: name, Arguments: req.Arguments, CallID: req.CallID, Cursor: req.Cursor}
 	var res *tool.Result
-	out := m.invoke(ctx, invocation{
+	out := b.invoke(ctx, invocation{
 		name: name, grantsOf: name, requested: t.Descriptor.Capabilities, timeout: timeout, req: &req,
 		run: func(ctx context.Context, in *guest.Instance) ([]byte, *tool.Error, error) {
-			return m.engine.Run(ctx, in, request)
+			return b.engine.Run(ctx, in, request)
 		},
 		decode: func(raw []byte, respErr *tool.Error, state *guest.CallState) bool {
 			res = t.decodeResponse(raw, respErr)
@@ -118,7 +118,7 @@ func (t *Tool) call(ctx context.Context, req CallRequest, validated bool) *tool.
 // invocation is one run of a guest export on an instance of a module, under
 // the call path's sandbox: a pooled instance, the call's deadline, fuel,
 // memory and grants, its CallState for the host functions. Tool calls,
-// resource reads, prompts and completions all run through Module.invoke.
+// resource reads, prompts and completions all run through body.invoke.
 type invocation struct {
 	// name is what runs, for messages: a tool's name, "resource test://x".
 	name string
@@ -146,7 +146,8 @@ type invoked struct {
 	captured *tool.Captured
 }
 
-func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
+func (b *body) invoke(ctx context.Context, inv invocation) invoked {
+	m := b.m
 	req, name := inv.req, inv.name
 	timeout := inv.timeout
 	if req.Timeout > 0 && req.Timeout < timeout {
@@ -163,7 +164,7 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 	callCtx, deadline := newCallDeadline(ctx, left)
 	defer deadline.stop()
 
-	in, fresh, err := m.pool.acquire(callCtx, req.Session)
+	in, fresh, err := b.pool.acquire(callCtx, req.Session)
 	if err != nil {
 		if callCtx.Err() != nil {
 			return invoked{err: contextError(ctx, name, timeout, "waiting for a free instance")}
@@ -214,8 +215,8 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 	captured := m.collectOutput(in, name, req.CallID)
 	out := invoked{outcome: tool.Outcome{Ran: true, Fuel: consumed, FreshState: fresh}, captured: captured}
 	if err != nil {
-		m.pool.release(context.Background(), in, false)
-		out.err = m.failure(ctx, in, name, err, reason, timeout, captured)
+		b.pool.release(context.Background(), in, false)
+		out.err = b.failure(ctx, in, name, err, reason, timeout, captured)
 		if spent := deadline.waitSpent(); spent > 0 && out.err.Kind == tool.KindTimeout && ctx.Err() == nil {
 			// Say which bound ended it: the call had waited for the client
 			// all that tools.defaults.client_wait allows a call, and ran
@@ -227,7 +228,7 @@ func (m *Module) invoke(ctx context.Context, inv invocation) invoked {
 		return out
 	}
 	keep := inv.decode(raw, respErr, state)
-	m.pool.release(context.Background(), in, keep)
+	b.pool.release(context.Background(), in, keep)
 	return out
 }
 
@@ -284,7 +285,8 @@ func contextError(parent context.Context, name string, timeout time.Duration, do
 // failure classifies a failed guest call. The meter's reason comes first: a
 // fuel or depth trap and the watchdog's interrupt all surface from wazero as
 // a plain trap, and only the meter knows which it was.
-func (m *Module) failure(parent context.Context, in *instance, name string, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
+func (b *body) failure(parent context.Context, in *instance, name string, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
+	m := b.m
 	if in.acct.refused.Load() {
 		return tool.Errorf(tool.KindUnavailable, "%s needed more memory than the instance memory budget has free: %d MiB (server.max_instance_memory) are held by instances running calls; raise server.max_instance_memory in the config to allow more",
 			name, m.rt.budget.limit>>20)
@@ -299,7 +301,7 @@ func (m *Module) failure(parent context.Context, in *instance, name string, err 
 		return tool.Errorf(tool.KindOutOfFuel, "%s used up its fuel budget of %d", name, m.limits.Fuel)
 	case instrument.StopStackOverflow:
 		return &tool.Error{Kind: tool.KindTrapped, Trap: tool.TrapStackOverflow,
-			Message: fmt.Sprintf("%s trapped: %s (call depth over %d)", name, tool.TrapStackOverflow, m.maxCallDepth)}
+			Message: fmt.Sprintf("%s trapped: %s (call depth over %d)", name, tool.TrapStackOverflow, b.maxCallDepth)}
 	}
 	o, ok := trap.Classify(err)
 	switch {

@@ -5,7 +5,7 @@ import "context"
 // DropIdle closes t's module's idle instances (the load-time one among
 // them), so that the next call makes a fresh instance from the snapshot.
 func DropIdle(t *Tool) {
-	p := t.module.pool
+	p := t.module.loaded().pool
 	p.mu.Lock()
 	idle := p.idle
 	p.idle = nil
@@ -18,7 +18,7 @@ func DropIdle(t *Tool) {
 // IdleMemories reports, for each idle instance of t's module, whether its
 // memory maps the snapshot copy-on-write, and its length in bytes.
 func IdleMemories(t *Tool) (shared []bool, sizes []uint64) {
-	p := t.module.pool
+	p := t.module.loaded().pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.idle {
@@ -31,7 +31,7 @@ func IdleMemories(t *Tool) (shared []bool, sizes []uint64) {
 // SessionMemoryShared reports whether the instance a session keeps maps the
 // snapshot copy-on-write.
 func SessionMemoryShared(t *Tool, session string) bool {
-	p := t.module.pool
+	p := t.module.loaded().pool
 	p.mu.Lock()
 	s := p.sessions[session]
 	p.mu.Unlock()
@@ -40,7 +40,7 @@ func SessionMemoryShared(t *Tool, session string) bool {
 
 // SnapshotLen is the length of t's module's snapshot image (0 without one).
 func SnapshotLen(t *Tool) int {
-	e, ok := t.module.engine.(*native)
+	e, ok := t.module.loaded().engine.(*native)
 	if !ok || e.snapshot == nil {
 		return 0
 	}
@@ -50,7 +50,7 @@ func SnapshotLen(t *Tool) int {
 // SessionRegion is the address of the region of the instance a session
 // keeps (0 when none, or not a region).
 func SessionRegion(t *Tool, session string) uintptr {
-	p := t.module.pool
+	p := t.module.loaded().pool
 	p.mu.Lock()
 	s := p.sessions[session]
 	p.mu.Unlock()

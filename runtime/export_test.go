@@ -14,7 +14,7 @@ import (
 // between calls. With MaxInstances 1 and IsolationShared, the next call runs
 // on exactly this instance.
 func PooledInstance(t *Tool) api.Module {
-	p := t.module.pool
+	p := t.module.loaded().pool
 	// A spare made in the background may take the idle place and close
 	// the instance released here: wait for it on both sides.
 	p.warm.Wait()
@@ -65,15 +65,15 @@ func SetPluginCompileHook(r *Runtime, f func(compile func() error) error) {
 }
 
 // ManifestFile is the file m's manifest is stored in ("" in memory).
-func ManifestFile(m *Module) string { return m.rt.manifests.Path(m.lazy.key) }
+func ManifestFile(m *Module) string { return m.rt.manifests.Path(m.hold.key) }
 
 // WaitSpare waits until the background making of a spare instance of m, if
 // one is under way, has ended.
-func WaitSpare(m *Module) { m.pool.warm.Wait() }
+func WaitSpare(m *Module) { m.loaded().pool.warm.Wait() }
 
 // ColdStarts counts the instances of m made on a call's path rather than
 // ahead of it.
-func ColdStarts(m *Module) int64 { return m.pool.coldStarts.Load() }
+func ColdStarts(m *Module) int64 { return m.loaded().pool.coldStarts.Load() }
 
 // InstrumentPasses counts the instrumentation passes r ran (a load whose
 // pass output came from the disk cache runs none).
@@ -82,9 +82,9 @@ func InstrumentPasses(r *Runtime) int64 { return r.host.Passes.Load() }
 // CheckFeatures runs the load-time check of a module's features
 // (checkFeatureTools) on f, for a module whose tools are named tools.
 func CheckFeatures(f *tool.Features, tools ...string) error {
-	m := &Module{name: "m", features: f}
+	l := &listing{features: f}
 	for _, name := range tools {
-		m.tools = append(m.tools, &Tool{Descriptor: tool.Descriptor{Name: name}})
+		l.tools = append(l.tools, &Tool{Descriptor: tool.Descriptor{Name: name}})
 	}
-	return m.checkFeatureTools()
+	return l.checkFeatureTools()
 }

@@ -12,8 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,19 +61,23 @@ type LoadEvent struct {
 	Err     error         // when Done and the load failed
 }
 
-// lazy is the part of a Module opened by Runtime.Open: the module's tools
-// come from its descriptor manifest, and its body, a Module loaded by
-// Runtime.Load, is made on the first call (or by Preload), shared by every
-// call, and released by ReleaseIdle.
-type lazy struct {
-	opts       OpenOptions
-	key        string
-	descriptor []byte // the descriptor document the tools were built from
-	exports    []string
-	wasm       []byte // the module's bytes, when opts.Read is nil
+// hold is how a Module holds its body: one path for every module,
+// whether its body was loaded at once (Load, or Open without a manifest)
+// or is loaded on the first call (Open from a manifest, or after an idle
+// release). A call takes the body (acquire) and gives it back (release);
+// the first caller to find none starts a load (a flight) that the others
+// join. A body is released when idle only if the module can be loaded
+// again: from the bytes kept, or by OpenOptions.Read.
+type hold struct {
+	opts OpenOptions
+	// key is the module's manifest key; "" for a module from Load, which
+	// stores no manifest.
+	key string
+	// wasm is the module's bytes, kept by Open when opts.Read is nil.
+	wasm []byte
 
 	mu       sync.Mutex
-	body     *Module
+	body     *body
 	flight   *flight // the load in progress, nil when none
 	active   int     // calls using body
 	lastUsed time.Time
@@ -83,6 +85,10 @@ type lazy struct {
 	closed   bool
 	stop     context.CancelFunc // cancels a load in progress, at Close
 }
+
+// reloadable reports whether the module's body can be loaded again after
+// it is released.
+func (h *hold) reloadable() bool { return h.wasm != nil || h.opts.Read != nil }
 
 // flight is one load of a module's body; every caller that needs the body
 // meanwhile waits for the same one.
@@ -115,10 +121,10 @@ func (r *Runtime) loadKey(sum string, limits Limits) string {
 	})
 }
 
-// Open returns the module wasm as a lazily loaded Module. When the
-// manifest cache holds a valid entry for these bytes under these limits,
-// the module's tools come from it and nothing is compiled until the first
-// call. Otherwise the module is loaded at once (as by Load), its manifest
+// Open returns the module wasm as a Module whose body is loaded on first
+// use and released when idle. When the manifest cache holds a valid entry
+// for these bytes under these limits, the module's tools come from it and
+// nothing is compiled until the first call. Otherwise the module is loaded at once (as by Load), its manifest
 // is stored, and it is released when idle like any other.
 func (r *Runtime) Open(ctx context.Context, name string, wasm []byte, limits Limits, opts OpenOptions) (*Module, error) {
 	digest := sha256.Sum256(wasm)
@@ -160,125 +166,102 @@ func (r *Runtime) OpenFile(ctx context.Context, name, path string, limits Limits
 // open is Open for a module whose bytes hash to sum; wasm is nil when they
 // are to be read by opts.Read, and then only if the module must load.
 func (r *Runtime) open(ctx context.Context, name, sum string, wasm []byte, limits Limits, opts OpenOptions) (*Module, error) {
-	if err := limits.Validate(); err != nil {
-		return nil, fmt.Errorf("limits: %w", err)
+	m, err := r.newModule(name, sum, limits)
+	if err != nil {
+		return nil, err
 	}
-	limits = limits.WithDefaults()
 	if opts.Accept != nil {
 		if err := opts.Accept(sum); err != nil {
 			return nil, err
 		}
 	}
-	key := r.loadKey(sum, limits)
-	lz := &lazy{opts: opts, key: key}
+	m.hold.opts, m.hold.key = opts, r.loadKey(sum, m.limits)
 	if opts.Read == nil {
-		lz.wasm = wasm
+		m.hold.wasm = wasm
 	}
-	m := &Module{rt: r, name: name, sha256: sum, limits: limits, lazy: lz}
-	if mf, ok := r.manifests.Get(key, sum); ok {
-		err := m.describe(mf.Descriptor)
+	if mf, ok := r.manifests.Get(m.hold.key, sum); ok {
+		l, err := m.describe(mf.Descriptor)
 		if err == nil {
-			lz.descriptor = mf.Descriptor
-			lz.exports = mf.Exports
-			m.imports = mf.Imports
+			l.kind, l.imports, l.exports = mf.Kind, mf.Imports, mf.Exports
+			m.listing = *l
 			return m, nil
 		}
 		// Valid when stored, refused by this warden's descriptor rules:
 		// load the module again and let the load say what is wrong.
 		r.log.Warn("descriptor manifest no longer valid; the module is loaded again",
-			"module", name, "file", r.manifests.Path(key), "error", err)
-		r.manifests.Delete(key)
-		m.tools, m.rejected = nil, nil
+			"module", name, "file", r.manifests.Path(m.hold.key), "error", err)
+		r.manifests.Delete(m.hold.key)
 	}
 	if opts.CachedOnly {
 		return nil, ErrNotCached
 	}
-	var body *Module
-	var err error
+	var b *body
+	var l *listing
 	if wasm == nil {
-		body, err = lz.loadBody(ctx, m)
+		b, l, err = m.reload(ctx)
 	} else {
-		body, err = r.loadBody(ctx, name, wasm, limits, opts.Observe)
+		b, l, err = m.loadCounted(ctx, wasm)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := m.takeBody(body); err != nil {
-		body.Close(ctx)
-		return nil, err
-	}
-	lz.body, lz.lastUsed = body, time.Now()
+	m.listing = *l
+	m.storeManifest()
+	m.hold.body, m.hold.lastUsed = b, time.Now()
 	return m, nil
 }
 
-// loadBody is Load, reported to observe and counted.
-func (r *Runtime) loadBody(ctx context.Context, name string, wasm []byte, limits Limits, observe func(LoadEvent)) (*Module, error) {
+// loadCounted is loadBody, reported to OpenOptions.Observe and counted.
+func (m *Module) loadCounted(ctx context.Context, wasm []byte) (*body, *listing, error) {
+	observe := m.hold.opts.Observe
 	start := time.Now()
 	if observe != nil {
-		observe(LoadEvent{Module: name})
+		observe(LoadEvent{Module: m.name})
 	}
-	r.bodyLoads.Add(1)
-	body, err := r.Load(ctx, name, wasm, limits)
+	m.rt.bodyLoads.Add(1)
+	b, l, err := m.loadBody(ctx, wasm)
 	if observe != nil {
-		observe(LoadEvent{Module: name, Done: true, Elapsed: time.Since(start), Err: err})
+		observe(LoadEvent{Module: m.name, Done: true, Elapsed: time.Since(start), Err: err})
 	}
-	return body, err
+	return b, l, err
 }
 
-// takeBody takes m's tools and manifest from a freshly loaded body, and
-// stores the manifest.
-func (m *Module) takeBody(body *Module) error {
-	lz := m.lazy
-	m.imports = body.imports
-	lz.descriptor = body.descriptorDoc
-	lz.exports = body.Exports()
-	if err := m.describe(lz.descriptor); err != nil {
-		return err // cannot be: the body passed the same checks
-	}
+// storeManifest stores what m lists, for the next start to list it
+// without loading it.
+func (m *Module) storeManifest() {
 	mf := &manifest.Manifest{
-		ModuleSHA256: m.sha256, Key: lz.key, Kind: manifest.KindNative,
-		Descriptor: lz.descriptor, Imports: m.imports, Exports: lz.exports,
+		ModuleSHA256: m.sha256, Key: m.hold.key, Kind: m.kind,
+		Descriptor: m.descriptor, Imports: m.imports, Exports: m.exports,
 	}
-	// The Extism loader is the one that claims modules importing from
-	// the Extism kernel's namespaces.
-	if slices.ContainsFunc(m.imports, func(im string) bool {
-		return strings.HasPrefix(im, "extism:") || strings.HasPrefix(im, "warden:extism")
-	}) {
-		mf.Kind = manifest.KindExtism
-	}
-	for _, rej := range body.rejected {
+	for _, rej := range m.rejected {
 		mf.Rejected = append(mf.Rejected, manifest.Rejection{Name: rej.Name, Reason: rej.Reason.Error()})
 	}
 	if err := m.rt.manifests.Put(mf); err != nil {
 		// The module still serves; the next start compiles it again.
 		m.rt.log.Warn("descriptor manifest not stored", "module", m.name, "error", err)
 	}
-	return nil
 }
 
 // Loaded reports whether the module's code is compiled and instantiated
 // now (false for a module listed from its manifest and not called yet, or
 // released when idle).
-func (m *Module) Loaded() bool {
-	if m.lazy == nil {
-		return true
-	}
-	m.lazy.mu.Lock()
-	defer m.lazy.mu.Unlock()
-	return m.lazy.body != nil
+func (m *Module) Loaded() bool { return m.loaded() != nil }
+
+// loaded returns the module's body if it is loaded now, for what needs no
+// load (EndSession, Live).
+func (m *Module) loaded() *body {
+	m.hold.mu.Lock()
+	defer m.hold.mu.Unlock()
+	return m.hold.body
 }
 
 // Preload loads the module's body now, if it is not loaded, and waits for
 // it; a call racing it joins the same load.
 func (m *Module) Preload(ctx context.Context) error {
-	if m.lazy == nil {
-		return nil
-	}
-	_, release, err := m.lazy.acquire(ctx, m, nil)
-	if err != nil {
+	if _, err := m.acquire(ctx, nil); err != nil {
 		return err
 	}
-	release()
+	m.release()
 	return nil
 }
 
@@ -286,78 +269,85 @@ func (m *Module) Preload(ctx context.Context) error {
 // call has used them for ttl as of now, and reports whether it did. The
 // next call loads them again (from the compilation cache). Instances kept
 // for sessions go too: those sessions' next calls start from fresh state.
+// A module from Load, which could not load again, is never released.
 func (m *Module) ReleaseIdle(now time.Time, ttl time.Duration) bool {
-	lz := m.lazy
-	if lz == nil || ttl <= 0 {
+	h := &m.hold
+	if !h.reloadable() || ttl <= 0 {
 		return false
 	}
-	lz.mu.Lock()
-	body := lz.body
-	if body == nil || lz.active > 0 || now.Sub(lz.lastUsed) < ttl {
-		lz.mu.Unlock()
+	h.mu.Lock()
+	b := h.body
+	if b == nil || h.active > 0 || now.Sub(h.lastUsed) < ttl {
+		h.mu.Unlock()
 		return false
 	}
-	lz.body = nil
-	lz.mu.Unlock()
-	body.Close(context.Background())
-	m.rt.log.Debug("idle module released", "module", m.name, "idle", now.Sub(lz.lastUsed).Round(time.Second))
+	h.body = nil
+	h.mu.Unlock()
+	b.close(context.Background())
+	m.rt.log.Debug("idle module released", "module", m.name, "idle", now.Sub(h.lastUsed).Round(time.Second))
 	return true
 }
 
 // acquire returns the module's body for one use, loading it if needed;
-// release must follow. While it waits for a load, observer (if any) hears
-// progress every second.
-func (lz *lazy) acquire(ctx context.Context, m *Module, observer tool.Observer) (body *Module, release func(), err error) {
+// m.release must follow. While it waits for a load, observer (if any) hears
+// progress every second. A loaded body costs a lock, and no allocation.
+func (m *Module) acquire(ctx context.Context, observer tool.Observer) (*body, error) {
+	h := &m.hold
 	reported := false
 	for {
-		lz.mu.Lock()
+		h.mu.Lock()
 		switch {
-		case lz.closed:
-			lz.mu.Unlock()
-			return nil, nil, fmt.Errorf("module %s is closed (unloaded or replaced)", m.name)
-		case lz.failed != nil:
-			err := lz.failed
-			lz.mu.Unlock()
-			return nil, nil, err
-		case lz.body != nil:
-			body := lz.body
-			lz.active++
-			lz.lastUsed = time.Now()
-			lz.mu.Unlock()
-			return body, func() {
-				lz.mu.Lock()
-				lz.active--
-				lz.lastUsed = time.Now()
-				lz.mu.Unlock()
-			}, nil
+		case h.closed:
+			h.mu.Unlock()
+			return nil, fmt.Errorf("module %s is closed (unloaded or replaced)", m.name)
+		case h.failed != nil:
+			err := h.failed
+			h.mu.Unlock()
+			return nil, err
+		case h.body != nil:
+			// lastUsed is set as the use ends (release): while it lasts,
+			// active keeps the body from being released.
+			b := h.body
+			h.active++
+			h.mu.Unlock()
+			return b, nil
 		}
-		f := lz.flight
+		f := h.flight
 		if f == nil {
 			if !m.rt.startLoad() {
-				lz.mu.Unlock()
-				return nil, nil, fmt.Errorf("module %s: the runtime is closed", m.name)
+				h.mu.Unlock()
+				return nil, fmt.Errorf("module %s: the runtime is closed", m.name)
 			}
 			f = &flight{done: make(chan struct{}), started: time.Now()}
-			lz.flight = f
+			h.flight = f
 			loadCtx, cancel := context.WithCancel(context.Background())
-			lz.stop = cancel
-			go lz.load(loadCtx, cancel, m, f)
+			h.stop = cancel
+			go m.load(loadCtx, cancel, f)
 		}
-		lz.mu.Unlock()
+		h.mu.Unlock()
 		if hook := m.rt.testHooks.joined; hook != nil {
 			hook(m.name)
 		}
-		if err := lz.wait(ctx, m, f, observer, &reported); err != nil {
-			return nil, nil, err
+		if err := m.wait(ctx, f, observer, &reported); err != nil {
+			return nil, err
 		}
 		if f.err != nil {
-			return nil, nil, f.err
+			return nil, f.err
 		}
 	}
 }
 
+// release ends a use of the body acquire returned.
+func (m *Module) release() {
+	h := &m.hold
+	h.mu.Lock()
+	h.active--
+	h.lastUsed = time.Now()
+	h.mu.Unlock()
+}
+
 // wait waits for f to end, reporting progress to observer.
-func (lz *lazy) wait(ctx context.Context, m *Module, f *flight, observer tool.Observer, reported *bool) error {
+func (m *Module) wait(ctx context.Context, f *flight, observer tool.Observer, reported *bool) error {
 	var tick <-chan time.Time
 	if observer != nil {
 		if !*reported {
@@ -389,80 +379,86 @@ func (lz *lazy) wait(ctx context.Context, m *Module, f *flight, observer tool.Ob
 // load loads the body for flight f. The load is bounded by the module's
 // compile and load budgets, not by any one caller: a caller that gives up
 // leaves it to the others (and to the next call).
-func (lz *lazy) load(ctx context.Context, cancel context.CancelFunc, m *Module, f *flight) {
+func (m *Module) load(ctx context.Context, cancel context.CancelFunc, f *flight) {
 	defer m.rt.loads.Done()
 	defer cancel()
+	h := &m.hold
 	if hook := m.rt.testHooks.loading; hook != nil {
 		hook(m.name)
 	}
-	body, err := lz.loadBody(ctx, m)
+	b, _, err := m.reload(ctx)
 	var unreadable *unreadableError
-	lz.mu.Lock()
-	lz.flight = nil
+	h.mu.Lock()
+	h.flight = nil
 	switch {
-	case lz.closed:
-		lz.mu.Unlock()
+	case h.closed:
+		h.mu.Unlock()
 		close(f.done)
-		if body != nil {
-			body.Close(context.Background())
+		if b != nil {
+			b.close(context.Background())
 		}
 		return
 	case errors.As(err, &unreadable):
 		// Nothing is known to be wrong with the module, only with its
 		// file now (permissions, a mount, a file being replaced): the
 		// module stays listed and the next call reads the file again.
-		lz.mu.Unlock()
+		h.mu.Unlock()
 		m.rt.log.Warn("module file unreadable at first use; the next call tries again", "module", m.name, "error", err)
 		f.err = unreadable.toolError(m.name)
 		close(f.done)
 		return
 	case err != nil:
-		lz.failed = fmt.Errorf("module %s failed to load: %w", m.name, err)
-		err = lz.failed
+		h.failed = fmt.Errorf("module %s failed to load: %w", m.name, err)
+		err = h.failed
 	default:
-		lz.body, lz.lastUsed = body, time.Now()
+		h.body, h.lastUsed = b, time.Now()
 	}
-	lz.mu.Unlock()
+	h.mu.Unlock()
 	if err != nil {
 		// The manifest promised tools this load cannot serve: the next start
 		// loads the module afresh instead of listing them again. LoadFailed
 		// runs before the waiting callers hear of the failure, so that what
 		// it does (the app unlisting the module) is done when they answer.
-		m.rt.manifests.Delete(lz.key)
+		m.rt.manifests.Delete(h.key)
 		m.rt.log.Error("module failed to load on first use", "module", m.name, "error", err)
-		if lz.opts.LoadFailed != nil {
-			lz.opts.LoadFailed(m, err)
+		if h.opts.LoadFailed != nil {
+			h.opts.LoadFailed(m, err)
 		}
 	}
 	close(f.done)
 }
 
-func (lz *lazy) loadBody(ctx context.Context, m *Module) (*Module, error) {
-	wasm := lz.wasm
-	if lz.opts.Read != nil {
+// reload loads m's body again from the bytes kept or read (opts.Read),
+// which must hash as they did when m was opened. Once m lists tools, the
+// body must describe itself exactly as listed: the listing's tools are the
+// ones its calls run.
+func (m *Module) reload(ctx context.Context) (*body, *listing, error) {
+	h := &m.hold
+	wasm := h.wasm
+	if h.opts.Read != nil {
 		var err error
-		if wasm, err = lz.opts.Read(); err != nil {
-			return nil, &unreadableError{err}
+		if wasm, err = h.opts.Read(); err != nil {
+			return nil, nil, &unreadableError{err}
 		}
 	}
 	if digest := sha256.Sum256(wasm); hex.EncodeToString(digest[:]) != m.sha256 {
-		return nil, fmt.Errorf("its file changed since it was hashed and listed (sha256 %s…, now %s…)",
+		return nil, nil, fmt.Errorf("its file changed since it was hashed and listed (sha256 %s…, now %s…)",
 			m.sha256[:12], hex.EncodeToString(digest[:6]))
 	}
-	body, err := m.rt.loadBody(ctx, m.name, wasm, m.limits, lz.opts.Observe)
+	b, l, err := m.loadCounted(ctx, wasm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if lz.descriptor != nil && !bytes.Equal(body.descriptorDoc, lz.descriptor) {
+	if m.descriptor != nil && !bytes.Equal(l.descriptor, m.descriptor) {
 		// Same bytes, same limits, another descriptor: the manifest was
 		// written by someone else than this loader (its checksum only
 		// catches damage), or the module's describe is not deterministic.
 		// Either way what was listed is not what would run.
-		body.Close(context.Background())
-		return nil, fmt.Errorf("it describes itself differently than its cached descriptor manifest %s says (the cache was altered, or its describe is not deterministic); it is loaded afresh at the next start",
-			m.rt.manifests.Path(lz.key))
+		b.close(context.Background())
+		return nil, nil, fmt.Errorf("it describes itself differently than its cached descriptor manifest %s says (the cache was altered, or its describe is not deterministic); it is loaded afresh at the next start",
+			m.rt.manifests.Path(h.key))
 	}
-	return body, nil
+	return b, l, nil
 }
 
 // unreadableError is a module file that could not be read when its body
@@ -485,10 +481,11 @@ func (e *unreadableError) toolError(module string) *tool.Error {
 		module, termsafe.Line(file), reason)
 }
 
-// lazyError is the error of a call or an op of m that could not get m's
+// bodyError is the error of a call or an op of m that could not get m's
 // body: its caller gave up waiting, the body could not be read for now
-// (unavailable, unreadableError), or the module failed to load.
-func (m *Module) lazyError(ctx context.Context, name string, err error) *tool.Error {
+// (unavailable, unreadableError), the module failed to load, or it is
+// closed.
+func (m *Module) bodyError(ctx context.Context, name string, err error) *tool.Error {
 	if ctx.Err() != nil {
 		return contextError(ctx, name, 0, fmt.Sprintf("waiting for module %s to load", m.name))
 	}
@@ -501,54 +498,22 @@ func (m *Module) lazyError(ctx context.Context, name string, err error) *tool.Er
 	return tool.Errorf(tool.KindInternal, "%s: %v", name, err)
 }
 
-// callLazy runs a call of a tool of a lazily loaded module on its body,
-// waiting for the body to load first.
-func (t *Tool) callLazy(ctx context.Context, req CallRequest) *tool.Result {
-	m := t.module
-	if err := t.validateArguments(&req); err != nil {
-		return tool.ErrorResult(err)
+// Close releases the module's instances and compiled code, or the load in
+// progress once it ends. Calls after it fail.
+func (m *Module) Close(ctx context.Context) error {
+	h := &m.hold
+	h.mu.Lock()
+	h.closed = true
+	b := h.body
+	h.body = nil
+	if h.stop != nil {
+		h.stop()
 	}
-	body, release, err := m.lazy.acquire(ctx, m, req.Observer)
-	if err != nil {
-		return tool.ErrorResult(m.lazyError(ctx, t.Descriptor.Name, err))
-	}
-	defer release()
-	i := slices.IndexFunc(body.tools, func(bt *Tool) bool { return bt.Descriptor.Name == t.Descriptor.Name })
-	if i < 0 {
-		return tool.ErrorResult(tool.Errorf(tool.KindInternal,
-			"module %s no longer describes tool %s (its descriptor changed since it was listed)", m.name, t.Descriptor.Name))
-	}
-	// The arguments were validated above against the listed descriptor's
-	// schema; the loaded tool validates again only if its schema differs
-	// (the module changed since it was listed).
-	bt := body.tools[i]
-	return bt.call(ctx, req, bytes.Equal(bt.Descriptor.InputSchema, t.Descriptor.InputSchema))
-}
-
-// closeLazy closes a lazily loaded module: its body, or the load in
-// progress once it ends.
-func (m *Module) closeLazy(ctx context.Context) error {
-	lz := m.lazy
-	lz.mu.Lock()
-	lz.closed = true
-	body := lz.body
-	lz.body = nil
-	if lz.stop != nil {
-		lz.stop()
-	}
-	lz.mu.Unlock()
-	if body != nil {
-		return body.Close(ctx)
+	h.mu.Unlock()
+	if b != nil {
+		return b.close(ctx)
 	}
 	return nil
-}
-
-// bodyOf returns the body if loaded, for what needs no load (EndSession,
-// Live).
-func (m *Module) bodyOf() *Module {
-	m.lazy.mu.Lock()
-	defer m.lazy.mu.Unlock()
-	return m.lazy.body
 }
 
 // startLoad counts a lazy load in, unless the runtime is closing (Close
@@ -563,9 +528,10 @@ func (r *Runtime) startLoad() bool {
 	return true
 }
 
-// BodyLoads counts the module loads (compile, checks, start-up) this
-// runtime has done, Load's and lazy ones alike: a warm start that lists
-// tools from manifests does none.
+// BodyLoads counts the module loads (compile, checks, start-up) the
+// Modules this runtime opened have done (Open's, at once or at a first
+// call; Load's are not counted): a warm start that lists tools from
+// manifests does none.
 func (r *Runtime) BodyLoads() int64 { return r.bodyLoads.Load() }
 
 // testHooks let tests stop a load or a waiting call at an exact point.

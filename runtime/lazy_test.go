@@ -302,6 +302,19 @@ func TestWaitingCallerCancels(t *testing.T) {
 	}
 }
 
+// TestLoadedModuleIsNeverReleased: a module from Load keeps no bytes to
+// load again from, so its body stays until Close, however idle.
+func TestLoadedModuleIsNeverReleased(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{CacheDir: "off"})
+	tl := loadTool(t, rt, "ping", watFixture{name: "ping"}.build(t), runtime.Limits{})
+	m := tl.Module()
+	wantPong(t, tl)
+	if m.ReleaseIdle(time.Now().Add(24*time.Hour), time.Minute) || !m.Loaded() {
+		t.Fatalf("released (loaded %v)", m.Loaded())
+	}
+	wantPong(t, tl)
+}
+
 func TestIdleRelease(t *testing.T) {
 	rt, g, m := warmRuntime(t, "ping")
 	close(g.open)
@@ -471,6 +484,17 @@ func TestForgedManifestCaughtAtFirstCall(t *testing.T) {
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Fatal("forged manifest kept")
+	}
+}
+
+// TestManifestKindIsTheLoaders: the kind a manifest records is the one the
+// loader that accepted the module decided (guest.Loaded.Kind): native for
+// a native module; an Extism plugin's is TestOpenExtismFromManifest's.
+func TestManifestKindIsTheLoaders(t *testing.T) {
+	file := warmCache(t, t.TempDir(), "ping", watFixture{name: "ping"}.build(t))
+	data, _ := os.ReadFile(file)
+	if mf, err := manifest.Decode(data); err != nil || mf.Kind != manifest.KindNative {
+		t.Fatalf("manifest: %+v, %v", mf, err)
 	}
 }
 

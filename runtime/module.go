@@ -27,34 +27,61 @@ import (
 // ABIVersion is the tool ABI this runtime speaks (docs/abi.md).
 const ABIVersion = 1
 
-// Module is a loaded tool module: compiled, checked, described, and ready to
-// call. It is safe for concurrent use.
+// Module is a listed tool module: what it is (its name, digest and kind,
+// as the loader that accepted it decided) and what it offers (tools,
+// rejected tools, resources and prompts, from its descriptor document, read
+// from a load or from its cached manifest). The code that serves its calls
+// is its body, which the Module holds: loaded at once by Load, or on the
+// first call by a Module that Open listed from a manifest, and released
+// when idle (lazy.go). It is safe for concurrent use.
 type Module struct {
-	rt       *Runtime
-	name     string
-	sha256   string
-	limits   Limits
-	imports  []string
-	exports  []string
-	tools    []*Tool
-	rejected []Rejection
-	pool     *pool
-	// engine makes, resets and runs the module's instances: the native
-	// ABI's (native.go) or an Extism plugin's (internal/extism), chosen at
-	// load by Runtime.loaders. Nothing else depends on the kind.
-	engine guest.Engine
-	// maxCallDepth is the call depth the instrumentation enforces, for
-	// stack overflow messages.
-	maxCallDepth uint32
-	// descriptorDoc is the descriptor document the tools were built from.
-	descriptorDoc []byte
+	rt     *Runtime
+	name   string
+	sha256 string
+	limits Limits
+	// What the module lists, set once before the Module is returned (by its
+	// first load or from its manifest) and never changed: every body
+	// loaded later describes itself byte for byte as descriptor says
+	// (Module.reload).
+	listing
+	// hold holds the module's body (lazy.go).
+	hold hold
+}
+
+// listing is what a module lists, from a load or from its manifest.
+type listing struct {
+	// kind is what the loader that accepted the module decided it is
+	// (guest.Loaded.Kind).
+	kind    guest.Kind
+	imports []string
+	exports []string
+	// descriptor is the descriptor document the tools were built from.
+	descriptor []byte
+	tools      []*Tool
+	rejected   []Rejection
 	// features are the resources, templates and prompts it declares
 	// (resources.go); never nil once described.
 	features *tool.Features
-	// lazy is set for a module opened by Runtime.Open (lazy.go): its code
-	// is in a body Module loaded on first use; pool and engine are then
-	// unset.
-	lazy *lazy
+}
+
+// body is a module's loaded code: its engine, which makes, resets and runs
+// its instances (the native ABI's, native.go, or an Extism plugin's,
+// internal/extism, chosen at load by Runtime.loaders; nothing else depends
+// on the kind), and the pool of those instances. A Module holds at most
+// one body at a time; the call path runs on it.
+type body struct {
+	m      *Module
+	engine guest.Engine
+	pool   *pool
+	// maxCallDepth is the call depth the instrumentation enforces, for
+	// stack overflow messages.
+	maxCallDepth uint32
+}
+
+// close releases the body's instances and compiled code.
+func (b *body) close(ctx context.Context) error {
+	b.pool.close(ctx)
+	return b.engine.Close(ctx)
 }
 
 // Tool is one tool provided by a Module.
@@ -89,12 +116,7 @@ func (m *Module) Rejected() []Rejection { return m.rejected }
 func (m *Module) Imports() []string { return m.imports }
 
 // Exports lists the module's exported functions and memories, sorted.
-func (m *Module) Exports() []string {
-	if m.lazy != nil {
-		return m.lazy.exports
-	}
-	return m.exports
-}
+func (m *Module) Exports() []string { return m.exports }
 
 // Limits returns the module's limits, defaults filled in.
 func (m *Module) Limits() Limits { return m.limits }
@@ -115,19 +137,43 @@ func (r *Runtime) LoadFile(ctx context.Context, path string, limits Limits) (*Mo
 
 // Load compiles, checks and describes a module. Invalid tools inside a valid
 // module are listed by Module.Rejected; an error means nothing was loaded.
+// The module's body is loaded now and kept until Close: with no bytes to
+// load it again from, it is never released when idle (Open's modules are).
 func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Limits) (*Module, error) {
+	sum := sha256.Sum256(wasm)
+	m, err := r.newModule(name, hex.EncodeToString(sum[:]), limits)
+	if err != nil {
+		return nil, err
+	}
+	b, l, err := m.loadBody(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	m.listing = *l
+	m.hold.body, m.hold.lastUsed = b, time.Now()
+	return m, nil
+}
+
+// newModule returns an empty Module of r, its limits checked and their
+// defaults filled in.
+func (r *Runtime) newModule(name, sum string, limits Limits) (*Module, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, fmt.Errorf("limits: %w", err)
 	}
-	limits = limits.WithDefaults()
-	sum := sha256.Sum256(wasm)
-	m := &Module{rt: r, name: name, sha256: hex.EncodeToString(sum[:]), limits: limits}
+	return &Module{rt: r, name: name, sha256: sum, limits: limits.WithDefaults()}, nil
+}
+
+// loadBody compiles, checks and starts wasm, the bytes of m, and returns
+// its body and what it lists. The kind is the accepting loader's to decide
+// (guest.Loaded.Kind); the listing records it.
+func (m *Module) loadBody(ctx context.Context, wasm []byte) (*body, *listing, error) {
+	r := m.rt
 	// The module is parsed once: each loader's detection, its import checks
 	// and the instrumentation pass read this one parse (RATIONALE.md,
 	// "Loaders: one interface, one parse").
 	mod, err := wb.Parse(wasm)
 	if err != nil {
-		return nil, fmt.Errorf("invalid module: %w", err)
+		return nil, nil, fmt.Errorf("invalid module: %w", err)
 	}
 	var loader guest.Loader
 	for _, l := range r.loaders {
@@ -142,25 +188,26 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, limits Lim
 	}
 	// The load-time instance is charged to the budget like any other.
 	acct := &memAccount{b: r.budget}
-	loaded, err := loader.Load(withAccount(ctx, acct), guest.Spec{Name: name, SHA256: m.sha256, Limits: limits.guest()}, mod)
+	loaded, err := loader.Load(withAccount(ctx, acct), guest.Spec{Name: m.name, SHA256: m.sha256, Limits: m.limits.guest()}, mod)
 	if err != nil {
 		acct.close()
-		return nil, err
+		return nil, nil, err
 	}
-	err = m.describe(loaded.Descriptor)
+	l, err := m.describe(loaded.Descriptor)
 	if err == nil {
-		err = m.checkOps(loaded.Engine)
+		err = checkOps(l.features, loaded.Engine)
 	}
 	if err != nil {
 		loaded.First.Close(context.Background())
 		loaded.Engine.Close(ctx)
 		acct.close()
-		return nil, err
+		return nil, nil, err
 	}
-	m.engine, m.imports, m.exports, m.maxCallDepth = loaded.Engine, loaded.Imports, loaded.Exports, loaded.MaxCallDepth
-	m.pool = newPool(m)
-	m.pool.putLoaded(m.pool.adopt(loaded.First))
-	return m, nil
+	l.kind, l.imports, l.exports = loaded.Kind, loaded.Imports, loaded.Exports
+	b := &body{m: m, engine: loaded.Engine, maxCallDepth: loaded.MaxCallDepth}
+	b.pool = newPool(m, loaded.Engine)
+	b.pool.putLoaded(b.pool.adopt(loaded.First))
+	return b, l, nil
 }
 
 // compile compiles wasm within budget. wazero's compiler does not watch a
@@ -282,30 +329,31 @@ func (r *Runtime) cacheFailure(err error) bool {
 	return true
 }
 
-// describe parses and validates the descriptor JSON. A bad descriptor
-// document fails the module; a bad tool inside it is rejected alone.
-func (m *Module) describe(raw []byte) error {
-	m.descriptorDoc = raw
+// describe parses and validates the descriptor JSON into a listing of m
+// (its kind, imports and exports unset). A bad descriptor document fails
+// the module; a bad tool inside it is rejected alone.
+func (m *Module) describe(raw []byte) (*listing, error) {
+	l := &listing{descriptor: raw}
 	var doc struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return fmt.Errorf("descriptor is not valid JSON of the form {\"tools\": [...]}: %w", err)
+		return nil, fmt.Errorf("descriptor is not valid JSON of the form {\"tools\": [...]}: %w", err)
 	}
 	features, err := tool.ParseFeatures(raw)
 	if err != nil {
-		return fmt.Errorf("descriptor: %w", err)
+		return nil, fmt.Errorf("descriptor: %w", err)
 	}
-	m.features = features
+	l.features = features
 	if len(doc.Tools) == 0 && features.Empty() {
-		return errors.New(`descriptor lists no tools, resources or prompts`)
+		return nil, errors.New(`descriptor lists no tools, resources or prompts`)
 	}
 	seen := make(map[string]bool)
 	for i, rawTool := range doc.Tools {
 		var d tool.Descriptor
 		dec := json.NewDecoder(bytes.NewReader(rawTool))
 		if err := dec.Decode(&d); err != nil {
-			m.rejected = append(m.rejected, Rejection{Name: fmt.Sprintf("#%d", i), Reason: fmt.Errorf("tools[%d]: %w", i, err)})
+			l.rejected = append(l.rejected, Rejection{Name: fmt.Sprintf("#%d", i), Reason: fmt.Errorf("tools[%d]: %w", i, err)})
 			continue
 		}
 		schemas, err := schema.CompileDescriptor(&d)
@@ -318,38 +366,28 @@ func (m *Module) describe(raw []byte) error {
 			err = fmt.Errorf("name %q is used by another tool of this module (names are unique ignoring case)", d.Name)
 		}
 		if err != nil {
-			m.rejected = append(m.rejected, Rejection{Name: d.Name, Reason: fmt.Errorf("tool %q: %w", d.Name, err)})
+			l.rejected = append(l.rejected, Rejection{Name: d.Name, Reason: fmt.Errorf("tool %q: %w", d.Name, err)})
 			continue
 		}
 		seen[configkey.Fold(d.Name)] = true
-		m.tools = append(m.tools, &Tool{Descriptor: d, schemas: schemas, module: m})
+		l.tools = append(l.tools, &Tool{Descriptor: d, schemas: schemas, module: m})
 	}
-	if len(m.tools) == 0 && len(m.rejected) > 0 {
-		reasons := make([]string, len(m.rejected))
-		for i, r := range m.rejected {
+	if len(l.tools) == 0 && len(l.rejected) > 0 {
+		reasons := make([]string, len(l.rejected))
+		for i, r := range l.rejected {
 			reasons[i] = r.Reason.Error()
 		}
-		return fmt.Errorf("no valid tools: %s", strings.Join(reasons, "; "))
+		return nil, fmt.Errorf("no valid tools: %s", strings.Join(reasons, "; "))
 	}
-	return m.checkFeatureTools()
+	if err := l.checkFeatureTools(); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // EndSession discards the instance kept for a client session (IsolationSession).
 func (m *Module) EndSession(ctx context.Context, session string) {
-	if m.lazy != nil {
-		if body := m.bodyOf(); body != nil {
-			body.EndSession(ctx, session)
-		}
-		return
+	if b := m.loaded(); b != nil {
+		b.pool.endSession(ctx, session)
 	}
-	m.pool.endSession(ctx, session)
-}
-
-// Close releases the module's instances and compiled code.
-func (m *Module) Close(ctx context.Context) error {
-	if m.lazy != nil {
-		return m.closeLazy(ctx)
-	}
-	m.pool.close(ctx)
-	return m.engine.Close(ctx)
 }

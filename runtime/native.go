@@ -77,7 +77,7 @@ func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module)
 		return nil, err
 	}
 	return &guest.Loaded{
-		Engine: e, First: first, Descriptor: raw,
+		Kind: guest.KindNative, Engine: e, First: first, Descriptor: raw,
 		Imports: imports, Exports: guest.ExportNames(compiled), MaxCallDepth: instrumented.MaxCallDepth,
 	}, nil
 }

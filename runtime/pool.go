@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -15,8 +16,10 @@ import (
 // and session-kept ones; the pool learns of an eviction through forget, or,
 // for a session's instance, when its account is found gone.
 type pool struct {
-	m     *Module
-	slots chan struct{}
+	m *Module
+	// engine makes and resets the instances.
+	engine guest.Engine
+	slots  chan struct{}
 	// live counts instances not yet closed, busy or idle.
 	live     atomic.Int64
 	mu       sync.Mutex
@@ -47,10 +50,11 @@ type sessionInstance struct {
 	fresh string
 }
 
-func newPool(m *Module) *pool {
+func newPool(m *Module, engine guest.Engine) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &pool{
 		m:        m,
+		engine:   engine,
 		slots:    make(chan struct{}, m.limits.MaxInstances),
 		sessions: make(map[string]*sessionInstance),
 		ctx:      ctx,
@@ -61,13 +65,10 @@ func newPool(m *Module) *pool {
 // Live reports how many instances of the module exist (idle, busy or kept
 // by a session).
 func (m *Module) Live() int {
-	if m.lazy != nil {
-		if body := m.bodyOf(); body != nil {
-			return body.Live()
-		}
-		return 0
+	if b := m.loaded(); b != nil {
+		return int(b.pool.live.Load())
 	}
-	return int(m.pool.live.Load())
+	return 0
 }
 
 // putLoaded adds the load-time instance, in its initial state, to the idle
@@ -169,7 +170,7 @@ func (p *pool) fresh(ctx context.Context, spare bool) (*instance, error) {
 	if err != nil {
 		return nil, p.m.unavailable(err)
 	}
-	in, err := p.m.freshInstance(withAccount(ctx, acct))
+	in, err := p.freshInstance(withAccount(ctx, acct))
 	if err != nil {
 		acct.close()
 		if acct.refused.Load() {
@@ -240,7 +241,7 @@ func (p *pool) release(ctx context.Context, in *instance, healthy bool) {
 	// Only IsolationShared reuses an instance as it is: a sessionless call
 	// under IsolationSession is isolated like IsolationCall.
 	if healthy && p.m.limits.Isolation != IsolationShared {
-		healthy = p.m.reset(in)
+		healthy = p.reset(in)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -308,13 +309,13 @@ func (p *pool) close(ctx context.Context) {
 }
 
 // freshInstance makes an instance in the module's initial state.
-func (m *Module) freshInstance(ctx context.Context) (*instance, error) {
-	in, err := m.engine.NewInstance(ctx)
+func (p *pool) freshInstance(ctx context.Context) (*instance, error) {
+	in, err := p.engine.NewInstance(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return m.pool.adopt(in), nil
+	return p.adopt(in), nil
 }
 
 // reset returns in to the module's initial state, or reports that it cannot.
-func (m *Module) reset(in *instance) bool { return m.engine.Reset(in.Instance) }
+func (p *pool) reset(in *instance) bool { return p.engine.Reset(in.Instance) }

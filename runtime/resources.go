@@ -62,8 +62,7 @@ func (e *native) RunOp(ctx context.Context, in *guest.Instance, op guest.Op, req
 // checkOps refuses a module that declares what it cannot serve: resources
 // or templates without the read export, prompts without the prompt export.
 // A module without the complete export answers every completion empty.
-func (m *Module) checkOps(engine guest.Engine) error {
-	f := m.features
+func checkOps(f *tool.Features, engine guest.Engine) error {
 	runner, _ := engine.(guest.OpRunner)
 	var problems []string
 	need := func(op guest.Op, needed bool, what string) {
@@ -100,11 +99,11 @@ func exportOf(engine guest.Engine, op guest.Op) string {
 // checkFeatureTools checks that the tool each feature names (for its
 // grants) is one of the module's, and that no resource is in warden's
 // memory: scheme.
-func (m *Module) checkFeatureTools() error {
-	f := m.features
+func (l *listing) checkFeatureTools() error {
+	f := l.features
 	var problems []string
 	check := func(where, name string) {
-		if name != "" && !slices.ContainsFunc(m.tools, func(t *Tool) bool { return t.Descriptor.Name == name }) {
+		if name != "" && !slices.ContainsFunc(l.tools, func(t *Tool) bool { return t.Descriptor.Name == name }) {
 			problems = append(problems, fmt.Sprintf("%s: tool %q (whose grants it runs under) is not a valid tool of this module", where, name))
 		}
 	}
@@ -178,11 +177,11 @@ func (m *Module) ReadResource(ctx context.Context, uri string, req CallRequest) 
 	if !ok {
 		return nil, tool.Errorf(tool.KindNotFound, "module %s serves no resource %q", m.name, uri)
 	}
-	body, done, terr := m.forOp(ctx, req)
+	body, terr := m.forOp(ctx, req)
 	if terr != nil {
 		return nil, terr
 	}
-	defer done()
+	defer m.release()
 	request, _ := json.Marshal(tool.ResourceRequest{URI: uri, CallID: req.CallID})
 	what := "resource " + uri
 	var res *tool.ResourceResult
@@ -237,11 +236,11 @@ func (m *Module) GetPrompt(ctx context.Context, name string, args map[string]str
 			return nil, tool.Errorf(tool.KindInvalidArguments, "prompt %s: argument %q is %d bytes, over the limit of %d", name, k, len(v), maxPromptArgumentBytes)
 		}
 	}
-	body, done, terr := m.forOp(ctx, req)
+	body, terr := m.forOp(ctx, req)
 	if terr != nil {
 		return nil, terr
 	}
-	defer done()
+	defer m.release()
 	request, _ := json.Marshal(tool.PromptRequest{Name: name, Arguments: args, CallID: req.CallID})
 	var res *tool.PromptResult
 	terr = body.runOp(ctx, guest.OpGetPrompt, "prompt "+name, p.Tool, request, req, func(raw []byte) *tool.Error {
@@ -290,11 +289,11 @@ func (m *Module) Complete(ctx context.Context, c tool.CompleteRequest, req CallR
 	if size > maxCompletionBytes {
 		return nil, tool.Errorf(tool.KindInvalidArguments, "completion values are %d bytes, over the limit of %d", size, maxCompletionBytes)
 	}
-	body, done, terr := m.forOp(ctx, req)
+	body, terr := m.forOp(ctx, req)
 	if terr != nil {
 		return nil, terr
 	}
-	defer done()
+	defer m.release()
 	if runner, ok := body.engine.(guest.OpRunner); !ok {
 		return &tool.Completion{Values: []string{}}, nil
 	} else if ok, _ := runner.Supports(guest.OpComplete); !ok {
@@ -311,23 +310,21 @@ func (m *Module) Complete(ctx context.Context, c tool.CompleteRequest, req CallR
 	return res, terr
 }
 
-// forOp returns the module whose code runs an op: m itself, or the body of
-// a lazily loaded m (loaded first if need be); done must follow.
-func (m *Module) forOp(ctx context.Context, req CallRequest) (*Module, func(), *tool.Error) {
-	if m.lazy == nil {
-		return m, func() {}, nil
-	}
-	body, release, err := m.lazy.acquire(ctx, m, req.Observer)
+// forOp returns the body that runs an op of m, loaded first if need be;
+// m.release must follow.
+func (m *Module) forOp(ctx context.Context, req CallRequest) (*body, *tool.Error) {
+	b, err := m.acquire(ctx, req.Observer)
 	if err != nil {
-		return nil, nil, m.lazyError(ctx, m.name, err)
+		return nil, m.bodyError(ctx, m.name, err)
 	}
-	return body, release, nil
+	return b, nil
 }
 
-// runOp runs op through the call path (Module.invoke); parse judges the
+// runOp runs op through the call path (body.invoke); parse judges the
 // response. A response judged bad_output retires the instance.
-func (m *Module) runOp(ctx context.Context, op guest.Op, what, grantsOf string, request []byte, req CallRequest, parse func(raw []byte) *tool.Error) *tool.Error {
-	runner, ok := m.engine.(guest.OpRunner)
+func (b *body) runOp(ctx context.Context, op guest.Op, what, grantsOf string, request []byte, req CallRequest, parse func(raw []byte) *tool.Error) *tool.Error {
+	m := b.m
+	runner, ok := b.engine.(guest.OpRunner)
 	if !ok {
 		return tool.Errorf(tool.KindInternal, "%s: module %s cannot serve %s", what, m.name, op)
 	}
@@ -335,7 +332,7 @@ func (m *Module) runOp(ctx context.Context, op guest.Op, what, grantsOf string, 
 		grantsOf = what
 	}
 	var result *tool.Error
-	out := m.invoke(ctx, invocation{
+	out := b.invoke(ctx, invocation{
 		name: what, grantsOf: grantsOf, timeout: m.limits.Timeout, req: &req,
 		run: func(ctx context.Context, in *guest.Instance) ([]byte, *tool.Error, error) {
 			return runner.RunOp(ctx, in, op, request, what+" response")

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/capsyntax"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -51,18 +52,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func validKey(key string) bool {
-	if key == "" || len(key) > 128 || '0' <= key[0] && key[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+func validKey(key string) bool { return capsyntax.ValidEnvKey(key) }
 
 func sortedKeys(m map[string]Value) []string {
 	keys := make([]string, 0, len(m))

@@ -1,11 +1,10 @@
 package env
 
 import (
-	"fmt"
 	"strings"
 
+	"github.com/warden-run/warden/internal/capsyntax"
 	"github.com/warden-run/warden/internal/configkey"
-	"github.com/warden-run/warden/internal/download"
 )
 
 // WardenPrefix starts the environment variables that configure warden
@@ -21,24 +20,9 @@ func IsWardenKey(key string) bool { return configkey.IsEnv(key) }
 // ValidateKey reports why key cannot name an environment value in a grant
 // (config tools.grants.<tool>.env) or a tool's request, or nil when it can:
 // 1-128 bytes of A-Z a-z 0-9 _, not starting with a digit, and not
-// warden's own (IsWardenKey).
-func ValidateKey(key string) error {
-	if name, _, ok := strings.Cut(key, "="); ok {
-		// KEY=VALUE pasted where a key goes: the value is likely the secret.
-		return fmt.Errorf("%q is not a key: name the key alone (its value, after the =, is not shown; values go in env.values)", name+"=…")
-	}
-	if strings.Contains(key, "@") {
-		// A URL pasted where a key goes: user:password@ is not shown.
-		return fmt.Errorf("%q (shown without what precedes the @) is not a key (1-128 of A-Z a-z 0-9 _, not starting with a digit)", download.ShowHost(key))
-	}
-	if !validKey(key) {
-		return fmt.Errorf("%q is not a key (1-128 of A-Z a-z 0-9 _, not starting with a digit)", key)
-	}
-	if IsWardenKey(key) {
-		return fmt.Errorf("%q is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool", key)
-	}
-	return nil
-}
+// warden's own (IsWardenKey). The grammar is capsyntax.ValidateEnvKey,
+// which config checks grants with.
+func ValidateKey(key string) error { return capsyntax.ValidateEnvKey(key) }
 
 // foldKey is the one spelling of an env key that grants, requests and
 // env.values meet in: upper case. Keys are config keys (viper lower-cases

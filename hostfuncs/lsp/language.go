@@ -1,18 +1,9 @@
 package lsp
 
-import (
-	"fmt"
-	"regexp"
-)
-
-var languagePattern = regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`)
+import "github.com/warden-run/warden/internal/capsyntax"
 
 // ValidateLanguage reports why name cannot name a language in a grant
 // (config tools.grants.<tool>.lsp) or a tool's request, or nil when it can:
-// 1-64 of A-Z a-z 0-9 _ . + -.
-func ValidateLanguage(name string) error {
-	if !languagePattern.MatchString(name) {
-		return fmt.Errorf("%q is not a language name (1-64 of A-Z a-z 0-9 _ . + -)", name)
-	}
-	return nil
-}
+// 1-64 of A-Z a-z 0-9 _ . + - (capsyntax.ValidateLanguage, which config
+// checks grants with).
+func ValidateLanguage(name string) error { return capsyntax.ValidateLanguage(name) }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/warden-run/warden/internal/download"
+	"github.com/warden-run/warden/internal/capsyntax"
 )
 
 // grant is one parsed entry of a tool's net grant.
@@ -47,140 +47,18 @@ func ValidateGrant(entry string) error {
 	return err
 }
 
+// parseGrant parses entry with the grammar config checks grants with
+// (capsyntax.ParseNetGrant).
 func parseGrant(entry string) (grant, error) {
-	var g grant
-	if strings.Contains(entry, "@") {
-		// Shown without its user:password@: a refused entry may still hold a
-		// password, and this message reaches stderr and the logs.
-		return g, fmt.Errorf("net grant %q (shown without what precedes the @): only [scheme://]host[:port] is allowed, no user or password", download.ShowHost(entry))
-	}
-	fields := strings.Fields(entry)
-	if len(fields) == 0 {
-		return g, fmt.Errorf("empty net grant")
-	}
-	for _, opt := range fields[1:] {
-		if opt != "private" {
-			return g, fmt.Errorf("net grant %q: unknown option %q (want private)", entry, opt)
-		}
-		g.private = true
-	}
-	rest := fields[0]
-	g.scheme = "https"
-	if scheme, after, ok := strings.Cut(rest, "://"); ok {
-		g.scheme, rest = strings.ToLower(scheme), after
-		if g.scheme != "https" && g.scheme != "http" {
-			return g, fmt.Errorf("net grant %q: scheme must be https or http", entry)
-		}
-	}
-	rest = strings.TrimSuffix(rest, "/")
-	if strings.ContainsAny(rest, "/?#@\\") {
-		return g, fmt.Errorf("net grant %q: only [scheme://]host[:port] is allowed, no path, query or user", entry)
-	}
-	host, port, err := splitHostPort(rest)
-	if err != nil {
-		return g, fmt.Errorf("net grant %q: %w", entry, err)
-	}
-	if port != "" {
-		n, err := strconv.ParseUint(port, 10, 16)
-		if err != nil || n == 0 || port[0] == '0' {
-			return g, fmt.Errorf("net grant %q: port must be 1-65535", entry)
-		}
-		g.port = uint16(n)
-	}
-	g.host = normalizeHost(host)
-	switch {
-	case g.host == "*":
-		g.anyHost = true
-	case strings.HasPrefix(g.host, "*."):
-		g.wildcard, g.host = true, g.host[2:]
-		if err := checkNumericHost(g.host); err != nil {
-			return g, fmt.Errorf("net grant %q: %w", entry, err)
-		}
-		if !validName(g.host) {
-			return g, fmt.Errorf("net grant %q: %q is not a valid host name", entry, g.host)
-		}
-	case strings.HasPrefix(host, "["):
-		addr, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
-		if err != nil || !addr.Is6() || addr.Zone() != "" {
-			return g, fmt.Errorf("net grant %q: %s is not an IPv6 address", entry, host)
-		}
-		g.addr = addr.Unmap()
-	default:
-		if addr, err := netip.ParseAddr(g.host); err == nil {
-			if !addr.Is4() {
-				return g, fmt.Errorf("net grant %q: write IPv6 addresses in brackets", entry)
-			}
-			g.addr = addr
-		} else if err := checkNumericHost(g.host); err != nil {
-			return g, fmt.Errorf("net grant %q: %w", entry, err)
-		} else if !validName(g.host) {
-			return g, fmt.Errorf("net grant %q: %q is not a valid host name", entry, g.host)
-		}
-	}
-	if g.private && (g.anyHost || g.wildcard || g.addr.IsValid()) {
-		return g, fmt.Errorf("net grant %q: private is only allowed on an exact host name (an IP literal is explicit already)", entry)
-	}
-	if g.addr.IsValid() || g.host == "localhost" {
-		g.private = true
-	}
-	return g, nil
+	p, err := capsyntax.ParseNetGrant(entry)
+	return grant{scheme: p.Scheme, host: p.Host, anyHost: p.AnyHost, wildcard: p.Wildcard, addr: p.Addr, port: p.Port, private: p.Private}, err
 }
 
-// splitHostPort splits "host", "host:port", "[v6]" or "[v6]:port".
-func splitHostPort(s string) (host, port string, err error) {
-	if strings.HasPrefix(s, "[") {
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
-			return "", "", fmt.Errorf("missing ] in %q", s)
-		}
-		host, rest := s[:end+1], s[end+1:]
-		if rest == "" {
-			return host, "", nil
-		}
-		if rest[0] != ':' || len(rest) == 1 {
-			return "", "", fmt.Errorf("bad port in %q", s)
-		}
-		return host, rest[1:], nil
-	}
-	switch strings.Count(s, ":") {
-	case 0:
-		return s, "", nil
-	case 1:
-		host, port, _ = strings.Cut(s, ":")
-		if port == "" {
-			return "", "", fmt.Errorf("bad port in %q", s)
-		}
-		return host, port, nil
-	}
-	return "", "", fmt.Errorf("write IPv6 addresses in brackets: %q", s)
-}
+func normalizeHost(host string) string { return capsyntax.NormalizeHost(host) }
 
-// normalizeHost lower-cases a host and drops one trailing dot, so that
-// "API.Example.com." and "api.example.com" are the same host.
-func normalizeHost(host string) string {
-	return strings.TrimSuffix(strings.ToLower(host), ".")
-}
+func validName(name string) bool { return capsyntax.ValidHostName(name) }
 
-// validName reports whether name is an ASCII DNS name: dot-separated labels
-// of 1-63 letters, digits, '-' or '_', 253 bytes at most. Internationalized
-// names must be written in punycode.
-func validName(name string) bool {
-	if name == "" || len(name) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(name, ".") {
-		if label == "" || len(label) > 63 {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	return true
-}
+func checkNumericHost(host string) error { return capsyntax.CheckNumericHost(host) }
 
 // target is the part of a URL that grants are matched against.
 type target struct {

@@ -17,8 +17,8 @@ import (
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/redact"
-	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -26,7 +26,10 @@ import (
 
 // App is a running warden: config, runtime and loaded tools.
 type App struct {
-	live     *config.Live
+	live *config.Live
+	// resolved is the config in force with its policy, swapped together
+	// on every reload (policy.go).
+	resolved inForce
 	caps     *capabilities
 	rt       *runtime.Runtime
 	registry *catalog.Table
@@ -35,9 +38,7 @@ type App struct {
 	// catalog loads the tools dir and decides what is served; registry
 	// is its table of modules and served tools, which most of the app reads.
 	catalog *catalog.Catalog
-	// rateLimits caches ServerRateLimits for the config in force, and
-	// callLimits each tool's CallLimits (by name, *callLimitsOf).
-	rateLimits atomic.Pointer[rateLimitsOf]
+	// callLimits caches each tool's CallLimits (by name, *callLimitsOf).
 	callLimits sync.Map
 
 	mu          sync.Mutex
@@ -83,18 +84,19 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		subscribers: make(map[int]func()),
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
+	a.resolved.resolve(a.live.Current)
 	a.catalog = catalog.New(catalog.Options{
 		Runtime: rt,
-		Config:  a.live.Current,
+		Policy:  a.Policy,
 		Logger:  logger,
 		Changed: a.notify,
 		// A module file that is now a symlink makes its target warden's
 		// own before the module can serve.
-		BeforeReload: func() error { return a.caps.refreshOwn(a.live.Current) },
+		BeforeReload: func() error { return a.caps.refreshOwn(a.Config) },
 	})
 	a.registry = a.catalog.Table()
-	a.installer = install.New(install.Options{Config: a.live.Current, Reload: a.live.Reload, Runtime: rt, Catalog: a.registry})
-	caps.prompts.cfg, caps.prompts.reload = a.live.Current, a.live.Reload
+	a.installer = install.New(install.Options{Config: a.Config, Reload: a.live.Reload, Runtime: rt, Catalog: a.registry})
+	caps.prompts.policy, caps.prompts.reload = a.Policy, a.live.Reload
 	caps.prompts.sumOf = a.moduleSHA256
 	a.watchMemory()
 	return a, nil
@@ -104,9 +106,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 // call on, until ctx ends.
 func (a *App) WatchConfig(ctx context.Context) error { return a.live.Watch(ctx) }
 
-// configChanged reconfigures the capabilities for a reloaded config. Grants
-// and per-call limits need nothing: calls read them from the live config.
+// configChanged puts a reloaded config in force with its policy, then
+// reconfigures the capabilities for it. Grants and per-call limits need
+// nothing more: calls read them from the policy in force.
 func (a *App) configChanged(cfg *config.Config) {
+	a.resolved.resolve(a.live.Current)
 	a.refreshSecrets(cfg)
 	if err := a.caps.apply(cfg); err != nil {
 		a.log.Error("config change not fully applied to the capabilities", "error", err)
@@ -146,7 +150,7 @@ func (a *App) Runtime() *runtime.Runtime { return a.rt }
 func (a *App) Catalog() *catalog.Catalog { return a.catalog }
 
 // Config returns the config in force.
-func (a *App) Config() *config.Config { return a.live.Current() }
+func (a *App) Config() *config.Config { return a.Policy().Config() }
 
 // call is Call without the observation (observe.go): the tool runs with
 // the policy admit resolves from the config in force right now.
@@ -208,36 +212,36 @@ func (a *App) CallLimits(name string) mcpserver.CallLimits {
 	if !ok {
 		return mcpserver.CallLimits{}
 	}
-	// Asked on every call's path: built once per tool and config (a
-	// reloaded module is a new Tool, a reloaded config a new Config).
-	cfg := a.Config()
+	// Asked on every call's path: built once per tool and policy (a
+	// reloaded module is a new Tool, a reloaded config a new Policy).
+	pol := a.Policy()
 	if c, ok := a.callLimits.Load(name); ok {
-		if c := c.(*callLimitsOf); c.cfg == cfg && c.tool == t {
+		if c := c.(*callLimitsOf); c.policy == pol && c.tool == t {
 			return c.limits
 		}
 	}
-	l := callLimitsFor(cfg, name, t)
-	a.callLimits.Store(name, &callLimitsOf{cfg: cfg, tool: t, limits: l})
+	l := callLimitsFor(pol.Tool(name), t)
+	a.callLimits.Store(name, &callLimitsOf{policy: pol, tool: t, limits: l})
 	return l
 }
 
-// callLimitsOf is CallLimits's answer for one tool under one config.
+// callLimitsOf is CallLimits's answer for one tool under one policy.
 type callLimitsOf struct {
-	cfg    *config.Config
+	policy *policy.Policy
 	tool   *runtime.Tool
 	limits mcpserver.CallLimits
 }
 
-// callLimitsFor derives the limits of the tool t called name from cfg.
-func callLimitsFor(cfg *config.Config, name string, t *runtime.Tool) mcpserver.CallLimits {
+// callLimitsFor derives the limits of the tool t from its policy tp.
+func callLimitsFor(tp policy.ToolPolicy, t *runtime.Tool) mcpserver.CallLimits {
 	l := moduleLimits(t.Module())
 	l.Timeout = t.Timeout()
-	if d := cfg.ToolTimeout(name); d > 0 && d < l.Timeout {
+	if d := tp.Timeout; d > 0 && d < l.Timeout {
 		l.Timeout = d
 	}
-	l.MaxInFlight = cfg.ToolMaxInFlight(name)
-	l.InFlightSetting = "tools.limits." + configkey.Fold(name) + ".max_in_flight"
-	l.Rate = runlimits.Rate(cfg.ToolRate(name))
+	l.MaxInFlight = tp.MaxInFlight
+	l.InFlightSetting = "tools.limits." + tp.Key + ".max_in_flight"
+	l.Rate = tp.Rate
 	return l
 }
 
@@ -275,26 +279,9 @@ func (a *App) OwnerLimits(owner string) mcpserver.CallLimits {
 }
 
 // ServerRateLimits returns server.rate_limit as the config in force sets
-// it, for mcpserver.Options.RateLimit: asked at every call, it is built
-// once per config.
-func (a *App) ServerRateLimits() mcpserver.RateLimits {
-	cfg := a.Config()
-	if c := a.rateLimits.Load(); c != nil && c.cfg == cfg {
-		return c.limits
-	}
-	l := mcpserver.RateLimits{
-		PerClient: runlimits.Rate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
-		PerTool:   runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
-	}
-	a.rateLimits.Store(&rateLimitsOf{cfg: cfg, limits: l})
-	return l
-}
-
-// rateLimitsOf is ServerRateLimits's answer for one config.
-type rateLimitsOf struct {
-	cfg    *config.Config
-	limits mcpserver.RateLimits
-}
+// it, for mcpserver.Options.RateLimit: asked at every call, it is resolved
+// once per config load (internal/policy).
+func (a *App) ServerRateLimits() mcpserver.RateLimits { return a.Policy().ServerRateLimits() }
 
 // Subscribe implements mcpserver.Tools.
 func (a *App) Subscribe(f func()) (cancel func()) {

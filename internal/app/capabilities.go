@@ -22,6 +22,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -104,19 +105,20 @@ func withGrantNote(ctx context.Context, note string) context.Context {
 	return context.WithValue(ctx, grantNoteKey{}, note)
 }
 
-// grantNote is what a denial of a capability to toolName, served by
-// module, adds so that it points at the config line to fix: why the tool's
-// grant entry gives it nothing (elsewhere, from config.Grants), or, when
+// grantNote is what a denial of a capability to the tool whose policy is
+// tp, served by module, adds so that it points at the config line to fix:
+// why the tool's grant entry gives it nothing (elsewhere, from
+// policy.ToolPolicy.Grants), or, when
 // config has no entry and the module is not named like the tool (a module
 // serving several tools, such as lsp), that a new entry must name the
 // module: an entry without a module field would belong to the module named
 // like the tool and still grant nothing. "" when there is nothing to add.
-func grantNote(cfg *config.Config, toolName, module string, elsewhere error) string {
+func grantNote(tp policy.ToolPolicy, module string, elsewhere error) string {
 	if elsewhere != nil {
 		return elsewhere.Error()
 	}
-	key := configkey.Fold(toolName)
-	if _, _, ok := cfg.GrantModule(toolName); ok || module == key {
+	key, toolName := tp.Key, tp.Name
+	if tp.HasGrant || module == key {
 		return ""
 	}
 	return fmt.Sprintf("config has no tools.grants.%s; tool %q is served by module %s, so that entry needs module: %s "+

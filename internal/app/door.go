@@ -40,12 +40,13 @@ type entrance struct {
 	call mcpserver.Call
 }
 
-// admit resolves the policy of one request into module code, once, from
-// the config in force: the Pass must admit the request as its subject; a
-// hidden subject, or one held back while a rival module loads, is not
-// served; a gate may block it, answer in its place (a tools/call gets the
-// gate's fixed result, a feature a refusal: the module does not run) or
-// ask a person first (a completion, which cannot ask, is refused). What
+// admit applies the policy of one request into module code, looked up
+// once in the policy in force (internal/policy): the Pass must admit the
+// request as its subject; a hidden subject, or one held back while a rival
+// module loads, is not served; a gate may block it, answer in its place
+// (a tools/call gets the gate's fixed result, a feature a refusal: the
+// module does not run) or ask a person first (a completion, which cannot
+// ask, is refused). What
 // it returns is the runtime request to run it with: the subject's grants
 // (bound to their module), timeout and tool config; or the result that
 // answers instead (answer), or the error that refuses it.
@@ -58,11 +59,13 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	if e.subject == "" {
 		return ctx, req, nil, nil // runs with no grants: no tool's policy to apply
 	}
-	cfg := a.Config()
-	if !cfg.Exposed(e.subject) {
+	pol := a.Policy()
+	cfg := pol.Config()
+	tp := pol.Tool(e.subject) // the one lookup: everything below reads tp
+	if !tp.Exposed {
 		return ctx, req, nil, e.notServed()
 	}
-	waitFor := a.catalog.HeldBy(cfg, e.tool)
+	waitFor := a.catalog.HeldBy(cfg, tp.Bound, tp.HasGrant, e.tool)
 	if waitFor != "" && e.method != mcpserver.MethodCallTool {
 		// A feature answers as an unknown name does: the client is not
 		// told which tool it runs as, nor which module is loading.
@@ -77,12 +80,12 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	// another module than the one its entry is bound to gets nothing, and
 	// each capability it is then refused says why.
 	module := e.module.Name()
-	grants, elsewhere := cfg.Grants(e.subject, module)
-	if note := grantNote(cfg, e.subject, module, elsewhere); note != "" {
+	grants, elsewhere := tp.Grants(module)
+	if note := grantNote(tp, module, elsewhere); note != "" {
 		ctx = withGrantNote(ctx, note)
 	}
 	// The subject's gate, resolved once for the checks below and the gate.
-	g, why, gated := gateOf(cfg, e.subject, &e.tool.Descriptor, grants)
+	g, why, gated := gateOf(pol, tp, &e.tool.Descriptor, grants)
 	asks := gated && g.Action == config.GateConfirm
 	if e.method == mcpserver.MethodComplete && asks {
 		return ctx, req, nil, tool.Errorf(tool.KindDenied,
@@ -91,7 +94,7 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	}
 	c := e.call
 	c.Name = e.subject
-	if res := a.applyGate(ctx, cfg, c, &e.tool.Descriptor, grants, g, why, gated); res != nil {
+	if res := a.applyGate(ctx, pol, c, &e.tool.Descriptor, grants, g, why, gated); res != nil {
 		if e.method == mcpserver.MethodCallTool {
 			return ctx, req, res, nil
 		}
@@ -100,10 +103,9 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 		}
 		// A gate's fixed result stands in for the tool's own answer; a
 		// feature has no answer it could stand in for, so it does not run.
-		_, key, _ := cfg.GateFor(e.subject)
 		return ctx, req, nil, tool.Errorf(tool.KindDenied,
 			"%s runs as tool %s, whose gate (tools.gates.%s) answers with a fixed result instead of running it; nothing ran (%s)",
-			e.what, e.subject, key, a.configLine(gateAllowLine(e.subject)))
+			e.what, e.subject, tp.GateKey, a.configLine(gateAllowLine(e.subject)))
 	}
 	// A person confirmed the call as the question described it, under
 	// cfg: its grants, its gate. When config changed while they read it
@@ -121,8 +123,8 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 		return ctx, req, nil, err
 	}
 	req.Grants = grants
-	req.Timeout = cfg.ToolTimeout(e.subject)
-	req.Config = cfg.ToolConfig(e.subject, module)
+	req.Timeout = tp.Timeout
+	req.Config = tp.Config(module)
 	return ctx, req, nil, nil
 }
 

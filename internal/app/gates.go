@@ -8,6 +8,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
@@ -20,24 +21,24 @@ const maxShownArguments = 2 << 10
 // or the result to answer instead (a block, a fixed result, a refusal).
 // A confirmation asks the person through c.Client; on a 2026-07-28 client
 // the ask stops the call with an input-required result, and the retry
-// carries the person's answer.
-func (a *App) gate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities) *tool.Result {
-	g, why, ok := gateOf(cfg, c.Name, d, grants)
-	return a.applyGate(ctx, cfg, c, d, grants, g, why, ok)
+// carries the person's answer. pol is the policy the call runs under.
+func (a *App) gate(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities) *tool.Result {
+	g, why, ok := gateOf(pol, pol.Tool(c.Name), d, grants)
+	return a.applyGate(ctx, pol, c, d, grants, g, why, ok)
 }
 
 // applyGate is gate for the gate gateOf resolved (g, why; ok false when
-// none applies), for a caller that resolved it already (admit).
-func (a *App) applyGate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, g config.Gate, why string, ok bool) *tool.Result {
+// none applies) under pol, for a caller that resolved it already (admit).
+func (a *App) applyGate(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, g config.Gate, why string, ok bool) *tool.Result {
 	if !ok {
 		return nil
 	}
 	rec := a.caps.rec.get()
 	if rec == nil {
-		return a.decideGate(ctx, cfg, c, d, grants, g, why, nil)
+		return a.decideGate(ctx, pol, c, d, grants, g, why, nil)
 	}
 	var action string
-	res := a.decideGate(ctx, cfg, c, d, grants, g, why, &action)
+	res := a.decideGate(ctx, pol, c, d, grants, g, why, &action)
 	if action == "" || action == config.GateAllow {
 		return res // no gate stood in the way
 	}
@@ -57,7 +58,7 @@ func (a *App) applyGate(ctx context.Context, cfg *config.Config, c mcpserver.Cal
 
 // decideGate is applyGate for the gate g that applies (why names it);
 // action, when not nil, is set to its action.
-func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, g config.Gate, why string, action *string) *tool.Result {
+func (a *App) decideGate(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, g config.Gate, why string, action *string) *tool.Result {
 	// An entry of the tool's exact name beats any pattern: the line that
 	// lets this one tool through.
 	if action != nil {
@@ -94,9 +95,9 @@ func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Ca
 	params, _ := json.Marshal(map[string]any{
 		"message":         confirmMessage(c, module, d, grants, why),
 		"requestedSchema": json.RawMessage(`{"type":"object","properties":{}}`),
-		"_meta":           a.caps.prompts.digests.questionMeta(questionConfirm, cfg),
+		"_meta":           a.caps.prompts.digests.questionMeta(questionConfirm, pol.Config()),
 	})
-	wait := cfg.ClientWait()
+	wait := pol.ClientWait()
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	answers, err := c.Client.Ask(askCtx, []tool.ClientRequest{{Key: tool.KeyConfirm, Method: tool.MethodElicit, Params: params}})
@@ -126,15 +127,15 @@ func (a *App) decideGate(ctx context.Context, cfg *config.Config, c mcpserver.Ca
 	return nil
 }
 
-// gateOf returns the gate that applies to the tool called name, with d
-// its descriptor and grants its grants, and why it applies (the config
-// line, or the default that set it); ok is false when none does.
-func gateOf(cfg *config.Config, name string, d *tool.Descriptor, grants tool.Capabilities) (g config.Gate, why string, ok bool) {
-	g, key, ok := cfg.GateFor(name)
-	if ok {
-		return g, "tools.gates." + key, true
+// gateOf returns the gate that applies under pol to the tool whose policy
+// is tp, with d its descriptor and grants its grants, and why it applies
+// (the config line, or the default that set it); ok is false when none
+// does.
+func gateOf(pol *policy.Policy, tp policy.ToolPolicy, d *tool.Descriptor, grants tool.Capabilities) (g config.Gate, why string, ok bool) {
+	if tp.Gated {
+		return tp.Gate, "tools.gates." + tp.GateKey, true
 	}
-	if !cfg.ConfirmDestructive() || !destructive(d) || !risky(grants) {
+	if !pol.ConfirmDestructive() || !destructive(d) || !risky(grants) {
 		return config.Gate{}, "", false
 	}
 	return config.Gate{Action: config.GateConfirm},

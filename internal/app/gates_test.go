@@ -114,7 +114,7 @@ func TestDestructiveToolsConfirmByDefault(t *testing.T) {
 	d := &tool.Descriptor{Name: "hostcalls", Description: "d", Annotations: &tool.Annotations{DestructiveHint: &yes}}
 	write := tool.Capabilities{FS: tool.FSAccess{Write: []string{"out"}}}
 	c := mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{"x":1}`), Client: &person{elicit: true, answers: []string{"decline"}}}
-	cfg := w.app.Config()
+	cfg := w.app.Policy()
 	if res := w.app.gate(context.Background(), cfg, c, d, write); res == nil || res.Error.Kind != tool.KindDenied {
 		t.Fatalf("destructive with a write grant ran unasked: %+v", res)
 	}
@@ -126,7 +126,7 @@ func TestDestructiveToolsConfirmByDefault(t *testing.T) {
 		t.Fatalf("non-destructive tool gated: %+v", res.Error)
 	}
 	w.setGrants(t, "security:\n  confirm: off")
-	if res := w.app.gate(context.Background(), w.app.Config(), c, d, write); res != nil {
+	if res := w.app.gate(context.Background(), w.app.Policy(), c, d, write); res != nil {
 		t.Fatalf("security.confirm: off still gated: %+v", res.Error)
 	}
 }

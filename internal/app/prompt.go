@@ -15,6 +15,7 @@ import (
 	"github.com/warden-run/warden/internal/capset"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -38,7 +39,9 @@ const (
 // a grant of the tool, kept with its comments, applied by the running
 // server) or deny.
 type prompter struct {
-	cfg func() *config.Config // set once the live config exists
+	// policy returns the policy in force and, through it, the config it
+	// was resolved from; set once the live config exists.
+	policy func() *policy.Policy
 	// reload applies the config file as it is now, so that a grant just
 	// written holds from the next call on, not only once the watcher sees it.
 	reload func() error
@@ -58,8 +61,9 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 		if !ok {
 			return result, err
 		}
-		cfg := p.cfg()
-		if why := boundElsewhere(cfg, call); why != "" {
+		pol := p.policy()
+		cfg := pol.Config()
+		if why := boundElsewhere(pol.Tool(call.Tool), call); why != "" {
 			return result, withNote(err, why)
 		}
 		q := p.question(cfg, call, need)
@@ -103,8 +107,9 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 // always" would have to write into that module's grant, and a person asked
 // about tool X cannot tell whose rights they widen; the config line that
 // fixes it is the one the denial's note names (config.GrantElsewhereError).
-func boundElsewhere(cfg *config.Config, call *hostfuncs.Call) string {
-	bound, _, ok := cfg.GrantModule(call.Tool)
+// tp is the policy of call.Tool.
+func boundElsewhere(tp policy.ToolPolicy, call *hostfuncs.Call) string {
+	bound, ok := tp.Bound, tp.HasGrant
 	if !ok || bound == call.Module {
 		return ""
 	}
@@ -118,7 +123,7 @@ func (p *prompter) promptable(call *hostfuncs.Call, err error) (tool.Need, bool)
 	if !errors.As(err, &te) || te.Kind != tool.KindDenied || te.Need == nil {
 		return tool.Need{}, false // deny-list refusals carry no need: never offered
 	}
-	if p.cfg == nil || !p.cfg().PermissionPrompts() || call.Client == nil || !call.Client.Supports(tool.ClientElicit) {
+	if p.policy == nil || !p.policy().PermissionPrompts() || call.Client == nil || !call.Client.Supports(tool.ClientElicit) {
 		return tool.Need{}, false
 	}
 	if call.Prompted[*te.Need] || len(call.Prompted) >= maxPromptsPerCall || !requested(call.Requested, *te.Need) {
@@ -203,7 +208,7 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 		call.Prompted = map[tool.Need]bool{}
 	}
 	call.Prompted[need] = true
-	wait := p.cfg().ClientWait()
+	wait := p.policy().ClientWait()
 	release := func() {}
 	if call.Hold != nil {
 		release = call.Hold(wait)
@@ -269,7 +274,7 @@ func widen(g *tool.Capabilities, need tool.Need) {
 // persist writes need into config.yaml as a grant of the tool, bound to
 // the module serving it, and applies it at once.
 func (p *prompter) persist(call *hostfuncs.Call, need tool.Need) error {
-	cfg := p.cfg()
+	cfg := p.policy().Config()
 	_, err := config.EditFile(cfg.File, grantEdit(call, need))
 	if err == nil && p.reload != nil {
 		err = p.reload()

@@ -145,7 +145,8 @@ func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bo
 	if served, ok := a.registry.Tool(subject); !ok || t == nil || served != t || !cfg.Exposed(subject) {
 		return false
 	}
-	return a.catalog.HeldBy(cfg, t) == ""
+	bound, _, granted := cfg.GrantModule(t.Descriptor.Name)
+	return a.catalog.HeldBy(cfg, bound, granted, t) == ""
 }
 
 var _ mcpserver.FeatureRouter = (*App)(nil)

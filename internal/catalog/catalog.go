@@ -22,7 +22,7 @@
 // names), whatever order the files finished loading in.
 //
 // The catalog knows nothing of MCP or of the app around it: what it needs
-// (the runtime, the config in force, a logger, a hook for list changes) it
+// (the runtime, the policy in force, a logger, a hook for list changes) it
 // gets in [Options].
 package catalog
 
@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/runtime"
 )
 
@@ -40,9 +41,10 @@ import (
 type Options struct {
 	// Runtime loads the module files.
 	Runtime *runtime.Runtime
-	// Config returns the config in force (tools.dir, pins, limits,
-	// defaults, grants' module binding, exposure); asked at each use.
-	Config func() *config.Config
+	// Policy returns the policy in force, resolved from the config in
+	// force (which it holds: tools.dir, pins, defaults): each tool's
+	// exposure and grant binding, each module's limits. Asked at each use.
+	Policy func() *policy.Policy
 	// Logger hears of loads, refusals and reloads.
 	Logger *slog.Logger
 	// Changed, if set, is called (from any goroutine) when the tools the
@@ -110,8 +112,11 @@ func New(opts Options) *Catalog {
 // Table returns the loaded modules and the tools they serve.
 func (c *Catalog) Table() *Table { return c.table }
 
+// policy returns the policy in force.
+func (c *Catalog) policy() *policy.Policy { return c.opts.Policy() }
+
 // config returns the config in force.
-func (c *Catalog) config() *config.Config { return c.opts.Config() }
+func (c *Catalog) config() *config.Config { return c.policy().Config() }
 
 // changed tells whoever listens that the list may have changed.
 func (c *Catalog) changed() {

@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
 )
@@ -59,7 +60,8 @@ func (w *world) catalog(t *testing.T) (c *Catalog, changed <-chan struct{}) {
 		t.Fatal(err)
 	}
 	ch := make(chan struct{}, 64)
-	c = New(Options{Runtime: rt, Config: func() *config.Config { return cfg }, Logger: log, Changed: func() {
+	pol := policy.New(cfg)
+	c = New(Options{Runtime: rt, Policy: func() *policy.Policy { return pol }, Logger: log, Changed: func() {
 		select {
 		case ch <- struct{}{}:
 		default:

@@ -13,16 +13,16 @@ import (
 )
 
 // List lists the tools served to clients now, sorted by name: served by
-// the table, exposed by the config in force (tools.expose, tools.hide), and
+// the table, exposed by the policy in force (tools.expose, tools.hide), and
 // not held back (HeldBy).
 func (c *Catalog) List() []tool.Descriptor {
 	tools := c.table.Tools()
-	cfg := c.config()
+	pol := c.policy()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]tool.Descriptor, 0, len(tools))
 	for _, t := range tools {
-		if c.heldBy(cfg, t) == "" && cfg.Exposed(t.Descriptor.Name) {
+		if tp := pol.Tool(t.Descriptor.Name); tp.Exposed && c.heldBy(pol.Config(), tp.Bound, tp.HasGrant, t) == "" {
 			out = append(out, t.Descriptor)
 		}
 	}
@@ -44,19 +44,23 @@ func (c *Catalog) List() []tool.Descriptor {
 // Tools of two unpinned modules that no grant names are served in the order
 // they load until the second arrives, then both are refused: neither has a
 // grant, and neither was reviewed.
-func (c *Catalog) HeldBy(cfg *config.Config, t *runtime.Tool) string {
+//
+// The caller has resolved t's grant entry already: granted is whether
+// config has one for t's name, bound the module it belongs to
+// (policy.ToolPolicy's HasGrant and Bound, or config.GrantModule's).
+func (c *Catalog) HeldBy(cfg *config.Config, bound string, granted bool, t *runtime.Tool) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.heldBy(cfg, t)
+	return c.heldBy(cfg, bound, granted, t)
 }
 
 // heldBy is HeldBy; callers hold c.mu.
-func (c *Catalog) heldBy(cfg *config.Config, t *runtime.Tool) string {
+func (c *Catalog) heldBy(cfg *config.Config, bound string, granted bool, t *runtime.Tool) string {
 	if len(c.loading) == 0 {
 		return ""
 	}
 	module := t.Module()
-	if bound, _, ok := cfg.GrantModule(t.Descriptor.Name); ok && bound != module.Name() && c.loading[bound] {
+	if granted && bound != module.Name() && c.loading[bound] {
 		return bound
 	}
 	if !c.table.Pinned(module) {

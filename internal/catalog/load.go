@@ -15,7 +15,6 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
-	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -299,7 +298,8 @@ func (c *Catalog) LoadFile(ctx context.Context, path string) (loaded bool, errs 
 // openModule is LoadFile; with cachedOnly, a module with no valid
 // descriptor manifest is left alone and reported notCached.
 func (c *Catalog) openModule(ctx context.Context, path string, cachedOnly bool) (loaded bool, errs []error, notCached bool) {
-	cfg := c.config()
+	pol := c.policy()
+	cfg := pol.Config()
 	name := ModuleName(path)
 	var err error
 	if !runtime.ValidModuleName(name) {
@@ -311,7 +311,7 @@ func (c *Catalog) openModule(ctx context.Context, path string, cachedOnly bool) 
 		// The pin is checked on the file's sha256 (Accept) before anything
 		// else; a compile reads the file again and refuses bytes that hash
 		// otherwise.
-		m, err = c.rt.OpenFile(ctx, name, path, runlimits.Module(cfg, name), runtime.OpenOptions{
+		m, err = c.rt.OpenFile(ctx, name, path, pol.ModuleLimits(name), runtime.OpenOptions{
 			Accept: func(sum string) error {
 				_, err := pinState(cfg, name, sum)
 				return err

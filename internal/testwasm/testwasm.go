@@ -71,6 +71,10 @@ func WAT(t testing.TB, watFile string) []byte {
 	return wasm
 }
 
+// Assemble is WAT for code without a testing.TB, such as a runnable
+// example: the error is the caller's to report.
+func Assemble(watFile string) ([]byte, error) { return assemble(watFile) }
+
 // WATString assembles WebAssembly text given inline.
 func WATString(t testing.TB, src string) []byte {
 	t.Helper()

@@ -187,7 +187,7 @@ func (l Loader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*gue
 		return nil, err
 	}
 	return &guest.Loaded{
-		Engine: x, First: first, Descriptor: raw,
+		Kind: guest.KindExtism, Engine: x, First: first, Descriptor: raw,
 		Imports: names, Exports: guest.ExportNames(compiled), MaxCallDepth: instrumented.MaxCallDepth,
 	}, nil
 }

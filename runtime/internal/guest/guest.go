@@ -28,6 +28,19 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
+// Kind is the kind of a module: which loader's rules it was loaded under.
+// It is decided in one place, by the Loader that loads the module
+// (Loaded.Kind), and written into the module's descriptor manifest.
+type Kind string
+
+// Kinds of module.
+const (
+	// KindNative is warden's own tool ABI (docs/abi.md).
+	KindNative Kind = "native"
+	// KindExtism is an Extism plugin (runtime/internal/extism).
+	KindExtism Kind = "extism"
+)
+
 // Loader turns a module of one kind into an Engine.
 type Loader interface {
 	// Claims reports whether mod is of the loader's kind. It must not
@@ -83,6 +96,9 @@ type Limits struct {
 
 // Loaded is a module a loader loaded.
 type Loaded struct {
+	// Kind is the loader's kind: what it decided the module is. Nothing
+	// else in the runtime decides it.
+	Kind   Kind
 	Engine Engine
 	// First is the load-time instance, in the initial state, for the pool.
 	First *Instance

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/warden-run/warden/runtime/internal/guest"
 )
 
 // FormatVersion is the version of the encoding and of what goes into a
@@ -43,10 +45,10 @@ const (
 	maxName = 64 << 10
 )
 
-// Kinds of module.
+// Kinds of module, as their loader decided (guest.Loaded.Kind).
 const (
-	KindNative = "native"
-	KindExtism = "extism"
+	KindNative = guest.KindNative
+	KindExtism = guest.KindExtism
 )
 
 // Manifest is what a module exposes without running code.
@@ -56,7 +58,7 @@ type Manifest struct {
 	// Key is the hex load key (Key) the manifest was made under.
 	Key string `json:"key"`
 	// Kind is KindNative or KindExtism.
-	Kind string `json:"kind"`
+	Kind guest.Kind `json:"kind"`
 	// Descriptor is the descriptor document as the module produced it (for
 	// Extism plugins, as converted to the native shape). It is validated
 	// again when a manifest is used, under the rules of the warden reading
