@@ -32,11 +32,9 @@ type App struct {
 	resolved inForce
 	caps     *capabilities
 	rt       *runtime.Runtime
-	registry *catalog.Table
 	log      *slog.Logger
 	cursors  *cursorSigner
-	// catalog loads the tools dir and decides what is served; registry
-	// is its table of modules and served tools, which most of the app reads.
+	// catalog loads the tools dir and decides what is served (its Table).
 	catalog *catalog.Catalog
 	// callLimits caches each tool's CallLimits (by name, *callLimitsOf).
 	callLimits sync.Map
@@ -94,8 +92,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		// own before the module can serve.
 		BeforeReload: func() error { return a.caps.refreshOwn(a.Config) },
 	})
-	a.registry = a.catalog.Table()
-	a.installer = install.New(install.Options{Config: a.Config, Reload: a.live.Reload, Runtime: rt, Catalog: a.registry})
+	a.installer = install.New(install.Options{Config: a.Config, Reload: a.live.Reload, Runtime: rt, Catalog: a.catalog.Table()})
 	caps.prompts.policy, caps.prompts.reload = a.Policy, a.live.Reload
 	caps.prompts.sumOf = a.moduleSHA256
 	a.watchMemory()
@@ -155,10 +152,10 @@ func (a *App) Config() *config.Config { return a.Policy().Config() }
 // call is Call without the observation (observe.go): the tool runs with
 // the policy admit resolves from the config in force right now.
 func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) {
-	t, ok := a.registry.Tool(c.Name)
+	t, ok := a.catalog.Table().Tool(c.Name)
 	if !ok {
 		var reasons []string
-		for _, r := range a.registry.RefusedAs(c.Name) {
+		for _, r := range a.catalog.Table().RefusedAs(c.Name) {
 			if r.Tool == c.Name {
 				reasons = append(reasons, r.Reason)
 			}
@@ -208,7 +205,7 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 // and at most tools.limits.<tool>.max_in_flight; its deadline, which
 // covers its wait for a slot, is the one its call gets.
 func (a *App) CallLimits(name string) mcpserver.CallLimits {
-	t, ok := a.registry.Tool(name)
+	t, ok := a.catalog.Table().Tool(name)
 	if !ok {
 		return mcpserver.CallLimits{}
 	}
@@ -316,5 +313,5 @@ func (a *App) Stats() map[string]any {
 
 // EndSession releases what a client session kept (IsolationSession).
 func (a *App) EndSession(ctx context.Context, session string) {
-	a.registry.EndSession(ctx, session)
+	a.catalog.Table().EndSession(ctx, session)
 }
