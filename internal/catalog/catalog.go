@@ -70,6 +70,9 @@ type Catalog struct {
 	// before the module joins.
 	pinMu sync.Mutex
 
+	// mu guards what follows. It may be held while the table's lock is
+	// taken (HeldBy asks the table whether a module is pinned), never the
+	// other way round: the table calls nothing of the catalog.
 	mu sync.Mutex
 	// loadErrors holds the latest load failure of each module file.
 	loadErrors map[string]error
