@@ -9,7 +9,7 @@ import (
 
 // ToolKey is the one spelling of a tool or module name that every tools.*
 // policy is matched in: lower case. Tool names are unique ignoring case
-// (runtime.Registry) and ASCII (tool.ValidName), and viper lower-cases map
+// (internal/catalog.Table) and ASCII (tool.ValidName), and viper lower-cases map
 // keys but not list values, so a policy written "Danger" and a tool called
 // "danger" (or "DANGER") must meet here, folded alike on both sides, or the
 // policy would miss the tool it names. It is configkey.Fold, the one fold

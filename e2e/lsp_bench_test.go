@@ -32,7 +32,7 @@ func BenchmarkLSPColdQuery(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if errs := a.LoadTools(ctx); len(errs) > 0 {
+		if errs := a.Catalog().LoadTools(ctx); len(errs) > 0 {
 			b.Fatal(errs)
 		}
 		b.StartTimer()

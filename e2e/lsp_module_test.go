@@ -71,7 +71,7 @@ func TestLSPOneModule(t *testing.T) {
 	}
 	var module string
 	for _, name := range lspTools {
-		tl, ok := e.app.Registry().Tool(name)
+		tl, ok := e.app.Catalog().Table().Tool(name)
 		if !ok {
 			t.Fatalf("tool %s is not served", name)
 		}
@@ -80,7 +80,7 @@ func TestLSPOneModule(t *testing.T) {
 		}
 		module = tl.Module().Name()
 	}
-	m, _ := e.app.Registry().Tool(lspTools[0])
+	m, _ := e.app.Catalog().Table().Tool(lspTools[0])
 	var described []string
 	for _, tl := range m.Module().Tools() {
 		described = append(described, tl.Descriptor.Name)
@@ -90,7 +90,7 @@ func TestLSPOneModule(t *testing.T) {
 	if !slices.Equal(described, want) {
 		t.Fatalf("module %s describes %v, want %v", module, described, want)
 	}
-	if r := e.app.Refused(); len(r) != 0 {
+	if r := e.app.Catalog().Refused(); len(r) != 0 {
 		t.Fatalf("refused: %+v", r)
 	}
 }

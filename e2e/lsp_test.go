@@ -205,7 +205,7 @@ log:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.app.Close(context.Background()) })
-	if errs := e.app.LoadTools(ctx); len(errs) > 0 {
+	if errs := e.app.Catalog().LoadTools(ctx); len(errs) > 0 {
 		t.Fatalf("load tools: %v", errs)
 	}
 	return e

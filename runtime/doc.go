@@ -23,5 +23,6 @@
 // The package is warden's embedding API: a Go program can load tool
 // modules and call them without an MCP server (see the examples).
 //
-// The runtime knows nothing of MCP; package mcpserver serves a Registry.
+// The runtime knows nothing of MCP; internal/catalog decides which tools a set of
+// modules serves, and package mcpserver serves them.
 package runtime

@@ -20,6 +20,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/env"
 	wfs "github.com/warden-run/warden/hostfuncs/fs"
 	wnet "github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -434,7 +435,7 @@ func TestExtismLoad(t *testing.T) {
 	// Tools are exposed under their own names; a name another module
 	// also describes is refused like a native one: neither is pinned, so
 	// neither module serves it.
-	reg := runtime.NewRegistry()
+	reg := catalog.NewTable()
 	a, _ := load(extismWAT(t, descOf("same", "only_a"), `{"content":[]}`, ""))
 	b, err := rt.Load(context.Background(), "other", extismWAT(t, descOf("same", "only_b"), `{"content":[]}`, ""), runtime.Limits{})
 	if err != nil {

@@ -179,28 +179,6 @@ func TestMultiAndRejected(t *testing.T) {
 	}
 }
 
-func TestRegistryCollision(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
-	reg := runtime.NewRegistry()
-	load := func(name string, wasm []byte) *runtime.Module {
-		m, err := rt.Load(context.Background(), name, wasm, runtime.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	echoMod := load("echo", testwasm.BuildGo(t, "../tools-wasm/echo"))
-	reg.Put(echoMod, true)
-	_, refused := reg.Put(load("dupname", goGuest(t, "dupname")), false)
-	if len(refused) != 1 || refused[0].Module != "dupname" || refused[0].ServedBy != "echo" ||
-		!strings.Contains(refused[0].Reason, `only module echo is pinned`) {
-		t.Fatalf("refused = %v", refused)
-	}
-	if tl, _ := reg.Tool("echo"); tl.Module() != echoMod {
-		t.Fatal("the colliding module replaced the pinned tool")
-	}
-}
-
 func TestGoHostCalls(t *testing.T) {
 	fs := &namedCapability{name: "fs", result: map[string]string{"content": "file body"}}
 	env := &namedCapability{name: "env", err: tool.Errorf(tool.KindDenied, "env key HOME is not granted")}

@@ -44,8 +44,6 @@ type Module struct {
 	// loaded later describes itself byte for byte as descriptor says
 	// (Module.reload).
 	listing
-	// pinned is set by the Registry (see Registry.Put).
-	pinned pinState
 	// hold holds the module's body (lazy.go).
 	hold hold
 }

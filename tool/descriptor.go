@@ -135,7 +135,7 @@ const NameRule = "1-128 characters of A-Z a-z 0-9 _ - ., starting with a letter 
 // A-Z a-z 0-9 _ - . starting with a letter or digit. That excludes "." and
 // "..", and names that read as flags or hidden files. Module names (file
 // names without .wasm) follow the same rule, since both become config keys.
-// Tool names are also unique ignoring case (see runtime.Registry).
+// Tool names are also unique ignoring case (see warden's internal/catalog.Table).
 func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Validate checks d's fields. Every problem is reported, each prefixed with

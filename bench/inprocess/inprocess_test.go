@@ -60,7 +60,7 @@ func BenchmarkInProcess(b *testing.B) {
 			return
 		}
 		defer a.Close(context.Background())
-		for _, err := range a.LoadTools(ctx) {
+		for _, err := range a.Catalog().LoadTools(ctx) {
 			b.Error(err)
 		}
 		s := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: quiet, MaxInFlight: 32, PageSize: 100}))

@@ -128,7 +128,7 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 	a, _, startErr := g.start(ctx)
 	if startErr == nil {
 		defer a.Close(ctx)
-		a.LoadTools(ctx)
+		a.Catalog().LoadTools(ctx)
 	}
 	if bind {
 		var err error
@@ -151,7 +151,7 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 	bound, _, _ := cfg.GrantModule(toolName)
 	fmt.Fprintf(out, "%s: tools.grants.%s (module %s) in %s\n", toolName, configkey.Fold(toolName), bound, cfg.File)
 	if a != nil {
-		if t, ok := a.Registry().Tool(toolName); ok {
+		if t, ok := a.Catalog().Table().Tool(toolName); ok {
 			granted, elsewhere := cfg.Grants(toolName, t.Module().Name())
 			requested := t.Descriptor.Capabilities
 			printCapabilities(out, "  ", requested, granted, install.Missing(requested, granted))
@@ -192,7 +192,7 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 		// tool now: adding to it would widen a module the person is not
 		// looking at (the output would show the served tool granted
 		// nothing). They name which one.
-		if t, served := a.Registry().Tool(toolName); served && t.Module().Name() != module {
+		if t, served := a.Catalog().Table().Tool(toolName); served && t.Module().Name() != module {
 			return "", usagef("tools.grants.%s belongs to module %s, but tool %s is served by module %s; say which module the grant is for: "+
 				"--module %s adds to that entry, --module %s gives the serving module a grant of its own (once the entry is emptied)",
 				configkey.Fold(toolName), module, toolName, t.Module().Name(), module, t.Module().Name())
@@ -200,10 +200,10 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 		return module, nil
 	}
 	var modules, pinned []string
-	for _, t := range a.Registry().Candidates(toolName) {
+	for _, t := range a.Catalog().Table().Candidates(toolName) {
 		name := t.Module().Name()
 		modules = append(modules, name)
-		if t.Module().Pinned() && t.Descriptor.Name == toolName {
+		if a.Catalog().Table().Pinned(t.Module()) && t.Descriptor.Name == toolName {
 			pinned = append(pinned, name)
 		}
 	}

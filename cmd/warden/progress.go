@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -32,13 +33,13 @@ type loadView struct {
 	w       io.Writer
 	mu      sync.Mutex
 	running map[string]time.Time // module → compile start
-	last    app.LoadProgress
+	last    catalog.LoadProgress
 	drawn   bool // the status line is on screen
 }
 
 func watchLoads(a *app.App, w io.Writer, every time.Duration) (stop func()) {
 	v := &loadView{w: w, running: make(map[string]time.Time)}
-	a.SetLoadProgress(v.report)
+	a.Catalog().SetLoadProgress(v.report)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -67,7 +68,7 @@ func watchLoads(a *app.App, w io.Writer, every time.Duration) (stop func()) {
 	}
 }
 
-func (v *loadView) report(p app.LoadProgress) {
+func (v *loadView) report(p catalog.LoadProgress) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.last = p

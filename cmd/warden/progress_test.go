@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/runtime"
 )
 
@@ -18,8 +18,8 @@ import (
 func TestLoadView(t *testing.T) {
 	var out bytes.Buffer
 	v := &loadView{w: &out, running: make(map[string]time.Time)}
-	ev := func(name string, done bool, finished, total int, err error) app.LoadProgress {
-		return app.LoadProgress{LoadEvent: runtime.LoadEvent{Module: name, Done: done, Elapsed: 1200 * time.Millisecond, Err: err},
+	ev := func(name string, done bool, finished, total int, err error) catalog.LoadProgress {
+		return catalog.LoadProgress{LoadEvent: runtime.LoadEvent{Module: name, Done: done, Elapsed: 1200 * time.Millisecond, Err: err},
 			Finished: finished, Total: total}
 	}
 	v.report(ev("echo", false, 0, 1, nil))

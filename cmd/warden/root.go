@@ -159,7 +159,7 @@ func (g *globalFlags) startWithInstalled(cmd *cobra.Command) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, err := range a.LoadTools(cmd.Context()) {
+	for _, err := range a.Catalog().LoadTools(cmd.Context()) {
 		fmt.Fprintln(cmd.ErrOrStderr(), "warden: note:", termsafe.Message(err.Error()))
 	}
 	return a, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/scaffold"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -157,7 +158,7 @@ itself (it watches its tools dir) and tells its clients the tool list changed.`,
 // describeModule loads the module at path as warden inspect does and lists
 // its tools, and the ones it rejected with why.
 func describeModule(ctx context.Context, a *app.App, path string) (string, error) {
-	m, err := a.Runtime().LoadFile(ctx, path, runlimits.Module(a.Config(), app.ModuleName(path)))
+	m, err := a.Runtime().LoadFile(ctx, path, runlimits.Module(a.Config(), catalog.ModuleName(path)))
 	if err != nil {
 		return "", err
 	}

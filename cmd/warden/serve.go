@@ -86,17 +86,17 @@ another program's and is refused.`,
 			}
 			defer a.Close(ctx)
 			defer showLoads(a)()
-			a.WatchIdle(ctx)
+			a.Catalog().WatchIdle(ctx)
 			// Modules load in the background: the server answers initialize
 			// and lists what is ready (naming the rest in tools/list's
 			// _meta) while a slow module still compiles.
-			a.LoadToolsInBackground(ctx, func(err error) {
+			a.Catalog().LoadToolsInBackground(ctx, func(err error) {
 				logger.Error("tool not loaded", "error", err)
 			})
 			if err := a.WatchConfig(ctx); err != nil {
 				logger.Warn("config changes will need a restart", "error", err)
 			}
-			if err := a.WatchTools(ctx); err != nil {
+			if err := a.Catalog().WatchTools(ctx); err != nil {
 				logger.Warn("tools dir changes will need a restart", "error", err)
 			}
 			cfg := a.Config()
@@ -150,7 +150,7 @@ another program's and is refused.`,
 				if cfg.Server.Metrics && cfg.Server.MetricsAddr == "" {
 					logger.Warn("server.metrics serves /metrics on the --http address; over stdio set server.metrics_addr")
 				}
-				logger.Info("serving MCP over stdio", "tools", len(a.Registry().Tools()), "loading", len(a.Loading()))
+				logger.Info("serving MCP over stdio", "tools", len(a.Catalog().Table().Tools()), "loading", len(a.Catalog().Loading()))
 				return srv.ServeStdio(ctx)
 			}
 			if addr == useConfigAddr {

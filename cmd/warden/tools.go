@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -32,7 +33,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 			}
 			defer a.Close(cmd.Context())
 			stop := showLoads(a)
-			errs := a.LoadTools(cmd.Context())
+			errs := a.Catalog().LoadTools(cmd.Context())
 			stop()
 			for _, err := range errs {
 				fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
@@ -48,7 +49,7 @@ func printTools(w io.Writer, a *app.App) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
 	var elsewhere []error
-	for _, t := range a.Registry().Tools() {
+	for _, t := range a.Catalog().Table().Tools() {
 		m := t.Module()
 		granted, err := cfg.Grants(t.Descriptor.Name, m.Name())
 		if err != nil {
@@ -63,14 +64,14 @@ func printTools(w io.Writer, a *app.App) {
 			summary(requested), summary(granted), summary(install.Missing(requested, granted)))
 	}
 	tw.Flush()
-	printRefusals(w, a.Refused(), elsewhere)
+	printRefusals(w, a.Catalog().Refused(), elsewhere)
 }
 
 // printRefusals lists, under the table, the tools not served because
 // several modules describe their name, and the grant entries that give a
 // served tool nothing because they belong to another module. Names in them
 // are validated tool and module names, safe to print.
-func printRefusals(w io.Writer, refused []mcpserver.Refusal, elsewhere []error) {
+func printRefusals(w io.Writer, refused []catalog.Refusal, elsewhere []error) {
 	if len(refused) > 0 {
 		fmt.Fprintf(w, "\nREFUSED (%d; not served):\n", len(refused))
 		for _, r := range refused {
@@ -113,7 +114,7 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 				return err
 			}
 			defer a.Close(cmd.Context())
-			for _, err := range a.LoadTools(cmd.Context()) {
+			for _, err := range a.Catalog().LoadTools(cmd.Context()) {
 				logger.Warn("tool not loaded", "error", err)
 			}
 			res, err := a.Call(cmd.Context(), mcpserver.Call{Pass: mcpserver.LocalPass(),
@@ -191,7 +192,7 @@ the module runs beyond _initialize and describe, inside the sandbox.`,
 				return err
 			}
 			defer a.Close(cmd.Context())
-			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], runlimits.Module(a.Config(), app.ModuleName(args[0])))
+			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], runlimits.Module(a.Config(), catalog.ModuleName(args[0])))
 			if err != nil {
 				return err
 			}

@@ -49,7 +49,7 @@ func TestNoLeaksAfterCancelStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close(ctx)
-	if errs := a.LoadTools(ctx); len(errs) > 0 {
+	if errs := a.Catalog().LoadTools(ctx); len(errs) > 0 {
 		t.Fatalf("load tools: %v", errs)
 	}
 	srv := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: logger, MaxInFlight: 16, QueueWait: time.Minute}))
@@ -151,7 +151,7 @@ func TestNoLeaksAfterCancelStorm(t *testing.T) {
 	}
 	eventuallyGoroutines(t, baseline)
 
-	for _, m := range a.Registry().Modules() {
+	for _, m := range a.Catalog().Table().Modules() {
 		if live, limit := m.Live(), m.Limits().MaxInstances; live > limit {
 			t.Errorf("module %s: %d instances alive with no call running, max_instances %d", m.Name(), live, limit)
 		} else {

@@ -151,7 +151,7 @@ func start(t *testing.T, tools string) (*harness, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close(context.Background()) })
-	if errs := a.LoadTools(context.Background()); len(errs) > 0 {
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) > 0 {
 		t.Fatalf("load tools: %v", errs)
 	}
 	return &harness{t: t, app: a}, project

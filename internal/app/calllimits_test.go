@@ -35,7 +35,7 @@ func TestCallLimits(t *testing.T) {
     echo: {max_instances: 3, max_in_flight: 2, rate: 5/s, timeout: 7s}
 `, "CACHE", userCacheDir)
 	a, path := startApp(t, dir, body, nil)
-	if errs := a.LoadTools(t.Context()); len(errs) != 0 {
+	if errs := a.Catalog().LoadTools(t.Context()); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	got := a.CallLimits("echo")

@@ -65,9 +65,7 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	if !tp.Exposed {
 		return ctx, req, nil, e.notServed()
 	}
-	a.mu.Lock()
-	waitFor := a.heldFor(cfg, tp.Bound, tp.HasGrant, e.tool)
-	a.mu.Unlock()
+	waitFor := a.catalog.HeldBy(cfg, tp.Bound, tp.HasGrant, e.tool)
 	if waitFor != "" && e.method != mcpserver.MethodCallTool {
 		// A feature answers as an unknown name does: the client is not
 		// told which tool it runs as, nor which module is loading.
@@ -144,7 +142,7 @@ func (a *App) featureEntrance(method, what string, m *runtime.Module, subject st
 		// Checked when the module loaded (its features name its tools).
 		return e, tool.Errorf(tool.KindInternal, "%s runs as tool %q, which module %s does not serve", what, subject, m.Name())
 	}
-	if served, ok := a.registry.Tool(subject); !ok || served != e.tool {
+	if served, ok := a.catalog.Table().Tool(subject); !ok || served != e.tool {
 		// The name is refused, or served by another module (a pinned
 		// rival): no client can call m's tool, and its features are not
 		// served either.

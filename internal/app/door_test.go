@@ -85,7 +85,7 @@ func newDoorWorld(t *testing.T) (w *doorWorld) {
 	}
 	t.Setenv("HOME", filepath.Join(root, "home"))
 	a, cfgPath := startApp(t, project, fmt.Sprintf(doorConfig, userCacheDir, grants.String()), nil)
-	if errs := a.LoadTools(context.Background()); len(errs) > 0 {
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	s := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: discardLogger()}))
@@ -667,10 +667,10 @@ func TestFeatureOfALosingToolNotServed(t *testing.T) {
 	if err := os.WriteFile(rivalPath, wasm, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if loaded, _ := w.app.loadModule(ctx, rivalPath); !loaded {
+	if loaded, _ := w.app.catalog.LoadFile(ctx, rivalPath); !loaded {
 		t.Fatal("rival did not load")
 	}
-	if _, served := w.app.registry.Tool("open"); served {
+	if _, served := w.app.catalog.Table().Tool("open"); served {
 		t.Fatal("open is still served with two modules describing it")
 	}
 	if w.app.listedAs(w.app.Config(), doors, "open") {

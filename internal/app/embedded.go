@@ -46,7 +46,7 @@ func (a *App) otherOwner(m *runtime.Module, uri string) string {
 	if _, ok := m.ResourceOwner(uri); ok {
 		return ""
 	}
-	for _, other := range a.registry.Modules() {
+	for _, other := range a.catalog.Table().Modules() {
 		if other.Name() == m.Name() {
 			continue
 		}

@@ -73,7 +73,7 @@ func newEscapeWorld(t *testing.T) *escapeWorld {
 	t.Setenv("HOME", w.home)
 	t.Setenv("WARDEN_ESCAPE_SECRET", w.secret)
 	w.app, w.cfgPath = startApp(t, w.project, w.config(""), w.logs)
-	if errs := w.app.LoadTools(context.Background()); len(errs) != 0 {
+	if errs := w.app.Catalog().LoadTools(context.Background()); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	return w

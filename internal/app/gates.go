@@ -84,7 +84,7 @@ func (a *App) decideGate(ctx context.Context, pol *policy.Policy, c mcpserver.Ca
 			c.Name, why, a.configLine(allowLine)))
 	}
 	module := ""
-	if t, ok := a.registry.Tool(c.Name); ok {
+	if t, ok := a.catalog.Table().Tool(c.Name); ok {
 		module = t.Module().Name()
 		if sum := t.Module().SHA256(); len(sum) >= 12 {
 			module += ", sha256 " + sum[:12]

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/tool"
 )
@@ -66,7 +67,7 @@ func (w *lazyWorld) config(extra string) string {
 func (w *lazyWorld) start(t *testing.T, extra string, logs *syncBuffer) (*App, []error) {
 	t.Helper()
 	a, _ := startApp(t, w.dir, w.config(extra), logs)
-	return a, a.LoadTools(context.Background())
+	return a, a.Catalog().LoadTools(context.Background())
 }
 
 func listed(a *App) []string {
@@ -128,7 +129,7 @@ func TestReplacedWhileManifestCached(t *testing.T) {
 		first.Close(context.Background())
 		w.put(t, "alpha", v2)
 		a, errs := w.start(t, pins, nil)
-		if len(errs) != 1 || !errors.Is(errs[0], ErrPinMismatch) {
+		if len(errs) != 1 || !errors.Is(errs[0], catalog.ErrPinMismatch) {
 			t.Fatalf("errors %v, want the pin mismatch", errs)
 		}
 		if got := listed(a); !slices.Equal(got, []string{"other"}) {
@@ -177,9 +178,7 @@ func TestFileChangedBeforeFirstCall(t *testing.T) {
 	if got := listed(a); !slices.Equal(got, []string{"beta"}) {
 		t.Fatalf("listed %v", got)
 	}
-	a.mu.Lock()
-	loadErr := a.loadErrors[filepath.Join(w.tools, "alpha.wasm")]
-	a.mu.Unlock()
+	loadErr := loadErrorOf(a, "alpha")
 	if loadErr == nil || !strings.Contains(loadErr.Error(), "file changed") {
 		t.Fatalf("load error kept: %v", loadErr)
 	}
@@ -215,9 +214,7 @@ func TestFileUnreadableAtFirstCall(t *testing.T) {
 	if got := listed(a); !slices.Equal(got, []string{"alpha", "beta"}) {
 		t.Fatalf("listed %v", got)
 	}
-	a.mu.Lock()
-	loadErr := a.loadErrors[file]
-	a.mu.Unlock()
+	loadErr := loadErrorOf(a, "alpha")
 	if loadErr != nil {
 		t.Fatalf("load error kept for a file that could not be read for now: %v", loadErr)
 	}
@@ -233,13 +230,13 @@ func TestIdleTTLReleasesAndComesBack(t *testing.T) {
 	w := newLazyWorld(t, map[string][]byte{"alpha": watTool(t, "alpha", "a"), "beta": watTool(t, "beta", "b")})
 	a, _ := w.start(t, "  defaults: {idle_ttl: 1m}\n", nil)
 	wantReply(t, a, "alpha", "a")
-	if n := a.ReleaseIdle(time.Now()); n != 0 {
+	if n := a.Catalog().ReleaseIdle(time.Now()); n != 0 {
 		t.Fatalf("released %d modules used just now", n)
 	}
-	if n := a.ReleaseIdle(time.Now().Add(time.Minute)); n != 2 {
+	if n := a.Catalog().ReleaseIdle(time.Now().Add(time.Minute)); n != 2 {
 		t.Fatalf("released %d modules, want 2", n)
 	}
-	for _, m := range a.Registry().Modules() {
+	for _, m := range a.Catalog().Table().Modules() {
 		if m.Loaded() || m.Live() != 0 {
 			t.Fatalf("%s still loaded (%d instances)", m.Name(), m.Live())
 		}
@@ -252,7 +249,7 @@ func TestIdleTTLReleasesAndComesBack(t *testing.T) {
 
 	never, _ := w.start(t, "  defaults: {idle_ttl: 0s}\n", nil)
 	wantReply(t, never, "alpha", "a")
-	if n := never.ReleaseIdle(time.Now().Add(24 * time.Hour)); n != 0 {
+	if n := never.Catalog().ReleaseIdle(time.Now().Add(24 * time.Hour)); n != 0 {
 		t.Fatalf("idle_ttl 0 released %d modules", n)
 	}
 }
@@ -263,11 +260,11 @@ func TestPreloadCompilesInBackground(t *testing.T) {
 	first.Close(context.Background())
 
 	a, _ := startApp(t, w.dir, w.config("  defaults: {preload: true}\n"), nil)
-	var progress []LoadProgress
-	a.SetLoadProgress(func(p LoadProgress) { progress = append(progress, p) })
-	a.LoadToolsInBackground(context.Background(), func(err error) { t.Error(err) })
-	a.loads.Wait()
-	for _, m := range a.Registry().Modules() {
+	var progress []catalog.LoadProgress
+	a.Catalog().SetLoadProgress(func(p catalog.LoadProgress) { progress = append(progress, p) })
+	a.Catalog().LoadToolsInBackground(context.Background(), func(err error) { t.Error(err) })
+	a.catalog.Wait()
+	for _, m := range a.Catalog().Table().Modules() {
 		if !m.Loaded() {
 			t.Fatalf("%s not preloaded", m.Name())
 		}
@@ -294,9 +291,9 @@ func TestIdleTTLConfig(t *testing.T) {
 func TestColdStartProgress(t *testing.T) {
 	w := newLazyWorld(t, map[string][]byte{"alpha": watTool(t, "alpha", "a"), "beta": watTool(t, "beta", "b"), "gamma": watTool(t, "gamma", "c")})
 	a, _ := startApp(t, w.dir, w.config(""), nil)
-	var progress []LoadProgress
-	a.SetLoadProgress(func(p LoadProgress) { progress = append(progress, p) })
-	if errs := a.LoadTools(context.Background()); len(errs) > 0 {
+	var progress []catalog.LoadProgress
+	a.Catalog().SetLoadProgress(func(p catalog.LoadProgress) { progress = append(progress, p) })
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if len(progress) != 6 {
@@ -310,4 +307,15 @@ func TestColdStartProgress(t *testing.T) {
 	if last := progress[5]; !last.Done || last.Finished != 3 || last.Total != 3 {
 		t.Fatalf("last report %+v, want 3/3", last)
 	}
+}
+
+// loadErrorOf is the latest load failure the catalog keeps for module, nil
+// when it keeps none.
+func loadErrorOf(a *App, module string) error {
+	for _, e := range a.catalog.LoadErrors() {
+		if e.Module == module {
+			return e.Err
+		}
+	}
+	return nil
 }

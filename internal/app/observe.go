@@ -43,7 +43,7 @@ func (a *App) SetRecorder(rec observe.Recorder) {
 func (a *App) ObserveSources() observe.Sources {
 	return observe.Sources{
 		Live: func() map[string]int {
-			mods := a.registry.Modules()
+			mods := a.catalog.Table().Modules()
 			live := make(map[string]int, len(mods))
 			for _, m := range mods {
 				live[m.Name()] += m.Live()
@@ -61,7 +61,7 @@ func (a *App) Call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		return a.call(ctx, c)
 	}
 	module := ""
-	t, known := a.registry.Tool(c.Name)
+	t, known := a.catalog.Table().Tool(c.Name)
 	if known {
 		module = t.Module().Name()
 	}

@@ -143,7 +143,7 @@ func TestOwnFilesRefreshedOnToolsDirChange(t *testing.T) {
 	if err := os.Symlink("../../build/late.wasm", link); err != nil {
 		t.Fatal(err)
 	}
-	a.reload(context.Background(), link) // what the watcher does on the link's event
+	a.catalog.Reload(context.Background(), link) // what the watcher does on the link's event
 	want := `write "build/late.wasm": warden's own module file (linked into the tools dir); no grant can allow a tool to read or write it`
 	if err := write(); err == nil || err.Error() != "denied: "+want {
 		t.Fatalf("after the link: %v, want %q", err, want)

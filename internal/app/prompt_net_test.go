@@ -33,7 +33,7 @@ func TestPermissionPromptNeverOffersInternalHostsUnderStar(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, cfgPath := startApp(t, project, fmt.Sprintf("project:\n  root: .\ntools:\n  dir: ../tools\n  cache_dir: %s\n", userCacheDir), nil)
-	if errs := a.LoadTools(context.Background()); len(errs) != 0 {
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	before, _ := os.ReadFile(cfgPath)

@@ -87,7 +87,7 @@ func (a *App) WatchResources(f func(uri string)) (cancel func()) {
 func (a *App) Features() mcpserver.ServedFeatures {
 	var out mcpserver.ServedFeatures
 	cfg := a.Config()
-	for _, m := range a.registry.Modules() {
+	for _, m := range a.catalog.Table().Modules() {
 		f := m.Features()
 		// As tools/list leaves out a hidden tool (or one held back while a
 		// rival loads), a feature that runs as one is not listed, and so
@@ -142,12 +142,11 @@ func (a *App) listedAs(cfg *config.Config, m *runtime.Module, subject string) bo
 		return true
 	}
 	t := subjectTool(m, subject)
-	if served, ok := a.registry.Tool(subject); !ok || t == nil || served != t || !cfg.Exposed(subject) {
+	if served, ok := a.catalog.Table().Tool(subject); !ok || t == nil || served != t || !cfg.Exposed(subject) {
 		return false
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.heldBy(cfg, t) == ""
+	bound, _, granted := cfg.GrantModule(t.Descriptor.Name)
+	return a.catalog.HeldBy(cfg, bound, granted, t) == ""
 }
 
 var _ mcpserver.FeatureRouter = (*App)(nil)
@@ -190,7 +189,7 @@ func (a *App) CompletionSubject(owner string, ref tool.CompleteRef) (subject str
 
 // module returns the loaded module called name.
 func (a *App) module(name string) (*runtime.Module, error) {
-	for _, m := range a.registry.Modules() {
+	for _, m := range a.catalog.Table().Modules() {
 		if m.Name() == name {
 			return m, nil
 		}

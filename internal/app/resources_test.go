@@ -52,7 +52,7 @@ server:
 memory:
   backend: %q
 `, userCacheDir, memoryResources, backend), nil)
-	if errs := a.LoadTools(context.Background()); len(errs) > 0 {
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	s := mcpserver.New(a, a.ServerOptions(mcpserver.Options{Logger: discardLogger()}))

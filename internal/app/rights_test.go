@@ -59,9 +59,9 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 	}
 	ask := func(step string) (all string, envErr *tool.Error, servedBy string) {
 		t.Helper()
-		tl, ok := a.Registry().Tool("hostcalls")
+		tl, ok := a.Catalog().Table().Tool("hostcalls")
 		if !ok {
-			t.Fatalf("%s: hostcalls not served: %v", step, a.Refused())
+			t.Fatalf("%s: hostcalls not served: %v", step, a.refused())
 		}
 		res := call(t, a, "hostcalls", `{"env":{"op":"get","key":"SECRET"},"fs":{"op":"stat","path":"."}}`)
 		var out struct {
@@ -76,9 +76,9 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 		return string(raw), out.Env.Error, tl.Module().Name()
 	}
 
-	errs := a.LoadTools(ctx)
-	if len(errs) != 2 || len(a.Refused()) != 2 {
-		t.Fatalf("unpinned: errors %v, refused %v", errs, a.Refused())
+	errs := a.Catalog().LoadTools(ctx)
+	if len(errs) != 2 || len(a.refused()) != 2 {
+		t.Fatalf("unpinned: errors %v, refused %v", errs, a.refused())
 	}
 	_, err = a.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}})
 	if tool.KindOf(err) != tool.KindNotFound || !strings.Contains(err.Error(), "none of them is pinned") {
@@ -87,7 +87,7 @@ func TestRightsFollowModulesAndPins(t *testing.T) {
 
 	reconfigure(configWith("{env: [SECRET]}", "{hostcalls: "+pin+"}"))
 	got, envErr, module := ask("pin added")
-	if module != "hostcalls" || envErr != nil || !strings.Contains(got, secret) || len(a.Refused()) != 1 {
+	if module != "hostcalls" || envErr != nil || !strings.Contains(got, secret) || len(a.refused()) != 1 {
 		t.Fatalf("pin added: served by %s: %s", module, got)
 	}
 
@@ -142,7 +142,7 @@ func TestHeldWhileARivalLoads(t *testing.T) {
 	body := fmt.Sprintf("project: {root: %s}\nenv: {values: {SECRET: {value: s3cret}}}\ntools:\n  dir: tools\n  cache_dir: %s\n  grants:\n    hostcalls: {env: [SECRET]}\n  pins: {slowpinned: %s}\n",
 		dir, userCacheDir, strings.Repeat("ab", 32))
 	a, _ := startApp(t, dir, body, nil)
-	if errs := a.LoadTools(ctx); len(errs) != 0 {
+	if errs := a.Catalog().LoadTools(ctx); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	served := func() bool {
@@ -153,14 +153,7 @@ func TestHeldWhileARivalLoads(t *testing.T) {
 		}
 		return false
 	}
-	loading := func(modules ...string) {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		clear(a.loading)
-		for _, m := range modules {
-			a.loading[m] = true
-		}
-	}
+	loading := a.catalog.FakeLoading
 	wantHeld := func(step, by string) {
 		t.Helper()
 		if served() {

@@ -22,11 +22,11 @@ func (a *App) ServerOptions(opts mcpserver.Options) mcpserver.Options {
 	opts.Scopes = a
 	opts.Features = a
 	opts.FeatureRouter = a
-	opts.Loader = a
-	opts.LoadsEnded = a.LoadsEnded
-	opts.StartupLoaded = a.StartupLoaded
-	opts.LoadErrors = a.LoadErrors
-	opts.Refused = a.Refused
+	opts.Loader = a.catalog
+	opts.LoadsEnded = a.catalog.LoadsEnded
+	opts.StartupLoaded = a.catalog.StartupLoaded
+	opts.LoadErrors = a.loadErrors
+	opts.Refused = a.refused
 	opts.Stats = a.Stats
 	opts.EndSession = a.EndSession
 	return opts

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // waitListed waits for a tool-set change after which a lists name, or fails
@@ -52,7 +50,7 @@ func TestToolsDirRescanOnChmod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	changed := subscribe(t, a)
-	if err := a.WatchTools(ctx); err != nil {
+	if err := a.Catalog().WatchTools(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(w.tools, 0o700); err != nil {
@@ -63,42 +61,6 @@ func TestToolsDirRescanOnChmod(t *testing.T) {
 	}
 	waitListed(t, ctx, a, changed, "beta")
 	wantReply(t, a, "beta", "b")
-}
-
-// TestToolsDirRescanOnWatchError: a watcher error (events may be lost)
-// rescans the dir: a module whose load failed is loaded again, one added
-// unseen is loaded, and one removed unseen is unloaded.
-func TestToolsDirRescanOnWatchError(t *testing.T) {
-	w := newLazyWorld(t, map[string][]byte{"alpha": watTool(t, "alpha", "a"), "gone": watTool(t, "gone", "g")})
-	w.put(t, "broken", []byte("not wasm"))
-	a, errs := w.start(t, "", nil)
-	if len(errs) != 1 {
-		t.Fatalf("load errors %v, want broken's", errs)
-	}
-	w.put(t, "broken", watTool(t, "broken", "fixed"))
-	w.put(t, "beta", watTool(t, "beta", "b"))
-	if err := os.Remove(w.tools + "/gone.wasm"); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	changed := subscribe(t, a)
-	events, werrs := make(chan fsnotify.Event), make(chan error, 1)
-	done := make(chan struct{})
-	go func() { defer close(done); a.watchLoop(ctx, w.tools, events, werrs) }()
-	werrs <- fsnotify.ErrEventOverflow
-	waitListed(t, ctx, a, changed, "beta")
-	waitListed(t, ctx, a, changed, "broken")
-	for slices.Contains(listed(a), "gone") {
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			t.Fatalf("gone still listed: %v", listed(a))
-		}
-	}
-	wantReply(t, a, "broken", "fixed")
-	cancel()
-	<-done
 }
 
 // TestZeroToolsLoadedSaysSo: a start whose every module fails logs one
@@ -112,8 +74,8 @@ func TestZeroToolsLoadedSaysSo(t *testing.T) {
 	a, _ := startApp(t, w.dir, w.config(""), &logs)
 	var mu sync.Mutex
 	var reported []error
-	a.LoadToolsInBackground(context.Background(), func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() })
-	a.loads.Wait()
+	a.Catalog().LoadToolsInBackground(context.Background(), func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() })
+	a.catalog.Wait()
 	if len(reported) != 2 {
 		t.Fatalf("reported %v", reported)
 	}
@@ -121,7 +83,7 @@ func TestZeroToolsLoadedSaysSo(t *testing.T) {
 		!strings.Contains(logs.String(), "failed=\"[broken worse]\"") {
 		t.Fatalf("no summary line:\n%s", logs.String())
 	}
-	errs := a.LoadErrors()
+	errs := a.loadErrors()
 	if len(errs) != 2 || errs[0].Module != "broken" || errs[1].Module != "worse" ||
 		!strings.HasPrefix(errs[0].Error, "load "+filepath.Join(w.tools, "broken.wasm")+": ") {
 		t.Fatalf("LoadErrors %+v", errs)

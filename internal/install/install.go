@@ -14,6 +14,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/runtime"
@@ -36,7 +37,7 @@ type Options struct {
 }
 
 // Catalog is what the installer needs of the loaded modules
-// (*runtime.Registry has it).
+// (*catalog.Table has it).
 type Catalog interface {
 	// Modules returns the loaded modules.
 	Modules() []*runtime.Module
@@ -63,9 +64,6 @@ type Installer struct {
 func New(opts Options) *Installer {
 	return &Installer{config: opts.Config, reload: opts.Reload, rt: opts.Runtime, catalog: opts.Catalog}
 }
-
-// ModuleName is the name a module file loads under: its base name without .wasm.
-func ModuleName(path string) string { return strings.TrimSuffix(filepath.Base(path), ".wasm") }
 
 // ErrNameTaken marks a module whose tool names another installed module
 // already provides.
@@ -118,11 +116,11 @@ type ToolReview struct {
 // the module name to install under ("" for the file's name). It refuses a
 // module with no valid tool, and one whose tool names another module in
 // the catalog already provides (load the tools dir into it first: the
-// app's LoadTools); a module replacing one of the same name may reuse its
+// catalog's LoadTools); a module replacing one of the same name may reuse its
 // tool names.
 func (inst *Installer) ReviewInstall(ctx context.Context, path, name string) (*Review, error) {
 	if name == "" {
-		name = ModuleName(path)
+		name = catalog.ModuleName(path)
 	}
 	if err := inst.checkModuleName(path, name); err != nil {
 		return nil, err
@@ -249,7 +247,7 @@ func (inst *Installer) checkNames(r *Review) error {
 // old version at once and, until the file arrived, an impostor describing
 // the same name would be its only candidate. The config is reloaded
 // (Options.Reload). A serving app loads the module through its tools-dir
-// watcher; otherwise call the app's LoadTools.
+// watcher; otherwise call the catalog's LoadTools.
 func (inst *Installer) Install(ctx context.Context, r *Review) error {
 	cfg := inst.config()
 	if cfg.File == "" {

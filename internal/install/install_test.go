@@ -10,6 +10,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/testwasm"
 )
@@ -60,7 +61,7 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 	if a.Config().Tools.Pins["echo"] != sha(wasm) {
 		t.Error("the app's config was not reloaded")
 	}
-	if errs := a.LoadTools(ctx); len(errs) != 0 {
+	if errs := a.Catalog().LoadTools(ctx); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	if res := call(t, a, "echo", `{"text":"hi"}`); res.IsError || res.Content[0].Text != "hi" {
@@ -88,11 +89,11 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := startApp(t, dir, body2(t, cfgPath), nil)
-	errs := b.LoadTools(ctx)
-	if len(errs) != 1 || !errors.Is(errs[0], app.ErrPinMismatch) || !strings.Contains(errs[0].Error(), "changed since it was approved") {
+	errs := b.Catalog().LoadTools(ctx)
+	if len(errs) != 1 || !errors.Is(errs[0], catalog.ErrPinMismatch) || !strings.Contains(errs[0].Error(), "changed since it was approved") {
 		t.Fatalf("changed module loaded: %v", errs)
 	}
-	if _, ok := b.Registry().Tool("echo"); ok {
+	if _, ok := b.Catalog().Table().Tool("echo"); ok {
 		t.Fatal("the changed module's tool is served")
 	}
 
@@ -108,7 +109,7 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := startApp(t, dir, body2(t, cfgPath), nil)
-	if errs := c.LoadTools(ctx); len(errs) != 0 {
+	if errs := c.Catalog().LoadTools(ctx); len(errs) != 0 {
 		t.Fatalf("re-approved module: %v", errs)
 	}
 	if res := call(t, c, "echo", `{"text":"again"}`); res.IsError || res.Content[0].Text != "again" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -83,7 +84,7 @@ func (inst *Installer) Inspect(ctx context.Context, path string) (*Inspection, e
 // publishName is the module name to load a file under: its name without
 // .wasm, with characters a module name cannot hold replaced, or "module".
 func publishName(path string) string {
-	name := ModuleName(path)
+	name := catalog.ModuleName(path)
 	if tool.ValidName(name) {
 		return name
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/boundedfile"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -137,7 +138,7 @@ func (inst *Installer) syncOne(ctx context.Context, cfg *config.Config, name str
 		return res
 	}
 	if exists {
-		res.Module = ModuleName(dest) // the file as it is spelled
+		res.Module = catalog.ModuleName(dest) // the file as it is spelled
 	}
 	if !hasSource {
 		res.Err = fmt.Errorf("%s is missing and tools.sources has no entry for %s (it was installed from a local file): copy it there, or install it from a registry", dest, name)

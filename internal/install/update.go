@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -58,7 +59,7 @@ type ToolChange struct {
 
 // ReviewUpdate fetches what module's source ref points to now (checked by
 // the signature policy) and compares it with the installed module, as the
-// catalog holds it (the app's LoadTools first). The caller must Close
+// catalog holds it (the catalog's LoadTools first). The caller must Close
 // u.Review.Fetched.
 func (inst *Installer) ReviewUpdate(ctx context.Context, module string) (*Update, error) {
 	cfg := inst.config()
@@ -87,7 +88,7 @@ func (inst *Installer) ReviewUpdate(ctx context.Context, module string) (*Update
 	// The installed version: its name as spelled on disk, and its tools.
 	installedAs, before := inst.installed(name)
 	if installedAs == "" {
-		installedAs = ModuleName(dest)
+		installedAs = catalog.ModuleName(dest)
 	}
 	r, err := inst.ReviewFetched(ctx, f, installedAs)
 	if err != nil {

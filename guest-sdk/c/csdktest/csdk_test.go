@@ -143,7 +143,7 @@ func serveWorld(t testing.TB, dir, grants, extra string) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close(context.Background()) })
-	if errs := a.LoadTools(context.Background()); len(errs) != 0 {
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) != 0 {
 		t.Fatalf("load: %v", errs)
 	}
 	return &world{t: t, dir: dir, app: a}

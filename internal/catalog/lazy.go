@@ -1,4 +1,4 @@
-package app
+package catalog
 
 import (
 	"context"
@@ -19,60 +19,60 @@ type LoadProgress struct {
 
 // SetLoadProgress sends every module compile's start and end to f (from
 // any goroutine, one at a time) instead of the log. Call it before loading.
-func (a *App) SetLoadProgress(f func(LoadProgress)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.progress = f
+func (c *Catalog) SetLoadProgress(f func(LoadProgress)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.progress = f
 }
 
 // observeLoad implements runtime.OpenOptions.Observe.
-func (a *App) observeLoad(ev runtime.LoadEvent) {
-	a.mu.Lock()
+func (c *Catalog) observeLoad(ev runtime.LoadEvent) {
+	c.mu.Lock()
 	switch {
 	case ev.Done:
-		a.compiled++
-	case a.queued[ev.Module]:
-		delete(a.queued, ev.Module) // counted when it was queued
+		c.compiled++
+	case c.queued[ev.Module]:
+		delete(c.queued, ev.Module) // counted when it was queued
 	default:
-		a.compiling++
+		c.compiling++
 	}
-	p := LoadProgress{LoadEvent: ev, Finished: a.compiled, Total: a.compiling}
-	f := a.progress
+	p := LoadProgress{LoadEvent: ev, Finished: c.compiled, Total: c.compiling}
+	f := c.progress
 	if f != nil {
 		// Under the lock, so that reports reach f in order.
 		f(p)
-		a.mu.Unlock()
+		c.mu.Unlock()
 		return
 	}
-	a.mu.Unlock()
+	c.mu.Unlock()
 	if ev.Done && ev.Err == nil {
-		a.log.Info("module compiled", "module", ev.Module, "elapsed", ev.Elapsed.Round(time.Millisecond),
+		c.log.Info("module compiled", "module", ev.Module, "elapsed", ev.Elapsed.Round(time.Millisecond),
 			"progress", fmt.Sprintf("%d/%d", p.Finished, p.Total))
 	}
 }
 
 // queueCompile counts a module that waits for a compile slot in the n/m
 // of LoadProgress, so that m is every module a cold start compiles.
-func (a *App) queueCompile(name string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.queued == nil {
-		a.queued = make(map[string]bool)
+func (c *Catalog) queueCompile(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queued == nil {
+		c.queued = make(map[string]bool)
 	}
-	if !a.queued[name] {
-		a.queued[name] = true
-		a.compiling++
+	if !c.queued[name] {
+		c.queued[name] = true
+		c.compiling++
 	}
 }
 
 // unqueue drops a queued module whose load ended before its compile
 // started (its file or its pin refused it).
-func (a *App) unqueue(name string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.queued[name] {
-		delete(a.queued, name)
-		a.compiling--
+func (c *Catalog) unqueue(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queued[name] {
+		delete(c.queued, name)
+		c.compiling--
 	}
 }
 
@@ -84,29 +84,29 @@ func (a *App) unqueue(name string) {
 // a permission, a mount gone) does not come here: the call fails as
 // unavailable, the module stays listed, and its next call reads the file
 // again (runtime.OpenOptions.LoadFailed).
-func (a *App) lazyLoadFailed(path string, m *runtime.Module, err error) {
-	if !a.registry.RemoveIf(m.Name(), m) {
+func (c *Catalog) lazyLoadFailed(path string, m *runtime.Module, err error) {
+	if !c.table.RemoveIf(m.Name(), m) {
 		return // already replaced or unloaded
 	}
-	a.mu.Lock()
-	a.loadErrors[path] = fmt.Errorf("load %s: %w", path, err)
-	a.mu.Unlock()
-	a.log.Error("module unloaded: it failed to load on first use", "module", m.Name(), "error", err)
-	go a.notify()
+	c.mu.Lock()
+	c.loadErrors[path] = fmt.Errorf("load %s: %w", path, err)
+	c.mu.Unlock()
+	c.log.Error("module unloaded: it failed to load on first use", "module", m.Name(), "error", err)
+	go c.changed()
 }
 
 // preloadAll compiles every module not loaded yet, up to GOMAXPROCS at
 // once (tools.defaults.preload). A call that arrives meanwhile joins its
 // module's compile.
-func (a *App) preloadAll(ctx context.Context) {
+func (c *Catalog) preloadAll(ctx context.Context) {
 	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
-	for _, m := range a.registry.Modules() {
+	for _, m := range c.table.Modules() {
 		if m.Loaded() {
 			continue
 		}
-		a.loads.Add(1)
+		c.loads.Add(1)
 		go func() {
-			defer a.loads.Done()
+			defer c.loads.Done()
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
@@ -114,7 +114,7 @@ func (a *App) preloadAll(ctx context.Context) {
 			}
 			defer func() { <-slots }()
 			if err := m.Preload(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("preload failed", "module", m.Name(), "error", err)
+				c.log.Warn("preload failed", "module", m.Name(), "error", err)
 			}
 		}()
 	}
@@ -123,10 +123,10 @@ func (a *App) preloadAll(ctx context.Context) {
 // ReleaseIdle releases the code and instances of every module no call has
 // used for tools.defaults.idle_ttl as of now, and returns how many it
 // released. They load again on their next call.
-func (a *App) ReleaseIdle(now time.Time) int {
-	ttl := a.Config().Tools.Defaults.IdleTTL
+func (c *Catalog) ReleaseIdle(now time.Time) int {
+	ttl := c.config().Tools.Defaults.IdleTTL
 	n := 0
-	for _, m := range a.registry.Modules() {
+	for _, m := range c.table.Modules() {
 		if m.ReleaseIdle(now, ttl) {
 			n++
 		}
@@ -137,10 +137,10 @@ func (a *App) ReleaseIdle(now time.Time) int {
 // WatchIdle runs ReleaseIdle until ctx ends, often enough that a module is
 // released within a tenth of idle_ttl past its expiry (between 1 s and
 // 1 min), reading the ttl from the config in force each time.
-func (a *App) WatchIdle(ctx context.Context) {
+func (c *Catalog) WatchIdle(ctx context.Context) {
 	go func() {
 		for {
-			ttl := a.Config().Tools.Defaults.IdleTTL
+			ttl := c.config().Tools.Defaults.IdleTTL
 			every := min(max(ttl/10, time.Second), time.Minute)
 			t := time.NewTimer(every)
 			select {
@@ -149,7 +149,7 @@ func (a *App) WatchIdle(ctx context.Context) {
 				return
 			case now := <-t.C:
 				if ttl > 0 {
-					a.ReleaseIdle(now)
+					c.ReleaseIdle(now)
 				}
 			}
 		}

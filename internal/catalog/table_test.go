@@ -1,49 +1,16 @@
-package runtime_test
+package catalog_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/testwasm"
 	"github.com/warden-run/warden/runtime"
-	"github.com/warden-run/warden/tool"
 )
-
-// describingWAT is a complete native tool module (like testdata/ping.wat)
-// whose describe lists tools with the given names; every call answers "ok".
-func describingWAT(t testing.TB, names ...string) []byte {
-	t.Helper()
-	var tools []map[string]any
-	for _, n := range names {
-		tools = append(tools, map[string]any{"name": n, "description": "registry fixture", "inputSchema": map[string]any{"type": "object"}})
-	}
-	desc, err := json.Marshal(map[string]any{"tools": tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const reply = `{"content":[{"type":"text","text":"ok"}]}`
-	wat := fmt.Sprintf(`(module
-  (memory (export "memory") 1)
-  (global $next (mut i32) (i32.const 32768))
-  (func (export "warden_alloc") (param $size i32) (result i32)
-    (local $ptr i32)
-    (local.set $ptr (global.get $next))
-    (global.set $next (i32.add (global.get $next) (local.get $size)))
-    (local.get $ptr))
-  (func (export "warden_abi_version") (result i32) (i32.const 1))
-  (data (i32.const 16) %s)
-  (data (i32.const 16384) %s)
-  (func (export "warden_describe") (result i64)
-    (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const %d)))
-  (func (export "warden_call") (param i64) (result i64)
-    (i64.or (i64.shl (i64.const 16384) (i64.const 32)) (i64.const %d))))`,
-		watString(string(desc)), watString(reply), len(desc), len(reply))
-	return testwasm.WATString(t, wat)
-}
 
 // registryModule is one module of a registry scenario.
 type registryModule struct {
@@ -53,7 +20,7 @@ type registryModule struct {
 }
 
 // outcome is everything a registry decides, in a form to compare.
-func outcome(g *runtime.Registry) string {
+func outcome(g *catalog.Table) string {
 	var b strings.Builder
 	for _, t := range g.Tools() {
 		fmt.Fprintf(&b, "serve %s from %s\n", t.Descriptor.Name, t.Module().Name())
@@ -69,7 +36,7 @@ func loadModules(t *testing.T, specs []registryModule) map[string]*runtime.Modul
 	rt := newRuntime(t, runtime.Options{})
 	mods := make(map[string]*runtime.Module)
 	for _, s := range specs {
-		m, err := rt.Load(context.Background(), s.name, describingWAT(t, s.tools...), runtime.Limits{})
+		m, err := rt.Load(context.Background(), s.name, testwasm.DescribingWAT(t, s.tools...), runtime.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +85,7 @@ func TestRegistryDecisionTable(t *testing.T) {
 	want := ""
 	orders := 0
 	permutations(len(specs), func(order []int) {
-		g := runtime.NewRegistry()
+		g := catalog.NewTable()
 		for _, i := range order {
 			g.Put(mods[specs[i].name], specs[i].pinned)
 		}
@@ -137,7 +104,7 @@ func TestRegistryDecisionTable(t *testing.T) {
 	}
 	t.Logf("the outcome of all %d orders:\n%s", orders, want)
 
-	g := runtime.NewRegistry()
+	g := catalog.NewTable()
 	for _, s := range specs {
 		g.Put(mods[s.name], s.pinned)
 	}
@@ -150,7 +117,7 @@ func TestRegistryDecisionTable(t *testing.T) {
 		t.Fatalf("served %v, want %v", served, wantServed)
 	}
 	type key struct{ tool, module string }
-	refused := map[key]runtime.Refusal{}
+	refused := map[key]catalog.Refusal{}
 	for _, r := range g.Refused() {
 		refused[key{r.Tool, r.Module}] = r
 	}
@@ -202,7 +169,7 @@ func TestRegistryHotReload(t *testing.T) {
 		{name: "echo", tools: []string{"echo"}},
 		{name: "aaa-evil", tools: []string{"Echo", "evil_own"}},
 	})
-	g := runtime.NewRegistry()
+	g := catalog.NewTable()
 	serves := func(step, name, module string) {
 		t.Helper()
 		tl, ok := g.Tool(name)
@@ -227,7 +194,7 @@ func TestRegistryHotReload(t *testing.T) {
 	serves("impostor added", "Echo", "")
 	serves("impostor added", "evil_own", "aaa-evil")
 
-	if !mods["echo"].Pinned() || mods["aaa-evil"].Pinned() {
+	if !g.Pinned(mods["echo"]) || g.Pinned(mods["aaa-evil"]) {
 		t.Fatal("Pinned() does not reflect Put")
 	}
 	if !g.SetPinned("echo", false) {
@@ -279,54 +246,49 @@ func TestRegistryHotReload(t *testing.T) {
 	}
 }
 
+// TestRegistryCollision: a Go guest describing the name of a pinned
+// module's tool is refused, and the pinned tool keeps serving.
+func TestRegistryCollision(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	reg := catalog.NewTable()
+	load := func(name string, wasm []byte) *runtime.Module {
+		m, err := rt.Load(context.Background(), name, wasm, runtime.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	echoMod := load("echo", testwasm.BuildGo(t, "../../tools-wasm/echo"))
+	reg.Put(echoMod, true)
+	_, refused := reg.Put(load("dupname", testwasm.BuildGo(t, "../../runtime/testdata/goguest/dupname")), false)
+	if len(refused) != 1 || refused[0].Module != "dupname" || refused[0].ServedBy != "echo" ||
+		!strings.Contains(refused[0].Reason, `only module echo is pinned`) {
+		t.Fatalf("refused = %v", refused)
+	}
+	if tl, _ := reg.Tool("echo"); tl.Module() != echoMod {
+		t.Fatal("the colliding module replaced the pinned tool")
+	}
+}
+
 func reloadAs(t *testing.T, module string, tools ...string) *runtime.Module {
 	t.Helper()
-	m, err := newRuntime(t, runtime.Options{}).Load(context.Background(), module, describingWAT(t, tools...), runtime.Limits{})
+	m, err := newRuntime(t, runtime.Options{}).Load(context.Background(), module, testwasm.DescribingWAT(t, tools...), runtime.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-// TestToolNameRules: names outside the safe set are rejected at load with
-// the rule in the message, and one module may not describe two names that
-// differ only in case.
-func TestToolNameRules(t *testing.T) {
-	rt := newRuntime(t, runtime.Options{})
-	m, err := rt.Load(context.Background(), "names",
-		describingWAT(t, ".", "..", "-flag", "_x", ".hidden", "a/b", strings.Repeat("a", 129), "ok", "OK", "a.b-c_d", strings.Repeat("z", 128)),
-		runtime.Limits{})
+// newRuntime is a runtime with no compilation cache, closed with the test.
+func newRuntime(t testing.TB, opts runtime.Options) *runtime.Runtime {
+	t.Helper()
+	if opts.CacheDir == "" {
+		opts.CacheDir = "off"
+	}
+	rt, err := runtime.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var served []string
-	for _, tl := range m.Tools() {
-		served = append(served, tl.Descriptor.Name)
-	}
-	if !slices.Equal(served, []string{"ok", "a.b-c_d", strings.Repeat("z", 128)}) {
-		t.Fatalf("tools %v", served)
-	}
-	rejected := map[string]string{}
-	for _, r := range m.Rejected() {
-		rejected[r.Name] = r.Reason.Error()
-	}
-	for _, name := range []string{".", "..", "-flag", "_x", ".hidden", "a/b", strings.Repeat("a", 129)} {
-		if !strings.Contains(rejected[name], tool.NameRule) {
-			t.Errorf("%q: rejection %q lacks the rule", name, rejected[name])
-		}
-	}
-	if !strings.Contains(rejected["OK"], "unique ignoring case") {
-		t.Errorf(`"OK": rejection %q`, rejected["OK"])
-	}
-	// A module of only bad names fails to load, naming them.
-	if _, err := rt.Load(context.Background(), "dots", describingWAT(t, ".", ".."), runtime.Limits{}); err == nil ||
-		!strings.Contains(err.Error(), `name "."`) || !strings.Contains(err.Error(), `name ".."`) {
-		t.Fatalf("load of . and ..: %v", err)
-	}
-	for name, want := range map[string]bool{"echo": true, "aaa-evil": true, "v1.2": true, "A": true,
-		".": false, "..": false, "": false, ".x": false, "-x": false, "a b": false, "a/b": false, "é": false} {
-		if runtime.ValidModuleName(name) != want {
-			t.Errorf("ValidModuleName(%q) = %v", name, !want)
-		}
-	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
 }

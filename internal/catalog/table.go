@@ -1,23 +1,20 @@
-package runtime
+package catalog
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/warden-run/warden/internal/configkey"
-	"github.com/warden-run/warden/tool"
+	"github.com/warden-run/warden/runtime"
 )
 
-// Registry is the set of loaded modules and the tools they serve, looked up
-// by name.
+// Table is the set of loaded modules and the tools they serve, looked up
+// by name: the collision and pin policy.
 //
 // The tool table is a pure function of the set of loaded modules and which
 // of them are pinned; the order they were loaded in plays no part. Tool
@@ -27,14 +24,15 @@ import (
 // are refused. A refused tool is not served, and Refused says why. So a
 // module dropped into the tools dir later can never displace a pinned tool,
 // and removing one side of a collision brings the other back.
-type Registry struct {
+type Table struct {
 	mu      sync.RWMutex
-	modules map[string]*Module // by module name
-	tools   map[string]*Tool   // the tools served, by name
-	refused []Refusal          // sorted by folded tool name, then module
+	modules map[string]*runtime.Module // by module name
+	pinned  map[string]bool            // module names whose bytes matched their pin when put
+	tools   map[string]*runtime.Tool   // the tools served, by name
+	refused []Refusal                  // sorted by folded tool name, then module
 }
 
-// Refusal is a tool the registry does not serve because another module
+// Refusal is a tool the table does not serve because another module
 // describes the same name.
 type Refusal struct {
 	// Tool is the name as the refused module spells it.
@@ -51,24 +49,9 @@ type Refusal struct {
 
 func (r Refusal) Error() string { return r.Reason }
 
-// pinState is whether a module's bytes matched its pin when it was put in
-// the registry. Only the Registry changes it, under its lock, so that the
-// tool table always agrees with it.
-type pinState struct{ atomic.Bool }
-
-// Pinned reports whether the module was pinned (its sha256 verified
-// against an approved pin) when the registry last heard of it; false for a
-// module that was never put in a Registry.
-func (m *Module) Pinned() bool { return m.pinned.Load() }
-
-// ValidModuleName reports whether name may name a module: the rule of tool
-// names (tool.ValidName), because module names become config keys
-// (tools.pins.<module>, tools.limits.<module>, grants' module field).
-func ValidModuleName(name string) bool { return tool.ValidName(name) }
-
-// NewRegistry returns an empty Registry.
-func NewRegistry() *Registry {
-	return &Registry{modules: make(map[string]*Module), tools: make(map[string]*Tool)}
+// NewTable returns an empty Table.
+func NewTable() *Table {
+	return &Table{modules: make(map[string]*runtime.Module), pinned: make(map[string]bool), tools: make(map[string]*runtime.Tool)}
 }
 
 // Put adds m, replacing a loaded module of the same name (hot reload);
@@ -77,72 +60,89 @@ func NewRegistry() *Registry {
 // other modules refused because m describes the same name). The replaced
 // module, if any, is returned so the caller can close it once its calls
 // have finished.
-func (g *Registry) Put(m *Module, pinned bool) (replaced *Module, refused []Refusal) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	replaced = g.modules[m.name]
-	m.pinned.Store(pinned)
-	g.modules[m.name] = m
-	g.rebuild()
-	return replaced, g.involving(m.name)
+func (tab *Table) Put(m *runtime.Module, pinned bool) (replaced *runtime.Module, refused []Refusal) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	replaced = tab.modules[m.Name()]
+	tab.modules[m.Name()] = m
+	tab.pinned[m.Name()] = pinned
+	tab.rebuild()
+	return replaced, tab.involving(m.Name())
+}
+
+// Pinned reports whether m is in the table and was pinned (its sha256
+// verified against an approved pin) when the table last heard of it.
+// The pinned state is the table's, not the module's: only the table
+// changes it, under its lock, so that the tool table always agrees with it.
+func (tab *Table) Pinned(m *runtime.Module) bool {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	return tab.modules[m.Name()] == m && tab.pinned[m.Name()]
 }
 
 // SetPinned records whether the loaded module named name is pinned (after a
 // config change added, removed or changed its pin) and reports whether that
 // changed anything.
-func (g *Registry) SetPinned(name string, pinned bool) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	m := g.modules[name]
-	if m == nil || m.pinned.Load() == pinned {
+func (tab *Table) SetPinned(name string, pinned bool) bool {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if tab.modules[name] == nil || tab.pinned[name] == pinned {
 		return false
 	}
-	m.pinned.Store(pinned)
-	g.rebuild()
+	tab.pinned[name] = pinned
+	tab.rebuild()
 	return true
 }
 
 // Remove drops the module named name and returns it (nil if absent). Tools
 // it was refused against are served again if nothing else stands in their
 // way.
-func (g *Registry) Remove(name string) *Module {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	m := g.modules[name]
+func (tab *Table) Remove(name string) *runtime.Module {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	m := tab.modules[name]
 	if m == nil {
 		return nil
 	}
-	delete(g.modules, name)
-	g.rebuild()
+	tab.drop(name)
 	return m
 }
 
 // RemoveIf drops the module named name only if it is m (not a version that
 // replaced it since), and reports whether it did.
-func (g *Registry) RemoveIf(name string, m *Module) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.modules[name] != m {
+func (tab *Table) RemoveIf(name string, m *runtime.Module) bool {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if tab.modules[name] != m {
 		return false
 	}
-	delete(g.modules, name)
-	g.rebuild()
+	tab.drop(name)
 	return true
+}
+
+// drop removes the module named name and rebuilds. Callers hold mu.
+func (tab *Table) drop(name string) {
+	delete(tab.modules, name)
+	delete(tab.pinned, name)
+	tab.rebuild()
 }
 
 // foldName is the key tool names are unique under.
 func foldName(name string) string { return configkey.Fold(name) }
 
+// byModule orders tools by the name of their module.
+func byModule(a, b *runtime.Tool) int { return strings.Compare(a.Module().Name(), b.Module().Name()) }
+
 // rebuild computes the tool table from the modules alone. Callers hold mu.
-func (g *Registry) rebuild() {
-	candidates := make(map[string][]*Tool)
-	for _, m := range g.modules {
-		for _, t := range m.tools {
+func (tab *Table) rebuild() {
+	candidates := make(map[string][]*runtime.Tool)
+	for _, m := range tab.modules {
+		for _, t := range m.Tools() {
 			key := foldName(t.Descriptor.Name)
 			candidates[key] = append(candidates[key], t)
 		}
 	}
-	tools := make(map[string]*Tool, len(candidates))
+	tools := make(map[string]*runtime.Tool, len(candidates))
 	var refused []Refusal
 	for _, key := range slices.Sorted(maps.Keys(candidates)) {
 		cands := candidates[key]
@@ -150,16 +150,16 @@ func (g *Registry) rebuild() {
 			tools[cands[0].Descriptor.Name] = cands[0]
 			continue
 		}
-		slices.SortFunc(cands, func(a, b *Tool) int { return strings.Compare(a.module.name, b.module.name) })
-		var pinned []*Tool
+		slices.SortFunc(cands, byModule)
+		var pinned []*runtime.Tool
 		modules := make([]string, len(cands))
 		for i, t := range cands {
-			modules[i] = t.module.name
-			if t.module.Pinned() {
+			modules[i] = t.Module().Name()
+			if tab.pinned[t.Module().Name()] {
 				pinned = append(pinned, t)
 			}
 		}
-		var winner *Tool
+		var winner *runtime.Tool
 		if len(pinned) == 1 {
 			winner = pinned[0]
 			tools[winner.Descriptor.Name] = winner
@@ -168,38 +168,38 @@ func (g *Registry) rebuild() {
 			if t == winner {
 				continue
 			}
-			r := Refusal{Tool: t.Descriptor.Name, Module: t.module.name, Modules: modules, Reason: refusalReason(t, cands, winner, len(pinned))}
+			r := Refusal{Tool: t.Descriptor.Name, Module: t.Module().Name(), Modules: modules, Reason: refusalReason(t, cands, winner, len(pinned))}
 			if winner != nil {
-				r.ServedBy = winner.module.name
+				r.ServedBy = winner.Module().Name()
 			}
 			refused = append(refused, r)
 		}
 	}
-	g.tools, g.refused = tools, refused
+	tab.tools, tab.refused = tools, refused
 }
 
 // refusalReason explains why t is refused and what to do about it.
-func refusalReason(t *Tool, cands []*Tool, winner *Tool, pinned int) string {
+func refusalReason(t *runtime.Tool, cands []*runtime.Tool, winner *runtime.Tool, pinned int) string {
 	var spelled, modules []string
 	sameSpelling := true
 	for _, c := range cands {
-		spelled = append(spelled, fmt.Sprintf("%q by module %s", c.Descriptor.Name, c.module.name))
-		modules = append(modules, c.module.name)
+		spelled = append(spelled, fmt.Sprintf("%q by module %s", c.Descriptor.Name, c.Module().Name()))
+		modules = append(modules, c.Module().Name())
 		sameSpelling = sameSpelling && c.Descriptor.Name == t.Descriptor.Name
 	}
 	described := "also described by module"
 	if len(modules) > 2 {
 		described += "s"
 	}
-	described += " " + strings.Join(slices.DeleteFunc(modules, func(m string) bool { return m == t.module.name }), ", ")
+	described += " " + strings.Join(slices.DeleteFunc(modules, func(m string) bool { return m == t.Module().Name() }), ", ")
 	if !sameSpelling {
 		described = "described as " + strings.Join(spelled, ", ") + " (tool names are unique ignoring case)"
 	}
-	head := fmt.Sprintf("tool %q of module %s is refused: it is %s", t.Descriptor.Name, t.module.name, described)
+	head := fmt.Sprintf("tool %q of module %s is refused: it is %s", t.Descriptor.Name, t.Module().Name(), described)
 	switch {
 	case winner != nil:
 		return fmt.Sprintf("%s; only module %s is pinned (tools.pins.%s), so it serves the name; "+
-			"remove %s.wasm from the tools dir or rename its tool", head, winner.module.name, configkey.Fold(winner.module.name), t.module.name)
+			"remove %s.wasm from the tools dir or rename its tool", head, winner.Module().Name(), configkey.Fold(winner.Module().Name()), t.Module().Name())
 	case pinned == 0:
 		return head + "; none of them is pinned, so none serves the name; " +
 			"pin the one you reviewed (warden install it), or remove or rename the others"
@@ -211,9 +211,9 @@ func refusalReason(t *Tool, cands []*Tool, winner *Tool, pinned int) string {
 
 // involving returns the refusals whose candidates include module. Callers
 // hold mu.
-func (g *Registry) involving(module string) []Refusal {
+func (tab *Table) involving(module string) []Refusal {
 	var out []Refusal
-	for _, r := range g.refused {
+	for _, r := range tab.refused {
 		if slices.Contains(r.Modules, module) {
 			out = append(out, r)
 		}
@@ -222,44 +222,44 @@ func (g *Registry) involving(module string) []Refusal {
 }
 
 // Tool returns the tool served under name (exactly as the tool spells it).
-func (g *Registry) Tool(name string) (*Tool, bool) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	t, ok := g.tools[name]
+func (tab *Table) Tool(name string) (*runtime.Tool, bool) {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	t, ok := tab.tools[name]
 	return t, ok
 }
 
 // Candidates lists every loaded tool whose name equals name ignoring case,
 // served or refused, sorted by module.
-func (g *Registry) Candidates(name string) []*Tool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	var out []*Tool
-	for _, m := range g.modules {
-		for _, t := range m.tools {
+func (tab *Table) Candidates(name string) []*runtime.Tool {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	var out []*runtime.Tool
+	for _, m := range tab.modules {
+		for _, t := range m.Tools() {
 			if foldName(t.Descriptor.Name) == foldName(name) {
 				out = append(out, t)
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b *Tool) int { return strings.Compare(a.module.name, b.module.name) })
+	slices.SortFunc(out, byModule)
 	return out
 }
 
 // Refused lists the tools refused for name collisions, sorted by name and
 // module.
-func (g *Registry) Refused() []Refusal {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return slices.Clone(g.refused)
+func (tab *Table) Refused() []Refusal {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	return slices.Clone(tab.refused)
 }
 
 // RefusedAs lists the refusals of tools named name, ignoring case.
-func (g *Registry) RefusedAs(name string) []Refusal {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+func (tab *Table) RefusedAs(name string) []Refusal {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
 	var out []Refusal
-	for _, r := range g.refused {
+	for _, r := range tab.refused {
 		if foldName(r.Tool) == foldName(name) {
 			out = append(out, r)
 		}
@@ -268,11 +268,11 @@ func (g *Registry) RefusedAs(name string) []Refusal {
 }
 
 // Tools lists every tool served, sorted by name.
-func (g *Registry) Tools() []*Tool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	tools := make([]*Tool, 0, len(g.tools))
-	for _, t := range g.tools {
+func (tab *Table) Tools() []*runtime.Tool {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	tools := make([]*runtime.Tool, 0, len(tab.tools))
+	for _, t := range tab.tools {
 		tools = append(tools, t)
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Descriptor.Name < tools[j].Descriptor.Name })
@@ -280,42 +280,27 @@ func (g *Registry) Tools() []*Tool {
 }
 
 // Modules lists every module, sorted by name.
-func (g *Registry) Modules() []*Module {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	mods := make([]*Module, 0, len(g.modules))
-	for _, m := range g.modules {
+func (tab *Table) Modules() []*runtime.Module {
+	tab.mu.RLock()
+	defer tab.mu.RUnlock()
+	mods := make([]*runtime.Module, 0, len(tab.modules))
+	for _, m := range tab.modules {
 		mods = append(mods, m)
 	}
-	slices.SortFunc(mods, func(a, b *Module) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(mods, func(a, b *runtime.Module) int { return strings.Compare(a.Name(), b.Name()) })
 	return mods
 }
 
 // EndSession discards the instances kept for a client session.
-func (g *Registry) EndSession(ctx context.Context, session string) {
-	for _, m := range g.Modules() {
+func (tab *Table) EndSession(ctx context.Context, session string) {
+	for _, m := range tab.Modules() {
 		m.EndSession(ctx, session)
 	}
 }
 
 // Close closes every module.
-func (g *Registry) Close(ctx context.Context) {
-	for _, m := range g.Modules() {
+func (tab *Table) Close(ctx context.Context) {
+	for _, m := range tab.Modules() {
 		m.Close(ctx)
 	}
-}
-
-// ModuleFiles lists the .wasm files directly in dir, sorted.
-func ModuleFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("tools dir: %w", err)
-	}
-	var paths []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".wasm") {
-			paths = append(paths, filepath.Join(dir, e.Name()))
-		}
-	}
-	return paths, nil
 }

@@ -1,4 +1,4 @@
-package app
+package catalog
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,10 +21,10 @@ const reloadSettle = 150 * time.Millisecond
 
 // WatchTools hot-reloads the tools dir until ctx ends: a new or replaced
 // .wasm file is loaded (a broken one leaves the previous version serving
-// and logs why), a removed one is unloaded, and subscribers hear of every
-// change to the tool set.
-func (a *App) WatchTools(ctx context.Context) error {
-	dir := a.Config().Tools.Dir
+// and logs why), a removed one is unloaded, and Options.Changed hears of
+// every change to the tool set.
+func (c *Catalog) WatchTools(ctx context.Context) error {
+	dir := c.config().Tools.Dir
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch tools dir: %w", err)
@@ -36,7 +35,7 @@ func (a *App) WatchTools(ctx context.Context) error {
 	}
 	go func() {
 		defer w.Close()
-		a.watchLoop(ctx, dir, w.Events, w.Errors)
+		c.watchLoop(ctx, dir, w.Events, w.Errors)
 	}()
 	return nil
 }
@@ -46,7 +45,7 @@ func (a *App) WatchTools(ctx context.Context) error {
 // readable again) and a watcher error (events may have been lost, e.g. a
 // queue overflow) rescan the dir: a module added or changed while the dir
 // was unreadable, or whose event was lost, is loaded without being touched.
-func (a *App) watchLoop(ctx context.Context, dir string, events <-chan fsnotify.Event, errs <-chan error) {
+func (c *Catalog) watchLoop(ctx context.Context, dir string, events <-chan fsnotify.Event, errs <-chan error) {
 	pending := make(map[string]time.Time)
 	// The ticker runs only while a change is pending: an idle server
 	// does not wake up 20 times a second for nothing.
@@ -60,9 +59,9 @@ func (a *App) watchLoop(ctx context.Context, dir string, events <-chan fsnotify.
 		pending[path] = time.Now()
 	}
 	rescan := func(why string) {
-		paths := a.rescanPaths(dir)
+		paths := c.rescanPaths(dir)
 		if len(paths) > 0 {
-			a.log.Info("tools dir rescanned", "dir", dir, "reason", why, "modules", len(paths))
+			c.log.Info("tools dir rescanned", "dir", dir, "reason", why, "modules", len(paths))
 		}
 		for _, path := range paths {
 			schedule(path)
@@ -86,13 +85,13 @@ func (a *App) watchLoop(ctx context.Context, dir string, events <-chan fsnotify.
 			if !ok {
 				return
 			}
-			a.log.Warn("tools dir watch", "error", err)
+			c.log.Warn("tools dir watch", "error", err)
 			rescan("watch error")
 		case now := <-tick.C:
 			for path, last := range pending {
 				if now.Sub(last) >= reloadSettle {
 					delete(pending, path)
-					a.reload(ctx, path)
+					c.Reload(ctx, path)
 				}
 			}
 			if len(pending) == 0 {
@@ -102,25 +101,25 @@ func (a *App) watchLoop(ctx context.Context, dir string, events <-chan fsnotify.
 	}
 }
 
-// rescanPaths lists the module files of dir that are not in the registry
-// or whose last load failed, and the registry's modules whose file is gone:
+// rescanPaths lists the module files of dir that are not in the table
+// or whose last load failed, and the table's modules whose file is gone:
 // what a lost or failed event may have left out of line.
-func (a *App) rescanPaths(dir string) []string {
+func (c *Catalog) rescanPaths(dir string) []string {
 	paths, err := runtime.ModuleFiles(dir)
 	if err != nil {
-		a.log.Warn("tools dir not rescanned", "dir", dir, "error", err)
+		c.log.Warn("tools dir not rescanned", "dir", dir, "error", err)
 		return nil
 	}
 	loaded := make(map[string]bool)
-	for _, m := range a.registry.Modules() {
+	for _, m := range c.table.Modules() {
 		loaded[m.Name()] = true
 	}
-	a.mu.Lock()
-	failed := make(map[string]bool, len(a.loadErrors))
-	for path := range a.loadErrors {
+	c.mu.Lock()
+	failed := make(map[string]bool, len(c.loadErrors))
+	for path := range c.loadErrors {
 		failed[path] = true
 	}
-	a.mu.Unlock()
+	c.mu.Unlock()
 	var out []string
 	present := make(map[string]bool)
 	for _, path := range paths {
@@ -137,43 +136,35 @@ func (a *App) rescanPaths(dir string) []string {
 	return out
 }
 
-// reload brings the registry in line with the file at path.
-func (a *App) reload(ctx context.Context, path string) {
+// Reload brings the table in line with the file at path, as WatchTools does
+// when the file changes: a file gone is unloaded, any other is (re)loaded.
+func (c *Catalog) Reload(ctx context.Context, path string) {
 	// First the tools dir's own files: a module file that is now a symlink
 	// makes its target warden's own before the module can serve.
-	if err := a.caps.refreshOwn(a.Config); err != nil {
-		a.log.Error("warden's own files not refreshed after a tools dir change", "error", err)
+	if before := c.opts.BeforeReload; before != nil {
+		if err := before(); err != nil {
+			c.log.Error("warden's own files not refreshed after a tools dir change", "error", err)
+		}
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		a.mu.Lock()
-		delete(a.loadErrors, path)
-		a.mu.Unlock()
-		if m := a.registry.Remove(ModuleName(path)); m != nil {
+		c.mu.Lock()
+		delete(c.loadErrors, path)
+		c.mu.Unlock()
+		if m := c.table.Remove(ModuleName(path)); m != nil {
 			m.Close(ctx)
-			a.log.Info("module removed", "file", path)
-			a.logRefusals("")
-			a.notify()
+			c.log.Info("module removed", "file", path)
+			c.logRefusals("")
+			c.changed()
 		}
 		return
 	}
-	loaded, errs := a.loadModule(ctx, path)
+	loaded, errs := c.LoadFile(ctx, path)
 	for _, err := range errs {
-		a.log.Error("module not (fully) loaded; a previous version keeps serving", "file", filepath.Base(path), "error", err)
+		c.log.Error("module not (fully) loaded; a previous version keeps serving", "file", filepath.Base(path), "error", err)
 	}
 	if loaded {
-		a.log.Info("module loaded", "file", path)
-		a.logRefusals(ModuleName(path))
-		a.notify()
-	}
-}
-
-// logRefusals logs the tools refused for name collisions that involve
-// module (every refusal when module is ""), loudly: a tool someone
-// expects has stopped being served, or a module's tool never was.
-func (a *App) logRefusals(module string) {
-	for _, r := range a.registry.Refused() {
-		if module == "" || slices.Contains(r.Modules, module) {
-			a.log.Error("tool refused", "tool", r.Tool, "module", r.Module, "modules", r.Modules, "reason", r.Reason)
-		}
+		c.log.Info("module loaded", "file", path)
+		c.logRefusals(ModuleName(path))
+		c.changed()
 	}
 }
