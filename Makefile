@@ -49,13 +49,14 @@ test-go:
 	for m in $(OWN_MODULES); do $(GO) -C $$m vet ./... && $(GO) -C $$m test ./... || exit 1; done
 
 # The packages whose state is shared between goroutines (sessions, the
-# stdio and HTTP guards, the registry and background loads, capabilities
-# with live config, the audit writer, the test PostgreSQL), under the race
+# stdio and HTTP guards, the catalog and its background loads, the policy
+# swapped on reload, capabilities with live config, the audit writer, the
+# test PostgreSQL), under the race
 # detector. Of runtime, the tests of its concurrent parts (instance pool,
 # memory budget, sessions, lazy loads, idle release, deadlines) run under
 # -race (under 2 minutes on two cores); the whole package does not fit:
 # compiling its Go guests with wazero under -race takes over ten minutes.
-RACE_PACKAGES := ./mcpserver ./internal/app ./internal/redact ./internal/oauth/... ./internal/observe ./internal/pgtest ./config ./hostfuncs/... ./tool/... ./internal/schema/...
+RACE_PACKAGES := ./mcpserver ./internal/app ./internal/catalog ./internal/policy ./internal/redact ./internal/oauth/... ./internal/observe ./internal/pgtest ./config ./hostfuncs/... ./tool/... ./internal/schema/...
 RUNTIME_RACE_TESTS := TestDeadlineConcurrentHolds|TestBudget|TestEvictedRoomGoesToTheEvictor|TestCloseWaitsForSpares|TestSessionsStartWarm|TestExtismConcurrentCalls|TestResetAfterGrowth|TestConcurrentCalls|TestConcurrentFirstCallsLoadOnce|TestIdleRelease|TestLazyLoadFailure
 
 test-race:
