@@ -21,7 +21,7 @@ type Request struct {
 }
 
 // Result is the outcome of one call: what the model sees (Content,
-// StructuredContent, IsError) and what it never sees (Details, Stats).
+// StructuredContent, IsError) and what it never sees (Details, Outcome).
 type Result struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`

@@ -16,7 +16,7 @@ import (
 func (a *App) ServerOptions(opts mcpserver.Options) mcpserver.Options {
 	opts.RateLimit = a.ServerRateLimits
 	opts.SpentStates = a.SpentStates()
-	opts.ClientWait = func() time.Duration { return a.Config().ClientWait() }
+	opts.ClientWait = func() time.Duration { return a.Policy().ClientWait() }
 	opts.CallLimits = a.CallLimits
 	opts.OwnerLimits = a.OwnerLimits
 	opts.Scopes = a
