@@ -342,7 +342,11 @@ func (m *Module) release() {
 	h := &m.hold
 	h.mu.Lock()
 	h.active--
-	h.lastUsed = time.Now()
+	if h.reloadable() {
+		// Only a body that can be released when idle needs to know when it
+		// was last used; a module from Load skips the clock read.
+		h.lastUsed = time.Now()
+	}
 	h.mu.Unlock()
 }
 
