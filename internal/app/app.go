@@ -200,11 +200,11 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 	return res, nil
 }
 
-// CallLimits is mcpserver.Options.CallLimits: a tool's calls run at most
+// toolCallLimits is mcpserver.Options.CallLimits: a tool's calls run at most
 // one per instance of its module (tools.limits.<module>.max_instances),
 // and at most tools.limits.<tool>.max_in_flight; its deadline, which
 // covers its wait for a slot, is the one its call gets.
-func (a *App) CallLimits(name string) mcpserver.CallLimits {
+func (a *App) toolCallLimits(name string) mcpserver.CallLimits {
 	t, ok := a.catalog.Table().Tool(name)
 	if !ok {
 		return mcpserver.CallLimits{}
@@ -263,11 +263,11 @@ func moduleLimits(m *runtime.Module) mcpserver.CallLimits {
 	}
 }
 
-// OwnerLimits is mcpserver.Options.OwnerLimits: a feature that runs as no
+// ownerLimits is mcpserver.Options.OwnerLimits: a feature that runs as no
 // tool runs on an instance of its module, and waits for one of the
 // module's slots as its tools' calls do. The memory resources (no module)
 // have none.
-func (a *App) OwnerLimits(owner string) mcpserver.CallLimits {
+func (a *App) ownerLimits(owner string) mcpserver.CallLimits {
 	m, err := a.module(owner)
 	if err != nil {
 		return mcpserver.CallLimits{}
@@ -275,10 +275,10 @@ func (a *App) OwnerLimits(owner string) mcpserver.CallLimits {
 	return moduleLimits(m)
 }
 
-// ServerRateLimits returns server.rate_limit as the config in force sets
+// serverRateLimits returns server.rate_limit as the config in force sets
 // it, for mcpserver.Options.RateLimit: asked at every call, it is resolved
 // once per config load (internal/policy).
-func (a *App) ServerRateLimits() mcpserver.RateLimits { return a.Policy().ServerRateLimits() }
+func (a *App) serverRateLimits() mcpserver.RateLimits { return a.Policy().ServerRateLimits() }
 
 // Subscribe implements mcpserver.Tools.
 func (a *App) Subscribe(f func()) (cancel func()) {
@@ -306,12 +306,12 @@ func (a *App) notify() {
 	}
 }
 
-// Stats reports resource use for /healthz: the instance memory budget.
-func (a *App) Stats() map[string]any {
+// stats reports resource use for /healthz: the instance memory budget.
+func (a *App) stats() map[string]any {
 	return map[string]any{"instanceMemory": a.rt.InstanceMemory()}
 }
 
-// EndSession releases what a client session kept (IsolationSession).
-func (a *App) EndSession(ctx context.Context, session string) {
+// endSession releases what a client session kept (IsolationSession).
+func (a *App) endSession(ctx context.Context, session string) {
 	a.catalog.Table().EndSession(ctx, session)
 }

@@ -38,7 +38,7 @@ func TestCallLimits(t *testing.T) {
 	if errs := a.Catalog().LoadTools(t.Context()); len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	got := a.CallLimits("echo")
+	got := a.toolCallLimits("echo")
 	want := mcpserver.CallLimits{
 		Module: "echo", MaxInstances: 3, InstancesSetting: "tools.limits.echo.max_instances",
 		MaxInFlight: 2, InFlightSetting: "tools.limits.echo.max_in_flight", Timeout: 7 * time.Second,
@@ -52,7 +52,7 @@ func TestCallLimits(t *testing.T) {
 	if rate == nil || *rate != (mcpserver.RateLimit{Rate: 5, Burst: 5, Setting: "tools.limits.echo.rate"}) {
 		t.Errorf("Rate = %+v, want 5/s, burst 5, tools.limits.echo.rate", rate)
 	}
-	if l := a.CallLimits("no-such-tool"); l != (mcpserver.CallLimits{}) {
+	if l := a.toolCallLimits("no-such-tool"); l != (mcpserver.CallLimits{}) {
 		t.Errorf("CallLimits of an unknown tool = %+v, want none", l)
 	}
 	// The limits are kept per config: a reload that changes them applies
@@ -63,7 +63,7 @@ func TestCallLimits(t *testing.T) {
 	if err := a.live.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if got := a.CallLimits("echo"); got.MaxInFlight != 1 || got.Timeout != 3*time.Second || got.Rate != nil {
+	if got := a.toolCallLimits("echo"); got.MaxInFlight != 1 || got.Timeout != 3*time.Second || got.Rate != nil {
 		t.Errorf("after the reload: max_in_flight %d, timeout %s, rate %+v; want 1, 3s, none", got.MaxInFlight, got.Timeout, got.Rate)
 	}
 }
@@ -74,7 +74,7 @@ func TestCallLimits(t *testing.T) {
 func TestServerRateLimitsFollowReload(t *testing.T) {
 	dir := t.TempDir()
 	a, path := startApp(t, dir, "server: {rate_limit: {per_client: {rate: 1/s, burst: 2}}}\ntools: {dir: tools, cache_dir: off}\n", nil)
-	if got := a.ServerRateLimits(); got.PerClient == nil || *got.PerClient != (mcpserver.RateLimit{Rate: 1, Burst: 2, Setting: "server.rate_limit.per_client"}) || got.PerTool != nil {
+	if got := a.serverRateLimits(); got.PerClient == nil || *got.PerClient != (mcpserver.RateLimit{Rate: 1, Burst: 2, Setting: "server.rate_limit.per_client"}) || got.PerTool != nil {
 		t.Fatalf("at start: %+v", got)
 	}
 	for _, c := range []struct {
@@ -93,7 +93,7 @@ func TestServerRateLimitsFollowReload(t *testing.T) {
 		if err := a.live.Reload(); err != nil {
 			t.Fatal(err)
 		}
-		got := a.ServerRateLimits()
+		got := a.serverRateLimits()
 		if !sameLimit(got.PerClient, c.perClient) || !sameLimit(got.PerTool, c.perTool) {
 			t.Fatalf("after reloading %q: per client %+v, per tool %+v; want %+v, %+v", c.body, got.PerClient, got.PerTool, c.perClient, c.perTool)
 		}

@@ -739,14 +739,14 @@ func TestOverlappingTemplatesRunAsTheModuleRoutes(t *testing.T) {
 // which run no module, have none.
 func TestOwnerLimitsAreTheModules(t *testing.T) {
 	w := newDoorWorld(t)
-	got := w.app.OwnerLimits("doors")
-	call := w.app.CallLimits("open")
+	got := w.app.ownerLimits("doors")
+	call := w.app.toolCallLimits("open")
 	want := mcpserver.CallLimits{Module: "doors", MaxInstances: call.MaxInstances, InstancesSetting: "tools.limits.doors.max_instances",
 		OneCallPerSession: call.OneCallPerSession, IsolationSetting: "tools.limits.doors.isolation"}
 	if got != want || got.MaxInstances == 0 || call.Module != "doors" {
 		t.Errorf("OwnerLimits(doors) = %+v\nwant %+v (open's: %+v)", got, want, call)
 	}
-	if got := w.app.OwnerLimits(MemoryOwner); got != (mcpserver.CallLimits{}) {
+	if got := w.app.ownerLimits(MemoryOwner); got != (mcpserver.CallLimits{}) {
 		t.Errorf("OwnerLimits(%s) = %+v, want none", MemoryOwner, got)
 	}
 }

@@ -377,10 +377,10 @@ func (a *App) completeMemory(prefix string) *tool.Completion {
 	return out
 }
 
-// SpentStates is the ledger of spent requestStates replicas share (for
+// spentStates is the ledger of spent requestStates replicas share (for
 // mcpserver.Options.SpentStates): the memory store's database on the
 // PostgreSQL backend, nil (each process its own) on the file backend.
-func (a *App) SpentStates() mcpserver.SpentStates {
+func (a *App) spentStates() mcpserver.SpentStates {
 	if l := a.caps.memory.SpentStates(); l != nil {
 		return l
 	}

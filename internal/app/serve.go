@@ -14,11 +14,11 @@ import (
 // place the app is plugged into the server: a capability the server gains
 // is a field of mcpserver.Options, wired here.
 func (a *App) ServerOptions(opts mcpserver.Options) mcpserver.Options {
-	opts.RateLimit = a.ServerRateLimits
-	opts.SpentStates = a.SpentStates()
+	opts.RateLimit = a.serverRateLimits
+	opts.SpentStates = a.spentStates()
 	opts.ClientWait = func() time.Duration { return a.Policy().ClientWait() }
-	opts.CallLimits = a.CallLimits
-	opts.OwnerLimits = a.OwnerLimits
+	opts.CallLimits = a.toolCallLimits
+	opts.OwnerLimits = a.ownerLimits
 	opts.Scopes = a
 	opts.Features = a
 	opts.FeatureRouter = a
@@ -27,7 +27,7 @@ func (a *App) ServerOptions(opts mcpserver.Options) mcpserver.Options {
 	opts.StartupLoaded = a.catalog.StartupLoaded
 	opts.LoadErrors = a.loadErrors
 	opts.Refused = a.refused
-	opts.Stats = a.Stats
-	opts.EndSession = a.EndSession
+	opts.Stats = a.stats
+	opts.EndSession = a.endSession
 	return opts
 }
