@@ -1,6 +1,13 @@
-// Package app wires warden together: the live config, the sandbox runtime,
-// the host capabilities and the catalog of loaded tools. cmd/warden is a
-// thin command-line shell over it, and mcpserver serves it.
+// Package app wires warden together; it is composition, not a place for
+// new responsibilities. An App holds the live config with the policy
+// resolved from it (internal/policy, swapped together on every reload), the
+// sandbox runtime, the host capabilities, the catalog that loads and lists
+// modules and decides who serves a name (internal/catalog), and the
+// installer that brings modules onto disk (internal/install). Its own code
+// is the request path every call and feature takes (door.go: one lookup of
+// the tool's policy, then gates, grants and the call) and the hooks the MCP
+// server is given (ServerOptions). cmd/warden is a thin command-line shell
+// over it, and mcpserver serves it.
 package app
 
 import (
