@@ -148,13 +148,20 @@ func TestStdioRawProtocolOnly(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Wait closes the stdout pipe once the process has exited, so it must
+	// not run before the reader below has read to EOF: called at once, it
+	// races the last read ("file already closed" instead of io.EOF).
+	readDone := make(chan struct{})
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { <-readDone; exited <- cmd.Wait() }()
+	lines := make(chan string)
 	defer func() {
 		select {
 		case <-exited:
 		default:
 			cmd.Process.Kill()
+			for range lines { // let the reader reach EOF
+			}
 			<-exited
 		}
 	}()
@@ -173,10 +180,10 @@ func TestStdioRawProtocolOnly(t *testing.T) {
 		Result  json.RawMessage `json:"result"`
 		Error   json.RawMessage `json:"error"`
 	}
-	lines := make(chan string)
 	readErr := make(chan error, 1)
 	var total int
 	go func() {
+		defer close(readDone)
 		r := bufio.NewReaderSize(stdout, 1<<20)
 		for {
 			line, err := r.ReadString('\n')
