@@ -64,7 +64,7 @@ func versionText(info *debug.BuildInfo) string {
 			if dep.Path == wazeroModule {
 				wazero = dep.Version
 				if dep.Replace != nil {
-					wazero = dep.Replace.Path + " " + dep.Replace.Version
+					wazero = strings.TrimSpace(dep.Replace.Path + " " + dep.Replace.Version)
 				}
 			}
 		}
@@ -73,6 +73,6 @@ func versionText(info *debug.BuildInfo) string {
 	fmt.Fprintf(&b, "warden %s\n", v)
 	fmt.Fprintf(&b, "commit: %s\n", commit)
 	fmt.Fprintf(&b, "go:     %s\n", goVersion)
-	fmt.Fprintf(&b, "wazero: %s\n", strings.TrimSpace(wazero))
+	fmt.Fprintf(&b, "wazero: %s\n", wazero)
 	return b.String()
 }
