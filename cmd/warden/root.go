@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
@@ -20,10 +22,16 @@ import (
 // version is stamped at release builds with -ldflags "-X main.version=...".
 var version = "dev"
 
-// globalFlags are the flags every command takes.
+// globalFlags are the flags every command that reads the config takes.
 type globalFlags struct {
 	configPath string
 	logLevel   string
+	// verbose asks a one-shot command for its info lines (what it loads
+	// and compiles), which it leaves out otherwise.
+	verbose bool
+	// keepLogs is set for a command that runs until stopped (serve): it
+	// logs at log.level from config, where a one-shot command is quiet.
+	keepLogs bool
 	// configFrom says where configPath came from: "flag", "env", "cwd"
 	// (./config.yaml), or "" when there is no config.
 	configFrom string
@@ -31,6 +39,16 @@ type globalFlags struct {
 	// config's (serve's --token).
 	secrets []string
 }
+
+// keepLogsAnnotation marks a command (in cobra.Command.Annotations) that
+// runs until stopped and so logs as config says: serve. Every other
+// command is one-shot and logs only warnings and errors unless asked.
+const keepLogsAnnotation = "warden.keep-logs"
+
+// configFreeCommands take none of the global flags: they read no config
+// and log nothing, so -c or --log-level there would be a flag that does
+// nothing.
+var configFreeCommands = []string{"new", "version"}
 
 func newRoot() *cobra.Command {
 	var g globalFlags
@@ -40,26 +58,57 @@ func newRoot() *cobra.Command {
 		Long: `warden loads tools compiled to WebAssembly, runs every call under fuel, a deadline and
 a memory limit, gives each tool only the capabilities config.yaml grants it, and serves
 them to AI agents as an MCP server.`,
+		// --version (no -v, which is --verbose) prints what `warden version` does.
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(versionText(readBuildInfo()))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	var defaultPath string
-	defaultPath, g.configFrom = findConfig()
+	defaultPath, defaultFrom := findConfig()
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Lookup("config") == nil {
+			return nil // a command that reads no config
+		}
+		g.keepLogs = cmd.Annotations[keepLogsAnnotation] != ""
 		if cmd.Flags().Changed("config") {
 			g.configFrom = "flag"
+		} else {
+			g.configPath, g.configFrom = defaultPath, defaultFrom
 		}
 		return g.checkFoundConfig()
 	}
-	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", defaultPath,
-		"config file (env WARDEN_CONFIG; default ./config.yaml when present)")
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config)")
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
 		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g),
-		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g))
+		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd())
+	// The global flags are each command's own (not persistent), so that a
+	// command without a config (new, version, completion) neither offers
+	// nor accepts them. The root has them too, hidden (they mean nothing
+	// without a command), for cobra to read `warden -v call ...` (a flag
+	// before the command) right.
+	hidden := g.flags()
+	hidden.VisitAll(func(f *pflag.Flag) { f.Hidden = true })
+	root.Flags().AddFlagSet(hidden)
+	root.Flags().Bool("version", false, "print the version, as warden version does")
+	global := g.flags()
+	for _, cmd := range root.Commands() {
+		if !slices.Contains(configFreeCommands, cmd.Name()) {
+			cmd.Flags().AddFlagSet(global)
+		}
+	}
 	return root
+}
+
+// flags defines the global flags on a set of their own. The config's
+// default is not shown as a value (it depends on the folder warden runs
+// in); PersistentPreRunE applies it.
+func (g *globalFlags) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	fs.StringVarP(&g.configPath, "config", "c", "",
+		"config file (default: $WARDEN_CONFIG, else ./config.yaml when present)")
+	fs.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config for serve, warn for other commands)")
+	fs.BoolVarP(&g.verbose, "verbose", "v", false, "log at info level: what a command loads and compiles (--log-level for another level)")
+	return fs
 }
 
 // findConfig is the config used without --config: $WARDEN_CONFIG, else
@@ -111,10 +160,21 @@ func errNoConfig() error {
 	}
 }
 
+// errUsageShown is a usage error whose explanation, the command's usage,
+// is on stderr already.
+var errUsageShown = errors.New("usage shown")
+
 // cobraArgs wraps an argument validator so its failures are usage errors.
+// A command that needs arguments and got none shows its usage instead of
+// an arity error: the person is asking what it takes.
 func cobraArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
+			if len(args) == 0 {
+				cmd.SetOut(cmd.ErrOrStderr()) // the usage goes to stderr; stdout is for results
+				_ = cmd.Usage()
+				return usageError{errUsageShown}
+			}
 			return usageError{err}
 		}
 		return nil
@@ -125,15 +185,11 @@ func cobraArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error) {
 	cfg, err := config.Load(g.configPath)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, usageError{textError{err}}
 	}
-	level := cfg.Log.Level
-	if g.logLevel != "" {
-		level = g.logLevel
-	}
-	var slogLevel slog.Level
-	if err := slogLevel.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, nil, usagef("--log-level: %v", err)
+	slogLevel, err := g.level(cfg.Log.Level)
+	if err != nil {
+		return nil, nil, err
 	}
 	// Every record is escaped as the terminal output is: stderr is a terminal.
 	// Before that, the config's secret values are masked (package redact):
@@ -148,6 +204,31 @@ func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error)
 	}
 	a.RedactWith(secrets, g.secrets...)
 	return a, logger, nil
+}
+
+// level is the level a command logs at: --log-level when given; else
+// log.level from config for serve; else, for a one-shot command, warn, or
+// info with --verbose (or log.level when that is more severe): a command
+// run once prints its result, not what it loaded and compiled on the way.
+func (g *globalFlags) level(configured string) (slog.Level, error) {
+	var level slog.Level
+	if g.logLevel != "" {
+		if err := level.UnmarshalText([]byte(strings.ToUpper(g.logLevel))); err != nil {
+			return 0, usagef("--log-level: %v", err)
+		}
+		return level, nil
+	}
+	if err := level.UnmarshalText([]byte(strings.ToUpper(configured))); err != nil {
+		return 0, usagef("log.level: %v", err)
+	}
+	if g.keepLogs {
+		return level, nil
+	}
+	quiet := slog.LevelWarn
+	if g.verbose {
+		quiet = slog.LevelInfo
+	}
+	return max(level, quiet), nil
 }
 
 // startWithInstalled starts the app and loads the installed tools, for a

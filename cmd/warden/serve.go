@@ -18,8 +18,10 @@ import (
 	"github.com/warden-run/warden/mcpserver"
 )
 
-// useConfigAddr is what --http means without a value: server.http from config.
-const useConfigAddr = "config"
+// useConfigAddr is what --http means without a value: server.http from
+// config. The help shows it as the flag's optional value
+// (--http ADDR[=server.http]), so it is named after that key.
+const useConfigAddr = "server.http"
 
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var addr, token, cpuProfile, execTrace string
@@ -49,7 +51,8 @@ another program's and is refused.`,
   warden serve -c ~/tools/config.yaml
   warden serve --http                 # server.http from config, 127.0.0.1:7331 by default
   warden serve --http 0.0.0.0:7331 --token "$(cat token)"`,
-		Args: cobraArgs(cobra.MaximumNArgs(1)),
+		Annotations: map[string]string{keepLogsAnnotation: "yes"},
+		Args:        cobraArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// --http takes an optional value, so pflag reads "--http ADDR" as
 			// "--http" followed by the argument ADDR: take it back.
@@ -193,7 +196,8 @@ another program's and is refused.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on this address instead of stdio (no value: server.http)")
+	cmd.Flags().Var((*addrValue)(&addr), "http",
+		"serve streamable HTTP on `ADDR` (host:port) instead of stdio; --http alone: server.http from config (default 127.0.0.1:7331)")
 	cmd.Flags().Lookup("http").NoOptDefVal = useConfigAddr
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "tools per tools/list page (default: server.page_size)")
 	cmd.Flags().IntVar(&maxInFlight, "max-in-flight", 0, "calls running at once across clients (default: server.max_in_flight)")
@@ -202,6 +206,9 @@ another program's and is refused.`,
 	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "serve even when no config is found (the defaults: tools from ./bin/tools)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole serve to this file when it ends (go tool pprof; docs/performance.md)")
 	cmd.Flags().StringVar(&execTrace, "trace", "", "write an execution trace of the whole serve to this file (go tool trace; docs/performance.md)")
+	// Developer flags: documented in docs/performance.md, not in the help.
+	_ = cmd.Flags().MarkHidden("cpuprofile")
+	_ = cmd.Flags().MarkHidden("trace")
 	return cmd
 }
 
@@ -282,3 +289,12 @@ func setMemoryLimit(budget uint64) {
 	}
 	debug.SetMemoryLimit(int64(min(budget, 1<<40) + memoryHeadroom))
 }
+
+// addrValue is --http's value. A type of its own so that the help shows
+// the optional value as --http ADDR[=server.http], not as a quoted string
+// default that reads like an address.
+type addrValue string
+
+func (a *addrValue) String() string     { return string(*a) }
+func (a *addrValue) Set(s string) error { *a = addrValue(s); return nil }
+func (a *addrValue) Type() string       { return "addr" }

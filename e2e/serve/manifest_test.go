@@ -31,7 +31,7 @@ func TestWarmRestartListsFromManifests(t *testing.T) {
 	}
 
 	// The first run compiles both modules and stores their manifests.
-	cmd := exec.Command(built.warden, "tools", "--config", e.config)
+	cmd := exec.Command(built.warden, "tools", "-v", "--config", e.config) // -v: the "module compiled" lines
 	cmd.Env = childEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.Count(string(out), "module compiled") != 2 {
