@@ -923,13 +923,11 @@ func stageEdit(path string, edit func(*Document) error) (*stagedEdit, error) {
 	if s.tmp, err = writeTemp(filepath.Dir(abs), s.edited, s.perm); err != nil {
 		return nil, fmt.Errorf("config %s: %w", abs, err)
 	}
-	cfg, err := Load(s.tmp)
+	// The copy's problems are named at the lines of the file it edits.
+	cfg, err := load(s.tmp, path)
 	if err != nil {
 		s.discard()
-		if inner := errors.Unwrap(err); inner != nil {
-			err = inner
-		}
-		return nil, fmt.Errorf("config %s: change refused, file unchanged: %w", abs, err)
+		return nil, fmt.Errorf("config %s: change refused, file unchanged:\n%w", path, err)
 	}
 	cfg.File = abs
 	s.cfg = cfg

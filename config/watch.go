@@ -45,7 +45,7 @@ func (l *Live) Current() *Config { return l.current.Load() }
 // at once. Writing `{}` clears the config deliberately.
 func (l *Live) Reload() error {
 	prev := l.current.Load()
-	next, err := Load(prev.File)
+	next, err := load(prev.File, prev.shownFile())
 	if err != nil {
 		return err
 	}
