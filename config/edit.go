@@ -923,10 +923,15 @@ func stageEdit(path string, edit func(*Document) error) (*stagedEdit, error) {
 	if s.tmp, err = writeTemp(filepath.Dir(abs), s.edited, s.perm); err != nil {
 		return nil, fmt.Errorf("config %s: %w", abs, err)
 	}
-	// The copy's problems are named at the lines of the file it edits.
+	// The copy's problems are named as the file it edits. When the file
+	// has them already, they are reported at its own lines, which the user
+	// can find; else they are the change's, at the lines it would have.
 	cfg, err := load(s.tmp, path)
 	if err != nil {
 		s.discard()
+		if _, own := load(abs, path); own != nil {
+			return nil, fmt.Errorf("config %s: change refused, file unchanged; fix it first:\n%w", path, own)
+		}
 		return nil, fmt.Errorf("config %s: change refused, file unchanged:\n%w", path, err)
 	}
 	cfg.File = abs

@@ -326,12 +326,15 @@ func suggest(key string, known []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes
-// (config keys are ASCII), bounded in cost by the caller's short keys.
+// editDistance is the edit distance between a and b (insertions,
+// deletions, substitutions and swaps of two neighbours: the optimal string
+// alignment distance), in bytes: config keys are ASCII. A key longer than
+// any of Config's is not compared.
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return max(len(a), len(b))
 	}
+	before := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -345,8 +348,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], before[j-2]+1) // two letters swapped
+			}
 		}
-		prev, cur = cur, prev
+		before, prev, cur = prev, cur, before
 	}
 	return prev[len(b)]
 }
