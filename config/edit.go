@@ -930,9 +930,9 @@ func stageEdit(path string, edit func(*Document) error) (*stagedEdit, error) {
 	if err != nil {
 		s.discard()
 		if _, own := load(abs, path); own != nil {
-			return nil, fmt.Errorf("config %s: change refused, file unchanged; fix it first:\n%w", path, own)
+			return nil, fmt.Errorf("%s: change refused, file unchanged; fix the file first:\n%w", path, own)
 		}
-		return nil, fmt.Errorf("config %s: change refused, file unchanged:\n%w", path, err)
+		return nil, fmt.Errorf("%s: change refused, file unchanged:\n%w", path, err)
 	}
 	cfg.File = abs
 	s.cfg = cfg
