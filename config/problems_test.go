@@ -102,11 +102,20 @@ func TestProblemsOnReloadAndEdit(t *testing.T) {
 	if err := live.Reload(); err == nil || err.Error() != want {
 		t.Errorf("reload: %v\nwant %s", err, want)
 	}
+	if got := live.Refused(); got != want {
+		t.Errorf("Refused() = %q, want %q", got, want)
+	}
 	_, err = EditFile("config.yaml", func(d *Document) error {
 		return d.Grant("echo", GrantChange{Key: "net", Values: []string{"api.example.com"}})
 	})
 	if err == nil || !strings.HasSuffix(err.Error(), "\n"+want) {
 		t.Errorf("edit: %v\nwant it to end in %s", err, want)
+	}
+	if err := os.WriteFile("config.yaml", []byte("tools: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reload(); err != nil || live.Refused() != "" {
+		t.Errorf("a reload of the fixed file: %v; Refused() = %q", err, live.Refused())
 	}
 }
 

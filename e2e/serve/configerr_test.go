@@ -2,7 +2,9 @@ package serve
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,12 +91,14 @@ func TestConfigErrorsWhereWritten(t *testing.T) {
 }
 
 // TestConfigErrorOnReload: an edit of config.yaml under a running serve is
-// refused with the same file:line message as at start, and the previous
-// config stays in force.
+// refused with the same file:line message as at start, in the log line and
+// in /healthz's config_error, and the previous config stays in force; once
+// the file is fixed, config_error is gone.
 func TestConfigErrorOnReload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "", "echo")
-	cs, stderr := stdioServer(t, e, "2025-11-25", nil)
+	hs := startHTTP(t, e)
+	cs := hs.connect(t, "2025-11-25", nil, nil)
 	body, err := os.ReadFile(e.config)
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +107,34 @@ func TestConfigErrorOnReload(t *testing.T) {
 	if err := os.WriteFile(e.config, append(body, "tool: {}\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := e.config + ":" + line + `: unknown key \"tool\" under the top level (did you mean \"tools\"?)`
+	want := e.config + ":" + line + `: unknown key "tool" under the top level (did you mean "tools"?)`
 	eventually(t, "the edit refused", func() bool {
-		return len(stderr.lines("config change refused", want)) > 0
+		return len(hs.stderr.lines("config change refused", strings.ReplaceAll(want, `"`, `\"`))) > 0
 	})
+	if got := configError(t, hs.addr); got != want {
+		t.Errorf("/healthz config_error = %q, want %q", got, want)
+	}
 	wantEcho(t, cs, "still serving")
+
+	if err := os.WriteFile(e.config, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fixed file reloaded", func() bool { return configError(t, hs.addr) == "" })
+}
+
+// configError is /healthz's config_error.
+func configError(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		ConfigError string `json:"config_error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h.ConfigError
 }
