@@ -372,9 +372,9 @@ func checkEnv(keys []string) problems {
 	for _, key := range keys {
 		path := strings.Split(key, "::")
 		name := envVar(path)
-		value, ok := os.LookupEnv(name)
-		if !ok {
-			continue
+		value := os.Getenv(name)
+		if value == "" {
+			continue // viper ignores an empty variable (AllowEmptyEnv is off)
 		}
 		s := configShape.lookup(path)
 		if s == nil || decodes(value, s.typ) {
@@ -444,7 +444,7 @@ func splitKey(key string) []string {
 func (c *Config) locator() func(key, msg string) problem {
 	root := c.root()
 	return func(key, msg string) problem {
-		if name := envVar(strings.Split(key, ".")); os.Getenv(name) != "" {
+		if name := envVar(splitKey(key)); os.Getenv(name) != "" { // as checkEnv
 			return problem{at: name, msg: key + ": " + msg}
 		}
 		if c.File == "" {

@@ -29,6 +29,10 @@ func TestProblemsWhereWritten(t *testing.T) {
 			`config.yaml:4: unknown key "modul" under "tools.grants.linecount" (did you mean "module"?)`},
 		{"list item", "server:\n  oauth:\n    issuers:\n      - issuer: https://a\n        jwks: https://a/k\n",
 			`config.yaml:5: unknown key "jwks" under "server.oauth.issuers[0]"`},
+		{"list item of the wrong type", "tools:\n  grants:\n    x:\n      net:\n        - api.example.com\n        - {host: x}\n",
+			`config.yaml:6: tools.grants.x.net[1]: want a single value, got a mapping`},
+		{"map of list", "tools:\n  scopes:\n    admin: {a: b}\n",
+			`config.yaml:3: tools.scopes.admin: want a list, got a mapping`},
 		{"duration", "tools:\n  defaults:\n    timeout: abc\n",
 			`config.yaml:3: tools.defaults.timeout: want a duration like "30s", got "abc"`},
 		{"size", "server: {max_message: huge}\n",
@@ -75,6 +79,13 @@ func TestProblemsOfTheEnvironment(t *testing.T) {
 	if want := `WARDEN_SERVER_PAGE_SIZE: server.page_size: want a whole number, got "lots"`; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
+	t.Setenv("WARDEN_SERVER_PAGE_SIZE", "")
+	t.Setenv("WARDEN_TOOLS_DEFAULTS_TIMEOUT", "soon")
+	_, err = Load(path)
+	if want := `WARDEN_TOOLS_DEFAULTS_TIMEOUT: tools.defaults.timeout: want a duration like "30s", got "soon"`; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	t.Setenv("WARDEN_TOOLS_DEFAULTS_TIMEOUT", "")
 	t.Setenv("WARDEN_SERVER_PAGE_SIZE", "0")
 	_, err = Load(path)
 	if want := `WARDEN_SERVER_PAGE_SIZE: server.page_size: must be at least 1, got 0`; err == nil || err.Error() != want {

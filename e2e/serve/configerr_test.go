@@ -61,7 +61,7 @@ func TestConfigErrorsWhereWritten(t *testing.T) {
 		`config.yaml:7: unknown key "servr" under the top level (did you mean "server"?)`,
 	} {
 		i := strings.Index(stderr, want)
-		if i < at {
+		if i < 0 || i < at {
 			t.Errorf("warden tools: stderr\n%s\nlacks, or has out of the file's order, %s", stderr, want)
 		}
 		at = i
