@@ -1,5 +1,6 @@
-// Package config reads warden's config.yaml (with viper), validates it with
-// the key path of every problem, and keeps it current as the file changes.
+// Package config reads warden's config.yaml (with viper), validates it,
+// reporting every problem where it is written (config.yaml:3, the key path,
+// what is wrong), and keeps it current as the file changes.
 //
 // Every scalar key can be overridden from the environment: WARDEN_ followed
 // by the key path in upper case with underscores, e.g. WARDEN_SERVER_TOKEN or
