@@ -1,5 +1,6 @@
-// Package config reads warden's config.yaml (with viper), validates it with
-// the key path of every problem, and keeps it current as the file changes.
+// Package config reads warden's config.yaml (with viper), validates it,
+// reporting every problem where it is written (config.yaml:3, the key path,
+// what is wrong), and keeps it current as the file changes.
 //
 // Every scalar key can be overridden from the environment: WARDEN_ followed
 // by the key path in upper case with underscores, e.g. WARDEN_SERVER_TOKEN or
@@ -23,7 +24,6 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
@@ -60,21 +60,11 @@ type Config struct {
 	// (see signaturePatternsAsWritten).
 	signaturePatterns map[string]string
 	// src is File's text as loaded, to say on which line a refused key is
-	// written (lineOf); nil when there is no file.
+	// written (locator); nil when there is no file.
 	src []byte
-}
-
-// lineOf says where the value at key path p is written in File, as
-// " (<file> line N)", or "" when that is not known.
-func (c *Config) lineOf(p ...string) string {
-	if len(c.src) == 0 {
-		return ""
-	}
-	n, err := (&Document{src: c.src}).Get(p...)
-	if err != nil || n == nil || n.Line < 1 {
-		return ""
-	}
-	return fmt.Sprintf(" (%s line %d)", c.File, n.Line)
+	// shown is File as the user named it, as messages name it
+	// (config.yaml:3), also on reload.
+	shown string
 }
 
 // Project locates the files tools may be granted.
@@ -565,7 +555,17 @@ var defaults = map[string]any{
 
 // Load reads the config file at path. An empty path means no file: defaults
 // and the environment only, relative to the working directory.
-func Load(path string) (*Config, error) {
+//
+// Every problem is reported, one a line, in the order of the file, where
+// it is written: "config.yaml:3: unknown key "tool" under the top level
+// (did you mean "tools"?)", "config.yaml:7: tools.defaults.timeout: want a
+// duration like "30s", got "soon"", or the WARDEN_* variable that sets it.
+func Load(path string) (*Config, error) { return load(path, path) }
+
+// load is Load naming the file shown in its messages: warden grant loads
+// its edited copy under the name of the file it edits, and a reload the
+// file under the name it had at start.
+func load(path, shown string) (*Config, error) {
 	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
 	for key, value := range defaults {
 		v.SetDefault(key, value)
@@ -582,13 +582,13 @@ func Load(path string) (*Config, error) {
 	if path != "" {
 		data, err = os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
+			return nil, fmt.Errorf("config %s: %w", shown, err)
 		}
 		blank = isBlankYAML(data)
 		v.SetConfigFile(path)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, yamlError(err))
+			return nil, parseError(shown, err)
 		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -596,22 +596,39 @@ func Load(path string) (*Config, error) {
 		}
 		path, dir = abs, filepath.Dir(abs)
 	}
+	// Every unknown key and every value its key does not take, with its
+	// line or its variable, before the decoder, which names neither.
+	found := append(checkDocument(shown, data), checkKeysAsWritten(shown, data)...)
+	found = append(found, checkEnv(v.AllKeys())...)
+	if err := found.err(); err != nil {
+		return nil, err
+	}
 	var c Config
-	if err := v.UnmarshalExact(&c, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
-		byteSizeHook, mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(","),
-	))); err != nil {
-		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
+	if err := v.UnmarshalExact(&c, viper.DecodeHook(decodeHook())); err != nil {
+		// What the checks above let through, which they should not.
+		return nil, fmt.Errorf("config %s: %w", displayPath(shown), err)
 	}
-	c.File, c.Dir, c.Blank, c.src = path, dir, blank, data
+	c.File, c.Dir, c.Blank, c.src, c.shown = path, dir, blank, data, shown
 	c.signaturePatterns = signaturePatternsAsWritten(data)
-	if err := checkKeysAsWritten(data); err != nil {
-		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
-	}
 	c.resolvePaths()
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", displayPath(path), err)
+		return nil, err
 	}
 	return &c, nil
+}
+
+// yamlLine matches a YAML parser's message that has a line, as viper
+// wraps it.
+var yamlLine = regexp.MustCompile(`(?s)^(?:While parsing config: )?yaml: line (\d+): (.*)$`)
+
+// parseError is the error of a file that is not YAML, without the
+// document text (yamlError), as FILE:LINE: when the parser gives a line.
+func parseError(shown string, err error) error {
+	err = yamlError(err)
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return &redactedError{msg: fmt.Sprintf("%s:%s: %s", shown, m[1], m[2]), err: err}
+	}
+	return fmt.Errorf("config %s: %w", shown, err)
 }
 
 // yamlQuoted matches the document text a YAML parser's message quotes: a
@@ -745,13 +762,16 @@ func wardenSetting(name string) string {
 	return ""
 }
 
-// Validate reports every problem, each with its key path. The order is
-// deterministic: checks run in a fixed order, and the entries of a map are
-// visited in their keys' sorted order, so one file gives one message.
+// Validate reports every problem, one a line, each with its key path and
+// where the key is written (config.yaml:3, or the WARDEN_* variable that
+// sets it). The order is deterministic: by line in the file, then checks
+// run in a fixed order, and the entries of a map are visited in their
+// keys' sorted order, so one file gives one message.
 func (c *Config) Validate() error {
-	var errs []error
+	var errs problems
+	locate := c.locator()
 	fail := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		errs = append(errs, locate(key, fmt.Sprintf(format, args...)))
 	}
 	if err := c.Tools.Defaults.overlay(limits.Module{}).Validate(); err != nil {
 		fail("tools.defaults", "%v", err)
@@ -811,7 +831,7 @@ func (c *Config) Validate() error {
 		}
 		for _, k := range g.Env {
 			if err := checkValue("env", k); err != nil {
-				fail(key+".env", "%v%s", err, c.lineOf("tools", "grants", name, "env"))
+				fail(key+".env", "%v", err)
 			}
 		}
 		for _, topic := range g.MemoryTopics {
@@ -911,8 +931,8 @@ func (c *Config) Validate() error {
 				// Not quoted: a value pasted into the wrong field is still a secret.
 				fail(at+".from_env", "is not a variable name (it contains = or NUL)")
 			case wardenSetting(v.FromEnv) != "":
-				fail(at+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
-					v.FromEnv, wardenSetting(v.FromEnv), c.lineOf("tools", "grants", name, "config", key, "from_env"))
+				fail(at+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration",
+					v.FromEnv, wardenSetting(v.FromEnv))
 			}
 		}
 	}
@@ -922,11 +942,10 @@ func (c *Config) Validate() error {
 		case (ev.Value == "") == (ev.FromEnv == ""):
 			fail("env.values."+name, "set exactly one of value or from_env")
 		case configkey.IsEnv(name):
-			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise%s",
-				c.lineOf("env", "values", name))
+			fail("env.values."+name, "a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise")
 		case wardenSetting(ev.FromEnv) != "":
-			fail("env.values."+name+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration%s",
-				ev.FromEnv, wardenSetting(ev.FromEnv), c.lineOf("env", "values", name, "from_env"))
+			fail("env.values."+name+".from_env", "%s is one of warden's own %s settings (viper reads WARDEN_<KEY PATH>); a tool is never given warden's configuration",
+				ev.FromEnv, wardenSetting(ev.FromEnv))
 		}
 	}
 	switch strings.ToLower(c.Log.Level) {
@@ -947,7 +966,7 @@ func (c *Config) Validate() error {
 		// Shown as download.ShowURL shows it: a collector's URL may carry user:password@.
 		fail("server.tracing.endpoint", "must be an http:// or https:// URL such as http://127.0.0.1:4318, got %q", download.ShowURL(e))
 	}
-	return errors.Join(errs...)
+	return errs.err()
 }
 
 // ModuleLimits returns the limits of a module as plain data: defaults,

@@ -179,7 +179,7 @@ func TestYAMLErrorsShowNoValue(t *testing.T) {
 func TestInvalid(t *testing.T) {
 	cases := map[string]string{
 		"tools: {defaults: {timeout: soon}}":                                 "timeout",
-		"tools: {defaults: {memory: lots}}":                                  `"lots" is not a size`,
+		"tools: {defaults: {memory: lots}}":                                  `:1: tools.defaults.memory: want a size like "128MiB", got "lots"`,
 		"tools: {defaults: {isolation: sometimes}}":                          `tools.defaults: isolation: must be call, session or shared`,
 		"tools: {limits: {jq: {memory: 5GiB}}}":                              "tools.limits.jq: memory: at most 4GiB",
 		"tools: {grants: {x: {memory: all}}}":                                "tools.grants.x.memory: must be read or read-write",
@@ -486,13 +486,13 @@ func TestReloadNamesStartOnlyKeys(t *testing.T) {
 }
 
 // TestWardenKeyRefusalNamesTheLine: a WARDEN_* env key in a grant or in
-// env.values is refused naming its key path and the line it is on.
+// env.values is refused naming its key path and the line of its key.
 func TestWardenKeyRefusalNamesTheLine(t *testing.T) {
 	path := writeConfig(t, "# tools\ntools:\n  grants:\n    x:\n      env:\n        - WARDEN_SERVER_TOKEN\nenv:\n  values:\n    Warden_X: {value: a}\n")
 	_, err := Load(path)
 	for _, want := range []string{
-		`tools.grants.x.env: "WARDEN_SERVER_TOKEN" is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool (` + path + ` line 6)`,
-		`env.values.warden_x: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise (` + path + ` line 9)`,
+		path + `:5: tools.grants.x.env: "WARDEN_SERVER_TOKEN" is warden's own configuration (WARDEN_* keys set warden's config, e.g. WARDEN_SERVER_TOKEN); no grant can give one to a tool`,
+		path + `:9: env.values.warden_x: a WARDEN_* key is warden's own configuration and can never be granted to a tool; name it otherwise`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v\nwant it to contain %q", err, want)

@@ -923,13 +923,16 @@ func stageEdit(path string, edit func(*Document) error) (*stagedEdit, error) {
 	if s.tmp, err = writeTemp(filepath.Dir(abs), s.edited, s.perm); err != nil {
 		return nil, fmt.Errorf("config %s: %w", abs, err)
 	}
-	cfg, err := Load(s.tmp)
+	// The copy's problems are named as the file it edits. When the file
+	// has them already, they are reported at its own lines, which the user
+	// can find; else they are the change's, at the lines it would have.
+	cfg, err := load(s.tmp, path)
 	if err != nil {
 		s.discard()
-		if inner := errors.Unwrap(err); inner != nil {
-			err = inner
+		if _, own := load(abs, path); own != nil {
+			return nil, fmt.Errorf("%s: change refused, file unchanged; fix the file first:\n%w", path, own)
 		}
-		return nil, fmt.Errorf("config %s: change refused, file unchanged: %w", abs, err)
+		return nil, fmt.Errorf("%s: change refused, file unchanged:\n%w", path, err)
 	}
 	cfg.File = abs
 	s.cfg = cfg

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
@@ -16,12 +15,16 @@ import (
 // class range that lower-casing narrows ("[A-z]" becomes "[a-z]") can
 // still be seen (see checkToolPattern). A document that does not parse is
 // left to viper to report.
-func checkKeysAsWritten(data []byte) error {
+func checkKeysAsWritten(file string, data []byte) problems {
 	var root yaml.Node
 	if yaml.Unmarshal(data, &root) != nil {
 		return nil
 	}
-	var errs []error
+	var errs problems
+	add := func(n *yaml.Node, format string, args ...any) {
+		where, line, col := at(file, n)
+		errs = append(errs, problem{at: where, line: line, col: col, msg: fmt.Sprintf(format, args...)})
+	}
 	var walk func(n *yaml.Node, at string)
 	walk = func(n *yaml.Node, at string) {
 		switch n.Kind {
@@ -35,12 +38,12 @@ func checkKeysAsWritten(data []byte) error {
 				written := n.Content[i].Value
 				key := ToolKey(written) // viper's fold (configkey.Fold)
 				if prev, dup := seen[key]; dup {
-					errs = append(errs, fmt.Errorf("%s: %q and %q are one key (config keys ignore case), and one would be dropped; keep one", join(at, key), prev, written))
+					add(n.Content[i], "%s: %q and %q are one key (config keys ignore case), and one would be dropped; keep one", join(at, key), prev, written)
 				}
 				seen[key] = written
 				if at == "tools.gates" || at == "tools.scopes" {
 					if err := checkToolPattern(written); err != nil {
-						errs = append(errs, fmt.Errorf("%s: %q is not a tool name or pattern: %v", join(at, written), written, err))
+						add(n.Content[i], "%s: %q is not a tool name or pattern: %v", join(at, written), written, err)
 					}
 				}
 				walk(n.Content[i+1], join(at, key))
@@ -49,7 +52,7 @@ func checkKeysAsWritten(data []byte) error {
 		// An alias (*name) repeats a node checked where it was anchored.
 	}
 	walk(&root, "")
-	return errors.Join(errs...)
+	return errs
 }
 
 func join(at, key string) string {

@@ -21,6 +21,9 @@ var ErrBecameBlank = errors.New("the file became empty (nothing but whitespace o
 // validate is reported and the previous config stays in force.
 type Live struct {
 	current atomic.Pointer[Config]
+	// refused is why the file's content is not in force (the last
+	// reload's error), nil once a reload applies it.
+	refused atomic.Pointer[string]
 	log     *slog.Logger
 	changed func(*Config)
 }
@@ -36,6 +39,16 @@ func NewLive(c *Config, logger *slog.Logger, changed func(*Config)) *Live {
 // Current returns the config in force.
 func (l *Live) Current() *Config { return l.current.Load() }
 
+// Refused is why the config file as last read is not in force: the last
+// reload's error, one problem a line, as at start (config.yaml:3: …); ""
+// when the last reload applied it, or none was refused. /healthz shows it.
+func (l *Live) Refused() string {
+	if p := l.refused.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // Reload reads the file again; on error the previous config stays.
 //
 // A file that became blank (empty, or only whitespace and comments) while
@@ -44,8 +57,19 @@ func (l *Live) Current() *Config { return l.current.Load() }
 // applying it would drop every grant and reset every limit to its default
 // at once. Writing `{}` clears the config deliberately.
 func (l *Live) Reload() error {
+	err := l.reload()
+	if err != nil {
+		msg := err.Error()
+		l.refused.Store(&msg)
+	} else {
+		l.refused.Store(nil)
+	}
+	return err
+}
+
+func (l *Live) reload() error {
 	prev := l.current.Load()
-	next, err := Load(prev.File)
+	next, err := load(prev.File, prev.shownFile())
 	if err != nil {
 		return err
 	}
@@ -86,8 +110,8 @@ func StartOnlyChanges(a, b *Config) []string {
 // they came from.
 func sameSettings(a, b *Config) bool {
 	x, y := *a, *b
-	x.File, x.Dir, x.Blank, x.src = "", "", false, nil
-	y.File, y.Dir, y.Blank, y.src = "", "", false, nil
+	x.File, x.Dir, x.Blank, x.src, x.shown = "", "", false, nil, ""
+	y.File, y.Dir, y.Blank, y.src, y.shown = "", "", false, nil, ""
 	return reflect.DeepEqual(x, y)
 }
 

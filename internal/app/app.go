@@ -313,9 +313,15 @@ func (a *App) notify() {
 	}
 }
 
-// stats reports resource use for /healthz: the instance memory budget.
+// stats reports resource use for /healthz: the instance memory budget;
+// and config_error, why config.yaml as last edited is not in force (the
+// reload's refusal, config.yaml:3: …), while it is not.
 func (a *App) stats() map[string]any {
-	return map[string]any{"instanceMemory": a.rt.InstanceMemory()}
+	stats := map[string]any{"instanceMemory": a.rt.InstanceMemory()}
+	if why := a.live.Refused(); why != "" {
+		stats["config_error"] = why
+	}
+	return stats
 }
 
 // endSession releases what a client session kept (IsolationSession).
