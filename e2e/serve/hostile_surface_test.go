@@ -137,6 +137,15 @@ func TestHostileDescriptorIsShownEscaped(t *testing.T) {
 			t.Errorf("tools lacks the refusal %s:\n%s", want, out)
 		}
 	}
+	// -o json and inspect -o table carry the same strings: escaped too.
+	for _, args := range [][]string{{"tools", "-o", "json"}, {"inspect", "surface", "-o", "table"}} {
+		out, stderr, _ := runWarden(t, append(args, "--config", e.config)...)
+		wantTerminalSafe(t, strings.Join(args, " ")+" stdout", out)
+		wantTerminalSafe(t, strings.Join(args, " ")+" stderr", stderr)
+		if !strings.Contains(out, "surface") {
+			t.Errorf("warden %s does not show surface:\n%s", strings.Join(args, " "), out)
+		}
+	}
 	if strings.Contains(out, "\nbadcaps_tool ") || !strings.Contains(out, "\n-        badcaps                 -             FAILED: load ") {
 		t.Errorf("a tool requesting malformed capabilities was loaded, or its module is not a FAILED row:\n%s", out)
 	}
