@@ -2,7 +2,7 @@
 # binary on distroless (no shell, no libc), running as nonroot.
 #
 #   docker build -t warden .
-#   docker run -p 7331:7331 -v $PWD/deploy/example:/etc/warden:ro \
+#   docker run -p 7331:7331 -v "$PWD:/etc/warden:ro" \
 #     -e WARDEN_SERVER_TOKEN=... warden
 #
 # Mount at /etc/warden a config.yaml and the tools dir it names (relative

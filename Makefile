@@ -30,7 +30,7 @@ demo: all
 	bin/warden tools
 	bin/warden call echo '{"text":"hello from the sandbox"}'
 	bin/warden call jq '{"filter":"[.[] | select(.stars > 100) | .name]","input":[{"name":"wazero","stars":5000},{"name":"toy","stars":3}]}'
-	bin/warden call hash '{"algorithm":"sha256","text":"warden"}'
+	bin/warden call hash '{"algorithms":["sha256"],"text":"warden"}'
 
 serve: all
 	bin/warden serve

@@ -17,7 +17,7 @@ func TestFuelDeterministic(t *testing.T) {
 		wasm       []byte
 	}{
 		{"jq", `{"filter":"[.[] | select(. % 3 == 0)] | add","input":[1,2,3,4,5,6,7,8,9,10,11,12]}`, testwasm.BuildGo(t, "../tools-wasm/jq")},
-		{"hash", `{"text":"the same bytes, every time","algorithm":"sha512"}`, testwasm.BuildGo(t, "../tools-wasm/hash")},
+		{"hash", `{"text":"the same bytes, every time","algorithms":["sha512"]}`, testwasm.BuildGo(t, "../tools-wasm/hash")},
 		{"ping", `{}`, testwasm.WAT(t, "testdata/ping.wat")},
 	}
 	for _, c := range cases {

@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/install"
@@ -22,56 +24,190 @@ import (
 )
 
 func newToolsCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List the loaded tools with what they request and what config grants them",
-		Args:  cobraArgs(cobra.NoArgs),
+		Long: `List the loaded tools with what they request and what config grants them. A module
+that failed to load is a FAILED row with the reason, and the exit status is then 1.
+With -o json the same list is printed as JSON (docs/cli.md describes its fields).`,
+		Args: cobraArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			a, _, err := g.start(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer a.Close(cmd.Context())
 			stop := showLoads(a)
-			errs := a.Catalog().LoadTools(cmd.Context())
+			// The errors LoadTools returns are the list's FAILED rows and
+			// REFUSED lines: shown there, not twice.
+			a.Catalog().LoadTools(cmd.Context())
 			stop()
-			for _, err := range errs {
-				fmt.Fprintln(os.Stderr, "warden:", termsafe.Message(err.Error()))
+			list := listTools(a)
+			if output == outputJSON {
+				err = writeJSON(cmd.OutOrStdout(), list)
+			} else {
+				err = printTools(cmd.OutOrStdout(), list)
 			}
-			printTools(cmd.OutOrStdout(), a)
+			if err != nil {
+				return err
+			}
+			if n := len(list.Failed); n > 0 {
+				return fmt.Errorf("%d %s failed to load (%s)", n, plural(n, "module", "modules"), strings.Join(failedModules(list.Failed), ", "))
+			}
 			return nil
 		},
 	}
+	addOutputFlag(cmd, &output, outputTable)
+	return cmd
 }
 
-func printTools(w io.Writer, a *app.App) {
+// The values of -o.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// addOutputFlag adds -o (table or json) to cmd, defaulting to def.
+func addOutputFlag(cmd *cobra.Command, output *string, def string) {
+	cmd.Flags().StringVarP(output, "output", "o", def, "output format: table or json")
+}
+
+func checkOutput(output string) error {
+	if output != outputTable && output != outputJSON {
+		return usagef("-o %q: want table or json", output)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// toolList is what `warden tools` shows, and its JSON with -o json: a
+// stable interface for scripts (docs/cli.md), so fields are only added.
+// Every list is present, empty rather than null.
+type toolList struct {
+	Tools []toolRow `json:"tools"`
+	// Failed are the modules whose latest load failed, by module name.
+	Failed []failedModule `json:"failed"`
+	// Rejected are the tools a loaded module describes that failed
+	// validation, so are not served (the module's other tools are).
+	Rejected []rejectedTool `json:"rejected"`
+	// Refused are the tools not served because several modules describe
+	// their name.
+	Refused []catalog.Refusal `json:"refused"`
+	// GrantsElsewhere are grant entries that give a served tool nothing
+	// because they belong to another module.
+	GrantsElsewhere []string `json:"grantsElsewhere"`
+}
+
+// toolRow is one served tool: the capabilities in the descriptor's own
+// JSON shape (tool.Capabilities), as inspect shows them.
+type toolRow struct {
+	Name       string            `json:"name"`
+	Module     string            `json:"module"`
+	SHA256     string            `json:"sha256"`
+	Requested  tool.Capabilities `json:"requested"`
+	Granted    tool.Capabilities `json:"granted"`
+	NotGranted tool.Capabilities `json:"notGranted"`
+}
+
+type failedModule struct {
+	Module string `json:"module"`
+	Error  string `json:"error"`
+}
+
+func failedModules(f []failedModule) []string {
+	names := make([]string, len(f))
+	for i, m := range f {
+		names[i] = termsafe.Line(m.Module)
+	}
+	return names
+}
+
+// listTools gathers what `warden tools` shows, from the catalog and config.
+func listTools(a *app.App) toolList {
 	cfg := a.Config()
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
-	var elsewhere []error
+	list := toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: a.Catalog().Refused(), GrantsElsewhere: []string{}}
+	if list.Refused == nil {
+		list.Refused = []catalog.Refusal{}
+	}
 	for _, t := range a.Catalog().Table().Tools() {
 		m := t.Module()
-		granted, err := cfg.Grants(t.Descriptor.Name, m.Name())
+		granted, notGranted, err := grantColumns(cfg, t)
 		if err != nil {
-			elsewhere = append(elsewhere, err)
+			list.GrantsElsewhere = append(list.GrantsElsewhere, err.Error())
 		}
-		requested := t.Descriptor.Capabilities
-		// The last column is what a reviewer must decide on: requested,
-		// not granted (`warden grant` it, or leave the tool without it).
+		list.Tools = append(list.Tools, toolRow{Name: t.Descriptor.Name, Module: m.Name(), SHA256: m.SHA256(),
+			Requested: t.Descriptor.Capabilities, Granted: granted, NotGranted: notGranted})
+	}
+	for _, m := range a.Catalog().Table().Modules() {
+		for _, r := range m.Rejected() {
+			list.Rejected = append(list.Rejected, rejectedTool{Name: r.Name, Module: m.Name(), Reason: r.Reason.Error()})
+		}
+	}
+	for _, f := range a.Catalog().LoadErrors() {
+		list.Failed = append(list.Failed, failedModule{Module: f.Module, Error: f.Err.Error()})
+	}
+	return list
+}
+
+// grantColumns is what config grants t, and what t requested that config
+// does not grant it (the last column, what a reviewer must decide on:
+// `warden grant` it, or leave the tool without it). err names grant
+// entries of another module that give t nothing.
+func grantColumns(cfg *config.Config, t *runtime.Tool) (granted, notGranted tool.Capabilities, err error) {
+	granted, err = cfg.Grants(t.Descriptor.Name, t.Module().Name())
+	return granted, install.Missing(t.Descriptor.Capabilities, granted), err
+}
+
+// printTools prints list as a table, then the refusals under it.
+func printTools(w io.Writer, list toolList) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
+	for _, t := range list.Tools {
 		// Every field but the hash comes from the module or its file name:
 		// escaped, so that none can move the cursor or fake a column.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(t.Descriptor.Name), termsafe.Line(m.Name()), m.SHA256()[:12],
-			summary(requested), summary(granted), summary(install.Missing(requested, granted)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(t.Name), termsafe.Line(t.Module), t.SHA256[:12],
+			summary(t.Requested), summary(t.Granted), summary(t.NotGranted))
 	}
-	tw.Flush()
-	printRefusals(w, a.Catalog().Refused(), elsewhere)
+	// A module that failed to load is a row too: its tools are missing
+	// from the table, and the reason is what to act on. The reason is the
+	// line's last cell, which sets no column's width.
+	for _, f := range list.Failed {
+		fmt.Fprintf(tw, "-\t%s\t-\tFAILED: %s\n", termsafe.Line(f.Module), oneLine(f.Error))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(list.Rejected) > 0 {
+		fmt.Fprintf(w, "\nREJECTED (%d; not served, the module's other tools are):\n", len(list.Rejected))
+		for _, r := range list.Rejected {
+			fmt.Fprintf(w, "  %s (module %s): %s\n", termsafe.Line(r.Name), termsafe.Line(r.Module), oneLine(r.Reason))
+		}
+	}
+	printRefusals(w, list.Refused, list.GrantsElsewhere)
+	return nil
+}
+
+// oneLine is a reason on one line of a terminal: the lines of a reason
+// warden joined (one per problem) are separated by "; ", the rest escaped.
+func oneLine(reason string) string {
+	return termsafe.Message(strings.ReplaceAll(reason, "\n", "; "))
 }
 
 // printRefusals lists, under the table, the tools not served because
 // several modules describe their name, and the grant entries that give a
 // served tool nothing because they belong to another module. Names in them
 // are validated tool and module names, safe to print.
-func printRefusals(w io.Writer, refused []catalog.Refusal, elsewhere []error) {
+func printRefusals(w io.Writer, refused []catalog.Refusal, elsewhere []string) {
 	if len(refused) > 0 {
 		fmt.Fprintf(w, "\nREFUSED (%d; not served):\n", len(refused))
 		for _, r := range refused {
@@ -80,8 +216,8 @@ func printRefusals(w io.Writer, refused []catalog.Refusal, elsewhere []error) {
 	}
 	if len(elsewhere) > 0 {
 		fmt.Fprintf(w, "\nGRANTS OF ANOTHER MODULE (%d; nothing granted):\n", len(elsewhere))
-		for _, err := range elsewhere {
-			fmt.Fprintf(w, "  %v\n", err)
+		for _, e := range elsewhere {
+			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
 }
@@ -179,47 +315,148 @@ func (o stderrObserver) Log(level slog.Level, msg string) {
 }
 
 func newInspectCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "inspect FILE.wasm",
+	var output string
+	cmd := &cobra.Command{
+		Use:   "inspect FILE.wasm|MODULE",
 		Short: "Show a module's tools, imports, exports and requested capabilities",
 		Long: `Show what a module is before you install it: its tools' descriptors, the host
-functions it imports, its exports and the capabilities each tool requests. Nothing of
-the module runs beyond _initialize and describe, inside the sandbox.`,
+functions it imports, its exports and the capabilities each tool requests. Give a
+.wasm file, or the name of a module installed in tools.dir. Nothing of the module
+runs beyond _initialize and describe, inside the sandbox. The output is JSON
+(docs/cli.md describes its fields); -o table is a summary for reading.`,
+		Example: `  warden inspect ./build/linecount.wasm
+  warden inspect hash -o table`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			a, _, err := g.start(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer a.Close(cmd.Context())
-			m, err := a.Runtime().LoadFile(cmd.Context(), args[0], runlimits.Module(a.Config(), catalog.ModuleName(args[0])))
+			path, err := inspectPath(a.Config(), args[0])
+			if err != nil {
+				return err
+			}
+			m, err := a.Runtime().LoadFile(cmd.Context(), path, runlimits.Module(a.Config(), catalog.ModuleName(path)))
 			if err != nil {
 				return err
 			}
 			defer m.Close(cmd.Context())
-			return printInspect(cmd.OutOrStdout(), m)
+			if output == outputTable {
+				return printInspectTable(cmd.OutOrStdout(), inspectOf(m))
+			}
+			return writeJSON(cmd.OutOrStdout(), inspectOf(m))
 		},
 	}
+	addOutputFlag(cmd, &output, outputJSON)
+	return cmd
 }
 
-func printInspect(w io.Writer, m *runtime.Module) error {
-	type rejected struct {
-		Name   string `json:"name"`
-		Reason string `json:"reason"`
+// inspectPath is the file inspect loads for arg: arg itself when it is a
+// file, else the installed module of that name in the tools dir (found
+// as install finds it, ignoring case).
+func inspectPath(cfg *config.Config, arg string) (string, error) {
+	if _, err := os.Stat(arg); err == nil || strings.ContainsAny(arg, `/\`) || strings.HasSuffix(arg, ".wasm") {
+		return arg, nil // a missing file fails to load, naming it
 	}
-	out := struct {
-		Module   string            `json:"module"`
-		SHA256   string            `json:"sha256"`
-		Imports  []string          `json:"imports"`
-		Exports  []string          `json:"exports"`
-		Tools    []tool.Descriptor `json:"tools"`
-		Rejected []rejected        `json:"rejected,omitempty"`
-	}{Module: m.Name(), SHA256: m.SHA256(), Imports: m.Imports(), Exports: m.Exports()}
+	path, exists, err := install.ModuleFile(cfg.Tools.Dir, arg)
+	if err != nil {
+		return "", err
+	}
+	if !exists {
+		return "", usagef("no file %s, and no module %s installed in %s (see `warden tools`)", termsafe.Line(arg), termsafe.Line(arg), cfg.Tools.Dir)
+	}
+	return path, nil
+}
+
+// inspection is inspect's JSON: a stable interface for scripts
+// (docs/cli.md), so fields are only added.
+type inspection struct {
+	Module   string            `json:"module"`
+	SHA256   string            `json:"sha256"`
+	Imports  []string          `json:"imports"`
+	Exports  []string          `json:"exports"`
+	Tools    []tool.Descriptor `json:"tools"`
+	Rejected []rejectedTool    `json:"rejected,omitempty"`
+}
+
+// rejectedTool is a tool a module describes that failed validation.
+// Module is set in `warden tools`' list, which spans modules.
+type rejectedTool struct {
+	Name   string `json:"name"`
+	Module string `json:"module,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func inspectOf(m *runtime.Module) inspection {
+	out := inspection{Module: m.Name(), SHA256: m.SHA256(), Imports: m.Imports(), Exports: m.Exports()}
 	for _, t := range m.Tools() {
 		out.Tools = append(out.Tools, t.Descriptor)
 	}
 	for _, r := range m.Rejected() {
-		out.Rejected = append(out.Rejected, rejected{r.Name, r.Reason.Error()})
+		out.Rejected = append(out.Rejected, rejectedTool{Name: r.Name, Reason: r.Reason.Error()})
 	}
-	return writeJSON(w, out)
+	return out
+}
+
+// printInspectTable prints in for reading: the module, then a row per
+// tool with what it requests, then the rejected tools. Everything but the
+// hash comes from the module: escaped.
+func printInspectTable(w io.Writer, in inspection) error {
+	fmt.Fprintf(w, "MODULE   %s\nSHA256   %s\nIMPORTS  %s\nEXPORTS  %s\n\n", termsafe.Line(in.Module), in.SHA256,
+		termsafe.Line(importSummary(in.Imports)), termsafe.Line(strings.Join(in.Exports, " ")))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tVERSION\tREQUESTED\tDESCRIPTION")
+	for _, d := range in.Tools {
+		version := d.Version
+		if version == "" {
+			version = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termsafe.Line(d.Name), termsafe.Line(version), summary(d.Capabilities), termsafe.Line(firstSentence(d.Description)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(in.Rejected) > 0 {
+		fmt.Fprintf(w, "\nREJECTED (%d; not served):\n", len(in.Rejected))
+		for _, r := range in.Rejected {
+			fmt.Fprintf(w, "  %s: %s\n", termsafe.Line(r.Name), termsafe.Message(r.Reason))
+		}
+	}
+	return nil
+}
+
+// importSummary counts imports ("module.function") by module, in the
+// order modules first appear: "wasi_snapshot_preview1 (19), warden (2)".
+// The functions are in -o json.
+func importSummary(imports []string) string {
+	var order []string
+	counts := map[string]int{}
+	for _, imp := range imports {
+		module, _, _ := strings.Cut(imp, ".")
+		if counts[module] == 0 {
+			order = append(order, module)
+		}
+		counts[module]++
+	}
+	if len(order) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(order))
+	for i, module := range order {
+		parts[i] = fmt.Sprintf("%s (%d)", module, counts[module])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firstSentence is description up to its first ". " (a table row, not
+// the whole text: -o json has it).
+func firstSentence(description string) string {
+	if i := strings.Index(description, ". "); i >= 0 {
+		return description[:i+1]
+	}
+	return description
 }

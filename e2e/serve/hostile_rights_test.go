@@ -212,13 +212,14 @@ func TestHostileRights(t *testing.T) {
 	w := newRightsWorld(t)
 	secretArgs := map[string]any{"env": map[string]any{"op": "get", "key": "SECRET"}, "fs": map[string]any{"op": "stat", "path": "."}}
 
-	// `warden tools` shows the refusal and the grant of another module.
+	// `warden tools` shows the refusal and the grant of another module,
+	// and .hidden.wasm as a FAILED row (so it exits 1).
 	cmd := exec.Command(built.warden, "tools", "--config", w.config)
 	cmd.Env = childEnv()
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("warden tools: %v\n%s%s", err, stdout.String(), stderr.String())
+	if err := cmd.Run(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("warden tools: %v, want exit 1\n%s%s", err, stdout.String(), stderr.String())
 	}
 	for _, want := range []string{
 		"REFUSED (1; not served):",
@@ -230,10 +231,14 @@ func TestHostileRights(t *testing.T) {
 			t.Errorf("warden tools lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	for _, want := range []string{`module name ".hidden" (the file name without .wasm) must be ` + tool.NameRule, `name "."`, `name ".."`} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("warden tools stderr lacks %q:\n%s", want, stderr.String())
+	for _, want := range []string{`FAILED: load ` + filepath.Join(w.tools, ".hidden.wasm") + `: module name ".hidden" (the file name without .wasm) must be ` + tool.NameRule,
+		"REJECTED (2; not served, the module's other tools are):", `name "."`, `name ".."`} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("warden tools lacks %q:\n%s", want, stdout.String())
 		}
+	}
+	if want := "warden: 1 module failed to load (.hidden)\n"; !strings.HasSuffix(stderr.String(), want) {
+		t.Errorf("warden tools stderr does not end with %q:\n%s", want, stderr.String())
 	}
 
 	hs := startHTTP(t, w.env)

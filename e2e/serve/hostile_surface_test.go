@@ -124,8 +124,8 @@ func TestHostileDescriptorIsShownEscaped(t *testing.T) {
 	os.WriteFile(filepath.Join(e.tools, evil), data, 0o644)
 	os.WriteFile(filepath.Join(e.tools, "badcaps.wasm"), badCapsModule(t), 0o644)
 	out, stderr, code = runWarden(t, "tools", "--config", e.config)
-	if code != 0 {
-		t.Fatalf("tools: exit %d\n%s\n%s", code, out, stderr)
+	if code != 1 {
+		t.Fatalf("tools: exit %d, want 1 (two modules fail to load)\n%s\n%s", code, out, stderr)
 	}
 	wantTerminalSafe(t, "tools stdout", out)
 	wantTerminalSafe(t, "tools stderr", stderr)
@@ -133,12 +133,21 @@ func TestHostileDescriptorIsShownEscaped(t *testing.T) {
 		t.Errorf("tools does not list surface with its request:\n%s", out)
 	}
 	for _, want := range []string{`capabilities.env[0] "\x1b[2J"`, `capabilities.net[0] "evil.example\u202e"`} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("tools stderr lacks the refusal %s:\n%s", want, stderr)
+		if !strings.Contains(out, want) {
+			t.Errorf("tools lacks the refusal %s:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "badcaps_tool") {
-		t.Errorf("a tool requesting malformed capabilities was loaded:\n%s", out)
+	// -o json and inspect -o table carry the same strings: escaped too.
+	for _, args := range [][]string{{"tools", "-o", "json"}, {"inspect", "surface", "-o", "table"}} {
+		out, stderr, _ := runWarden(t, append(args, "--config", e.config)...)
+		wantTerminalSafe(t, strings.Join(args, " ")+" stdout", out)
+		wantTerminalSafe(t, strings.Join(args, " ")+" stderr", stderr)
+		if !strings.Contains(out, "surface") {
+			t.Errorf("warden %s does not show surface:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	if strings.Contains(out, "\nbadcaps_tool ") || !strings.Contains(out, "\n-        badcaps                 -             FAILED: load ") {
+		t.Errorf("a tool requesting malformed capabilities was loaded, or its module is not a FAILED row:\n%s", out)
 	}
 }
 

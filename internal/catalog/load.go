@@ -25,7 +25,8 @@ import (
 // its name. The errors of files come first, in file order (each file's in
 // the order it reported them), then the collisions, sorted by tool name:
 // the same tools dir gives the same errors in the same order, whatever
-// order its files finished loading in.
+// order its files finished loading in. Nothing is logged of them: the
+// caller has them to show (`warden tools` lists them as rows).
 func (c *Catalog) LoadTools(ctx context.Context) []error {
 	var (
 		mu       sync.Mutex
@@ -40,7 +41,7 @@ func (c *Catalog) LoadTools(ctx context.Context) []error {
 			return
 		}
 		ofFiles = append(ofFiles, fileError{path, err})
-	}, false)
+	}, false, false)
 	c.loads.Wait()
 	return append(inFileOrder(ofFiles), ofNoFile...)
 }
@@ -75,12 +76,13 @@ func inFileOrder(errs []fileError) []error {
 // With tools.defaults.preload, every module then compiles in the
 // background, up to GOMAXPROCS at once.
 func (c *Catalog) LoadToolsInBackground(ctx context.Context, report func(error)) {
-	c.loadAll(ctx, func(_ string, err error) { report(err) }, c.config().Tools.Defaults.Preload)
+	c.loadAll(ctx, func(_ string, err error) { report(err) }, c.config().Tools.Defaults.Preload, true)
 }
 
 // loadAll loads the tools dir; report receives each error with the file it
-// is of, or "" for an error of no one file (the dir, a collision).
-func (c *Catalog) loadAll(ctx context.Context, report func(path string, err error), preload bool) {
+// is of, or "" for an error of no one file (the dir, a collision). With
+// summary, a line sums up the failures once all are in (logLoadSummary).
+func (c *Catalog) loadAll(ctx context.Context, report func(path string, err error), preload, summary bool) {
 	// The first load is the start's: readiness waits for it (StartupLoaded).
 	first := c.startup.CompareAndSwap(startupNone, startupRunning)
 	ended := func() {
@@ -155,7 +157,9 @@ func (c *Catalog) loadAll(ctx context.Context, report func(path string, err erro
 				for _, r := range c.table.Refused() {
 					report("", r)
 				}
-				c.logLoadSummary(len(paths))
+				if summary {
+					c.logLoadSummary(len(paths))
+				}
 				// Modules listed from their manifests compile on first
 				// call or in the preload below: they are served already.
 				if preload {

@@ -139,3 +139,55 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// words splits a file that is not Markdown into the words that may be
+// paths: a path ends at a space, a quote, a bracket, a comma, an equals
+// sign or a colon (`-v $PWD/deploy/x:/etc/warden:ro`).
+var words = regexp.MustCompile(`[^\s:,"'()\[\]{}=]+`)
+
+// TestDeployFilesNamePathsThatExist: the Dockerfile and the files of
+// deploy/ (the run example in the Dockerfile's comment, the paths the
+// Kubernetes example's comments give) name only paths of the repository
+// that exist, as the documents must. A path given from the working
+// directory ($PWD/deploy/x, ./cmd/warden) is a path of the repository.
+func TestDeployFilesNamePathsThatExist(t *testing.T) {
+	root := repoRoot(t)
+	top := topLevel(t, root)
+	files := []string{filepath.Join(root, "Dockerfile")}
+	err := filepath.WalkDir(filepath.Join(root, "deploy"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, word := range words.FindAllString(line, -1) {
+				// A sentence's full stop is not part of the path it ends with.
+				word = strings.TrimRight(word, ".;")
+				word = strings.TrimPrefix(strings.TrimPrefix(word, "${PWD}/"), "$PWD/")
+				path, ok := candidate(word, top)
+				if !ok {
+					continue
+				}
+				checked++
+				if exists(filepath.Join(root, path)) || exists(filepath.Join(filepath.Dir(file), path)) {
+					continue
+				}
+				t.Errorf("%s:%d names %q, which does not exist", rel, i+1, word)
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("checked only %d paths; the word pattern is broken", checked)
+	}
+}

@@ -80,7 +80,7 @@ func (inst *Installer) Sync(ctx context.Context, modules []string, opts SyncOpti
 		}
 		for name := range cfg.Tools.Pins {
 			if _, ok := cfg.Tools.Sources[name]; !ok {
-				if _, exists, err := moduleFile(cfg.Tools.Dir, name); err != nil || !exists {
+				if _, exists, err := ModuleFile(cfg.Tools.Dir, name); err != nil || !exists {
 					names = append(names, name)
 				}
 			}
@@ -95,13 +95,13 @@ func (inst *Installer) Sync(ctx context.Context, modules []string, opts SyncOpti
 	return out
 }
 
-// moduleFile finds the file of module in the tools dir dir. Config keys
+// ModuleFile finds the file of module in the tools dir dir. Config keys
 // (tools.pins, tools.sources) reach warden in lower case, while a file
 // keeps the case it was installed with (Tool.wasm), so the file is the one
 // whose name is module.wasm in any case; two such files are one module to
 // config, and refused as ambiguous. When there is none, path is where the
 // module belongs: dir/module.wasm, as module is spelled.
-func moduleFile(dir, module string) (path string, exists bool, err error) {
+func ModuleFile(dir, module string) (path string, exists bool, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", false, fmt.Errorf("reading the tools dir: %w", err)
@@ -132,7 +132,7 @@ func (inst *Installer) syncOne(ctx context.Context, cfg *config.Config, name str
 		return res
 	}
 	res.Module = src.Module(name)
-	dest, exists, err := moduleFile(cfg.Tools.Dir, res.Module)
+	dest, exists, err := ModuleFile(cfg.Tools.Dir, res.Module)
 	if err != nil {
 		res.Err = err
 		return res

@@ -73,7 +73,7 @@ func (inst *Installer) ReviewUpdate(ctx context.Context, module string) (*Update
 	if err != nil {
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
-	dest, exists, err := moduleFile(cfg.Tools.Dir, src.Module(name))
+	dest, exists, err := ModuleFile(cfg.Tools.Dir, src.Module(name))
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("update %s: %w", name, err)

@@ -52,7 +52,8 @@ func (hashTool) Descriptor() tool.Descriptor {
 				"repeat": {"type": "integer", "minimum": 1, "maximum": 100000,
 					"description": "Hash the input repeated this many times (default 1)."}
 			},
-			"oneOf": [{"required": ["text"]}, {"required": ["base64"]}]
+			"oneOf": [{"required": ["text"]}, {"required": ["base64"]}],
+			"additionalProperties": false
 		}`),
 		OutputSchema: json.RawMessage(`{
 			"type": "object",

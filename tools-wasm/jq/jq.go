@@ -58,7 +58,8 @@ func (jqTool) Descriptor() tool.Descriptor {
 				"raw": {"type": "boolean", "description": "Treat a string input as a plain string value instead of parsing it as JSON text."},
 				"vars": {"type": "object", "description": "Variables for the filter: {\"name\": value} is available as $name."}
 			},
-			"required": ["filter", "input"]
+			"required": ["filter", "input"],
+			"additionalProperties": false
 		}`)),
 		OutputSchema: json.RawMessage(`{
 			"type": "object",

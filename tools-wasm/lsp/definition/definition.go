@@ -64,7 +64,7 @@ func (Tool) Descriptor() tool.Descriptor {
 			"Give the position as 1-based line and column, or line and the identifier's name. " +
 			"Definitions in the standard library, dependencies or files you may not read are not shown.",
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {` + lsptool.PositionProperties + `
-		}, ` + lsptool.PositionRequired + `}`)),
+		}, ` + lsptool.PositionRequired + `, "additionalProperties": false}`)),
 		OutputSchema: lsptool.OutputSchema(`
 			"definitions": {"type": "array", "items": {"type": "object", "properties": {
 				"path": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"},

@@ -40,7 +40,7 @@ func (Tool) Descriptor() tool.Descriptor {
 			"Works for project code, the standard library and dependencies. Give the position as 1-based line and column, or line and the identifier's name. " +
 			"Shows the first 30 lines; long documentation can be paged line by line with detail_level \"full\" and offset/limit.",
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {` + lsptool.PositionProperties + `
-		}, ` + lsptool.PositionRequired + `}`)),
+		}, ` + lsptool.PositionRequired + `, "additionalProperties": false}`)),
 		OutputSchema: lsptool.OutputSchema(`
 			"found": {"type": "boolean"},
 			"text": {"type": "string"},

@@ -64,7 +64,7 @@ func (Tool) Descriptor() tool.Descriptor {
 			"Only files you may read are searched; the standard library and dependencies are not included.",
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {` + lsptool.PositionProperties + `,
 			"include_declaration": {"type": "boolean", "description": "Also list the declaration itself (default false: uses only)."}
-		}, ` + lsptool.PositionRequired + `}`)),
+		}, ` + lsptool.PositionRequired + `, "additionalProperties": false}`)),
 		OutputSchema: lsptool.OutputSchema(`
 			"references": {"type": "array", "items": {"type": "object", "properties": {
 				"path": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"},

@@ -81,7 +81,7 @@ func (Tool) Descriptor() tool.Descriptor {
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {
 			"path": {"type": "string", "description": "Project-relative path of a .go file or a directory, e.g. \"internal/server\" or \".\"."},
 			"recursive": {"type": "boolean", "description": "For a directory: include its subdirectories (not testdata, vendor or hidden ones). Default false."}
-		}, "required": ["path"]}`)),
+		}, "required": ["path"], "additionalProperties": false}`)),
 		OutputSchema: lsptool.OutputSchema(`
 			"path": {"type": "string"},
 			"files": {"type": "integer", "description": "Go files outlined."},

@@ -60,7 +60,7 @@ func (Tool) Descriptor() tool.Descriptor {
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {
 			"query": {"type": "string", "minLength": 1, "description": "Name or part of a name, e.g. \"Handler\" or \"Server.Close\"."},
 			"kind": {"type": "string", "enum": ` + string(kindsJSON) + `, "description": "Only symbols of this kind (Go types are \"struct\" or \"interface\"; other named types are \"class\")."}
-		}, "required": ["query"]}`)),
+		}, "required": ["query"], "additionalProperties": false}`)),
 		OutputSchema: lsptool.OutputSchema(`
 			"symbols": {"type": "array", "items": {"type": "object", "properties": {
 				"name": {"type": "string"}, "kind": {"type": "string"}, "path": {"type": "string"},

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/tool"
+)
+
+// TestToolsJSONGolden pins the JSON of `warden tools -o json`, which
+// scripts read (docs/config.md, "Output for scripts"): a field renamed or
+// removed, or an empty list printed as null, fails here. Fields may be
+// added: then add them to testdata/tools.json too.
+func TestToolsJSONGolden(t *testing.T) {
+	sum := "9b1c04d2aa31e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495"
+	list := toolList{
+		Tools: []toolRow{
+			{Name: "echo", Module: "echo", SHA256: sum},
+			{Name: "fetch", Module: "fetch", SHA256: sum,
+				Requested:  tool.Capabilities{Net: []string{"*"}, Env: []string{"TOKEN"}, FS: tool.FSAccess{Read: []string{"data"}}},
+				Granted:    tool.Capabilities{Env: []string{"TOKEN"}, FS: tool.FSAccess{Read: []string{"data"}}},
+				NotGranted: tool.Capabilities{Net: []string{"*"}}},
+			{Name: "note", Module: "note", SHA256: sum,
+				Requested:  tool.Capabilities{Memory: tool.MemoryReadWrite, MemoryTopics: []string{"notes"}},
+				Granted:    tool.Capabilities{},
+				NotGranted: tool.Capabilities{Memory: tool.MemoryReadWrite, MemoryTopics: []string{"notes"}}},
+		},
+		Failed:   []failedModule{{Module: "broken", Error: errors.New("load tools/broken.wasm: invalid module").Error()}},
+		Rejected: []rejectedTool{{Name: "..", Module: "dots", Reason: `tool name ".." must be 1-128 characters`}},
+		Refused: []catalog.Refusal{{Tool: "echo", Module: "aaa-evil", Modules: []string{"aaa-evil", "echo"}, ServedBy: "echo",
+			Reason: "pinned module echo serves it"}},
+		GrantsElsewhere: []string{"tools.grants.hover belongs to module lsp2"},
+	}
+	var got bytes.Buffer
+	if err := writeJSON(&got, list); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "tools.json")
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want) {
+		t.Fatalf("warden tools -o json printed:\n%s\nwant (%s):\n%s", got.String(), golden, want)
+	}
+
+	// Nothing to list is empty lists, never null: a script iterates them.
+	got.Reset()
+	if err := writeJSON(&got, toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: []catalog.Refusal{}, GrantsElsewhere: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"tools\": [],\n  \"failed\": [],\n  \"rejected\": [],\n  \"refused\": [],\n  \"grantsElsewhere\": []\n}\n"; got.String() != want {
+		t.Fatalf("empty list printed:\n%s\nwant:\n%s", got.String(), want)
+	}
+}
