@@ -49,11 +49,21 @@ func printTools(w io.Writer, a *app.App) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMODULE\tSHA256\tREQUESTED\tGRANTED\tNOT GRANTED")
 	var elsewhere []error
+	// A grant no call can use is not shown as granted (app.Grants).
+	judge, judgeErr := app.NewGrants(cfg)
+	var unusable []string
 	for _, t := range a.Catalog().Table().Tools() {
 		m := t.Module()
 		granted, err := cfg.Grants(t.Descriptor.Name, m.Name())
 		if err != nil {
 			elsewhere = append(elsewhere, err)
+		}
+		if judgeErr == nil {
+			status := judge.Status(t.Descriptor.Name, granted)
+			granted = status.Usable
+			for _, p := range status.Unusable {
+				unusable = append(unusable, fmt.Sprintf("%s %s=%s: %s", t.Descriptor.Name, p.Key, p.Value, p.Error()))
+			}
 		}
 		requested := t.Descriptor.Capabilities
 		// The last column is what a reviewer must decide on: requested,
@@ -65,6 +75,12 @@ func printTools(w io.Writer, a *app.App) {
 	}
 	tw.Flush()
 	printRefusals(w, a.Catalog().Refused(), elsewhere)
+	if len(unusable) > 0 {
+		fmt.Fprintf(w, "\nGRANTS NO CALL CAN USE (%d; not granted):\n", len(unusable))
+		for _, u := range unusable {
+			fmt.Fprintf(w, "  %s\n", termsafe.Message(u))
+		}
+	}
 }
 
 // printRefusals lists, under the table, the tools not served because

@@ -21,7 +21,6 @@ import (
 	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
-	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -217,30 +216,6 @@ func (c *capabilities) refreshOwn(current func() *config.Config) error {
 func (c *capabilities) fsConfig(cfg *config.Config) fs.Config {
 	return fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Deny: cfg.Security.Deny,
 		Own: append(slices.Clip(c.startOwn), ownFiles(cfg)...)}
-}
-
-// OwnFileGrants refuses the fs grants among changes that name one of
-// warden's own files under cfg or lie within one (ownFiles): deny always
-// wins, so such a grant would give the tool nothing while reading as if it
-// gave something. `warden grant` calls it before editing the file.
-func OwnFileGrants(cfg *config.Config, toolName string, changes []config.GrantChange) error {
-	f, err := fs.New(fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Own: ownFiles(cfg)})
-	if err != nil {
-		return nil // the edit's own validation reports what is wrong with the config
-	}
-	var errs []error
-	for _, c := range changes {
-		if c.Key != "fs.read" && c.Key != "fs.write" {
-			continue
-		}
-		for _, v := range c.Values {
-			var te *tool.Error
-			if err := f.OwnFile(c.Key, v); errors.As(err, &te) {
-				errs = append(errs, fmt.Errorf("tools.grants.%s.%s: %s", configkey.Fold(toolName), c.Key, te.Message))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // ownFiles are warden's own files under cfg, denied to every tool's fs

@@ -378,6 +378,34 @@ func (g *Guard) OwnFile(op, p string) error {
 	return nil
 }
 
+// CheckGrant judges p as a grant of access to toolName, by the gate a call
+// goes through: err is the refusal every call under p would get whatever
+// it asks for (outside every root, leaving its root, matching a deny rule,
+// or a symlink leading out of the root, into a denied path or beyond p),
+// worded as the call's; such a grant gives nothing. exists reports whether
+// p names something now: a grant of a missing path works once it is
+// created, but is more often a typo. CheckGrant reads the file system only
+// to resolve p's symlinks, as the call gate does.
+func (g *Guard) CheckGrant(access Access, toolName, p string) (exists bool, err error) {
+	op := "grant fs." + access.key()
+	grants := []string{p}
+	t, err := g.Check(op, access, toolName, grants, p)
+	if err != nil {
+		return false, err
+	}
+	real, err := resolve(t.Root.Real, t.Rel, true)
+	if err != nil {
+		return false, nil // a symlink loop, an unreadable directory: nothing to reach now
+	}
+	if real != t.abs(t.Root.Real) {
+		if err := g.CheckReal(op, access, toolName, grants, t, real); err != nil {
+			return false, err
+		}
+	}
+	_, statErr := os.Stat(real)
+	return statErr == nil, nil
+}
+
 // Denied returns the deny rule that the target's lexical path matches, or
 // nil. Listings use it to omit entries.
 func (g *Guard) Denied(t Target) *Rule {
