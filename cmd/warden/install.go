@@ -13,6 +13,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/grantcmd"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -121,15 +122,15 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 					// refuses while that entry holds anything.
 					module := ""
 					if t.Elsewhere != nil {
-						module = "--module " + termsafe.Line(r.Module) + " "
+						module = r.Module
 						// BindGrant moves no entry that holds anything: say
 						// how to empty it first, rather than suggest a
 						// command that is refused.
 						fmt.Fprintf(out, "%s: its grant entry belongs to another module; to give it to %s instead, empty the entry first (warden revoke %s --all), then:\n",
 							name, termsafe.Line(r.Module), name)
 					}
-					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s%s\n",
-						name, name, module, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))
+					fmt.Fprintf(out, "to grant what %s requests: %s\n",
+						name, termsafe.Bound(grantcmd.Command(t.Descriptor.Name, module, t.Missing), termsafe.MaxText, false))
 				}
 			}
 			return nil
@@ -280,35 +281,6 @@ func capabilityRows(c tool.Capabilities) map[string]string {
 		"env":           termsafe.Join(c.Env, ", "),
 		"client":        termsafe.Join(c.Client, ", "),
 	}
-}
-
-// grantArgs renders c as `warden grant` arguments, quoted for a shell
-// when needed.
-func grantArgs(c tool.Capabilities) []string {
-	var args []string
-	add := func(key string, values []string) {
-		if len(values) > 0 {
-			args = append(args, shellQuote(key+"="+strings.Join(values, ",")))
-		}
-	}
-	add("fs.read", c.FS.Read)
-	add("fs.write", c.FS.Write)
-	if c.Memory != tool.MemoryNone {
-		add("memory", []string{string(c.Memory)})
-	}
-	add("memory.topics", c.MemoryTopics)
-	add("lsp", c.LSP)
-	add("net", c.Net)
-	add("env", c.Env)
-	add("client", c.Client)
-	return args
-}
-
-func shellQuote(s string) string {
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,=/:-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func dash(s string) string {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -127,5 +128,49 @@ func TestRevokeMemoryAndGrantDidYouMean(t *testing.T) {
 	// Named with --module, the grant ahead of an install is written.
 	if _, stderr, code := wardenCLI(t, e, "grant", "ehco", "--module", "ehco", "fs.read=."); code != 0 {
 		t.Fatalf("grant ehco --module ehco: exit %d: %s", code, stderr)
+	}
+}
+
+// A call-time denial names the `warden grant` command beside the config
+// key (built by internal/grantcmd, as install's suggestion is), and that
+// command, run as printed, makes the call succeed.
+func TestDenialOffersTheGrantCommand(t *testing.T) {
+	e := newEnv(t, "", "hostcalls")
+	if err := os.Mkdir(filepath.Join(e.dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "data", "todo.txt"), []byte("milk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (errMsg string) {
+		t.Helper()
+		stdout, stderr, _ := wardenCLI(t, e, "call", "hostcalls", `{"fs":{"op":"read","path":"data/todo.txt"}}`)
+		var out struct {
+			StructuredContent struct {
+				FS struct {
+					Error *struct{ Kind, Message string }
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+			t.Fatalf("call: %v\n%s\n%s", err, stdout, stderr)
+		}
+		if out.StructuredContent.FS.Error == nil {
+			return ""
+		}
+		return out.StructuredContent.FS.Error.Message
+	}
+	const want = `read "data/todo.txt": not granted; grant it with tools.grants.hostcalls.fs.read: ["data"] (warden grant hostcalls fs.read=data)`
+	got := read()
+	if got != want {
+		t.Fatalf("denial:\n got %q\nwant %q", got, want)
+	}
+	cmd := strings.TrimSuffix(got[strings.Index(got, "(warden grant ")+1:], ")")
+	args := strings.Fields(cmd)[1:]
+	if _, stderr, code := wardenCLI(t, e, args...); code != 0 {
+		t.Fatalf("%s: exit %d: %s", cmd, code, stderr)
+	}
+	if got := read(); got != "" {
+		t.Fatalf("after %s: still denied: %s", cmd, got)
 	}
 }

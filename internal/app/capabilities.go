@@ -21,6 +21,8 @@ import (
 	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
+	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/grantcmd"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -157,11 +159,29 @@ func (n noting) serve(ctx context.Context, call *hostfuncs.Call, request []byte)
 	}
 	note, _ := ctx.Value(grantNoteKey{}).(string)
 	var te *tool.Error
-	if note == "" || !errors.As(err, &te) || te.Kind != tool.KindDenied {
+	if !errors.As(err, &te) || te.Kind != tool.KindDenied {
 		return result, err
 	}
 	noted := *te
-	noted.Message = te.Message + "; " + note
+	switch {
+	case note != "":
+		noted.Message = te.Message + "; " + note
+	case te.Need != nil:
+		// The command beside the key: the entry (or the default binding)
+		// belongs to the module serving the call, so plain `warden grant`
+		// adds to it.
+		need := *te.Need
+		if need.Key == "fs.read" || need.Key == "fs.write" {
+			need.Value = fs.SuggestGrant(need.Value) // the value the key names
+		}
+		cmd := grantcmd.ForNeed(configkey.Fold(call.Tool), "", need)
+		if cmd == "" {
+			return result, err
+		}
+		noted.Message = te.Message + " (" + cmd + ")"
+	default:
+		return result, err
+	}
 	return result, &noted
 }
 

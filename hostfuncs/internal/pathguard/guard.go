@@ -354,12 +354,18 @@ func denyRule(op, p string, r *Rule) *tool.Error {
 }
 
 // suggest is the grant that would allow t: its top-level entry.
-func suggest(t Target) string {
-	top, _, _ := strings.Cut(t.Rel, "/")
-	if t.Root.Name == ProjectRoot {
-		return top
+func suggest(t Target) string { return SuggestGrant(t.Path()) }
+
+// SuggestGrant is the grant a denial of path p (a target's Path: "data/x",
+// "notes:drafts/y") suggests: its top-level entry in its root ("data",
+// "notes:drafts").
+func SuggestGrant(p string) string {
+	prefix, rest := "", p
+	if i := strings.IndexByte(p, ':'); i > 0 && rootName.MatchString(p[:i]) {
+		prefix, rest = p[:i+1], p[i+1:]
 	}
-	return t.Root.Name + ":" + top
+	top, _, _ := strings.Cut(rest, "/")
+	return prefix + top
 }
 
 // OwnFile returns the refusal of path p, written as a grant or a guest
