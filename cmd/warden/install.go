@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -131,6 +132,13 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 					}
 					fmt.Fprintf(out, "to grant what %s requests: %s\n",
 						name, termsafe.Bound(grantcmd.Command(t.Descriptor.Name, module, t.Missing), termsafe.MaxText, false))
+					if also := raisedTopics(t.Granted, t.Missing); t.Elsewhere == nil && len(also) > 0 {
+						// The command is exactly the request, but config
+						// holds one memory level per tool: say what else
+						// it raises rather than let it pass unseen.
+						fmt.Fprintf(out, "note: a tool has one memory level over all its topics: memory=%s would apply to %s too (granted %s today)\n",
+							t.Missing.Memory, termsafe.Join(also, ", "), t.Granted.Memory)
+					}
 				}
 			}
 			return nil
@@ -281,6 +289,21 @@ func capabilityRows(c tool.Capabilities) map[string]string {
 		"env":           termsafe.Join(c.Env, ", "),
 		"client":        termsafe.Join(c.Client, ", "),
 	}
+}
+
+// raisedTopics are the topics granted today that raising the memory level
+// to missing's (a request of a level over other topics) raises too.
+func raisedTopics(granted, missing tool.Capabilities) []string {
+	if missing.Memory == tool.MemoryNone || granted.Memory == tool.MemoryNone || granted.Memory == missing.Memory {
+		return nil
+	}
+	var also []string
+	for _, g := range granted.MemoryTopics {
+		if !slices.Contains(missing.MemoryTopics, g) {
+			also = append(also, g)
+		}
+	}
+	return also
 }
 
 func dash(s string) string {
