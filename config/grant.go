@@ -256,7 +256,8 @@ func (d *Document) Grant(toolName string, changes ...GrantChange) error {
 }
 
 // Revoke removes changes from the tool's grant: the values listed, or the
-// whole key when none are. Revoking memory=read-write leaves read. A value
+// whole key when none are. Revoking the memory level granted (or read,
+// which read-write includes) revokes memory and its topics. A value
 // that is not granted is an error naming what is. Keys left empty are
 // removed, and a tool left with nothing keeps an empty entry ({}).
 func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
@@ -275,11 +276,12 @@ func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
 		}
 		next := cur[:0:0]
 		if !k.list && len(c.Values) > 0 && len(cur) > 0 {
-			// read is part of read-write: revoking it revokes both.
+			// Revoking the level granted takes memory back, not a step
+			// down: "revoke memory=read-write" after "grant
+			// memory=read-write" leaves nothing. read is part of
+			// read-write: revoking it revokes both.
 			switch {
-			case c.Values[0] == string(tool.MemoryReadWrite) && cur[0] == string(tool.MemoryReadWrite):
-				next = []string{string(tool.MemoryRead)}
-			case c.Values[0] == string(tool.MemoryRead):
+			case c.Values[0] == cur[0], c.Values[0] == string(tool.MemoryRead):
 			default:
 				return fmt.Errorf("%s: %s is not granted (granted: %s)", keyPath(p), showUnquoted(c.Values[0]), showUnquoted(cur[0]))
 			}
@@ -315,6 +317,13 @@ func (d *Document) Revoke(toolName string, changes ...GrantChange) error {
 		// last topic takes the level with it.
 		if c.Key == "memory.topics" && len(next) == 0 {
 			if err := d.Delete(grantPath(toolName, grantKeys["memory"])...); err != nil {
+				return err
+			}
+		}
+		// Topics without a level grant nothing, and a later grant of a
+		// level would silently be limited by them: they go with it.
+		if c.Key == "memory" && len(next) == 0 {
+			if err := d.Delete(grantPath(toolName, grantKeys["memory.topics"])...); err != nil {
 				return err
 			}
 		}

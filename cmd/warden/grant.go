@@ -12,6 +12,7 @@ import (
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -51,14 +52,26 @@ else a module named like the tool.
 			if err != nil {
 				return err
 			}
+			// A grant no call could use is refused, by the gate the call
+			// goes through (app.Grants); one naming nothing yet is written
+			// with a warning.
+			var warnings []string
 			if g.configPath != "" {
 				if cfg, err := config.Load(g.configPath); err == nil {
-					if err := app.OwnFileGrants(cfg, args[0], changes); err != nil {
-						return err
+					if judge, err := app.NewGrants(cfg); err == nil {
+						if warnings, err = judge.CheckChanges(args[0], changes); err != nil {
+							return err
+						}
 					}
 				}
 			}
-			return g.editGrants(cmd, args[0], module, true, func(d *config.Document) error { return d.Grant(args[0], changes...) })
+			if err := g.editGrants(cmd, args[0], module, true, func(d *config.Document) error { return d.Grant(args[0], changes...) }); err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warden: warning: %s\n", termsafe.Message(w))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&module, "module", "", "the module the grant belongs to (its file name without .wasm)")
@@ -71,9 +84,11 @@ func newRevokeCmd(g *globalFlags) *cobra.Command {
 		Use:   "revoke TOOL KEY[=VALUE]...",
 		Short: "Take a capability back from a tool in config.yaml",
 		Long: `Remove from what TOOL may use: the values given, or the whole key when no value is
-given (` + "`revoke TOOL net`" + `), or everything with --all. Revoking memory=read-write leaves
-read; revoking memory=read leaves nothing; revoking the last memory topic revokes memory
-too (a level without topics would be the whole store). Like grant, the file keeps its comments and
+given (` + "`revoke TOOL net`" + `), or everything with --all. Revoking the memory level
+granted (or read, which read-write includes) revokes memory and its topics; to step
+read-write down to read, revoke memory and grant memory=read. Revoking the last memory
+topic revokes memory too (a level without topics would be the whole store). What
+remains granted is printed. Like grant, the file keeps its comments and
 layout and is replaced only once the result validates.
 
 ` + grantKeysHelp,
@@ -131,6 +146,11 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 		a.Catalog().LoadTools(ctx)
 	}
 	if bind {
+		if module == "" && a != nil {
+			if err := unknownTool(a, toolName); err != nil {
+				return err
+			}
+		}
 		var err error
 		if module, err = grantModule(a, toolName, module); err != nil {
 			return err
@@ -150,11 +170,30 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 	out := cmd.OutOrStdout()
 	bound, _, _ := cfg.GrantModule(toolName)
 	fmt.Fprintf(out, "%s: tools.grants.%s (module %s) in %s\n", toolName, configkey.Fold(toolName), bound, cfg.File)
+	// What a call would be allowed: a grant no call can use (written
+	// before, or by hand) is not shown as granted but named below.
+	judge, judgeErr := app.NewGrants(cfg)
+	var unusable []app.GrantProblem
+	usable := func(granted tool.Capabilities) tool.Capabilities {
+		if judgeErr != nil {
+			return granted
+		}
+		status := judge.Status(toolName, granted)
+		unusable = status.Unusable
+		return status.Usable
+	}
+	printUnusable := func() {
+		for _, p := range unusable {
+			fmt.Fprintf(out, "not granted: tools.grants.%s.%s: %s\n", configkey.Fold(toolName), p.Key, termsafe.Message(p.Error()))
+		}
+	}
 	if a != nil {
 		if t, ok := a.Catalog().Table().Tool(toolName); ok {
 			granted, elsewhere := cfg.Grants(toolName, t.Module().Name())
 			requested := t.Descriptor.Capabilities
+			granted = usable(granted)
 			printCapabilities(out, "  ", requested, granted, install.Missing(requested, granted))
+			printUnusable()
 			if elsewhere != nil {
 				fmt.Fprintf(out, "note: %v\n", elsewhere)
 			}
@@ -162,7 +201,8 @@ func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bi
 		}
 	}
 	granted, _ := cfg.Grants(toolName, bound)
-	printGrants(out, "  ", granted)
+	printGrants(out, "  ", usable(granted))
+	printUnusable()
 	fmt.Fprintf(out, "(no installed tool is named %s; the grant applies once module %s serves one)\n", toolName, bound)
 	return nil
 }
@@ -218,6 +258,51 @@ func grantModule(a *app.App, toolName, flag string) (string, error) {
 	}
 	return "", usagef("modules %s all describe a tool named %s; say which one the grant belongs to with --module",
 		strings.Join(modules, ", "), toolName)
+}
+
+// unknownTool refuses a grant to a tool name no installed module serves
+// when one that is served is spelled alike: a typo would write a grant
+// that applies to nothing. A grant ahead of an install names its module
+// with --module.
+func unknownTool(a *app.App, toolName string) error {
+	table := a.Catalog().Table()
+	if _, ok := table.Tool(toolName); ok || len(table.Candidates(toolName)) > 0 {
+		return nil
+	}
+	best, bestDist := "", 3 // more than two edits away is another name
+	for _, t := range table.Tools() {
+		name := t.Descriptor.Name
+		if d := editDistance(strings.ToLower(toolName), strings.ToLower(name)); d < bestDist {
+			best, bestDist = name, d
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return usagef("no installed tool is named %s; did you mean %s? (to grant a tool before it is installed, name its module: --module %s)",
+		toolName, best, configkey.Fold(toolName))
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (tool names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func printGrants(w io.Writer, indent string, granted tool.Capabilities) {

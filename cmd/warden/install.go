@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/grantcmd"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -121,15 +123,22 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 					// refuses while that entry holds anything.
 					module := ""
 					if t.Elsewhere != nil {
-						module = "--module " + termsafe.Line(r.Module) + " "
+						module = r.Module
 						// BindGrant moves no entry that holds anything: say
 						// how to empty it first, rather than suggest a
 						// command that is refused.
 						fmt.Fprintf(out, "%s: its grant entry belongs to another module; to give it to %s instead, empty the entry first (warden revoke %s --all), then:\n",
 							name, termsafe.Line(r.Module), name)
 					}
-					fmt.Fprintf(out, "to grant what %s requests: warden grant %s %s%s\n",
-						name, name, module, termsafe.Bound(strings.Join(grantArgs(t.Missing), " "), termsafe.MaxText, false))
+					fmt.Fprintf(out, "to grant what %s requests: %s\n",
+						name, termsafe.Bound(grantcmd.Command(t.Descriptor.Name, module, t.Missing), termsafe.MaxText, false))
+					if also := raisedTopics(t.Granted, t.Missing); t.Elsewhere == nil && len(also) > 0 {
+						// The command is exactly the request, but config
+						// holds one memory level per tool: say what else
+						// it raises rather than let it pass unseen.
+						fmt.Fprintf(out, "note: a tool has one memory level over all its topics: memory=%s would apply to %s too (granted %s today)\n",
+							t.Missing.Memory, termsafe.Join(also, ", "), t.Granted.Memory)
+					}
 				}
 			}
 			return nil
@@ -282,33 +291,19 @@ func capabilityRows(c tool.Capabilities) map[string]string {
 	}
 }
 
-// grantArgs renders c as `warden grant` arguments, quoted for a shell
-// when needed.
-func grantArgs(c tool.Capabilities) []string {
-	var args []string
-	add := func(key string, values []string) {
-		if len(values) > 0 {
-			args = append(args, shellQuote(key+"="+strings.Join(values, ",")))
+// raisedTopics are the topics granted today that raising the memory level
+// to missing's (a request of a level over other topics) raises too.
+func raisedTopics(granted, missing tool.Capabilities) []string {
+	if missing.Memory == tool.MemoryNone || granted.Memory == tool.MemoryNone || granted.Memory == missing.Memory {
+		return nil
+	}
+	var also []string
+	for _, g := range granted.MemoryTopics {
+		if !slices.Contains(missing.MemoryTopics, g) {
+			also = append(also, g)
 		}
 	}
-	add("fs.read", c.FS.Read)
-	add("fs.write", c.FS.Write)
-	if c.Memory != tool.MemoryNone {
-		add("memory", []string{string(c.Memory)})
-	}
-	add("memory.topics", c.MemoryTopics)
-	add("lsp", c.LSP)
-	add("net", c.Net)
-	add("env", c.Env)
-	add("client", c.Client)
-	return args
-}
-
-func shellQuote(s string) string {
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,=/:-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return also
 }
 
 func dash(s string) string {

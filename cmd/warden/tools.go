@@ -106,6 +106,10 @@ type toolList struct {
 	// GrantsElsewhere are grant entries that give a served tool nothing
 	// because they belong to another module.
 	GrantsElsewhere []string `json:"grantsElsewhere"`
+	// Unusable are grant values no call can use (a path outside the
+	// project roots or under the deny-list), each with the reason a call
+	// would be denied; they are not in their tool's granted (app.Grants).
+	Unusable []string `json:"unusable"`
 }
 
 // toolRow is one served tool: the capabilities in the descriptor's own
@@ -135,16 +139,28 @@ func failedModules(f []failedModule) []string {
 // listTools gathers what `warden tools` shows, from the catalog and config.
 func listTools(a *app.App) toolList {
 	cfg := a.Config()
-	list := toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: a.Catalog().Refused(), GrantsElsewhere: []string{}}
+	list := toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: a.Catalog().Refused(), GrantsElsewhere: []string{}, Unusable: []string{}}
 	if list.Refused == nil {
 		list.Refused = []catalog.Refusal{}
 	}
+	// A grant no call can use is not shown as granted (app.Grants).
+	judge, judgeErr := app.NewGrants(cfg)
 	for _, t := range a.Catalog().Table().Tools() {
 		m := t.Module()
-		granted, notGranted, err := grantColumns(cfg, t)
+		granted, err := cfg.Grants(t.Descriptor.Name, m.Name())
 		if err != nil {
 			list.GrantsElsewhere = append(list.GrantsElsewhere, err.Error())
 		}
+		if judgeErr == nil {
+			status := judge.Status(t.Descriptor.Name, granted)
+			granted = status.Usable
+			for _, p := range status.Unusable {
+				list.Unusable = append(list.Unusable, fmt.Sprintf("%s %s=%s: %s", t.Descriptor.Name, p.Key, p.Value, p.Error()))
+			}
+		}
+		// The last column is what a reviewer must decide on: requested,
+		// not granted (`warden grant` it, or leave the tool without it).
+		notGranted := install.Missing(t.Descriptor.Capabilities, granted)
 		list.Tools = append(list.Tools, toolRow{Name: t.Descriptor.Name, Module: m.Name(), SHA256: m.SHA256(),
 			Requested: t.Descriptor.Capabilities, Granted: granted, NotGranted: notGranted})
 	}
@@ -157,15 +173,6 @@ func listTools(a *app.App) toolList {
 		list.Failed = append(list.Failed, failedModule{Module: f.Module, Error: f.Err.Error()})
 	}
 	return list
-}
-
-// grantColumns is what config grants t, and what t requested that config
-// does not grant it (the last column, what a reviewer must decide on:
-// `warden grant` it, or leave the tool without it). err names grant
-// entries of another module that give t nothing.
-func grantColumns(cfg *config.Config, t *runtime.Tool) (granted, notGranted tool.Capabilities, err error) {
-	granted, err = cfg.Grants(t.Descriptor.Name, t.Module().Name())
-	return granted, install.Missing(t.Descriptor.Capabilities, granted), err
 }
 
 // printTools prints list as a table, then the refusals under it.
@@ -194,6 +201,12 @@ func printTools(w io.Writer, list toolList) error {
 		}
 	}
 	printRefusals(w, list.Refused, list.GrantsElsewhere)
+	if len(list.Unusable) > 0 {
+		fmt.Fprintf(w, "\nGRANTS NO CALL CAN USE (%d; not granted):\n", len(list.Unusable))
+		for _, u := range list.Unusable {
+			fmt.Fprintf(w, "  %s\n", termsafe.Message(u))
+		}
+	}
 	return nil
 }
 

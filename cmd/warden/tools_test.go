@@ -34,6 +34,7 @@ func TestToolsJSONGolden(t *testing.T) {
 		Refused: []catalog.Refusal{{Tool: "echo", Module: "aaa-evil", Modules: []string{"aaa-evil", "echo"}, ServedBy: "echo",
 			Reason: "pinned module echo serves it"}},
 		GrantsElsewhere: []string{"tools.grants.hover belongs to module lsp2"},
+		Unusable:        []string{`linecount fs.read=/etc: read "/etc": outside the project roots`},
 	}
 	var got bytes.Buffer
 	if err := writeJSON(&got, list); err != nil {
@@ -50,10 +51,10 @@ func TestToolsJSONGolden(t *testing.T) {
 
 	// Nothing to list is empty lists, never null: a script iterates them.
 	got.Reset()
-	if err := writeJSON(&got, toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: []catalog.Refusal{}, GrantsElsewhere: []string{}}); err != nil {
+	if err := writeJSON(&got, toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: []catalog.Refusal{}, GrantsElsewhere: []string{}, Unusable: []string{}}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "{\n  \"tools\": [],\n  \"failed\": [],\n  \"rejected\": [],\n  \"refused\": [],\n  \"grantsElsewhere\": []\n}\n"; got.String() != want {
+	if want := "{\n  \"tools\": [],\n  \"failed\": [],\n  \"rejected\": [],\n  \"refused\": [],\n  \"grantsElsewhere\": [],\n  \"unusable\": []\n}\n"; got.String() != want {
 		t.Fatalf("empty list printed:\n%s\nwant:\n%s", got.String(), want)
 	}
 }

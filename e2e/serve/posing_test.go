@@ -283,7 +283,7 @@ func TestToolErrorIsAttributed(t *testing.T) {
 	}
 	res := call(t, cs, "surface", map[string]any{"read": "secret.txt"})
 	got := text(t, res)
-	if !res.IsError || got != `denied: read "secret.txt": not granted; grant it with tools.grants.surface.fs.read: ["secret.txt"]` {
+	if !res.IsError || got != `denied: read "secret.txt": not granted; grant it with tools.grants.surface.fs.read: ["secret.txt"] (warden grant surface fs.read=secret.txt)` {
 		t.Fatalf("warden's own refusal, passed on by the guest: %s", dump(res))
 	}
 	wantEcho(t, cs, "still serving")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/grantcmd"
 	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -182,13 +183,11 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 			// The command names the module serving the call: without
 			// --module, warden grant adds to the module the entry
 			// already belongs to, which may be another one.
-			module := ""
-			if call.Module != "" {
-				module = " --module " + call.Module
-			}
+			var c tool.Capabilities
+			c.Client = []string{feature}
 			return nil, tool.Errorf(tool.KindDenied,
-				"tool %s may not ask the client for %s (%s): config grants it no client %s; allow it with tools.grants.%s.client: [%s] (warden grant %s%s client=%s)",
-				call.Tool, feature, r.Method, feature, key, feature, key, module, feature)
+				"tool %s may not ask the client for %s (%s): config grants it no client %s; allow it with tools.grants.%s.client: [%s] (%s)",
+				call.Tool, feature, r.Method, feature, key, feature, grantcmd.Command(key, call.Module, c))
 		}
 	}
 	requests = slices.Clone(requests)

@@ -157,11 +157,17 @@ func (c *FS) Name() string { return "fs" }
 // ProjectRoot is the project root directory in force, as configured.
 func (c *FS) ProjectRoot() string { return c.state.Load().guard.Roots()[0].Dir }
 
-// OwnFile returns the refusal of a grant of path p (key "fs.read" or
-// "fs.write") when p is one of warden's own files or lies within one
-// (Config.Own): the grant would give nothing, so grant edits refuse it.
-func (c *FS) OwnFile(key, p string) error {
-	return c.state.Load().guard.OwnFile("grant "+key, p)
+// CheckGrant judges p as a grant under key ("fs.read" or "fs.write") to
+// toolName by the gate every call goes through: err is the denial a call
+// under p would always get (the grant gives nothing), exists whether p
+// names something now. Grant edits refuse on err and warn when !exists;
+// listings show such a grant as not granted. See pathguard.Guard.CheckGrant.
+func (c *FS) CheckGrant(key, toolName, p string) (exists bool, err error) {
+	access := pathguard.Read
+	if key == "fs.write" {
+		access = pathguard.Write
+	}
+	return c.state.Load().guard.CheckGrant(access, toolName, p)
 }
 
 // CheckRead is the read gate for other capabilities (the LSP one): it

@@ -12,3 +12,8 @@ func ValidateGrantSyntax(p string) error { return pathguard.ValidateGrantSyntax(
 // ("." covers the whole project root, "notes:" the whole root notes). It is
 // the fs half of "does grant set A cover request B" (internal/capset).
 func Covers(grant, request string) bool { return pathguard.Covers(grant, request) }
+
+// SuggestGrant is the grant a denial of path p names beside its config
+// key: p's top-level entry in its root ("data" for "data/todo.txt",
+// "notes:drafts" for "notes:drafts/a.md").
+func SuggestGrant(p string) string { return pathguard.SuggestGrant(p) }

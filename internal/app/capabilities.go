@@ -22,6 +22,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/hostfuncs/net"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/grantcmd"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -158,11 +159,29 @@ func (n noting) serve(ctx context.Context, call *hostfuncs.Call, request []byte)
 	}
 	note, _ := ctx.Value(grantNoteKey{}).(string)
 	var te *tool.Error
-	if note == "" || !errors.As(err, &te) || te.Kind != tool.KindDenied {
+	if !errors.As(err, &te) || te.Kind != tool.KindDenied {
 		return result, err
 	}
 	noted := *te
-	noted.Message = te.Message + "; " + note
+	switch {
+	case note != "":
+		noted.Message = te.Message + "; " + note
+	case te.Need != nil:
+		// The command beside the key: the entry (or the default binding)
+		// belongs to the module serving the call, so plain `warden grant`
+		// adds to it.
+		need := *te.Need
+		if need.Key == "fs.read" || need.Key == "fs.write" {
+			need.Value = fs.SuggestGrant(need.Value) // the value the key names
+		}
+		cmd := grantcmd.ForNeed(configkey.Fold(call.Tool), "", need)
+		if cmd == "" {
+			return result, err
+		}
+		noted.Message = te.Message + " (" + cmd + ")"
+	default:
+		return result, err
+	}
 	return result, &noted
 }
 
@@ -217,30 +236,6 @@ func (c *capabilities) refreshOwn(current func() *config.Config) error {
 func (c *capabilities) fsConfig(cfg *config.Config) fs.Config {
 	return fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Deny: cfg.Security.Deny,
 		Own: append(slices.Clip(c.startOwn), ownFiles(cfg)...)}
-}
-
-// OwnFileGrants refuses the fs grants among changes that name one of
-// warden's own files under cfg or lie within one (ownFiles): deny always
-// wins, so such a grant would give the tool nothing while reading as if it
-// gave something. `warden grant` calls it before editing the file.
-func OwnFileGrants(cfg *config.Config, toolName string, changes []config.GrantChange) error {
-	f, err := fs.New(fs.Config{ProjectRoot: cfg.Project.Root, Roots: cfg.Project.Roots, Own: ownFiles(cfg)})
-	if err != nil {
-		return nil // the edit's own validation reports what is wrong with the config
-	}
-	var errs []error
-	for _, c := range changes {
-		if c.Key != "fs.read" && c.Key != "fs.write" {
-			continue
-		}
-		for _, v := range c.Values {
-			var te *tool.Error
-			if err := f.OwnFile(c.Key, v); errors.As(err, &te) {
-				errs = append(errs, fmt.Errorf("tools.grants.%s.%s: %s", configkey.Fold(toolName), c.Key, te.Message))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // ownFiles are warden's own files under cfg, denied to every tool's fs

@@ -190,7 +190,11 @@ func TestOwnFileGrantsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = OwnFileGrants(cfg, "Edit", []config.GrantChange{
+	g, err := NewGrants(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.CheckChanges("Edit", []config.GrantChange{
 		{Key: "fs.write", Values: []string{"src", "config.yaml", "bin/tools/x.wasm", path}},
 		{Key: "fs.read", Values: []string{".", "bin"}},
 		{Key: "env", Values: []string{"config.yaml"}},

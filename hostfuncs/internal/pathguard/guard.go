@@ -354,12 +354,18 @@ func denyRule(op, p string, r *Rule) *tool.Error {
 }
 
 // suggest is the grant that would allow t: its top-level entry.
-func suggest(t Target) string {
-	top, _, _ := strings.Cut(t.Rel, "/")
-	if t.Root.Name == ProjectRoot {
-		return top
+func suggest(t Target) string { return SuggestGrant(t.Path()) }
+
+// SuggestGrant is the grant a denial of path p (a target's Path: "data/x",
+// "notes:drafts/y") suggests: its top-level entry in its root ("data",
+// "notes:drafts").
+func SuggestGrant(p string) string {
+	prefix, rest := "", p
+	if i := strings.IndexByte(p, ':'); i > 0 && rootName.MatchString(p[:i]) {
+		prefix, rest = p[:i+1], p[i+1:]
 	}
-	return t.Root.Name + ":" + top
+	top, _, _ := strings.Cut(rest, "/")
+	return prefix + top
 }
 
 // OwnFile returns the refusal of path p, written as a grant or a guest
@@ -376,6 +382,34 @@ func (g *Guard) OwnFile(op, p string) error {
 		return denyRule(op, p, rule)
 	}
 	return nil
+}
+
+// CheckGrant judges p as a grant of access to toolName, by the gate a call
+// goes through: err is the refusal every call under p would get whatever
+// it asks for (outside every root, leaving its root, matching a deny rule,
+// or a symlink leading out of the root, into a denied path or beyond p),
+// worded as the call's; such a grant gives nothing. exists reports whether
+// p names something now: a grant of a missing path works once it is
+// created, but is more often a typo. CheckGrant reads the file system only
+// to resolve p's symlinks, as the call gate does.
+func (g *Guard) CheckGrant(access Access, toolName, p string) (exists bool, err error) {
+	op := "grant fs." + access.key()
+	grants := []string{p}
+	t, err := g.Check(op, access, toolName, grants, p)
+	if err != nil {
+		return false, err
+	}
+	real, err := resolve(t.Root.Real, t.Rel, true)
+	if err != nil {
+		return false, nil // a symlink loop, an unreadable directory: nothing to reach now
+	}
+	if real != t.abs(t.Root.Real) {
+		if err := g.CheckReal(op, access, toolName, grants, t, real); err != nil {
+			return false, err
+		}
+	}
+	_, statErr := os.Stat(real)
+	return statErr == nil, nil
 }
 
 // Denied returns the deny rule that the target's lexical path matches, or
