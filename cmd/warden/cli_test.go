@@ -181,7 +181,7 @@ func TestLogLevel(t *testing.T) {
 }
 
 // TestErrorsPrintedAsText: warden's own multi-line messages (cobra's
-// did-you-mean, the config decoder's list) reach the terminal as lines,
+// did-you-mean, a config's problems, one per line) reach the terminal as lines,
 // without \x0a-style escapes, each line after the first indented; the
 // exit code is 2.
 func TestErrorsPrintedAsText(t *testing.T) {
@@ -191,7 +191,7 @@ func TestErrorsPrintedAsText(t *testing.T) {
 		t.Errorf("warden tool: exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("tool:\n  dir: x\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("tool:\n  dir: x\nserver:\n  pagesize: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, stderr, code = runIn(t, dir, nil, "tools", "-c", cfg)
