@@ -36,12 +36,18 @@ module from the folder, and the language's SDK, so that the project builds offli
   assemblyscript  AssemblyScript with the SDK package in warden-sdk/ (npm)
   wat             WebAssembly text written by hand against docs/abi.md (wabt's wat2wasm)
 
+--lang takes any case, and golang for go, as or ts for assemblyscript.
+
 NAME must be a valid tool name (1-128 of A-Z a-z 0-9 _ - . starting with a letter or
 digit). An existing folder is used only when it is empty.`,
 		Example: `  warden new wordcount --lang go
   warden new wc --lang wat --dir ~/tools`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			lang, err := scaffold.Language(lang)
+			if err != nil {
+				return usageError{err}
+			}
 			dir, err := scaffold.New(parent, args[0], lang)
 			if err != nil {
 				return usageError{err}
@@ -54,13 +60,17 @@ digit). An existing folder is used only when it is empty.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&lang, "lang", "l", "go", "the language: "+strings.Join(scaffold.Languages, ", "))
+	cmd.Flags().StringVarP(&lang, "lang", "l", "go", "the language: "+strings.Join(scaffold.Languages, ", ")+" (or golang, as, ts)")
 	cmd.Flags().StringVar(&parent, "dir", ".", "the folder to create the project in")
 	return cmd
 }
 
+// aLanguageTool names a tool of each language with its article.
+var aLanguageTool = map[string]string{"go": "a Go tool", "c": "a C tool",
+	"assemblyscript": "an AssemblyScript tool", "wat": "a WebAssembly text tool"}
+
 func printNextSteps(w io.Writer, name, lang, dir, abs string) {
-	fmt.Fprintf(w, "Created %s: a %s tool named %s.\n\nNext:\n", termsafe.Line(abs), lang, termsafe.Line(name))
+	fmt.Fprintf(w, "Created %s: %s named %s.\n\nNext:\n", termsafe.Line(abs), aLanguageTool[lang], termsafe.Line(name))
 	fmt.Fprintf(w, "  cd %s\n", termsafe.Line(dir))
 	testCmd := "make test"
 	if exe, err := executable(); err == nil {
