@@ -2,7 +2,8 @@
 //
 // templates/<lang>/ holds the project's files; every __NAME__ in a file's
 // name or contents becomes the tool's name. Besides the template, New writes
-// config.yaml (the project folder as tools dir, the tool granted nothing)
+// config.yaml (the build/ folder the Makefile writes as tools dir, the tool
+// granted nothing)
 // and the language's SDK from sdk.bundle: for Go the SDK's whole import
 // closure as vendor/ with a go.mod that requires it, so the project builds
 // with no module proxy; for C warden.h and warden.c; for AssemblyScript the
@@ -147,8 +148,10 @@ func configYAML(name string) string {
 	return `# warden's config for this project: warden -c config.yaml call|serve|tools.
 # See warden's docs/config.md for every key.
 tools:
-  # The module this project builds (` + name + `.wasm) is loaded from here.
-  dir: .
+  # The module this project builds (build/` + name + `.wasm) is loaded from
+  # here. Not the project folder itself: warden's tools dir is closed to
+  # every tool, and the tool may be granted the project's files (fs.read).
+  dir: build
   # Compiled code is cached in your user cache dir (tools.cache_dir), keyed
   # by the module's content: each build compiles once, not on every call.
   grants:

@@ -72,7 +72,7 @@ func TestNewWritesTheProject(t *testing.T) {
 		t.Errorf("go.mod does not require warden at %s:\n%s", bundle.WardenVersion, mod)
 	}
 	cfg, _ := os.ReadFile(filepath.Join(dir, "config.yaml"))
-	if !strings.Contains(string(cfg), "\n    wc: {}\n") || !strings.Contains(string(cfg), "\n  dir: .\n") {
+	if !strings.Contains(string(cfg), "\n    wc: {}\n") || !strings.Contains(string(cfg), "\n  dir: build\n") {
 		t.Errorf("config.yaml:\n%s", cfg)
 	}
 	src, _ := os.ReadFile(filepath.Join(dir, "main.go"))
@@ -189,7 +189,7 @@ func TestEveryTemplateBuildsAndAnswers(t *testing.T) {
 				t.Errorf("make test left no compile cache in $XDG_CACHE_HOME/warden (%v)", err)
 			}
 			ignore, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
-			if err != nil || !strings.Contains(string(ignore), "\n*.wasm\n") {
+			if err != nil || !strings.Contains(string(ignore), "\nbuild/\n") {
 				t.Errorf(".gitignore does not ignore the build (%v):\n%s", err, ignore)
 			}
 			if c.check != nil {
@@ -290,5 +290,40 @@ func cSeesPOSIX(t *testing.T, dir string, env []string) {
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("POSIX declarations with the template's flags: %v\n%s", err, out)
+	}
+}
+
+// TestNewProjectGrantsItsFiles: the tool of a new project can be granted the
+// project's files, with the real binary: its config loads the module from
+// build/, so warden's closed tools dir is not the whole project.
+func TestNewProjectGrantsItsFiles(t *testing.T) {
+	needTools(t, "make", "wat2wasm")
+	warden := builtWarden(t)
+	dir, err := New(t.TempDir(), "wc", "wat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "WARDEN_CONFIG=")
+	mk := exec.Command("make")
+	mk.Dir, mk.Env = dir, env
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "build", "wc.wasm")); err != nil {
+		t.Fatalf("make did not build build/wc.wasm: %v", err)
+	}
+	grant := exec.Command(warden, "grant", "wc", "fs.read=data")
+	grant.Dir, grant.Env = dir, env
+	var stdout, stderr bytes.Buffer
+	grant.Stdout, grant.Stderr = &stdout, &stderr
+	if err := grant.Run(); err != nil {
+		t.Fatalf("warden grant wc fs.read=data: %v\nstderr:\n%s", err, stderr.String())
+	}
+	cfg, _ := os.ReadFile(filepath.Join(dir, "config.yaml"))
+	if !strings.Contains(string(cfg), "read: [data]") {
+		t.Fatalf("config.yaml after the grant:\n%s", cfg)
 	}
 }
