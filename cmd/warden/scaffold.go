@@ -27,14 +27,17 @@ func newNewCmd() *cobra.Command {
 		Use:   "new NAME",
 		Short: "Create a tool project: source, Makefile, config.yaml and the SDK",
 		Long: `Create the folder NAME (in --dir, default the current folder) holding a complete tool
-named NAME that counts the words in a text: its source, a Makefile (make builds NAME.wasm,
-make test calls it through warden, make clean), a README, a config.yaml that loads the
-module from the folder, and the language's SDK, so that the project builds offline:
+named NAME that counts the words in a text: its source, a Makefile (make builds
+build/NAME.wasm, make test calls it through warden, make clean), a README, a .gitignore,
+a config.yaml that loads the module from build/, and the language's SDK, so that the
+project builds offline:
 
   go              main.go with the Go SDK vendored in vendor/ (the Go warden needs; no proxy)
   c               C with warden.h and warden.c (clang with a wasm32-wasi target)
   assemblyscript  AssemblyScript with the SDK package in warden-sdk/ (npm)
   wat             WebAssembly text written by hand against docs/abi.md (wabt's wat2wasm)
+
+--lang takes any case, and golang for go, as or ts for assemblyscript.
 
 NAME must be a valid tool name (1-128 of A-Z a-z 0-9 _ - . starting with a letter or
 digit). An existing folder is used only when it is empty.`,
@@ -42,6 +45,10 @@ digit). An existing folder is used only when it is empty.`,
   warden new wc --lang wat --dir ~/tools`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			lang, err := scaffold.Language(lang)
+			if err != nil {
+				return usageError{err}
+			}
 			dir, err := scaffold.New(parent, args[0], lang)
 			if err != nil {
 				return usageError{err}
@@ -54,13 +61,17 @@ digit). An existing folder is used only when it is empty.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&lang, "lang", "l", "go", "the language: "+strings.Join(scaffold.Languages, ", "))
+	cmd.Flags().StringVarP(&lang, "lang", "l", "go", "the language: "+strings.Join(scaffold.Languages, ", ")+" (or golang, as, ts)")
 	cmd.Flags().StringVar(&parent, "dir", ".", "the folder to create the project in")
 	return cmd
 }
 
+// aLanguageTool names a tool of each language with its article.
+var aLanguageTool = map[string]string{"go": "a Go tool", "c": "a C tool",
+	"assemblyscript": "an AssemblyScript tool", "wat": "a WebAssembly text tool"}
+
 func printNextSteps(w io.Writer, name, lang, dir, abs string) {
-	fmt.Fprintf(w, "Created %s: a %s tool named %s.\n\nNext:\n", termsafe.Line(abs), lang, termsafe.Line(name))
+	fmt.Fprintf(w, "Created %s: %s named %s.\n\nNext:\n", termsafe.Line(abs), aLanguageTool[lang], termsafe.Line(name))
 	fmt.Fprintf(w, "  cd %s\n", termsafe.Line(dir))
 	testCmd := "make test"
 	if exe, err := executable(); err == nil {
@@ -70,7 +81,7 @@ func printNextSteps(w io.Writer, name, lang, dir, abs string) {
 			testCmd = "make test WARDEN=" + exe
 		}
 	}
-	fmt.Fprintf(w, "  %-40s # build %s.wasm and call it through warden\n", termsafe.Line(testCmd), termsafe.Line(name))
+	fmt.Fprintf(w, "  %-40s # build build/%s.wasm and call it through warden\n", termsafe.Line(testCmd), termsafe.Line(name))
 	fmt.Fprintf(w, "  %-40s # rebuild on every save, show the tools\n", "warden dev")
 	fmt.Fprintf(w, "  %-40s # serve it over MCP (stdio)\n", "warden serve -c config.yaml")
 	fmt.Fprintf(w, "  %-40s # the snippet for an MCP client\n", "warden mcp-config claude -c config.yaml")
@@ -100,9 +111,9 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 		Use:   "dev [DIR]",
 		Short: "Rebuild a tool project on every save and show its tools",
 		Long: `Watch the sources of the project in DIR (default the current folder; its subfolders
-too, but not vendor/, node_modules/ or warden-sdk/), run make there after every save,
-print the build's output, then the tools of every .wasm file in DIR as warden inspect
-loads them (under DIR/config.yaml's limits). A failed build is reported and dev waits for
+too, but not vendor/, node_modules/, build/ or warden-sdk/), run make there after every
+save, print the build's output, then the tools of every .wasm file in DIR and DIR/build as
+warden inspect loads them (under DIR/config.yaml's limits). A failed build is reported and dev waits for
 the next save. Stop it with Ctrl-C.
 
 A warden serve -c DIR/config.yaml running meanwhile reloads the rebuilt module by

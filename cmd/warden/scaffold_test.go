@@ -147,7 +147,7 @@ func TestNewCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out, "Created "+filepath.Join(parent, "wc")+": a wat tool named wc.\n\nNext:\n  cd "+filepath.Join(parent, "wc")+"\n") {
+	if !strings.HasPrefix(out, "Created "+filepath.Join(parent, "wc")+": a WebAssembly text tool named wc.\n\nNext:\n  cd "+filepath.Join(parent, "wc")+"\n") {
 		t.Fatalf("output:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(parent, "wc", "wc.wat")); err != nil {
@@ -156,6 +156,35 @@ func TestNewCommand(t *testing.T) {
 	_, err = run(t, "", "new", "wc", "--lang", "wat", "--dir", parent)
 	if err == nil || err.Error() != filepath.Join(parent, "wc")+" already exists and is not empty: choose another name or --dir" {
 		t.Fatalf("second new: %v", err)
+	}
+}
+
+// TestNewLanguageNames: --lang takes any case and the usual other names of
+// a language, and the real binary says which language it wrote, with the
+// right article; an unknown one exits with usage and names the choices.
+func TestNewLanguageNames(t *testing.T) {
+	parent := t.TempDir()
+	for _, c := range []struct{ lang, want, file string }{
+		{"AS", "an AssemblyScript tool", "assembly/index.ts"},
+		{"ts", "an AssemblyScript tool", "assembly/index.ts"},
+		{"Golang", "a Go tool", "main.go"},
+		{"GO", "a Go tool", "main.go"},
+		{"c", "a C tool", "t.c"},
+		{"Wat", "a WebAssembly text tool", "t.wat"},
+	} {
+		dir := filepath.Join(parent, c.lang)
+		stdout, stderr, code := runIn(t, parent, nil, "new", "t", "--lang", c.lang, "--dir", dir)
+		abs := filepath.Join(dir, "t")
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Created "+abs+": "+c.want+" named t.\n") {
+			t.Errorf("--lang %s: exit %d, stderr %q, stdout:\n%s", c.lang, code, stderr, stdout)
+		}
+		if _, err := os.Stat(filepath.Join(abs, c.file)); err != nil {
+			t.Errorf("--lang %s: %v", c.lang, err)
+		}
+	}
+	_, stderr, code := runIn(t, parent, nil, "new", "t", "--lang", "rust")
+	if want := "warden: unknown language \"rust\": want one of go, c, assemblyscript, wat (or golang, as, ts)\n"; code != exitUsage || stderr != want {
+		t.Errorf("--lang rust: exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, stderr, exitUsage, want)
 	}
 }
 

@@ -85,9 +85,13 @@ func (d *Dev) build(ctx context.Context) {
 	}
 	fmt.Fprintln(d.Out, "warden dev: build ok")
 	ok := true
+	// A project of warden new builds into build/ (its tools dir); a
+	// Makefile of one's own may build beside the sources.
 	wasm, _ := filepath.Glob(filepath.Join(d.Dir, "*.wasm"))
+	inBuild, _ := filepath.Glob(filepath.Join(d.Dir, "build", "*.wasm"))
+	wasm = append(wasm, inBuild...)
 	if len(wasm) == 0 {
-		fmt.Fprintf(d.Out, "warden dev: the build left no .wasm file in %s\n", d.Dir)
+		fmt.Fprintf(d.Out, "warden dev: the build left no .wasm file in %s or its build/\n", d.Dir)
 		ok = false
 	}
 	for _, path := range wasm {
@@ -115,12 +119,13 @@ func (d *Dev) done(ok bool) {
 var skipDirs = map[string]bool{"vendor": true, "node_modules": true, "build": true, "warden-sdk": true}
 
 // isSource says whether a change to the file named name should rebuild:
-// not the build's own products (.wasm, objects), not editors' temporary
-// and backup files, not hidden files.
+// not the build's own products (.wasm, objects, the build/ folder), not
+// editors' temporary and backup files, not hidden files.
 func isSource(name string) bool {
 	base := filepath.Base(name)
 	switch {
-	case strings.HasPrefix(base, "."), strings.HasPrefix(base, "#"), strings.HasSuffix(base, "~"),
+	case skipDirs[base], // the build creating build/, npm its node_modules/
+		strings.HasPrefix(base, "."), strings.HasPrefix(base, "#"), strings.HasSuffix(base, "~"),
 		strings.HasSuffix(base, ".swp"), strings.HasSuffix(base, ".swx"), strings.HasSuffix(base, ".tmp"):
 		return false
 	}

@@ -73,7 +73,7 @@ func TestDevRebuildsOnChange(t *testing.T) {
 	// would look up to date, so each save is dated after it.
 	touch := func() {
 		t.Helper()
-		fi, err := os.Stat(filepath.Join(dir, "wc.wasm"))
+		fi, err := os.Stat(filepath.Join(dir, "build", "wc.wasm"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestDevRebuildsOnChange(t *testing.T) {
 func TestIsSource(t *testing.T) {
 	for name, want := range map[string]bool{
 		"main.go": true, "wc.wat": true, "Makefile": true, "src/a.c": true,
-		"wc.wasm": false, ".main.go.swp": false, "main.go~": false, "#main.go#": false, "x.o": false,
+		"wc.wasm": false, "build": false, "node_modules": false, ".main.go.swp": false, "main.go~": false, "#main.go#": false, "x.o": false,
 	} {
 		if got := isSource(name); got != want {
 			t.Errorf("isSource(%q) = %v, want %v", name, got, want)

@@ -2,7 +2,8 @@
 //
 // templates/<lang>/ holds the project's files; every __NAME__ in a file's
 // name or contents becomes the tool's name. Besides the template, New writes
-// config.yaml (the project folder as tools dir, the tool granted nothing)
+// config.yaml (the build/ folder the Makefile writes as tools dir, the tool
+// granted nothing)
 // and the language's SDK from sdk.bundle: for Go the SDK's whole import
 // closure as vendor/ with a go.mod that requires it, so the project builds
 // with no module proxy; for C warden.h and warden.c; for AssemblyScript the
@@ -38,6 +39,24 @@ var sdkBundle []byte
 // Languages are the values of --lang, in the order help shows them.
 var Languages = []string{"go", "c", "assemblyscript", "wat"}
 
+// aliases are the other names people write for a language.
+var aliases = map[string]string{"golang": "go", "as": "assemblyscript", "ts": "assemblyscript"}
+
+// Language returns the language a --lang value names: one of Languages or
+// an alias of one (golang, as, ts), in any case.
+func Language(name string) (string, error) {
+	lang := strings.ToLower(strings.TrimSpace(name))
+	if a, ok := aliases[lang]; ok {
+		lang = a
+	}
+	for _, l := range Languages {
+		if l == lang {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown language %q: want one of %s (or golang, as, ts)", name, strings.Join(Languages, ", "))
+}
+
 // Placeholder is replaced by the tool's name in template paths and contents.
 const Placeholder = "__NAME__"
 
@@ -58,18 +77,15 @@ func HasTemplate(lang string) bool {
 	return err == nil
 }
 
-// New writes the project parentDir/name for a tool named name in lang and
-// returns its directory. The directory may exist only if it is empty.
+// New writes the project parentDir/name for a tool named name in lang (a
+// name Language accepts) and returns its directory. The directory may exist
+// only if it is empty.
 func New(parentDir, name, lang string) (dir string, err error) {
 	if !tool.ValidName(name) {
 		return "", fmt.Errorf("%q is not a valid tool name: 1-128 of A-Z a-z 0-9 _ - . starting with a letter or digit", name)
 	}
-	known := false
-	for _, l := range Languages {
-		known = known || l == lang
-	}
-	if !known {
-		return "", fmt.Errorf("unknown language %q: want one of %s", lang, strings.Join(Languages, ", "))
+	if lang, err = Language(lang); err != nil {
+		return "", err
 	}
 	if !HasTemplate(lang) {
 		return "", fmt.Errorf("this warden has no template for %s (internal/scaffold/templates/%s is missing from its build)", lang, lang)
@@ -132,10 +148,12 @@ func configYAML(name string) string {
 	return `# warden's config for this project: warden -c config.yaml call|serve|tools.
 # See warden's docs/config.md for every key.
 tools:
-  # The module this project builds (` + name + `.wasm) is loaded from here.
-  dir: .
-  # No compiled-code cache: the module changes on every build.
-  cache_dir: "off"
+  # The module this project builds (build/` + name + `.wasm) is loaded from
+  # here. Not the project folder itself: warden's tools dir is closed to
+  # every tool, and the tool may be granted the project's files (fs.read).
+  dir: build
+  # Compiled code is cached in your user cache dir (tools.cache_dir), keyed
+  # by the module's content: each build compiles once, not on every call.
   grants:
     # What the tool may use (files, network, ...); nothing yet.
     ` + quoteKey(name) + `: {}
@@ -207,7 +225,7 @@ func goMod(name string, modulesTxt []byte) ([]byte, error) {
 		return nil, errors.New("warden's SDK archive has no vendor/modules.txt: run go generate ./internal/scaffold")
 	}
 	var direct, indirect []string
-	goVersion := "1.24"
+	goVersion := bundle.SDKGoVersion
 	for _, line := range strings.Split(string(modulesTxt), "\n") {
 		if v, ok := strings.CutPrefix(line, "## explicit; go "); ok && versionLess(goVersion, v) {
 			goVersion = v

@@ -16,6 +16,21 @@ const (
 	LevelError   Level = 3
 )
 
+// String returns the level's name as MCP logging spells it.
+func (l Level) String() string {
+	switch l {
+	case LevelDebug:
+		return "debug"
+	case LevelInfo:
+		return "info"
+	case LevelWarning:
+		return "warning"
+	case LevelError:
+		return "error"
+	}
+	return fmt.Sprintf("level(%d)", int32(l))
+}
+
 // HostFuncs is how a Context reaches warden. Inside a wasm module it is the
 // warden.* imports; tests of a tool on the host pass their own to NewContext.
 type HostFuncs interface {

@@ -143,6 +143,12 @@ func EmbeddedBlobBlock(uri, mimeType string, data []byte) tool.Content {
 		URI: uri, MimeType: mimeType, Blob: base64.StdEncoding.EncodeToString(data)}}
 }
 
+// The error constructors below format their message as fmt.Sprintf does
+// (format and args), and go vet checks them as it checks fmt.Errorf: a
+// message that is not a constant goes through a verb,
+// InvalidArguments("pattern: %v", err), not InvalidArguments("pattern: " +
+// err.Error()), which vet reports (and which would garble a % in err).
+
 // InvalidArguments returns an "invalid_arguments" error: the caller should
 // fix its arguments and try again.
 func InvalidArguments(format string, args ...any) *tool.Error {

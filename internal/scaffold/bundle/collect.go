@@ -25,6 +25,15 @@ const (
 	WardenVersion = "v0.0.0-00010101000000-000000000000"
 )
 
+// SDKGoVersion is the go directive the vendored warden module records, and so
+// the least a scaffolded go.mod can say: the oldest Go whose language and
+// standard library the SDK's import closure uses (//go:wasmexport and
+// strings.SplitSeq are Go 1.24). warden's own go.mod names the patch release
+// warden is built with, which a tool does not need: recording it would make
+// every older 1.x toolchain refuse the project offline.
+// TestSDKBuildsAtItsGoVersion vets the closure at this version.
+const SDKGoVersion = "1.24"
+
 // GoSDKPackage is the package a Go tool imports.
 const GoSDKPackage = WardenModule + "/guest-sdk/go/warden"
 
@@ -103,7 +112,7 @@ func collectGo(root string) ([]File, error) {
 		if m == nil {
 			m = &module{path: p.Module.Path, version: p.Module.Version, dir: p.Module.Dir, goVersion: p.Module.GoVersion}
 			if m.path == WardenModule {
-				m.version = WardenVersion
+				m.version, m.goVersion = WardenVersion, SDKGoVersion
 			}
 			modules[m.path] = m
 		}
