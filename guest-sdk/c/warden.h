@@ -4,7 +4,7 @@
  * One header and one source file (warden.c): compile both into a WASI
  * reactor, e.g.
  *
- *   clang --target=wasm32-wasi --sysroot=/usr -std=c11 -O2 -mexec-model=reactor \
+ *   clang --target=wasm32-wasi --sysroot=/usr -std=gnu11 -O2 -mexec-model=reactor \
  *         -Wl,--strip-debug -o tool.wasm tool.c warden.c
  *
  * warden.c defines the module's exports (warden_abi_version, warden_alloc,
