@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,9 +22,11 @@ var version = "dev"
 type globalFlags struct {
 	configPath string
 	logLevel   string
-	// configFrom says where configPath came from: "flag", "env", "cwd"
-	// (./config.yaml), or "" when there is no config.
+	// configFrom says where configPath came from: "flag", "env", "found"
+	// (config.Find), or "" when there is no config; noConfig then says why
+	// (see chooseConfig).
 	configFrom string
+	noConfig   error
 	// secrets are values from flags that the logs redact beside the
 	// config's (serve's --token).
 	secrets []string
@@ -45,70 +45,16 @@ them to AI agents as an MCP server.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	var defaultPath string
-	defaultPath, g.configFrom = findConfig()
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if cmd.Flags().Changed("config") {
-			g.configFrom = "flag"
-		}
-		return g.checkFoundConfig()
+		return g.chooseConfig(cmd)
 	}
-	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", defaultPath,
-		"config file (env WARDEN_CONFIG; default ./config.yaml when present)")
+	root.PersistentFlags().StringVarP(&g.configPath, "config", "c", "",
+		"config file (env WARDEN_CONFIG; default: config.yaml here or in the nearest parent folder)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config)")
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
 		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g),
 		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g))
 	return root
-}
-
-// findConfig is the config used without --config: $WARDEN_CONFIG, else
-// ./config.yaml when present, else none; and where it came from.
-func findConfig() (path, from string) {
-	if p := os.Getenv("WARDEN_CONFIG"); p != "" {
-		return p, "env"
-	}
-	if _, err := os.Stat("config.yaml"); err == nil {
-		return "config.yaml", "cwd"
-	}
-	return "", ""
-}
-
-// checkFoundConfig refuses a ./config.yaml that is not warden's: run in
-// another project's folder, warden would otherwise fail on (or, were the
-// file empty of our keys, silently serve nothing from) that program's
-// config. A config named by --config or WARDEN_CONFIG is read as given.
-func (g *globalFlags) checkFoundConfig() error {
-	if g.configFrom != "cwd" {
-		return nil
-	}
-	keys, ok, err := config.Sniff(g.configPath)
-	if err != nil {
-		return usageError{err}
-	}
-	if ok {
-		return nil
-	}
-	abs, _ := filepath.Abs(g.configPath)
-	return hintError{
-		err: fmt.Errorf("%s does not look like a warden config", abs),
-		hint: "its top-level keys: " + strings.Join(keys, ", ") + "\n" +
-			"warden's top-level keys: " + strings.Join(config.TopLevelKeys(), ", ") + "\n" +
-			"point warden at its config with --config PATH or WARDEN_CONFIG=PATH",
-	}
-}
-
-// errNoConfig explains, on stderr, that no config was found and how to
-// give one.
-func errNoConfig() error {
-	cwd, _ := os.Getwd()
-	return hintError{
-		err: errors.New("no config found"),
-		hint: "looked for: --config (not given), $WARDEN_CONFIG (not set), " + filepath.Join(cwd, "config.yaml") + " (not there)\n" +
-			"point warden at one with --config PATH or WARDEN_CONFIG=PATH\n" +
-			"for an MCP client, warden mcp-config claude|vscode|cursor --config PATH prints a snippet that does\n" +
-			"to serve with no config anyway (the defaults, tools from ./bin/tools): warden serve --allow-empty",
-	}
 }
 
 // cobraArgs wraps an argument validator so its failures are usage errors.
@@ -123,6 +69,7 @@ func cobraArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 
 // start loads the config and builds the app; logs go to stderr only.
 func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error) {
+	g.noteDefaults()
 	cfg, err := config.Load(g.configPath)
 	if err != nil {
 		return nil, nil, usageError{err}

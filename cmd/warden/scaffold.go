@@ -195,8 +195,8 @@ Merge it into the client's file.`,
   warden mcp-config vscode -c ~/tools/config.yaml --name tools > .vscode/mcp.json`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if g.configPath == "" {
-				return errNoConfig()
+			if err := g.requireConfig(mcpConfigHint); err != nil {
+				return err
 			}
 			cfg, err := filepath.Abs(g.configPath)
 			if err != nil {

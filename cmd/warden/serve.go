@@ -59,8 +59,11 @@ another program's and is refused.`,
 				}
 				addr = args[0]
 			}
-			if g.configPath == "" && !allowEmpty {
-				return errNoConfig()
+			if !allowEmpty {
+				if err := g.requireConfig(mcpConfigHint,
+					"to serve with no config anyway (the defaults, tools from ./bin/tools): warden serve --allow-empty"); err != nil {
+					return err
+				}
 			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)

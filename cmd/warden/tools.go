@@ -27,6 +27,9 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 		Short: "List the loaded tools with what they request and what config grants them",
 		Args:  cobraArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.requireConfig(); err != nil {
+				return err
+			}
 			a, _, err := g.start(cmd.Context())
 			if err != nil {
 				return err
@@ -108,6 +111,9 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 			}
 			if !json.Valid([]byte(arguments)) {
 				return usagef("arguments %q are not JSON (quote them: '{\"text\":\"hi\"}')", arguments)
+			}
+			if err := g.requireConfig(); err != nil {
+				return err
 			}
 			a, logger, err := g.start(cmd.Context())
 			if err != nil {
