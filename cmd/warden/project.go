@@ -106,12 +106,14 @@ func (g *globalFlags) requireConfig(extra ...string) error {
 // warden's defaults, tools from ./bin/tools) and why: a command that works
 // without a project must not pass for one that found it.
 func (g *globalFlags) noteDefaults() {
-	if g.configPath != "" || g.noConfig == nil {
+	if g.configPath != "" {
 		return
 	}
-	why := "no config.yaml here or in any parent folder"
+	why := "no config file"
 	var foreign *config.ForeignError
-	if errors.As(g.noConfig, &foreign) {
+	if errors.As(g.noConfig, new(*config.NotFoundError)) {
+		why = "no config.yaml here or in any parent folder"
+	} else if errors.As(g.noConfig, &foreign) {
 		why = "the config.yaml found is not yours (" + foreign.Path + ")"
 	} else if errors.As(g.noConfig, new(hintError)) {
 		why = "the config.yaml found is not warden's"

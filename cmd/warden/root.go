@@ -53,7 +53,7 @@ them to AI agents as an MCP server.`,
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config)")
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
 		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g),
-		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g))
+		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newMigrateCmd(&g))
 	return root
 }
 

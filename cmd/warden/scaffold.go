@@ -182,8 +182,8 @@ func newMCPConfigCmd(g *globalFlags) *cobra.Command {
 		Use:   "mcp-config claude|vscode|cursor",
 		Short: "Print the JSON that registers this warden with an MCP client",
 		Long: `Print the snippet that makes an MCP client start this warden binary (its absolute
-path, symlinks resolved) serving the config in force (--config, $WARDEN_CONFIG or
-./config.yaml, made absolute: a client starts servers from a folder of its own).
+path, symlinks resolved) serving the config in force (--config, $WARDEN_CONFIG or the
+project's config.yaml, made absolute: a client starts servers from a folder of its own).
 
   claude   Claude Desktop (claude_desktop_config.json) and Claude Code (.mcp.json):
            {"mcpServers": {NAME: {"command", "args"}}}
