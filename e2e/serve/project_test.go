@@ -95,7 +95,10 @@ func TestNoProject(t *testing.T) {
 		{"tools"},
 		{"call", "echo", `{"text":"x"}`},
 		{"grant", "echo", "net=example.com"},
+		{"revoke", "echo", "net"},
+		{"install", "--yes", built.wasm["echo"]},
 		{"sync"},
+		{"update"},
 		{"migrate"},
 	} {
 		out, stderr, code := wardenIn(t, elsewhere, nil, args...)
