@@ -21,7 +21,9 @@ const FileName = "config.yaml"
 // refused (*ForeignError), as git refuses such a repository: on a shared
 // machine anyone may write /tmp/config.yaml, and a config grants
 // capabilities. One in dir itself is where the person chose to be, and is
-// read whoever owns it. A directory named config.yaml is not a config.
+// read whoever owns it. A symlink named config.yaml in a parent must be the
+// user's, and so must its target. A directory named config.yaml is not a
+// config.
 //
 // When there is none, the error is a *NotFoundError listing every place
 // looked in.
@@ -37,6 +39,13 @@ func Find(dir string) (string, error) {
 		// whatever the reason: missing, unreadable, a directory.
 		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
 			if d != dir {
+				// The link's owner counts as well as its target's: relative
+				// paths in the config resolve against the link's folder.
+				if link, err := os.Lstat(p); err == nil {
+					if owner, me, foreign := foreignOwner(p, link); foreign {
+						return "", &ForeignError{Path: p, Owner: owner, User: me}
+					}
+				}
 				if owner, me, foreign := foreignOwner(p, info); foreign {
 					return "", &ForeignError{Path: p, Owner: owner, User: me}
 				}

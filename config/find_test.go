@@ -76,6 +76,28 @@ func TestFindForeign(t *testing.T) {
 	if got, err := Find(root); err != nil || got != cfg {
 		t.Fatalf("Find(root) = %q, %v; want %s", got, err, cfg)
 	}
+
+	// A symlink another user planted, pointing at the user's own config:
+	// relative paths would resolve in the planter's folder.
+	mine := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(mine, []byte("tools: {dir: tools}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planted := t.TempDir()
+	link := filepath.Join(planted, FileName)
+	if err := os.Symlink(mine, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	below := filepath.Join(planted, "sub")
+	if err := os.Mkdir(below, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(below); !errors.As(err, &fe) || fe.Path != link || fe.Owner != 4242 {
+		t.Fatalf("Find below a planted symlink = %v, want a ForeignError for %s", err, link)
+	}
 }
 
 func TestFindRelative(t *testing.T) {
