@@ -1045,7 +1045,7 @@ func (e *GrantElsewhereError) Error() string {
 	if !e.Explicit {
 		// Most likely written before grants belonged to modules: one
 		// reviewed step binds every such entry (to pinned modules only).
-		fix = "warden migrate"
+		fix += ", or warden migrate for every entry without a module field"
 	}
 	return fmt.Sprintf("tools.grants.%s is bound to module %s (%s); tool %q is served by module %s, so that entry grants it nothing "+
 		"(if you reviewed %s and want it to have the grant: %s)",
