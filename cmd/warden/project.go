@@ -77,6 +77,9 @@ func (g *globalFlags) requireConfig(extra ...string) error {
 	var foreign *config.ForeignError
 	var hint hintError
 	switch {
+	case g.noConfig == nil: // --config "" (or dev's DIR without one)
+		hint = hintError{err: errors.New("no config file given"),
+			hint: "point warden at a config with --config PATH or WARDEN_CONFIG=PATH"}
 	case errors.As(g.noConfig, &hint):
 		return g.noConfig
 	case errors.As(g.noConfig, &notFound):

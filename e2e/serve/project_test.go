@@ -106,7 +106,12 @@ func TestNoProject(t *testing.T) {
 			t.Errorf("warden %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2, stderr:\n%s", strings.Join(args, " "), code, out, stderr, want)
 		}
 	}
-	_, stderr, code := wardenIn(t, elsewhere, nil, "inspect", built.wasm["echo"])
+	// An empty --config is no config either, and is not searched past.
+	out, stderr, code := wardenIn(t, elsewhere, nil, "tools", "-c", "")
+	if wantEmpty := "warden: no config file given\n  point warden at a config with --config PATH or WARDEN_CONFIG=PATH\n"; code != 2 || stderr != wantEmpty || out != "" {
+		t.Errorf("tools -c '': exit %d, stdout %q, stderr:\n%s\nwant exit 2, stderr:\n%s", code, out, stderr, wantEmpty)
+	}
+	_, stderr, code = wardenIn(t, elsewhere, nil, "inspect", built.wasm["echo"])
 	note := "warden: note: no config.yaml here or in any parent folder; using the defaults (tools from " + filepath.Join(elsewhere, "bin", "tools") + ")\n"
 	if code != 0 || !strings.HasPrefix(stderr, note) {
 		t.Errorf("inspect: exit %d, stderr:\n%s\nwant exit 0 and first:\n%s", code, stderr, note)
