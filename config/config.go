@@ -1060,9 +1060,15 @@ func (e *GrantElsewhereError) Error() string {
 	if !e.Explicit {
 		why = "no module field: the module named like the tool"
 	}
+	fix := fmt.Sprintf("warden grant %s --module %s ...", e.Key, e.ServedBy)
+	if !e.Explicit {
+		// Most likely written before grants belonged to modules: one
+		// reviewed step binds every such entry (to pinned modules only).
+		fix += ", or warden migrate for every entry without a module field"
+	}
 	return fmt.Sprintf("tools.grants.%s is bound to module %s (%s); tool %q is served by module %s, so that entry grants it nothing "+
-		"(if you reviewed %s and want it to have the grant: warden grant %s --module %s ...)",
-		e.Key, e.BoundTo, why, e.Tool, e.ServedBy, e.ServedBy, e.Key, e.ServedBy)
+		"(if you reviewed %s and want it to have the grant: %s)",
+		e.Key, e.BoundTo, why, e.Tool, e.ServedBy, e.ServedBy, fix)
 }
 
 // overlay overlays l's set fields on base.

@@ -318,7 +318,9 @@ tools:
 		{"READER", "reader", true, ""}, // the bound module itself, spelling its tool otherwise
 		{"reader", "Reader", false, "bound to module reader"},
 		{"Upper", "upper", true, ""}, // keys are folded: the default module is the lower-case key
-		{"Upper", "Upper", false, "bound to module upper"},
+		{"Upper", "Upper", false, "bound to module upper (no module field: the module named like the tool); tool \"Upper\" is served by module Upper, " +
+			"so that entry grants it nothing (if you reviewed Upper and want it to have the grant: " +
+			"warden grant upper --module Upper ..., or warden migrate for every entry without a module field)"},
 		{"symbols", "Navigator", true, ""},
 		{"symbols", "navigator", false, "tools.grants.symbols is bound to module Navigator (its module field)"},
 		{"symbols", "symbols", false, "warden grant symbols --module symbols"},

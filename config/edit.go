@@ -920,6 +920,11 @@ func stageEdit(path string, edit func(*Document) error) (*stagedEdit, error) {
 		return nil, err
 	}
 	s.perm = info.Mode().Perm()
+	// The file is replaced by a rename, which its own mode does not stop
+	// (nor does it stop root): a config made read-only is kept as it is.
+	if s.perm&0o222 == 0 {
+		return nil, fmt.Errorf("config %s is read-only (mode %#o): nothing written; make it writable to change it", abs, s.perm)
+	}
 	if s.tmp, err = writeTemp(filepath.Dir(abs), s.edited, s.perm); err != nil {
 		return nil, fmt.Errorf("config %s: %w", abs, err)
 	}

@@ -80,9 +80,9 @@ func TestHelpOffersWhatApplies(t *testing.T) {
 	if _, stderr, code := runIn(t, dir, nil, "new", "-c", "config.yaml", "wc"); code != exitUsage || stderr != "warden: unknown shorthand flag: 'c' in -c\n" {
 		t.Errorf("warden new -c: exit %d, stderr %q", code, stderr)
 	}
-	for _, name := range []string{"tools", "call", "inspect", "serve", "install", "sync", "update", "publish", "grant", "revoke", "dev", "mcp-config"} {
+	for _, name := range []string{"tools", "call", "inspect", "serve", "install", "sync", "update", "publish", "grant", "revoke", "dev", "mcp-config", "migrate"} {
 		out, _, _ := runIn(t, dir, nil, name, "--help")
-		if !strings.Contains(out, "  -c, --config string ") || !strings.Contains(out, "config file (default: $WARDEN_CONFIG, else ./config.yaml when present)") {
+		if !strings.Contains(out, "  -c, --config string ") || !strings.Contains(out, "config file (default: $WARDEN_CONFIG, else config.yaml here or in the nearest parent folder)") {
 			t.Errorf("warden %s --help lacks the one -c help:\n%s", name, out)
 		}
 	}

@@ -133,10 +133,10 @@ func parseChanges(toolName string, args []string, needValue bool) ([]config.Gran
 // now are, next to what the tool requests when it is installed. With bind,
 // the entry's module field is written too (see grantModule).
 func (g *globalFlags) editGrants(cmd *cobra.Command, toolName, module string, bind bool, edit func(*config.Document) error) error {
-	path := g.configPath
-	if path == "" {
-		return usagef("no config file: create config.yaml or pass --config")
+	if err := g.requireConfig(); err != nil {
+		return err
 	}
+	path := g.configPath
 	ctx := cmd.Context()
 	// The installed tools: to find the module a new grant belongs to, and
 	// to show the request beside the grant.

@@ -54,6 +54,9 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := g.requireConfig(); err != nil {
+				return err
+			}
 			a, err := g.startWithInstalled(cmd)
 			if err != nil {
 				return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -32,9 +31,11 @@ type globalFlags struct {
 	// keepLogs is set for a command that runs until stopped (serve): it
 	// logs at log.level from config, where a one-shot command is quiet.
 	keepLogs bool
-	// configFrom says where configPath came from: "flag", "env", "cwd"
-	// (./config.yaml), or "" when there is no config.
+	// configFrom says where configPath came from: "flag", "env", "found"
+	// (config.Find), or "" when there is no config; noConfig then says why
+	// (see chooseConfig).
 	configFrom string
+	noConfig   error
 	// secrets are values from flags that the logs redact beside the
 	// config's (serve's --token).
 	secrets []string
@@ -65,22 +66,16 @@ them to AI agents as an MCP server.`,
 	}
 	root.SetVersionTemplate(versionText(readBuildInfo()))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	defaultPath, defaultFrom := findConfig()
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Lookup("config") == nil {
 			return nil // a command that reads no config
 		}
 		g.keepLogs = cmd.Annotations[keepLogsAnnotation] != ""
-		if cmd.Flags().Changed("config") {
-			g.configFrom = "flag"
-		} else {
-			g.configPath, g.configFrom = defaultPath, defaultFrom
-		}
-		return g.checkFoundConfig()
+		return g.chooseConfig(cmd)
 	}
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
 		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g),
-		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd())
+		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd(), newMigrateCmd(&g))
 	// The global flags are each command's own (not persistent), so that a
 	// command without a config (new, version, completion) neither offers
 	// nor accepts them. The root has them too, hidden (they mean nothing
@@ -105,59 +100,10 @@ them to AI agents as an MCP server.`,
 func (g *globalFlags) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("global", pflag.ContinueOnError)
 	fs.StringVarP(&g.configPath, "config", "c", "",
-		"config file (default: $WARDEN_CONFIG, else ./config.yaml when present)")
+		"config file (default: $WARDEN_CONFIG, else config.yaml here or in the nearest parent folder)")
 	fs.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error (default: log.level from config for serve, warn for other commands)")
 	fs.BoolVarP(&g.verbose, "verbose", "v", false, "log at info level: what a command loads and compiles (--log-level for another level)")
 	return fs
-}
-
-// findConfig is the config used without --config: $WARDEN_CONFIG, else
-// ./config.yaml when present, else none; and where it came from.
-func findConfig() (path, from string) {
-	if p := os.Getenv("WARDEN_CONFIG"); p != "" {
-		return p, "env"
-	}
-	if _, err := os.Stat("config.yaml"); err == nil {
-		return "config.yaml", "cwd"
-	}
-	return "", ""
-}
-
-// checkFoundConfig refuses a ./config.yaml that is not warden's: run in
-// another project's folder, warden would otherwise fail on (or, were the
-// file empty of our keys, silently serve nothing from) that program's
-// config. A config named by --config or WARDEN_CONFIG is read as given.
-func (g *globalFlags) checkFoundConfig() error {
-	if g.configFrom != "cwd" {
-		return nil
-	}
-	keys, ok, err := config.Sniff(g.configPath)
-	if err != nil {
-		return usageError{err}
-	}
-	if ok {
-		return nil
-	}
-	abs, _ := filepath.Abs(g.configPath)
-	return hintError{
-		err: fmt.Errorf("%s does not look like a warden config", abs),
-		hint: "its top-level keys: " + strings.Join(keys, ", ") + "\n" +
-			"warden's top-level keys: " + strings.Join(config.TopLevelKeys(), ", ") + "\n" +
-			"point warden at its config with --config PATH or WARDEN_CONFIG=PATH",
-	}
-}
-
-// errNoConfig explains, on stderr, that no config was found and how to
-// give one.
-func errNoConfig() error {
-	cwd, _ := os.Getwd()
-	return hintError{
-		err: errors.New("no config found"),
-		hint: "looked for: --config (not given), $WARDEN_CONFIG (not set), " + filepath.Join(cwd, "config.yaml") + " (not there)\n" +
-			"point warden at one with --config PATH or WARDEN_CONFIG=PATH\n" +
-			"for an MCP client, warden mcp-config claude|vscode|cursor --config PATH prints a snippet that does\n" +
-			"to serve with no config anyway (the defaults, tools from ./bin/tools): warden serve --allow-empty",
-	}
 }
 
 // errUsageShown is a usage error whose explanation, the command's usage,
@@ -183,6 +129,7 @@ func cobraArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 
 // start loads the config and builds the app; logs go to stderr only.
 func (g *globalFlags) start(ctx context.Context) (*app.App, *slog.Logger, error) {
+	g.noteDefaults()
 	cfg, err := config.Load(g.configPath)
 	if err != nil {
 		return nil, nil, usageError{textError{err}}

@@ -193,8 +193,8 @@ func newMCPConfigCmd(g *globalFlags) *cobra.Command {
 		Use:   "mcp-config claude|vscode|cursor",
 		Short: "Print the JSON that registers this warden with an MCP client",
 		Long: `Print the snippet that makes an MCP client start this warden binary (its absolute
-path, symlinks resolved) serving the config in force (--config, $WARDEN_CONFIG or
-./config.yaml, made absolute: a client starts servers from a folder of its own).
+path, symlinks resolved) serving the config in force (--config, $WARDEN_CONFIG or the
+project's config.yaml, made absolute: a client starts servers from a folder of its own).
 
   claude   Claude Desktop (claude_desktop_config.json) and Claude Code (.mcp.json):
            {"mcpServers": {NAME: {"command", "args"}}}
@@ -206,8 +206,8 @@ Merge it into the client's file.`,
   warden mcp-config vscode -c ~/tools/config.yaml --name tools > .vscode/mcp.json`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if g.configPath == "" {
-				return errNoConfig()
+			if err := g.requireConfig(mcpConfigHint); err != nil {
+				return err
 			}
 			cfg, err := filepath.Abs(g.configPath)
 			if err != nil {

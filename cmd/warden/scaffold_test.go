@@ -60,9 +60,16 @@ func runIn(t *testing.T, dir string, env []string, args ...string) (stdout, stde
 func TestServeWithoutConfig(t *testing.T) {
 	dir := t.TempDir()
 	_, stderr, code := runIn(t, dir, nil, "serve")
-	want := `warden: no config found
-  looked for: --config (not given), $WARDEN_CONFIG (not set), ` + filepath.Join(dir, "config.yaml") + ` (not there)
-  point warden at one with --config PATH or WARDEN_CONFIG=PATH
+	var looked []string
+	for d := dir; ; d = filepath.Dir(d) {
+		looked = append(looked, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	want := `warden: no config.yaml in ` + dir + ` or any parent folder
+  looked for: --config (not given), $WARDEN_CONFIG (not set), config.yaml in ` + strings.Join(looked, ", ") + `
+  create a project with warden new NAME, or point warden at a config with --config PATH or WARDEN_CONFIG=PATH
   for an MCP client, warden mcp-config claude|vscode|cursor --config PATH prints a snippet that does
   to serve with no config anyway (the defaults, tools from ./bin/tools): warden serve --allow-empty
 `
@@ -136,7 +143,7 @@ func TestMCPConfigCommand(t *testing.T) {
 	}
 
 	_, stderr, code := runIn(t, t.TempDir(), nil, "mcp-config", "claude")
-	if code != exitUsage || !strings.HasPrefix(stderr, "warden: no config found\n") {
+	if code != exitUsage || !strings.HasPrefix(stderr, "warden: no config.yaml in ") {
 		t.Fatalf("without a config: exit %d, stderr:\n%s", code, stderr)
 	}
 }

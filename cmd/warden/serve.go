@@ -42,12 +42,12 @@ Tools, grants and limits follow config.yaml and the tools directory while servin
 changed config applies to the next call, and a .wasm file added, replaced or removed in
 the tools directory is (re)loaded and clients are told the tool list changed.
 
-The config is --config, else $WARDEN_CONFIG, else ./config.yaml. With none of them serve
-stops and says where it looked (--allow-empty serves the defaults instead); an MCP client
-starts warden from a folder of its own choosing, so register it with --config (warden
-mcp-config prints the snippet). A ./config.yaml without any of warden's top-level keys is
-another program's and is refused.`,
-		Example: `  warden serve                        # the config: --config, else $WARDEN_CONFIG, else ./config.yaml
+The config is --config, else $WARDEN_CONFIG, else config.yaml in the working folder or
+the nearest folder above it. With none of them serve stops and says where it looked
+(--allow-empty serves the defaults instead); an MCP client starts warden from a folder
+of its own choosing, so register it with --config (warden mcp-config prints the snippet). A config.yaml found without any of warden's top-level keys
+is another program's and is refused.`,
+		Example: `  warden serve                        # the config: --config, else $WARDEN_CONFIG, else the project's config.yaml
   warden serve -c ~/tools/config.yaml
   warden serve --http                 # server.http from config, 127.0.0.1:7331 by default
   warden serve --http 0.0.0.0:7331 --token "$(cat token)"`,
@@ -62,8 +62,11 @@ another program's and is refused.`,
 				}
 				addr = args[0]
 			}
-			if g.configPath == "" && !allowEmpty {
-				return errNoConfig()
+			if !allowEmpty {
+				if err := g.requireConfig(mcpConfigHint,
+					"to serve with no config anyway (the defaults, tools from ./bin/tools): warden serve --allow-empty"); err != nil {
+					return err
+				}
 			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)

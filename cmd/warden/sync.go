@@ -34,6 +34,9 @@ whose file is missing and which has no source to fetch it from.`,
   warden sync fetch echo`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := g.requireConfig(); err != nil {
+				return err
+			}
 			a, _, err := g.start(ctx)
 			if err != nil {
 				return err

@@ -30,10 +30,14 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 		Short: "List the loaded tools with what they request and what config grants them",
 		Long: `List the loaded tools with what they request and what config grants them. A module
 that failed to load is a FAILED row with the reason, and the exit status is then 1.
-With -o json the same list is printed as JSON (docs/cli.md describes its fields).`,
+With -o json the same list is printed as JSON; docs/config.md ("Output for
+scripts") describes its fields.`,
 		Args: cobraArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if err := g.requireConfig(); err != nil {
 				return err
 			}
 			a, _, err := g.start(cmd.Context())
@@ -91,7 +95,7 @@ func plural(n int, one, many string) string {
 }
 
 // toolList is what `warden tools` shows, and its JSON with -o json: a
-// stable interface for scripts (docs/cli.md), so fields are only added.
+// stable interface for scripts (docs/config.md, "Output for scripts"), so fields are only added.
 // Every list is present, empty rather than null.
 type toolList struct {
 	Tools []toolRow `json:"tools"`
@@ -258,6 +262,9 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 			if !json.Valid([]byte(arguments)) {
 				return usagef("arguments %q are not JSON (quote them: '{\"text\":\"hi\"}')", arguments)
 			}
+			if err := g.requireConfig(); err != nil {
+				return err
+			}
 			a, logger, err := g.start(cmd.Context())
 			if err != nil {
 				return err
@@ -336,7 +343,8 @@ func newInspectCmd(g *globalFlags) *cobra.Command {
 functions it imports, its exports and the capabilities each tool requests. Give a
 .wasm file, or the name of a module installed in tools.dir. Nothing of the module
 runs beyond _initialize and describe, inside the sandbox. The output is JSON
-(docs/cli.md describes its fields); -o table is a summary for reading.`,
+(docs/config.md, "Output for scripts", describes its fields); -o table is a
+summary for reading.`,
 		Example: `  warden inspect ./build/linecount.wasm
   warden inspect hash -o table`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
@@ -386,7 +394,7 @@ func inspectPath(cfg *config.Config, arg string) (string, error) {
 }
 
 // inspection is inspect's JSON: a stable interface for scripts
-// (docs/cli.md), so fields are only added.
+// (docs/config.md, "Output for scripts"), so fields are only added.
 type inspection struct {
 	Module   string            `json:"module"`
 	SHA256   string            `json:"sha256"`

@@ -38,6 +38,9 @@ as config.yaml says.`,
   warden update fetch --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := g.requireConfig(); err != nil {
+				return err
+			}
 			a, err := g.startWithInstalled(cmd)
 			if err != nil {
 				return err

@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,26 +11,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// wardenIn runs the warden binary in dir and returns its stderr and exit code.
-func wardenIn(t *testing.T, dir string, args ...string) (stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(built.warden, args...)
-	cmd.Dir = dir
-	cmd.Env = childEnv()
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		t.Fatalf("warden %s: %v", strings.Join(args, " "), err)
-	}
-	return errb.String(), code
-}
 
 // TestConfigErrorsWhereWritten: a config.yaml with a mistake is refused
 // at start naming its file and line, the key path, a did-you-mean, and no
@@ -47,13 +26,13 @@ func TestConfigErrorsWhereWritten(t *testing.T) {
 	}
 
 	write("tools:\n  dir: tools\ntool:\n  grants: {}\n")
-	stderr, code := wardenIn(t, dir, "tools", "--config", "config.yaml")
+	_, stderr, code := wardenIn(t, dir, nil, "tools", "--config", "config.yaml")
 	if want := "warden: config.yaml:3: unknown key \"tool\" under the top level (did you mean \"tools\"?)\n"; stderr != want || code != 2 {
 		t.Errorf("warden tools: exit %d, stderr\n%q\nwant exit 2 and\n%q", code, stderr, want)
 	}
 
 	write("tools:\n  grants:\n    linecount:\n      fs: {raed: [data]}\n  defaults:\n    timeout: soon\nservr: {}\n")
-	stderr, code = wardenIn(t, dir, "tools", "--config", "config.yaml")
+	_, stderr, code = wardenIn(t, dir, nil, "tools", "--config", "config.yaml")
 	at := -1
 	for _, want := range []string{
 		`config.yaml:4: unknown key "raed" under "tools.grants.linecount.fs" (did you mean "read"?)`,
@@ -71,7 +50,7 @@ func TestConfigErrorsWhereWritten(t *testing.T) {
 	}
 
 	write("tools: {}\ntool: {}\n")
-	stderr, code = wardenIn(t, dir, "grant", "echo", "net=api.example.com", "--config", "config.yaml")
+	_, stderr, code = wardenIn(t, dir, nil, "grant", "echo", "net=api.example.com", "--config", "config.yaml")
 	if want := `config.yaml:2: unknown key "tool" under the top level (did you mean "tools"?)`; !strings.Contains(stderr, want) || code == 0 {
 		t.Errorf("warden grant: exit %d, stderr\n%s\nwant it to say %s", code, stderr, want)
 	}
