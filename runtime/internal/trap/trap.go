@@ -6,10 +6,16 @@
 // returns stack overflow that way) or wrapped with %w as "wasm error: <text>"
 // plus a stack trace. Classify walks the wrap chain and matches the innermost
 // message exactly, so a guest cannot forge a class by printing the words.
+//
+// The stack trace's first frame is where the guest trapped: wazero names it
+// from the module's name section, else by its index ($4). Classify returns
+// that name (Outcome.Function) so the failure can say where it happened.
 package trap
 
 import (
 	"errors"
+	"regexp"
+	"strings"
 
 	"github.com/tetratelabs/wazero/sys"
 
@@ -41,7 +47,20 @@ type Outcome struct {
 	Exit *sys.ExitError
 	// Host is set when a host function failed the call on purpose with a typed error.
 	Host *tool.Error
+	// Function is the function the guest trapped in, when Trap is set and
+	// wazero's stack trace names one: as the module's name section spells
+	// it (module text, not escaped), or "$<index>" without one.
+	Function string
 }
+
+// traceHeader starts the stack trace wazero appends to a trap's message
+// (wasmdebug.FromRecovered); each frame follows on a line of its own, after
+// one tab, its source lines (from DWARF) after two.
+const traceHeader = "\nwasm stack trace:\n\t"
+
+// signature is the end wazero adds to a frame's function name: its
+// parameter and result types ("(i32,i64) i32", "() (i32,i32)").
+var signature = regexp.MustCompile(`\((?:[a-z0-9]+(?:,[a-z0-9]+)*)?\)(?: [a-z0-9]+| \([a-z0-9]+(?:,[a-z0-9]+)*\))?$`)
 
 // Classify tells what err, returned by api.Function.Call, means. ok is false
 // when err is none of a trap, an exit or a typed host error.
@@ -59,8 +78,25 @@ func Classify(err error) (o Outcome, ok bool) {
 	}
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if class, found := classes[e.Error()]; found {
-			return Outcome{Trap: class}, true
+			return Outcome{Trap: class, Function: trappedIn(err.Error())}, true
 		}
 	}
 	return Outcome{}, false
+}
+
+// trappedIn returns the function named by the first frame of the stack
+// trace in msg, a trap's whole message, or "" when it has none. wazero
+// spells a frame "<module>.<function><signature>"; warden instantiates
+// every module under the empty name, so a frame starts with the dot.
+func trappedIn(msg string) string {
+	_, trace, ok := strings.Cut(msg, traceHeader)
+	if !ok {
+		return ""
+	}
+	frame, _, _ := strings.Cut(trace, "\n")
+	frame = strings.TrimPrefix(frame, ".")
+	if loc := signature.FindStringIndex(frame); loc != nil {
+		frame = frame[:loc[0]]
+	}
+	return frame
 }
