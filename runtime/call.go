@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
@@ -339,7 +338,7 @@ func (b *body) failure(parent context.Context, in *instance, name string, err er
 	case o.Host != nil:
 		return o.Host
 	case o.Trap != "":
-		msg := name + " failed" + trapPlace(o.Function) + after(st.denial)
+		msg := name + " failed" + o.Where() + after(st.denial)
 		if captured != nil {
 			if cause := guest.Cause(captured.Stderr); cause != "" {
 				// The trap alone ("unreachable") tells the model nothing;
@@ -370,26 +369,6 @@ func after(denial *tool.Error) string {
 		return " after warden refused it: " + denial.Message
 	}
 	return " after " + denial.Message
-}
-
-// maxFunctionName bounds the function name a trap's message shows: the
-// module supplies it (its name section), and a mangled C++ or Rust name
-// can run to kilobytes.
-const maxFunctionName = 200
-
-// trapPlace says where a guest trapped, from the function the trap's stack
-// trace names (trap.Outcome.Function): " in function main.panicky", or by
-// index without a name section. The name is the module's text, escaped and
-// bounded. The offset in the function is not there to give: wazero's trace
-// has none.
-func trapPlace(function string) string {
-	switch {
-	case function == "":
-		return ""
-	case strings.HasPrefix(function, "$"):
-		return " in function " + termsafe.Bound(function, maxFunctionName, false) + " (the module has no name section to name it)"
-	}
-	return " in function " + termsafe.Bound(function, maxFunctionName, false)
 }
 
 // guestResponse is the JSON a guest returns from warden_call.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +164,24 @@ func TestExtismUnsetConfigNamed(t *testing.T) {
 		if !strings.HasSuffix(e.Message, c.want) {
 			t.Errorf("message:\n got %q\nwant it to end %q", e.Message, c.want)
 		}
+	}
+}
+
+// TestLoadFailureNamesPlaceAndSetting: a load that runs out of fuel names
+// the setting too, and a load that traps names the function.
+func TestLoadFailureNamesPlaceAndSetting(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	_, err := rt.Load(context.Background(), "spin", testwasm.WATString(t, module{initBody: "(loop $l (br $l))"}.wat()),
+		runtime.Limits{Fuel: 1_000_000, FuelSetting: runtime.Setting{Key: "tools.limits.spin.fuel", Default: true}})
+	if want := "_initialize: ran out of fuel (budget 1000000); raise tools.limits.spin.fuel (now the default 1000000)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("load error %v, want it to contain %q", err, want)
+	}
+	src := filepath.Join(t.TempDir(), "init.wat")
+	if err := os.WriteFile(src, []byte(module{initBody: "(call $boom)", extra: "(func $boom unreachable)"}.wat()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.Load(context.Background(), "boom", testwasm.WATNamed(t, src), runtime.Limits{})
+	if want := "_initialize: trapped (unreachable) in function boom"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("load error %v, want it to contain %q", err, want)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -82,6 +83,25 @@ func Classify(err error) (o Outcome, ok bool) {
 		}
 	}
 	return Outcome{}, false
+}
+
+// maxFunctionName bounds the function name Where shows: the module
+// supplies it (its name section), and a mangled C++ or Rust name can run
+// to kilobytes.
+const maxFunctionName = 200
+
+// Where says where the guest trapped, for a message: " in function
+// main.panicky", or by index without a name section, or "" when wazero
+// named no frame. The name is the module's text, escaped and bounded. The
+// offset in the function is not there to give: wazero's trace has none.
+func (o Outcome) Where() string {
+	switch {
+	case o.Function == "":
+		return ""
+	case strings.HasPrefix(o.Function, "$"):
+		return " in function " + termsafe.Bound(o.Function, maxFunctionName, false) + " (the module has no name section to name it)"
+	}
+	return " in function " + termsafe.Bound(o.Function, maxFunctionName, false)
 }
 
 // trappedIn returns the function named by the first frame of the stack
