@@ -185,3 +185,25 @@ func TestLoadFailureNamesPlaceAndSetting(t *testing.T) {
 		t.Errorf("load error %v, want it to contain %q", err, want)
 	}
 }
+
+// TestExtismGoPanicAfterUnsetConfig: the Go PDK plugin that panics on a
+// config value its from_env variable did not give it is reported naming
+// both, beside its panic message.
+func TestExtismGoPanicAfterUnsetConfig(t *testing.T) {
+	rt := extismRuntime(t, runtime.Options{})
+	cfg := toolNamed(t, extismPlugin(t, rt, "v1", runtime.Limits{}), "v1_config")
+	req := runtime.CallRequest{Config: map[string]hostfuncs.SecretValue{"api-key": {FromEnv: "WARDEN_TEST_NOT_SET"}}}
+	res := callWith(t, cfg, `{"key":"api-key","require":true}`, req)
+	if !res.IsError {
+		t.Fatalf("want a failure, got %+v", res.Content)
+	}
+	for _, want := range []string{
+		`v1_config failed in function main.call (trapping in runtime.abort) after config "api-key": the host variable WARDEN_TEST_NOT_SET is not set (tools.grants.v1_config.config.api-key.from_env)`,
+		"panic: missing required configuration: api-key",
+	} {
+		if !strings.Contains(res.Error.Message, want) {
+			t.Errorf("message %q does not contain %q", res.Error.Message, want)
+		}
+	}
+	wantOK(t, callWith(t, cfg, `{"key":"api-key"}`, req), "false ")
+}

@@ -50,8 +50,10 @@ type Outcome struct {
 	Host *tool.Error
 	// Function is the function the guest trapped in, when Trap is set and
 	// wazero's stack trace names one: as the module's name section spells
-	// it (module text, not escaped), or "$<index>" without one.
-	Function string
+	// it (module text, not escaped), or "$<index>" without one. When the
+	// trap is in Go's runtime (a panic ends in runtime.abort), Function is
+	// the first frame outside it, and Via the runtime function that trapped.
+	Function, Via string
 }
 
 // traceHeader starts the stack trace wazero appends to a trap's message
@@ -79,7 +81,9 @@ func Classify(err error) (o Outcome, ok bool) {
 	}
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if class, found := classes[e.Error()]; found {
-			return Outcome{Trap: class, Function: trappedIn(err.Error())}, true
+			o := Outcome{Trap: class}
+			o.Function, o.Via = trappedIn(err.Error())
+			return o, true
 		}
 	}
 	return Outcome{}, false
@@ -100,23 +104,48 @@ func (o Outcome) Where() string {
 		return ""
 	case strings.HasPrefix(o.Function, "$"):
 		return " in function " + termsafe.Bound(o.Function, maxFunctionName, false) + " (the module has no name section to name it)"
+	case o.Via != "":
+		return " in function " + termsafe.Bound(o.Function, maxFunctionName, false) + " (trapping in " + termsafe.Bound(o.Via, maxFunctionName, false) + ")"
 	}
 	return " in function " + termsafe.Bound(o.Function, maxFunctionName, false)
 }
 
+// goRuntime prefixes the functions of Go's runtime (and TinyGo's), where a
+// Go guest's panic traps: the place worth naming is the caller that
+// panicked, not runtime.abort.
+const goRuntime = "runtime."
+
 // trappedIn returns the function named by the first frame of the stack
-// trace in msg, a trap's whole message, or "" when it has none. wazero
-// spells a frame "<module>.<function><signature>"; warden instantiates
-// every module under the empty name, so a frame starts with the dot.
-func trappedIn(msg string) string {
+// trace in msg, a trap's whole message, or "" when it has none; if that
+// frame is in Go's runtime, the first frame outside it, and the runtime
+// function as via. wazero spells a frame "<module>.<function><signature>"
+// on a line after one tab (its DWARF source lines follow after two);
+// warden instantiates every module under the empty name, so a frame
+// starts with the dot.
+func trappedIn(msg string) (function, via string) {
 	_, trace, ok := strings.Cut(msg, traceHeader)
 	if !ok {
-		return ""
+		return "", ""
 	}
-	frame, _, _ := strings.Cut(trace, "\n")
-	frame = strings.TrimPrefix(frame, ".")
-	if loc := signature.FindStringIndex(frame); loc != nil {
-		frame = frame[:loc[0]]
+	first := true
+	for line := range strings.Lines(trace) {
+		if !first && !strings.HasPrefix(line, "\t.") {
+			continue // a source line, or wazero's note of omitted frames
+		}
+		frame := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(line, "\n"), "\t"), ".")
+		if loc := signature.FindStringIndex(frame); loc != nil {
+			frame = frame[:loc[0]]
+		}
+		if first {
+			function, first = frame, false
+			if !strings.HasPrefix(frame, goRuntime) {
+				return function, ""
+			}
+			continue
+		}
+		if !strings.HasPrefix(frame, goRuntime) {
+			return frame, function
+		}
 	}
-	return frame
+	return function, ""
 }

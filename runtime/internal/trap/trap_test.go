@@ -18,6 +18,10 @@ func (e wasmError) Error() string { return string(e) }
 // without the module prefix and the signature, whatever the signature.
 func TestClassifyFunction(t *testing.T) {
 	for trace, want := range map[string]string{
+		// A Go panic traps in runtime.abort: its caller outside the
+		// runtime is the place.
+		".runtime.abort()\n\t.runtime.fatalpanic(i32)\n\t\t/go/src/runtime/panic.go:1\n\t.runtime.gopanic(i32)\n\t.main.call() i32": "main.call via runtime.abort",
+		".runtime.abort()\n\t.runtime.exit(i32)": "runtime.abort",
 		".main.panicky(i32)\n\t.$4(i64) i64":        "main.panicky",
 		".$7() (i32,i64)":                           "$7",
 		".f(i32,i64,f32) f64\n\t\t/src/main.rs:3:1": "f",
@@ -26,7 +30,11 @@ func TestClassifyFunction(t *testing.T) {
 	} {
 		err := fmt.Errorf("wasm error: %w\nwasm stack trace:\n\t%s", wasmError("unreachable"), trace)
 		o, ok := Classify(err)
-		if !ok || o.Trap != tool.TrapUnreachable || o.Function != want {
+		got := o.Function
+		if o.Via != "" {
+			got += " via " + o.Via
+		}
+		if !ok || o.Trap != tool.TrapUnreachable || got != want {
 			t.Errorf("%q: %+v, %v; want function %q", trace, o, ok, want)
 		}
 	}
