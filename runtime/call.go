@@ -154,20 +154,15 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	m := b.m
 	req, name := inv.req, inv.name
 	timeout := inv.timeout
-	hint := m.limits.TimeoutSetting.hint(m.limits.Timeout.String())
-	if timeout < m.limits.Timeout {
-		hint = fmt.Sprintf("; the tool's descriptor lowers it to %s (timeoutMs), which config cannot raise", timeout)
-	}
 	if req.Timeout > 0 && req.Timeout < timeout {
 		timeout = req.Timeout
-		hint = Setting{Key: req.TimeoutSetting}.hint(timeout.String())
 	}
 	// The deadline started when the call arrived: what it waited for a
 	// slot in the MCP layer (calltime) is already spent.
 	left := timeout
 	if waited := calltime.QueueWait(ctx); waited > 0 {
 		if left -= waited; left <= 0 {
-			return invoked{err: tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while waiting %s for a call slot)%s", name, timeout, waited.Round(time.Millisecond), hint)}
+			return invoked{err: tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while waiting %s for a call slot)%s", name, timeout, waited.Round(time.Millisecond), timeoutHint(m.limits, inv))}
 		}
 	}
 	callCtx, deadline := newCallDeadline(ctx, left)
@@ -176,7 +171,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	in, fresh, err := b.pool.acquire(callCtx, req.Session)
 	if err != nil {
 		if callCtx.Err() != nil {
-			return invoked{err: contextError(ctx, name, timeout, "waiting for a free instance", hint)}
+			return invoked{err: contextError(ctx, name, timeout, "waiting for a free instance", timeoutHint(m.limits, inv))}
 		}
 		if te, ok := err.(*tool.Error); ok && te.Kind == tool.KindUnavailable {
 			return invoked{err: te}
@@ -225,7 +220,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	out := invoked{outcome: tool.Outcome{Ran: true, Fuel: consumed, FreshState: fresh}, captured: captured}
 	if err != nil {
 		b.pool.release(context.Background(), in, false)
-		out.err = b.failure(ctx, in, name, err, reason, stopped{timeout: timeout, timeoutHint: hint, captured: captured, denial: state.Denial})
+		out.err = b.failure(ctx, in, name, err, reason, stopped{timeout: timeout, timeoutHint: timeoutHint(m.limits, inv), captured: captured, denial: state.Denial})
 		if spent := deadline.waitSpent(); spent > 0 && out.err.Kind == tool.KindTimeout && ctx.Err() == nil {
 			// Say which bound ended it: the call had waited for the client
 			// all that tools.defaults.client_wait allows a call, and ran
@@ -277,6 +272,21 @@ func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
 		return tool.Errorf(tool.KindInvalidArguments, "arguments do not match the input schema of %s: %v", t.Descriptor.Name, err)
 	}
 	return nil
+}
+
+// timeoutHint is the advice a timeout of inv ends with: the setting that
+// raises the bound that ended it (Limits.TimeoutSetting,
+// CallRequest.TimeoutSetting), or that the descriptor's timeoutMs set it,
+// which config cannot raise. Built only when a call fails: the common call
+// pays nothing for it.
+func timeoutHint(l Limits, inv invocation) string {
+	switch req := inv.req; {
+	case req.Timeout > 0 && req.Timeout < inv.timeout:
+		return Setting{Key: req.TimeoutSetting}.hint(req.Timeout.String())
+	case inv.timeout < l.Timeout:
+		return fmt.Sprintf("; the tool's descriptor lowers it to %s (timeoutMs), which config cannot raise", inv.timeout)
+	}
+	return l.TimeoutSetting.hint(l.Timeout.String())
 }
 
 // contextError explains a call whose context ended: its own deadline, or

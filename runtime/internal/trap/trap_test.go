@@ -21,7 +21,7 @@ func TestClassifyFunction(t *testing.T) {
 		// A Go panic traps in runtime.abort: its caller outside the
 		// runtime is the place.
 		".runtime.abort()\n\t.runtime.fatalpanic(i32)\n\t\t/go/src/runtime/panic.go:1\n\t.runtime.gopanic(i32)\n\t.main.call() i32": "main.call via runtime.abort",
-		".runtime.abort()\n\t.runtime.exit(i32)": "runtime.abort",
+		".runtime.abort()\n\t.runtime.exit(i32)":    "runtime.abort",
 		".main.panicky(i32)\n\t.$4(i64) i64":        "main.panicky",
 		".$7() (i32,i64)":                           "$7",
 		".f(i32,i64,f32) f64\n\t\t/src/main.rs:3:1": "f",
