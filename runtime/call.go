@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/warden-run/warden/hostfuncs"
@@ -39,6 +40,9 @@ type CallRequest struct {
 	Client tool.Client
 	// Config is the tool's own configuration (hostfuncs.Call.Config).
 	Config map[string]hostfuncs.SecretValue
+	// TimeoutSetting names the setting behind Timeout ("tools.limits.<tool>.timeout"),
+	// for a timeout failure to name when Timeout is the bound that ended the call.
+	TimeoutSetting string
 }
 
 // guestKinds are the error kinds a guest may report itself.
@@ -158,7 +162,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	left := timeout
 	if waited := calltime.QueueWait(ctx); waited > 0 {
 		if left -= waited; left <= 0 {
-			return invoked{err: tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while waiting %s for a call slot)", name, timeout, waited.Round(time.Millisecond))}
+			return invoked{err: tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while waiting %s for a call slot)%s", name, timeout, waited.Round(time.Millisecond), timeoutHint(m.limits, inv))}
 		}
 	}
 	callCtx, deadline := newCallDeadline(ctx, left)
@@ -167,7 +171,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	in, fresh, err := b.pool.acquire(callCtx, req.Session)
 	if err != nil {
 		if callCtx.Err() != nil {
-			return invoked{err: contextError(ctx, name, timeout, "waiting for a free instance")}
+			return invoked{err: contextError(ctx, name, timeout, "waiting for a free instance", timeoutHint(m.limits, inv))}
 		}
 		if te, ok := err.(*tool.Error); ok && te.Kind == tool.KindUnavailable {
 			return invoked{err: te}
@@ -216,7 +220,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	out := invoked{outcome: tool.Outcome{Ran: true, Fuel: consumed, FreshState: fresh}, captured: captured}
 	if err != nil {
 		b.pool.release(context.Background(), in, false)
-		out.err = b.failure(ctx, in, name, err, reason, timeout, captured)
+		out.err = b.failure(ctx, in, name, err, reason, stopped{timeout: timeout, timeoutHint: timeoutHint(m.limits, inv), captured: captured, denial: state.Denial})
 		if spent := deadline.waitSpent(); spent > 0 && out.err.Kind == tool.KindTimeout && ctx.Err() == nil {
 			// Say which bound ended it: the call had waited for the client
 			// all that tools.defaults.client_wait allows a call, and ran
@@ -270,22 +274,52 @@ func (t *Tool) validateArguments(req *CallRequest) *tool.Error {
 	return nil
 }
 
+// timeoutHint is the advice a timeout of inv ends with: the setting that
+// raises the bound that ended it (Limits.TimeoutSetting,
+// CallRequest.TimeoutSetting), or that the descriptor's timeoutMs set it,
+// which config cannot raise. Built only when a call fails: the common call
+// pays nothing for it.
+func timeoutHint(l Limits, inv invocation) string {
+	switch req := inv.req; {
+	case req.Timeout > 0 && req.Timeout < inv.timeout:
+		return Setting{Key: req.TimeoutSetting}.hint(req.Timeout.String())
+	case inv.timeout < l.Timeout:
+		return fmt.Sprintf("; the tool's descriptor lowers it to %s (timeoutMs), which config cannot raise", inv.timeout)
+	}
+	return l.TimeoutSetting.hint(l.Timeout.String())
+}
+
 // contextError explains a call whose context ended: its own deadline, or
-// the caller's cancellation (or the caller's own deadline).
-func contextError(parent context.Context, name string, timeout time.Duration, doing string) *tool.Error {
+// the caller's cancellation (or the caller's own deadline). hint, which
+// ends the message when the call's own deadline passed, says what raises
+// it.
+func contextError(parent context.Context, name string, timeout time.Duration, doing, hint string) *tool.Error {
 	if parent.Err() != nil {
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
 			return tool.Errorf(tool.KindTimeout, "%s: the caller's deadline passed while %s", name, doing)
 		}
 		return tool.Errorf(tool.KindCancelled, "%s: cancelled by the caller while %s", name, doing)
 	}
-	return tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while %s)", name, timeout, doing)
+	return tool.Errorf(tool.KindTimeout, "%s did not finish within %s (while %s)%s", name, timeout, doing, hint)
+}
+
+// stopped is what a failed guest call left for failure to explain it with.
+type stopped struct {
+	// timeout is the call's deadline; timeoutHint what raises it.
+	timeout     time.Duration
+	timeoutHint string
+	captured    *tool.Captured
+	// denial is the refusal the guest saw as an ordinary failure
+	// (guest.CallState.Denial): an Extism plugin that panics on a config
+	// key whose from_env variable is unset fails because of it.
+	denial *tool.Error
 }
 
 // failure classifies a failed guest call. The meter's reason comes first: a
 // fuel or depth trap and the watchdog's interrupt all surface from wazero as
 // a plain trap, and only the meter knows which it was.
-func (b *body) failure(parent context.Context, in *instance, name string, err error, reason instrument.StopReason, timeout time.Duration, captured *tool.Captured) *tool.Error {
+func (b *body) failure(parent context.Context, in *instance, name string, err error, reason instrument.StopReason, st stopped) *tool.Error {
+	timeout, captured := st.timeout, st.captured
 	m := b.m
 	if in.acct.refused.Load() {
 		return tool.Errorf(tool.KindUnavailable, "%s needed more memory than the instance memory budget has free: %d MiB (server.max_instance_memory) are held by instances running calls; raise server.max_instance_memory in the config to allow more",
@@ -296,12 +330,15 @@ func (b *body) failure(parent context.Context, in *instance, name string, err er
 	}
 	switch reason {
 	case instrument.StopDeadline, instrument.StopCanceled:
-		return contextError(parent, name, timeout, "running")
+		return contextError(parent, name, timeout, "running", st.timeoutHint)
 	case instrument.StopFuel:
-		return tool.Errorf(tool.KindOutOfFuel, "%s used up its fuel budget of %d", name, m.limits.Fuel)
+		fuel := strconv.FormatInt(m.limits.Fuel, 10)
+		return tool.Errorf(tool.KindOutOfFuel, "%s ran out of fuel after %s units%s", name, fuel, m.limits.FuelSetting.hint(fuel))
 	case instrument.StopStackOverflow:
+		// The kind and class say it trapped (tool.Error.Error prints
+		// both): the message says where, not "trapped" again.
 		return &tool.Error{Kind: tool.KindTrapped, Trap: tool.TrapStackOverflow,
-			Message: fmt.Sprintf("%s trapped: %s (call depth over %d)", name, tool.TrapStackOverflow, b.maxCallDepth)}
+			Message: fmt.Sprintf("%s went deeper than %d nested calls", name, b.maxCallDepth)}
 	}
 	o, ok := trap.Classify(err)
 	switch {
@@ -311,7 +348,7 @@ func (b *body) failure(parent context.Context, in *instance, name string, err er
 	case o.Host != nil:
 		return o.Host
 	case o.Trap != "":
-		msg := fmt.Sprintf("%s trapped: %s", name, o.Trap)
+		msg := name + " failed" + o.Where() + after(st.denial)
 		if captured != nil {
 			if cause := guest.Cause(captured.Stderr); cause != "" {
 				// The trap alone ("unreachable") tells the model nothing;
@@ -322,12 +359,26 @@ func (b *body) failure(parent context.Context, in *instance, name string, err er
 		return &tool.Error{Kind: tool.KindTrapped, Trap: o.Trap, Message: msg}
 	default:
 		code := o.Exit.ExitCode()
-		msg := fmt.Sprintf("%s exited with code %d", name, code)
+		msg := fmt.Sprintf("%s exited with code %d%s", name, code, after(st.denial))
 		if captured != nil && captured.Stderr != "" {
 			msg += ": " + guest.FirstLines(captured.Stderr, 3)
 		}
 		return &tool.Error{Kind: tool.KindGuestExit, ExitCode: &code, Message: msg}
 	}
+}
+
+// after says what the guest was refused before it failed, as an Extism
+// plugin's returned error says it (extism.failureError): the failure may
+// well be the guest's reaction to it (a plugin that panics on a config
+// value it did not get), and the refusal names what to set. "" for none.
+func after(denial *tool.Error) string {
+	switch {
+	case denial == nil:
+		return ""
+	case denial.Kind == tool.KindDenied:
+		return " after warden refused it: " + denial.Message
+	}
+	return " after " + denial.Message
 }
 
 // guestResponse is the JSON a guest returns from warden_call.

@@ -206,7 +206,7 @@ func TestExtismFailures(t *testing.T) {
 		// The healthy call after it runs under the same deadline, so the
 		// deadline leaves room for a busy machine.
 		{shape: "v1", tool: "v1_loop", args: `{}`, limits: runtime.Limits{Timeout: 2 * time.Second}, kind: tool.KindTimeout, message: "did not finish within 2s"},
-		{shape: "v1", tool: "v1_loop", args: `{}`, limits: runtime.Limits{Fuel: 50_000_000}, kind: tool.KindOutOfFuel, message: "fuel budget of 50000000"},
+		{shape: "v1", tool: "v1_loop", args: `{}`, limits: runtime.Limits{Fuel: 50_000_000}, kind: tool.KindOutOfFuel, message: "out of fuel after 50000000 units"},
 		{shape: "v1", tool: "v1_grow", args: `{"mb":64}`, limits: runtime.Limits{Memory: 48 << 20}, kind: tool.KindOutOfMemory, message: "48 MiB"},
 		{shape: "v1", tool: "v1_fetch", args: `{"url":"https://example.com/"}`, kind: tool.KindDenied, message: "no net capability"},
 		// An uncaught Go panic in an export ends in unreachable.

@@ -19,6 +19,7 @@ type watFixture struct {
 	imports  string // extra (import ...) forms
 	funcs    string // extra module fields
 	schema   string // inputSchema; default accepts anything
+	meta     string // more descriptor fields, each followed by a comma
 }
 
 func (f watFixture) wat() string {
@@ -26,7 +27,7 @@ func (f watFixture) wat() string {
 	if schema == "" {
 		schema = `{"type":"object"}`
 	}
-	desc := fmt.Sprintf(`{"tools":[{"name":%q,"description":"fixture","inputSchema":%s}]}`, f.name, schema)
+	desc := fmt.Sprintf(`{"tools":[{"name":%q,%s"description":"fixture","inputSchema":%s}]}`, f.name, f.meta, schema)
 	pong := `{"content":[{"type":"text","text":"pong"}]}`
 	// The request for {} is exactly this long; anything longer carries "fail".
 	plain := len(fmt.Sprintf(`{"tool":%q,"arguments":{}}`, f.name))

@@ -50,7 +50,7 @@ func TestGoGuestFailures(t *testing.T) {
 		{name: "panic", kind: tool.KindFailed, message: "fixture panic"},
 		{name: "exit", kind: tool.KindGuestExit, message: "exited with code 3"},
 		{name: "loop", limits: runtime.Limits{Timeout: 200 * time.Millisecond}, kind: tool.KindTimeout, message: "did not finish within 200ms"},
-		{name: "loop", limits: runtime.Limits{Fuel: 20_000_000}, kind: tool.KindOutOfFuel, message: "fuel budget of 20000000"},
+		{name: "loop", limits: runtime.Limits{Fuel: 20_000_000}, kind: tool.KindOutOfFuel, message: "out of fuel after 20000000 units"},
 		{name: "sleep", limits: runtime.Limits{Timeout: 200 * time.Millisecond}, kind: tool.KindTimeout},
 		{name: "recurse", kind: tool.KindTrapped, trap: tool.TrapStackOverflow},
 		{name: "grow", limits: runtime.Limits{Memory: 32 << 20}, kind: tool.KindOutOfMemory, message: "32 MiB"},

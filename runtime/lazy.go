@@ -491,7 +491,7 @@ func (e *unreadableError) toolError(module string) *tool.Error {
 // closed.
 func (m *Module) bodyError(ctx context.Context, name string, err error) *tool.Error {
 	if ctx.Err() != nil {
-		return contextError(ctx, name, 0, fmt.Sprintf("waiting for module %s to load", m.name))
+		return contextError(ctx, name, 0, fmt.Sprintf("waiting for module %s to load", m.name), "")
 	}
 	// Only a flight's own error is a *tool.Error as it is; a failed load
 	// wraps what went wrong (which may carry a guest's kind) in its own

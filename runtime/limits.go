@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/warden-run/warden/internal/limits"
@@ -53,6 +54,40 @@ type Limits struct {
 	LogLines int
 	// CompileBudget bounds compiling the module at load (default 60 s).
 	CompileBudget time.Duration
+
+	// FuelSetting and TimeoutSetting name the settings that raise Fuel and
+	// Timeout for this module, for the out_of_fuel and timeout failures to
+	// say what to change. The runtime knows no config: whoever maps config
+	// to Limits fills them in (internal/runlimits). Empty, the failures
+	// name no setting.
+	FuelSetting, TimeoutSetting Setting
+}
+
+// Setting names a config setting behind a limit, for messages.
+type Setting struct {
+	// Key is the setting that raises the limit for this module alone, as
+	// config spells it: "tools.limits.spin.fuel".
+	Key string
+	// From says where the value in force comes from when Key does not set
+	// it: another setting ("tools.defaults.fuel"), or "" with Default set
+	// for the built-in default. Empty with Default false: Key sets it.
+	From    string
+	Default bool
+}
+
+// hint is the advice a failure at the limit now ends with: which setting
+// to raise and where its value comes from; "" when s names none.
+func (s Setting) hint(now string) string {
+	if s.Key == "" {
+		return ""
+	}
+	switch {
+	case s.Default:
+		return fmt.Sprintf("; raise %s (now the default %s)", s.Key, now)
+	case s.From != "":
+		return fmt.Sprintf("; raise %s (now %s, from %s)", s.Key, now, s.From)
+	}
+	return fmt.Sprintf("; raise %s (now %s)", s.Key, now)
 }
 
 // Defaults of Limits. Their one home is internal/limits, which config's

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/warden-run/warden/runtime/internal/extism"
 	"github.com/warden-run/warden/runtime/internal/guest"
@@ -40,6 +41,15 @@ func (l Limits) guest() guest.Limits {
 		LogBytes:      l.LogBytes,
 		LogLines:      l.LogLines,
 	}
+}
+
+// loadGuest is guest() for loading a module: with the advice a load that
+// runs out of fuel ends with, which no call needs (a call's out_of_fuel
+// is worded by body.failure), so calls do not build it.
+func (l Limits) loadGuest() guest.Limits {
+	g := l.guest()
+	g.FuelHint = l.FuelSetting.hint(strconv.FormatInt(l.Fuel, 10))
+	return g
 }
 
 // instance is a guest instance in a module's pool.

@@ -188,7 +188,7 @@ func (m *Module) loadBody(ctx context.Context, wasm []byte) (*body, *listing, er
 	}
 	// The load-time instance is charged to the budget like any other.
 	acct := &memAccount{b: r.budget}
-	loaded, err := loader.Load(withAccount(ctx, acct), guest.Spec{Name: m.name, SHA256: m.sha256, Limits: m.limits.guest()}, mod)
+	loaded, err := loader.Load(withAccount(ctx, acct), guest.Spec{Name: m.name, SHA256: m.sha256, Limits: m.limits.loadGuest()}, mod)
 	if err != nil {
 		acct.close()
 		return nil, nil, err

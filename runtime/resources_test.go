@@ -141,7 +141,7 @@ func TestHostileFeatures(t *testing.T) {
 		{"fx://badblob", tool.KindBadOutput, "not base64"},
 		{"fx://empty", tool.KindBadOutput, "no contents"},
 		{"fx://huge", tool.KindBadOutput, "over the output limit"},
-		{"fx://trap", tool.KindTrapped, "stack_overflow"},
+		{"fx://trap", tool.KindTrapped, "went deeper than 20000 nested calls"},
 		{"fx://loop", tool.KindTimeout, "did not finish within 2s"},
 		{"fx://kind", tool.KindNotFound, "nothing at fx://kind"},
 		{"fx://memory", tool.KindDenied, "memtool"},

@@ -124,6 +124,7 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	}
 	req.Grants = grants
 	req.Timeout = tp.Timeout
+	req.TimeoutSetting = "tools.limits." + tp.Key + ".timeout"
 	req.Config = tp.Config(module)
 	return ctx, req, nil, nil
 }

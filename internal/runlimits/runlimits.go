@@ -15,8 +15,33 @@ import (
 
 // Module returns the runtime limits of the module named module under cfg:
 // tools.defaults, then the module's own tools.limits entry.
+// Its FuelSetting and TimeoutSetting name the module's own tools.limits
+// keys, and where the values in force come from, for the runtime's
+// out_of_fuel and timeout messages.
 func Module(cfg *config.Config, module string) runtime.Limits {
-	return runtimeLimits(cfg.ModuleLimits(module))
+	l := runtimeLimits(cfg.ModuleLimits(module))
+	key := config.ToolKey(module)
+	own := cfg.Tools.Limits[key]
+	l.FuelSetting = setting("tools.limits."+key+".fuel", own.Fuel != 0,
+		"tools.defaults.fuel", cfg.Tools.Defaults.Fuel == 0 || cfg.Tools.Defaults.Fuel == limits.DefaultFuel)
+	l.TimeoutSetting = setting("tools.limits."+key+".timeout", own.Timeout != 0,
+		"tools.defaults.timeout", cfg.Tools.Defaults.Timeout == 0 || cfg.Tools.Defaults.Timeout == limits.DefaultTimeout)
+	return l
+}
+
+// setting is the runtime.Setting of key: set by key itself (own), else by
+// the tools.defaults setting defaults, unless that holds the built-in
+// default (builtin). A tools.defaults value equal to the built-in default
+// reads as the default: config cannot tell the two apart, and the advice,
+// to raise key, is the same.
+func setting(key string, own bool, defaults string, builtin bool) runtime.Setting {
+	switch {
+	case own:
+		return runtime.Setting{Key: key}
+	case builtin:
+		return runtime.Setting{Key: key, Default: true}
+	}
+	return runtime.Setting{Key: key, From: defaults}
 }
 
 // runtimeLimits is l as the runtime takes it, field for field.

@@ -31,7 +31,9 @@ tools:
 	}
 	want := runtime.Limits{Timeout: 2 * time.Second, Memory: 64 << 20, MaxOutput: 512 << 10, Fuel: runtime.DefaultFuel,
 		LoadBudget: 10 * time.Second, Isolation: runtime.IsolationShared, MaxInstances: runtime.DefaultMaxInstances,
-		LogBytes: runtime.DefaultLogBytes, LogLines: runtime.DefaultLogLines, CompileBudget: runtime.DefaultCompileBudget}
+		LogBytes: runtime.DefaultLogBytes, LogLines: runtime.DefaultLogLines, CompileBudget: runtime.DefaultCompileBudget,
+		FuelSetting:    runtime.Setting{Key: "tools.limits.jq.fuel", Default: true},
+		TimeoutSetting: runtime.Setting{Key: "tools.limits.jq.timeout"}}
 	if l := Module(c, "jq"); l != want {
 		t.Errorf("limits of jq = %+v\nwant %+v", l, want)
 	}

@@ -71,6 +71,17 @@ func WAT(t testing.TB, watFile string) []byte {
 	return wasm
 }
 
+// WATNamed is WAT keeping the text's names ($func) in a name section
+// (wat2wasm --debug-names), as a toolchain's debug build does.
+func WATNamed(t testing.TB, watFile string) []byte {
+	t.Helper()
+	wasm, err := assemble(watFile, "--debug-names")
+	if err != nil {
+		t.Fatalf("testwasm.WATNamed(%s): %v", watFile, err)
+	}
+	return wasm
+}
+
 // Assemble is WAT for code without a testing.TB, such as a runnable
 // example: the error is the caller's to report.
 func Assemble(watFile string) ([]byte, error) { return assemble(watFile) }
@@ -85,7 +96,7 @@ func WATString(t testing.TB, src string) []byte {
 	return WAT(t, file)
 }
 
-func assemble(watFile string) ([]byte, error) {
+func assemble(watFile string, flags ...string) ([]byte, error) {
 	wat2wasm, err := exec.LookPath("wat2wasm")
 	if err != nil {
 		if _, statErr := os.Stat("/usr/bin/wat2wasm"); statErr != nil {
@@ -99,7 +110,7 @@ func assemble(watFile string) ([]byte, error) {
 	}
 	out.Close()
 	defer os.Remove(out.Name())
-	cmd := exec.Command(wat2wasm, "--enable-all", watFile, "-o", out.Name())
+	cmd := exec.Command(wat2wasm, append([]string{"--enable-all", watFile, "-o", out.Name()}, flags...)...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("wat2wasm: %v\n%s", err, msg)
 	}

@@ -239,7 +239,7 @@ func LoadError(ctx context.Context, in *Instance, limits Limits, err error, reas
 	case reason == instrument.StopDeadline || ctx.Err() != nil:
 		return fmt.Errorf("did not finish within the load budget of %s", limits.LoadBudget)
 	case reason == instrument.StopFuel:
-		return fmt.Errorf("ran out of fuel (budget %d)", limits.Fuel)
+		return fmt.Errorf("ran out of fuel (budget %d)%s", limits.Fuel, limits.FuelHint)
 	case reason == instrument.StopStackOverflow:
 		return fmt.Errorf("trapped (%s)", tool.TrapStackOverflow)
 	case in.Memory.Refused.Load():
@@ -249,7 +249,7 @@ func LoadError(ctx context.Context, in *Instance, limits Limits, err error, reas
 		stderr, _ := in.Stderr.Take()
 		switch {
 		case o.Trap != "":
-			err = fmt.Errorf("trapped (%s)", o.Trap)
+			err = fmt.Errorf("trapped (%s)%s", o.Trap, o.Where())
 		case o.Exit != nil:
 			err = fmt.Errorf("exited with code %d", o.Exit.ExitCode())
 		case o.Host != nil:

@@ -92,6 +92,9 @@ type Limits struct {
 	CaptureBytes  int
 	LogBytes      int
 	LogLines      int
+	// FuelHint ends a load's out-of-fuel error: the setting that raises
+	// Fuel ("; raise tools.limits.m.fuel (now ...)"), or "".
+	FuelHint string
 }
 
 // Loaded is a module a loader loaded.

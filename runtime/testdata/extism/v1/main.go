@@ -132,6 +132,10 @@ func call() int32 {
 		}
 	case "v1_config":
 		v, ok := pdk.GetConfig(str("key"))
+		if !ok && args["require"] == true {
+			// As plugins do with a setting they cannot work without.
+			panic("missing required configuration: " + str("key"))
+		}
 		res = text("%v %s", ok, v)
 	case "v1_notify":
 		pdk.Log(pdk.LogInfo, "pdk log line")
