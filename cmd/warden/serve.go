@@ -45,8 +45,9 @@ the tools directory is (re)loaded and clients are told the tool list changed.
 The config is --config, else $WARDEN_CONFIG, else config.yaml in the working folder or
 the nearest folder above it. With none of them serve stops and says where it looked
 (--allow-empty serves the defaults instead); an MCP client starts warden from a folder
-of its own choosing, so register it with --config (warden mcp-config prints the snippet). A config.yaml found without any of warden's top-level keys
-is another program's and is refused.`,
+of its own choosing, so register it with --config (warden mcp-config prints the
+snippet). A config.yaml found without any of warden's top-level keys is another
+program's and is refused.`,
 		Example: `  warden serve                        # the config: --config, else $WARDEN_CONFIG, else the project's config.yaml
   warden serve -c ~/tools/config.yaml
   warden serve --http                 # server.http from config, 127.0.0.1:7331 by default
