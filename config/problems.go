@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/suggest"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -303,58 +304,24 @@ func unknownKey(key, path string, known []string) string {
 		under = strconv.Quote(path)
 	}
 	msg := fmt.Sprintf("unknown key %s under %s", strconv.Quote(termsafe.Line(key)), under)
-	if s := suggest(configkey.Fold(key), known); s != "" {
+	if s := closestKey(configkey.Fold(key), known); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return msg
 }
 
-// suggest is the known key closest to key by edit distance when it is
+// closestKey is the known key closest to key by edit distance when it is
 // close enough to be a slip (one edit in a short key, two in a longer
 // one), else "". Ties go to the first in sorted order.
-func suggest(key string, known []string) string {
+func closestKey(key string, known []string) string {
 	limit := 1
 	if len(key) > 5 {
 		limit = 2
 	}
-	best, bestD := "", limit+1
-	for _, k := range known {
-		if d := editDistance(key, k); d < bestD {
-			best, bestD = k, d
-		}
+	if i := suggest.Closest(key, known, limit); i >= 0 {
+		return known[i]
 	}
-	return best
-}
-
-// editDistance is the edit distance between a and b (insertions,
-// deletions, substitutions and swaps of two neighbours: the optimal string
-// alignment distance), in bytes: config keys are ASCII. A key longer than
-// any of Config's is not compared.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return max(len(a), len(b))
-	}
-	before := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], before[j-2]+1) // two letters swapped
-			}
-		}
-		before, prev, cur = prev, cur, before
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // envVar is the variable that overrides the key path (viper's folded

@@ -136,8 +136,8 @@ func TestSuggest(t *testing.T) {
 		"tool": "tools", "grant": "grants", "grnats": "grants", "limts": "limits",
 		"timout": "timeout", "x": "", "color": "", "dirs": "dir", "memory": "",
 	} {
-		if got := suggest(key, known); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", key, got, want)
+		if got := closestKey(key, known); got != want {
+			t.Errorf("closestKey(%q) = %q, want %q", key, got, want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
+	"github.com/warden-run/warden/internal/suggest"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -269,40 +270,18 @@ func unknownTool(a *app.App, toolName string) error {
 	if _, ok := table.Tool(toolName); ok || len(table.Candidates(toolName)) > 0 {
 		return nil
 	}
-	best, bestDist := "", 3 // more than two edits away is another name
+	var names, folded []string
 	for _, t := range table.Tools() {
-		name := t.Descriptor.Name
-		if d := editDistance(strings.ToLower(toolName), strings.ToLower(name)); d < bestDist {
-			best, bestDist = name, d
-		}
+		names = append(names, t.Descriptor.Name)
+		folded = append(folded, configkey.Fold(t.Descriptor.Name))
 	}
-	if best == "" {
+	i := suggest.Closest(configkey.Fold(toolName), folded, 2) // more than two edits away is another name
+	if i < 0 {
 		return nil
 	}
+	best := names[i]
 	return usagef("no installed tool is named %s; did you mean %s? (to grant a tool before it is installed, name its module: --module %s)",
 		toolName, best, configkey.Fold(toolName))
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes
-// (tool names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func printGrants(w io.Writer, indent string, granted tool.Capabilities) {

@@ -27,14 +27,3 @@ func TestRaisedTopics(t *testing.T) {
 		}
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{{"echo", "ehco", 2}, {"echo", "echo", 0}, {"", "abc", 3}, {"linecount", "linecont", 1}} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}

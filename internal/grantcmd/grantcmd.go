@@ -9,6 +9,7 @@ package grantcmd
 import (
 	"strings"
 
+	"github.com/warden-run/warden/internal/capset"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -59,27 +60,14 @@ func Args(c tool.Capabilities) []string {
 // ForNeed is Command for the one grant a denial names (tool.Error.Need).
 // It returns "" for a key no grant has.
 func ForNeed(toolName, module string, need tool.Need) string {
-	var c tool.Capabilities
-	v := []string{need.Value}
-	switch need.Key {
-	case "fs.read":
-		c.FS.Read = v
-	case "fs.write":
-		c.FS.Write = v
-	case "net":
-		c.Net = v
-	case "env":
-		c.Env = v
-	case "lsp":
-		c.LSP = v
-	case "client":
-		c.Client = v
-	case "memory":
-		c.Memory = tool.MemoryAccess(need.Value)
-	case "memory.topics":
-		c.MemoryTopics = v
-	default:
+	c, ok := capset.Need(need)
+	if !ok {
 		return ""
+	}
+	if need.Key == "memory.topics" {
+		// A topic's denial offers the topic alone: the level the tool
+		// already has stays as it is.
+		c.Memory = tool.MemoryNone
 	}
 	return Command(toolName, module, c)
 }
