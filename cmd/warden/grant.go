@@ -56,17 +56,24 @@ else a module named like the tool.
 			// A grant no call could use is refused, by the gate the call
 			// goes through (app.Grants); one naming nothing yet is written
 			// with a warning.
+			// A value config refuses is refused first, in config's words,
+			// which show a URL-like value without its userinfo: the gate's
+			// words quote the value as typed.
+			grant := func(d *config.Document) error { return d.Grant(args[0], changes...) }
 			var warnings []string
 			if g.configPath != "" {
 				if cfg, err := config.Load(g.configPath); err == nil {
 					if judge, err := app.NewGrants(cfg); err == nil {
+						if err := config.CheckEdit(g.configPath, grant); err != nil {
+							return err
+						}
 						if warnings, err = judge.CheckChanges(args[0], changes); err != nil {
 							return err
 						}
 					}
 				}
 			}
-			if err := g.editGrants(cmd, args[0], module, true, func(d *config.Document) error { return d.Grant(args[0], changes...) }); err != nil {
+			if err := g.editGrants(cmd, args[0], module, true, grant); err != nil {
 				return err
 			}
 			for _, w := range warnings {

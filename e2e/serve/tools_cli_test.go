@@ -51,6 +51,7 @@ func TestToolsShowsAFailedModule(t *testing.T) {
 		"rejected":        []any{},
 		"refused":         []any{},
 		"grantsElsewhere": []any{},
+		"unusable":        []any{},
 	}
 	if !reflect.DeepEqual(got, wantJSON) || stderr != wantErr || code != 1 {
 		t.Fatalf("warden tools -o json: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1, %v, stderr %q", code, stdout, stderr, wantJSON, wantErr)

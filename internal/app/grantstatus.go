@@ -7,6 +7,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs/fs"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -25,7 +26,9 @@ type GrantProblem struct {
 	Err        error  // the reason, worded as the call-time denial
 }
 
-func (p GrantProblem) Error() string { return p.Err.Error() }
+// Error is the reason as a person is shown it: a value typed like a URL
+// with credentials (fs.read=./https://u:pw@h/x) shows no userinfo.
+func (p GrantProblem) Error() string { return download.RedactText(p.Err.Error()) }
 
 // GrantStatus is what a tool's grant gives at call time.
 type GrantStatus struct {
@@ -101,7 +104,7 @@ func (g *Grants) CheckChanges(toolName string, changes []config.GrantChange) (wa
 	prefix := "tools.grants." + configkey.Fold(toolName) + "."
 	var errs []error
 	for _, p := range s.Unusable {
-		errs = append(errs, fmt.Errorf("%s%s: %w", prefix, p.Key, p.Err))
+		errs = append(errs, fmt.Errorf("%s%s: %s", prefix, p.Key, p.Error()))
 	}
 	for _, p := range s.Absent {
 		warnings = append(warnings, prefix+p.Key+": "+p.Error())

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/warden-run/warden/config"
@@ -60,5 +61,38 @@ func TestGrantStatus(t *testing.T) {
 	}
 	if len(s.Absent) != 1 || s.Absent[0].Value != "dta" {
 		t.Errorf("absent: %v", s.Absent)
+	}
+}
+
+// TestGrantProblemsShowNoCredentials: a value typed like a URL with
+// credentials, which config accepts as a project-relative file name, is
+// named in the grant's warning and refusal without its userinfo.
+func TestGrantProblemsShowNoCredentials(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	os.WriteFile(path, []byte("tools: {cache_dir: off}\nsecurity: {deny: [secrets]}\n"), 0o644)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGrants(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "Hunter2Secret9f3a"
+	warnings, err := g.CheckChanges("x", []config.GrantChange{
+		{Key: "fs.read", Values: []string{"./https://u:" + secret + "@h/x"}},
+		{Key: "fs.write", Values: []string{"secrets/https://u:" + secret + "@h/x"}},
+	})
+	if err == nil || len(warnings) != 1 {
+		t.Fatalf("warnings %q, err %v: want one warning (a file not there yet) and one refusal (deny-listed)", warnings, err)
+	}
+	for _, text := range append(warnings, err.Error()) {
+		if strings.Contains(text, secret) || !strings.Contains(text, "//[redacted]@h/x") {
+			t.Errorf("shown with its credentials, or not at all: %s", text)
+		}
 	}
 }
