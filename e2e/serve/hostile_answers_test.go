@@ -73,7 +73,18 @@ func TestHostileAnswersNeverConfirm(t *testing.T) {
 		}
 	}
 	s.send(`{"jsonrpc":"2.0","id":` + string(reqID) + `,"result":{"action":"accept"}}`)
-	for r := s.reply(); string(r.ID) != `"yes"`; r = s.reply() {
+	// Once confirmed the tool runs, and asks for what config does not
+	// grant it (env HOME): a permission prompt, which the person declines;
+	// the tool goes on without it and writes its file.
+	for {
+		r := parseRaw(t, s.next())
+		if r.Method == "elicitation/create" {
+			s.send(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"action":"decline"}}`)
+			continue
+		}
+		if r.Method == "" && string(r.ID) == `"yes"` {
+			break
+		}
 	}
 	if b, err := os.ReadFile(out); err != nil || string(b) != "hello" {
 		t.Fatalf("after the person's accept %s = %q, %v", out, b, err)
