@@ -362,7 +362,6 @@ type Loader interface {
 	AwaitLoad(ctx context.Context) bool
 }
 
-
 func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	known := func(name string) bool {
 		s.syncMu.Lock()
