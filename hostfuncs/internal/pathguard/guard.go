@@ -307,10 +307,14 @@ func (g *Guard) refuseNames(op, p, canon string, notes []note) error {
 		for i := range g.rules {
 			r := &g.rules[i]
 			for _, pc := range r.names {
-				if mayAbbreviate(base, ext, pc) {
-					return denied("%s %q: %q may be the 8.3 short name of a name that %s; name it by its long name",
-						op, p, c, r.Reason())
+				if !mayAbbreviate(base, ext, pc) {
+					continue
 				}
+				if r.Source == SourceOwn {
+					return denied("%s %q: %q may be the 8.3 short name of warden's own %s; name it by its long name", op, p, c, r.What)
+				}
+				return denied("%s %q: %q may be the 8.3 short name of a name that %s; deny rules always win over grants and also apply to the real path behind symlinks",
+					op, p, c, r.Reason())
 			}
 		}
 	}
@@ -490,6 +494,9 @@ func (g *Guard) CheckGrant(access Access, toolName, p string) (exists bool, err 
 	t, err := g.Check(op, access, toolName, grants, p)
 	if err != nil {
 		return false, err
+	}
+	if !g.os.native() {
+		return false, nil // another machine's paths: nothing to look up here
 	}
 	real, err := resolve(t.Root.Real, t.Rel, true)
 	if err != nil {

@@ -372,9 +372,9 @@ func shortName(c string) (base, ext string, ok bool) {
 // its first metacharacter must agree with that; a metacharacter lets
 // anything through.
 func mayAbbreviate(base, ext, pc string) bool {
-	if strings.HasPrefix(pc, ".") && pc != "." && !strings.HasPrefix(pc, "*") {
-		// Whether Windows takes ".env" as all stem or all extension is
-		// its business: try both.
+	if strings.HasPrefix(pc, ".") && strings.Count(pc, ".") == 1 {
+		// Whether Windows takes ".env" as all stem or all extension (an
+		// empty stem, for which it makes one up) is its business: try both.
 		if mayAbbreviate(base, ext, "*"+pc) {
 			return true
 		}
