@@ -638,7 +638,9 @@ func resolve(dir, rel string, followLast bool) (string, error) {
 			return "", err
 		}
 		if filepath.IsAbs(target) {
-			done = "/"
+			// From the root of the target's volume ("/", "C:\").
+			vol := filepath.VolumeName(target)
+			done, target = vol+string(filepath.Separator), target[len(vol):]
 		}
 		todo = append(strings.Split(filepath.ToSlash(target), "/"), todo...)
 	}
