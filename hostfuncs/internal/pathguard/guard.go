@@ -124,7 +124,7 @@ func New(cfg Config) (*Guard, error) {
 			errs = append(errs, fmt.Errorf("root %s (%s): %w", name, dir, err))
 			return
 		}
-		g.roots = append(g.roots, &Root{Name: name, Dir: g.os.hostPath(dir), Real: g.os.hostPath(real)})
+		g.roots = append(g.roots, &Root{Name: name, Dir: g.os.canonical(dir), Real: g.os.canonical(real)})
 	}
 	addRoot(ProjectRoot, cfg.ProjectDir)
 	names := make([]string, 0, len(cfg.Roots))

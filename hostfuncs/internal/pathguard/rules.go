@@ -136,6 +136,16 @@ func (r Rules) isAbs(p string) bool {
 // in r's slash form.
 func (r Rules) hostPath(dir string) string { return filepath.ToSlash(filepath.Clean(dir)) }
 
+// canonical is a path of this machine in the form guests' absolute paths
+// are cleaned to (cleanAbs), so that the two compare: "\\?\C:\p" is "C:/p".
+func (r Rules) canonical(dir string) string {
+	p := r.hostPath(dir)
+	if c, _, w := r.cleanAbs(p); w == nil {
+		return c
+	}
+	return p
+}
+
 // join joins an absolute dir and a relative path lexically.
 func (r Rules) join(dir, rel string) string {
 	vol, rest := r.volume(r.slash(dir))

@@ -358,6 +358,16 @@ func FuzzOSRules(f *testing.F) {
 	guards := []*Guard{osGuard(f, ForOS("windows")), osGuard(f, ForOS("darwin"))}
 	f.Fuzz(func(t *testing.T, p string) {
 		for _, g := range guards {
+			if !g.os.Covers(p, p) {
+				t.Fatalf("%s rules: Covers(%q, itself) = false", g.os, p)
+			}
+			// What config cannot change (syntax) the syntax check refuses
+			// too; only an unknown root is config's to tell.
+			var te *tool.Error
+			if _, err := g.Parse("grant", p); errors.As(err, &te) && te.Kind == tool.KindInvalidArguments &&
+				!strings.Contains(te.Message, "unknown root") && g.os.ValidateGrantSyntax(p) == nil {
+				t.Fatalf("%s rules: %q passes ValidateGrantSyntax but Parse refuses it: %v", g.os, p, err)
+			}
 			tg, err := g.Check("read", Read, "t", []string{".", "notes:", "data:"}, p)
 			if err == nil && osOracle(g.os, patterns, p) {
 				t.Fatalf("%s rules allow %q (as %s) though a deny rule matches a component of it", g.os, p, tg.Path())
