@@ -9,6 +9,12 @@
 // and grants to the real path, with the same messages. All file access then
 // goes through an os.Root opened on the target's root, which the kernel-level
 // containment of os.Root backs up.
+//
+// What a path means depends on the operating system (drive letters, device
+// names and streams on Windows, names that differ only in case or
+// normalization form on macOS): Rules holds those semantics as pure
+// functions of strings, the host's by default, so that every OS's rules are
+// tested on every machine.
 package pathguard
 
 import (
