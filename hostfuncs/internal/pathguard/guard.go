@@ -226,15 +226,25 @@ func (r Rules) checkSyntax(p string) *tool.Error {
 // Parse turns a guest path into a target without touching the file system.
 // op names the operation in messages.
 func (g *Guard) Parse(op, p string) (Target, error) {
-	if err := g.os.checkSyntax(p); err != nil {
+	t, notes, err := g.parse(op, p)
+	if err != nil {
 		return Target{}, err
+	}
+	return g.checkNames(op, p, t, notes)
+}
+
+// parse is Parse without checkNames: the target and the components of its
+// path that Windows would not open as files.
+func (g *Guard) parse(op, p string) (Target, []note, error) {
+	if err := g.os.checkSyntax(p); err != nil {
+		return Target{}, nil, err
 	}
 	root := g.roots[0]
 	rest := p
 	if name, tail, ok := g.os.rootPrefix(p); ok {
 		r := g.root(name)
 		if r == nil {
-			return Target{}, invalid("%s %q: unknown root %q (roots: %s); write \"./%s\" for a file of that name in the project root",
+			return Target{}, nil, invalid("%s %q: unknown root %q (roots: %s); write \"./%s\" for a file of that name in the project root",
 				op, p, name, strings.Join(g.rootNames(), ", "), p)
 		}
 		// Inside a named root "/" means the root itself.
@@ -243,28 +253,28 @@ func (g *Guard) Parse(op, p string) (Target, error) {
 		// Lexically only: Parse touches no file.
 		abs, notes, w := g.os.cleanAbs(p)
 		if w != nil {
-			return Target{}, w.err(op, p)
+			return Target{}, nil, w.err(op, p)
 		}
 		if t, ok := g.locate(abs); ok {
-			return g.checkNames(op, p, t, notes)
+			return t, notes, nil
 		}
 		if rule := g.matchAbs(fold(abs)); rule != nil {
-			return Target{}, denyRule(op, p, rule)
+			return Target{}, nil, denyRule(op, p, rule)
 		}
 		if err := g.refuseNames(op, p, abs, notes); err != nil {
-			return Target{}, err
+			return Target{}, nil, err
 		}
-		return Target{}, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
+		return Target{}, nil, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
 			op, p, strings.Join(g.rootNames(), ", "))
 	}
 	rel, notes, w := g.os.cleanRel(rest)
 	if w != nil {
-		return Target{}, w.err(op, p)
+		return Target{}, nil, w.err(op, p)
 	}
 	if rel == ".." || strings.HasPrefix(rel, "../") {
-		return Target{}, denied("%s %q: outside root %q; paths may not leave their root", op, p, root.Name)
+		return Target{}, nil, denied("%s %q: outside root %q; paths may not leave their root", op, p, root.Name)
 	}
-	return g.checkNames(op, p, Target{Root: root, Rel: rel}, notes)
+	return Target{Root: root, Rel: rel}, notes, nil
 }
 
 func (w *why) err(op, p string) *tool.Error {
@@ -473,7 +483,7 @@ func SuggestGrant(p string) string {
 // else nil: a grant of it would give nothing, so grant edits refuse it.
 func (g *Guard) OwnFile(op, p string) error {
 	var rule *Rule
-	if t, err := g.Parse(op, p); err == nil {
+	if t, _, err := g.parse(op, p); err == nil {
 		rule = g.Denied(t)
 	} else if g.os.isAbs(p) {
 		if abs, _, w := g.os.cleanAbs(p); w == nil {

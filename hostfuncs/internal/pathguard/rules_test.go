@@ -236,6 +236,16 @@ func TestWindowsGrantsAndRoots(t *testing.T) {
 	if exists, err := g.CheckGrant(Read, "t", `C:\Users\me\proj\src`); err != nil || exists {
 		t.Errorf("CheckGrant of a foreign machine's path = %v, %v; want no refusal and nothing looked up", exists, err)
 	}
+	// Grant edits refuse warden's own files in every Windows spelling.
+	for _, p := range []string{"config.yaml::$DATA", "CONFIG.YAML. ", `c:\users\me\proj\config.yaml:x`} {
+		want := fmt.Sprintf("denied: grant %q: warden's own config file; no grant can allow a tool to read or write it", p)
+		if err := g.OwnFile("grant", p); err == nil || err.Error() != want {
+			t.Errorf("OwnFile(%q) = %v\nwant %s", p, err, want)
+		}
+	}
+	if err := g.OwnFile("grant", "notes.txt:x"); err != nil {
+		t.Errorf("OwnFile of a stream of another file = %v", err)
+	}
 	// A one-letter root name would be a drive.
 	if _, err := New(Config{ProjectDir: `C:\p`, Roots: map[string]string{"D": `D:\x`}, Home: `C:\h`, Rules: ForOS("windows")}); err == nil ||
 		!strings.Contains(err.Error(), `root name "D": one letter names a drive on Windows (D:\); use a longer name`) {
