@@ -592,6 +592,11 @@ func contains(grant, rel string) bool {
 	return grant == "." || rel == grant || strings.HasPrefix(rel, grant) && rel[len(grant)] == '/'
 }
 
+// Contains reports whether the root-relative path rel is parent or lies
+// beneath it, comparing names as the file system does (Rules): the rule by
+// which a grant covers a path.
+func (g *Guard) Contains(parent, rel string) bool { return g.os.contains(parent, rel) }
+
 // Granted reports whether grants cover t lexically; walkers use it to skip
 // subtrees.
 func (g *Guard) Granted(grants []string, t Target) bool { return g.granted(grants, t) }

@@ -236,6 +236,10 @@ func TestWindowsGrantsAndRoots(t *testing.T) {
 	if exists, err := g.CheckGrant(Read, "t", `C:\Users\me\proj\src`); err != nil || exists {
 		t.Errorf("CheckGrant of a foreign machine's path = %v, %v; want no refusal and nothing looked up", exists, err)
 	}
+	// Walks start at the grants beneath a directory by the same comparison.
+	if !g.Contains("src", "SRC/deep") || g.Contains("src", "srcx") || osGuard(t, ForOS("linux")).Contains("src", "SRC/deep") {
+		t.Error("Contains does not compare names as the file system does")
+	}
 	// Grant edits refuse warden's own files in every Windows spelling.
 	for _, p := range []string{"config.yaml::$DATA", "CONFIG.YAML. ", `c:\users\me\proj\config.yaml:x`} {
 		want := fmt.Sprintf("denied: grant %q: warden's own config file; no grant can allow a tool to read or write it", p)
