@@ -43,9 +43,9 @@
 // paths, trailing dots and spaces are stripped and "name::$DATA" is the file
 // itself before the deny-list is matched; device names (CON, NUL.txt,
 // COM1, ...), other alternate data streams ("a.txt:s") and 8.3 short names
-// that may stand for a denied name are refused. On Windows and macOS grants
-// compare names as the file system does, ignoring case (and on macOS the
-// normalization form).
+// that may stand for a denied name are refused. On Windows and macOS an
+// absolute path finds its root ignoring case; names within a root are
+// compared with grants exactly, as a volume may be case-sensitive.
 //
 // A denial is a "denied" error that names the rule and the config key that
 // would grant access, worded the same whether or not the path exists:

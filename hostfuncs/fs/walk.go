@@ -115,14 +115,14 @@ func walkStarts(g *pathguard.Guard, grants []string, base pathguard.Target) []st
 		if err != nil || gt.Root != base.Root {
 			continue
 		}
-		if g.Contains(base.Rel, gt.Rel) {
+		if base.Rel == "." || strings.HasPrefix(gt.Rel, base.Rel+"/") {
 			starts = append(starts, gt.Rel)
 		}
 	}
 	slices.Sort(starts)
 	var out []string
 	for _, s := range starts {
-		if n := len(out); n > 0 && g.Contains(out[n-1], s) {
+		if n := len(out); n > 0 && (s == out[n-1] || strings.HasPrefix(s, out[n-1]+"/")) {
 			continue
 		}
 		out = append(out, s)

@@ -28,9 +28,9 @@ func (r Rules) Covers(grant, request string) bool {
 	}
 	gRoot, g, ok := r.lexical(grant)
 	if rRoot == "/" {
-		return ok && gRoot == "/" && r.key(g) == r.key(rel)
+		return ok && gRoot == "/" && g == rel
 	}
-	return ok && gRoot == rRoot && r.contains(g, rel)
+	return ok && gRoot == rRoot && contains(g, rel)
 }
 
 // lexical splits a grant path as Parse does, without the configured roots:

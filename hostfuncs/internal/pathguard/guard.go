@@ -578,7 +578,10 @@ func (g *Guard) granted(grants []string, t Target) bool {
 		if err != nil || gt.Root != t.Root {
 			continue
 		}
-		if g.os.contains(gt.Rel, t.Rel) {
+		// Exact, on every OS: a volume may be case-sensitive even where
+		// the default is not (APFS, NTFS directories), and there another
+		// case is another file, which a grant must not reach.
+		if contains(gt.Rel, t.Rel) {
 			return true
 		}
 	}
@@ -591,11 +594,6 @@ func (g *Guard) granted(grants []string, t Target) bool {
 func contains(grant, rel string) bool {
 	return grant == "." || rel == grant || strings.HasPrefix(rel, grant) && rel[len(grant)] == '/'
 }
-
-// Contains reports whether the root-relative path rel is parent or lies
-// beneath it, comparing names as the file system does (Rules): the rule by
-// which a grant covers a path.
-func (g *Guard) Contains(parent, rel string) bool { return g.os.contains(parent, rel) }
 
 // Granted reports whether grants cover t lexically; walkers use it to skip
 // subtrees.

@@ -91,10 +91,6 @@ func independentlyDenied(tmp, real string) bool {
 // independentlyGranted checks a real path against fuzzGrants by hand.
 func independentlyGranted(tmp, real string) bool {
 	proj := filepath.Join(tmp, "home", "proj")
-	if Host.caseless() {
-		// macOS and Windows open SRC as src: grants ignore case there.
-		real, proj, tmp = strings.ToLower(real), strings.ToLower(proj), strings.ToLower(tmp)
-	}
 	for _, d := range []string{proj + "/src", proj + "/docs", filepath.Join(tmp, "notes")} {
 		if real == d || strings.HasPrefix(real, d+"/") {
 			return true

@@ -77,7 +77,7 @@ func (r Rules) native() bool { return r.disk }
 func (r Rules) windows() bool { return r.os == osWindows }
 
 // caseless reports whether the file system ignores case (and, on macOS,
-// the normalization form), so that grants and roots compare by key.
+// the normalization form), so that roots are located by key.
 func (r Rules) caseless() bool { return r.os == osWindows || r.os == osDarwin }
 
 func (r Rules) isSep(c byte) bool { return c == '/' || c == '\\' && r.windows() }
@@ -90,12 +90,11 @@ func (r Rules) slash(p string) string {
 	return p
 }
 
-// key is the spelling under which the file system takes two names for the
-// same file, for comparing grants and roots with requests: NTFS compares
-// names by the simple upper-case mapping of each UTF-16 unit (its upcase
-// table), APFS and HFS+ by case and normalization form. It never equates
-// more than the file system does, since a grant must not cover a name the
-// file system keeps apart. (Deny rules fold more widely still; see fold.)
+// key is the spelling under which the default file system takes two names
+// for the same file, for finding the root an absolute path lies in: NTFS
+// compares names by the simple upper-case mapping of each UTF-16 unit (its
+// upcase table), APFS and HFS+ by case and normalization form. Grants do
+// not use it (see contains). Deny rules fold more widely still (see fold).
 func (r Rules) key(s string) string {
 	switch r.os {
 	case osWindows:
@@ -346,14 +345,6 @@ func (r Rules) within(dir, p string) (string, bool) {
 		return ".", true
 	}
 	return strings.Join(ps[len(ds):], "/"), true
-}
-
-// contains is the package's contains with names compared by r's key.
-func (r Rules) contains(grant, rel string) bool {
-	if !r.caseless() {
-		return contains(grant, rel)
-	}
-	return contains(r.key(grant), r.key(rel))
 }
 
 // shortName reports whether c has the form of an 8.3 short name with a
