@@ -125,11 +125,11 @@ type Rule struct {
 // compileRules compiles warden's own files, the built-in list and the
 // user's patterns, in that order, so that a denial names the most specific
 // reason. home is the directory "~" stands for.
-func compileRules(os Rules, home string, own []OwnFile, user []string) ([]Rule, error) {
+func compileRules(sys Rules, home string, own []OwnFile, user []string) ([]Rule, error) {
 	var rules []Rule
 	var errs []error
 	add := func(pattern, source string) {
-		r, err := compileRule(os, home, pattern, source)
+		r, err := compileRule(sys, home, pattern, source)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", source, pattern, err))
 			return
@@ -137,11 +137,11 @@ func compileRules(os Rules, home string, own []OwnFile, user []string) ([]Rule, 
 		rules = append(rules, r)
 	}
 	for _, o := range own {
-		if !os.isAbs(o.Pattern) || o.What == "" {
+		if !sys.isAbs(o.Pattern) || o.What == "" {
 			errs = append(errs, fmt.Errorf("own file %q (%s): must be an absolute path with a description", o.Pattern, o.What))
 			continue
 		}
-		r, err := compileRule(os, home, o.Pattern, SourceOwn)
+		r, err := compileRule(sys, home, o.Pattern, SourceOwn)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("own %s %q: %w", o.What, o.Pattern, err))
 			continue
@@ -158,15 +158,15 @@ func compileRules(os Rules, home string, own []OwnFile, user []string) ([]Rule, 
 	return rules, errors.Join(errs...)
 }
 
-func compileRule(os Rules, home, pattern, source string) (Rule, error) {
+func compileRule(sys Rules, home, pattern, source string) (Rule, error) {
 	r := Rule{Pattern: pattern, Source: source}
 	p := strings.TrimSpace(pattern)
-	if os.windows() {
+	if sys.windows() {
 		// "\" separates, as in doublestar.PathMatch on Windows; see Literal.
-		p = os.slash(p)
+		p = sys.slash(p)
 	}
 	for _, c := range strings.Split(strings.TrimPrefix(p, "~"), "/") {
-		if strings.Trim(c, "*?.") != "" && !os.isAbs(c+"/") {
+		if strings.Trim(c, "*?.") != "" && !sys.isAbs(c+"/") {
 			r.names = append(r.names, c)
 		}
 	}
@@ -177,13 +177,13 @@ func compileRule(os Rules, home, pattern, source string) (Rule, error) {
 		if home == "" {
 			return r, errors.New("no home directory to expand ~ against")
 		}
-		if os.native() {
+		if sys.native() {
 			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
 		} else {
-			p = os.join(home, strings.TrimPrefix(p, "~"))
+			p = sys.join(home, strings.TrimPrefix(p, "~"))
 		}
 		r.kind = ruleAbs
-	case os.isAbs(p):
+	case sys.isAbs(p):
 		r.kind = ruleAbs
 	case strings.Contains(strings.TrimSuffix(p, "/"), "/"):
 		r.kind = ruleRel
@@ -194,10 +194,10 @@ func compileRule(os Rules, home, pattern, source string) (Rule, error) {
 	switch {
 	case r.kind == ruleAbs:
 		// The form a guest's absolute path is cleaned to (Rules.cleanAbs).
-		if os.native() {
-			p = os.hostPath(p)
+		if sys.native() {
+			p = sys.hostPath(p)
 		}
-		p = os.cleanPattern(p)
+		p = sys.cleanPattern(p)
 	case r.kind == ruleRel:
 		p = path.Clean(p)
 	}
@@ -211,8 +211,8 @@ func compileRule(os Rules, home, pattern, source string) (Rule, error) {
 		return r, errors.New("not a valid glob pattern")
 	}
 	variants := []string{p}
-	if r.kind == ruleAbs && os.native() {
-		if c := os.hostPath(canonicalPattern(filepath.FromSlash(p))); c != p {
+	if r.kind == ruleAbs && sys.native() {
+		if c := sys.hostPath(canonicalPattern(filepath.FromSlash(p))); c != p {
 			variants = append(variants, c)
 		}
 	}

@@ -79,7 +79,7 @@ type Config struct {
 type Guard struct {
 	roots []*Root // project root first, then extra roots by name
 	rules []Rule
-	os    Rules
+	sys   Rules
 }
 
 // Root is one directory tree that guests may be granted.
@@ -100,14 +100,14 @@ func New(cfg Config) (*Guard, error) {
 		return nil, errors.New("project root: empty")
 	}
 	var errs []error
-	g := &Guard{os: cfg.Rules.resolved()}
+	g := &Guard{sys: cfg.Rules.resolved()}
 	addRoot := func(name, dir string) {
-		if !g.os.native() {
+		if !g.sys.native() {
 			// Another machine's paths: lexically only.
-			if !g.os.isAbs(dir) {
-				dir = g.os.join(cfg.ProjectDir, dir)
+			if !g.sys.isAbs(dir) {
+				dir = g.sys.join(cfg.ProjectDir, dir)
 			}
-			clean, _, w := g.os.cleanAbs(dir)
+			clean, _, w := g.sys.cleanAbs(dir)
 			if w != nil {
 				errs = append(errs, fmt.Errorf("root %s (%s): %s", name, dir, w.msg))
 				return
@@ -130,7 +130,7 @@ func New(cfg Config) (*Guard, error) {
 			errs = append(errs, fmt.Errorf("root %s (%s): %w", name, dir, err))
 			return
 		}
-		g.roots = append(g.roots, &Root{Name: name, Dir: g.os.canonical(dir), Real: g.os.canonical(real)})
+		g.roots = append(g.roots, &Root{Name: name, Dir: g.sys.canonical(dir), Real: g.sys.canonical(real)})
 	}
 	addRoot(ProjectRoot, cfg.ProjectDir)
 	names := make([]string, 0, len(cfg.Roots))
@@ -143,13 +143,13 @@ func New(cfg Config) (*Guard, error) {
 			errs = append(errs, fmt.Errorf("root name %q: must match %s and not be %q", name, rootName, ProjectRoot))
 			continue
 		}
-		if len(name) == 1 && g.os.windows() {
+		if len(name) == 1 && g.sys.windows() {
 			errs = append(errs, fmt.Errorf("root name %q: one letter names a drive on Windows (%s:\\); use a longer name", name, name))
 			continue
 		}
 		addRoot(name, cfg.Roots[name])
 	}
-	rules, err := compileRules(g.os, cfg.Home, cfg.Own, cfg.Deny)
+	rules, err := compileRules(g.sys, cfg.Home, cfg.Own, cfg.Deny)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -236,12 +236,12 @@ func (g *Guard) Parse(op, p string) (Target, error) {
 // parse is Parse without checkNames: the target and the components of its
 // path that Windows would not open as files.
 func (g *Guard) parse(op, p string) (Target, []note, error) {
-	if err := g.os.checkSyntax(p); err != nil {
+	if err := g.sys.checkSyntax(p); err != nil {
 		return Target{}, nil, err
 	}
 	root := g.roots[0]
 	rest := p
-	if name, tail, ok := g.os.rootPrefix(p); ok {
+	if name, tail, ok := g.sys.rootPrefix(p); ok {
 		r := g.root(name)
 		if r == nil {
 			return Target{}, nil, invalid("%s %q: unknown root %q (roots: %s); write \"./%s\" for a file of that name in the project root",
@@ -249,9 +249,9 @@ func (g *Guard) parse(op, p string) (Target, []note, error) {
 		}
 		// Inside a named root "/" means the root itself.
 		root, rest = r, tail
-	} else if g.os.isAbs(p) {
+	} else if g.sys.isAbs(p) {
 		// Lexically only: Parse touches no file.
-		abs, notes, w := g.os.cleanAbs(p)
+		abs, notes, w := g.sys.cleanAbs(p)
 		if w != nil {
 			return Target{}, nil, w.err(op, p)
 		}
@@ -267,7 +267,7 @@ func (g *Guard) parse(op, p string) (Target, []note, error) {
 		return Target{}, nil, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
 			op, p, strings.Join(g.rootNames(), ", "))
 	}
-	rel, notes, w := g.os.cleanRel(rest)
+	rel, notes, w := g.sys.cleanRel(rest)
 	if w != nil {
 		return Target{}, nil, w.err(op, p)
 	}
@@ -290,7 +290,7 @@ func (w *why) err(op, p string) *tool.Error {
 // checked first, so that a denied name is refused by its rule in any
 // spelling (".env:x", "NUL" aside). Under other rules it returns t.
 func (g *Guard) checkNames(op, p string, t Target, notes []note) (Target, error) {
-	if !g.os.windows() {
+	if !g.sys.windows() {
 		return t, nil
 	}
 	if rule := g.Denied(t); rule != nil {
@@ -312,7 +312,7 @@ func (g *Guard) refuseNames(op, p, canon string, notes []note) error {
 		return denied("%s %q: %q names an alternate data stream; only a file's default stream may be read or written (name it without \":stream\")",
 			op, p, n.name)
 	}
-	if !g.os.windows() || !strings.Contains(canon, "~") {
+	if !g.sys.windows() || !strings.Contains(canon, "~") {
 		return nil
 	}
 	for _, c := range strings.Split(canon, "/") {
@@ -341,7 +341,7 @@ func (g *Guard) refuseNames(op, p, canon string, notes []note) error {
 // real directory, or through symlinks that lead into one) to a target. The
 // project root wins over extra roots.
 func (g *Guard) Locate(abs string) (Target, bool) {
-	abs, _, w := g.os.cleanAbs(g.os.hostPath(abs))
+	abs, _, w := g.sys.cleanAbs(g.sys.hostPath(abs))
 	if w != nil {
 		return Target{}, false
 	}
@@ -358,7 +358,7 @@ func (g *Guard) Locate(abs string) (Target, bool) {
 func (g *Guard) locate(abs string) (Target, bool) {
 	for _, r := range g.roots {
 		for _, dir := range [2]string{r.Dir, r.Real} {
-			if rel, ok := g.os.within(dir, abs); ok {
+			if rel, ok := g.sys.within(dir, abs); ok {
 				return Target{Root: r, Rel: rel}, true
 			}
 		}
@@ -440,7 +440,7 @@ func (g *Guard) Resolve(op string, access Access, toolName string, grants []stri
 // granted. Callers use it after Resolve on the path of what they actually
 // opened, which closes the window between check and open.
 func (g *Guard) CheckReal(op string, access Access, toolName string, grants []string, t Target, real string) error {
-	rel, ok := g.os.within(t.Root.Real, real)
+	rel, ok := g.sys.within(t.Root.Real, real)
 	if !ok {
 		return denied("%s %q: resolves outside root %q; symlinks may not leave their root", op, t.Path(), t.Root.Name)
 	}
@@ -485,8 +485,8 @@ func (g *Guard) OwnFile(op, p string) error {
 	var rule *Rule
 	if t, _, err := g.parse(op, p); err == nil {
 		rule = g.Denied(t)
-	} else if g.os.isAbs(p) {
-		if abs, _, w := g.os.cleanAbs(p); w == nil {
+	} else if g.sys.isAbs(p) {
+		if abs, _, w := g.sys.cleanAbs(p); w == nil {
 			rule = g.matchAbs(fold(abs))
 		}
 	}
@@ -511,7 +511,7 @@ func (g *Guard) CheckGrant(access Access, toolName, p string) (exists bool, err 
 	if err != nil {
 		return false, err
 	}
-	if !g.os.native() {
+	if !g.sys.native() {
 		return false, nil // another machine's paths: nothing to look up here
 	}
 	real, err := resolve(t.Root.Real, t.Rel, true)

@@ -76,11 +76,11 @@ func runOSCases(t *testing.T, g *Guard, cases []osCase) {
 		tg, err := g.Check("read", Read, "t", []string{"."}, tc.path)
 		switch {
 		case tc.err == "" && err != nil:
-			t.Errorf("%s %q: %v; want allowed as %q", g.os, tc.path, err, tc.rel)
+			t.Errorf("%s %q: %v; want allowed as %q", g.sys, tc.path, err, tc.rel)
 		case tc.err == "" && tg.Rel != tc.rel:
-			t.Errorf("%s %q: allowed as %q; want %q", g.os, tc.path, tg.Rel, tc.rel)
+			t.Errorf("%s %q: allowed as %q; want %q", g.sys, tc.path, tg.Rel, tc.rel)
 		case tc.err != "" && err == nil:
-			t.Errorf("%s %q: allowed as %q; want %s", g.os, tc.path, tg.Rel, tc.err)
+			t.Errorf("%s %q: allowed as %q; want %s", g.sys, tc.path, tg.Rel, tc.err)
 		case tc.err != "":
 			var te *tool.Error
 			kind := tc.kind
@@ -88,7 +88,7 @@ func runOSCases(t *testing.T, g *Guard, cases []osCase) {
 				kind = tool.KindDenied
 			}
 			if !errors.As(err, &te) || te.Kind != kind || err.Error() != tc.err {
-				t.Errorf("%s %q:\n got %v\nwant %s", g.os, tc.path, err, tc.err)
+				t.Errorf("%s %q:\n got %v\nwant %s", g.sys, tc.path, err, tc.err)
 			}
 		}
 	}
@@ -380,19 +380,19 @@ func FuzzOSRules(f *testing.F) {
 	guards := []*Guard{osGuard(f, ForOS("windows")), osGuard(f, ForOS("darwin"))}
 	f.Fuzz(func(t *testing.T, p string) {
 		for _, g := range guards {
-			if !g.os.Covers(p, p) {
-				t.Fatalf("%s rules: Covers(%q, itself) = false", g.os, p)
+			if !g.sys.Covers(p, p) {
+				t.Fatalf("%s rules: Covers(%q, itself) = false", g.sys, p)
 			}
 			// What config cannot change (syntax) the syntax check refuses
 			// too; only an unknown root is config's to tell.
 			var te *tool.Error
 			if _, err := g.Parse("grant", p); errors.As(err, &te) && te.Kind == tool.KindInvalidArguments &&
-				!strings.Contains(te.Message, "unknown root") && g.os.ValidateGrantSyntax(p) == nil {
-				t.Fatalf("%s rules: %q passes ValidateGrantSyntax but Parse refuses it: %v", g.os, p, err)
+				!strings.Contains(te.Message, "unknown root") && g.sys.ValidateGrantSyntax(p) == nil {
+				t.Fatalf("%s rules: %q passes ValidateGrantSyntax but Parse refuses it: %v", g.sys, p, err)
 			}
 			tg, err := g.Check("read", Read, "t", []string{".", "notes:", "data:"}, p)
-			if err == nil && osOracle(g.os, patterns, p) {
-				t.Fatalf("%s rules allow %q (as %s) though a deny rule matches a component of it", g.os, p, tg.Path())
+			if err == nil && osOracle(g.sys, patterns, p) {
+				t.Fatalf("%s rules allow %q (as %s) though a deny rule matches a component of it", g.sys, p, tg.Path())
 			}
 		}
 	})
