@@ -94,7 +94,7 @@ func (r Rules) slash(p string) string {
 // for the same file, for finding the root an absolute path lies in: NTFS
 // compares names by the simple upper-case mapping of each UTF-16 unit (its
 // upcase table), APFS and HFS+ by case and normalization form. Grants do
-// not use it (see contains). Deny rules fold more widely still (see fold).
+// not use it (see Guard.granted). Deny rules fold more widely still (see fold).
 func (r Rules) key(s string) string {
 	switch r.os {
 	case osWindows:
