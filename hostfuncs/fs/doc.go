@@ -38,6 +38,15 @@
 // exist. Symlinks are followed only within their root (os.Root), and the
 // real path must also be granted.
 //
+// Paths mean what the host's file system makes of them (pathguard.Rules).
+// On Windows "\" separates too, absolute paths may be drive, UNC or "\\?\"
+// paths, trailing dots and spaces are stripped and "name::$DATA" is the file
+// itself before the deny-list is matched; device names (CON, NUL.txt,
+// COM1, ...), other alternate data streams ("a.txt:s") and 8.3 short names
+// that may stand for a denied name are refused. On Windows and macOS an
+// absolute path finds its root ignoring case; names within a root are
+// compared with grants exactly, as a volume may be case-sensitive.
+//
 // A denial is a "denied" error that names the rule and the config key that
 // would grant access, worded the same whether or not the path exists:
 //

@@ -85,8 +85,8 @@ func FuzzCovers(f *testing.F) {
 		if !Covers(grant, request) {
 			return
 		}
-		gRoot, g, gok := lexical(grant)
-		rRoot, r, rok := lexical(request)
+		gRoot, g, gok := Host.lexical(grant)
+		rRoot, r, rok := Host.lexical(request)
 		switch {
 		case !rok:
 			if grant != request {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -59,15 +60,32 @@ type OwnFile struct {
 	What string
 }
 
-// Literal quotes p so that it matches as a deny pattern only itself: every
-// glob metacharacter is escaped.
-func Literal(p string) string {
+// Literal quotes p, a path of this machine, so that it matches as a deny
+// pattern only itself (Host.Literal).
+func Literal(p string) string { return Host.Literal(p) }
+
+// Literal quotes p so that it matches as a deny pattern under r only
+// itself: every glob metacharacter is escaped. Under Windows rules "\" is
+// a separator in patterns, so a metacharacter is quoted by a class ("[[]")
+// instead, and "*" and "?", which no Windows name holds, stay as they are.
+func (r Rules) Literal(p string) string {
+	r = r.resolved()
 	var b strings.Builder
-	for _, r := range p {
-		if strings.ContainsRune(`*?[]{}\`, r) {
+	if r.windows() {
+		for _, c := range r.slash(p) {
+			if strings.ContainsRune(`[{}`, c) {
+				b.WriteString("[" + string(c) + "]")
+				continue
+			}
+			b.WriteRune(c)
+		}
+		return b.String()
+	}
+	for _, c := range p {
+		if strings.ContainsRune(`*?[]{}\`, c) {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteRune(c)
 	}
 	return b.String()
 }
@@ -99,16 +117,19 @@ type Rule struct {
 	// prefixes are the literal (meta-free) leading parts of variants, a
 	// cheap filter before glob matching.
 	prefixes []folded
+	// names are the components of the pattern as written ("~" and bare
+	// wildcards left out), for judging 8.3 short names under Windows rules.
+	names []string
 }
 
 // compileRules compiles warden's own files, the built-in list and the
 // user's patterns, in that order, so that a denial names the most specific
 // reason. home is the directory "~" stands for.
-func compileRules(home string, own []OwnFile, user []string) ([]Rule, error) {
+func compileRules(sys Rules, home string, own []OwnFile, user []string) ([]Rule, error) {
 	var rules []Rule
 	var errs []error
 	add := func(pattern, source string) {
-		r, err := compileRule(home, pattern, source)
+		r, err := compileRule(sys, home, pattern, source)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", source, pattern, err))
 			return
@@ -116,11 +137,11 @@ func compileRules(home string, own []OwnFile, user []string) ([]Rule, error) {
 		rules = append(rules, r)
 	}
 	for _, o := range own {
-		if !filepath.IsAbs(o.Pattern) || o.What == "" {
+		if !sys.isAbs(o.Pattern) || o.What == "" {
 			errs = append(errs, fmt.Errorf("own file %q (%s): must be an absolute path with a description", o.Pattern, o.What))
 			continue
 		}
-		r, err := compileRule(home, o.Pattern, SourceOwn)
+		r, err := compileRule(sys, home, o.Pattern, SourceOwn)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("own %s %q: %w", o.What, o.Pattern, err))
 			continue
@@ -137,9 +158,18 @@ func compileRules(home string, own []OwnFile, user []string) ([]Rule, error) {
 	return rules, errors.Join(errs...)
 }
 
-func compileRule(home, pattern, source string) (Rule, error) {
+func compileRule(sys Rules, home, pattern, source string) (Rule, error) {
 	r := Rule{Pattern: pattern, Source: source}
 	p := strings.TrimSpace(pattern)
+	if sys.windows() {
+		// "\" separates, as in doublestar.PathMatch on Windows; see Literal.
+		p = sys.slash(p)
+	}
+	for _, c := range strings.Split(strings.TrimPrefix(p, "~"), "/") {
+		if strings.Trim(c, "*?.") != "" && !sys.isAbs(c+"/") {
+			r.names = append(r.names, c)
+		}
+	}
 	switch {
 	case p == "" || strings.ContainsRune(p, 0):
 		return r, errors.New("empty or contains NUL")
@@ -147,9 +177,13 @@ func compileRule(home, pattern, source string) (Rule, error) {
 		if home == "" {
 			return r, errors.New("no home directory to expand ~ against")
 		}
-		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		if sys.native() {
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		} else {
+			p = sys.join(home, strings.TrimPrefix(p, "~"))
+		}
 		r.kind = ruleAbs
-	case filepath.IsAbs(p):
+	case sys.isAbs(p):
 		r.kind = ruleAbs
 	case strings.Contains(strings.TrimSuffix(p, "/"), "/"):
 		r.kind = ruleRel
@@ -157,8 +191,15 @@ func compileRule(home, pattern, source string) (Rule, error) {
 		r.kind = ruleName
 	}
 	p = strings.TrimSuffix(p, "/")
-	if r.kind != ruleName {
-		p = filepath.Clean(p)
+	switch {
+	case r.kind == ruleAbs:
+		// The form a guest's absolute path is cleaned to (Rules.cleanAbs).
+		if sys.native() {
+			p = sys.hostPath(p)
+		}
+		p = sys.cleanPattern(p)
+	case r.kind == ruleRel:
+		p = path.Clean(p)
 	}
 	if r.kind == ruleRel {
 		p = strings.TrimPrefix(p, "./")
@@ -170,8 +211,8 @@ func compileRule(home, pattern, source string) (Rule, error) {
 		return r, errors.New("not a valid glob pattern")
 	}
 	variants := []string{p}
-	if r.kind == ruleAbs {
-		if c := canonicalPattern(p); c != p {
+	if r.kind == ruleAbs && sys.native() {
+		if c := sys.hostPath(canonicalPattern(filepath.FromSlash(p))); c != p {
 			variants = append(variants, c)
 		}
 	}
@@ -207,7 +248,7 @@ func canonicalPattern(p string) string {
 		} else if !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
 			return p
 		}
-		if cur == "/" || cur == "." {
+		if cur == "/" || cur == "." || filepath.Dir(cur) == cur {
 			return p
 		}
 	}

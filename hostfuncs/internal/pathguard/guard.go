@@ -9,6 +9,12 @@
 // and grants to the real path, with the same messages. All file access then
 // goes through an os.Root opened on the target's root, which the kernel-level
 // containment of os.Root backs up.
+//
+// What a path means depends on the operating system (drive letters, device
+// names and streams on Windows, names that differ only in case or
+// normalization form on macOS): Rules holds those semantics as pure
+// functions of strings, the host's by default, so that every OS's rules are
+// tested on every machine.
 package pathguard
 
 import (
@@ -63,12 +69,17 @@ type Config struct {
 	Home string
 	// Own are warden's own files, denied before everything else.
 	Own []OwnFile
+	// Rules are the path semantics paths are judged by; the zero value is
+	// the host's (Host). Under another OS's rules nothing is looked up on
+	// disk: roots are taken as written (see Rules).
+	Rules Rules
 }
 
 // Guard is an immutable, compiled Config. It is safe for concurrent use.
 type Guard struct {
 	roots []*Root // project root first, then extra roots by name
 	rules []Rule
+	sys   Rules
 }
 
 // Root is one directory tree that guests may be granted.
@@ -89,8 +100,21 @@ func New(cfg Config) (*Guard, error) {
 		return nil, errors.New("project root: empty")
 	}
 	var errs []error
-	g := &Guard{}
+	g := &Guard{sys: cfg.Rules.resolved()}
 	addRoot := func(name, dir string) {
+		if !g.sys.native() {
+			// Another machine's paths: lexically only.
+			if !g.sys.isAbs(dir) {
+				dir = g.sys.join(cfg.ProjectDir, dir)
+			}
+			clean, _, w := g.sys.cleanAbs(dir)
+			if w != nil {
+				errs = append(errs, fmt.Errorf("root %s (%s): %s", name, dir, w.msg))
+				return
+			}
+			g.roots = append(g.roots, &Root{Name: name, Dir: clean, Real: clean})
+			return
+		}
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(cfg.ProjectDir, dir)
 		}
@@ -106,7 +130,7 @@ func New(cfg Config) (*Guard, error) {
 			errs = append(errs, fmt.Errorf("root %s (%s): %w", name, dir, err))
 			return
 		}
-		g.roots = append(g.roots, &Root{Name: name, Dir: dir, Real: real})
+		g.roots = append(g.roots, &Root{Name: name, Dir: g.sys.canonical(dir), Real: g.sys.canonical(real)})
 	}
 	addRoot(ProjectRoot, cfg.ProjectDir)
 	names := make([]string, 0, len(cfg.Roots))
@@ -119,9 +143,13 @@ func New(cfg Config) (*Guard, error) {
 			errs = append(errs, fmt.Errorf("root name %q: must match %s and not be %q", name, rootName, ProjectRoot))
 			continue
 		}
+		if len(name) == 1 && g.sys.windows() {
+			errs = append(errs, fmt.Errorf("root name %q: one letter names a drive on Windows (%s:\\); use a longer name", name, name))
+			continue
+		}
 		addRoot(name, cfg.Roots[name])
 	}
-	rules, err := compileRules(cfg.Home, cfg.Own, cfg.Deny)
+	rules, err := compileRules(g.sys, cfg.Home, cfg.Own, cfg.Deny)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -177,15 +205,15 @@ func denied(format string, args ...any) *tool.Error {
 }
 
 // checkSyntax rejects what no file name can hold before anything else looks
-// at the path.
-func checkSyntax(p string) *tool.Error {
+// at the path; components are split at r's separators.
+func (r Rules) checkSyntax(p string) *tool.Error {
 	if len(p) > MaxPathBytes {
 		return invalid("path is %d bytes long; the limit is %d", len(p), MaxPathBytes)
 	}
 	if strings.IndexByte(p, 0) >= 0 {
 		return invalid("path %q contains a NUL byte", p)
 	}
-	for rest := p; rest != ""; {
+	for rest := r.slash(p); rest != ""; {
 		comp, tail, _ := strings.Cut(rest, "/")
 		if len(comp) > MaxComponentBytes {
 			return invalid("path component %.40q... is %d bytes long; the limit is %d", comp, len(comp), MaxComponentBytes)
@@ -198,43 +226,125 @@ func checkSyntax(p string) *tool.Error {
 // Parse turns a guest path into a target without touching the file system.
 // op names the operation in messages.
 func (g *Guard) Parse(op, p string) (Target, error) {
-	if err := checkSyntax(p); err != nil {
+	t, notes, err := g.parse(op, p)
+	if err != nil {
 		return Target{}, err
+	}
+	return g.checkNames(op, p, t, notes)
+}
+
+// parse is Parse without checkNames: the target and the components of its
+// path that Windows would not open as files.
+func (g *Guard) parse(op, p string) (Target, []note, error) {
+	if err := g.sys.checkSyntax(p); err != nil {
+		return Target{}, nil, err
 	}
 	root := g.roots[0]
 	rest := p
-	if i := strings.IndexByte(p, ':'); i > 0 && rootName.MatchString(p[:i]) {
-		r := g.root(p[:i])
+	if name, tail, ok := g.sys.rootPrefix(p); ok {
+		r := g.root(name)
 		if r == nil {
-			return Target{}, invalid("%s %q: unknown root %q (roots: %s); write \"./%s\" for a file of that name in the project root",
-				op, p, p[:i], strings.Join(g.rootNames(), ", "), p)
+			return Target{}, nil, invalid("%s %q: unknown root %q (roots: %s); write \"./%s\" for a file of that name in the project root",
+				op, p, name, strings.Join(g.rootNames(), ", "), p)
 		}
 		// Inside a named root "/" means the root itself.
-		root, rest = r, strings.TrimLeft(p[i+1:], "/")
-	} else if filepath.IsAbs(p) {
+		root, rest = r, tail
+	} else if g.sys.isAbs(p) {
 		// Lexically only: Parse touches no file.
-		abs := filepath.Clean(p)
+		abs, notes, w := g.sys.cleanAbs(p)
+		if w != nil {
+			return Target{}, nil, w.err(op, p)
+		}
 		if t, ok := g.locate(abs); ok {
-			return t, nil
+			return t, notes, nil
 		}
 		if rule := g.matchAbs(fold(abs)); rule != nil {
-			return Target{}, denyRule(op, p, rule)
+			return Target{}, nil, denyRule(op, p, rule)
 		}
-		return Target{}, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
+		if err := g.refuseNames(op, p, abs, notes); err != nil {
+			return Target{}, nil, err
+		}
+		return Target{}, nil, denied("%s %q: outside every root (roots: %s); add its directory to project.roots to grant it",
 			op, p, strings.Join(g.rootNames(), ", "))
 	}
-	rel := path.Clean(rest)
-	if rel == ".." || strings.HasPrefix(rel, "../") {
-		return Target{}, denied("%s %q: outside root %q; paths may not leave their root", op, p, root.Name)
+	rel, notes, w := g.sys.cleanRel(rest)
+	if w != nil {
+		return Target{}, nil, w.err(op, p)
 	}
-	return Target{Root: root, Rel: rel}, nil
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return Target{}, nil, denied("%s %q: outside root %q; paths may not leave their root", op, p, root.Name)
+	}
+	return Target{Root: root, Rel: rel}, notes, nil
+}
+
+func (w *why) err(op, p string) *tool.Error {
+	if w.denied {
+		return denied("%s %q: %s", op, p, w.msg)
+	}
+	return invalid("%s %q: %s", op, p, w.msg)
+}
+
+// checkNames refuses a target whose path Windows would not open as the
+// file it names (notes: a device, a non-default stream) or that holds an
+// 8.3 short name which may stand for a denied name. The deny-list is
+// checked first, so that a denied name is refused by its rule in any
+// spelling (".env:x", "NUL" aside). Under other rules it returns t.
+func (g *Guard) checkNames(op, p string, t Target, notes []note) (Target, error) {
+	if !g.sys.windows() {
+		return t, nil
+	}
+	if rule := g.Denied(t); rule != nil {
+		return Target{}, denyRule(op, p, rule)
+	}
+	if err := g.refuseNames(op, p, t.Rel, notes); err != nil {
+		return Target{}, err
+	}
+	return t, nil
+}
+
+// refuseNames is the Windows half of checkNames on a canonical path.
+func (g *Guard) refuseNames(op, p, canon string, notes []note) error {
+	for _, n := range notes {
+		if n.device {
+			return denied("%s %q: %q is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9, with any extension); it opens a device, not a file",
+				op, p, n.name)
+		}
+		return denied("%s %q: %q names an alternate data stream; only a file's default stream may be read or written (name it without \":stream\")",
+			op, p, n.name)
+	}
+	if !g.sys.windows() || !strings.Contains(canon, "~") {
+		return nil
+	}
+	for _, c := range strings.Split(canon, "/") {
+		base, ext, ok := shortName(c)
+		if !ok {
+			continue
+		}
+		for i := range g.rules {
+			r := &g.rules[i]
+			for _, pc := range r.names {
+				if !mayAbbreviate(base, ext, pc) {
+					continue
+				}
+				if r.Source == SourceOwn {
+					return denied("%s %q: %q may be the 8.3 short name of warden's own %s; name it by its long name", op, p, c, r.What)
+				}
+				return denied("%s %q: %q may be the 8.3 short name of a name that %s; deny rules always win over grants and also apply to the real path behind symlinks",
+					op, p, c, r.Reason())
+			}
+		}
+	}
+	return nil
 }
 
 // Locate maps an absolute host path inside a root (by its configured or its
 // real directory, or through symlinks that lead into one) to a target. The
 // project root wins over extra roots.
 func (g *Guard) Locate(abs string) (Target, bool) {
-	abs = filepath.Clean(abs)
+	abs, _, w := g.sys.cleanAbs(g.sys.hostPath(abs))
+	if w != nil {
+		return Target{}, false
+	}
 	if t, ok := g.locate(abs); ok {
 		return t, true
 	}
@@ -248,7 +358,7 @@ func (g *Guard) Locate(abs string) (Target, bool) {
 func (g *Guard) locate(abs string) (Target, bool) {
 	for _, r := range g.roots {
 		for _, dir := range [2]string{r.Dir, r.Real} {
-			if rel, ok := within(dir, abs); ok {
+			if rel, ok := g.sys.within(dir, abs); ok {
 				return Target{Root: r, Rel: rel}, true
 			}
 		}
@@ -330,7 +440,7 @@ func (g *Guard) Resolve(op string, access Access, toolName string, grants []stri
 // granted. Callers use it after Resolve on the path of what they actually
 // opened, which closes the window between check and open.
 func (g *Guard) CheckReal(op string, access Access, toolName string, grants []string, t Target, real string) error {
-	rel, ok := within(t.Root.Real, real)
+	rel, ok := g.sys.within(t.Root.Real, real)
 	if !ok {
 		return denied("%s %q: resolves outside root %q; symlinks may not leave their root", op, t.Path(), t.Root.Name)
 	}
@@ -361,8 +471,8 @@ func suggest(t Target) string { return SuggestGrant(t.Path()) }
 // "notes:drafts").
 func SuggestGrant(p string) string {
 	prefix, rest := "", p
-	if i := strings.IndexByte(p, ':'); i > 0 && rootName.MatchString(p[:i]) {
-		prefix, rest = p[:i+1], p[i+1:]
+	if name, _, ok := Host.rootPrefix(p); ok {
+		prefix, rest = name+":", p[len(name)+1:]
 	}
 	top, _, _ := strings.Cut(rest, "/")
 	return prefix + top
@@ -373,10 +483,12 @@ func SuggestGrant(p string) string {
 // else nil: a grant of it would give nothing, so grant edits refuse it.
 func (g *Guard) OwnFile(op, p string) error {
 	var rule *Rule
-	if t, err := g.Parse(op, p); err == nil {
+	if t, _, err := g.parse(op, p); err == nil {
 		rule = g.Denied(t)
-	} else if filepath.IsAbs(p) {
-		rule = g.matchAbs(fold(filepath.Clean(p)))
+	} else if g.sys.isAbs(p) {
+		if abs, _, w := g.sys.cleanAbs(p); w == nil {
+			rule = g.matchAbs(fold(abs))
+		}
 	}
 	if rule != nil && rule.Source == SourceOwn {
 		return denyRule(op, p, rule)
@@ -398,6 +510,9 @@ func (g *Guard) CheckGrant(access Access, toolName, p string) (exists bool, err 
 	t, err := g.Check(op, access, toolName, grants, p)
 	if err != nil {
 		return false, err
+	}
+	if !g.sys.native() {
+		return false, nil // another machine's paths: nothing to look up here
 	}
 	real, err := resolve(t.Root.Real, t.Rel, true)
 	if err != nil {
@@ -463,6 +578,9 @@ func (g *Guard) granted(grants []string, t Target) bool {
 		if err != nil || gt.Root != t.Root {
 			continue
 		}
+		// Exact, on every OS: a volume may be case-sensitive even where
+		// the default is not (APFS, NTFS directories), and there another
+		// case is another file, which a grant must not reach.
 		if contains(gt.Rel, t.Rel) {
 			return true
 		}
@@ -539,9 +657,13 @@ func resolve(dir, rel string, followLast bool) (string, error) {
 			return "", err
 		}
 		if filepath.IsAbs(target) {
-			done = "/"
+			// From the root of the target's volume ("/", "C:\").
+			vol := filepath.VolumeName(target)
+			done, target = vol+string(filepath.Separator), target[len(vol):]
 		}
 		todo = append(strings.Split(filepath.ToSlash(target), "/"), todo...)
 	}
-	return done, nil
+	// On Windows an existing path may still hold 8.3 short names
+	// ("SECRET~1.PEM"), which the deny-list must see long.
+	return filepath.ToSlash(longPath(done)), nil
 }

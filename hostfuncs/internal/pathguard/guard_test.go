@@ -183,7 +183,7 @@ func TestDenyRules(t *testing.T) {
 		{"/etc/sudoers.d", "", "/etc/sudoers.d/admins", true},
 		{"/proc/*/task/*/mem", "", "/proc/1/task/2/mem", true},
 	} {
-		r, err := compileRule(home, tc.pattern, SourceConfig)
+		r, err := compileRule(Host, home, tc.pattern, SourceConfig)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.pattern, err)
 		}
@@ -202,7 +202,7 @@ func TestDenyRules(t *testing.T) {
 		if bad == "~/x" {
 			h = ""
 		}
-		if _, err := compileRule(h, bad, SourceConfig); err == nil {
+		if _, err := compileRule(Host, h, bad, SourceConfig); err == nil {
 			t.Errorf("pattern %q accepted", bad)
 		}
 	}
