@@ -184,7 +184,9 @@ func (s *store) lock(ctx context.Context) (unlock func(), err error) {
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		err := osfile.TryLock(f)
 		if err == nil {
-			return func() { f.Close() }, nil // closing the file releases the lock
+			// Unlocked explicitly before the close: Windows releases a
+			// closed file's locks only when it gets to it.
+			return func() { osfile.Unlock(f); f.Close() }, nil
 		}
 		if !errors.Is(err, osfile.ErrLocked) {
 			f.Close()
