@@ -29,6 +29,12 @@ const reparseTagNameSurrogate = 0x20000000
 func openNoFollow(name string, flag int, perm fs.FileMode, o opener) (*os.File, error) {
 	f, err := o.open(name, flag|syscall.FILE_FLAG_OPEN_REPARSE_POINT, perm)
 	if err != nil {
+		// Opening a directory link for writing fails before any check
+		// here can run (access denied, reported as EISDIR): it is still
+		// a link, refused as one.
+		if info, lerr := o.lstat(name); lerr == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ELOOP}
+		}
 		return nil, err
 	}
 	var tag fileAttributeTagInfo
