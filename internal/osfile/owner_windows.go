@@ -26,8 +26,10 @@ func ownerOf(path string, info fs.FileInfo) (owner, user Principal, mine bool, e
 	if err != nil {
 		return owner, user, false, err
 	}
-	owner, user = principal(sid), principal(me)
-	return owner, user, ownerIsUser(owner.SID, user.SID, elevated), nil
+	mine = ownerIsUser(sid.String(), me.String(), elevated)
+	// Account names only for a refusal: looking a domain account up may
+	// ask a domain controller, and may wait for one.
+	return principal(sid, !mine), principal(me, !mine), mine, nil
 }
 
 func checkPrivate(path string, info fs.FileInfo) error {
@@ -43,11 +45,10 @@ func checkPrivate(path string, info fs.FileInfo) error {
 	if err != nil {
 		return err
 	}
-	owner, user := principal(ownerSID), principal(me)
-	if !ownerIsUser(owner.SID, user.SID, elevated) {
-		return &NotOwnedError{Path: path, Owner: owner, User: user}
+	if !ownerIsUser(ownerSID.String(), me.String(), elevated) {
+		return &NotOwnedError{Path: path, Owner: principal(ownerSID, true), User: principal(me, true)}
 	}
-	sec := securityInfo{owner: owner.SID}
+	sec := securityInfo{owner: ownerSID.String()}
 	dacl, _, err := sd.DACL()
 	switch {
 	case errors.Is(err, windows.ERROR_OBJECT_NOT_FOUND) || (err == nil && dacl == nil):
@@ -59,7 +60,7 @@ func checkPrivate(path string, info fs.FileInfo) error {
 			return fmt.Errorf("access list of %s: %w", path, err)
 		}
 	}
-	sids := untrustedWriters(sec, user.SID, info.IsDir())
+	sids := untrustedWriters(sec, me.String(), info.IsDir())
 	if len(sids) == 0 {
 		return nil
 	}
@@ -67,7 +68,7 @@ func checkPrivate(path string, info fs.FileInfo) error {
 	for _, s := range sids {
 		p := Principal{UID: -1, SID: s}
 		if sid, err := windows.StringToSid(s); err == nil {
-			p = principal(sid)
+			p = principal(sid, true)
 		}
 		we.Writers = append(we.Writers, p)
 	}
@@ -117,8 +118,12 @@ func currentUser() (*windows.SID, bool, error) {
 	return tu.User.Sid, elevated, nil
 }
 
-func principal(sid *windows.SID) Principal {
+// principal is sid as a Principal, with its account name when named.
+func principal(sid *windows.SID, named bool) Principal {
 	p := Principal{UID: -1, SID: sid.String()}
+	if !named {
+		return p
+	}
 	if account, domain, _, err := sid.LookupAccount(""); err == nil {
 		p.Name = account
 		if domain != "" {
