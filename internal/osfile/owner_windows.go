@@ -64,7 +64,7 @@ func checkPrivate(path string, info fs.FileInfo) error {
 	if len(sids) == 0 {
 		return nil
 	}
-	we := &WritableError{Path: path, Mode: info.Mode().Perm()}
+	we := &WritableError{Path: path}
 	for _, s := range sids {
 		p := Principal{UID: -1, SID: s}
 		if sid, err := windows.StringToSid(s); err == nil {
