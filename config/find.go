@@ -42,12 +42,12 @@ func Find(dir string) (string, error) {
 				// The link's owner counts as well as its target's: relative
 				// paths in the config resolve against the link's folder.
 				if link, err := os.Lstat(p); err == nil {
-					if owner, me, foreign := foreignOwner(p, link); foreign {
-						return "", &ForeignError{Path: p, Owner: owner, User: me}
+					if foreign := foreignOwner(p, link); foreign != nil {
+						return "", foreign
 					}
 				}
-				if owner, me, foreign := foreignOwner(p, info); foreign {
-					return "", &ForeignError{Path: p, Owner: owner, User: me}
+				if foreign := foreignOwner(p, info); foreign != nil {
+					return "", foreign
 				}
 			}
 			return p, nil
@@ -77,9 +77,15 @@ func (e *NotFoundError) Error() string {
 // that another user owns.
 type ForeignError struct {
 	Path        string
-	Owner, User int // uids
+	Owner, User int // uids; -1 where owners are not uids
+	// OwnerName and UserName name them where owners are not uids
+	// (Windows: account and SID).
+	OwnerName, UserName string
 }
 
 func (e *ForeignError) Error() string {
+	if e.OwnerName != "" {
+		return fmt.Sprintf("%s belongs to %s, not to you (%s): a config found in a parent folder is used only when it is yours", e.Path, e.OwnerName, e.UserName)
+	}
 	return fmt.Sprintf("%s belongs to uid %d, not to you (uid %d): a config found in a parent folder is used only when it is yours", e.Path, e.Owner, e.User)
 }

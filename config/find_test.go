@@ -100,6 +100,24 @@ func TestFindForeign(t *testing.T) {
 	}
 }
 
+// TestForeignErrorText pins both forms: uids (Unix) and names with SIDs
+// (Windows).
+func TestForeignErrorText(t *testing.T) {
+	for _, c := range []struct {
+		err  *ForeignError
+		want string
+	}{
+		{&ForeignError{Path: "/tmp/config.yaml", Owner: 4242, User: 1000},
+			"/tmp/config.yaml belongs to uid 4242, not to you (uid 1000): a config found in a parent folder is used only when it is yours"},
+		{&ForeignError{Path: `C:\config.yaml`, Owner: -1, User: -1, OwnerName: `PC\mallory (S-1-5-21-1-2-3-1002)`, UserName: `PC\alice (S-1-5-21-1-2-3-1001)`},
+			`C:\config.yaml belongs to PC\mallory (S-1-5-21-1-2-3-1002), not to you (PC\alice (S-1-5-21-1-2-3-1001)): a config found in a parent folder is used only when it is yours`},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("Error() = %q\nwant %q", got, c.want)
+		}
+	}
+}
+
 func TestFindRelative(t *testing.T) {
 	root := t.TempDir()
 	t.Chdir(root)

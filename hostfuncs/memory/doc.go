@@ -12,8 +12,8 @@
 // (built-in and security.deny, see Config.Deny) applies to each topic's file.
 //
 // Writes are atomic and durable (temp file, fsync, rename, fsync of the
-// directory) and serialized across processes by an flock on
-// .warden/memories.lock: a writer killed at any instant leaves each memory
+// directory) and serialized across processes by a lock (flock; LockFileEx on
+// Windows) on .warden/memories.lock: a writer killed at any instant leaves each memory
 // either as it was or as written, never torn or empty.
 //
 // # Backends

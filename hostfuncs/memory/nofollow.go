@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/warden-run/warden/internal/osfile"
 )
 
 // errRefused is a store entry the store will not use: a symbolic link, a
@@ -95,10 +97,14 @@ func openFileNoFollow(dir *os.Root, name, display string) (*os.File, os.FileInfo
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", display, unwrapPath(err))
 	}
-	if err := checkEntry(before, display); err != nil {
+	if err := checkEntry(before, display, nil); err != nil {
 		return nil, nil, err
 	}
-	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := osfile.OpenFileIn(dir, name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		// Lstat saw no link: one was put there since.
+		return nil, nil, &errRefused{Path: display, Reason: reasonSwapped}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", display, unwrapPath(err))
 	}
@@ -107,7 +113,7 @@ func openFileNoFollow(dir *os.Root, name, display string) (*os.File, os.FileInfo
 		f.Close()
 		return nil, nil, &errRefused{Path: display, Reason: reasonSwapped}
 	}
-	if err := checkEntry(after, display); err != nil {
+	if err := checkEntry(after, display, f); err != nil {
 		f.Close()
 		return nil, nil, err
 	}
@@ -116,25 +122,18 @@ func openFileNoFollow(dir *os.Root, name, display string) (*os.File, os.FileInfo
 
 // checkEntry judges what Lstat says of a topic file: a symlink or a file with
 // other names is refused, anything else but a regular file does not exist
-// as far as memories go.
-func checkEntry(info os.FileInfo, display string) error {
-	switch {
+// as far as memories go. f, when not nil, is the file opened: Windows tells
+// a file's link count only through it.
+func checkEntry(info os.FileInfo, display string, f *os.File) error {
+	switch n := osfile.Links(info, f); {
 	case info.Mode()&fs.ModeSymlink != 0:
 		return &errRefused{Path: display, Reason: reasonSymlink}
 	case !info.Mode().IsRegular():
 		return fmt.Errorf("%s %s: %w", display, reasonNotRegual, fs.ErrNotExist)
-	case links(info) > 1:
-		return &errRefused{Path: display, Reason: fmt.Sprintf(reasonHardLink, links(info))}
+	case n > 1:
+		return &errRefused{Path: display, Reason: fmt.Sprintf(reasonHardLink, n)}
 	}
 	return nil
-}
-
-// links is a file's hard-link count, 1 when the system does not say.
-func links(info os.FileInfo) uint64 {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 1
 }
 
 // unwrapPath drops the host path an *os.PathError carries, so that no

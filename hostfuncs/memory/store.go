@@ -16,9 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/warden-run/warden/hostfuncs/internal/pathguard"
+	"github.com/warden-run/warden/internal/osfile"
 )
 
 const (
@@ -151,11 +150,11 @@ func (e *errDenyRule) Error() string {
 }
 
 // lock takes the store's exclusive lock, shared by every process that opens
-// the same project, polling so that ctx can end the wait. The lock is an
-// flock on an open file description, so it also serializes goroutines of
-// this process, and the kernel drops it when a holder dies, even by kill -9.
-// The lock file is opened through the .warden directory checked like the
-// store's own; a lock file that is a symlink is refused.
+// the same project, polling so that ctx can end the wait. The lock belongs
+// to an open file (osfile.TryLock), so it also serializes goroutines of
+// this process, and the system drops it when a holder dies, even by
+// kill -9. The lock file is opened through the .warden directory checked
+// like the store's own; a lock file that is a symlink is refused.
 func (s *store) lock(ctx context.Context) (unlock func(), err error) {
 	project, err := os.OpenRoot(s.projectRoot)
 	if err != nil {
@@ -171,7 +170,10 @@ func (s *store) lock(ctx context.Context) (unlock func(), err error) {
 	if info, err := warden.Lstat(name); err == nil && info.Mode()&fs.ModeSymlink != 0 {
 		return nil, &errRefused{Path: lockFile, Reason: reasonSymlink}
 	}
-	f, err := warden.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	f, err := osfile.OpenFileIn(warden, name, os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &errRefused{Path: lockFile, Reason: reasonSymlink}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", unwrapPath(err))
 	}
@@ -179,13 +181,14 @@ func (s *store) lock(ctx context.Context) (unlock func(), err error) {
 		f.Close()
 		return nil, &errRefused{Path: lockFile, Reason: reasonNotRegual}
 	}
-	fd := int(f.Fd())
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		err := osfile.TryLock(f)
 		if err == nil {
-			return func() { f.Close() }, nil // closing the last descriptor releases the lock
+			// Unlocked explicitly before the close: Windows releases a
+			// closed file's locks only when it gets to it.
+			return func() { osfile.Unlock(f); f.Close() }, nil
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		if !errors.Is(err, osfile.ErrLocked) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", lockFile, err)
 		}
@@ -496,7 +499,7 @@ func (s *store) list(_ context.Context, prefix string, filter func(topic string)
 				continue
 			case !info.Mode().IsRegular():
 				continue
-			case links(info) > 1:
+			case osfile.Links(info, nil) > 1: // on Windows, counted only when read
 				skipped.HardLinks++
 				continue
 			case filter(topic) == denied:

@@ -33,9 +33,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/warden-run/warden/internal/osfile"
 )
 
 // Files of the guard's own, next to wazero's version directories.
@@ -83,8 +82,9 @@ func Open(dir string, log *slog.Logger) (*Guard, error) {
 	return g, nil
 }
 
-// checkOwnership refuses a dir, or a parent up to the user's own, that
-// someone else could write entries into.
+// checkOwnership refuses a dir that is not the user's, or that someone else
+// could write entries into (osfile.CheckPrivate: mode bits on Unix, the
+// DACL on Windows).
 func checkOwnership(dir string) error {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -93,17 +93,22 @@ func checkOwnership(dir string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("compile cache %s is not a directory", dir)
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil // not a POSIX system: nothing to compare
-	}
-	if uid := os.Getuid(); int(st.Uid) != uid {
-		return fmt.Errorf("compile cache %s belongs to uid %d, not to this user (uid %d): compiled code is run as trusted, so warden only uses a cache dir of its own (chown it, or set tools.cache_dir)",
-			dir, st.Uid, uid)
-	}
-	if perm := info.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("compile cache %s is writable by others (mode %04o): compiled code is run as trusted, so warden refuses it (chmod go-w %s)",
-			dir, perm, dir)
+	err = osfile.CheckPrivate(dir, info)
+	var foreign *osfile.NotOwnedError
+	var writable *osfile.WritableError
+	switch {
+	case errors.As(err, &foreign):
+		fix := "chown it"
+		if foreign.Owner.SID != "" {
+			fix = "take ownership of it"
+		}
+		return fmt.Errorf("compile cache %s belongs to %s, not to this user (%s): compiled code is run as trusted, so warden only uses a cache dir of its own (%s, or set tools.cache_dir)",
+			dir, foreign.Owner, foreign.User, fix)
+	case errors.As(err, &writable):
+		return fmt.Errorf("compile cache %s is writable by others (%s): compiled code is run as trusted, so warden refuses it (%s)",
+			dir, writable.Who(), writable.Fix())
+	case err != nil:
+		return fmt.Errorf("compile cache %s: %w", dir, err)
 	}
 	return nil
 }
@@ -301,15 +306,17 @@ func (g *Guard) readIndexLocked() map[string]entry {
 // disk (another process may have recorded entries of its own) and replaces
 // it atomically, holding the cross-process lock.
 func (g *Guard) writeIndexLocked() error {
-	lock, err := os.OpenFile(filepath.Join(g.dir, lockFile), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	lock, err := osfile.OpenFile(filepath.Join(g.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+	if err := osfile.Lock(lock); err != nil {
 		return err
 	}
-	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	// Released explicitly: Windows releases a closed file's locks only
+	// when it gets to it.
+	defer osfile.Unlock(lock)
 	merged := make(map[string]entry)
 	// Entries of the disk index that still exist stay listed: they are
 	// checked against their hash before use like any other.
@@ -338,7 +345,7 @@ func (g *Guard) writeIndexLocked() error {
 
 func hashFile(path string) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := osfile.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return sum, err
 	}

@@ -226,33 +226,6 @@ func TestPlantedFilesAreRemoved(t *testing.T) {
 	}
 }
 
-func TestUnsafeDirRefused(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cache")
-	os.Mkdir(dir, 0o700)
-	os.Chmod(dir, 0o777)
-	_, err := Open(dir, nil)
-	if err == nil || !strings.Contains(err.Error(), "writable by others") || !strings.Contains(err.Error(), "chmod go-w "+dir) {
-		t.Fatalf("world-writable dir: %v", err)
-	}
-	file := filepath.Join(t.TempDir(), "file")
-	os.WriteFile(file, nil, 0o600)
-	if _, err := Open(file, nil); err == nil {
-		t.Fatal("a file as cache dir was accepted")
-	}
-}
-
-func TestNewDirIsPrivate(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "a", "cache")
-	openGuard(t, dir)
-	info, err := os.Stat(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		t.Fatalf("new cache dir has mode %04o", perm)
-	}
-}
-
 func TestTwoProcessesShareADir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	a, _ := openGuard(t, dir)
