@@ -282,7 +282,6 @@ type probe struct {
 // answers first and finishes its background index; warden's clangd then
 // starts on the same project (and its index on disk).
 func TestClangdAgreement(t *testing.T) {
-	clangd := clangdPath(t)
 	sources := []string{"zran.c", "zran.h", "gzlog.c", "gzlog.h", "zpipe.c"}
 	root := cProject(t, true, sources...)
 	files := []string{"include/zlib.h"}
@@ -290,7 +289,7 @@ func TestClangdAgreement(t *testing.T) {
 		files = append(files, "src/"+f)
 	}
 
-	raw := startRaw(t, root, clangd, "--log=error")
+	raw := startRaw(t, root, clangdLanguages(t)["c"])
 	a := &agreement{t: t, lang: "c", langID: "c", root: root, raw: raw, files: &rawFiles{root: root}, tally: newTally()}
 	for _, f := range files {
 		raw.open(f, "c")
@@ -435,7 +434,7 @@ func TestClangdWithoutCompileCommands(t *testing.T) {
 		t.Fatalf("definition of inflateInit2 outside the root: got %+v, want none", got)
 	}
 	// The server did find it: warden dropped it.
-	raw := startRaw(t, root, clangdPath(t), "--log=error")
+	raw := startRaw(t, root, clangdLanguages(t)["c"])
 	raw.open("src/zran.c", "c")
 	var ans json.RawMessage
 	raw.call("textDocument/definition", map[string]any{

@@ -41,11 +41,12 @@ type rawServer struct {
 // startRaw starts command in root and runs the initialize handshake with
 // the client capabilities warden declares (UTF-16 positions only: the LSP
 // default, so the conversion below is always exercised).
-func startRaw(t testing.TB, root, command string, args ...string) *rawServer {
+func startRaw(t testing.TB, root string, l Language) *rawServer {
 	t.Helper()
 	r := &rawServer{t: t, root: root, ended: map[string]bool{}, begun: map[string]string{}, moved: make(chan struct{})}
-	cmd := exec.Command(command, args...)
+	cmd := exec.Command(l.Command, l.Args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), l.Env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func startRaw(t testing.TB, root, command string, args ...string) *rawServer {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", command, err)
+		t.Fatalf("start %s: %v", l.Command, err)
 	}
 	r.cmd = cmd
 	r.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipePair{r: stdout, w: stdin}))
@@ -64,7 +65,12 @@ func startRaw(t testing.TB, root, command string, args ...string) *rawServer {
 
 	rootURI := fileURI(root)
 	var res json.RawMessage
+	var opts any
+	if len(l.InitializationOptions) > 0 {
+		opts = json.RawMessage(l.InitializationOptions)
+	}
 	r.call("initialize", map[string]any{
+		"initializationOptions": opts,
 		"processId": os.Getpid(),
 		"rootUri":   rootURI,
 		"rootPath":  root,
