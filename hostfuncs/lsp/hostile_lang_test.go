@@ -136,10 +136,10 @@ type hostileEnv struct {
 	lang   hostileLang
 	server Language // the real server, without the proxy
 	root   string
-	m     *Manager
-	c     *Capability
-	gate  *fs.FS
-	proxy string // the proxy's control directory
+	m      *Manager
+	c      *Capability
+	gate   *fs.FS
+	proxy  string // the proxy's control directory
 }
 
 func newHostileEnv(t *testing.T, hl hostileLang, cfg Config) *hostileEnv {
@@ -261,7 +261,6 @@ func eventuallyFound[T any](ask func() []T) []T {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
 
 func firstKey(m map[string]string) string {
 	for k := range m {

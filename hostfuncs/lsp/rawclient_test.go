@@ -71,9 +71,9 @@ func startRaw(t testing.TB, root string, l Language) *rawServer {
 	}
 	r.call("initialize", map[string]any{
 		"initializationOptions": opts,
-		"processId": os.Getpid(),
-		"rootUri":   rootURI,
-		"rootPath":  root,
+		"processId":             os.Getpid(),
+		"rootUri":               rootURI,
+		"rootPath":              root,
 		"workspaceFolders": []map[string]string{
 			{"uri": rootURI, "name": filepath.Base(root)},
 		},
