@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -516,4 +517,120 @@ func slicesFilter[T any](s []T, keep func(T) bool) []T {
 		}
 	}
 	return out
+}
+
+// TestHostileServerCrashes kills each real server (through the proxy in
+// front of it) exactly when warden's definition request reaches it: the
+// manager retries once on a new server, which is killed too, and the call
+// gets a clear error; two failures open the breaker, which refuses the
+// next call without starting anything; after the cooldown (a test clock)
+// the next call starts a server that answers.
+func TestHostileServerCrashes(t *testing.T) {
+	for _, hl := range hostileLangs {
+		t.Run(hl.name, func(t *testing.T) {
+			var clock struct {
+				sync.Mutex
+				now time.Time
+			}
+			clock.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.now }
+			e := newHostileEnv(t, hl, Config{MaxFailures: 2, now: now})
+			p := e.at(t, hl.useCred)
+			def := func() ([]Location, error) {
+				b, _ := json.Marshal(map[string]any{"op": "definition", "path": hl.main, "line": p.Line, "column": p.Column})
+				res, err := e.c.Serve(context.Background(), e.call("."), b)
+				if err != nil {
+					return nil, err
+				}
+				return res.(locationsReply).Locations, nil
+			}
+			if _, err := def(); err != nil {
+				t.Fatalf("first query: %v", err)
+			}
+			first := serverPID(e.m, e.target())
+
+			if err := armCrash(e.proxy, "textDocument/definition", 2); err != nil {
+				t.Fatal(err)
+			}
+			proxy := e.m.cfg.Languages[hl.name].Command
+			died := fmt.Sprintf("language server %s for %s exited: exit status 9: proxy: killed %s on textDocument/definition",
+				proxy, hl.name, filepath.Base(e.server.Command))
+			_, err := def()
+			wantExact(t, err, tool.KindFailed, died)
+			if alive(first) {
+				t.Fatalf("the first server %d is still running", first)
+			}
+			if starts, failures := slotStats(e.m, e.target()); starts != 2 || failures != 2 {
+				t.Fatalf("starts %d, failures %d; want 2 and 2 (one retry)", starts, failures)
+			}
+
+			_, err = def()
+			wantExact(t, err, tool.KindFailed, fmt.Sprintf("language server %s for %s failed 2 times within 1m0s (last: %s); not restarting it for another 1m0s", proxy, hl.name, died))
+			if starts, _ := slotStats(e.m, e.target()); starts != 2 {
+				t.Fatalf("the open breaker started a server: %d starts", starts)
+			}
+
+			clock.Lock()
+			clock.now = clock.now.Add(defaultBreakerCooldown + time.Second)
+			clock.Unlock()
+			if _, err := def(); err != nil {
+				t.Fatalf("after the cooldown: %v", err)
+			}
+			if starts, _ := slotStats(e.m, e.target()); starts != 3 || !alive(serverPID(e.m, e.target())) {
+				t.Fatalf("after the cooldown: %d starts, want 3 and a live server", starts)
+			}
+		})
+	}
+}
+
+// TestHostileServerHangs makes each real server never see one hover
+// request (the proxy swallows it): the call ends at the request deadline
+// with a failed error naming the server and the method, and the next call
+// is answered by the same server.
+func TestHostileServerHangs(t *testing.T) {
+	for _, hl := range hostileLangs {
+		t.Run(hl.name, func(t *testing.T) {
+			// The deadline must let a cold server answer the first query on
+			// two busy cores; the hung call waits for all of it.
+			e := newHostileEnv(t, hl, Config{RequestTimeout: 10 * time.Second})
+			// A symbol of the main file itself: hover is asked only when
+			// the definition is readable.
+			p := e.at(t, "run(")
+			hover := func() (*Hover, error) {
+				b, _ := json.Marshal(map[string]any{"op": "hover", "path": hl.main, "line": p.Line, "column": p.Column})
+				res, err := e.c.Serve(context.Background(), e.call("."), b)
+				if err != nil {
+					return nil, err
+				}
+				return res.(hoverReply).Hover, nil
+			}
+			// A cold server loading its project may take longer than the
+			// deadline on busy cores; it keeps loading, so ask again.
+			for attempt := 1; ; attempt++ {
+				h, err := hover()
+				if err == nil && h != nil {
+					break
+				}
+				if attempt == 5 {
+					t.Fatalf("first query: %+v, %v", h, err)
+				}
+			}
+			pid := serverPID(e.m, e.target())
+			if err := armHang(e.proxy, "textDocument/hover"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := hover()
+			wantExact(t, err, tool.KindFailed, fmt.Sprintf("language server %s for %s did not answer textDocument/hover in time", e.m.cfg.Languages[hl.name].Command, hl.name))
+			if b, err := os.ReadFile(filepath.Join(e.proxy, "hung")); err != nil || string(b) != "textDocument/hover" {
+				t.Fatalf("the proxy did not swallow the hover: %q, %v", b, err)
+			}
+			h, err := hover()
+			if err != nil || h == nil || !strings.Contains(h.Text, "run") {
+				t.Fatalf("hover after the hang: %+v, %v", h, err)
+			}
+			if serverPID(e.m, e.target()) != pid {
+				t.Fatal("a hung request restarted the server")
+			}
+		})
+	}
 }
