@@ -445,3 +445,45 @@ func TestClangdWithoutCompileCommands(t *testing.T) {
 		t.Fatalf("clangd should define inflateInit2 in /usr/include/zlib.h: %s", ans)
 	}
 }
+
+// TestClangdColumnsAfterNonASCII: clangd 14 counts UTF-16 code units
+// (it does not offer UTF-8 through positionEncodings), warden bytes. On a
+// line where "Grüße 😀" comes first (ü and ß are 2 bytes and 1 unit each,
+// the emoji 4 bytes and a surrogate pair), a query at the byte column of a
+// use finds its definition, and the use's reference comes back at that
+// byte column.
+func TestClangdColumnsAfterNonASCII(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "int area(int w, int h) { return w * h; }\n\n" +
+		"int total(void) { const char *s = \"Grüße 😀\"; (void)s; return area(2, 3); }\n"
+	if err := os.WriteFile(filepath.Join(root, "a.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, c := cEnv(t, root)
+	line := strings.Split(src, "\n")[2]
+	col := strings.Index(line, "area(2") + 1 // bytes
+	ask := func(op string) []Location {
+		t.Helper()
+		req := map[string]any{"op": op, "path": "a.c", "line": 3, "column": col}
+		if op == "references" {
+			req["includeDeclaration"] = true
+		}
+		b, _ := json.Marshal(req)
+		res, err := c.Serve(context.Background(), callWith("c"), b)
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		return res.(locationsReply).Locations
+	}
+	decl := Location{Path: "a.c", Line: 1, Column: 5, EndLine: 1, EndColumn: 9}
+	use := Location{Path: "a.c", Line: 3, Column: col, EndLine: 3, EndColumn: col + 4}
+	if got := ask("definition"); !reflect.DeepEqual(got, []Location{decl}) {
+		t.Fatalf("definition: got %+v, want %+v", got, decl)
+	}
+	if got := ask("references"); !reflect.DeepEqual(got, []Location{decl, use}) {
+		t.Fatalf("references: got %+v, want %+v and %+v", got, decl, use)
+	}
+}

@@ -75,7 +75,7 @@ var hostileLangs = []hostileLang{
 	{
 		name: "typescript",
 		server: func(t testing.TB) Language {
-			l := nodeServer(t, "typescript-language-server", "npm install -g typescript-language-server typescript")
+			l := nodeServer(t, "typescript-language-server", "npm install -g typescript-language-server typescript@5")
 			l.Extensions, l.LanguageID = []string{".ts"}, "typescript"
 			// The typescript package installed beside the server (npm's
 			// global or local node_modules) serves projects without one.
