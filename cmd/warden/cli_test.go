@@ -30,14 +30,14 @@ func TestHelpGolden(t *testing.T) {
 	for _, c := range newRoot().Commands() {
 		commands = append(commands, c.Name())
 	}
-	commands = append(commands, "completion")
+	commands = append(commands, "completion", "cache warm")
 	dir := t.TempDir()
 	for _, name := range commands {
 		args := []string{"--help"}
 		file := "warden.txt"
 		if name != "" {
-			args = []string{name, "--help"}
-			file = "warden-" + name + ".txt"
+			args = append(strings.Fields(name), "--help")
+			file = "warden-" + strings.ReplaceAll(name, " ", "-") + ".txt"
 		}
 		stdout, stderr, code := runIn(t, dir, nil, args...)
 		if code != 0 || stderr != "" {
