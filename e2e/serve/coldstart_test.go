@@ -2,6 +2,11 @@ package serve
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -208,5 +213,66 @@ func TestTamperedManifestRebuilt(t *testing.T) {
 	_, stderr = verbose(t, e, "tools")
 	if got := compiledModules(stderr); len(got) != 0 {
 		t.Fatalf("warden tools after the rebuild loaded %v, want none\n%s", got, stderr)
+	}
+}
+
+// TestCacheWarmRefusesForgedManifest: a manifest forged with a valid frame
+// and checksum (anyone who can write the cache can compute one) that lists
+// other tools than its module describes is caught by `warden cache warm`,
+// which loads every module listed from a manifest: it exits 1 naming the
+// manifest, and the next start lists the module's own tools.
+func TestCacheWarmRefusesForgedManifest(t *testing.T) {
+	t.Parallel()
+	e, cache := coldEnv(t, "echo", "hostcalls")
+	verbose(t, e, "cache", "warm")
+	wasm, err := os.ReadFile(filepath.Join(e.tools, "echo.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoSum := sha256.Sum256(wasm)
+	forged := ""
+	for _, f := range manifestFiles(t, cache) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// magic (8), version (4), body length (4), JSON body, sha256.
+		body := data[16 : len(data)-sha256.Size]
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if m["module_sha256"] != hex.EncodeToString(echoSum[:]) {
+			continue
+		}
+		m["descriptor"] = base64.StdEncoding.EncodeToString([]byte(
+			`{"tools":[{"name":"impostor","description":"not echo","inputSchema":{"type":"object"}}]}`))
+		body, err = json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := append(bytes.Clone(data[:12]), binary.BigEndian.AppendUint32(nil, uint32(len(body)))...)
+		out = append(out, body...)
+		sum := sha256.Sum256(out)
+		if err := os.WriteFile(f, append(out, sum[:]...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		forged = f
+	}
+	if forged == "" {
+		t.Fatal("no manifest of echo after warm")
+	}
+	// The forgery is well formed: a start lists what it says.
+	stdout, _ := verbose(t, e, "tools")
+	if !strings.Contains(stdout, "impostor") {
+		t.Fatalf("the forged manifest was not read (the test forges badly):\n%s", stdout)
+	}
+	stdout, stderr, code := wardenCLI(t, e, "cache", "warm")
+	if code != 1 || !strings.Contains(stderr, "describes itself differently than its cached descriptor manifest "+forged) {
+		t.Fatalf("warden cache warm over a forged manifest: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	stdout, _ = verbose(t, e, "tools")
+	if strings.Contains(stdout, "impostor") || !strings.Contains(stdout, "echo") {
+		t.Fatalf("warden tools after the forgery was caught:\n%s", stdout)
 	}
 }
