@@ -12,10 +12,12 @@ import (
 )
 
 // LoadFor loads what one call of the tool named name needs (`warden call`),
-// and no more: every module whose descriptor manifest is cached is listed
-// from it (nothing compiles), then the modules without one are loaded one
-// at a time, the likeliest server of name first, only until name is served
-// by a module that none of the rest could take it from. The modules left
+// and no more: first the modules config names for it (the one its grant
+// entry is bound to, the one named like it), listed from their descriptor
+// manifests or loaded; then every other module with a manifest (nothing
+// compiles); then those without one, one at a time; and at each step it
+// stops once name is served by a module none of the rest could take it
+// from, leaving the rest unread. The modules left
 // unloaded count as loading meanwhile, and name is final when it is served,
 // no pinned module is still to load (it would win the name, or refuse it
 // with another pinned one), and HeldBy holds it for none (the rule a server
@@ -59,10 +61,27 @@ func (c *Catalog) LoadFor(ctx context.Context, name string) []error {
 		delete(c.loading, ModuleName(path))
 		c.mu.Unlock()
 	}
-	// Opening hashes the file; up to GOMAXPROCS at once, as loadAll does.
+	// The modules config names for name first, each listed from its
+	// manifest or loaded: when one serves name finally, no other module
+	// file is even read (opening one hashes it, to find its manifest).
+	ordered, likely := c.likeliestFirst(name, paths)
+	for _, path := range ordered[:likely] {
+		if c.servedFinally(name) || ctx.Err() != nil {
+			break
+		}
+		_, fileErrs := c.LoadFile(ctx, path)
+		joined(path, fileErrs)
+	}
+	rest := ordered[likely:]
+	if c.servedFinally(name) || ctx.Err() != nil {
+		rest = nil
+	}
+	// Then every other module with a manifest (nothing compiles), up to
+	// GOMAXPROCS at once as loadAll opens them, then those without one,
+	// one at a time, until name is final.
 	var wg sync.WaitGroup
 	opens := make(chan struct{}, goruntime.GOMAXPROCS(0))
-	for _, path := range paths {
+	for _, path := range rest {
 		wg.Go(func() {
 			opens <- struct{}{}
 			_, fileErrs, notCached := c.openModule(ctx, path, true)
@@ -77,7 +96,8 @@ func (c *Catalog) LoadFor(ctx context.Context, name string) []error {
 		})
 	}
 	wg.Wait()
-	for _, path := range c.likeliestFirst(name, pending) {
+	slices.Sort(pending)
+	for _, path := range pending {
 		if c.servedFinally(name) || ctx.Err() != nil {
 			break
 		}
@@ -114,23 +134,29 @@ func (c *Catalog) servedFinally(name string) bool {
 	return c.heldBy(cfg, tp.Bound, tp.HasGrant, t) == ""
 }
 
-// likeliestFirst orders module files (sorted by path) for LoadFor: first
-// the module the grant entry of name is bound to, then the module named
-// like the tool (the default binding), then the rest in file order.
-func (c *Catalog) likeliestFirst(name string, paths []string) []string {
-	slices.Sort(paths)
+// likeliestFirst orders module files for LoadFor: first the module the
+// grant entry of name is bound to, then the module named like the tool (the
+// default binding), then the rest in file order; likely counts the first
+// two kinds.
+func (c *Catalog) likeliestFirst(name string, paths []string) (ordered []string, likely int) {
+	ordered = slices.Clone(paths)
+	slices.Sort(ordered)
+	bound, _, granted := c.config().GrantModule(name)
 	rank := func(path string) int {
 		module := configkey.Fold(ModuleName(path))
-		if bound, _, ok := c.config().GrantModule(name); ok && configkey.Fold(bound) == module {
+		switch {
+		case granted && configkey.Fold(bound) == module:
 			return 0
-		}
-		if module == configkey.Fold(name) {
+		case module == configkey.Fold(name):
 			return 1
 		}
 		return 2
 	}
-	slices.SortStableFunc(paths, func(x, y string) int { return rank(x) - rank(y) })
-	return paths
+	slices.SortStableFunc(ordered, func(x, y string) int { return rank(x) - rank(y) })
+	for likely < len(ordered) && rank(ordered[likely]) < 2 {
+		likely++
+	}
+	return ordered, likely
 }
 
 // Warm loads every module of the tools dir and its code, for an image or a

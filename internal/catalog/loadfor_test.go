@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/warden-run/warden/config"
@@ -158,5 +159,23 @@ func TestLoadForStopsAtItsServer(t *testing.T) {
 				t.Errorf("%s is served", tc.tool)
 			}
 		})
+	}
+}
+
+// TestLoadForLeavesOtherFilesUnread: when the module config names for the
+// tool serves it, LoadFor opens no other module file: one whose very name
+// is refused (refused before it is read) reports nothing, where LoadTools
+// reports it.
+func TestLoadForLeavesOtherFilesUnread(t *testing.T) {
+	w := newWorld(t)
+	w.put(t, "echo", testwasm.ReplyingWAT(t, "echo", "echo"))
+	w.put(t, "bad name", testwasm.ReplyingWAT(t, "other", "other"))
+	c := w.catalogWith(t, "")
+	if errs := c.LoadFor(context.Background(), "echo"); len(errs) != 0 {
+		t.Fatalf("LoadFor(echo): %v, want no error (the other file unread)", errs)
+	}
+	wantReply(t, c, "echo", "echo")
+	if errs := c.LoadTools(context.Background()); len(errs) != 1 || !strings.Contains(errs[0].Error(), `module name "bad name"`) {
+		t.Fatalf("LoadTools: %v, want the bad name refused", errs)
 	}
 }
