@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -64,16 +65,33 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	b.Run("call-cold", cold(call))
 	b.Run("tools-cold", cold([]string{"tools"}))
-	warm := config(filepath.Join(dir, "warm"))
-	run(b, warm, "tools") // compiles every module (and stores its manifest)
+	// The warm cache is made by the first warm sub-benchmark that runs,
+	// untimed, with `warden tools` (which every version has): it compiles
+	// every module and stores its manifest.
+	warm := filepath.Join(dir, "warm-config")
+	var warmOnce sync.Once
+	warmUp := func(b *testing.B) {
+		warmOnce.Do(func() {
+			if err := os.MkdirAll(warm, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			src := config(filepath.Join(dir, "warm"))
+			if err := os.Rename(src, filepath.Join(warm, "config.yaml")); err != nil {
+				b.Fatal(err)
+			}
+			run(b, filepath.Join(warm, "config.yaml"), "tools")
+		})
+	}
 	b.Run("call-warm", func(b *testing.B) {
+		warmUp(b)
 		for b.Loop() {
-			run(b, warm, call...)
+			run(b, filepath.Join(warm, "config.yaml"), call...)
 		}
 	})
 	b.Run("tools-warm", func(b *testing.B) {
+		warmUp(b)
 		for b.Loop() {
-			run(b, warm, "tools")
+			run(b, filepath.Join(warm, "config.yaml"), "tools")
 		}
 	})
 }
