@@ -9,6 +9,19 @@
 # paths resolve against the config's directory). A non-loopback address needs
 # a token (WARDEN_SERVER_TOKEN). With replicas, set WARDEN_MEMORY_BACKEND (a
 # postgres:// URL) and WARDEN_SERVER_STATE_KEY: see docs/deploy.md.
+#
+# An image that starts warm: your project (config.yaml and the tools dir it
+# names) baked in, with every module compiled for the build machine's CPU by
+# `warden cache warm`, so a pod lists its tools and answers its first call
+# without compiling (build on the architecture the pods run on):
+#
+#   docker build --target warm --build-context project=path/to/project -t my-warden .
+#
+# Do not mount a volume over /home/nonroot/.cache then: it would hide the
+# compiled code the image holds.
+
+# The project a warm image bakes in; --build-context project=DIR replaces it.
+FROM scratch AS project
 
 FROM golang:1.26 AS build
 WORKDIR /src
@@ -19,7 +32,7 @@ COPY . .
 # CGO_ENABLED=0: a static binary, which distroless/static can run.
 RUN CGO_ENABLED=0 GOTOOLCHAIN=local go build -trimpath -ldflags="-s -w" -o /out/warden ./cmd/warden
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot AS warden
 COPY --from=build /out/warden /usr/local/bin/warden
 # Compiled tool code is cached under $XDG_CACHE_HOME/warden: keep it in the
 # nonroot user's home, which is writable (mount a volume to keep it across
@@ -30,3 +43,12 @@ USER nonroot:nonroot
 EXPOSE 7331
 ENTRYPOINT ["/usr/local/bin/warden"]
 CMD ["serve", "--config", "/etc/warden/config.yaml", "--http", "0.0.0.0:7331"]
+
+# --target warm: the project and its compiled code in the image. Exec form:
+# distroless has no shell. A module that fails to load fails the build.
+FROM warden AS warm
+COPY --from=project --chown=nonroot:nonroot / /etc/warden/
+RUN ["/usr/local/bin/warden", "cache", "warm", "--config", "/etc/warden/config.yaml"]
+
+# The default target: the plain image, the project mounted at run time.
+FROM warden

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,14 +31,14 @@ func TestHelpGolden(t *testing.T) {
 	for _, c := range newRoot().Commands() {
 		commands = append(commands, c.Name())
 	}
-	commands = append(commands, "completion")
+	commands = append(commands, "completion", "cache warm")
 	dir := t.TempDir()
 	for _, name := range commands {
 		args := []string{"--help"}
 		file := "warden.txt"
 		if name != "" {
-			args = []string{name, "--help"}
-			file = "warden-" + name + ".txt"
+			args = append(strings.Fields(name), "--help")
+			file = "warden-" + strings.ReplaceAll(name, " ", "-") + ".txt"
 		}
 		stdout, stderr, code := runIn(t, dir, nil, args...)
 		if code != 0 || stderr != "" {
@@ -273,7 +274,8 @@ func TestPrintError(t *testing.T) {
 // TestOneShotIsQuiet: warden call and warden tools print their result and
 // nothing on stderr, though config says log.level: info (serve's); -v,
 // before or after the command, shows what they load and compile, as does
-// --log-level info.
+// --log-level info. A module that fails to load is warned about when the
+// call needs it loaded, and not read at all when it does not.
 func TestOneShotIsQuiet(t *testing.T) {
 	dir := t.TempDir()
 	tools := filepath.Join(dir, "tools")
@@ -299,12 +301,23 @@ func TestOneShotIsQuiet(t *testing.T) {
 			t.Errorf("warden %v: exit %d, stdout:\n%s\nstderr (want info lines):\n%s", args, code, stdout, stderr)
 		}
 	}
-	// A warning still shows: a module that fails to load.
-	if err := os.WriteFile(filepath.Join(tools, "broken.wasm"), []byte("not wasm"), 0o644); err != nil {
+	// A module the call does not need is not even read: a broken one
+	// beside greet says nothing.
+	broken := []byte("not wasm")
+	if err := os.WriteFile(filepath.Join(tools, "broken.wasm"), broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runIn(t, dir, nil, "call", "greet", "-c", cfg); code != 0 || stderr != "" {
+		t.Errorf("warden call beside a broken module it does not need: exit %d, stderr:\n%s", code, stderr)
+	}
+	// A warning still shows: a module that fails to load, loaded because
+	// the call needs it (pinned, it could have served greet instead).
+	sum := sha256.Sum256(broken)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("tools:\n  dir: %s\n  cache_dir: %s\n  pins: {broken: %x}\nlog:\n  level: info\n", tools, filepath.Join(dir, "cache"), sum)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, stderr, code := runIn(t, dir, nil, "call", "greet", "-c", cfg)
-	if code != 0 || !strings.Contains(stderr, "level=WARN") || strings.Contains(stderr, "level=INFO") {
-		t.Errorf("warden call beside a broken module: exit %d, stderr:\n%s", code, stderr)
+	if code != 0 || !strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, "broken.wasm") || strings.Contains(stderr, "level=INFO") {
+		t.Errorf("warden call beside a broken pinned module: exit %d, stderr:\n%s", code, stderr)
 	}
 }

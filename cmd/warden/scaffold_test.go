@@ -19,7 +19,7 @@ var realBinary struct {
 
 // wardenBinary builds this command once, for tests of what only the real
 // process shows: stderr and exit codes.
-func wardenBinary(t *testing.T) string {
+func wardenBinary(t testing.TB) string {
 	t.Helper()
 	realBinary.once.Do(func() {
 		dir, err := os.MkdirTemp("", "warden-cmd-test")

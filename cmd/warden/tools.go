@@ -270,7 +270,9 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 				return err
 			}
 			defer a.Close(cmd.Context())
-			for _, err := range a.Catalog().LoadTools(cmd.Context()) {
+			// Only what serves args[0] loads: the other modules are listed
+			// from their cached manifests or not loaded at all.
+			for _, err := range a.Catalog().LoadFor(cmd.Context(), args[0]) {
 				logger.Warn("tool not loaded", "error", err)
 			}
 			res, err := a.Call(cmd.Context(), mcpserver.Call{Pass: mcpserver.LocalPass(),
