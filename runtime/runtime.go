@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/userdirs"
 	"github.com/warden-run/warden/runtime/internal/codecache"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/instcache"
@@ -22,9 +22,11 @@ import (
 )
 
 // DefaultCacheDir is the compile cache used when Options.CacheDir is empty:
-// $XDG_CACHE_HOME/warden (os.UserCacheDir).
+// warden in the user's cache directory (userdirs.CacheDir: $XDG_CACHE_HOME
+// or ~/.cache on Linux, ~/Library/Caches on macOS, %LocalAppData% on
+// Windows; the home from the user database when $HOME is missing).
 func DefaultCacheDir() (string, error) {
-	base, err := os.UserCacheDir()
+	base, err := userdirs.CacheDir()
 	if err != nil {
 		return "", err
 	}
@@ -34,7 +36,7 @@ func DefaultCacheDir() (string, error) {
 // Options configure a Runtime.
 type Options struct {
 	// CacheDir holds compiled code across processes. Empty means
-	// $XDG_CACHE_HOME/warden (os.UserCacheDir); "off" disables the disk cache
+	// DefaultCacheDir; "off" disables the disk cache
 	// (compiled code is then shared in memory only).
 	CacheDir string
 	// Capabilities are served to guests as the imports warden.<Name>.
