@@ -62,12 +62,18 @@ type Options struct {
 	// openDiskCache replaces wazero.NewCompilationCacheWithDir, so that a
 	// test can fail it as a read-only filesystem does (export_test.go).
 	openDiskCache func(dir string) (wazero.CompilationCache, error)
+	// copySnapshots gives native modules snapshots that are copied into
+	// every instance, as on every OS but Linux, so that tests run that
+	// path on Linux (cowmem_export_test.go).
+	copySnapshots bool
 }
 
 // Runtime compiles and instantiates tool modules. It is safe for concurrent
 // use. Close releases everything it loaded.
 type Runtime struct {
 	wz wazero.Runtime
+	// copySnapshots is Options.copySnapshots.
+	copySnapshots bool
 	// wzConfig is wz's configuration, for the engines Extism plugins get
 	// (the SDK makes one per plugin; the compilation cache is shared).
 	wzConfig wazero.RuntimeConfig
@@ -140,7 +146,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
 		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
 		manifests:    newManifestStore(opts.CacheDir, logger),
-		budget:       newBudget(opts.MaxInstanceMemory)}
+		budget:       newBudget(opts.MaxInstanceMemory), copySnapshots: opts.copySnapshots}
 	r.sparesDone.L = &r.loadsMu
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir
