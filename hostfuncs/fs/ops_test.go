@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/warden-run/warden/hostfuncs"
@@ -73,6 +74,16 @@ func TestReadBinaryAndLimit(t *testing.T) {
 	if r.Content != "keep" || !r.Truncated {
 		t.Fatalf("limited read: %+v", r)
 	}
+}
+
+func TestReadFIFODoesNotBlock(t *testing.T) {
+	e := newEnv(t)
+	if err := syscall.Mkfifo(filepath.Join(e.proj, "out/fifo"), 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	c := call("r", []string{"out"}, []string{"out"})
+	e.fail(t, c, req("op", "read", "path", "out/fifo"), tool.KindInvalidArguments)
+	e.fail(t, c, req("op", "write", "path", "out/fifo", "content", "x"), tool.KindFailed)
 }
 
 func TestListOmitsDenied(t *testing.T) {
