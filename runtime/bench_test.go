@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -123,12 +122,4 @@ func reportCPU(b *testing.B) func() {
 	return func() {
 		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 	}
-}
-
-func cpuTime(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
