@@ -1,18 +1,14 @@
 package runtime_test
 
-import (
-	"testing"
+import "golang.org/x/sys/windows"
 
-	"golang.org/x/sys/windows"
-)
-
-// cpuTime is the process's user and kernel CPU time so far, in ns.
-func cpuTime(b *testing.B) int64 {
+// processCPUTime is the process's user and kernel CPU time so far, in ns.
+func processCPUTime() (int64, error) {
 	var creation, exit, kernel, user windows.Filetime
 	if err := windows.GetProcessTimes(windows.CurrentProcess(), &creation, &exit, &kernel, &user); err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	// A Filetime counts 100 ns intervals.
 	ticks := func(f windows.Filetime) int64 { return int64(f.HighDateTime)<<32 | int64(f.LowDateTime) }
-	return (ticks(kernel) + ticks(user)) * 100
+	return (ticks(kernel) + ticks(user)) * 100, nil
 }
