@@ -32,6 +32,7 @@ import (
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/limits"
+	"github.com/warden-run/warden/internal/userdirs"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -708,7 +709,7 @@ func (c *Config) resolvePaths() {
 			return c.Dir
 		}
 		if strings.HasPrefix(p, "~/") {
-			if home, err := os.UserHomeDir(); err == nil {
+			if home, err := userdirs.Home(); err == nil {
 				p = filepath.Join(home, p[2:])
 			}
 		}

@@ -21,7 +21,8 @@ import (
 // writes to a private duplicate of the original stdout. Whatever else in the
 // process writes to stdout (a library's fmt.Println, a panic handler, a
 // child process inheriting fd 1) lands on stderr instead of corrupting the
-// stream. On platforms without dup2 the redirection is skipped.
+// stream. On Windows the standard output handle and os.Stdout are swapped
+// instead (stdio_windows.go); elsewhere without dup2 it is skipped.
 //
 // No line of input ends the session: see [GuardedTransport]; nor does a
 // message that cannot be encoded (see encodingSafeTransport).

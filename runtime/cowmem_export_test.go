@@ -59,3 +59,10 @@ func SessionRegion(t *Tool, session string) uintptr {
 	}
 	return s.in.Memory.Cow.Base()
 }
+
+// WithCopiedSnapshots returns o with native modules' snapshots copied into
+// every instance (guest.TakeCopiedSnapshot), as on every OS but Linux.
+func WithCopiedSnapshots(o Options) Options {
+	o.copySnapshots = true
+	return o
+}

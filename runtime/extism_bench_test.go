@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 
 	"github.com/warden-run/warden/internal/testwasm"
@@ -49,9 +48,6 @@ func BenchmarkExtismVsNative(b *testing.B) {
 
 // processCPU is the process's user and system CPU time in nanoseconds.
 func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	ns, _ := processCPUTime()
+	return ns
 }

@@ -207,7 +207,11 @@ func (e *native) initialize(ctx context.Context) (*guest.Instance, []byte, error
 	// modules that change them are re-instantiated instead.
 	if !e.instrumented.MutatesTables && !e.instrumented.DropsData {
 		globals := append(slices.Clone(e.instrumented.Globals), e.instrumented.PagesGlobal)
-		snap, err := guest.TakeSnapshot(in, globals, true)
+		take := guest.TakeSnapshot
+		if e.rt.copySnapshots {
+			take = guest.TakeCopiedSnapshot
+		}
+		snap, err := take(in, globals, true)
 		if err != nil {
 			in.Close(context.Background())
 			return nil, nil, fmt.Errorf("snapshot: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/userdirs"
 	"github.com/warden-run/warden/runtime/internal/codecache"
 	"github.com/warden-run/warden/runtime/internal/guest"
 	"github.com/warden-run/warden/runtime/internal/instcache"
@@ -22,9 +22,11 @@ import (
 )
 
 // DefaultCacheDir is the compile cache used when Options.CacheDir is empty:
-// $XDG_CACHE_HOME/warden (os.UserCacheDir).
+// warden in the user's cache directory (userdirs.CacheDir: $XDG_CACHE_HOME
+// or ~/.cache on Linux, ~/Library/Caches on macOS, %LocalAppData% on
+// Windows; the home from the user database when $HOME is missing).
 func DefaultCacheDir() (string, error) {
-	base, err := os.UserCacheDir()
+	base, err := userdirs.CacheDir()
 	if err != nil {
 		return "", err
 	}
@@ -34,7 +36,7 @@ func DefaultCacheDir() (string, error) {
 // Options configure a Runtime.
 type Options struct {
 	// CacheDir holds compiled code across processes. Empty means
-	// $XDG_CACHE_HOME/warden (os.UserCacheDir); "off" disables the disk cache
+	// DefaultCacheDir; "off" disables the disk cache
 	// (compiled code is then shared in memory only).
 	CacheDir string
 	// Capabilities are served to guests as the imports warden.<Name>.
@@ -60,12 +62,18 @@ type Options struct {
 	// openDiskCache replaces wazero.NewCompilationCacheWithDir, so that a
 	// test can fail it as a read-only filesystem does (export_test.go).
 	openDiskCache func(dir string) (wazero.CompilationCache, error)
+	// copySnapshots gives native modules snapshots that are copied into
+	// every instance, as on every OS but Linux, so that tests run that
+	// path on Linux (cowmem_export_test.go).
+	copySnapshots bool
 }
 
 // Runtime compiles and instantiates tool modules. It is safe for concurrent
 // use. Close releases everything it loaded.
 type Runtime struct {
 	wz wazero.Runtime
+	// copySnapshots is Options.copySnapshots.
+	copySnapshots bool
 	// wzConfig is wz's configuration, for the engines Extism plugins get
 	// (the SDK makes one per plugin; the compilation cache is shared).
 	wzConfig wazero.RuntimeConfig
@@ -138,7 +146,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
 		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
 		manifests:    newManifestStore(opts.CacheDir, logger),
-		budget:       newBudget(opts.MaxInstanceMemory)}
+		budget:       newBudget(opts.MaxInstanceMemory), copySnapshots: opts.copySnapshots}
 	r.sparesDone.L = &r.loadsMu
 	if opts.CacheDir != "off" {
 		dir := opts.CacheDir

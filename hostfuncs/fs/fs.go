@@ -16,6 +16,7 @@ import (
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/internal/pathguard"
+	"github.com/warden-run/warden/internal/userdirs"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -130,8 +131,9 @@ func (c *FS) SetConfig(cfg Config) error {
 	}
 	if cfg.Home == "" {
 		// Without a home directory the "~/" rules cannot be expanded; refuse
-		// rather than run without them.
-		home, err := os.UserHomeDir()
+		// rather than run without them. A service started without $HOME
+		// still has one in the user database (userdirs.Home).
+		home, err := userdirs.Home()
 		if err != nil {
 			return fmt.Errorf("fs config: home directory for deny rules: %w", err)
 		}

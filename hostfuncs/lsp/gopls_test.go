@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -403,7 +402,7 @@ func TestKilledServerRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := serverPID(m, tg)
-	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+	if err := killPID(first); err != nil {
 		t.Fatal(err)
 	}
 	// Let the manager notice, so that this is the next query's restart and

@@ -228,7 +228,7 @@ func TestCloseDeadline(t *testing.T) {
 // TestServersDieWithWarden kills a warden with SIGKILL: no Close runs, yet
 // its server must not outlive it (Pdeathsig).
 func TestServersDieWithWarden(t *testing.T) {
-	if !pdeathsig {
+	if !diesWithWarden {
 		t.Skip("servers outlive a killed warden on this OS")
 	}
 	root := t.TempDir()

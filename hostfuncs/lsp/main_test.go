@@ -497,3 +497,12 @@ func position(t testing.TB, rel, needle string, n int) Position {
 	t.Fatalf("%q not found in %s", needle, rel)
 	return Position{}
 }
+
+// killPID kills process pid as kill -9 does (TerminateProcess on Windows).
+func killPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}

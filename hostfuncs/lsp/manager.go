@@ -126,7 +126,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		n := len(m.live)
 		for s := range m.live {
 			s.stopping.Store(true)
-			_ = killGroup(s.pid)
+			_ = s.group.kill()
 		}
 		m.mu.Unlock()
 		<-done

@@ -17,31 +17,22 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// killGroup kills every process in the group led by pid.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
-}
-
 // awaitExit waits for the server to exit, kills what is left of its process
 // group, and reaps it. The leader is left unreaped (WNOWAIT) until its group
 // is killed: a zombie keeps its pid, and so the group id, reserved, so the
 // kill cannot hit a recycled id.
-func awaitExit(cmd *exec.Cmd) error {
-	pid := cmd.Process.Pid
+func awaitExit(cmd *exec.Cmd, g *procGroup) error {
 	var info unix.Siginfo
 	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		err := unix.Waitid(unix.P_PID, g.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}
-	_ = killGroup(pid)
+	_ = g.kill()
 	return cmd.Wait()
 }
 
-// pdeathsig reports whether servers die with warden even when it is killed.
-const pdeathsig = true
+// diesWithWarden reports whether servers die with warden even when it is
+// killed (SIGKILL, a crash): Pdeathsig.
+const diesWithWarden = true

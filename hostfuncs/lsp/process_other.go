@@ -1,26 +1,25 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package lsp
 
 import (
-	"os"
 	"os/exec"
 	"syscall"
 )
 
-// sysProcAttr: there are no process groups to use outside Unix; only the
-// server itself is killed.
+// sysProcAttr: outside Unix and Windows there are neither process groups
+// nor job objects to use; only the server itself is killed.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
-func killGroup(pid int) error {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return nil
-	}
-	_ = p.Kill()
+type procGroup struct{ cmd *exec.Cmd }
+
+func adopt(cmd *exec.Cmd) (*procGroup, error) { return &procGroup{cmd: cmd}, nil }
+
+func (g *procGroup) kill() error {
+	_ = g.cmd.Process.Kill()
 	return nil
 }
 
-func awaitExit(cmd *exec.Cmd) error { return cmd.Wait() }
+func awaitExit(cmd *exec.Cmd, _ *procGroup) error { return cmd.Wait() }
 
-const pdeathsig = false
+const diesWithWarden = false

@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix
 
 package lsp
 
@@ -8,30 +8,21 @@ import (
 	"syscall"
 )
 
-// sysProcAttr puts a server in its own process group, so that stopping it
-// also stops whatever it spawned. Only Linux can tie the server's life to
-// warden's (Pdeathsig); elsewhere a warden killed with SIGKILL leaves its
-// servers running until they notice their closed stdin.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+// procGroup is a started server and every process it spawns: on Unix its
+// process group, which sysProcAttr makes it the leader of.
+type procGroup struct{ pid int }
+
+// adopt returns the group of the server cmd has just started. On Unix the
+// group exists from the fork (Setpgid), so there is nothing left to do.
+func adopt(cmd *exec.Cmd) (*procGroup, error) {
+	return &procGroup{pid: cmd.Process.Pid}, nil
 }
 
-// killGroup kills every process in the group led by pid.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
+// kill kills every process in the group.
+func (g *procGroup) kill() error {
+	err := syscall.Kill(-g.pid, syscall.SIGKILL)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
 	return err
 }
-
-// awaitExit waits for the server, then kills what is left of its group.
-// Without waitid(WNOWAIT) the leader is already reaped by then, which leaves
-// a small window for the group id to be recycled.
-func awaitExit(cmd *exec.Cmd) error {
-	err := cmd.Wait()
-	_ = killGroup(cmd.Process.Pid)
-	return err
-}
-
-const pdeathsig = false

@@ -29,6 +29,7 @@ type server struct {
 
 	cmd      *exec.Cmd
 	pid      int
+	group    *procGroup // the server and what it spawns (process_*.go)
 	pipes    *pipeConn
 	conn     jsonrpc2.Conn
 	rpc      protocol.Server
@@ -202,6 +203,12 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 		return nil, fmt.Errorf("start %s: %w", lang.Command, err)
 	}
 	s.pid = cmd.Process.Pid
+	if s.group, err = adopt(cmd); err != nil {
+		_ = cmd.Wait() // adopt killed it
+		s.pipes.Close()
+		rootFS.Close()
+		return nil, fmt.Errorf("start %s: %w", lang.Command, err)
+	}
 	log.Info("language server started", "command", lang.Command, "pid", s.pid)
 
 	_, conn, rpc := protocol.NewClient(context.Background(), client{s: s}, jsonrpc2.NewHeaderStream(s.pipes))
@@ -217,7 +224,7 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 
 // watch reaps the process, cleans up after it and reports its exit.
 func (s *server) watch(onExit func(*server)) {
-	err := awaitExit(s.cmd)
+	err := awaitExit(s.cmd, s.group)
 	if err == nil {
 		err = errors.New("exited")
 	}
@@ -346,7 +353,7 @@ func (s *server) stop(grace time.Duration) {
 		}
 		cancel()
 	}
-	_ = killGroup(s.pid)
+	_ = s.group.kill()
 	<-s.exited
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/hostfuncs/internal/pathguard"
 	"github.com/warden-run/warden/internal/limits"
+	"github.com/warden-run/warden/internal/userdirs"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -86,9 +86,10 @@ func (c Config) check() (*front, error) {
 	home := c.Home
 	if home == "" {
 		// Without a home directory the "~/" rules cannot be expanded; refuse
-		// rather than run without them.
+		// rather than run without them (userdirs.Home falls back to the user
+		// database when $HOME is missing).
 		var err error
-		if home, err = os.UserHomeDir(); err != nil {
+		if home, err = userdirs.Home(); err != nil {
 			return nil, fmt.Errorf("memory: home directory for deny rules: %w", err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
 	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/internal/userdirs"
 )
 
 // ErrSignature marks a module refused by the signature policy; the error
@@ -318,7 +319,10 @@ func (inst *Installer) trustedRoot(cfg *config.Config) (sigverify.TrustedMateria
 		}
 		tm = t
 	} else {
-		opts := tufOptions(sec.TUFURL, tufRoot)
+		opts, err := tufOptions(sec.TUFURL, tufRoot)
+		if err != nil {
+			return nil, fmt.Errorf("%w; set security.trusted_root in %s to verify without TUF", err, configName(cfg))
+		}
 		t, err := root.FetchTrustedRootWithOptions(opts)
 		if err != nil {
 			return nil, fmt.Errorf("fetching the Sigstore trusted root (trusted_root.json) through TUF from %s (%s) failed: %w; "+
@@ -338,7 +342,12 @@ func (inst *Installer) trustedRoot(cfg *config.Config) (sigverify.TrustedMateria
 // warden/sigstore-tuf/<repository>-<hash of its URL>, so two repositories
 // never share cached metadata, even when tuf.URLToPath maps their URLs to
 // the same name (http:// and https://, a/b-c and a-b/c).
-func tufOptions(repoURL string, initialRoot []byte) *tuf.Options {
+//
+// Without a user cache dir (userdirs.CacheDir: no home anywhere, or a home
+// that is "/") it refuses, rather than take sigstore-go's fallback of the
+// shared temporary directory, where another user could plant the metadata
+// first.
+func tufOptions(repoURL string, initialRoot []byte) (*tuf.Options, error) {
 	opts := tuf.DefaultOptions()
 	if repoURL != "" {
 		opts = opts.WithRepositoryBaseURL(repoURL)
@@ -346,11 +355,12 @@ func tufOptions(repoURL string, initialRoot []byte) *tuf.Options {
 	if initialRoot != nil {
 		opts = opts.WithRoot(initialRoot)
 	}
-	base := opts.CachePath
-	if cache, err := os.UserCacheDir(); err == nil {
-		base = filepath.Join(cache, "warden", "sigstore-tuf")
+	cache, err := userdirs.CacheDir()
+	if err != nil {
+		return nil, fmt.Errorf("TUF metadata cache for Sigstore: %w", err)
 	}
-	return opts.WithCachePath(filepath.Join(base, tufCacheDir(opts.RepositoryBaseURL)))
+	base := filepath.Join(cache, "warden", "sigstore-tuf")
+	return opts.WithCachePath(filepath.Join(base, tufCacheDir(opts.RepositoryBaseURL))), nil
 }
 
 // tufCacheDir is the cache subdirectory of the TUF repository at repoURL.

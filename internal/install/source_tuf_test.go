@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -20,7 +21,15 @@ func TestTUFOptions(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", cache)
 	t.Setenv("HOME", t.TempDir())
 
-	def := tufOptions("", nil)
+	opts := func(repoURL string, root []byte) *tuf.Options {
+		t.Helper()
+		o, err := tufOptions(repoURL, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	def := opts("", nil)
 	if def.RepositoryBaseURL != tuf.DefaultMirror || !bytes.Equal(def.Root, tuf.DefaultRoot()) {
 		t.Errorf("default options: %s, root of %d bytes", def.RepositoryBaseURL, len(def.Root))
 	}
@@ -28,7 +37,7 @@ func TestTUFOptions(t *testing.T) {
 		t.Errorf("default cache %s, want under %s*", def.CachePath, want)
 	}
 
-	own := tufOptions("https://tuf.example.com/prod", []byte(`{"signed":{}}`))
+	own := opts("https://tuf.example.com/prod", []byte(`{"signed":{}}`))
 	if own.RepositoryBaseURL != "https://tuf.example.com/prod" || string(own.Root) != `{"signed":{}}` {
 		t.Errorf("options: %s, root %q", own.RepositoryBaseURL, own.Root)
 	}
@@ -44,9 +53,25 @@ func TestTUFOptions(t *testing.T) {
 		if tuf.URLToPath(pair[0]) != tuf.URLToPath(pair[1]) {
 			t.Fatalf("URLToPath no longer maps %s and %s to one name: drop the case", pair[0], pair[1])
 		}
-		if a, b := tufOptions(pair[0], nil).CachePath, tufOptions(pair[1], nil).CachePath; a == b {
+		if a, b := opts(pair[0], nil).CachePath, opts(pair[1], nil).CachePath; a == b {
 			t.Errorf("%s and %s share the cache %s", pair[0], pair[1], a)
 		}
+	}
+}
+
+// TestTUFOptionsWithoutCacheDir: a home that is the file system root gives
+// no cache dir, and the TUF cache is refused rather than put in "/" or in
+// the shared temporary directory sigstore-go falls back to.
+func TestTUFOptionsWithoutCacheDir(t *testing.T) {
+	if goruntime.GOOS == "windows" || goruntime.GOOS == "darwin" {
+		t.Skip("the XDG cache rules are the ones under test")
+	}
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "/")
+	o, err := tufOptions("", nil)
+	want := `TUF metadata cache for Sigstore: cache directory: the home directory is the file system root ("/") (and $XDG_CACHE_HOME is not set to an absolute path)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, %v; want %s", o, err, want)
 	}
 }
 

@@ -50,6 +50,11 @@ func (im *Image) unstage(b *[]byte) { im.stagingPool.Put(b) }
 // Memories copy it on Reset. content may be modified afterwards.
 func NewImage(content []byte) *Image { return newImage(content, true) }
 
+// NewCopyImage makes an image that Memories copy on Reset on every
+// platform: the backing NewImage falls back to where it cannot share (every
+// OS but Linux). The runtime's tests use it to run that path on Linux.
+func NewCopyImage(content []byte) *Image { return newImage(content, false) }
+
 // errNotAsked is the SharingError of an image made to copy.
 var errNotAsked = errors.New("cowmem: sharing not asked for")
 

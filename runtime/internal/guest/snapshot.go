@@ -31,13 +31,23 @@ type Snapshot struct {
 // TakeSnapshot reads in's memory and the given mutable globals (export
 // names).
 func TakeSnapshot(in *Instance, globals []string, virtualPages bool) (*Snapshot, error) {
+	return takeSnapshot(in, globals, virtualPages, cowmem.NewImage)
+}
+
+// TakeCopiedSnapshot is TakeSnapshot whose image every instance gets copied
+// in, as on every OS but Linux, so that the tests run that path here too.
+func TakeCopiedSnapshot(in *Instance, globals []string, virtualPages bool) (*Snapshot, error) {
+	return takeSnapshot(in, globals, virtualPages, cowmem.NewCopyImage)
+}
+
+func takeSnapshot(in *Instance, globals []string, virtualPages bool, newImage func([]byte) *cowmem.Image) (*Snapshot, error) {
 	s := &Snapshot{globals: globals, virtualPages: virtualPages}
 	mem := in.Mod.Memory()
 	view, ok := mem.Read(0, mem.Size())
 	if !ok {
 		return nil, fmt.Errorf("snapshot: cannot read memory")
 	}
-	s.image = cowmem.NewImage(view)
+	s.image = newImage(view)
 	for _, name := range globals {
 		g := in.Mod.ExportedGlobal(name)
 		if g == nil {
