@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 import (
@@ -209,19 +211,6 @@ func waitGone(t testing.TB, pgrp int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// buildWarden builds cmd/warden into dir.
-func buildWarden(t testing.TB, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "warden")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/warden")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/warden: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // TestWardenServeLeavesNoGopls runs the real binary over stdio with the
