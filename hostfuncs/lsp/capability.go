@@ -305,6 +305,16 @@ func (c *Capability) language(call *hostfuncs.Call, req *request) (string, error
 		if lang, ok = c.m.LanguageFor(req.Path); !ok {
 			return "", tool.Errorf(tool.KindInvalidArguments, "no configured language claims %s; pass language", req.Path)
 		}
+		if !slices.Contains(call.Grants.LSP, lang) {
+			// A .h file (c's) is served to a tool granted only cpp by its
+			// cpp server: both run clangd.
+			for _, granted := range call.Grants.LSP {
+				if c.m.cfg.serves(granted, req.Path) {
+					lang = granted
+					break
+				}
+			}
+		}
 	case len(call.Grants.LSP) == 1:
 		lang = call.Grants.LSP[0]
 	default:

@@ -205,6 +205,13 @@ func (m *Manager) breakerError(t Target, sl *slot, now time.Time) error {
 // the queries waiting on the barrier each bound their own wait.
 func (m *Manager) start(t Target, sl *slot, a *startAttempt) {
 	s, err := startServer(m.ctx, m.sp, &m.cfg, t, m.exited)
+	var missing error
+	if err != nil && m.ctx.Err() == nil {
+		// A server that is not installed (or a rustup proxy without its
+		// component) is not a crash: say how to install it, and don't
+		// count it against the breaker.
+		missing = m.cfg.installed(m.ctx, t.Language)
+	}
 	m.mu.Lock()
 	sl.starting = nil
 	switch {
@@ -223,11 +230,15 @@ func (m *Manager) start(t Target, sl *slot, a *startAttempt) {
 		}
 	}
 	if err != nil {
-		if m.ctx.Err() != nil {
+		switch {
+		case m.ctx.Err() != nil:
 			err = errClosed
-		} else {
+		case missing != nil:
+			err = missing
+		default:
 			m.recordFailure(t, sl, err)
 		}
+		// classify keeps a *tool.Error (errClosed, missing) as it is.
 		a.err = classify(context.Background(), fmt.Errorf("start language server for %s: %w", t.Language, err))
 	}
 	m.mu.Unlock()

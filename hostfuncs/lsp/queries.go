@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"io"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,7 @@ func (m *Manager) checkFile(t Target, rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if lang, ok := m.cfg.Languages[t.Language]; ok && !slices.Contains(lang.Extensions, path.Ext(rel)) {
+	if lang, ok := m.cfg.Languages[t.Language]; ok && !m.cfg.serves(t.Language, rel) {
 		return "", tool.Errorf(tool.KindInvalidArguments, "%s is not a %s file (%s)", rel, t.Language, strings.Join(lang.Extensions, ", "))
 	}
 	return rel, nil
@@ -99,32 +100,114 @@ func (m *Manager) DocumentSymbols(ctx context.Context, t Target, file string) ([
 
 // WorkspaceSymbols returns the server's matches for query across the
 // project. Symbols outside the project root are left out.
+//
+// A server still loading the project (it reports work-done progress)
+// answers from what it has loaded so far, often nothing: an empty answer
+// then waits for the loading to end and asks again, within the request's
+// deadline and never past it.
 func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) ([]Symbol, error) {
 	var out []Symbol
 	err := m.do(ctx, t, func(ctx context.Context, s *server) error {
-		res, err := s.rpc.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: query})
-		if err != nil {
-			return s.describe("workspace/symbol", ctx, err)
+		if s.lang.OpenBeforeWorkspaceSymbols {
+			if err := s.warmUp(ctx); err != nil {
+				return err
+			}
 		}
-		c := s.converter()
-		out = out[:0]
-		switch r := res.(type) {
-		case protocol.SymbolInformationSlice:
-			for _, si := range r {
-				if sym, ok := c.symbolInformation(si); ok {
-					out = append(out, sym)
+		for {
+			busy, ended := s.loading()
+			res, err := s.rpc.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: query})
+			if err != nil {
+				return s.describe("workspace/symbol", ctx, err)
+			}
+			c := s.converter()
+			out = out[:0]
+			switch r := res.(type) {
+			case protocol.SymbolInformationSlice:
+				for _, si := range r {
+					if sym, ok := c.symbolInformation(si); ok {
+						out = append(out, sym)
+					}
+				}
+			case protocol.WorkspaceSymbolSlice:
+				for _, ws := range r {
+					if sym, ok := c.workspaceSymbol(ws); ok {
+						out = append(out, sym)
+					}
 				}
 			}
-		case protocol.WorkspaceSymbolSlice:
-			for _, ws := range r {
-				if sym, ok := c.workspaceSymbol(ws); ok {
-					out = append(out, sym)
-				}
+			if still, _ := s.loading(); len(out) > 0 || (!busy && !still) {
+				return nil
 			}
+			select {
+			case <-ended:
+			case <-s.exited:
+				return s.exitError()
+			case <-ctx.Done():
+				return errStillLoading(s)
+			}
+		}
+	})
+	return out, err
+}
+
+func errStillLoading(s *server) error {
+	return tool.Errorf(tool.KindUnavailable, "language server %s for %s was still loading the project when the request's deadline came; ask again later",
+		s.lang.Command, s.target.Language)
+}
+
+// maxOpenScan bounds the directory entries openOne looks at.
+const maxOpenScan = 10000
+
+// warmUp opens the first file of the server's language found in the
+// project (hidden directories and node_modules skipped), once per server,
+// and waits until the server has diagnosed it: see
+// Language.OpenBeforeWorkspaceSymbols. A project without such a file is
+// not an error: the server then answers what it answers.
+func (s *server) warmUp(ctx context.Context) error {
+	s.warmMu.Lock()
+	defer s.warmMu.Unlock()
+	if s.warm {
+		return nil
+	}
+	found, seen := "", 0
+	fs.WalkDir(s.rootFS.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if seen++; seen > maxOpenScan {
+			return fs.SkipAll
+		}
+		if err != nil {
+			return fs.SkipDir
+		}
+		if d.IsDir() {
+			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && slices.Contains(s.lang.Extensions, path.Ext(p)) {
+			found = p
+			return fs.SkipAll
 		}
 		return nil
 	})
-	return out, err
+	if found != "" {
+		doc, err := s.sync(ctx, found)
+		if err != nil {
+			return err
+		}
+		deadline, ok := ctx.Deadline()
+		wait := time.Until(deadline)
+		if !ok {
+			wait = s.cfg.RequestTimeout
+		}
+		if _, fresh := s.waitDiagnostics(ctx, found, doc, wait); !fresh {
+			if s.dead() {
+				return s.exitError()
+			}
+			return errStillLoading(s)
+		}
+	}
+	s.warm = true
+	return nil
 }
 
 // Definition returns where the symbol at pos in file is defined.
