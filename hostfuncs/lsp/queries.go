@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,11 @@ func (m *Manager) DocumentSymbols(ctx context.Context, t Target, file string) ([
 // then waits for the loading to end and asks again, within the request's
 // deadline and never past it.
 func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) ([]Symbol, error) {
+	if lang, ok := m.cfg.Languages[t.Language]; ok && m.noFiles(t.Root, lang) {
+		// Nothing to find: don't start a server (a tool asking every
+		// language it is granted must not start pyright in a Go project).
+		return nil, nil
+	}
 	var out []Symbol
 	err := m.do(ctx, t, func(ctx context.Context, s *server) error {
 		if s.lang.OpenBeforeWorkspaceSymbols {
@@ -155,8 +161,54 @@ func errStillLoading(s *server) error {
 		s.lang.Command, s.target.Language)
 }
 
-// maxOpenScan bounds the directory entries openOne looks at.
-const maxOpenScan = 10000
+// maxScan bounds the directory entries findFile looks at.
+const maxScan = 10000
+
+// findFile returns the first file with one of exts in fsys, walking it in
+// lexical order and skipping hidden directories and node_modules.
+// complete is false when it gave up after maxScan entries.
+func findFile(fsys fs.FS, exts []string) (found string, complete bool) {
+	seen := 0
+	complete = true
+	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if seen++; seen > maxScan {
+			complete = false
+			return fs.SkipAll
+		}
+		if err != nil {
+			if p == "." {
+				complete = false
+				return fs.SkipAll
+			}
+			return fs.SkipDir
+		}
+		if d.IsDir() {
+			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && slices.Contains(exts, path.Ext(p)) {
+			found = p
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found, complete
+}
+
+// noFiles reports whether the project at root certainly has no file of
+// lang: the whole tree was looked at (within maxScan entries) and none
+// was found.
+func (m *Manager) noFiles(root string, lang Language) bool {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	found, complete := findFile(r.FS(), lang.Extensions)
+	return found == "" && complete
+}
 
 // warmUp opens the first file of the server's language found in the
 // project (hidden directories and node_modules skipped), once per server,
@@ -169,26 +221,7 @@ func (s *server) warmUp(ctx context.Context) error {
 	if s.warm {
 		return nil
 	}
-	found, seen := "", 0
-	fs.WalkDir(s.rootFS.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if seen++; seen > maxOpenScan {
-			return fs.SkipAll
-		}
-		if err != nil {
-			return fs.SkipDir
-		}
-		if d.IsDir() {
-			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.Type().IsRegular() && slices.Contains(s.lang.Extensions, path.Ext(p)) {
-			found = p
-			return fs.SkipAll
-		}
-		return nil
-	})
+	found, _ := findFile(s.rootFS.FS(), s.lang.Extensions)
 	if found != "" {
 		doc, err := s.sync(ctx, found)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
@@ -152,6 +153,10 @@ func (a *App) Runtime() *runtime.Runtime { return a.rt }
 // Catalog returns the modules of the tools dir: loading them, listing
 // their tools, pins and name collisions.
 func (a *App) Catalog() *catalog.Catalog { return a.catalog }
+
+// LanguageServers is the manager of the language servers behind the lsp
+// capability: `warden tools` asks it which servers are installed.
+func (a *App) LanguageServers() *lsp.Manager { return a.caps.servers }
 
 // Config returns the config in force.
 func (a *App) Config() *config.Config { return a.Policy().Config() }
