@@ -44,13 +44,16 @@ type Language struct {
 	// for the server to count as installed: a rustup proxy on PATH whose
 	// toolchain lacks the component fails "--version".
 	Probe []string
-	// OpenBeforeWorkspaceSymbols makes the first workspace symbol query
-	// of a server open one file of the language and wait (within the
-	// request's deadline) until the server has diagnosed it: tsserver
-	// searches only the projects of open files, pyright answers nothing
-	// until it has found the project's files, and both have loaded the
-	// project once they publish the file's diagnostics.
-	OpenBeforeWorkspaceSymbols bool
+	// WaitForProject makes a server's first query wait (within the
+	// request's deadline) until the server has diagnosed the file queried,
+	// or for a workspace symbol query the first file of the language in
+	// the project, which it opens: both servers answer from a partial
+	// project while they load it (typescript-language-server's syntax
+	// server answers references in one file only, and searches only the
+	// projects of open files; pyright finds no workspace symbols until it
+	// has found the project's files), and both have loaded it once they
+	// publish the file's diagnostics.
+	WaitForProject bool
 }
 
 // DefaultLanguages returns the languages warden knows without any config,
@@ -76,7 +79,7 @@ func DefaultLanguages() map[string]Language {
 				".tsx": "typescriptreact", ".jsx": "javascriptreact",
 			},
 			Install:                    "npm i -g typescript-language-server typescript",
-			OpenBeforeWorkspaceSymbols: true,
+			WaitForProject: true,
 		}
 	}
 	clangd := func(id string, exts ...string) Language {
@@ -108,7 +111,7 @@ func DefaultLanguages() map[string]Language {
 			Extensions: []string{".py", ".pyi"},
 			Install:    "npm i -g pyright",
 
-			OpenBeforeWorkspaceSymbols: true,
+			WaitForProject: true,
 		},
 		"typescript": ts("typescript", ".ts", ".tsx", ".mts", ".cts"),
 		"javascript": ts("javascript", ".js", ".jsx", ".mjs", ".cjs"),
@@ -264,7 +267,7 @@ func mergeLanguages(defaults, configured map[string]Language) map[string]Languag
 			if l.LanguageIDs == nil {
 				l.LanguageIDs = def.LanguageIDs
 			}
-			l.OpenBeforeWorkspaceSymbols = l.OpenBeforeWorkspaceSymbols || def.OpenBeforeWorkspaceSymbols
+			l.WaitForProject = l.WaitForProject || def.WaitForProject
 		}
 		out[name] = l
 		for _, ext := range l.Extensions {

@@ -31,8 +31,9 @@
 // server that is not installed is answered unavailable, naming the
 // command that installs it (Manager.Installed), and is not counted as a
 // crash. A server that loads the project in the background is waited for
-// by workspace symbol queries (Language.OpenBeforeWorkspaceSymbols, and
-// work-done progress), within the request's deadline.
+// by its first query (Language.WaitForProject) and by workspace symbol
+// queries that find nothing while it reports work-done progress, within
+// the request's deadline.
 //
 // # Permission
 //

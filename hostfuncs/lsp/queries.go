@@ -74,6 +74,9 @@ func (m *Manager) DocumentSymbols(ctx context.Context, t Target, file string) ([
 	}
 	var out []Symbol
 	err = m.do(ctx, t, func(ctx context.Context, s *server) error {
+		if err := s.warmUp(ctx, rel); err != nil {
+			return err
+		}
 		doc, err := s.sync(ctx, rel)
 		if err != nil {
 			return err
@@ -114,10 +117,8 @@ func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) 
 	}
 	var out []Symbol
 	err := m.do(ctx, t, func(ctx context.Context, s *server) error {
-		if s.lang.OpenBeforeWorkspaceSymbols {
-			if err := s.warmUp(ctx); err != nil {
-				return err
-			}
+		if err := s.warmUp(ctx, ""); err != nil {
+			return err
 		}
 		for {
 			busy, ended := s.loading()
@@ -210,18 +211,24 @@ func (m *Manager) noFiles(root string, lang Language) bool {
 	return found == "" && complete
 }
 
-// warmUp opens the first file of the server's language found in the
-// project (hidden directories and node_modules skipped), once per server,
-// and waits until the server has diagnosed it: see
-// Language.OpenBeforeWorkspaceSymbols. A project without such a file is
-// not an error: the server then answers what it answers.
-func (s *server) warmUp(ctx context.Context) error {
+// warmUp waits, once per server of a Language.WaitForProject, until the
+// server has diagnosed rel (syncing it), or with rel empty the first file
+// of its language in the project (hidden directories and node_modules
+// skipped). A project without such a file is not an error: the server
+// then answers what it answers.
+func (s *server) warmUp(ctx context.Context, rel string) error {
+	if !s.lang.WaitForProject {
+		return nil
+	}
 	s.warmMu.Lock()
 	defer s.warmMu.Unlock()
 	if s.warm {
 		return nil
 	}
-	found, _ := findFile(s.rootFS.FS(), s.lang.Extensions)
+	found := rel
+	if found == "" {
+		found, _ = findFile(s.rootFS.FS(), s.lang.Extensions)
+	}
 	if found != "" {
 		doc, err := s.sync(ctx, found)
 		if err != nil {
@@ -405,6 +412,9 @@ func (s *server) waitDiagnostics(ctx context.Context, rel string, doc *document,
 }
 
 func positionParams(ctx context.Context, s *server, rel string, pos Position) (protocol.TextDocumentPositionParams, error) {
+	if err := s.warmUp(ctx, rel); err != nil {
+		return protocol.TextDocumentPositionParams{}, err
+	}
 	doc, err := s.sync(ctx, rel)
 	if err != nil {
 		return protocol.TextDocumentPositionParams{}, err
