@@ -350,3 +350,39 @@ func (m *Manager) do(ctx context.Context, t Target, fn func(context.Context, *se
 		return classify(ctx, err)
 	}
 }
+
+// ServerStats describes one running language server.
+type ServerStats struct {
+	Language string
+	Root     string
+	PID      int
+	// Memory is the resident memory of the server's process group in
+	// bytes (the server and what it spawned), 0 where it is not measured
+	// (outside Linux).
+	Memory uint64
+	// Started is when the process started.
+	Started time.Time
+}
+
+// Servers returns the running servers, sorted by language and root, with
+// their memory read now.
+func (m *Manager) Servers() []ServerStats {
+	m.mu.Lock()
+	var out []ServerStats
+	for t, sl := range m.slots {
+		if s := sl.srv; s != nil && !s.dead() {
+			out = append(out, ServerStats{Language: t.Language, Root: t.Root, PID: s.pid, Started: s.started})
+		}
+	}
+	m.mu.Unlock()
+	for i := range out {
+		out[i].Memory, _ = groupMemory(out[i].PID)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Language != out[j].Language {
+			return out[i].Language < out[j].Language
+		}
+		return out[i].Root < out[j].Root
+	})
+	return out
+}

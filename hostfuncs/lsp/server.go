@@ -30,6 +30,7 @@ type server struct {
 
 	cmd      *exec.Cmd
 	pid      int
+	started  time.Time
 	pipes    *pipeConn
 	conn     jsonrpc2.Conn
 	rpc      protocol.Server
@@ -215,6 +216,7 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 		return nil, fmt.Errorf("start %s: %w", lang.Command, err)
 	}
 	s.pid = cmd.Process.Pid
+	s.started = time.Now()
 	log.Info("language server started", "command", lang.Command, "pid", s.pid)
 
 	_, conn, rpc := protocol.NewClient(context.Background(), client{s: s}, jsonrpc2.NewHeaderStream(s.pipes))
