@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -150,14 +151,20 @@ func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) 
 			case <-s.exited:
 				return s.exitError()
 			case <-ctx.Done():
-				return errStillLoading(s)
+				return errStillLoading(ctx, s)
 			}
 		}
 	})
 	return out, err
 }
 
-func errStillLoading(s *server) error {
+// errStillLoading is the answer of a query whose deadline came while the
+// server was loading the project; a query whose caller gave up instead
+// gets its context's error, which the manager reports as cancelled.
+func errStillLoading(ctx context.Context, s *server) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
 	return tool.Errorf(tool.KindUnavailable, "language server %s for %s was still loading the project when the request's deadline came; ask again later",
 		s.lang.Command, s.target.Language)
 }
@@ -243,7 +250,7 @@ func (s *server) warmUp(ctx context.Context, rel string) error {
 			if s.dead() {
 				return s.exitError()
 			}
-			return errStillLoading(s)
+			return errStillLoading(ctx, s)
 		}
 	}
 	s.warm = true
