@@ -17,7 +17,7 @@ import (
 func BenchmarkWarmLanguages(b *testing.B) {
 	for _, lc := range []struct {
 		lang, file, src, query string
-		def, ref                Position // a use, and a declaration
+		def, ref               Position // a use, and a declaration
 	}{
 		{"go", "shapes/shapes.go", "package shapes\n\ntype Square struct{ Side float64 }\n\nfunc (s Square) Area() float64 { return s.Side * s.Side }\n\nfunc Total(sq []Square) float64 {\n\tt := 0.0\n\tfor _, s := range sq {\n\t\tt += s.Area()\n\t}\n\treturn t\n}\n",
 			"Square", Position{Line: 10, Column: 10}, Position{Line: 3, Column: 6}},
