@@ -308,6 +308,17 @@ func (l Language) languageID(relPath string) string {
 	return l.LanguageID
 }
 
+// languageID is the languageId of relPath sent to a server of language
+// name: that of the language claiming its extension, which differs from
+// name's when a server takes another language's file (serves): a .js file
+// sent to a typescript server is still "javascript".
+func (c *Config) languageID(name, relPath string) string {
+	if other, ok := c.languageFor(relPath); ok {
+		name = other
+	}
+	return c.Languages[name].languageID(relPath)
+}
+
 // serves reports whether a server of language name takes files with
 // relPath's extension: its own, or those of a language run by the same
 // command (a cpp server takes c's .h, as clangd parses both).

@@ -51,6 +51,11 @@ func TestConfigDefaults(t *testing.T) {
 	if ts.languageID("a.tsx") != "typescriptreact" || ts.languageID("a.ts") != "typescript" || c.Languages["javascript"].languageID("b.jsx") != "javascriptreact" {
 		t.Fatal("languageID: wrong")
 	}
+	// A .js file sent to a typescript server, a .h to a cpp one: the
+	// languageId of the file's own language.
+	if c.languageID("typescript", "a.js") != "javascript" || c.languageID("typescript", "a.tsx") != "typescriptreact" || c.languageID("cpp", "a.h") != "c" {
+		t.Fatal("Config.languageID: wrong")
+	}
 	if c.IdleTimeout != 10*time.Minute || c.RequestTimeout != 30*time.Second || c.MaxFailures != 5 ||
 		c.FailureWindow != time.Minute || c.BreakerCooldown != time.Minute || c.ShutdownGrace != 2*time.Second {
 		t.Fatalf("durations: %+v", c)

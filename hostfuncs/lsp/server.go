@@ -432,7 +432,7 @@ func (s *server) sync(ctx context.Context, rel string) (*document, error) {
 	s.diagMu.Unlock()
 	if doc == nil {
 		err = s.rpc.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
-			URI: next.uri, LanguageID: protocol.LanguageKind(s.lang.languageID(rel)), Version: next.version, Text: string(content),
+			URI: next.uri, LanguageID: protocol.LanguageKind(s.cfg.languageID(s.target.Language, rel)), Version: next.version, Text: string(content),
 		}})
 	} else {
 		next.version = doc.version + 1
