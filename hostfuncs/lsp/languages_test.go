@@ -1,6 +1,9 @@
 package lsp
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/warden-run/warden/tool"
@@ -51,5 +54,37 @@ func TestCppServesHeaders(t *testing.T) {
 	wantKind(t, err, tool.KindDenied, "not granted lsp access to c")
 	if _, err := m.checkFile(Target{Language: "python", Root: "/x"}, "a.h"); err == nil {
 		t.Fatal("a python server takes a.h")
+	}
+}
+
+// TestUTF16Servers: pyright and typescript-language-server count columns
+// in UTF-16 units; warden's answers count bytes, past emoji (two units,
+// four bytes) and ü (one unit, two bytes) on the same line.
+func TestUTF16Servers(t *testing.T) {
+	for _, tc := range []struct{ lang, file, src string }{
+		{"python", "u.py", "s = \"😀😀\"; Grüße = 1\nprint(s, Grüße)\n"},
+		{"typescript", "u.ts", "const s = \"😀😀\"; const Grüße = 1;\nconsole.log(s, Grüße);\n"},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			requireServer(t, tc.lang)
+			root := t.TempDir()
+			writeFile(t, root, tc.file, tc.src)
+			m := newManager(t, Config{})
+			c, err := NewCapability(m, func() string { return root }, fakeGate{allow: []string{""}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(tc.src, "\n")
+			decl := strings.Index(lines[0], "Grüße") + 1
+			use := strings.Index(lines[1], "Grüße") + 1
+			out, err := serve(t, c, []string{tc.lang}, fmt.Sprintf(`{"op":"definition","path":%q,"line":2,"column":%d}`, tc.file, use))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Location{{Path: tc.file, Line: 1, Column: decl, EndLine: 1, EndColumn: decl + len("Grüße")}}
+			if got := locationsOf(t, out); !reflect.DeepEqual(got, want) {
+				t.Fatalf("definition of Grüße: %+v, want %+v", got, want)
+			}
+		})
 	}
 }
