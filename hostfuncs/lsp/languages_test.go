@@ -88,3 +88,27 @@ func TestUTF16Servers(t *testing.T) {
 		})
 	}
 }
+
+// TestClangdFallbackFlags: without a compile_commands.json, clangd finds
+// the project's headers under include/ through the default language's
+// fallbackFlags (-I<root>/include), so a definition in a header is found
+// from a source file in another directory.
+func TestClangdFallbackFlags(t *testing.T) {
+	requireServer(t, "c")
+	root := t.TempDir()
+	writeFile(t, root, "include/shape.h", "#ifndef SHAPE_H\n#define SHAPE_H\nint area(int side);\n#endif\n")
+	writeFile(t, root, "src/main.c", "#include \"shape.h\"\n\nint main(void) { return area(2); }\n")
+	m := newManager(t, Config{})
+	c, err := NewCapability(m, func() string { return root }, fakeGate{allow: []string{""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := serve(t, c, []string{"c"}, `{"op":"definition","path":"src/main.c","line":3,"column":25}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Location{{Path: "include/shape.h", Line: 3, Column: 5, EndLine: 3, EndColumn: 9}}
+	if got := locationsOf(t, out); !reflect.DeepEqual(got, want) {
+		t.Fatalf("definition of area: %+v, want %+v", got, want)
+	}
+}
