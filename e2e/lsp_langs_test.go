@@ -25,8 +25,13 @@ func TestToolsBeyondGo(t *testing.T) {
 	for _, name := range lspTools {
 		fmt.Fprintf(&grants, "    %s:\n      module: %s\n      lsp: [go, python, typescript, zig]\n      fs:\n        read: [\".\"]\n", name, lspModule)
 	}
+	// pyright and tsserver load a project in seconds, and in tens of
+	// seconds on a loaded machine: the call and request bounds are raised
+	// (tools.limits.lsp.timeout after the grants, lsp.timeout after the
+	// languages) so that the test waits for them rather than flakes.
+	grants.WriteString("  limits:\n    lsp:\n      timeout: 3m\n")
 	// zig: a configured language whose server is not installed.
-	e := newEnvWith(t, grants.String(), "    zig:\n      command: /nonexistent/zls\n      extensions: [\".zig\"]\n")
+	e := newEnvWith(t, grants.String(), "    zig:\n      command: /nonexistent/zls\n      extensions: [\".zig\"]\n  timeout: 2m\n")
 	files := map[string]string{
 		"poly/app.py": "class Greeter:\n    def greet(self, name: str) -> str:\n        return 'hello ' + name\n\n\n" +
 			"def main() -> None:\n    g = Greeter()\n    print(g.greet('world'))\n    print(g.greet('again'))\n",

@@ -118,7 +118,8 @@ func TestLanguageServerMemoryReported(t *testing.T) {
 		t.Skip("memory of a process group is read from /proc")
 	}
 	const token = "e2e-lsp-metrics-token"
-	e := newEnv(t, "")
+	// pyright loads a project in seconds, longer on a loaded machine.
+	e := newEnv(t, "lsp: {timeout: 3m}")
 	wasm, err := os.ReadFile(filepath.Join(bundledTools(t), "lsp.wasm"))
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,10 @@ import (
 // conversion (it speaks UTF-16, LSP's default) and its result decoding are
 // written here, so that a bug in either side shows as a disagreement.
 
+// loadingTimeout is the request timeout of tests on real servers that load
+// a project first (pyright, tsserver): tens of seconds on a loaded machine.
+const loadingTimeout = 3 * time.Minute
+
 // agreementSpec is one language's agreement run.
 type agreementSpec struct {
 	lang     string   // a key of DefaultLanguages
@@ -78,7 +82,7 @@ func requireServer(t *testing.T, lang string) string {
 // the counts.
 func runAgreement(t *testing.T, spec agreementSpec) agreementCounts {
 	t.Helper()
-	m, err := NewManager(Config{ShutdownGrace: time.Second, RequestTimeout: 2 * time.Minute})
+	m, err := NewManager(Config{ShutdownGrace: time.Second, RequestTimeout: loadingTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

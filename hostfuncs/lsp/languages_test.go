@@ -69,7 +69,7 @@ func TestUTF16Servers(t *testing.T) {
 			requireServer(t, tc.lang)
 			root := t.TempDir()
 			writeFile(t, root, tc.file, tc.src)
-			m := newManager(t, Config{})
+			m := newManager(t, Config{RequestTimeout: loadingTimeout})
 			c, err := NewCapability(m, func() string { return root }, fakeGate{allow: []string{""}})
 			if err != nil {
 				t.Fatal(err)

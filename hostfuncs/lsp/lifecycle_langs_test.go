@@ -31,7 +31,7 @@ func TestLifecycleEveryLanguage(t *testing.T) {
 			requireServer(t, tc.lang)
 			root := t.TempDir()
 			writeFile(t, root, tc.file, tc.content)
-			m := newManager(t, Config{IdleTimeout: -1, ShutdownGrace: time.Second})
+			m := newManager(t, Config{IdleTimeout: -1, ShutdownGrace: time.Second, RequestTimeout: loadingTimeout})
 			tg := Target{Language: tc.lang, Root: root}
 			if pid := serverPID(m, tg); pid != 0 {
 				t.Fatalf("a server runs before any query: %d", pid)
