@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -814,7 +815,7 @@ func (c *Config) Validate() error {
 			fail(key+".memory", "must be read or read-write, got %s", showValue(g.Memory))
 		}
 		for _, lang := range g.LSP {
-			if _, ok := c.LSP.Languages[lang]; !ok && lang != "go" {
+			if _, ok := c.LSP.Languages[lang]; !ok && !slices.Contains(limits.DefaultLSPLanguages, lang) {
 				fail(key+".lsp", "no language %s in lsp.languages", showValue(lang))
 			}
 		}

@@ -164,6 +164,13 @@ func grantsYAML(withoutLSP ...string) string {
 // "secret" directory is deny-listed by config, ".env" by the built-in list.
 func newEnv(t testing.TB, grants string) *env {
 	t.Helper()
+	return newEnvWith(t, grants, "")
+}
+
+// newEnvWith is newEnv with more lsp.languages entries (YAML, indented
+// under languages:).
+func newEnvWith(t testing.TB, grants, languages string) *env {
+	t.Helper()
 	gopls := goplsPath(t)
 	dir := t.TempDir()
 	e := &env{project: filepath.Join(dir, "project"), tools: filepath.Join(dir, "tools"), config: filepath.Join(dir, "config.yaml")}
@@ -185,9 +192,9 @@ lsp:
   languages:
     go:
       command: %s
-log:
+%slog:
   level: warn
-`, e.project, e.tools, filepath.Join(cache, "warden-test", "e2e-compile"), grants, gopls)
+`, e.project, e.tools, filepath.Join(cache, "warden-test", "e2e-compile"), grants, gopls, languages)
 	if err := os.WriteFile(e.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -449,8 +450,8 @@ func TestDescriptors(t *testing.T) {
 			t.Fatalf("tool %s not loaded", name)
 		}
 		if !d.Paginates || d.Annotations == nil || !*d.Annotations.ReadOnlyHint || !*d.Annotations.IdempotentHint ||
-			!reflect.DeepEqual(d.Capabilities.LSP, []string{"go"}) || !reflect.DeepEqual(d.Capabilities.FS.Read, []string{"."}) ||
-			len(d.OutputSchema) == 0 || len(d.Description) < 200 {
+			!reflect.DeepEqual(d.Capabilities.LSP, limits.DefaultLSPLanguages) || !reflect.DeepEqual(d.Capabilities.FS.Read, []string{"."}) ||
+			len(d.OutputSchema) == 0 || len(d.Description) < 200 || strings.Contains(d.Title, "Go)") || strings.Contains(d.Description, "Go code") {
 			t.Errorf("descriptor of %s: %+v", name, d)
 		}
 	}

@@ -252,9 +252,12 @@ func TestGrantsOfAMultiToolModule(t *testing.T) {
 			t.Fatalf("warden tools lists no tool %s of module lsp:\n%s", name, out)
 		}
 		// REQUESTED, GRANTED, NOT GRANTED
-		want := "fs.read=. lsp=go - fs.read=. lsp=go"
+		// The tools request every default language; a grant names those
+		// a project needs.
+		const all = "lsp=c,cpp,go,javascript,python,rust,typescript"
+		want := "fs.read=. " + all + " - fs.read=. " + all
 		if name == "hover" {
-			want = "fs.read=. lsp=go fs.read=. lsp=go -"
+			want = "fs.read=. " + all + " fs.read=. lsp=go lsp=c,cpp,javascript,python,rust,typescript"
 		}
 		if got := strings.Join(row[3:], " "); got != want {
 			t.Errorf("warden tools, %s: %q, want %q", name, got, want)

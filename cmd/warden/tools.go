@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,7 +51,7 @@ scripts") describes its fields.`,
 			// REFUSED lines: shown there, not twice.
 			a.Catalog().LoadTools(cmd.Context())
 			stop()
-			list := listTools(a)
+			list := listTools(cmd.Context(), a)
 			if output == outputJSON {
 				err = writeJSON(cmd.OutOrStdout(), list)
 			} else {
@@ -114,6 +115,17 @@ type toolList struct {
 	// project roots or under the deny-list), each with the reason a call
 	// would be denied; they are not in their tool's granted (app.Grants).
 	Unusable []string `json:"unusable"`
+	// ServersMissing are the tools granted a language whose language
+	// server is not installed: their calls in that language fail until it
+	// is, and Error says how to install it.
+	ServersMissing []serverMissing `json:"serversMissing"`
+}
+
+// serverMissing is one tool's granted language without a language server.
+type serverMissing struct {
+	Tool     string `json:"tool"`
+	Language string `json:"language"`
+	Error    string `json:"error"`
 }
 
 // toolRow is one served tool: the capabilities in the descriptor's own
@@ -140,10 +152,13 @@ func failedModules(f []failedModule) []string {
 	return names
 }
 
-// listTools gathers what `warden tools` shows, from the catalog and config.
-func listTools(a *app.App) toolList {
+// listTools gathers what `warden tools` shows, from the catalog and config,
+// and asks the language servers of the granted languages whether they are
+// installed.
+func listTools(ctx context.Context, a *app.App) toolList {
 	cfg := a.Config()
-	list := toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: a.Catalog().Refused(), GrantsElsewhere: []string{}, Unusable: []string{}}
+	list := toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: a.Catalog().Refused(), GrantsElsewhere: []string{}, Unusable: []string{}, ServersMissing: []serverMissing{}}
+	installed := map[string]error{} // by language, asked once each
 	if list.Refused == nil {
 		list.Refused = []catalog.Refusal{}
 	}
@@ -165,6 +180,21 @@ func listTools(a *app.App) toolList {
 		// The last column is what a reviewer must decide on: requested,
 		// not granted (`warden grant` it, or leave the tool without it).
 		notGranted := install.Missing(t.Descriptor.Capabilities, granted)
+		for _, lang := range granted.LSP {
+			err, asked := installed[lang]
+			if !asked {
+				err = a.LanguageServers().Installed(ctx, lang)
+				installed[lang] = err
+			}
+			if err != nil {
+				msg := err.Error()
+				var te *tool.Error
+				if errors.As(err, &te) {
+					msg = te.Message // without the kind: every one is unavailable
+				}
+				list.ServersMissing = append(list.ServersMissing, serverMissing{Tool: t.Descriptor.Name, Language: lang, Error: msg})
+			}
+		}
 		list.Tools = append(list.Tools, toolRow{Name: t.Descriptor.Name, Module: m.Name(), SHA256: m.SHA256(),
 			Requested: t.Descriptor.Capabilities, Granted: granted, NotGranted: notGranted})
 	}
@@ -209,6 +239,12 @@ func printTools(w io.Writer, list toolList) error {
 		fmt.Fprintf(w, "\nGRANTS NO CALL CAN USE (%d; not granted):\n", len(list.Unusable))
 		for _, u := range list.Unusable {
 			fmt.Fprintf(w, "  %s\n", termsafe.Message(u))
+		}
+	}
+	if len(list.ServersMissing) > 0 {
+		fmt.Fprintf(w, "\nLANGUAGE SERVERS NOT INSTALLED (%d; the tool's calls in that language fail until installed):\n", len(list.ServersMissing))
+		for _, m := range list.ServersMissing {
+			fmt.Fprintf(w, "  %s lsp=%s: %s\n", termsafe.Line(m.Tool), termsafe.Line(m.Language), oneLine(m.Error))
 		}
 	}
 	return nil

@@ -35,6 +35,8 @@ func TestToolsJSONGolden(t *testing.T) {
 			Reason: "pinned module echo serves it"}},
 		GrantsElsewhere: []string{"tools.grants.hover belongs to module lsp2"},
 		Unusable:        []string{`linecount fs.read=/etc: read "/etc": outside the project roots`},
+		ServersMissing: []serverMissing{{Tool: "symbols", Language: "python",
+			Error: "the python language server is not installed (pyright-langserver is not in PATH); install it with: npm i -g pyright"}},
 	}
 	var got bytes.Buffer
 	if err := writeJSON(&got, list); err != nil {
@@ -51,10 +53,10 @@ func TestToolsJSONGolden(t *testing.T) {
 
 	// Nothing to list is empty lists, never null: a script iterates them.
 	got.Reset()
-	if err := writeJSON(&got, toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: []catalog.Refusal{}, GrantsElsewhere: []string{}, Unusable: []string{}}); err != nil {
+	if err := writeJSON(&got, toolList{Tools: []toolRow{}, Failed: []failedModule{}, Rejected: []rejectedTool{}, Refused: []catalog.Refusal{}, GrantsElsewhere: []string{}, Unusable: []string{}, ServersMissing: []serverMissing{}}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "{\n  \"tools\": [],\n  \"failed\": [],\n  \"rejected\": [],\n  \"refused\": [],\n  \"grantsElsewhere\": [],\n  \"unusable\": []\n}\n"; got.String() != want {
+	if want := "{\n  \"tools\": [],\n  \"failed\": [],\n  \"rejected\": [],\n  \"refused\": [],\n  \"grantsElsewhere\": [],\n  \"unusable\": [],\n  \"serversMissing\": []\n}\n"; got.String() != want {
 		t.Fatalf("empty list printed:\n%s\nwant:\n%s", got.String(), want)
 	}
 }

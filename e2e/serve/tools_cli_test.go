@@ -52,6 +52,7 @@ func TestToolsShowsAFailedModule(t *testing.T) {
 		"refused":         []any{},
 		"grantsElsewhere": []any{},
 		"unusable":        []any{},
+		"serversMissing":  []any{},
 	}
 	if !reflect.DeepEqual(got, wantJSON) || stderr != wantErr || code != 1 {
 		t.Fatalf("warden tools -o json: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1, %v, stderr %q", code, stdout, stderr, wantJSON, wantErr)

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/hostfuncs/lsp/lspwire"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/tool"
 )
@@ -94,6 +95,7 @@ const (
 	opReferences      = "references"
 	opHover           = "hover"
 	opDiagnostics     = "diagnostics"
+	opLanguages       = "languages"
 )
 
 // parseRequest decodes and checks a guest request. It does not look at
@@ -121,6 +123,10 @@ func parseRequest(raw []byte) (*request, error) {
 			return nil, tool.Errorf(tool.KindInvalidArguments, "workspaceSymbol needs a query (it may be empty)")
 		}
 	case opDiagnostics:
+	case opLanguages:
+		if req.Language != "" || req.Path != "" || req.Offset != 0 {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "languages takes no language, path or offset")
+		}
 	case "":
 		return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: op is required")
 	default:
@@ -141,7 +147,7 @@ func parseRequest(raw []byte) (*request, error) {
 	if needPath && req.Path == "" {
 		return nil, tool.Errorf(tool.KindInvalidArguments, "%s needs a path", req.Op)
 	}
-	if !needPath && req.Op == opWorkspaceSymbol && req.Path != "" {
+	if req.Op == opWorkspaceSymbol && req.Path != "" {
 		return nil, tool.Errorf(tool.KindInvalidArguments, "workspaceSymbol takes no path")
 	}
 	if needPos {
@@ -179,6 +185,11 @@ type (
 		Total     int  `json:"total"`
 		Truncated bool `json:"truncated,omitempty"`
 	}
+	// languagesReply lists the languages the tool may ask about: granted
+	// and configured, in grant order.
+	languagesReply struct {
+		Languages []lspwire.Language `json:"languages"`
+	}
 	hoverReply struct {
 		Hover *Hover `json:"hover"`
 	}
@@ -207,6 +218,9 @@ func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte
 	}
 	if err != nil {
 		return nil, err
+	}
+	if req.Op == opLanguages {
+		return c.languages(call), nil
 	}
 	lang, err := c.language(call, req)
 	if err != nil {
@@ -295,6 +309,18 @@ func (c *Capability) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte
 	return nil, tool.Errorf(tool.KindInvalidArguments, "lsp request: unknown op %q", req.Op)
 }
 
+// languages answers the languages op: what a tool walking a directory
+// needs to pick the files it can ask about, without starting any server.
+func (c *Capability) languages(call *hostfuncs.Call) languagesReply {
+	out := languagesReply{Languages: []lspwire.Language{}}
+	for _, name := range call.Grants.LSP {
+		if l, ok := c.m.cfg.Languages[name]; ok {
+			out.Languages = append(out.Languages, lspwire.Language{Name: name, Extensions: slices.Clone(l.Extensions)})
+		}
+	}
+	return out
+}
+
 // language picks the request's language and checks it is granted.
 func (c *Capability) language(call *hostfuncs.Call, req *request) (string, error) {
 	lang := req.Language
@@ -304,6 +330,16 @@ func (c *Capability) language(call *hostfuncs.Call, req *request) (string, error
 		var ok bool
 		if lang, ok = c.m.LanguageFor(req.Path); !ok {
 			return "", tool.Errorf(tool.KindInvalidArguments, "no configured language claims %s; pass language", req.Path)
+		}
+		if !slices.Contains(call.Grants.LSP, lang) {
+			// A .h file (c's) is served to a tool granted only cpp by its
+			// cpp server: both run clangd.
+			for _, granted := range call.Grants.LSP {
+				if c.m.cfg.serves(granted, req.Path) {
+					lang = granted
+					break
+				}
+			}
 		}
 	case len(call.Grants.LSP) == 1:
 		lang = call.Grants.LSP[0]

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -17,7 +18,8 @@ type Language struct {
 	// Command is the server executable, looked up in PATH unless it contains
 	// a slash. The server must speak LSP over stdin and stdout.
 	Command string
-	// Args are passed to Command.
+	// Args are passed to Command. "${root}" in them is replaced by the
+	// project root.
 	Args []string
 	// Extensions are the file extensions this language claims, with the dot
 	// (".go"). A request naming a path but no language picks the language
@@ -26,16 +28,73 @@ type Language struct {
 	// LanguageID is the LSP languageId sent in didOpen; the language's name
 	// when empty.
 	LanguageID string
+	// LanguageIDs overrides LanguageID for some extensions: tsserver parses
+	// a .tsx file opened as "typescript" without JSX.
+	LanguageIDs map[string]string
 	// Env is added to warden's own environment when the server starts
 	// ("KEY=value").
 	Env []string
-	// InitializationOptions is sent as-is in the initialize request.
+	// InitializationOptions is sent as-is in the initialize request, with
+	// "${root}" in its strings replaced by the project root.
 	InitializationOptions json.RawMessage
+	// Install is the command that installs the server, quoted in the error
+	// a query gets when Command is not installed.
+	Install string
+	// Probe, when set, are arguments Command must run with successfully
+	// for the server to count as installed: a rustup proxy on PATH whose
+	// toolchain lacks the component fails "--version".
+	Probe []string
+	// WaitForProject makes a server's first query wait (within the
+	// request's deadline) until the server has diagnosed the file queried,
+	// or for a workspace symbol query the first file of the language in
+	// the project, which it opens: both servers answer from a partial
+	// project while they load it (typescript-language-server's syntax
+	// server answers references in one file only, and searches only the
+	// projects of open files; pyright finds no workspace symbols until it
+	// has found the project's files), and both have loaded it once they
+	// publish the file's diagnostics.
+	WaitForProject bool
 }
 
-// DefaultLanguages returns the languages warden knows without any config:
-// "go", served by gopls from PATH.
+// DefaultLanguages returns the languages warden knows without any config,
+// each run the way its users run it (docs/lsp-tools.md): go (gopls),
+// python (pyright), typescript and javascript (typescript-language-server,
+// with the project's typescript package when it has one, else the one
+// installed beside the server), c and cpp (clangd, with the project's
+// compile_commands.json when it has one, else fallback flags), rust
+// (rust-analyzer).
+//
+// ".h" is c's: it is the only header extension C has, while C++ projects
+// also have .hpp and .hh; clangd parses a header by the flags of the files
+// that include it whichever server opened it, and a tool granted only cpp
+// is served .h files by its cpp server (both run clangd).
 func DefaultLanguages() map[string]Language {
+	ts := func(id string, exts ...string) Language {
+		return Language{
+			Command:    "typescript-language-server",
+			Args:       []string{"--stdio"},
+			Extensions: exts,
+			LanguageID: id,
+			LanguageIDs: map[string]string{
+				".tsx": "typescriptreact", ".jsx": "javascriptreact",
+			},
+			Install:        "npm i -g typescript-language-server typescript",
+			WaitForProject: true,
+		}
+	}
+	clangd := func(id string, exts ...string) Language {
+		return Language{
+			Command:    "clangd",
+			Extensions: exts,
+			LanguageID: id,
+			// Without a compile_commands.json (clangd looks for one in the
+			// file's directory and its parents, and their build/), files
+			// are parsed with these flags: the project's own headers are
+			// found from the root and from include/.
+			InitializationOptions: json.RawMessage(`{"fallbackFlags":["-I${root}","-I${root}/include"]}`),
+			Install:               "apt install clangd",
+		}
+	}
 	return map[string]Language{
 		"go": {
 			Command:    "gopls",
@@ -44,6 +103,27 @@ func DefaultLanguages() map[string]Language {
 			// (they live outside the project root), so don't make gopls
 			// search them.
 			InitializationOptions: json.RawMessage(`{"symbolScope":"workspace"}`),
+			Install:               "go install golang.org/x/tools/gopls@latest",
+		},
+		"python": {
+			Command:    "pyright-langserver",
+			Args:       []string{"--stdio"},
+			Extensions: []string{".py", ".pyi"},
+			Install:    "npm i -g pyright",
+
+			WaitForProject: true,
+		},
+		"typescript": ts("typescript", ".ts", ".tsx", ".mts", ".cts"),
+		"javascript": ts("javascript", ".js", ".jsx", ".mjs", ".cjs"),
+		"c":          clangd("c", ".c", ".h"),
+		"cpp":        clangd("cpp", ".cc", ".cpp", ".cxx", ".hpp", ".hh"),
+		"rust": {
+			Command:    "rust-analyzer",
+			Extensions: []string{".rs"},
+			Install:    "rustup component add rust-analyzer",
+			// rustup installs a rust-analyzer proxy on PATH that fails
+			// until the component is added.
+			Probe: []string{"--version"},
 		},
 	}
 }
@@ -130,6 +210,8 @@ func (c Config) withDefaults() (Config, error) {
 		l.Extensions = exts
 		l.Args = slices.Clone(l.Args)
 		l.Env = slices.Clone(l.Env)
+		l.Probe = slices.Clone(l.Probe)
+		l.LanguageIDs = maps.Clone(l.LanguageIDs)
 		if l.LanguageID == "" {
 			l.LanguageID = name
 		}
@@ -169,6 +251,9 @@ func mergeLanguages(defaults, configured map[string]Language) map[string]Languag
 				if l.Args == nil {
 					l.Args = def.Args
 				}
+				// How to install and check the default's binary says
+				// nothing about another one.
+				l.Install, l.Probe = def.Install, def.Probe
 			}
 			if len(l.Extensions) == 0 {
 				l.Extensions = def.Extensions
@@ -179,6 +264,10 @@ func mergeLanguages(defaults, configured map[string]Language) map[string]Languag
 			if l.InitializationOptions == nil {
 				l.InitializationOptions = def.InitializationOptions
 			}
+			if l.LanguageIDs == nil {
+				l.LanguageIDs = def.LanguageIDs
+			}
+			l.WaitForProject = l.WaitForProject || def.WaitForProject
 		}
 		out[name] = l
 		for _, ext := range l.Extensions {
@@ -209,4 +298,39 @@ func (c *Config) languageFor(relPath string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// languageID is the languageId of a document of l at relPath.
+func (l Language) languageID(relPath string) string {
+	if id, ok := l.LanguageIDs[path.Ext(relPath)]; ok {
+		return id
+	}
+	return l.LanguageID
+}
+
+// languageID is the languageId of relPath sent to a server of language
+// name: that of the language claiming its extension, which differs from
+// name's when a server takes another language's file (serves): a .js file
+// sent to a typescript server is still "javascript".
+func (c *Config) languageID(name, relPath string) string {
+	if other, ok := c.languageFor(relPath); ok {
+		name = other
+	}
+	return c.Languages[name].languageID(relPath)
+}
+
+// serves reports whether a server of language name takes files with
+// relPath's extension: its own, or those of a language run by the same
+// command (a cpp server takes c's .h, as clangd parses both).
+func (c *Config) serves(name, relPath string) bool {
+	l, ok := c.Languages[name]
+	if !ok {
+		return false
+	}
+	ext := path.Ext(relPath)
+	if slices.Contains(l.Extensions, ext) {
+		return true
+	}
+	other, ok := c.languageFor(relPath)
+	return ok && c.Languages[other].Command == l.Command && slices.Equal(c.Languages[other].Args, l.Args)
 }

@@ -2,10 +2,14 @@ package lsp
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/warden-run/warden/internal/limits"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -13,12 +17,44 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Language{"go": {
+	want := Language{
 		Command: "gopls", Extensions: []string{".go"}, LanguageID: "go",
 		InitializationOptions: json.RawMessage(`{"symbolScope":"workspace"}`),
-	}}
-	if !reflect.DeepEqual(c.Languages, want) {
-		t.Fatalf("languages: %+v", c.Languages)
+		Install:               "go install golang.org/x/tools/gopls@latest",
+	}
+	if !reflect.DeepEqual(c.Languages["go"], want) {
+		t.Fatalf("go: %+v", c.Languages["go"])
+	}
+	// config accepts grants of exactly these without an lsp.languages entry.
+	if names := slices.Sorted(maps.Keys(c.Languages)); !reflect.DeepEqual(names, limits.DefaultLSPLanguages) {
+		t.Fatalf("default languages %v, limits.DefaultLSPLanguages %v", names, limits.DefaultLSPLanguages)
+	}
+	for path, want := range map[string]string{
+		"a.py": "python", "a.pyi": "python", "a.ts": "typescript", "a.tsx": "typescript", "a.mts": "typescript", "a.cts": "typescript",
+		"a.js": "javascript", "a.jsx": "javascript", "a.mjs": "javascript", "a.cjs": "javascript",
+		"a.c": "c", "a.h": "c", "a.cc": "cpp", "a.cpp": "cpp", "a.cxx": "cpp", "a.hpp": "cpp", "a.hh": "cpp", "a.rs": "rust",
+	} {
+		if got, _ := c.languageFor(path); got != want {
+			t.Errorf("language of %s: %q, want %q", path, got, want)
+		}
+	}
+	for _, l := range c.Languages {
+		if l.Install == "" {
+			t.Errorf("%s: no install command", l.LanguageID)
+		}
+	}
+	// A cpp server takes c's headers (both run clangd), a python one does not.
+	if !c.serves("cpp", "x/a.h") || c.serves("python", "x/a.h") || c.serves("typescript", "a.py") {
+		t.Fatal("serves: wrong")
+	}
+	ts := c.Languages["typescript"]
+	if ts.languageID("a.tsx") != "typescriptreact" || ts.languageID("a.ts") != "typescript" || c.Languages["javascript"].languageID("b.jsx") != "javascriptreact" {
+		t.Fatal("languageID: wrong")
+	}
+	// A .js file sent to a typescript server, a .h to a cpp one: the
+	// languageId of the file's own language.
+	if c.languageID("typescript", "a.js") != "javascript" || c.languageID("typescript", "a.tsx") != "typescriptreact" || c.languageID("cpp", "a.h") != "c" {
+		t.Fatal("Config.languageID: wrong")
 	}
 	if c.IdleTimeout != 10*time.Minute || c.RequestTimeout != 30*time.Second || c.MaxFailures != 5 ||
 		c.FailureWindow != time.Minute || c.BreakerCooldown != time.Minute || c.ShutdownGrace != 2*time.Second {
@@ -50,7 +86,7 @@ func TestConfigLanguages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Languages["go"]; ok || len(c.Languages) != 1 {
+	if _, ok := c.Languages["go"]; ok || len(c.Languages) != len(limits.DefaultLSPLanguages) {
 		t.Fatalf("languages: %+v", c.Languages)
 	}
 
@@ -58,8 +94,8 @@ func TestConfigLanguages(t *testing.T) {
 		langs map[string]Language
 		want  string
 	}{
-		{map[string]Language{"rust": {Extensions: []string{".rs"}}}, "language rust: command is empty"},
-		{map[string]Language{"rust": {Command: "rust-analyzer"}}, "language rust: no file extensions"},
+		{map[string]Language{"cobol": {Extensions: []string{".cob"}}}, "language cobol: command is empty"},
+		{map[string]Language{"cobol": {Command: "cobol-ls"}}, "language cobol: no file extensions"},
 		{map[string]Language{"rust": {Command: "ra", Extensions: []string{"rs"}}}, `extension "rs" must look like ".go"`},
 		{map[string]Language{"a": {Command: "x", Extensions: []string{".x"}}, "b": {Command: "y", Extensions: []string{".x"}}}, "extension .x is claimed by both"},
 		{map[string]Language{"my lang": {Command: "x", Extensions: []string{".x"}}}, `language name "my lang"`},

@@ -1,7 +1,8 @@
 // Package lsp is warden's language-server capability, served to guests as
 // the import warden.lsp (docs/abi.md): one JSON request in, one JSON reply
-// out. Tools use it to ask real language servers (gopls for Go) about the
-// project: symbols, definitions, references, hover text and diagnostics.
+// out. Tools use it to ask real language servers (gopls for Go, pyright
+// for Python, typescript-language-server for TypeScript and JavaScript,
+// clangd for C and C++, rust-analyzer for Rust) about the project: symbols, definitions, references, hover text and diagnostics.
 //
 // # Manager
 //
@@ -25,8 +26,14 @@
 // kills the process group.
 //
 // Languages are configured by name (Config.Languages): a command, its
-// arguments and the file extensions it serves. "go" runs gopls from PATH
-// unless configured otherwise; a "go" entry overrides it field by field.
+// arguments and the file extensions it serves. DefaultLanguages are known
+// without config; an entry named like one overrides it field by field. A
+// server that is not installed is answered unavailable, naming the
+// command that installs it (Manager.Installed), and is not counted as a
+// crash. A server that loads the project in the background is waited for
+// by its first query (Language.WaitForProject) and by workspace symbol
+// queries that find nothing while it reports work-done progress, within
+// the request's deadline.
 //
 // # Permission
 //
@@ -87,6 +94,11 @@
 // "severity":"error"|"warning"|"information"|"hint","message","source"?,
 // "code"?,"related"?:[location]}],"complete","truncated"?}; complete is
 // false when the wait ran out before the server published.
+//
+// languages: {"op":"languages"} lists the languages the tool may ask
+// about, granted and configured, in grant order, without starting any
+// server. Reply: {"languages":[{"name","extensions":[".py",...]}]}. A tool
+// outlining a directory picks its files with it.
 //
 // Every list reply also says "total": how many items exist (after the fs
 // gate's filtering). A list stops at MaxResults (1000) with "truncated":

@@ -123,7 +123,12 @@ func TestStartFailure(t *testing.T) {
 	langs["fake"] = l
 	m := newManager(t, Config{Languages: langs})
 	_, err := m.DocumentSymbols(context.Background(), e.target(), "a.fk")
-	wantKind(t, err, tool.KindFailed, "start language server for fake: start /nonexistent/language-server: fork/exec /nonexistent/language-server: no such file or directory")
+	// Not installed: said so, with how to install it, and not counted
+	// against the breaker (install.go; TestMissingServer covers more).
+	wantKind(t, err, tool.KindUnavailable, "the fake language server is not installed (/nonexistent/language-server is not in PATH); install it, or set lsp.languages.fake.command")
+	if _, failures := slotStats(m, e.target()); failures != 0 {
+		t.Fatalf("a missing server counted %d failures against the breaker", failures)
+	}
 }
 
 func TestCancellation(t *testing.T) {

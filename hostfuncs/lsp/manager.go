@@ -205,6 +205,13 @@ func (m *Manager) breakerError(t Target, sl *slot, now time.Time) error {
 // the queries waiting on the barrier each bound their own wait.
 func (m *Manager) start(t Target, sl *slot, a *startAttempt) {
 	s, err := startServer(m.ctx, m.sp, &m.cfg, t, m.exited)
+	var missing error
+	if err != nil && m.ctx.Err() == nil {
+		// A server that is not installed (or a rustup proxy without its
+		// component) is not a crash: say how to install it, and don't
+		// count it against the breaker.
+		missing = m.cfg.installed(m.ctx, t.Language)
+	}
 	m.mu.Lock()
 	sl.starting = nil
 	switch {
@@ -223,11 +230,15 @@ func (m *Manager) start(t Target, sl *slot, a *startAttempt) {
 		}
 	}
 	if err != nil {
-		if m.ctx.Err() != nil {
+		switch {
+		case m.ctx.Err() != nil:
 			err = errClosed
-		} else {
+		case missing != nil:
+			err = missing
+		default:
 			m.recordFailure(t, sl, err)
 		}
+		// classify keeps a *tool.Error (errClosed, missing) as it is.
 		a.err = classify(context.Background(), fmt.Errorf("start language server for %s: %w", t.Language, err))
 	}
 	m.mu.Unlock()
@@ -338,4 +349,40 @@ func (m *Manager) do(ctx context.Context, t Target, fn func(context.Context, *se
 		}
 		return classify(ctx, err)
 	}
+}
+
+// ServerStats describes one running language server.
+type ServerStats struct {
+	Language string
+	Root     string
+	PID      int
+	// Memory is the resident memory of the server's process group in
+	// bytes (the server and what it spawned), 0 where it is not measured
+	// (outside Linux).
+	Memory uint64
+	// Started is when the process started.
+	Started time.Time
+}
+
+// Servers returns the running servers, sorted by language and root, with
+// their memory read now.
+func (m *Manager) Servers() []ServerStats {
+	m.mu.Lock()
+	var out []ServerStats
+	for t, sl := range m.slots {
+		if s := sl.srv; s != nil && !s.dead() {
+			out = append(out, ServerStats{Language: t.Language, Root: t.Root, PID: s.pid, Started: s.started})
+		}
+	}
+	m.mu.Unlock()
+	for i := range out {
+		out[i].Memory, _ = groupMemory(out[i].PID)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Language != out[j].Language {
+			return out[i].Language < out[j].Language
+		}
+		return out[i].Root < out[j].Root
+	})
+	return out
 }

@@ -2,7 +2,10 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -45,7 +48,7 @@ func (m *Manager) checkFile(t Target, rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if lang, ok := m.cfg.Languages[t.Language]; ok && !slices.Contains(lang.Extensions, path.Ext(rel)) {
+	if lang, ok := m.cfg.Languages[t.Language]; ok && !m.cfg.serves(t.Language, rel) {
 		return "", tool.Errorf(tool.KindInvalidArguments, "%s is not a %s file (%s)", rel, t.Language, strings.Join(lang.Extensions, ", "))
 	}
 	return rel, nil
@@ -72,6 +75,9 @@ func (m *Manager) DocumentSymbols(ctx context.Context, t Target, file string) ([
 	}
 	var out []Symbol
 	err = m.do(ctx, t, func(ctx context.Context, s *server) error {
+		if err := s.warmUp(ctx, rel); err != nil {
+			return err
+		}
 		doc, err := s.sync(ctx, rel)
 		if err != nil {
 			return err
@@ -99,32 +105,156 @@ func (m *Manager) DocumentSymbols(ctx context.Context, t Target, file string) ([
 
 // WorkspaceSymbols returns the server's matches for query across the
 // project. Symbols outside the project root are left out.
+//
+// A server still loading the project (it reports work-done progress)
+// answers from what it has loaded so far, often nothing: an empty answer
+// then waits for the loading to end and asks again, within the request's
+// deadline and never past it.
 func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) ([]Symbol, error) {
+	if lang, ok := m.cfg.Languages[t.Language]; ok && m.noFiles(t.Root, lang) {
+		// Nothing to find: don't start a server (a tool asking every
+		// language it is granted must not start pyright in a Go project).
+		return nil, nil
+	}
 	var out []Symbol
 	err := m.do(ctx, t, func(ctx context.Context, s *server) error {
-		res, err := s.rpc.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: query})
-		if err != nil {
-			return s.describe("workspace/symbol", ctx, err)
+		if err := s.warmUp(ctx, ""); err != nil {
+			return err
 		}
-		c := s.converter()
-		out = out[:0]
-		switch r := res.(type) {
-		case protocol.SymbolInformationSlice:
-			for _, si := range r {
-				if sym, ok := c.symbolInformation(si); ok {
-					out = append(out, sym)
+		for {
+			busy, ended := s.loading()
+			res, err := s.rpc.Symbols(ctx, &protocol.WorkspaceSymbolParams{Query: query})
+			if err != nil {
+				return s.describe("workspace/symbol", ctx, err)
+			}
+			c := s.converter()
+			out = out[:0]
+			switch r := res.(type) {
+			case protocol.SymbolInformationSlice:
+				for _, si := range r {
+					if sym, ok := c.symbolInformation(si); ok {
+						out = append(out, sym)
+					}
+				}
+			case protocol.WorkspaceSymbolSlice:
+				for _, ws := range r {
+					if sym, ok := c.workspaceSymbol(ws); ok {
+						out = append(out, sym)
+					}
 				}
 			}
-		case protocol.WorkspaceSymbolSlice:
-			for _, ws := range r {
-				if sym, ok := c.workspaceSymbol(ws); ok {
-					out = append(out, sym)
-				}
+			if still, _ := s.loading(); len(out) > 0 || (!busy && !still) {
+				return nil
 			}
+			select {
+			case <-ended:
+			case <-s.exited:
+				return s.exitError()
+			case <-ctx.Done():
+				return errStillLoading(ctx, s)
+			}
+		}
+	})
+	return out, err
+}
+
+// errStillLoading is the answer of a query whose deadline came while the
+// server was loading the project; a query whose caller gave up instead
+// gets its context's error, which the manager reports as cancelled.
+func errStillLoading(ctx context.Context, s *server) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return tool.Errorf(tool.KindUnavailable, "language server %s for %s was still loading the project when the request's deadline came; ask again later",
+		s.lang.Command, s.target.Language)
+}
+
+// maxScan bounds the directory entries findFile looks at.
+const maxScan = 10000
+
+// findFile returns the first file with one of exts in fsys, walking it in
+// lexical order and skipping hidden directories and node_modules.
+// complete is false when it gave up after maxScan entries.
+func findFile(fsys fs.FS, exts []string) (found string, complete bool) {
+	seen := 0
+	complete = true
+	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if seen++; seen > maxScan {
+			complete = false
+			return fs.SkipAll
+		}
+		if err != nil {
+			if p == "." {
+				complete = false
+				return fs.SkipAll
+			}
+			return fs.SkipDir
+		}
+		if d.IsDir() {
+			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && slices.Contains(exts, path.Ext(p)) {
+			found = p
+			return fs.SkipAll
 		}
 		return nil
 	})
-	return out, err
+	return found, complete
+}
+
+// noFiles reports whether the project at root certainly has no file of
+// lang: the whole tree was looked at (within maxScan entries) and none
+// was found.
+func (m *Manager) noFiles(root string, lang Language) bool {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	found, complete := findFile(r.FS(), lang.Extensions)
+	return found == "" && complete
+}
+
+// warmUp waits, once per server of a Language.WaitForProject, until the
+// server has diagnosed rel (syncing it), or with rel empty the first file
+// of its language in the project (hidden directories and node_modules
+// skipped). A project without such a file is not an error: the server
+// then answers what it answers.
+func (s *server) warmUp(ctx context.Context, rel string) error {
+	if !s.lang.WaitForProject {
+		return nil
+	}
+	s.warmMu.Lock()
+	defer s.warmMu.Unlock()
+	if s.warm {
+		return nil
+	}
+	found := rel
+	if found == "" {
+		found, _ = findFile(s.rootFS.FS(), s.lang.Extensions)
+	}
+	if found != "" {
+		doc, err := s.sync(ctx, found)
+		if err != nil {
+			return err
+		}
+		deadline, ok := ctx.Deadline()
+		wait := time.Until(deadline)
+		if !ok {
+			wait = s.cfg.RequestTimeout
+		}
+		if _, fresh := s.waitDiagnostics(ctx, found, doc, wait); !fresh {
+			if s.dead() {
+				return s.exitError()
+			}
+			return errStillLoading(ctx, s)
+		}
+	}
+	s.warm = true
+	return nil
 }
 
 // Definition returns where the symbol at pos in file is defined.
@@ -289,6 +419,9 @@ func (s *server) waitDiagnostics(ctx context.Context, rel string, doc *document,
 }
 
 func positionParams(ctx context.Context, s *server, rel string, pos Position) (protocol.TextDocumentPositionParams, error) {
+	if err := s.warmUp(ctx, rel); err != nil {
+		return protocol.TextDocumentPositionParams{}, err
+	}
 	doc, err := s.sync(ctx, rel)
 	if err != nil {
 		return protocol.TextDocumentPositionParams{}, err

@@ -24,6 +24,12 @@ func TestParseRequest(t *testing.T) {
 		{`{"op":"workspaceSymbol","query":""}`, ""},
 		{`{"op":"diagnostics"}`, ""},
 		{`{"op":"diagnostics","path":"a.go"}`, ""},
+		{`{"op":"languages"}`, ""},
+		{`{"op":"languages","path":"a.go"}`, "languages takes no language, path or offset"},
+		{`{"op":"languages","language":"go"}`, "languages takes no language, path or offset"},
+		{`{"op":"languages","offset":1}`, "languages takes no language, path or offset"},
+		{`{"op":"languages","query":"x"}`, "languages takes no query"},
+		{`{"op":"languages","line":1,"column":1}`, "languages takes no line or column"},
 		{` {"op":"diagnostics"} `, ""},
 		{``, "lsp request: EOF"},
 		{`[]`, "lsp request: json: cannot unmarshal array"},
@@ -77,6 +83,7 @@ func FuzzParseRequest(f *testing.F) {
 		`{"op":"references","path":"a.go","line":3,"column":4,"includeDeclaration":true}`,
 		`{"op":"workspaceSymbol","language":"go","query":"Foo"}`,
 		`{"op":"diagnostics","path":"x/../y.go"}`,
+		`{"op":"languages"}`,
 		`{"op":"hover","path":"../../etc/passwd","line":1,"column":1}`,
 		`{"op":"hover","path":"a:b","line":-1,"column":99999999999}`,
 	} {
@@ -92,6 +99,10 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		switch req.Op {
 		case opDocumentSymbol, opWorkspaceSymbol, opDefinition, opReferences, opHover, opDiagnostics:
+		case opLanguages:
+			if req.Path != "" || req.Language != "" || req.Offset != 0 || req.Query != nil || req.Line != 0 || req.Column != 0 {
+				t.Fatalf("accepted %+v", req)
+			}
 		default:
 			t.Fatalf("accepted op %q", req.Op)
 		}

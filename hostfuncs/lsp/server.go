@@ -3,6 +3,7 @@ package lsp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ type server struct {
 	cmd      *exec.Cmd
 	pid      int
 	group    *procGroup // the server and what it spawns (process_*.go)
+	started  time.Time
 	pipes    *pipeConn
 	conn     jsonrpc2.Conn
 	rpc      protocol.Server
@@ -51,6 +53,13 @@ type server struct {
 	diags      map[string]published // by relative path
 	diagSeq    uint64               // publishes so far
 	diagSignal chan struct{}        // closed and replaced on every publish
+
+	warmMu sync.Mutex
+	warm   bool // warmUp is done
+
+	progMu     sync.Mutex
+	progress   map[string]bool // work-done progress begun and not ended, by token
+	progSignal chan struct{}   // closed and replaced when one ends
 
 	// Guarded by Manager.mu.
 	active      int
@@ -137,8 +146,7 @@ func (t *tailWriter) Write(b []byte) (int, error) {
 func (t *tailWriter) lastLine() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+	return lastLine(string(t.buf))
 }
 
 // startServer starts the server of t and runs the initialize handshake.
@@ -162,6 +170,8 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 		docs:       map[string]*document{},
 		diags:      map[string]published{},
 		diagSignal: make(chan struct{}),
+		progress:   map[string]bool{},
+		progSignal: make(chan struct{}),
 	}
 	if real, err := filepath.EvalSymlinks(t.Root); err == nil && real != t.Root {
 		s.roots = append(s.roots, real)
@@ -181,7 +191,11 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 	}
 	s.pipes = &pipeConn{r: stdoutR, w: stdinW}
 
-	cmd := exec.Command(lang.Command, lang.Args...)
+	args := make([]string, len(lang.Args))
+	for i, a := range lang.Args {
+		args[i] = strings.ReplaceAll(a, rootVar, t.Root)
+	}
+	cmd := exec.Command(lang.Command, args...)
 	cmd.Dir = t.Root
 	cmd.Env = append(os.Environ(), lang.Env...)
 	cmd.Stdin = stdinR
@@ -209,6 +223,7 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 		rootFS.Close()
 		return nil, fmt.Errorf("start %s: %w", lang.Command, err)
 	}
+	s.started = time.Now()
 	log.Info("language server started", "command", lang.Command, "pid", s.pid)
 
 	_, conn, rpc := protocol.NewClient(context.Background(), client{s: s}, jsonrpc2.NewHeaderStream(s.pipes))
@@ -291,10 +306,13 @@ func (s *server) initialize(ctx context.Context) error {
 				},
 			},
 			Workspace: &protocol.WorkspaceClientCapabilities{WorkspaceFolders: &t},
+			// Servers that load a project in the background (pyright,
+			// tsserver, rust-analyzer) say when they are done.
+			Window: &protocol.WindowClientCapabilities{WorkDoneProgress: &t},
 		},
 	}
 	if len(s.lang.InitializationOptions) > 0 {
-		params.InitializationOptions = protocol.LSPAny(s.lang.InitializationOptions)
+		params.InitializationOptions = protocol.LSPAny(withRoot(s.lang.InitializationOptions, s.target.Root))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
@@ -421,7 +439,7 @@ func (s *server) sync(ctx context.Context, rel string) (*document, error) {
 	s.diagMu.Unlock()
 	if doc == nil {
 		err = s.rpc.DidOpen(ctx, &protocol.DidOpenTextDocumentParams{TextDocument: protocol.TextDocumentItem{
-			URI: next.uri, LanguageID: protocol.LanguageKind(s.lang.LanguageID), Version: next.version, Text: string(content),
+			URI: next.uri, LanguageID: protocol.LanguageKind(s.cfg.languageID(s.target.Language, rel)), Version: next.version, Text: string(content),
 		}})
 	} else {
 		next.version = doc.version + 1
@@ -467,6 +485,20 @@ func (c client) PublishDiagnostics(_ context.Context, p *protocol.PublishDiagnos
 	return nil
 }
 
+// Progress tracks the server's work-done progress: a query that finds
+// nothing while the server still loads the project waits for it.
+func (c client) Progress(_ context.Context, p *protocol.ProgressParams) error {
+	var v struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(p.Value, &v) != nil {
+		return nil
+	}
+	c.s.log.Debug("language server progress", "token", p.Token, "kind", v.Kind)
+	c.s.trackProgress(fmt.Sprint(p.Token), v.Kind)
+	return nil
+}
+
 func (c client) LogMessage(_ context.Context, p *protocol.LogMessageParams) error {
 	c.s.log.Debug("language server log", "message", p.Message)
 	return nil
@@ -497,4 +529,37 @@ func (c client) ShowMessageRequest(context.Context, *protocol.ShowMessageRequest
 func (c client) ApplyEdit(context.Context, *protocol.ApplyWorkspaceEditParams) (*protocol.ApplyWorkspaceEditResult, error) {
 	reason := "warden is a read-only client"
 	return &protocol.ApplyWorkspaceEditResult{Applied: false, FailureReason: &reason}, nil
+}
+
+// rootVar in a language's Args and InitializationOptions stands for the
+// project root.
+const rootVar = "${root}"
+
+// withRoot replaces rootVar in the strings of a JSON document by root.
+func withRoot(doc json.RawMessage, root string) json.RawMessage {
+	quoted, _ := json.Marshal(root)
+	return json.RawMessage(strings.ReplaceAll(string(doc), rootVar, string(quoted[1:len(quoted)-1])))
+}
+
+// trackProgress records a $/progress notification of kind begin, report or
+// end.
+func (s *server) trackProgress(token, kind string) {
+	s.progMu.Lock()
+	defer s.progMu.Unlock()
+	switch kind {
+	case "begin":
+		s.progress[token] = true
+	case "end":
+		delete(s.progress, token)
+		close(s.progSignal)
+		s.progSignal = make(chan struct{})
+	}
+}
+
+// loading returns whether the server reports work in progress, and a
+// channel closed when some of it ends.
+func (s *server) loading() (bool, <-chan struct{}) {
+	s.progMu.Lock()
+	defer s.progMu.Unlock()
+	return len(s.progress) > 0, s.progSignal
 }

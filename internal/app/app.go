@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/hostfuncs/lsp"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
@@ -152,6 +153,10 @@ func (a *App) Runtime() *runtime.Runtime { return a.rt }
 // Catalog returns the modules of the tools dir: loading them, listing
 // their tools, pins and name collisions.
 func (a *App) Catalog() *catalog.Catalog { return a.catalog }
+
+// LanguageServers is the manager of the language servers behind the lsp
+// capability: `warden tools` asks it which servers are installed.
+func (a *App) LanguageServers() *lsp.Manager { return a.caps.servers }
 
 // Config returns the config in force.
 func (a *App) Config() *config.Config { return a.Policy().Config() }
@@ -314,10 +319,17 @@ func (a *App) notify() {
 }
 
 // stats reports resource use for /healthz: the instance memory budget;
-// and config_error, why config.yaml as last edited is not in force (the
-// reload's refusal, config.yaml:3: …), while it is not.
+// lspServers, each running language server's language, pid, resident
+// memory (its process group's, on Linux) and uptime; and config_error, why
+// config.yaml as last edited is not in force (the reload's refusal,
+// config.yaml:3: …), while it is not.
 func (a *App) stats() map[string]any {
-	stats := map[string]any{"instanceMemory": a.rt.InstanceMemory()}
+	servers := []map[string]any{}
+	for _, s := range a.caps.servers.Servers() {
+		servers = append(servers, map[string]any{"language": s.Language, "pid": s.PID, "memoryBytes": s.Memory,
+			"uptimeSeconds": int64(time.Since(s.Started).Seconds())})
+	}
+	stats := map[string]any{"instanceMemory": a.rt.InstanceMemory(), "lspServers": servers}
 	if why := a.live.Refused(); why != "" {
 		stats["config_error"] = why
 	}

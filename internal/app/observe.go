@@ -51,6 +51,16 @@ func (a *App) ObserveSources() observe.Sources {
 			return live
 		},
 		CompileCache: a.rt.CompileCacheStats,
+		LanguageServers: func() map[string]observe.LanguageServers {
+			out := map[string]observe.LanguageServers{}
+			for _, s := range a.caps.servers.Servers() {
+				u := out[s.Language]
+				u.Running++
+				u.MemoryBytes += s.Memory
+				out[s.Language] = u
+			}
+			return out
+		},
 	}
 }
 

@@ -70,3 +70,9 @@ const (
 	DefaultJWKSRefreshMin       = time.Minute
 	DefaultAuditMaxSize         = 100 << 20
 )
+
+// DefaultLSPLanguages are the languages the lsp capability serves without
+// any lsp.languages entry (hostfuncs/lsp.DefaultLanguages, whose test pins
+// that the two agree), so that config accepts `lsp: [python]` in a grant
+// without importing the capability.
+var DefaultLSPLanguages = []string{"c", "cpp", "go", "javascript", "python", "rust", "typescript"}

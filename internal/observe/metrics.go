@@ -17,6 +17,15 @@ type Sources struct {
 	CompileCache func() (hit, miss, errs uint64)
 	// AuditDropped returns the audit lines dropped so far.
 	AuditDropped func() uint64
+	// LanguageServers returns the running language servers of each
+	// language and their resident memory.
+	LanguageServers func() map[string]LanguageServers
+}
+
+// LanguageServers is what one language's running servers use.
+type LanguageServers struct {
+	Running     int
+	MemoryBytes uint64
 }
 
 // Metrics are warden's Prometheus series, in a registry of its own.
@@ -79,6 +88,10 @@ var (
 		[]string{"result"}, nil)
 	droppedDesc = prometheus.NewDesc("warden_audit_dropped_total", "Audit lines dropped because the queue was full or the file failed.",
 		nil, nil)
+	lspRunningDesc = prometheus.NewDesc("warden_lsp_servers", "Running language servers of each language.",
+		[]string{"language"}, nil)
+	lspMemoryDesc = prometheus.NewDesc("warden_lsp_memory_bytes", "Resident memory of each language's running language servers and what they spawned (Linux).",
+		[]string{"language"}, nil)
 )
 
 // scraped collects the series read from Sources.
@@ -88,6 +101,8 @@ func (s scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- liveDesc
 	ch <- cacheDesc
 	ch <- droppedDesc
+	ch <- lspRunningDesc
+	ch <- lspMemoryDesc
 }
 
 func (s scraped) Collect(ch chan<- prometheus.Metric) {
@@ -108,4 +123,10 @@ func (s scraped) Collect(ch chan<- prometheus.Metric) {
 		dropped = s.src.AuditDropped()
 	}
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(dropped))
+	if s.src.LanguageServers != nil {
+		for lang, u := range s.src.LanguageServers() {
+			ch <- prometheus.MustNewConstMetric(lspRunningDesc, prometheus.GaugeValue, float64(u.Running), lang)
+			ch <- prometheus.MustNewConstMetric(lspMemoryDesc, prometheus.GaugeValue, float64(u.MemoryBytes), lang)
+		}
+	}
 }

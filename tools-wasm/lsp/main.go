@@ -1,6 +1,7 @@
-// Command lsp is warden's bundled module of Go code navigation tools, all
-// answered by gopls through the host's warden.lsp capability: symbols,
-// definition, references, hover and workspace_symbols.
+// Command lsp is warden's bundled module of code navigation tools, all
+// answered by real language servers (gopls, pyright, typescript-language-
+// server, clangd, rust-analyzer) through the host's warden.lsp capability:
+// symbols, definition, references, hover and workspace_symbols.
 //
 // The five tools are one module so that warden compiles, snapshots and
 // keeps in memory one Go runtime for them instead of five (RATIONALE.md,

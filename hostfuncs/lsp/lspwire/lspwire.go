@@ -67,3 +67,10 @@ type Diagnostic struct {
 	// Related are locations the message refers to.
 	Related []Location `json:"related,omitempty"`
 }
+
+// Language is one language a tool may ask about (the languages op): a
+// name its grant lists and the file extensions its server takes.
+type Language struct {
+	Name       string   `json:"name"`
+	Extensions []string `json:"extensions"`
+}

@@ -11,23 +11,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
 	"github.com/warden-run/warden/hostfuncs/lsp/lspwire"
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
 )
 
-// Language is the language every tool asks for. The host picks the server
-// from the file extension when a path is given; workspace queries name it.
-const Language = "go"
+// Languages are the languages the tools request: every language warden
+// serves without config (hostfuncs/lsp.DefaultLanguages). Config grants the
+// ones a project needs; the host picks the server from a file's extension.
+var Languages = limits.DefaultLSPLanguages
 
 // The reply shapes of warden.lsp, shared with the host.
 type (
 	Location = lspwire.Location
 	Symbol   = lspwire.Symbol
 	Hover    = lspwire.Hover
+	Language = lspwire.Language
 )
+
+// GrantedLanguages returns the languages the calling tool may ask about
+// (the languages op): its granted, configured languages, in grant order.
+func GrantedLanguages(ctx *warden.Context) ([]Language, error) {
+	var reply struct {
+		Languages []Language `json:"languages"`
+	}
+	if err := LSP(ctx, map[string]any{"op": "languages"}, &reply); err != nil {
+		return nil, err
+	}
+	return reply.Languages, nil
+}
 
 // LSP sends one warden.lsp request and decodes its result into reply.
 func LSP(ctx *warden.Context, request map[string]any, reply any) error {
@@ -100,9 +116,9 @@ func OutputSchema(properties string, required ...string) json.RawMessage {
 // PositionProperties are the input-schema properties of a position in a
 // file; the schema should require path and line, and column or name.
 const PositionProperties = `
-	"path": {"type": "string", "description": "Project-relative file path, e.g. \"pkg/server/handler.go\"."},
+	"path": {"type": "string", "description": "Project-relative file path, e.g. \"pkg/server/handler.go\" or \"src/app.py\"."},
 	"line": {"type": "integer", "minimum": 1, "description": "1-based line number."},
-	"column": {"type": "integer", "minimum": 1, "description": "1-based column in bytes, as Go's compiler and the symbols tool report it. Omit it and give name instead if unsure."},
+	"column": {"type": "integer", "minimum": 1, "description": "1-based column in bytes of the line's UTF-8 text, as the symbols tool reports it. Omit it and give name instead if unsure."},
 	"name": {"type": "string", "description": "The identifier at that line (e.g. \"ServeHTTP\"); used to find the column when column is omitted. Its first whole-word occurrence on the line is taken."}`
 
 // PositionRequired is the part of an input schema that asks for line and
@@ -112,15 +128,15 @@ const PositionRequired = `"required": ["path", "line"], "anyOf": [{"required": [
 var yes = true
 
 // Descriptor fills in what the five tools' descriptors have in common:
-// read-only and idempotent, paginated, asking for the Go language server
+// read-only and idempotent, paginated, asking for the language servers
 // and for reading the project (requests only: config grants).
 func Descriptor(d tool.Descriptor) tool.Descriptor {
 	d.Annotations = &tool.Annotations{ReadOnlyHint: &yes, IdempotentHint: &yes}
 	d.Paginates = true
-	d.Capabilities = tool.Capabilities{LSP: []string{Language}, FS: tool.FSAccess{Read: []string{"."}}}
+	d.Capabilities = tool.Capabilities{LSP: slices.Clone(Languages), FS: tool.FSAccess{Read: []string{"."}}}
 	d.Version = "1.0.0"
 	d.Category = "code"
-	d.Tags = append([]string{"lsp", "go", "code-navigation"}, d.Tags...)
+	d.Tags = append([]string{"lsp", "code-navigation"}, d.Tags...)
 	return d
 }
 

@@ -1,5 +1,5 @@
-// Package definition is warden's definition tool: where the Go identifier
-// at a position is defined, from gopls.
+// Package definition is warden's definition tool: where the identifier at
+// a position is defined, from the language's server.
 package definition
 
 import (
@@ -58,11 +58,11 @@ type output struct {
 func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "definition",
-		Title: "Go to definition (Go)",
-		Description: "Finds where the Go identifier at a position is defined, using gopls (follows imports, methods, embedded fields and type aliases exactly). " +
+		Title: "Go to definition",
+		Description: "Finds where the identifier at a position is defined, using the language's own server (gopls, pyright, typescript-language-server, clangd, rust-analyzer; it follows imports, methods and aliases exactly). " +
 			"Returns path:line:column and the line of the definition; detail_level \"full\" also returns the whole declaration's source (up to 200 lines) and its kind and signature. " +
 			"Give the position as 1-based line and column, or line and the identifier's name. " +
-			"Definitions in the standard library, dependencies or files you may not read are not shown.",
+			"Definitions in the standard library, dependencies or files you may not read are not shown. Works for the languages granted to the tool (Go, Python, TypeScript, JavaScript, C, C++, Rust).",
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {` + lsptool.PositionProperties + `
 		}, ` + lsptool.PositionRequired + `, "additionalProperties": false}`)),
 		OutputSchema: lsptool.OutputSchema(`

@@ -1,5 +1,5 @@
 // Package hover is warden's hover tool: the type and documentation of the
-// Go identifier at a position, from gopls.
+// identifier at a position, from the language's server.
 package hover
 
 import (
@@ -20,7 +20,7 @@ const exploreLines = 30
 type Tool struct{}
 
 type output struct {
-	// Found is false when gopls has nothing to say about the position, or
+	// Found is false when the server has nothing to say about the position, or
 	// the identifier is defined in a file the tool may not read.
 	Found bool `json:"found"`
 	// Text is the hover text (lines of it, when paged or capped).
@@ -35,8 +35,8 @@ type output struct {
 func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "hover",
-		Title: "Hover: type and docs (Go)",
-		Description: "Shows what gopls knows about the Go identifier at a position: its type or signature and its documentation comment, as an editor's hover does. " +
+		Title: "Hover: type and docs",
+		Description: "Shows what the language's server (gopls, pyright, typescript-language-server, clangd, rust-analyzer) knows about the identifier at a position: its type or signature and its documentation, as an editor's hover does. " +
 			"Works for project code, the standard library and dependencies. Give the position as 1-based line and column, or line and the identifier's name. " +
 			"Shows the first 30 lines; long documentation can be paged line by line with detail_level \"full\" and offset/limit.",
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {` + lsptool.PositionProperties + `

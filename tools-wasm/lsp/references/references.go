@@ -1,5 +1,5 @@
 // Package references is warden's references tool: every place in the project
-// that uses the Go identifier at a position, from gopls.
+// that uses the identifier at a position, from the language's server.
 package references
 
 import (
@@ -56,8 +56,8 @@ type output struct {
 func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "references",
-		Title: "Find references (Go)",
-		Description: "Lists every place in the project that refers to the Go identifier (function, method, type, field, variable, constant, package name) at a position, using gopls — " +
+		Title: "Find references",
+		Description: "Lists every place in the project that refers to the identifier (function, method, type, class, field, variable, constant, module) at a position, using the language's own server (gopls, pyright, typescript-language-server, clangd, rust-analyzer) — " +
 			"exact semantic matches, unlike a text search, so methods of the same name on other types are not included. " +
 			"Each reference shows path:line:column and the source line. Give the position as 1-based line and column, or line and the identifier's name. " +
 			"By default returns up to 100 references (and a per-file count when there are more); use detail_level \"full\" with offset/limit to page through all. " +

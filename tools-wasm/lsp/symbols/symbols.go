@@ -1,5 +1,6 @@
-// Package symbols is warden's symbols tool: the outline of a Go file, or of
-// every Go file in a directory, from gopls.
+// Package symbols is warden's symbols tool: the outline of a source file,
+// or of every file of a granted language in a directory, from the
+// language's server.
 package symbols
 
 import (
@@ -62,7 +63,8 @@ type Skipped struct {
 type output struct {
 	Path  string `json:"path"`
 	Files int    `json:"files"`
-	// FilesTruncated says the directory held more than maxFiles Go files.
+	// FilesTruncated says the directory held more than maxFiles source
+	// files.
 	FilesTruncated bool             `json:"files_truncated,omitempty"`
 	Symbols        []Entry          `json:"symbols"`
 	Skipped        []Skipped        `json:"skipped,omitempty"`
@@ -72,19 +74,19 @@ type output struct {
 func (Tool) Descriptor() tool.Descriptor {
 	return lsptool.Descriptor(tool.Descriptor{
 		Name:  "symbols",
-		Title: "Symbols outline (Go)",
-		Description: "Outlines Go code with gopls: the types, functions, methods, variables and constants of one .go file, or of every .go file in a directory (recursive: true to include subdirectories). " +
+		Title: "Symbols outline",
+		Description: "Outlines code with the language's own server (gopls, pyright, typescript-language-server, clangd, rust-analyzer): the types, classes, functions, methods, variables and constants of one source file, or of every file in a directory of the languages granted to the tool (recursive: true to include subdirectories). " +
 			"Each symbol comes with its 1-based line and column, ready to pass to definition, references or hover. " +
 			"By default shows top-level symbols only (with a count of their members), up to 200; " +
-			"detail_level \"full\" adds struct fields and interface methods, signatures and line ranges, paged with offset/limit. " +
+			"detail_level \"full\" adds members (fields, methods), signatures and line ranges, paged with offset/limit. " +
 			"Use it to see what a file or package contains before reading it.",
 		InputSchema: warden.WithPagination(json.RawMessage(`{"type": "object", "properties": {
-			"path": {"type": "string", "description": "Project-relative path of a .go file or a directory, e.g. \"internal/server\" or \".\"."},
-			"recursive": {"type": "boolean", "description": "For a directory: include its subdirectories (not testdata, vendor or hidden ones). Default false."}
+			"path": {"type": "string", "description": "Project-relative path of a source file or a directory, e.g. \"internal/server\", \"src/app.py\" or \".\"."},
+			"recursive": {"type": "boolean", "description": "For a directory: include its subdirectories (not hidden ones, testdata, vendor, node_modules or __pycache__). Default false."}
 		}, "required": ["path"], "additionalProperties": false}`)),
 		OutputSchema: lsptool.OutputSchema(`
 			"path": {"type": "string"},
-			"files": {"type": "integer", "description": "Go files outlined."},
+			"files": {"type": "integer", "description": "Source files outlined."},
 			"files_truncated": {"type": "boolean"},
 			"symbols": {"type": "array", "items": {"type": "object", "properties": {
 				"path": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": "string"},
@@ -108,7 +110,11 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 		return nil, err
 	}
 	pager.Unit = "symbols"
-	files, cut, isDir, err := goFiles(ctx, a.Path, a.Recursive)
+	langs, err := lsptool.GrantedLanguages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	files, cut, isDir, err := sourceFiles(ctx, a.Path, a.Recursive, langs)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +132,7 @@ func (Tool) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error)
 			if !isDir {
 				return nil, err
 			}
-			// One file gopls cannot outline must not hide the others.
+			// One file a server cannot outline must not hide the others.
 			out.Skipped = append(out.Skipped, Skipped{Path: f, Error: err.Error()})
 			continue
 		}
@@ -159,9 +165,13 @@ func flatten(dst []Entry, file, container string, depth int, syms []lsptool.Symb
 	return dst
 }
 
-// goFiles returns the .go files path names: itself when it is a file, its
-// Go files (sorted, at most maxFiles) when it is a directory.
-func goFiles(ctx *warden.Context, p string, recursive bool) (files []string, cut, isDir bool, err error) {
+// sourceFiles returns the source files path names: itself when it is a
+// file of one of langs, its files of langs (sorted, at most maxFiles) when
+// it is a directory.
+func sourceFiles(ctx *warden.Context, p string, recursive bool, langs []lsptool.Language) (files []string, cut, isDir bool, err error) {
+	isSource := func(name string) bool {
+		return slices.ContainsFunc(langs, func(l lsptool.Language) bool { return slices.Contains(l.Extensions, path.Ext(name)) })
+	}
 	var st struct {
 		Path string `json:"path"`
 		Type string `json:"type"`
@@ -170,8 +180,8 @@ func goFiles(ctx *warden.Context, p string, recursive bool) (files []string, cut
 		return nil, false, false, err
 	}
 	if st.Type != "dir" {
-		if !strings.HasSuffix(p, ".go") {
-			return nil, false, false, warden.InvalidArguments("%s is not a .go file or a directory", p)
+		if !isSource(p) {
+			return nil, false, false, warden.InvalidArguments("%s is not a directory or a file of a language granted to this tool (%s)", p, describe(langs))
 		}
 		return []string{p}, false, false, nil
 	}
@@ -194,7 +204,7 @@ func goFiles(ctx *warden.Context, p string, recursive bool) (files []string, cut
 		for _, e := range list.Entries {
 			child := path.Join(dir, e.Name)
 			switch {
-			case e.Type == "file" && strings.HasSuffix(e.Name, ".go"):
+			case e.Type == "file" && isSource(e.Name):
 				files = append(files, child)
 			case e.Type == "dir" && recursive && !skipDir(e.Name):
 				dirs = append(dirs, child)
@@ -208,9 +218,26 @@ func goFiles(ctx *warden.Context, p string, recursive bool) (files []string, cut
 	return files, cut, true, nil
 }
 
-// skipDir reports directories the go command ignores too.
+// skipDir reports directories the go command ignores too, and those of
+// installed dependencies and caches of other languages.
 func skipDir(name string) bool {
-	return name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+	switch name {
+	case "testdata", "vendor", "node_modules", "__pycache__":
+		return true
+	}
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+}
+
+// describe lists langs with their extensions for an error message.
+func describe(langs []lsptool.Language) string {
+	if len(langs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(langs))
+	for i, l := range langs {
+		parts[i] = l.Name + ": " + strings.Join(l.Extensions, " ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // render is the text the model reads: symbols grouped by file, one per
@@ -244,10 +271,10 @@ func render(out output, isDir bool, mode warden.Mode) string {
 		lines = append(lines, line)
 	}
 	if len(out.Symbols) == 0 && out.Overflow == nil {
-		lines = append(lines, fmt.Sprintf("no symbols in %s (%d Go files)", out.Path, out.Files))
+		lines = append(lines, fmt.Sprintf("no symbols in %s (%d source files)", out.Path, out.Files))
 	}
 	if out.FilesTruncated {
-		lines = append(lines, fmt.Sprintf("# only the first %d Go files were outlined; outline a subdirectory", maxFiles))
+		lines = append(lines, fmt.Sprintf("# only the first %d source files were outlined; outline a subdirectory", maxFiles))
 	}
 	for _, s := range out.Skipped {
 		lines = append(lines, "# skipped "+s.Path+": "+s.Error)
