@@ -18,7 +18,7 @@ import (
 func TestToolsBeyondGo(t *testing.T) {
 	for _, cmd := range []string{"pyright-langserver", "typescript-language-server"} {
 		if _, err := exec.LookPath(cmd); err != nil {
-			t.Skipf("%s is not installed (npm i -g pyright typescript-language-server typescript)", cmd)
+			t.Skipf("%s is not installed (npm i -g pyright typescript-language-server typescript@5)", cmd)
 		}
 	}
 	var grants strings.Builder

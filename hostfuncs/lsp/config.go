@@ -78,7 +78,7 @@ func DefaultLanguages() map[string]Language {
 			LanguageIDs: map[string]string{
 				".tsx": "typescriptreact", ".jsx": "javascriptreact",
 			},
-			Install:        "npm i -g typescript-language-server typescript",
+			Install:        "npm i -g typescript-language-server typescript@5",
 			WaitForProject: true,
 		}
 	}

@@ -21,8 +21,8 @@ func TestMissingServer(t *testing.T) {
 	want := map[string]string{
 		"go":         "the go language server is not installed (gopls is not in PATH); install it with: go install golang.org/x/tools/gopls@latest",
 		"python":     "the python language server is not installed (pyright-langserver is not in PATH); install it with: npm i -g pyright",
-		"typescript": "the typescript language server is not installed (typescript-language-server is not in PATH); install it with: npm i -g typescript-language-server typescript",
-		"javascript": "the javascript language server is not installed (typescript-language-server is not in PATH); install it with: npm i -g typescript-language-server typescript",
+		"typescript": "the typescript language server is not installed (typescript-language-server is not in PATH); install it with: npm i -g typescript-language-server typescript@5",
+		"javascript": "the javascript language server is not installed (typescript-language-server is not in PATH); install it with: npm i -g typescript-language-server typescript@5",
 		"c":          "the c language server is not installed (clangd is not in PATH); install it with: apt install clangd",
 		"cpp":        "the cpp language server is not installed (clangd is not in PATH); install it with: apt install clangd",
 		"rust":       "the rust language server is not installed (rust-analyzer is not in PATH); install it with: rustup component add rust-analyzer",
