@@ -4,8 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/warden-run/warden/internal/configkey"
 
 	"github.com/warden-run/warden/tool"
 )
@@ -94,4 +99,74 @@ func canonical(raw json.RawMessage) any {
 		return string(raw)
 	}
 	return v
+}
+
+// ErrRefused marks a module refused because its descriptors have findings
+// and the policy is Refuse.
+var ErrRefused = errors.New("refused by security.descriptor_checks: refuse")
+
+// ErrChanged marks a module whose tools describe themselves otherwise than
+// the descriptors locked when a person reviewed them (tools.descriptors).
+var ErrChanged = errors.New("descriptor differs from the one reviewed")
+
+// Drift is one tool whose descriptor digest differs from the locked one.
+type Drift struct {
+	Tool          string // folded, as the lock names it
+	Locked, Found string // digests; Locked is "" for a tool the lock does not name
+}
+
+// Digests are the descriptor digests of tools by folded name: what the
+// lock records.
+func Digests(tools []tool.Descriptor) map[string]string {
+	out := map[string]string{}
+	for _, d := range tools {
+		out[configkey.Fold(d.Name)] = Digest(d)
+	}
+	return out
+}
+
+// Compare lists the tools whose digest in found differs from locked, or
+// that locked does not name. A nil lock (a module installed before
+// descriptors were locked) has no drift.
+func Compare(locked, found map[string]string) []Drift {
+	if locked == nil {
+		return nil
+	}
+	var out []Drift
+	for _, name := range slices.Sorted(maps.Keys(found)) {
+		if locked[name] != found[name] {
+			out = append(out, Drift{Tool: name, Locked: locked[name], Found: found[name]})
+		}
+	}
+	return out
+}
+
+// Load is what loading module does with its tools' descriptors: one that
+// differs from the lock (locked, tools.descriptors.<module>) is an error
+// wrapping ErrChanged that names the tool, both digests and review, the
+// command that reviews it again; under Refuse a finding is an error
+// wrapping ErrRefused; otherwise the findings are returned, to be logged.
+// others are the names of the tools other modules serve.
+func Load(module string, tools []tool.Descriptor, others []string, policy string, locked map[string]string, review string) ([]Finding, error) {
+	if drift := Compare(locked, Digests(tools)); len(drift) > 0 {
+		var parts []string
+		for _, d := range drift {
+			locked := d.Locked
+			if locked == "" {
+				locked = "none (a tool added since)"
+			}
+			parts = append(parts, fmt.Sprintf("tool %s: tools.descriptors.%s.%s is %s, it now describes itself as %s",
+				d.Tool, configkey.Fold(module), d.Tool, locked, d.Found))
+		}
+		return nil, fmt.Errorf("%w: %s; review it with `%s`", ErrChanged, strings.Join(parts, "; "), review)
+	}
+	p, err := ParsePolicy(policy)
+	if err != nil {
+		return nil, err
+	}
+	findings := Check(tools, others)
+	if p.AtLoad() == Refuse && len(findings) > 0 {
+		return nil, fmt.Errorf("%w: %d finding(s), first %s", ErrRefused, len(findings), findings[0])
+	}
+	return findings, nil
 }
