@@ -152,6 +152,10 @@ func (c *checker) text(field, s string, prose bool) {
 	if s == "" {
 		return
 	}
+	from := len(c.found)
+	defer func() { // offset order within the field
+		sort.SliceStable(c.found[from:], func(i, j int) bool { return c.found[from+i].Start < c.found[from+j].Start })
+	}()
 	c.invisible(field, s)
 	c.mixedScript(field, s)
 	if !prose {
