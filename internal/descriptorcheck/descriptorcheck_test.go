@@ -3,6 +3,7 @@ package descriptorcheck
 import (
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -129,7 +130,7 @@ func loadCorpus(t *testing.T, files ...string) map[string][]tool.Descriptor {
 // TestRealDescriptorsTripNothing: every bundled tool's descriptor (as
 // `warden inspect` prints it from bin/tools: echo, hash, jq, lsp), the
 // Extism test plugins' (runtime/testdata/extism) and MCP reference
-// servers' (filesystem's read_file, fetch's fetch, verbatim from
+// servers' (filesystem's read_file, fetch's fetch, git's git_status and git_log, verbatim from
 // github.com/modelcontextprotocol/servers) trip no rule, with every
 // other module's tool names as the others.
 func TestRealDescriptorsTripNothing(t *testing.T) {
@@ -215,7 +216,13 @@ func FuzzCheck(f *testing.F) {
 				if fd.Tool == d.Name && !strings.HasPrefix(fd.Field, "inputSchema") {
 					t.Fatalf("field %q", fd.Field)
 				}
-				continue
+				if fd.Tool != d.Name {
+					continue
+				}
+				var ok bool
+				if text, ok = schemaText(d.InputSchema, strings.TrimPrefix(fd.Field, "inputSchema")); !ok {
+					t.Fatalf("field %q names no string of the schema %s", fd.Field, schema)
+				}
 			}
 			if fd.Tool != d.Name && fd.Tool != "b" {
 				t.Fatalf("tool %q", fd.Tool)
@@ -231,4 +238,39 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// schemaText resolves a finding's schema field ("/properties/a/description",
+// or ".../properties/NAME#name" for a property's name) to its text.
+func schemaText(raw []byte, pointer string) (string, bool) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	pointer, isName := strings.CutSuffix(pointer, "#name")
+	tokens := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	if pointer == "" {
+		tokens = nil
+	}
+	for i, tok := range tokens {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch x := v.(type) {
+		case map[string]any:
+			if isName && i == len(tokens)-1 {
+				_, ok := x[tok]
+				return tok, ok
+			}
+			v = x[tok]
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(x) {
+				return "", false
+			}
+			v = x[n]
+		default:
+			return "", false
+		}
+	}
+	s, ok := v.(string)
+	return s, ok
 }
