@@ -46,7 +46,15 @@ A tool name another installed module already provides is refused.
 Over an installed module, the review also shows how the new version differs, as
 ` + "`warden update`" + ` does: what its tools request beyond the installed version's (+),
 and what config already grants a tool it adds. --yes alone refuses such growth;
-confirm on a terminal, or pass --accept-capabilities too.`,
+confirm on a terminal, or pass --accept-capabilities too.
+
+The review also checks each tool's descriptor for tool poisoning (text a person cannot
+see, instructions aimed at the model, other modules' tool names, URLs, outsized
+descriptions) and marks each finding (!) with its field, byte span and exact text.
+security.descriptor_checks decides: warn, confirm (the default for a registry or a
+URL: --yes alone refuses, confirm on a terminal or pass --accept-findings too) or
+refuse. The descriptors as reviewed are locked under tools.descriptors: a module
+whose tools later describe themselves otherwise is refused at load.`,
 		Example: `  warden install ./echo.wasm
   warden install oci://ghcr.io/acme/fetch:1.2.0
   warden install https://example.com/releases/v1/fetch.wasm

@@ -78,7 +78,7 @@ security.descriptor_checks confirm need --accept-findings beside --yes.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply updates that request no new capabilities without asking")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply updates that request no new capabilities and change no tool's description or schemas without asking")
 	cmd.Flags().BoolVar(&acceptCapabilities, "accept-capabilities", false, "with --yes, also apply updates whose tools request more capabilities")
 	cmd.Flags().BoolVar(&acceptFindings, "accept-findings", false, "with --yes, also apply updates whose descriptors have findings that security.descriptor_checks asks to confirm")
 	cmd.Flags().BoolVar(&acceptDescriptions, "accept-descriptions", false, "with --yes, also apply updates that change what a tool tells the model (description, title, schemas, annotations)")
