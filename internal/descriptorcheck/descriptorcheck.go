@@ -20,6 +20,7 @@ package descriptorcheck
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -191,22 +192,12 @@ func (c *checker) value(at string, v any, properties bool) {
 			c.value(at+"/"+strconv.Itoa(i), e, false)
 		}
 	case map[string]any:
-		for _, k := range slices.Sorted(mapKeys(v)) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			p := at + "/" + pointerEscape(k)
 			if properties {
 				c.text(p+"#name", k, false)
 			}
 			c.value(p, v[k], !properties && (k == "properties" || k == "patternProperties" || k == "$defs" || k == "definitions"))
-		}
-	}
-}
-
-func mapKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }
