@@ -89,6 +89,13 @@ type Tools struct {
 	// Sources records where a module installed from a registry or a URL
 	// came from, so that config.yaml is a lockfile (`warden sync`).
 	Sources map[string]Source `mapstructure:"sources"`
+	// Descriptors locks, per module, the digest of each tool's descriptor
+	// as a person reviewed it at install (descriptorcheck.Digest: name,
+	// title, description, schemas, annotations): a module whose tools
+	// describe themselves otherwise at load is refused until reviewed
+	// again. Written by `warden install`/`update`; a module without an
+	// entry (installed before the lock existed) is not checked.
+	Descriptors map[string]map[string]string `mapstructure:"descriptors"`
 	// Fetch bounds downloads from registries and URLs.
 	Fetch Fetch `mapstructure:"fetch"`
 	// Gates decide, per tool name or pattern, whether a call runs: block,
@@ -196,6 +203,12 @@ type Security struct {
 	// SignatureMode is what happens to a source no Signatures pattern
 	// names: require (the default: refused), warn or off.
 	SignatureMode string `mapstructure:"signature_mode"`
+	// DescriptorChecks is what tool-poisoning findings in a module's
+	// descriptors do (internal/descriptorcheck): auto (the default: confirm
+	// for a module from a registry or a URL, warn for a local file, warn
+	// at load), warn, confirm (an explicit yes at install) or refuse (at
+	// install and at load).
+	DescriptorChecks string `mapstructure:"descriptor_checks"`
 	// TrustedRoot is a Sigstore trusted_root.json for keyless signatures;
 	// empty means fetching it from a TUF repository (TUFURL). When set it
 	// wins over TUFURL and TUFRoot: nothing is fetched.
@@ -506,6 +519,7 @@ var defaults = map[string]any{
 	"security::confirm":                     "on",
 	"security::prompts":                     "on",
 	"security::signature_mode":              "require",
+	"security::descriptor_checks":           "auto",
 	"security::trusted_root":                "",
 	"security::tuf_url":                     "",
 	"security::tuf_root":                    "",

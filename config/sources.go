@@ -11,6 +11,7 @@ import (
 
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/descriptorcheck"
 	"github.com/warden-run/warden/internal/download"
 	"github.com/warden-run/warden/internal/oci"
 	"github.com/warden-run/warden/internal/sigverify"
@@ -130,6 +131,19 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 		}
 		if _, ok := c.Tools.Pins[name]; !ok {
 			fail(key, "has no tools.pins.%s: a source without the module's sha256 is no lock; install it again", name)
+		}
+	}
+	if _, err := descriptorcheck.ParsePolicy(c.Security.DescriptorChecks); err != nil {
+		fail("security.descriptor_checks", "%v", err)
+	}
+	for _, name := range sortedKeys(c.Tools.Descriptors) {
+		if !tool.ValidName(name) {
+			fail("tools.descriptors."+name, "%q is not a module name (%s)", name, tool.NameRule)
+		}
+		for _, t := range sortedKeys(c.Tools.Descriptors[name]) {
+			if !sourceDigestPattern.MatchString(c.Tools.Descriptors[name][t]) {
+				fail("tools.descriptors."+name+"."+t, "must be sha256:<64 lowercase hex>, got %q", c.Tools.Descriptors[name][t])
+			}
 		}
 	}
 	if c.Tools.Fetch.MaxSize < 1<<10 || c.Tools.Fetch.MaxSize > 1<<30 {
@@ -327,6 +341,28 @@ func (d *Document) SetSource(module string, src Source) error {
 		m.Content = append(m.Content, Str("name"), Str(module))
 	}
 	return d.Set(m, "tools", "sources", configkey.Fold(module))
+}
+
+// LockDescriptors records digests (tool name to descriptorcheck.Digest)
+// as tools.descriptors.<module>, replacing what was locked for module.
+func (d *Document) LockDescriptors(module string, digests map[string]string) error {
+	if !tool.ValidName(module) {
+		return fmt.Errorf("tools.descriptors: %q is not a module name (%s)", module, tool.NameRule)
+	}
+	m := EmptyMap()
+	for _, name := range sortedKeys(digests) {
+		if !sourceDigestPattern.MatchString(digests[name]) {
+			return fmt.Errorf("tools.descriptors.%s.%s: %q is not sha256:<64 lowercase hex>", module, name, digests[name])
+		}
+		m.Content = append(m.Content, Str(configkey.Fold(name)), Str(digests[name]))
+	}
+	return d.Set(m, "tools", "descriptors", configkey.Fold(module))
+}
+
+// LockedDescriptors returns tools.descriptors.<module> (tool names folded),
+// nil when module has no lock.
+func (c *Config) LockedDescriptors(module string) map[string]string {
+	return c.Tools.Descriptors[configkey.Fold(module)]
 }
 
 // DeleteSource removes the source of module: a module installed from a

@@ -22,8 +22,11 @@ func TestSourcesValid(t *testing.T) {
     fetch: {ref: "oci://ghcr.io/acme/fetch:1.2.0", digest: "` + digestHex + `"}
     dl: {ref: "https://example.com/r/v1/dl.wasm", digest: "` + digestHex + `"}
   fetch: {max_size: 8MiB, timeout: 30s, redirect_hosts: [objects.githubusercontent.com]}
+  descriptors:
+    fetch: {Fetch_URL: "` + digestHex + `"}
 security:
   signature_mode: warn
+  descriptor_checks: refuse
   signatures:
     "ghcr.io/acme/*": {identity_regexp: 'https://github\.com/acme/.+', issuer: https://token.actions.githubusercontent.com}
     "example.com/r/*": {key: keys/r.pub, mode: require}
@@ -35,6 +38,9 @@ security:
 	}
 	if s := cfg.Tools.Sources["fetch"]; s.Ref != "oci://ghcr.io/acme/fetch:1.2.0" || s.Digest != digestHex {
 		t.Errorf("sources.fetch = %+v", s)
+	}
+	if cfg.Tools.Descriptors["fetch"]["fetch_url"] != digestHex || cfg.Security.DescriptorChecks != "refuse" {
+		t.Errorf("descriptors = %v, descriptor_checks = %q", cfg.Tools.Descriptors, cfg.Security.DescriptorChecks)
 	}
 	if cfg.Tools.Fetch.MaxSize != 8<<20 || cfg.Tools.Fetch.RedirectHosts[0] != "objects.githubusercontent.com" {
 		t.Errorf("fetch = %+v", cfg.Tools.Fetch)
@@ -80,6 +86,8 @@ func TestSourcesInvalid(t *testing.T) {
 		"tools: {fetch: {timeout: 0s}}":                                                 "tools.fetch.timeout: must be positive",
 		"tools: {fetch: {redirect_hosts: ['a/b']}}":                                     "tools.fetch.redirect_hosts",
 		"security: {signature_mode: maybe}":                                             "security.signature_mode: must be require, warn or off",
+		"security: {descriptor_checks: maybe}":                                          "security.descriptor_checks: must be auto, warn, confirm or refuse, got \"maybe\"",
+		"tools: {descriptors: {m: {t: sha256:abc}}}":                                    "tools.descriptors.m.t: must be sha256:<64 lowercase hex>",
 		"security: {signatures: {'ghcr.io/a/*': {identity: x}}}":                        "needs exactly one of issuer or issuer_regexp",
 		"security: {signatures: {'ghcr.io/a/*': {issuer: x}}}":                          "needs exactly one of identity or identity_regexp",
 		"security: {signatures: {'ghcr.io/a/*': {key: k.pub, identity: x, issuer: y}}}": "either a public key or a keyless identity",

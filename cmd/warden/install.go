@@ -14,6 +14,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/descriptorcheck"
 	"github.com/warden-run/warden/internal/grantcmd"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -21,7 +22,7 @@ import (
 )
 
 func newInstallCmd(g *globalFlags) *cobra.Command {
-	var yes, acceptCapabilities bool
+	var yes, acceptCapabilities, acceptFindings bool
 	var name string
 	cmd := &cobra.Command{
 		Use:   "install FILE.wasm | oci://REGISTRY/REPO:TAG | oci://REGISTRY/REPO@sha256:… | https://…/TOOL.wasm",
@@ -45,7 +46,15 @@ A tool name another installed module already provides is refused.
 Over an installed module, the review also shows how the new version differs, as
 ` + "`warden update`" + ` does: what its tools request beyond the installed version's (+),
 and what config already grants a tool it adds. --yes alone refuses such growth;
-confirm on a terminal, or pass --accept-capabilities too.`,
+confirm on a terminal, or pass --accept-capabilities too.
+
+The review also checks each tool's descriptor for tool poisoning (text a person cannot
+see, instructions aimed at the model, other modules' tool names, URLs, outsized
+descriptions) and marks each finding (!) with its field, byte span and exact text.
+security.descriptor_checks decides: warn, confirm (the default for a registry or a
+URL: --yes alone refuses, confirm on a terminal or pass --accept-findings too) or
+refuse. The descriptors as reviewed are locked under tools.descriptors: a module
+whose tools later describe themselves otherwise is refused at load.`,
 		Example: `  warden install ./echo.wasm
   warden install oci://ghcr.io/acme/fetch:1.2.0
   warden install https://example.com/releases/v1/fetch.wasm
@@ -91,6 +100,10 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 						"confirm on a terminal, or pass --accept-capabilities too; nothing changed", growth(r.Module, changes))
 				}
 			}
+			if r.NeedsFindingsApproval() && yes && !acceptFindings {
+				return fmt.Errorf("not installed: %s, which --yes alone does not approve; "+
+					"read them above, then confirm on a terminal, or pass --accept-findings too; nothing changed", findingsSummary(r))
+			}
 			if !yes {
 				if !isTerminal(cmd.InOrStdin()) {
 					return usagef("not installed: confirm on a terminal, or pass --yes to install without asking")
@@ -98,6 +111,9 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 				question := "\nInstall %s as %s and pin it? [y/N] "
 				if grown {
 					question = "\nThe new version requests MORE capabilities (marked +). Install %s as %s and pin it anyway? [y/N] "
+				}
+				if r.NeedsFindingsApproval() {
+					question = "\nThe descriptors have FINDINGS (marked !) that may be instructions to the model. Install %s as %s and pin it anyway? [y/N] "
 				}
 				// r.Source, not args[0]: a fetched module's is the canonical
 				// URL, the one matched and fetched.
@@ -149,6 +165,7 @@ confirm on a terminal, or pass --accept-capabilities too.`,
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "install without asking for confirmation")
 	cmd.Flags().BoolVar(&acceptCapabilities, "accept-capabilities", false, "with --yes, also replace an installed module whose new version requests more capabilities")
+	cmd.Flags().BoolVar(&acceptFindings, "accept-findings", false, "with --yes, also install a module whose descriptors have findings that security.descriptor_checks asks to confirm")
 	cmd.Flags().StringVar(&name, "name", "", "module name to install under (default: the file name without .wasm)")
 	return cmd
 }
@@ -210,10 +227,43 @@ func printReview(w io.Writer, r *install.Review) {
 			// so, or "nothing granted" would read as a config mistake.
 			fmt.Fprintf(w, "  note: %s\n", termsafe.Message(t.Elsewhere.Error()))
 		}
+		printFindings(w, "  ", t.Findings)
 	}
 	for _, rj := range r.Rejected {
 		fmt.Fprintf(w, "\nRejected tool %s: %s\n", termsafe.Line(strconv.Quote(rj.Name)), termsafe.Message(rj.Reason.Error()))
 	}
+}
+
+// printFindings shows each tool-poisoning finding with its field, byte
+// span and the exact text, quoted with Go escapes (strconv.QuoteToASCII)
+// so that an invisible character shows as \U000e0041 rather than as
+// nothing: the review is where a person sees what a model would read.
+func printFindings(w io.Writer, indent string, findings []descriptorcheck.Finding) {
+	for _, f := range findings {
+		fmt.Fprintf(w, "%s! %s %s in %s [bytes %d:%d]: %s\n%s    %s\n", indent, f.Severity, f.Rule,
+			termsafe.Line(f.Field), f.Start, f.End, f.Why, indent, quoteBounded(f.Text))
+	}
+}
+
+// quoteBounded is text quoted in ASCII, cut to a screen's worth.
+func quoteBounded(text string) string {
+	q := strconv.QuoteToASCII(text)
+	if len(q) > 240 {
+		q = q[:240] + "…(" + strconv.Itoa(len(text)) + " bytes)"
+	}
+	return q
+}
+
+// findingsSummary names a review's findings for a refusal: "2 findings
+// (tool add: hidden-tag in description, sensitive-file in …)".
+func findingsSummary(r *install.Review) string {
+	all := r.Findings()
+	var parts []string
+	for _, f := range all {
+		parts = append(parts, fmt.Sprintf("tool %s: %s in %s [%d:%d] %s", termsafe.Line(f.Tool), f.Rule, termsafe.Line(f.Field), f.Start, f.End, quoteBounded(f.Text)))
+	}
+	return fmt.Sprintf("its descriptors have %d finding(s) that security.descriptor_checks (%s) asks to confirm (%s)",
+		len(all), r.Policy, strings.Join(parts, "; "))
 }
 
 // summarizeImports lists the warden host functions a module imports and

@@ -12,7 +12,7 @@ import (
 )
 
 func newSyncCmd(g *globalFlags) *cobra.Command {
-	var acceptCapabilities bool
+	var acceptCapabilities, acceptFindings bool
 	cmd := &cobra.Command{
 		Use:   "sync [MODULE...]",
 		Short: "Fetch exactly the modules config.yaml locks (tools.sources and tools.pins)",
@@ -28,6 +28,11 @@ machine's module: sync shows how the locked version differs from it, as ` + "`wa
 does, and refuses one whose tools request more, or a tool it adds that config already
 grants something, unless --accept-capabilities is given.
 
+The locked version's descriptors are checked as at install (security.descriptor_checks):
+they must be the ones tools.descriptors locks, and their findings are shown; under
+refuse a finding refuses the module, under confirm a module with findings and no
+descriptor lock needs --accept-findings.
+
 It exits non-zero if any module could not be made to match, including a pinned module
 whose file is missing and which has no source to fetch it from.`,
 		Example: `  warden sync
@@ -42,7 +47,7 @@ whose file is missing and which has no source to fetch it from.`,
 				return err
 			}
 			defer a.Close(ctx)
-			results := a.Installer().Sync(ctx, args, install.SyncOptions{AcceptCapabilities: acceptCapabilities})
+			results := a.Installer().Sync(ctx, args, install.SyncOptions{AcceptCapabilities: acceptCapabilities, AcceptFindings: acceptFindings})
 			failed := printSync(cmd.OutOrStdout(), results)
 			if len(results) == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "nothing to sync: %s has no tools.sources\n", termsafe.Line(a.Config().File))
@@ -53,6 +58,8 @@ whose file is missing and which has no source to fetch it from.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&acceptFindings, "accept-findings", false,
+		"also write a module whose descriptors have findings security.descriptor_checks asks to confirm and whose descriptors config.yaml does not lock")
 	cmd.Flags().BoolVar(&acceptCapabilities, "accept-capabilities", false,
 		"also replace an installed module by a locked version that requests more, or whose added tool config already grants something")
 	return cmd
@@ -72,6 +79,7 @@ func printSync(w io.Writer, results []install.SyncResult) (failed int) {
 			if len(r.Changes) > 0 {
 				printChanges(w, r.Module, r.Changes)
 			}
+			printFindings(w, "  ", r.Findings)
 		case install.SyncGrown:
 			failed++
 			fmt.Fprintf(w, "%s: NOT SYNCED: %s at %s would replace the installed file with a version that gets more\n",
@@ -81,6 +89,7 @@ func printSync(w io.Writer, results []install.SyncResult) (failed int) {
 		default:
 			failed++
 			fmt.Fprintf(w, "%s: FAILED: %s\n", name, indentMessage(r.Err.Error()))
+			printFindings(w, "  ", r.Findings)
 		}
 	}
 	return failed

@@ -14,7 +14,7 @@ import (
 )
 
 func newUpdateCmd(g *globalFlags) *cobra.Command {
-	var yes, acceptCapabilities bool
+	var yes, acceptCapabilities, acceptFindings, acceptDescriptions bool
 	cmd := &cobra.Command{
 		Use:   "update [MODULE...]",
 		Short: "Fetch what each module's source ref points to now, show what changes, and install it",
@@ -33,7 +33,13 @@ config.yaml; a running ` + "`warden serve`" + ` picks it up.
 Approval: on a terminal you are asked per module. --yes approves updates whose tools
 request nothing new; an update that requests more capabilities needs a person on a
 terminal, or --accept-capabilities as well. Requesting is not granting: grants stay
-as config.yaml says.`,
+as config.yaml says. An update that changes what a tool tells the model (its title,
+description, schemas or annotations; shown as a word diff, [-old-]{+new+}) is a
+possible rug pull: --yes alone refuses it, and --accept-descriptions applies it after
+you read the diff. A module whose bytes did not change but whose tools describe
+themselves otherwise than the descriptors locked at review (tools.descriptors) is
+shown the same way. Findings of the tool-poisoning checks under
+security.descriptor_checks confirm need --accept-findings beside --yes.`,
 		Example: `  warden update
   warden update fetch --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,7 +67,7 @@ as config.yaml says.`,
 			interactive := isTerminal(cmd.InOrStdin())
 			var failed []string
 			for _, m := range modules {
-				if err := updateOne(cmd, a.Installer(), m, out, interactive, yes, acceptCapabilities); err != nil {
+				if err := updateOne(cmd, a.Installer(), m, out, interactive, updateApproval{yes, acceptCapabilities, acceptFindings, acceptDescriptions}); err != nil {
 					fmt.Fprintf(out, "%s: NOT UPDATED: %s\n", termsafe.Line(m), indentMessage(err.Error()))
 					failed = append(failed, m)
 				}
@@ -72,12 +78,20 @@ as config.yaml says.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply updates that request no new capabilities without asking")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply updates that request no new capabilities and change no tool's description or schemas without asking")
 	cmd.Flags().BoolVar(&acceptCapabilities, "accept-capabilities", false, "with --yes, also apply updates whose tools request more capabilities")
+	cmd.Flags().BoolVar(&acceptFindings, "accept-findings", false, "with --yes, also apply updates whose descriptors have findings that security.descriptor_checks asks to confirm")
+	cmd.Flags().BoolVar(&acceptDescriptions, "accept-descriptions", false, "with --yes, also apply updates that change what a tool tells the model (description, title, schemas, annotations)")
 	return cmd
 }
 
-func updateOne(cmd *cobra.Command, inst *install.Installer, module string, out io.Writer, interactive, yes, acceptCapabilities bool) error {
+// updateApproval is what the person passed to approve updates unattended.
+type updateApproval struct {
+	yes, acceptCapabilities, acceptFindings, acceptDescriptions bool
+}
+
+func updateOne(cmd *cobra.Command, inst *install.Installer, module string, out io.Writer, interactive bool, ok updateApproval) error {
+	yes, acceptCapabilities := ok.yes, ok.acceptCapabilities
 	ctx := cmd.Context()
 	u, err := inst.ReviewUpdate(ctx, module)
 	if err != nil {
@@ -89,10 +103,36 @@ func updateOne(cmd *cobra.Command, inst *install.Installer, module string, out i
 		return nil
 	}
 	defer u.Review.Fetched.Close()
-	fmt.Fprintf(out, "%s: %s moved from %s to %s\n\n", name, termsafe.Line(u.Current.Ref), u.Current.Digest, u.Review.Origin.Digest)
+	if len(u.Drift) > 0 {
+		fmt.Fprintf(out, "%s: %s still resolves to %s, but its tools describe themselves otherwise than reviewed:\n", name, termsafe.Line(u.Current.Ref), u.Current.Digest)
+		for _, d := range u.Drift {
+			fmt.Fprintf(out, "  tool %s: locked %s, now %s\n", termsafe.Line(d.Tool), dash(d.Locked), d.Found)
+		}
+		fmt.Fprintln(out)
+	} else {
+		fmt.Fprintf(out, "%s: %s moved from %s to %s\n\n", name, termsafe.Line(u.Current.Ref), u.Current.Digest, u.Review.Origin.Digest)
+	}
 	printReview(out, u.Review)
 	fmt.Fprintln(out)
 	printChanges(out, u.Review.Module, u.Changes)
+	// What --yes alone does not approve, checked before asking anything:
+	// words that changed (a rug pull) and findings the policy wants
+	// confirmed each need their own flag, as growth does.
+	if yes && !interactive {
+		if u.Reworded && !ok.acceptDescriptions {
+			return fmt.Errorf("its tools change what they tell the model (%s), which --yes alone does not apply: "+
+				"read the word diff above, then run `warden update %s --yes --accept-descriptions`, or decide on a terminal; nothing changed", reworded(u), name)
+		}
+		if u.Review.NeedsFindingsApproval() && !ok.acceptFindings {
+			return fmt.Errorf("%s, which --yes alone does not approve; read them above, then pass --accept-findings too, or decide on a terminal; nothing changed", findingsSummary(u.Review))
+		}
+	}
+	if yes && interactive && (u.Reworded && !ok.acceptDescriptions || u.Review.NeedsFindingsApproval() && !ok.acceptFindings) {
+		fmt.Fprintf(out, "\nThe update changes what its tools tell the model, or has FINDINGS (marked !). Update %s anyway? [y/N] ", name)
+		if !confirmed(out, cmd.InOrStdin()) {
+			return fmt.Errorf("declined; nothing changed")
+		}
+	}
 	switch {
 	case interactive && !yes:
 		question := "Update %s? [y/N] "
@@ -149,7 +189,31 @@ func printChanges(w io.Writer, module string, changes []install.ToolChange) {
 		for _, r := range capset.Describe(c.Dropped) {
 			fmt.Fprintf(w, "    - no longer requests %s\n", termsafe.Line(r))
 		}
+		for _, t := range c.Text {
+			// The module's words, marked as such on every line, like the
+			// description in the review.
+			diff := termsafe.Text(install.FormatWordDiff(t.Diff))
+			fmt.Fprintf(w, "    ~ %s:\n      │ %s\n", t.Field, strings.ReplaceAll(diff, "\n", "\n      │ "))
+		}
 	}
+}
+
+// reworded names the tools and fields whose words changed.
+func reworded(u *install.Update) string {
+	var parts []string
+	for _, d := range u.Drift {
+		parts = append(parts, "tool "+termsafe.Line(d.Tool)+" differs from tools.descriptors")
+	}
+	for _, c := range u.Changes {
+		var fields []string
+		for _, t := range c.Text {
+			fields = append(fields, t.Field)
+		}
+		if len(fields) > 0 {
+			parts = append(parts, "tool "+termsafe.Line(c.Name)+": "+strings.Join(fields, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // growth names each new request of each tool, for the refusal of an

@@ -328,6 +328,9 @@ func (c *Catalog) openModule(ctx context.Context, path string, cachedOnly bool) 
 			return false, nil, true
 		}
 	}
+	if err == nil {
+		err = c.checkDescriptors(ctx, cfg, name, path, m)
+	}
 	c.mu.Lock()
 	if err != nil {
 		err = fmt.Errorf("load %s: %w", path, err)

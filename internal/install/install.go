@@ -16,6 +16,7 @@ import (
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/descriptorcheck"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -89,6 +90,9 @@ type Review struct {
 	// Fetched describes where a fetched module came from and what its
 	// signature check decided; nil for a local file.
 	Fetched *Fetched
+	// Policy is what the tools' findings (ToolReview.Findings) need:
+	// security.descriptor_checks resolved for this module's origin.
+	Policy descriptorcheck.Policy
 
 	wasm []byte
 }
@@ -109,6 +113,9 @@ type ToolReview struct {
 	// only while this module serves it. Never the values, which may be
 	// secrets.
 	Config []string
+	// Findings are the tool-poisoning checks' findings in its descriptor
+	// (internal/descriptorcheck), for the person to look at.
+	Findings []descriptorcheck.Finding
 }
 
 // ReviewInstall reads the module at path once and loads those bytes in the
@@ -129,7 +136,14 @@ func (inst *Installer) ReviewInstall(ctx context.Context, path, name string) (*R
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
-	return inst.review(ctx, path, name, wasm)
+	r, err := inst.review(ctx, path, name, wasm)
+	if err != nil {
+		return nil, err
+	}
+	if err := inst.checkDescriptors(inst.config(), r, false); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // ReviewFetched is ReviewInstall for a module Fetch brought: name ""
@@ -152,6 +166,9 @@ func (inst *Installer) ReviewFetched(ctx context.Context, f *Fetched, name strin
 	}
 	r.Origin = &config.Source{Ref: f.Ref, Digest: f.Digest}
 	r.Fetched = f
+	if err := inst.checkDescriptors(inst.config(), r, true); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -269,6 +286,11 @@ func (inst *Installer) Install(ctx context.Context, r *Review) error {
 	}
 	if _, err := config.EditFile(cfg.File, func(d *config.Document) error {
 		if err := d.Pin(r.Module, r.SHA256); err != nil {
+			return err
+		}
+		// The descriptors as reviewed are locked with the bytes: at load,
+		// a module describing itself otherwise is refused (ErrDescriptorChanged).
+		if err := d.LockDescriptors(r.Module, r.Digests()); err != nil {
 			return err
 		}
 		// The pin and the source change together: a lockfile never names

@@ -11,6 +11,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/descriptorcheck"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/testwasm"
 )
@@ -52,7 +53,9 @@ func TestInstallPinsAndRefusesChangedModule(t *testing.T) {
 		t.Fatal("installed file differs from the reviewed one")
 	}
 	text, _ := os.ReadFile(cfgPath)
-	wantText := strings.Replace(body, "  pins: {}\n", "  pins:\n    echo: "+sha(wasm)+"\n", 1)
+	// The pin comes with the lock of the descriptors as reviewed.
+	wantText := strings.Replace(body, "  pins: {}\n", "  pins:\n    echo: "+sha(wasm)+"\n"+
+		"  descriptors:\n    echo: {echo: \""+descriptorcheck.Digest(r.Tools[0].Descriptor)+"\"}\n", 1)
 	// The grant entry now names its module: it belongs to echo, not to the name.
 	wantText = strings.Replace(wantText, "    echo: {}   # reviewed\n", "    echo:      # reviewed\n      module: echo\n", 1)
 	if string(text) != wantText {

@@ -16,6 +16,7 @@ import (
 	"github.com/warden-run/warden/internal/boundedfile"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/descriptorcheck"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
@@ -39,6 +40,11 @@ type SyncOptions struct {
 	// AcceptCapabilities approves replacing an installed module by a
 	// locked version that gets more than it.
 	AcceptCapabilities bool
+	// AcceptFindings approves writing a module whose descriptors have
+	// findings that security.descriptor_checks asks to confirm, when
+	// config.yaml locks no descriptors for it (a lock is a person's
+	// approval of exactly those descriptors, findings and all).
+	AcceptFindings bool
 }
 
 // SyncResult reports one module of Sync.
@@ -51,6 +57,9 @@ type SyncResult struct {
 	// Changes is how the locked version differs from the module file it
 	// replaces (set when one was there), as `warden update` shows it.
 	Changes []ToolChange
+	// Findings are the tool-poisoning checks' findings in the locked
+	// version's descriptors (set when fetched).
+	Findings []descriptorcheck.Finding
 }
 
 // Sync makes the tools dir hold exactly what config.yaml locks: for each
@@ -171,6 +180,10 @@ func (inst *Installer) syncOne(ctx context.Context, cfg *config.Config, name str
 			termsafe.Line(src.Ref), src.Digest, got, name, pin)
 		return res
 	}
+	if err := inst.syncDescriptors(ctx, cfg, &res, name, f.Ref, wasm, opts); err != nil {
+		res.Err = err
+		return res
+	}
 	if exists {
 		var grown bool
 		if res.Changes, grown, err = inst.syncChanges(ctx, cfg, dest, res.Module, f.Ref, wasm); err != nil {
@@ -210,6 +223,40 @@ func (inst *Installer) syncChanges(ctx context.Context, cfg *config.Config, dest
 	}
 	changes, grown := compareTools(before, r)
 	return changes, grown, nil
+}
+
+// syncDescriptors checks the locked version's descriptors before it is
+// written: they must be the ones tools.descriptors locks (as the catalog
+// would refuse them at load otherwise), and their findings go to res;
+// under refuse a finding refuses the module, under confirm one needs a
+// lock or opts.AcceptFindings.
+func (inst *Installer) syncDescriptors(ctx context.Context, cfg *config.Config, res *SyncResult, name, ref string, wasm []byte, opts SyncOptions) error {
+	r, err := inst.review(ctx, ref, res.Module, wasm)
+	if err != nil {
+		return fmt.Errorf("reviewing the locked version: %w; nothing written", err)
+	}
+	locked := cfg.LockedDescriptors(name)
+	if drift := descriptorcheck.Compare(locked, r.Digests()); len(drift) > 0 {
+		return fmt.Errorf("%w: tool %s of the locked version describes itself as %s, tools.descriptors.%s.%s locks %s (config differs from where it was reviewed?); nothing written",
+			descriptorcheck.ErrChanged, drift[0].Tool, drift[0].Found, name, drift[0].Tool, dash(drift[0].Locked))
+	}
+	err = inst.checkDescriptors(cfg, r, true)
+	res.Findings = r.Findings()
+	if err != nil {
+		return fmt.Errorf("%w; nothing written", err)
+	}
+	if r.NeedsFindingsApproval() && locked == nil && !opts.AcceptFindings {
+		return fmt.Errorf("the locked version's descriptors have %d finding(s) that security.descriptor_checks (confirm) asks to approve, first %s, "+
+			"and config.yaml locks no descriptors for it (tools.descriptors.%s): pass --accept-findings to sync it; nothing written", len(res.Findings), res.Findings[0], name)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // fileSHA256 hashes the file at path as it streams: a tools dir file of

@@ -11,6 +11,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/catalog"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/descriptorcheck"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -32,6 +33,15 @@ type Update struct {
 	// grant entry already bound to the module: the person must approve
 	// that explicitly.
 	Grown bool
+	// Reworded is true when some tool changes what it tells the model
+	// (title, description, schemas or annotations: ToolChange.Text), or
+	// describes itself otherwise than the lock (Drift): a rug pull is a
+	// change of words alone, so the person approves it explicitly too.
+	Reworded bool
+	// Drift lists the tools of the new version whose descriptor differs
+	// from the one locked in tools.descriptors, when the module's bytes
+	// did not change (its description depends on its config, say).
+	Drift []descriptorcheck.Drift
 }
 
 // ToolChange is how one tool differs between the installed module and
@@ -55,6 +65,16 @@ type ToolChange struct {
 	// Config, for an added tool, names the keys of its own configuration
 	// (tools.grants.<GrantKey>.config) that entry already holds.
 	Config []string
+	// Text is a word-level diff of each changed field a model reads.
+	Text []TextChange
+}
+
+// TextChange is how one field a model reads changed: Field is title,
+// description, inputSchema, outputSchema or annotations (schemas and
+// annotations as indented canonical JSON).
+type TextChange struct {
+	Field string
+	Diff  []WordEdit
 }
 
 // ReviewUpdate fetches what module's source ref points to now (checked by
@@ -78,11 +98,15 @@ func (inst *Installer) ReviewUpdate(ctx context.Context, module string) (*Update
 		f.Close()
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
+	sameBytes := false
 	if f.Digest == src.Digest && exists {
 		if sum, err := fileSHA256(dest); err == nil && sum == cfg.Tools.Pins[name] {
-			f.Close()
-			u.UpToDate = true
-			return u, nil
+			sameBytes = true
+			if cfg.LockedDescriptors(name) == nil {
+				f.Close()
+				u.UpToDate = true
+				return u, nil
+			}
 		}
 	}
 	// The installed version: its name as spelled on disk, and its tools.
@@ -95,8 +119,23 @@ func (inst *Installer) ReviewUpdate(ctx context.Context, module string) (*Update
 		f.Close()
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
+	if sameBytes {
+		// The same bytes: up to date unless they describe themselves
+		// otherwise than what was reviewed (a description that depends
+		// on config), which is what the catalog refuses at load.
+		u.Drift = descriptorcheck.Compare(cfg.LockedDescriptors(name), r.Digests())
+		if len(u.Drift) == 0 {
+			f.Close()
+			u.UpToDate = true
+			return u, nil
+		}
+		u.Reworded = true
+	}
 	u.Review = r
 	u.Changes, u.Grown = compareTools(before, r)
+	for _, c := range u.Changes {
+		u.Reworded = u.Reworded || len(c.Text) > 0
+	}
 	return u, nil
 }
 
@@ -179,6 +218,7 @@ func diffTools(before, after []tool.Descriptor) (changes []ToolChange, grown boo
 			Grown:   Missing(d.Capabilities, o.Capabilities),
 			Dropped: Missing(o.Capabilities, d.Capabilities)}
 		c.Fields = changedFields(o, d)
+		c.Text = textChanges(o, d)
 		if len(c.Fields) > 0 {
 			grown = grown || !c.Grown.IsZero()
 			changes = append(changes, c)

@@ -22,6 +22,13 @@ func ReplyingWAT(t testing.TB, reply string, names ...string) []byte {
 	for _, n := range names {
 		tools = append(tools, map[string]any{"name": n, "description": "registry fixture", "inputSchema": map[string]any{"type": "object"}})
 	}
+	return DescriptorsWAT(t, reply, tools...)
+}
+
+// DescriptorsWAT is ReplyingWAT describing exactly the given descriptors
+// (as JSON objects), for tests of what a descriptor says.
+func DescriptorsWAT(t testing.TB, reply string, tools ...map[string]any) []byte {
+	t.Helper()
 	desc, err := json.Marshal(map[string]any{"tools": tools})
 	if err != nil {
 		t.Fatal(err)
