@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
@@ -61,32 +63,67 @@ func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module)
 	if err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	compiled, err := l.rt.compile(ctx, instrumented.Wasm, spec.Limits.CompileBudget)
+	c, tiered, err := l.rt.firstTier(ctx, instrumented.Wasm, spec.Limits.CompileBudget)
 	if err != nil {
 		return nil, err
 	}
-	e := &native{rt: l.rt, spec: spec, compiled: compiled, instrumented: instrumented}
+	loaded, err := l.start(ctx, spec, instrumented, c, tiered)
+	var slow *overBudget
+	if tiered && errors.As(err, &slow) {
+		// Start-up that fits the load budget compiled may not fit it
+		// interpreted: only time differs between the tiers, so only a
+		// load over its budget is done again, compiled.
+		l.rt.log.Info("module start-up too slow interpreted; compiling it first", "module", spec.Name)
+		compiled, cerr := l.rt.compile(ctx, instrumented.Wasm, spec.Limits.CompileBudget)
+		if cerr != nil {
+			return nil, cerr
+		}
+		loaded, err = l.start(ctx, spec, instrumented, &code{wz: l.rt.wz, compiled: compiled, tier: TierCompiler}, false)
+	}
+	return loaded, err
+}
+
+// start checks the ABI of c, the module's code, and runs its first
+// instance through its start-up and describe.
+func (l nativeLoader) start(ctx context.Context, spec guest.Spec, instrumented *instrument.Result, c *code, tiered bool) (*guest.Loaded, error) {
+	e := &native{rt: l.rt, spec: spec, instrumented: instrumented, tiered: tiered, first: c}
+	e.code.Store(c)
 	imports, err := e.checkABI()
 	if err != nil {
-		compiled.Close(ctx)
+		c.compiled.Close(ctx)
 		return nil, err
 	}
 	first, raw, err := e.initialize(ctx)
 	if err != nil {
-		compiled.Close(ctx)
+		c.compiled.Close(ctx)
 		return nil, err
 	}
 	return &guest.Loaded{
 		Kind: guest.KindNative, Engine: e, First: first, Descriptor: raw,
-		Imports: imports, Exports: guest.ExportNames(compiled), MaxCallDepth: instrumented.MaxCallDepth,
+		Imports: imports, Exports: guest.ExportNames(c.compiled), MaxCallDepth: instrumented.MaxCallDepth,
 	}, nil
 }
 
 // native is the engine of a loaded native module.
 type native struct {
-	rt       *Runtime
-	spec     guest.Spec
-	compiled wazero.CompiledModule
+	rt   *Runtime
+	spec guest.Spec
+	// code is what new instances are made from: the compiler's code, or
+	// the interpreter's until a tiered load's compile is done (tier.go).
+	code atomic.Pointer[code]
+	// first is the code the module was loaded with; tiered is set when
+	// that is the interpreter's, to be compiled in the background
+	// (compileInBackground).
+	first  *code
+	tiered bool
+	// mu orders the background compile's swap with Close; tierErr is the
+	// compile's failure, compiledTier the code it swapped in (the
+	// interpreter's stays in code's place until then), closed set by
+	// Close.
+	mu           sync.Mutex
+	tierErr      error
+	compiledTier *code
+	closed       bool
 	// instrumented tells where the pass put the fuel, depth and snapshot
 	// globals.
 	instrumented *instrument.Result
@@ -99,7 +136,8 @@ type native struct {
 // code runs, and reports every problem at once.
 func (e *native) checkABI() ([]string, error) {
 	var problems []string
-	exports := e.compiled.ExportedFunctions()
+	compiled := e.code.Load().compiled
+	exports := compiled.ExportedFunctions()
 	for _, name := range slices.Sorted(maps.Keys(requiredExports)) {
 		want := requiredExports[name]
 		def, ok := exports[name]
@@ -117,7 +155,7 @@ func (e *native) checkABI() ([]string, error) {
 	if _, ok := exports[exportStart]; ok {
 		problems = append(problems, "exports _start: a tool must be a reactor (build Go with -buildmode=c-shared, C with -mexec-model=reactor)")
 	}
-	memories := e.compiled.ExportedMemories()
+	memories := compiled.ExportedMemories()
 	if mem, ok := memories[exportMemory]; !ok {
 		problems = append(problems, "missing export memory")
 	} else if minBytes := uint64(mem.Min()) * 65536; minBytes > e.spec.Limits.Memory {
@@ -128,7 +166,7 @@ func (e *native) checkABI() ([]string, error) {
 	host := e.rt.hostImports()
 	wasi := e.rt.wz.Module("wasi_snapshot_preview1").ExportedFunctionDefinitions()
 	var imports []string
-	for _, def := range e.compiled.ImportedFunctions() {
+	for _, def := range compiled.ImportedFunctions() {
 		mod, name, _ := def.Import()
 		imports = append(imports, mod+"."+name)
 		var want *guest.FuncSig
@@ -175,7 +213,7 @@ func (e *native) initialize(ctx context.Context) (*guest.Instance, []byte, error
 		return nil, nil, fmt.Errorf("%s: %w", stage, err)
 	}
 	loadError := func(err error, reason instrument.StopReason) error {
-		return guest.LoadError(ctx, in, limits, err, reason)
+		return loadFailure(ctx, in, limits, err, reason)
 	}
 	if err := e.runInit(ctx, in); err != nil {
 		in.Close(context.Background())
@@ -248,12 +286,22 @@ func (e *native) runInit(ctx context.Context, in *guest.Instance) error {
 		if _, reason := stop(); err != nil {
 			stage := name
 			if name == e.instrumented.StartExport {
-				stage = guest.StartFunction(e.compiled)
+				stage = guest.StartFunction(e.code.Load().compiled)
 			}
-			return fmt.Errorf("%s: %w", stage, guest.LoadError(ctx, in, e.spec.Limits, err, reason))
+			return fmt.Errorf("%s: %w", stage, loadFailure(ctx, in, e.spec.Limits, err, reason))
 		}
 	}
 	return nil
+}
+
+// loadFailure is guest.LoadError, marked overBudget when the load ran out
+// of time.
+func loadFailure(ctx context.Context, in *guest.Instance, limits guest.Limits, err error, reason instrument.StopReason) error {
+	lerr := guest.LoadError(ctx, in, limits, err, reason)
+	if reason == instrument.StopDeadline || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &overBudget{lerr}
+	}
+	return lerr
 }
 
 // newInstance instantiates e's compiled code. It runs no guest code: the
@@ -263,12 +311,13 @@ func (e *native) newInstance(ctx context.Context) (*guest.Instance, error) {
 	if e.snapshot != nil {
 		in.Memory.Cow = e.snapshot.NewMemory(e.spec.Limits.Memory)
 	}
-	mod, err := e.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.Memory), e.compiled,
+	c := e.code.Load()
+	mod, err := c.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.Memory), c.compiled,
 		config.WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
-	in.Mod = mod
+	in.Mod, in.Code = mod, c
 	in.Alloc = mod.ExportedFunction(exportAlloc)
 	in.Call = mod.ExportedFunction(exportCall)
 	if err := in.Bind(ctx, e.instrumented); err != nil {
@@ -315,6 +364,7 @@ func (e *native) Reset(in *guest.Instance) bool {
 // response.
 func (e *native) Run(ctx context.Context, in *guest.Instance, req tool.Request) (raw []byte, respErr *tool.Error, err error) {
 	request, _ := json.Marshal(req)
+	e.rt.served(in.Code.(*code))
 	packed, err := invoke(ctx, in, in.Call, request)
 	if err != nil {
 		return nil, nil, err
@@ -343,12 +393,23 @@ func invoke(ctx context.Context, in *guest.Instance, fn api.Function, request []
 	return results[0], nil
 }
 
-// Close releases the compiled code.
+// Close releases the compiled code, both tiers'. A background compile
+// that ends after it closes what it compiled.
 func (e *native) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	compiled := e.compiledTier
+	e.mu.Unlock()
 	if e.snapshot != nil {
 		e.snapshot.Close()
 	}
-	return e.compiled.Close(ctx)
+	err := e.first.compiled.Close(ctx)
+	if compiled != nil {
+		if cerr := compiled.compiled.Close(ctx); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // readResponse copies a packed range the guest returned, enforcing the
