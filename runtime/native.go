@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/warden-run/warden/runtime/internal/guest"
+	"github.com/warden-run/warden/runtime/internal/instcache"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
 	"github.com/warden-run/warden/tool"
@@ -53,21 +54,25 @@ func (nativeLoader) Claims(*wb.Module) bool { return true }
 func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*guest.Loaded, error) {
 	// Instrument before anything else reads the module: a malformed module
 	// is refused by the pass, with the offset, before the compiler sees it.
-	instrumented, err := l.rt.host.Instrument(spec, "native", mod, instrument.Config{
+	cfg := instrument.Config{
 		Fuel:          true,
 		MaxCallDepth:  instrument.DefaultMaxCallDepth,
 		ExportGlobals: true,
 		VirtualMemory: true,
 		DeferStart:    true,
-	})
+	}
+	instrumented, err := l.rt.host.Instrument(spec, "native", mod, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	c, tiered, err := l.rt.firstTier(ctx, instrumented.Wasm, spec.Limits.CompileBudget)
+	// What the pass made of these bytes under cfg, named without hashing
+	// its output: the name of the module's compiled-code mark (tier.go).
+	id := instcache.Key(spec.SHA256, "native", cfg)
+	c, tiered, err := l.rt.firstTier(ctx, id, instrumented.Wasm, spec.Limits.CompileBudget)
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := l.start(ctx, spec, instrumented, c, tiered)
+	loaded, err := l.start(ctx, spec, instrumented, c, tiered, id)
 	var slow *overBudget
 	if tiered && errors.As(err, &slow) {
 		// Start-up that fits the load budget compiled may not fit it
@@ -78,15 +83,15 @@ func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module)
 		if cerr != nil {
 			return nil, cerr
 		}
-		loaded, err = l.start(ctx, spec, instrumented, &code{wz: l.rt.wz, compiled: compiled, tier: TierCompiler}, false)
+		loaded, err = l.start(ctx, spec, instrumented, &code{wz: l.rt.wz, compiled: compiled, tier: TierCompiler}, false, id)
 	}
 	return loaded, err
 }
 
 // start checks the ABI of c, the module's code, and runs its first
 // instance through its start-up and describe.
-func (l nativeLoader) start(ctx context.Context, spec guest.Spec, instrumented *instrument.Result, c *code, tiered bool) (*guest.Loaded, error) {
-	e := &native{rt: l.rt, spec: spec, instrumented: instrumented, tiered: tiered, first: c}
+func (l nativeLoader) start(ctx context.Context, spec guest.Spec, instrumented *instrument.Result, c *code, tiered bool, id string) (*guest.Loaded, error) {
+	e := &native{rt: l.rt, spec: spec, instrumented: instrumented, tiered: tiered, first: c, id: id}
 	e.code.Store(c)
 	imports, err := e.checkABI()
 	if err != nil {
@@ -116,6 +121,8 @@ type native struct {
 	// (compileInBackground).
 	first  *code
 	tiered bool
+	// id names the instrumented bytes (instcache.Key), for compiledMarks.
+	id string
 	// mu orders the background compile's swap with Close; tierErr is the
 	// compile's failure, compiledTier the code it swapped in (the
 	// interpreter's stays in code's place until then), closed set by

@@ -98,9 +98,10 @@ func (r *Runtime) newInterpreter(ctx context.Context) (wazero.Runtime, error) {
 
 // firstTier compiles wasm, instrumented, for a load: with the interpreter
 // when the load is tiered and the disk cache does not hold its compiled
-// code yet, else with the compiler. tiered reports the former.
-func (r *Runtime) firstTier(ctx context.Context, wasm []byte, budget time.Duration) (c *code, tiered bool, err error) {
-	if r.interp == nil || r.compiledMarks.has(wasm) {
+// code yet, else with the compiler. tiered reports the former. id names
+// wasm (compiledMarks).
+func (r *Runtime) firstTier(ctx context.Context, id string, wasm []byte, budget time.Duration) (c *code, tiered bool, err error) {
+	if r.interp == nil || r.compiledMarks.has(id) {
 		compiled, err := r.compile(ctx, wasm, budget)
 		if err != nil {
 			return nil, false, err
@@ -149,7 +150,7 @@ func (e *native) compileInBackground(retire func()) {
 			end()
 		}
 		if err == nil && r.cacheDir != "" && !r.cacheFailed.Load() {
-			r.compiledMarks.put(e.instrumented.Wasm)
+			r.compiledMarks.put(e.id)
 		}
 		e.swap(compiled, err, retire)
 	}()
@@ -224,8 +225,11 @@ func (m *Module) Tier() (Tier, error) {
 // of one of them compiles it at once (a cache read) instead of
 // interpreting it first. A mark is only a hint: one whose entry is gone
 // costs a compile, as a load without tiering does. Its name is the sha256
-// of the bytes compiled and of the compiler (wazero's version, the
-// platform). A nil *compiledMarks (no disk cache) holds nothing.
+// of the compiler (wazero's version, the platform) and of what was
+// compiled: the instrumentation's cache key (the module's digest, the
+// loader, the pass's version and config), which names the pass's output
+// without hashing megabytes of it on every load. A nil *compiledMarks (no
+// disk cache) holds nothing.
 type compiledMarks struct {
 	dir  string
 	salt string
@@ -246,32 +250,29 @@ func newCompiledMarks(cacheDir string) *compiledMarks {
 	return &compiledMarks{dir: filepath.Join(cacheDir, "compiled"), salt: salt}
 }
 
-func (c *compiledMarks) name(wasm []byte) string {
-	h := sha256.New()
-	h.Write([]byte(c.salt))
-	h.Write([]byte{0})
-	h.Write(wasm)
-	return filepath.Join(c.dir, hex.EncodeToString(h.Sum(nil)))
+func (c *compiledMarks) name(id string) string {
+	sum := sha256.Sum256([]byte(c.salt + "\n" + id))
+	return filepath.Join(c.dir, hex.EncodeToString(sum[:]))
 }
 
-func (c *compiledMarks) has(wasm []byte) bool {
+func (c *compiledMarks) has(id string) bool {
 	if c == nil {
 		return false
 	}
-	info, err := os.Lstat(c.name(wasm))
+	info, err := os.Lstat(c.name(id))
 	return err == nil && info.Mode().IsRegular()
 }
 
 // put marks wasm compiled; a mark that cannot be written costs the next
 // start an interpreted first load, nothing else.
-func (c *compiledMarks) put(wasm []byte) {
+func (c *compiledMarks) put(id string) {
 	if c == nil {
 		return
 	}
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return
 	}
-	if f, err := os.OpenFile(c.name(wasm), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+	if f, err := os.OpenFile(c.name(id), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
 		f.Close()
 	}
 }

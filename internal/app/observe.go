@@ -51,6 +51,10 @@ func (a *App) ObserveSources() observe.Sources {
 			return live
 		},
 		CompileCache: a.rt.CompileCacheStats,
+		Tiers: func() (interpreterCalls, compilerCalls, swapped, failed uint64) {
+			s := a.rt.TierStats()
+			return s.InterpreterCalls, s.CompilerCalls, s.Swaps, s.Failed
+		},
 	}
 }
 

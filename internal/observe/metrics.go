@@ -17,6 +17,10 @@ type Sources struct {
 	CompileCache func() (hit, miss, errs uint64)
 	// AuditDropped returns the audit lines dropped so far.
 	AuditDropped func() uint64
+	// Tiers returns the calls served by each tier of tiered loads
+	// (tools.tiering), and the background compiles that swapped compiled
+	// code in or failed.
+	Tiers func() (interpreterCalls, compilerCalls, swapped, failed uint64)
 }
 
 // Metrics are warden's Prometheus series, in a registry of its own.
@@ -79,6 +83,10 @@ var (
 		[]string{"result"}, nil)
 	droppedDesc = prometheus.NewDesc("warden_audit_dropped_total", "Audit lines dropped because the queue was full or the file failed.",
 		nil, nil)
+	tierCallsDesc = prometheus.NewDesc("warden_tier_calls_total", "Calls of native modules by the code that served them: wazero's interpreter (a tiered load before its compile is done) or compiled code (tools.tiering).",
+		[]string{"tier"}, nil)
+	tierCompilesDesc = prometheus.NewDesc("warden_tier_compiles_total", "Background compiles of tiered loads: swapped in, or failed (the module keeps running on the interpreter).",
+		[]string{"result"}, nil)
 )
 
 // scraped collects the series read from Sources.
@@ -88,6 +96,8 @@ func (s scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- liveDesc
 	ch <- cacheDesc
 	ch <- droppedDesc
+	ch <- tierCallsDesc
+	ch <- tierCompilesDesc
 }
 
 func (s scraped) Collect(ch chan<- prometheus.Metric) {
@@ -108,4 +118,12 @@ func (s scraped) Collect(ch chan<- prometheus.Metric) {
 		dropped = s.src.AuditDropped()
 	}
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(dropped))
+	var interpreted, compiled, swapped, failed uint64
+	if s.src.Tiers != nil {
+		interpreted, compiled, swapped, failed = s.src.Tiers()
+	}
+	ch <- prometheus.MustNewConstMetric(tierCallsDesc, prometheus.CounterValue, float64(interpreted), "interpreter")
+	ch <- prometheus.MustNewConstMetric(tierCallsDesc, prometheus.CounterValue, float64(compiled), "compiler")
+	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(swapped), "swapped")
+	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(failed), "failed")
 }
