@@ -91,7 +91,7 @@ func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module)
 // start checks the ABI of c, the module's code, and runs its first
 // instance through its start-up and describe.
 func (l nativeLoader) start(ctx context.Context, spec guest.Spec, instrumented *instrument.Result, c *code, tiered bool, id string) (*guest.Loaded, error) {
-	e := &native{rt: l.rt, spec: spec, instrumented: instrumented, tiered: tiered, first: c, id: id}
+	e := &native{rt: l.rt, spec: spec, instrumented: instrumented, tiered: tiered, id: id}
 	e.code.Store(c)
 	imports, err := e.checkABI()
 	if err != nil {
@@ -116,21 +116,17 @@ type native struct {
 	// code is what new instances are made from: the compiler's code, or
 	// the interpreter's until a tiered load's compile is done (tier.go).
 	code atomic.Pointer[code]
-	// first is the code the module was loaded with; tiered is set when
-	// that is the interpreter's, to be compiled in the background
-	// (compileInBackground).
-	first  *code
+	// tiered is set when the module was loaded on the interpreter, to be
+	// compiled in the background (compileInBackground).
 	tiered bool
 	// id names the instrumented bytes (instcache.Key), for compiledMarks.
 	id string
-	// mu orders the background compile's swap with Close; tierErr is the
-	// compile's failure, compiledTier the code it swapped in (the
-	// interpreter's stays in code's place until then), closed set by
-	// Close.
-	mu           sync.Mutex
-	tierErr      error
-	compiledTier *code
-	closed       bool
+	// mu orders instantiations (read) with the swap and Close (write), so
+	// that no instance is being made from code they close; tierErr is the
+	// background compile's failure, closed set by Close.
+	mu      sync.RWMutex
+	tierErr error
+	closed  bool
 	// instrumented tells where the pass put the fuel, depth and snapshot
 	// globals.
 	instrumented *instrument.Result
@@ -318,9 +314,11 @@ func (e *native) newInstance(ctx context.Context) (*guest.Instance, error) {
 	if e.snapshot != nil {
 		in.Memory.Cow = e.snapshot.NewMemory(e.spec.Limits.Memory)
 	}
+	e.mu.RLock()
 	c := e.code.Load()
 	mod, err := c.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.Memory), c.compiled,
 		config.WithName("").WithStartFunctions())
+	e.mu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
@@ -400,23 +398,17 @@ func invoke(ctx context.Context, in *guest.Instance, fn api.Function, request []
 	return results[0], nil
 }
 
-// Close releases the compiled code, both tiers'. A background compile
-// that ends after it closes what it compiled.
+// Close releases the compiled code. A background compile that ends after
+// it closes what it compiled.
 func (e *native) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
-	compiled := e.compiledTier
+	c := e.code.Load()
 	e.mu.Unlock()
 	if e.snapshot != nil {
 		e.snapshot.Close()
 	}
-	err := e.first.compiled.Close(ctx)
-	if compiled != nil {
-		if cerr := compiled.compiled.Close(ctx); err == nil {
-			err = cerr
-		}
-	}
-	return err
+	return c.compiled.Close(ctx)
 }
 
 // readResponse copies a packed range the guest returned, enforcing the

@@ -191,9 +191,13 @@ func (e *native) swap(compiled wazero.CompiledModule, err error, retire func()) 
 		compiled.Close(context.Background())
 		return
 	}
-	e.compiledTier = &code{wz: r.wz, compiled: compiled, tier: TierCompiler}
-	e.code.Store(e.compiledTier)
+	interpreted := e.code.Swap(&code{wz: r.wz, compiled: compiled, tier: TierCompiler})
 	e.mu.Unlock()
+	// No instance is made from the interpreter's code from now on: its
+	// compiled form goes, and with its last instance (retired below, or as
+	// calls and sessions end) so does the memory it holds, which every
+	// garbage collection would otherwise keep marking.
+	interpreted.compiled.Close(context.Background())
 	r.tierCounters.swaps.Add(1)
 	r.log.Info("module now runs compiled code", "module", e.spec.Name)
 	retire()
