@@ -314,34 +314,45 @@ func TestTierWarmCacheLoadsCompiled(t *testing.T) {
 }
 
 // TestTierBudgetHolds: instances of both tiers are charged to the same
-// memory budget: with room for two instances, interpreter instances and
-// compiled ones together never pass it, and sessions still get served.
+// memory budget: with room for two instances, sessions on interpreter
+// instances and on compiled ones together never pass it, a session keeps
+// its interpreter instance (and state) across the swap, and the least
+// recently used is evicted, whatever its tier.
 func TestTierBudgetHolds(t *testing.T) {
 	tr := heldTiered(t, runtime.Options{MaxInstanceMemory: 2 * page})
 	rt := tr.rt
 	tl := loadTool(t, rt, "counter", counterWAT(t, "counter", 0), runtime.Limits{Isolation: runtime.IsolationSession})
+	m := tl.Module()
 	<-tr.started
-	// Two sessions on interpreter instances fill the budget; a third evicts.
-	wantCount(t, sessionCall(t, tl, "a"), "1", false)
-	wantCount(t, sessionCall(t, tl, "b"), "1", false)
-	withinBudget(t, rt)
+	wantCount(t, sessionCall(t, tl, "a"), "1", false) // the load-time instance
+	runtime.WaitSpare(m)
+	wantCount(t, sessionCall(t, tl, "b"), "1", false) // the spare, interpreted too
+	runtime.WaitSpare(m)                              // no room for another
+	if s := withinBudget(t, rt); s.Used != 2*page || s.Evictions != 0 {
+		t.Fatalf("before the swap: %+v", s)
+	}
 	tr.release()
 	if err := <-tr.swapped; err != nil {
 		t.Fatal(err)
 	}
-	// Sessions keep their interpreter instances (and state) after the swap;
-	// new ones get compiled ones, evicting within the budget.
-	wantCount(t, sessionCall(t, tl, "a"), "2", false)
+	wantCount(t, sessionCall(t, tl, "a"), "2", false) // still its interpreter instance
+	// Each new session needs a compiled instance and evicts the session
+	// used least recently: b, a, new0, new1.
 	for i := range 4 {
 		wantCount(t, sessionCall(t, tl, fmt.Sprintf("new%d", i)), "1", false)
-		withinBudget(t, rt)
+		runtime.WaitSpare(m)
+		if s := withinBudget(t, rt); s.Used != 2*page || s.Evictions != uint64(i+1) {
+			t.Fatalf("after new%d: %+v", i, s)
+		}
 	}
 	wantCount(t, sessionCall(t, tl, "a"), "1", true)
-	s := withinBudget(t, rt)
-	if s.Peak > 2*page {
-		t.Fatalf("peak %d over two instances", s.Peak)
+	if s := withinBudget(t, rt); s.Peak > 2*page || s.Evictions != 5 {
+		t.Fatalf("at the end: %+v", s)
 	}
 	if st := rt.TierStats(); st.InterpreterCalls != 3 || st.CompilerCalls != 5 {
 		t.Fatalf("stats %+v: want three calls interpreted, five compiled", st)
+	}
+	if live := m.Live(); live != 2 {
+		t.Fatalf("%d instances alive, want 2 (the budget's worth)", live)
 	}
 }
