@@ -328,6 +328,9 @@ func (e *native) newInstance(ctx context.Context) (*guest.Instance, error) {
 	if err := in.Bind(ctx, e.instrumented); err != nil {
 		return nil, err
 	}
+	if c.tier == TierInterpreter {
+		in.Meter.EngineStopsOnDone()
+	}
 	return in, nil
 }
 

@@ -75,7 +75,10 @@ type Runtime struct {
 	// interp is the interpreter tier's runtime (Options.Tiered), nil
 	// without tiering; compiledMarks tells which modules the disk cache
 	// holds compiled (tier.go).
-	interp        wazero.Runtime
+	interp wazero.Runtime
+	// wzTier is wz's: the compiler's, or the interpreter's under
+	// Options.Interpreter.
+	wzTier        Tier
 	compiledMarks *compiledMarks
 	tierCounters  tierCounters
 	// closingCtx ends when Close begins: background compiles still
@@ -138,20 +141,19 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var config wazero.RuntimeConfig
-	if opts.Interpreter {
-		config = wazero.NewRuntimeConfigInterpreter()
-	} else {
-		config = wazero.NewRuntimeConfigCompiler()
-	}
 	// Guests may address all of wasm32; each instance's own allocator enforces
 	// its tool's memory limit, which lets the runtime tell out_of_memory apart
-	// from any other failure. Deadlines and cancellation reach guests through
-	// the fuel check the instrumentation pass inserts (see Meter), not through
-	// WithCloseOnContextDone, which costs a Go exit at every loop header.
-	config = config.WithMemoryLimitPages(65536)
+	// from any other failure. Deadlines and cancellation reach compiled
+	// guests through the fuel check the instrumentation pass inserts (see
+	// Meter), not through WithCloseOnContextDone, which costs a Go exit at
+	// every loop header; interpreted ones through wazero (interpreterConfig).
+	config := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(65536)
+	wzTier := TierCompiler
+	if opts.Interpreter {
+		config, wzTier = interpreterConfig(), TierInterpreter
+	}
 
-	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
+	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger, wzTier: wzTier,
 		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
 		manifests:    newManifestStore(opts.CacheDir, logger),
 		budget:       newBudget(opts.MaxInstanceMemory)}

@@ -84,7 +84,7 @@ func (r *Runtime) served(c *code) {
 // newInterpreter returns the wazero runtime of the interpreter tier, with
 // WASI and the warden host module, as New sets up the compiler's.
 func (r *Runtime) newInterpreter(ctx context.Context) (wazero.Runtime, error) {
-	wz := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(65536))
+	wz := wazero.NewRuntimeWithConfig(ctx, interpreterConfig())
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wz); err != nil {
 		wz.Close(ctx)
 		return nil, fmt.Errorf("instantiate WASI (interpreter tier): %w", err)
@@ -94,6 +94,14 @@ func (r *Runtime) newInterpreter(ctx context.Context) (wazero.Runtime, error) {
 		return nil, fmt.Errorf("interpreter tier: %w", err)
 	}
 	return wz, nil
+}
+
+// interpreterConfig is the configuration of a wazero runtime on the
+// interpreter: like the compiler's, but a guest is stopped when its call's
+// context is done by wazero itself, not by the Meter's watchdog
+// (instrument.Meter.EngineStopsOnDone says why).
+func interpreterConfig() wazero.RuntimeConfig {
+	return wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(65536).WithCloseOnContextDone(true)
 }
 
 // firstTier compiles wasm, instrumented, for a load: with the interpreter
@@ -106,7 +114,7 @@ func (r *Runtime) firstTier(ctx context.Context, id string, wasm []byte, budget 
 		if err != nil {
 			return nil, false, err
 		}
-		return &code{wz: r.wz, compiled: compiled, tier: TierCompiler}, false, nil
+		return &code{wz: r.wz, compiled: compiled, tier: r.wzTier}, false, nil
 	}
 	compiled, err := r.compileWith(ctx, nil, budget, func(ctx context.Context) (wazero.CompiledModule, error) {
 		return r.interp.CompileModule(ctx, wasm)
