@@ -79,8 +79,12 @@ type Project struct {
 
 // Tools says where modules live and what each may use.
 type Tools struct {
-	Dir      string            `mapstructure:"dir"`
-	CacheDir string            `mapstructure:"cache_dir"`
+	Dir      string `mapstructure:"dir"`
+	CacheDir string `mapstructure:"cache_dir"`
+	// Tiering is "auto" (a module not yet in the compile cache answers
+	// from wazero's interpreter while it compiles in the background) or
+	// "off" (loads wait for the compiler).
+	Tiering  string            `mapstructure:"tiering"`
 	Defaults Limits            `mapstructure:"defaults"`
 	Limits   map[string]Limits `mapstructure:"limits"`
 	Grants   map[string]Grant  `mapstructure:"grants"`
@@ -501,6 +505,7 @@ var defaults = map[string]any{
 	"project::root":                         "",
 	"tools::dir":                            "bin/tools",
 	"tools::cache_dir":                      "",
+	"tools::tiering":                        "auto",
 	"tools::defaults::timeout":              limits.DefaultTimeout,
 	"tools::defaults::memory":               limits.DefaultMemory,
 	"tools::defaults::max_output":           limits.DefaultMaxOutput,
@@ -794,6 +799,9 @@ func (c *Config) Validate() error {
 	}
 	if d := c.Tools.Defaults; d.MaxInFlight != 0 || d.Rate != "" || d.Burst != 0 {
 		fail("tools.defaults", "max_in_flight, rate and burst apply to one tool: set them under tools.limits.<tool> (or server.rate_limit.per_tool for every tool)")
+	}
+	if t := c.Tools.Tiering; t != "auto" && t != "off" {
+		fail("tools.tiering", "must be auto or off, got %q", t)
 	}
 	if c.Tools.Defaults.IdleTTL < 0 {
 		fail("tools.defaults.idle_ttl", "must not be negative (0 keeps modules loaded), got %s", c.Tools.Defaults.IdleTTL)

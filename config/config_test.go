@@ -186,6 +186,7 @@ func TestInvalid(t *testing.T) {
 		"tools: {grants: {x: {lsp: [cobol]}}}":                               `tools.grants.x.lsp: no language "cobol"`,
 		"tools: {grants: {x: {fs: {read: [\"docs:a\"]}}}}":                   `names root "docs"`,
 		"tools: {pins: {echo: abc}}":                                         "tools.pins.echo: must be a lowercase hex sha256",
+		"tools: {tiering: sometimes}":                                        `:1: tools.tiering: must be auto or off, got "sometimes"`,
 		"server: {page_size: 0}":                                             "server.page_size: must be at least 1",
 		"server: {max_instance_memory: 64KiB}":                               "server.max_instance_memory: must be between 1MiB and 1TiB, got 64 KiB",
 		"env: {values: {K: {value: a, from_env: B}}}":                        "env.values.k: set exactly one of value or from_env",

@@ -87,13 +87,16 @@ func (l *Live) reload() error {
 }
 
 // StartOnlyChanges lists the keys that differ between a and b and that a
-// running server reads only at start: tools.dir and every server.* key but
+// running server reads only at start: tools.dir, tools.tiering and every server.* key but
 // server.rate_limit (which applies from the next call). A reload applies
 // everything else, so these are what an operator must be told about.
 func StartOnlyChanges(a, b *Config) []string {
 	var keys []string
 	if a.Tools.Dir != b.Tools.Dir {
 		keys = append(keys, "tools.dir")
+	}
+	if a.Tools.Tiering != b.Tools.Tiering {
+		keys = append(keys, "tools.tiering")
 	}
 	x, y := reflect.ValueOf(a.Server), reflect.ValueOf(b.Server)
 	for i := range x.NumField() {

@@ -88,3 +88,19 @@ func CheckFeatures(f *tool.Features, tools ...string) error {
 	}
 	return l.checkFeatureTools()
 }
+
+// SetBackgroundCompileHook makes r call f as a tiered load's background
+// compile of module starts, before it takes a compile slot: a test holds
+// the compile there to keep the module on the interpreter.
+func SetBackgroundCompileHook(r *Runtime, f func(module string)) {
+	r.testHooks.background = f
+}
+
+// SetSwapHook makes r call f as a tiered load's background compile has
+// ended: swapped in, or failed with err.
+func SetSwapHook(r *Runtime, f func(module string, err error)) {
+	r.testHooks.swapped = f
+}
+
+// LiveInstances counts the instances of m not yet closed.
+func LiveInstances(m *Module) int64 { return m.loaded().pool.live.Load() }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/warden-run/warden/hostfuncs"
@@ -33,8 +34,10 @@ func readGuest(mod api.Module, packed uint64, limit int, what string) []byte {
 	return append([]byte(nil), view...)
 }
 
-func (r *Runtime) instantiateHostModule(ctx context.Context) error {
-	b := r.wz.NewHostModuleBuilder(hostModuleName)
+// instantiateHostModule instantiates the warden host module in wz (the
+// compiler's runtime, or the interpreter tier's).
+func (r *Runtime) instantiateHostModule(ctx context.Context, wz wazero.Runtime) error {
+	b := wz.NewHostModuleBuilder(hostModuleName)
 	b.NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(r.hostLog), []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil).
 		WithParameterNames("level", "message").Export("log")

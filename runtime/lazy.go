@@ -552,6 +552,12 @@ type testHooks struct {
 	// (with the Runtime's loadsMu held).
 	spare      func(module string)
 	closeWaits func()
+	// background is called as a tiered load's background compile starts,
+	// before it takes a compile slot.
+	background func(module string)
+	// swapped is called as a background compile has ended, swapped in or
+	// failed (err).
+	swapped func(module string, err error)
 }
 
 // newManifestStore keeps manifests beside the compilation cache, in

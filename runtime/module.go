@@ -207,6 +207,9 @@ func (m *Module) loadBody(ctx context.Context, wasm []byte) (*body, *listing, er
 	b := &body{m: m, engine: loaded.Engine, maxCallDepth: loaded.MaxCallDepth}
 	b.pool = newPool(m, loaded.Engine)
 	b.pool.putLoaded(b.pool.adopt(loaded.First))
+	if e, ok := loaded.Engine.(*native); ok && e.tiered {
+		e.compileInBackground(b.pool.retireStale)
+	}
 	return b, l, nil
 }
 
@@ -216,6 +219,26 @@ func (m *Module) loadBody(ctx context.Context, wasm []byte) (*body, *listing, er
 // bounded) and its result is closed, while Load reports the refusal at
 // once and other modules load meanwhile. Runtime.Close waits for it.
 func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration) (wazero.CompiledModule, error) {
+	return r.compileWith(ctx, nil, budget, r.optimizing(wasm))
+}
+
+// optimizing is the optimizing compiler's compile of wasm, through the disk
+// cache.
+func (r *Runtime) optimizing(wasm []byte) func(context.Context) (wazero.CompiledModule, error) {
+	return func(ctx context.Context) (c wazero.CompiledModule, err error) {
+		err = r.throughCache(func() (err error) {
+			c, err = r.compileModule(ctx, wasm)
+			return err
+		})
+		return c, err
+	}
+}
+
+// compileWith is compile with the compiler given (the interpreter's, for a
+// tiered load's first tier): within budget and the compile slots. When
+// giveUp is closed before a slot is free, the compile does not start (a
+// background compile at Close).
+func (r *Runtime) compileWith(ctx context.Context, giveUp <-chan struct{}, budget time.Duration, compile func(context.Context) (wazero.CompiledModule, error)) (wazero.CompiledModule, error) {
 	type outcome struct {
 		compiled wazero.CompiledModule
 		err      error
@@ -235,6 +258,8 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 				budget, cap(r.compileSlots))
 		case <-ctx.Done():
 			return nil, fmt.Errorf("compile: %w", ctx.Err())
+		case <-giveUp:
+			return nil, errors.New("compile: not started: the runtime is closing")
 		}
 	}
 	done := make(chan outcome, 1)
@@ -242,11 +267,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, budget time.Duration
 	go func() {
 		defer r.compiles.Done()
 		defer func() { <-r.compileSlots }()
-		var c wazero.CompiledModule
-		err := r.throughCache(func() (err error) {
-			c, err = r.compileModule(context.WithoutCancel(ctx), wasm)
-			return err
-		})
+		c, err := compile(context.WithoutCancel(ctx))
 		done <- outcome{c, err}
 	}()
 	select {

@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/warden-run/warden/runtime/internal/guest"
+	"github.com/warden-run/warden/runtime/internal/instcache"
 	"github.com/warden-run/warden/runtime/internal/instrument"
 	wb "github.com/warden-run/warden/runtime/internal/wasmbin"
 	"github.com/warden-run/warden/tool"
@@ -51,42 +54,79 @@ func (nativeLoader) Claims(*wb.Module) bool { return true }
 func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module) (*guest.Loaded, error) {
 	// Instrument before anything else reads the module: a malformed module
 	// is refused by the pass, with the offset, before the compiler sees it.
-	instrumented, err := l.rt.host.Instrument(spec, "native", mod, instrument.Config{
+	cfg := instrument.Config{
 		Fuel:          true,
 		MaxCallDepth:  instrument.DefaultMaxCallDepth,
 		ExportGlobals: true,
 		VirtualMemory: true,
 		DeferStart:    true,
-	})
+	}
+	instrumented, err := l.rt.host.Instrument(spec, "native", mod, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	compiled, err := l.rt.compile(ctx, instrumented.Wasm, spec.Limits.CompileBudget)
+	// What the pass made of these bytes under cfg, named without hashing
+	// its output: the name of the module's compiled-code mark (tier.go).
+	id := instcache.Key(spec.SHA256, "native", cfg)
+	c, tiered, err := l.rt.firstTier(ctx, id, instrumented.Wasm, spec.Limits.CompileBudget)
 	if err != nil {
 		return nil, err
 	}
-	e := &native{rt: l.rt, spec: spec, compiled: compiled, instrumented: instrumented}
+	loaded, err := l.start(ctx, spec, instrumented, c, tiered, id)
+	var slow *overBudget
+	if tiered && errors.As(err, &slow) {
+		// Start-up that fits the load budget compiled may not fit it
+		// interpreted: only time differs between the tiers, so only a
+		// load over its budget is done again, compiled.
+		l.rt.log.Info("module start-up too slow interpreted; compiling it first", "module", spec.Name)
+		compiled, cerr := l.rt.compile(ctx, instrumented.Wasm, spec.Limits.CompileBudget)
+		if cerr != nil {
+			return nil, cerr
+		}
+		loaded, err = l.start(ctx, spec, instrumented, &code{wz: l.rt.wz, compiled: compiled, tier: TierCompiler}, false, id)
+	}
+	return loaded, err
+}
+
+// start checks the ABI of c, the module's code, and runs its first
+// instance through its start-up and describe.
+func (l nativeLoader) start(ctx context.Context, spec guest.Spec, instrumented *instrument.Result, c *code, tiered bool, id string) (*guest.Loaded, error) {
+	e := &native{rt: l.rt, spec: spec, instrumented: instrumented, tiered: tiered, id: id}
+	e.code.Store(c)
 	imports, err := e.checkABI()
 	if err != nil {
-		compiled.Close(ctx)
+		c.compiled.Close(ctx)
 		return nil, err
 	}
 	first, raw, err := e.initialize(ctx)
 	if err != nil {
-		compiled.Close(ctx)
+		c.compiled.Close(ctx)
 		return nil, err
 	}
 	return &guest.Loaded{
 		Kind: guest.KindNative, Engine: e, First: first, Descriptor: raw,
-		Imports: imports, Exports: guest.ExportNames(compiled), MaxCallDepth: instrumented.MaxCallDepth,
+		Imports: imports, Exports: guest.ExportNames(c.compiled), MaxCallDepth: instrumented.MaxCallDepth,
 	}, nil
 }
 
 // native is the engine of a loaded native module.
 type native struct {
-	rt       *Runtime
-	spec     guest.Spec
-	compiled wazero.CompiledModule
+	rt   *Runtime
+	spec guest.Spec
+	// code is what new instances are made from: the compiler's code, or
+	// the interpreter's until a tiered load's compile is done (tier.go).
+	code atomic.Pointer[code]
+	// tiered is set when the module was loaded on the interpreter, to be
+	// compiled in the background (compileInBackground).
+	tiered bool
+	// id names the instrumented bytes (instcache.Key), for compiledMarks.
+	id string
+	// mu orders instantiations (read) with the swap and Close (write), so
+	// that no instance is being made from code they close; tierErr is the
+	// background compile's failure, closed set by Close.
+	mu      sync.RWMutex
+	tierErr error
+	closed  bool
 	// instrumented tells where the pass put the fuel, depth and snapshot
 	// globals.
 	instrumented *instrument.Result
@@ -99,7 +139,8 @@ type native struct {
 // code runs, and reports every problem at once.
 func (e *native) checkABI() ([]string, error) {
 	var problems []string
-	exports := e.compiled.ExportedFunctions()
+	compiled := e.code.Load().compiled
+	exports := compiled.ExportedFunctions()
 	for _, name := range slices.Sorted(maps.Keys(requiredExports)) {
 		want := requiredExports[name]
 		def, ok := exports[name]
@@ -117,7 +158,7 @@ func (e *native) checkABI() ([]string, error) {
 	if _, ok := exports[exportStart]; ok {
 		problems = append(problems, "exports _start: a tool must be a reactor (build Go with -buildmode=c-shared, C with -mexec-model=reactor)")
 	}
-	memories := e.compiled.ExportedMemories()
+	memories := compiled.ExportedMemories()
 	if mem, ok := memories[exportMemory]; !ok {
 		problems = append(problems, "missing export memory")
 	} else if minBytes := uint64(mem.Min()) * 65536; minBytes > e.spec.Limits.Memory {
@@ -128,7 +169,7 @@ func (e *native) checkABI() ([]string, error) {
 	host := e.rt.hostImports()
 	wasi := e.rt.wz.Module("wasi_snapshot_preview1").ExportedFunctionDefinitions()
 	var imports []string
-	for _, def := range e.compiled.ImportedFunctions() {
+	for _, def := range compiled.ImportedFunctions() {
 		mod, name, _ := def.Import()
 		imports = append(imports, mod+"."+name)
 		var want *guest.FuncSig
@@ -175,7 +216,7 @@ func (e *native) initialize(ctx context.Context) (*guest.Instance, []byte, error
 		return nil, nil, fmt.Errorf("%s: %w", stage, err)
 	}
 	loadError := func(err error, reason instrument.StopReason) error {
-		return guest.LoadError(ctx, in, limits, err, reason)
+		return loadFailure(ctx, in, limits, err, reason)
 	}
 	if err := e.runInit(ctx, in); err != nil {
 		in.Close(context.Background())
@@ -252,12 +293,22 @@ func (e *native) runInit(ctx context.Context, in *guest.Instance) error {
 		if _, reason := stop(); err != nil {
 			stage := name
 			if name == e.instrumented.StartExport {
-				stage = guest.StartFunction(e.compiled)
+				stage = guest.StartFunction(e.code.Load().compiled)
 			}
-			return fmt.Errorf("%s: %w", stage, guest.LoadError(ctx, in, e.spec.Limits, err, reason))
+			return fmt.Errorf("%s: %w", stage, loadFailure(ctx, in, e.spec.Limits, err, reason))
 		}
 	}
 	return nil
+}
+
+// loadFailure is guest.LoadError, marked overBudget when the load ran out
+// of time.
+func loadFailure(ctx context.Context, in *guest.Instance, limits guest.Limits, err error, reason instrument.StopReason) error {
+	lerr := guest.LoadError(ctx, in, limits, err, reason)
+	if reason == instrument.StopDeadline || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &overBudget{lerr}
+	}
+	return lerr
 }
 
 // newInstance instantiates e's compiled code. It runs no guest code: the
@@ -267,16 +318,22 @@ func (e *native) newInstance(ctx context.Context) (*guest.Instance, error) {
 	if e.snapshot != nil {
 		in.Memory.Cow = e.snapshot.NewMemory(e.spec.Limits.Memory)
 	}
-	mod, err := e.rt.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.Memory), e.compiled,
+	e.mu.RLock()
+	c := e.code.Load()
+	mod, err := c.wz.InstantiateModule(experimental.WithMemoryAllocator(ctx, in.Memory), c.compiled,
 		config.WithName("").WithStartFunctions())
+	e.mu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
-	in.Mod = mod
+	in.Mod, in.Code = mod, c
 	in.Alloc = mod.ExportedFunction(exportAlloc)
 	in.Call = mod.ExportedFunction(exportCall)
 	if err := in.Bind(ctx, e.instrumented); err != nil {
 		return nil, err
+	}
+	if c.tier == TierInterpreter {
+		in.Meter.EngineStopsOnDone()
 	}
 	return in, nil
 }
@@ -319,6 +376,7 @@ func (e *native) Reset(in *guest.Instance) bool {
 // response.
 func (e *native) Run(ctx context.Context, in *guest.Instance, req tool.Request) (raw []byte, respErr *tool.Error, err error) {
 	request, _ := json.Marshal(req)
+	e.rt.served(in.Code.(*code))
 	packed, err := invoke(ctx, in, in.Call, request)
 	if err != nil {
 		return nil, nil, err
@@ -347,12 +405,17 @@ func invoke(ctx context.Context, in *guest.Instance, fn api.Function, request []
 	return results[0], nil
 }
 
-// Close releases the compiled code.
+// Close releases the compiled code. A background compile that ends after
+// it closes what it compiled.
 func (e *native) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	c := e.code.Load()
+	e.mu.Unlock()
 	if e.snapshot != nil {
 		e.snapshot.Close()
 	}
-	return e.compiled.Close(ctx)
+	return c.compiled.Close(ctx)
 }
 
 // readResponse copies a packed range the guest returned, enforcing the

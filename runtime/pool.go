@@ -17,8 +17,10 @@ import (
 // for a session's instance, when its account is found gone.
 type pool struct {
 	m *Module
-	// engine makes and resets the instances.
+	// engine makes and resets the instances; tiers is engine when its code
+	// changes under its instances (a tiered load), else nil.
 	engine guest.Engine
+	tiers  staler
 	slots  chan struct{}
 	// live counts instances not yet closed, busy or idle.
 	live     atomic.Int64
@@ -50,11 +52,17 @@ type sessionInstance struct {
 	fresh string
 }
 
+// staler is an engine whose instances may run code that is no longer the
+// newest (native's, tier.go).
+type staler interface{ Stale(in *guest.Instance) bool }
+
 func newPool(m *Module, engine guest.Engine) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
+	tiers, _ := engine.(staler)
 	return &pool{
 		m:        m,
 		engine:   engine,
+		tiers:    tiers,
 		slots:    make(chan struct{}, m.limits.MaxInstances),
 		sessions: make(map[string]*sessionInstance),
 		ctx:      ctx,
@@ -110,19 +118,56 @@ func (p *pool) acquire(ctx context.Context, session string) (in *instance, fresh
 	return in, "", nil
 }
 
-// takeIdle claims an idle instance, skipping any the budget is evicting.
+// takeIdle claims an idle instance, skipping any the budget is evicting
+// and retiring any that runs stale code.
 func (p *pool) takeIdle() *instance {
+	var stale []*instance
+	defer func() {
+		for _, in := range stale {
+			in.close(context.Background())
+		}
+	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
 		in := p.idle[n-1]
 		p.idle = p.idle[:n-1]
-		if in.acct.take() {
-			return in
+		if !in.acct.take() {
+			continue // claimed by the evictor, which closes it
 		}
-		// Claimed by the evictor, which closes it.
+		if p.stale(in) {
+			stale = append(stale, in)
+			continue
+		}
+		return in
 	}
 	return nil
+}
+
+// stale reports whether in runs code its engine has replaced since.
+func (p *pool) stale(in *instance) bool { return p.tiers != nil && p.tiers.Stale(in.Instance) }
+
+// retireStale closes the idle instances whose code the engine replaced,
+// and starts a spare of the new code in their place: the engine calls it
+// once, after the swap. Busy instances are retired as they come back
+// (release); a session's stays with it until the session ends.
+func (p *pool) retireStale() {
+	p.mu.Lock()
+	var stale []*instance
+	p.idle = slices.DeleteFunc(p.idle, func(in *instance) bool {
+		if p.stale(in) && in.acct.take() {
+			stale = append(stale, in)
+			return true
+		}
+		return false
+	})
+	if len(stale) > 0 {
+		p.warmLocked()
+	}
+	p.mu.Unlock()
+	for _, in := range stale {
+		in.close(context.Background())
+	}
 }
 
 // warmLocked starts making a spare instance in the background, so that the
@@ -238,6 +283,8 @@ func (p *pool) release(ctx context.Context, in *instance, healthy bool) {
 		<-s.lock
 		return
 	}
+	// An instance of replaced code is retired, never reused.
+	healthy = healthy && !p.stale(in)
 	// Only IsolationShared reuses an instance as it is: a sessionless call
 	// under IsolationSession is isolated like IsolationCall.
 	if healthy && p.m.limits.Isolation != IsolationShared {

@@ -33,7 +33,7 @@ var opSig = guest.FuncSig{Params: []api.ValueType{api.ValueTypeI64}, Results: []
 // Supports reports whether the module exports op's function.
 func (e *native) Supports(op guest.Op) (bool, error) {
 	name := opExports[op]
-	def, ok := e.compiled.ExportedFunctions()[name]
+	def, ok := e.code.Load().compiled.ExportedFunctions()[name]
 	if !ok {
 		return false, nil
 	}

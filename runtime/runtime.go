@@ -46,6 +46,12 @@ type Options struct {
 	// Interpreter selects wazero's interpreter instead of its compiler. The
 	// compiler is faster; the interpreter serves determinism tests.
 	Interpreter bool
+	// Tiered loads native modules on wazero's interpreter first, so that
+	// describing them and their first calls do not wait for the compiler,
+	// which compiles them in the background; its code then takes over
+	// (tier.go). A module the disk cache holds compiled is loaded compiled
+	// at once. Ignored with Interpreter.
+	Tiered bool
 	// MaxInstanceMemory bounds the linear memory of all instances of all
 	// modules together (0 means DefaultMaxInstanceMemory). When a new
 	// instance or a growing one would pass it, idle instances are closed
@@ -74,6 +80,19 @@ type Runtime struct {
 	wz wazero.Runtime
 	// copySnapshots is Options.copySnapshots.
 	copySnapshots bool
+	// interp is the interpreter tier's runtime (Options.Tiered), nil
+	// without tiering; compiledMarks tells which modules the disk cache
+	// holds compiled (tier.go).
+	interp wazero.Runtime
+	// wzTier is wz's: the compiler's, or the interpreter's under
+	// Options.Interpreter.
+	wzTier        Tier
+	compiledMarks *compiledMarks
+	tierCounters  tierCounters
+	// closingCtx ends when Close begins: background compiles still
+	// waiting for a slot give up then.
+	closingCtx   context.Context
+	closingStart context.CancelFunc
 	// wzConfig is wz's configuration, for the engines Extism plugins get
 	// (the SDK makes one per plugin; the compilation cache is shared).
 	wzConfig wazero.RuntimeConfig
@@ -130,20 +149,19 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var config wazero.RuntimeConfig
-	if opts.Interpreter {
-		config = wazero.NewRuntimeConfigInterpreter()
-	} else {
-		config = wazero.NewRuntimeConfigCompiler()
-	}
 	// Guests may address all of wasm32; each instance's own allocator enforces
 	// its tool's memory limit, which lets the runtime tell out_of_memory apart
-	// from any other failure. Deadlines and cancellation reach guests through
-	// the fuel check the instrumentation pass inserts (see Meter), not through
-	// WithCloseOnContextDone, which costs a Go exit at every loop header.
-	config = config.WithMemoryLimitPages(65536)
+	// from any other failure. Deadlines and cancellation reach compiled
+	// guests through the fuel check the instrumentation pass inserts (see
+	// Meter), not through WithCloseOnContextDone, which costs a Go exit at
+	// every loop header; interpreted ones through wazero (interpreterConfig).
+	config := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(65536)
+	wzTier := TierCompiler
+	if opts.Interpreter {
+		config, wzTier = interpreterConfig(), TierInterpreter
+	}
 
-	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger,
+	r := &Runtime{capabilities: make(map[string]hostfuncs.Capability), log: logger, wzTier: wzTier,
 		compileSlots: make(chan struct{}, goruntime.GOMAXPROCS(0)),
 		manifests:    newManifestStore(opts.CacheDir, logger),
 		budget:       newBudget(opts.MaxInstanceMemory), copySnapshots: opts.copySnapshots}
@@ -205,10 +223,20 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		r.wz.Close(ctx)
 		return nil, fmt.Errorf("instantiate WASI: %w", err)
 	}
-	if err := r.instantiateHostModule(ctx); err != nil {
+	if err := r.instantiateHostModule(ctx, r.wz); err != nil {
 		r.wz.Close(ctx)
 		return nil, err
 	}
+	if opts.Tiered && !opts.Interpreter {
+		interp, err := r.newInterpreter(ctx)
+		if err != nil {
+			r.wz.Close(ctx)
+			return nil, err
+		}
+		r.interp = interp
+		r.compiledMarks = newCompiledMarks(r.cacheDir)
+	}
+	r.closingCtx, r.closingStart = context.WithCancel(context.Background())
 	r.loaders = r.newLoaders()
 	// Last: a failed New leaves no goroutine behind.
 	r.trim = newTrimmer(opts.TrimDelay, opts.FreeOSMemory)
@@ -220,6 +248,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.loadsMu.Lock()
 	r.closing = true
 	r.loadsMu.Unlock()
+	r.closingStart()
 	r.loads.Wait()
 	r.compiles.Wait()
 	r.loadsMu.Lock()
@@ -232,6 +261,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.loadsMu.Unlock()
 	r.trim.close()
 	err := r.wz.Close(ctx)
+	if r.interp != nil {
+		if ierr := r.interp.Close(ctx); err == nil {
+			err = ierr
+		}
+	}
 	if r.cache != nil {
 		if cerr := r.cache.Close(ctx); err == nil {
 			err = cerr

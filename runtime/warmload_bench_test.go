@@ -158,7 +158,8 @@ func BenchmarkWarmFirstCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &native{rt: rt, spec: spec, compiled: compiled, instrumented: instrumented}
+	e := &native{rt: rt, spec: spec, instrumented: instrumented}
+	e.code.Store(&code{wz: rt.wz, compiled: compiled, tier: TierCompiler})
 	b.Run("instantiate", func(b *testing.B) {
 		for b.Loop() {
 			in, err := e.newInstance(ctx)

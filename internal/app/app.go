@@ -78,7 +78,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		return nil, err
 	}
 	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps.list(), Logger: logger,
-		MaxInstanceMemory: uint64(cfg.Server.MaxInstanceMemory)})
+		MaxInstanceMemory: uint64(cfg.Server.MaxInstanceMemory), Tiered: cfg.Tools.Tiering != "off"})
 	if err != nil {
 		return nil, err
 	}

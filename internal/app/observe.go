@@ -61,6 +61,10 @@ func (a *App) ObserveSources() observe.Sources {
 			}
 			return out
 		},
+		Tiers: func() (interpreterCalls, compilerCalls, swapped, failed uint64) {
+			s := a.rt.TierStats()
+			return s.InterpreterCalls, s.CompilerCalls, s.Swaps, s.Failed
+		},
 	}
 }
 

@@ -146,6 +146,9 @@ func TestObserveCapabilities(t *testing.T) {
 		`warden_calls_total{kind="denied",tool="hostcalls"} 1`,
 		`warden_audit_dropped_total 0`,
 		`warden_compile_cache_total{result="hit"}`,
+		`warden_tier_calls_total{tier="interpreter"}`,
+		`warden_tier_calls_total{tier="compiler"}`,
+		`warden_tier_compiles_total{result="failed"} 0`,
 	} {
 		if !strings.Contains(text, want+"\n") && !strings.Contains(text, want+" ") {
 			t.Errorf("metrics lack %s", want)

@@ -20,6 +20,10 @@ type Sources struct {
 	// LanguageServers returns the running language servers of each
 	// language and their resident memory.
 	LanguageServers func() map[string]LanguageServers
+	// Tiers returns the calls served by each tier of tiered loads
+	// (tools.tiering), and the background compiles that swapped compiled
+	// code in or failed.
+	Tiers func() (interpreterCalls, compilerCalls, swapped, failed uint64)
 }
 
 // LanguageServers is what one language's running servers use.
@@ -92,6 +96,10 @@ var (
 		[]string{"language"}, nil)
 	lspMemoryDesc = prometheus.NewDesc("warden_lsp_memory_bytes", "Resident memory of each language's running language servers and what they spawned (Linux).",
 		[]string{"language"}, nil)
+	tierCallsDesc = prometheus.NewDesc("warden_tier_calls_total", "Calls of native modules by the code that served them: wazero's interpreter (a tiered load before its compile is done) or compiled code (tools.tiering).",
+		[]string{"tier"}, nil)
+	tierCompilesDesc = prometheus.NewDesc("warden_tier_compiles_total", "Background compiles of tiered loads: swapped in, or failed (the module keeps running on the interpreter).",
+		[]string{"result"}, nil)
 )
 
 // scraped collects the series read from Sources.
@@ -103,6 +111,8 @@ func (s scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- droppedDesc
 	ch <- lspRunningDesc
 	ch <- lspMemoryDesc
+	ch <- tierCallsDesc
+	ch <- tierCompilesDesc
 }
 
 func (s scraped) Collect(ch chan<- prometheus.Metric) {
@@ -129,4 +139,12 @@ func (s scraped) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(lspMemoryDesc, prometheus.GaugeValue, float64(u.MemoryBytes), lang)
 		}
 	}
+	var interpreted, compiled, swapped, failed uint64
+	if s.src.Tiers != nil {
+		interpreted, compiled, swapped, failed = s.src.Tiers()
+	}
+	ch <- prometheus.MustNewConstMetric(tierCallsDesc, prometheus.CounterValue, float64(interpreted), "interpreter")
+	ch <- prometheus.MustNewConstMetric(tierCallsDesc, prometheus.CounterValue, float64(compiled), "compiler")
+	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(swapped), "swapped")
+	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(failed), "failed")
 }

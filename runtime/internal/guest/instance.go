@@ -47,6 +47,10 @@ type Instance struct {
 	// Own is the loader's own part of the instance (an Extism plugin's
 	// SDK instance); when set, Close closes it instead of Mod.
 	Own interface{ Close(context.Context) error }
+	// Code is the compiled code the instance was made from, for an engine
+	// whose code changes under its instances (the native engine's tiers):
+	// the pool retires an instance whose code is no longer the newest.
+	Code any
 }
 
 // Random is an instance's WASI random source. While the guest

@@ -68,7 +68,20 @@ type Meter struct {
 	// wraps it to see whether stop disarmed the watchdog, which a late
 	// cancellation cannot show deterministically.
 	afterFunc func(context.Context, func()) (stop func() bool)
+	// engineStops is set when the engine itself stops the guest once the
+	// context is done (EngineStopsOnDone): Start then arms no watchdog.
+	engineStops bool
 }
+
+// EngineStopsOnDone tells m that the engine running its instance stops the
+// guest itself when a call's context is done (wazero's
+// WithCloseOnContextDone, which wazero's interpreter checks with atomics),
+// so Start arms no watchdog. On the interpreter the watchdog's stores to
+// the fuel globals race, in the Go memory model, with the interpreter's
+// own reads and writes of them, which are Go code there; compiled code
+// reads them in machine code, where the watchdog's repeated stores are
+// the designed interrupt.
+func (m *Meter) EngineStopsOnDone() { m.engineStops = true }
 
 // NewMeter binds a Meter to an instance of r.Wasm. The module must have
 // been instrumented with Config.Fuel.
@@ -117,7 +130,7 @@ func (m *Meter) Start(ctx context.Context, budget int64) (stop func() (consumed 
 		m.depth.Set(0)
 	}
 	var w *watchdog
-	if ctx.Done() != nil {
+	if ctx.Done() != nil && !m.engineStops {
 		w = &watchdog{globals: [2]api.MutableGlobal{m.reserve, m.fuel}, done: make(chan struct{}), exited: make(chan struct{})}
 		arm := m.afterFunc
 		if arm == nil {
