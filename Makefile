@@ -9,7 +9,7 @@
 export GOTOOLCHAIN := local
 GO ?= go
 
-.PHONY: all build install tools demo serve test test-go test-race test-conformance bench bench-scale
+.PHONY: all build install tools demo serve test test-go test-race test-conformance bench bench-scale cross release-snapshot release-check notices notices-check
 
 all: build tools
 
@@ -80,3 +80,35 @@ bench: build
 # part of test).
 bench-scale:
 	go test ./bench -run '^$$' -bench 'Startup|Sessions|FairShare' -benchtime 1x -timeout 60m
+
+# Every release target (.goreleaser.yaml) builds and vets: cross-compiles
+# ./... and vets it with each GOOS/GOARCH, so code behind a build tag of
+# another OS is type-checked here too (and the modules of OWN_MODULES that
+# are host programs). Nothing runs: docs/platforms.md says which tests run
+# where.
+CROSS_TARGETS := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64 windows/arm64
+CROSS_MODULES := bench/benchtable
+
+cross:
+	@set -e; for t in $(CROSS_TARGETS); do \
+		echo "cross: $$t"; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build ./...; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+		for m in $(CROSS_MODULES); do \
+			GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) -C $$m build ./...; \
+			GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
+		done; \
+	done
+
+# The release tooling runs from the Go module proxy at pinned versions,
+# nothing installed globally (RATIONALE.md, "Release and distribution").
+GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
+GO_LICENSES := github.com/google/go-licenses@v1.6.0
+
+# A release dry run: every archive, checksums.txt, an SBOM per binary, the
+# Homebrew cask and the winget manifest, into dist/; nothing is published.
+release-snapshot:
+	$(GO) run $(GORELEASER) release --snapshot --clean
+
+release-check:
+	$(GO) run $(GORELEASER) check
