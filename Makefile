@@ -107,7 +107,14 @@ GO_LICENSES := github.com/google/go-licenses@v1.6.0
 
 # A release dry run: every archive, checksums.txt, an SBOM per binary, the
 # Homebrew cask and the winget manifest, into dist/; nothing is published.
+# A clone without a remote (a local copy, a CI checkout of a bundle) gets
+# the project's URL for GoReleaser's git checks, through git's environment
+# config, so the commit and its date are stamped all the same.
 release-snapshot:
+	@if [ -z "$$(git remote)" ]; then \
+		export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/warden-run/warden.git; \
+	fi; \
+	echo "$(GO) run $(GORELEASER) release --snapshot --clean"; \
 	$(GO) run $(GORELEASER) release --snapshot --clean
 
 release-check:
