@@ -120,11 +120,22 @@ release-snapshot:
 release-check:
 	$(GO) run $(GORELEASER) check
 
-# THIRD_PARTY_NOTICES: the license of every module linked into warden
-# (its SDK bundle's vendored modules included), from the module cache, by
-# go-licenses. Slow where the network is closed (it looks up each license's
-# URL and waits for the lookup to fail); cmd/warden's TestThirdPartyNotices
-# checks, offline, that the file names every module the binary links.
+# THIRD_PARTY_NOTICES: the license of every module linked into warden on
+# any release OS (procfs is Linux's only, mousetrap Windows's; the SDK
+# bundle's vendored modules are among them), from the module cache, by
+# go-licenses (built for this machine into bin/: under go run, GOOS would
+# build it for the OS reported on): one report per GOOS, merged (a notice per module, sorted).
+# Slow where the network is closed: go-licenses looks up each license's
+# URL and waits for the lookup to fail. cmd/warden's TestThirdPartyNotices
+# checks, offline, that the file names every module each target links.
+NOTICE_OSES := linux darwin windows
+
 notices:
-	$(GO) run $(GO_LICENSES) report --ignore github.com/warden-run/warden --template packaging/notices.tpl ./cmd/warden > THIRD_PARTY_NOTICES.tmp
-	mv THIRD_PARTY_NOTICES.tmp THIRD_PARTY_NOTICES
+	GOBIN=$(CURDIR)/bin $(GO) install $(GO_LICENSES)
+	@set -e; for os in $(NOTICE_OSES); do \
+		echo "notices: GOOS=$$os" >&2; \
+		GOOS=$$os bin/go-licenses report --ignore github.com/warden-run/warden --template packaging/notices.tpl ./cmd/warden 2>/dev/null > bin/notices.$$os; \
+	done; \
+	{ cat packaging/notices-head.txt; \
+	  cat $(NOTICE_OSES:%=bin/notices.%) | awk 'BEGIN { RS = "@@notice@@\n" } NF { gsub(/\n/, "\001"); print }' | LC_ALL=C sort -u | tr '\001' '\n'; \
+	} > THIRD_PARTY_NOTICES
