@@ -9,7 +9,7 @@
 export GOTOOLCHAIN := local
 GO ?= go
 
-.PHONY: all build install tools demo serve test test-go test-race test-conformance bench bench-scale
+.PHONY: all build install tools demo serve test test-go test-race test-conformance bench bench-scale cross release-snapshot release-check notices
 
 all: build tools
 
@@ -80,3 +80,62 @@ bench: build
 # part of test).
 bench-scale:
 	go test ./bench -run '^$$' -bench 'Startup|Sessions|FairShare' -benchtime 1x -timeout 60m
+
+# Every release target (.goreleaser.yaml) builds and vets: cross-compiles
+# ./... and vets it with each GOOS/GOARCH, so code behind a build tag of
+# another OS is type-checked here too (and the modules of OWN_MODULES that
+# are host programs). Nothing runs: docs/platforms.md says which tests run
+# where.
+CROSS_TARGETS := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64 windows/arm64
+CROSS_MODULES := bench/benchtable
+
+cross:
+	@set -e; for t in $(CROSS_TARGETS); do \
+		echo "cross: $$t"; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build ./...; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+		for m in $(CROSS_MODULES); do \
+			GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) -C $$m build ./...; \
+			GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
+		done; \
+	done
+
+# The release tooling runs from the Go module proxy at pinned versions,
+# nothing installed globally (RATIONALE.md, "Release and distribution").
+GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
+GO_LICENSES := github.com/google/go-licenses@v1.6.0
+
+# A release dry run: every archive, checksums.txt, an SBOM per binary, the
+# Homebrew cask and the winget manifest, into dist/; nothing is published.
+# A clone without a remote (a local copy, a CI checkout of a bundle) gets
+# the project's URL for GoReleaser's git checks, through git's environment
+# config, so the commit and its date are stamped all the same.
+release-snapshot:
+	@if [ -z "$$(git remote)" ]; then \
+		export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/warden-run/warden.git; \
+	fi; \
+	echo "$(GO) run $(GORELEASER) release --snapshot --clean"; \
+	$(GO) run $(GORELEASER) release --snapshot --clean
+
+release-check:
+	$(GO) run $(GORELEASER) check
+
+# THIRD_PARTY_NOTICES: the license of every module linked into warden on
+# any release OS (procfs is Linux's only, mousetrap Windows's; the SDK
+# bundle's vendored modules are among them), from the module cache, by
+# go-licenses (built for this machine into bin/: under go run, GOOS would
+# build it for the OS reported on): one report per GOOS, merged (a notice per module, sorted).
+# Slow where the network is closed: go-licenses looks up each license's
+# URL and waits for the lookup to fail. cmd/warden's TestThirdPartyNotices
+# checks, offline, that the file names every module each target links.
+NOTICE_OSES := linux darwin windows
+
+notices:
+	GOBIN=$(CURDIR)/bin $(GO) install $(GO_LICENSES)
+	@set -e; for os in $(NOTICE_OSES); do \
+		echo "notices: GOOS=$$os" >&2; \
+		GOOS=$$os bin/go-licenses report --ignore github.com/warden-run/warden --template packaging/notices.tpl ./cmd/warden 2>/dev/null > bin/notices.$$os; \
+	done; \
+	{ cat packaging/notices-head.txt; \
+	  cat $(NOTICE_OSES:%=bin/notices.%) | awk 'BEGIN { RS = "@@notice@@\n" } NF { gsub(/\n/, "\001"); print }' | LC_ALL=C sort -u | tr '\001' '\n'; \
+	} > THIRD_PARTY_NOTICES

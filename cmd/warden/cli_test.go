@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -121,7 +123,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("warden version: exit %d, stderr %q", code, stderr)
 	}
-	re := regexp.MustCompile(`^warden \S+\ncommit: \S+( \(modified\))?\ngo:     go1\.\S+\nwazero: v\d+\.\d+\.\d+\S*\n$`)
+	re := regexp.MustCompile(`^warden \S+\ncommit: \S+( \(modified\))?\ndate:   \S+\ntarget: ` + runtime.GOOS + "/" + runtime.GOARCH + `( \(GOAMD64=v\d\))?\ngo:     go1\.\S+\nwazero: v\d+\.\d+\.\d+\S*\n$`)
 	if !re.MatchString(out) {
 		t.Errorf("warden version:\n%s", out)
 	}
@@ -134,11 +136,13 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestVersionText: the build info's module version, revision, modified
-// flag, Go version and wazero version (or its replacement) are shown; a
-// binary without build info says unknown.
+// TestVersionText: the build info's module version, revision, commit
+// time, modified flag, Go version and wazero version (or its replacement)
+// are shown; a binary without build info says unknown; what a release
+// build stamped (-X main.version, main.commit, main.date) wins over the
+// build info.
 func TestVersionText(t *testing.T) {
-	if got := versionText(nil); got != "warden dev\ncommit: unknown\ngo:     unknown\nwazero: unknown\n" {
+	if got := versionText(stamp{version: "dev"}, "linux/amd64", nil); got != "warden dev\ncommit: unknown\ndate:   unknown\ntarget: linux/amd64\ngo:     unknown\nwazero: unknown\n" {
 		t.Errorf("without build info:\n%s", got)
 	}
 	info := &debug.BuildInfo{
@@ -146,10 +150,36 @@ func TestVersionText(t *testing.T) {
 		Main:      debug.Module{Path: "github.com/warden-run/warden", Version: "v1.2.3"},
 		Deps: []*debug.Module{{Path: "golang.org/x/term", Version: "v0.1.0"},
 			{Path: wazeroModule, Version: "v1.12.0", Replace: &debug.Module{Path: "../wazero", Version: ""}}},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-11-01T10:00:00Z"},
+			{Key: "vcs.modified", Value: "true"}, {Key: "GOAMD64", Value: "v3"}},
 	}
-	if got, want := versionText(info), "warden v1.2.3\ncommit: abc123 (modified)\ngo:     go1.26.1\nwazero: ../wazero\n"; got != want {
+	if got, want := versionText(stamp{version: "dev"}, "linux/amd64", info), "warden v1.2.3\ncommit: abc123 (modified)\ndate:   2026-11-01T10:00:00Z\ntarget: linux/amd64 (GOAMD64=v3)\ngo:     go1.26.1\nwazero: ../wazero\n"; got != want {
 		t.Errorf("versionText:\n%s\nwant:\n%s", got, want)
+	}
+	released := stamp{version: "1.4.0", commit: "0123456789abcdef", date: "2026-11-20T08:00:00Z"}
+	if got, want := versionText(released, "windows/arm64", info), "warden 1.4.0\ncommit: 0123456789abcdef\ndate:   2026-11-20T08:00:00Z\ntarget: windows/arm64 (GOAMD64=v3)\ngo:     go1.26.1\nwazero: ../wazero\n"; got != want {
+		t.Errorf("a release's stamp:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestVersionStamped: a binary built as .goreleaser.yaml builds it
+// (-trimpath, -ldflags -X main.version/commit/date, CGO_ENABLED=0) prints
+// the stamped fields and the target it was built for.
+func TestVersionStamped(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "warden")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin,
+		"-ldflags", "-s -w -X main.version=9.8.7 -X main.commit=feedface -X main.date=2026-11-20T08:00:00Z", ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`^warden 9\.8\.7\ncommit: feedface\ndate:   2026-11-20T08:00:00Z\ntarget: ` + runtime.GOOS + "/" + runtime.GOARCH + `( \(GOAMD64=v\d\))?\ngo:     go1\.\S+\nwazero: v\d+\.\d+\.\d+\S*\n$`)
+	if !re.Match(out) {
+		t.Errorf("stamped warden version:\n%s", out)
 	}
 }
 

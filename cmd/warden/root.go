@@ -64,7 +64,7 @@ them to AI agents as an MCP server.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetVersionTemplate(versionText(readBuildInfo()))
+	root.SetVersionTemplate(thisVersion())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Lookup("config") == nil {

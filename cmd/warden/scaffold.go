@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -98,6 +99,16 @@ func sameFile(a, b string) bool {
 
 // executable is the absolute path of this warden, symlinks resolved, as a
 // client must run it.
+// thisOS is the OS warden runs on, for the per-OS rules of
+// scaffold.ClientFiles and scaffold.NativePath; a folder the OS cannot
+// name is left empty, and the rules print the OS's placeholder for it.
+func thisOS() scaffold.OS {
+	o := scaffold.OS{GOOS: runtime.GOOS}
+	o.Home, _ = os.UserHomeDir()
+	o.ConfigDir, _ = os.UserConfigDir()
+	return o
+}
+
 func executable() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -201,7 +212,11 @@ project's config.yaml, made absolute: a client starts servers from a folder of i
   cursor   Cursor (.cursor/mcp.json): the same shape
   vscode   VS Code (.vscode/mcp.json): {"servers": {NAME: {"type": "stdio", "command", "args"}}}
 
-Merge it into the client's file.`,
+Paths are in this OS's form (C:\\Users\\… in JSON on Windows). The JSON goes to stdout;
+stderr says where this OS's client keeps the file to merge it into: Claude Desktop's
+claude_desktop_config.json in ~/Library/Application Support/Claude (macOS) or
+%APPDATA%\Claude (Windows), VS Code's mcp.json in its user folder or .vscode/, Cursor's
+~/.cursor/mcp.json or .cursor/.`,
 		Example: `  warden mcp-config claude
   warden mcp-config vscode -c ~/tools/config.yaml --name tools > .vscode/mcp.json`,
 		Args: cobraArgs(cobra.ExactArgs(1)),
@@ -220,12 +235,32 @@ Merge it into the client's file.`,
 			if err != nil {
 				return err
 			}
+			host := thisOS()
+			files, err := scaffold.ClientFiles(args[0], host)
+			if err != nil {
+				return usageError{err}
+			}
+			if exe, err = scaffold.NativePath(host, exe); err != nil {
+				return fmt.Errorf("the path of this warden binary: %w", err)
+			}
+			if cfg, err = scaffold.NativePath(host, cfg); err != nil {
+				return fmt.Errorf("the config's path: %w", err)
+			}
 			out, err := scaffold.MCPConfig(args[0], name, exe, cfg)
 			if err != nil {
 				return usageError{err}
 			}
-			_, err = cmd.OutOrStdout().Write(out)
-			return err
+			if _, err = cmd.OutOrStdout().Write(out); err != nil {
+				return err
+			}
+			// Where to put it goes to stderr: stdout stays the JSON alone,
+			// ready to redirect into a new file.
+			w := cmd.ErrOrStderr()
+			fmt.Fprintln(w, "Merge it into the client's file (create it with this content if there is none):")
+			for _, f := range files {
+				fmt.Fprintf(w, "  %-29s %s\n", f.Client+":", f.Path)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "warden", "the server's name in the client")

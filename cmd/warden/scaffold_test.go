@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -120,10 +121,23 @@ func TestMCPConfigCommand(t *testing.T) {
 	}
 	cmd := exec.Command(link, "mcp-config", "cursor", "--name", "mytools")
 	cmd.Dir = dir // ./config.yaml is the config in force
-	cmd.Env = append(os.Environ(), "WARDEN_CONFIG=")
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "WARDEN_CONFIG=", "HOME="+home)
+	var where strings.Builder
+	cmd.Stderr = &where
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Where the snippet goes, on stderr: this OS's files (the rules of
+	// every OS are tested in internal/scaffold).
+	if runtime.GOOS == "linux" {
+		wantWhere := "Merge it into the client's file (create it with this content if there is none):\n" +
+			"  Cursor, for every project:    " + home + "/.cursor/mcp.json\n" +
+			"  Cursor, in a project:         .cursor/mcp.json\n"
+		if where.String() != wantWhere {
+			t.Errorf("stderr:\n%s\nwant:\n%s", where.String(), wantWhere)
+		}
 	}
 	want := `{
   "mcpServers": {
