@@ -3,7 +3,6 @@ package lsp
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,7 +48,7 @@ func TestLifecycleEveryLanguage(t *testing.T) {
 			if first == 0 {
 				t.Fatal("no server after the first query")
 			}
-			if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+			if err := killPID(first); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, "the manager notices the crash", func() bool { return serverPID(m, tg) == 0 })
