@@ -20,6 +20,7 @@ import (
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/scaffold"
 	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/internal/userdirs"
 )
 
 func newNewCmd() *cobra.Command {
@@ -104,8 +105,10 @@ func sameFile(a, b string) bool {
 // name is left empty, and the rules print the OS's placeholder for it.
 func thisOS() scaffold.OS {
 	o := scaffold.OS{GOOS: runtime.GOOS}
-	o.Home, _ = os.UserHomeDir()
-	o.ConfigDir, _ = os.UserConfigDir()
+	// The same home and config dir warden's deny rules and cache use
+	// (internal/userdirs: $HOME, else the user database).
+	o.Home, _ = userdirs.Home()
+	o.ConfigDir, _ = userdirs.ConfigDir()
 	return o
 }
 
