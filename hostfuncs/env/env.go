@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/capsyntax"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/secrets"
 	"github.com/warden-run/warden/tool"
 )
@@ -59,7 +61,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("env.values.%s: same key as %s (keys are case-insensitive)", key, other))
 		}
 		seen[foldKey(key)] = key
-		if _, both := c.Secrets[foldKey(key)]; both {
+		if slices.ContainsFunc(slices.Collect(maps.Keys(c.Secrets)), func(k string) bool { return foldKey(k) == foldKey(key) }) {
 			errs = append(errs, fmt.Errorf("env.values.%s: a secret has the same name", key))
 		}
 		switch {
@@ -248,7 +250,7 @@ func gate(call *hostfuncs.Call, req *request, hasSecrets bool) error {
 // readable lists the secrets call's tool may read, sorted: those bound to
 // it while the module it is bound to serves it.
 func (s *secretSet) readable(call *hostfuncs.Call) []string {
-	var names []string
+	names := []string{}
 	for name, sec := range s.byKey {
 		if sec.allows(call) {
 			names = append(names, strings.ToUpper(name))
@@ -259,7 +261,7 @@ func (s *secretSet) readable(call *hostfuncs.Call) []string {
 }
 
 func (s Secret) allows(call *hostfuncs.Call) bool {
-	module, ok := s.Readers[foldKey(call.Tool)]
+	module, ok := s.Readers[configkey.Fold(call.Tool)]
 	return ok && module == call.Module
 }
 
@@ -273,10 +275,10 @@ func (e *Env) serveSecret(call *hostfuncs.Call, key string, s Secret, read func(
 	}
 	if !s.allows(call) {
 		err := tool.Errorf(tool.KindDenied, "env: secret %q is not bound to tool %q (config key secrets.%s.tools%s: add %s there to allow it)",
-			key, call.Tool, strings.ToLower(key), where, foldKey(call.Tool))
-		if module, named := s.Readers[foldKey(call.Tool)]; named && module != call.Module {
+			key, call.Tool, strings.ToLower(key), where, configkey.Fold(call.Tool))
+		if module, named := s.Readers[configkey.Fold(call.Tool)]; named && module != call.Module {
 			err = tool.Errorf(tool.KindDenied, "env: secret %q is bound to tool %q served by module %q, and module %q serves it now (config key secrets.%s.tools%s)",
-				key, foldKey(call.Tool), module, call.Module, strings.ToLower(key), where)
+				key, configkey.Fold(call.Tool), module, call.Module, strings.ToLower(key), where)
 		}
 		e.logger.Info("env denied", "tool", call.Tool, "reason", err)
 		return nil, err
