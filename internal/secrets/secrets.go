@@ -61,7 +61,7 @@ func (s Source) Read() (string, error) {
 			return "", fmt.Errorf("no keyring entry %q of service %q (store one with: warden secret set %s): %w", s.Ref, KeyringService, s.Ref, ErrNotFound)
 		}
 		if err != nil {
-			return "", fmt.Errorf("keyring: %w", err)
+			return "", keyringError(err)
 		}
 		if v == "" {
 			return "", fmt.Errorf("keyring entry %q is empty", s.Ref)
@@ -127,7 +127,13 @@ func Store(name, value string) error {
 		return fmt.Errorf("the value is larger than %d KiB", MaxSize>>10)
 	}
 	if err := keyring.Set(KeyringService, name, value); err != nil {
-		return fmt.Errorf("keyring: %w", err)
+		return keyringError(err)
 	}
 	return nil
+}
+
+// keyringError says which keyring could not be used: on Linux the usual
+// cause is no Secret Service in the session (a server, a container).
+func keyringError(err error) error {
+	return fmt.Errorf("the OS keyring (macOS Keychain, Windows Credential Manager, or on Linux a Secret Service such as GNOME Keyring or KeePassXC on the session D-Bus) cannot be used: %w", err)
 }
