@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // secretRefsWorld serves hostcalls (bound to the secrets), shouty (tool
@@ -28,7 +30,7 @@ const (
 	hostValue   = "host-Hx7sT3cretV4riable"
 )
 
-func newSecretRefsWorld(t *testing.T) *secretRefsWorld {
+func newSecretRefsWorld(t *testing.T, extra ...string) *secretRefsWorld {
 	t.Helper()
 	w := &secretRefsWorld{env: newEnv(t, "", "hostcalls", "shouty", "surface")}
 	w.file = filepath.Join(w.dir, "run-secrets", "deploy_key")
@@ -43,7 +45,7 @@ func newSecretRefsWorld(t *testing.T) *secretRefsWorld {
 	w.withConfig(t, fmt.Sprintf("  audit: %s\n  audit_arguments: true\nsecrets:\n"+
 		"  DEPLOY_KEY:\n    file: run-secrets/deploy_key\n    tools: [hostcalls]\n"+
 		"  HOST_KEY: {env: E2E_SECRET_REF_HOST, tools: [hostcalls]}\n"+
-		"  GONE_KEY: {file: /nonexistent/warden-e2e/gone, tools: [hostcalls]}\n", w.audit))
+		"  GONE_KEY: {file: /nonexistent/warden-e2e/gone, tools: [hostcalls]}\n", w.audit)+strings.Join(extra, ""))
 	b, err := os.ReadFile(w.config)
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +75,12 @@ func newSecretRefsWorld(t *testing.T) *secretRefsWorld {
 //   - a tool that logs, prints and fails with the values (surface) gets
 //     none of them into warden's stderr log (debug level) or audit log,
 //     the rotated value included, which no config held at the last reload;
-//   - and no byte of either, nor of any refusal, holds a value.
+//   - and no byte of either, of /metrics, of the trace spans sent to an
+//     OTLP collector, nor of any refusal, holds a value.
 func TestSecretReferences(t *testing.T) {
-	w := newSecretRefsWorld(t)
+	traces := collector(t)
+	metricsAddr := freeAddr(t)
+	w := newSecretRefsWorld(t, fmt.Sprintf("server:\n  metrics_addr: %s\n  tracing: {endpoint: %s, sample_ratio: 1}\n", metricsAddr, traces.url))
 	t.Setenv("E2E_SECRET_REF_HOST", hostValue)
 	cs, stderr := stdioServer(t, w.env, "", nil)
 
@@ -120,14 +125,28 @@ func TestSecretReferences(t *testing.T) {
 		}
 		call(t, cs, "surface", map[string]any{"error": map[string]any{"kind": "failed", "message": "error " + v}})
 	}
-	if err := cs.Close(); err != nil { // flushes the audit log
+	status, metrics := getMetrics(t, "http://"+metricsAddr+"/metrics", "")
+	if status != 200 || !strings.Contains(metrics, `tool="hostcalls"`) {
+		t.Fatalf("GET /metrics: %d\n%s", status, metrics)
+	}
+	if err := cs.Close(); err != nil { // flushes the audit log and the spans
 		t.Fatalf("warden serve did not exit cleanly: %v", err)
 	}
 	audit, err := os.ReadFile(w.audit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sinks := map[string]string{"audit log": string(audit), "stderr log": stderr.String()}
+	if len(traces.calls()) == 0 {
+		t.Fatal("the collector received no call span")
+	}
+	var spans strings.Builder
+	traces.mu.Lock()
+	for _, span := range traces.spans {
+		b, _ := proto.Marshal(span)
+		spans.Write(b)
+	}
+	traces.mu.Unlock()
+	sinks := map[string]string{"audit log": string(audit), "stderr log": stderr.String(), "metrics": metrics, "trace spans": spans.String()}
 	for i, e := range errorsShown {
 		sinks[fmt.Sprintf("error result %d", i)] = e
 	}
