@@ -223,3 +223,27 @@ func TestSecretList(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretSetRefusals: warden secret set refuses, before touching any
+// keyring, a name that is no keyring entry name (a usage error) and an
+// empty stdin, saying how to give the value.
+func TestSecretSetRefusals(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, stdin, want string
+		code              int
+	}{
+		{"a b", "value", `"a b" is not a keyring entry name (1-128 characters of A-Z a-z 0-9 _ - ., starting with a letter or digit)`, 2},
+		{"ok-name", "\n", `nothing stored: stdin held no value (pipe it in: printf %s "$VALUE" | warden secret set ok-name)`, 1},
+	} {
+		cmd := exec.Command(built.warden, "secret", "set", c.name)
+		cmd.Env = childEnv()
+		cmd.Stdin = strings.NewReader(c.stdin)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("warden secret set %q: exit %d, stderr:\n%s\nwant exit %d and %q", c.name, code, stderr.String(), c.code, c.want)
+		}
+	}
+}

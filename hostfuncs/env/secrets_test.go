@@ -177,3 +177,27 @@ func TestSecretNameClash(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 }
+
+// TestSecretReload: a new config (a reload) rebinds and re-sources the
+// secrets from the next request on; an invalid one changes nothing.
+func TestSecretReload(t *testing.T) {
+	f, file, _ := secretFixture(t)
+	cfg := Config{Secrets: map[string]Secret{
+		"deploy_key": {Source: secrets.Source{Kind: secrets.Env, Ref: "WARDEN_TEST_SECRET_VAR"}, Readers: map[string]string{"echo": "echo"}, Where: "config.yaml:3"},
+	}}
+	if err := f.env.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := f.serve(t, secretCall("echo", "echo"), `{"op":"get","key":"deploy_key"}`); err != nil || out.(getReply).Value != hostSecret {
+		t.Fatalf("after the reload the newly bound tool reads %v %v", out, err)
+	}
+	_, err := f.serve(t, secretCall("github", "github"), `{"op":"get","key":"deploy_key"}`)
+	wantKind(t, err, tool.KindDenied)
+	bad := Config{Values: map[string]Value{"DEPLOY_KEY": {Value: "x"}}, Secrets: map[string]Secret{"deploy_key": {Source: secrets.Source{Kind: secrets.File, Ref: file}}}}
+	if err := f.env.SetConfig(bad); err == nil {
+		t.Fatal("a clashing config was accepted")
+	}
+	if out, err := f.serve(t, secretCall("echo", "echo"), `{"op":"get","key":"deploy_key"}`); err != nil || out.(getReply).Value != hostSecret {
+		t.Fatalf("after a refused reload: %v %v", out, err)
+	}
+}
