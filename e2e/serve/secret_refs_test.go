@@ -247,3 +247,42 @@ func TestSecretSetRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretRebindOnReload: a config change binding the secret to READER
+// as well (with READER's grant entry bound to module shouty, which serves
+// it), and pointing it at another file, applies from the next call on,
+// without a restart.
+func TestSecretRebindOnReload(t *testing.T) {
+	t.Parallel()
+	w := newSecretRefsWorld(t)
+	cs, stderr := stdioServer(t, w.env, "", nil)
+	if got := dump(call(t, cs, "READER", map[string]any{"key": "DEPLOY_KEY"})); !strings.Contains(got, `"kind":"denied"`) {
+		t.Fatalf("READER before the reload: %s", got)
+	}
+	other := filepath.Join(w.dir, "run-secrets", "other_key")
+	if err := os.WriteFile(other, []byte(fileValueV2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebound := strings.Replace(string(b), "    file: run-secrets/deploy_key\n    tools: [hostcalls]\n", "    file: run-secrets/other_key\n    tools: [hostcalls, reader]\n", 1)
+	// READER is served by module shouty: its grant entry binds it there,
+	// else the secret would go to a module named reader only.
+	rebound = strings.Replace(rebound, "    shouty: {}\n", "    shouty: {}\n    reader: {module: shouty}\n", 1)
+	if !strings.Contains(rebound, "tools: [hostcalls, reader]") || !strings.Contains(rebound, "reader: {module: shouty}") {
+		t.Fatalf("no DEPLOY_KEY entry or shouty grant in:\n%s", b)
+	}
+	reloads := strings.Count(stderr.String(), "config reloaded")
+	if err := os.WriteFile(w.config, []byte(rebound), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the config reload", func() bool { return strings.Count(stderr.String(), "config reloaded") > reloads })
+	if got := dump(call(t, cs, "READER", map[string]any{"key": "DEPLOY_KEY"})); !strings.Contains(got, fileValueV2) {
+		t.Fatalf("READER after the reload: %s", got)
+	}
+	if strings.Contains(stderr.String(), fileValueV2) {
+		t.Fatalf("the stderr log holds the value:\n%s", stderr.String())
+	}
+}
