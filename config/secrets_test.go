@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,4 +94,25 @@ secrets:
 	if strings.Contains(err.Error(), pasted) {
 		t.Errorf("the error quotes the env field:\n%v", err)
 	}
+}
+
+// FuzzSecretsValidate: any secrets entry validates without panicking, and
+// an env field holding a pasted NAME=value is never quoted back.
+func FuzzSecretsValidate(f *testing.F) {
+	f.Add("DEPLOY_KEY", "", "/run/secrets/x", "", "deploy")
+	f.Add("TOKEN", "GH_TOKEN=ghp_s3cret", "", "", "gh")
+	f.Add("warden_x", "", "", "entry", "a b")
+	f.Fuzz(func(t *testing.T, name, env, file, ring, toolName string) {
+		c := &Config{Secrets: map[string]Secret{name: {Env: env, File: file, Keyring: ring, Tools: []string{toolName}}}}
+		var msgs []string
+		c.validateSecrets(func(key, format string, args ...any) { msgs = append(msgs, key+": "+fmt.Sprintf(format, args...)) })
+		// (Unless another field holds the same text, which may be shown.)
+		if i := strings.IndexByte(env, '='); i >= 0 && len(env)-i > 8 && !strings.Contains(name+"\x00"+file+"\x00"+ring+"\x00"+toolName, env[i:]) {
+			for _, m := range msgs {
+				if strings.Contains(m, env[i:]) {
+					t.Fatalf("the env field's value is quoted: %s", m)
+				}
+			}
+		}
+	})
 }
