@@ -39,15 +39,16 @@ import (
 
 // Config is the whole of config.yaml.
 type Config struct {
-	Project  Project  `mapstructure:"project"`
-	Tools    Tools    `mapstructure:"tools"`
-	Security Security `mapstructure:"security"`
-	Server   Server   `mapstructure:"server"`
-	LSP      LSP      `mapstructure:"lsp"`
-	Net      Net      `mapstructure:"net"`
-	Env      Env      `mapstructure:"env"`
-	Memory   Memory   `mapstructure:"memory"`
-	Log      Log      `mapstructure:"log"`
+	Project  Project           `mapstructure:"project"`
+	Tools    Tools             `mapstructure:"tools"`
+	Security Security          `mapstructure:"security"`
+	Server   Server            `mapstructure:"server"`
+	LSP      LSP               `mapstructure:"lsp"`
+	Net      Net               `mapstructure:"net"`
+	Env      Env               `mapstructure:"env"`
+	Secrets  map[string]Secret `mapstructure:"secrets"`
+	Memory   Memory            `mapstructure:"memory"`
+	Log      Log               `mapstructure:"log"`
 
 	// File is the config file this was read from ("" when none), and Dir the
 	// directory relative paths in it are resolved against.
@@ -972,6 +973,7 @@ func (c *Config) Validate() error {
 				ev.FromEnv, wardenSetting(ev.FromEnv))
 		}
 	}
+	c.validateSecrets(fail)
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "warning", "error":
 	default:

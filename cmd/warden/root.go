@@ -49,7 +49,7 @@ const keepLogsAnnotation = "warden.keep-logs"
 // configFreeCommands take none of the global flags: they read no config
 // and log nothing, so -c or --log-level there would be a flag that does
 // nothing.
-var configFreeCommands = []string{"new", "version"}
+var configFreeCommands = []string{"new", "version", "secret"}
 
 func newRoot() *cobra.Command {
 	var g globalFlags
@@ -75,7 +75,7 @@ them to AI agents as an MCP server.`,
 	}
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
 		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g),
-		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd(), newMigrateCmd(&g), newCacheCmd(&g))
+		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd(), newMigrateCmd(&g), newCacheCmd(&g), newSecretCmd(&g))
 	// The global flags are each command's own (not persistent), so that a
 	// command without a config (new, version, completion) neither offers
 	// nor accepts them. The root has them too, hidden (they mean nothing

@@ -60,7 +60,9 @@ type App struct {
 	installer *install.Installer
 	// secrets, when set (RedactWith), is kept equal to the config's
 	// secret values, which the logs and the audit trail redact.
-	secrets atomic.Pointer[redact.Secrets]
+	// secrets learns the secret values read at call time too (see
+	// capabilities.learn); it is shared with them, hence a pointer.
+	secrets *atomic.Pointer[redact.Secrets]
 	// secretsExtra are RedactWith's extra values, written before secrets
 	// is stored and only read after it is loaded.
 	secretsExtra []string
@@ -73,7 +75,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, fmt.Errorf("server.state_key: %w", err)
 	}
-	caps, err := newCapabilities(ctx, cfg, logger)
+	secrets := new(atomic.Pointer[redact.Secrets])
+	caps, err := newCapabilities(ctx, cfg, logger, func(v string) { secrets.Load().Learn(v) })
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +87,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	a := &App{
 		caps:        caps,
+		secrets:     secrets,
 		rt:          rt,
 		log:         logger,
 		cursors:     newCursorSigner(cursorKey),

@@ -51,10 +51,13 @@ type capabilities struct {
 	// dir, compile cache and audit log are read only then, so they stay
 	// warden's (and denied to tools) whatever a reload says.
 	startOwn []fs.OwnFile
+	// learn hears each secret value a tool is given, for the logs to
+	// redact (redact.Secrets.Learn).
+	learn func(string)
 }
 
-func newCapabilities(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *capabilities, err error) {
-	var c capabilities
+func newCapabilities(ctx context.Context, cfg *config.Config, logger *slog.Logger, learn func(string)) (_ *capabilities, err error) {
+	c := capabilities{learn: learn}
 	c.client = client.New(cfg.ClientWait())
 	c.rec = &recorderRef{}
 	c.prompts = &prompter{log: logger, rec: c.rec, digests: newConfigDigests(cfg)}
@@ -74,7 +77,7 @@ func newCapabilities(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if c.net, err = net.New(netConfig(cfg), logger); err != nil {
 		return nil, fmt.Errorf("net capability: %w", err)
 	}
-	if c.env, err = env.New(envConfig(cfg), logger); err != nil {
+	if c.env, err = env.New(c.envConfig(cfg), logger); err != nil {
 		return nil, fmt.Errorf("env capability: %w", err)
 	}
 	if c.servers, err = lsp.NewManager(lspConfig(cfg, logger)); err != nil {
@@ -211,7 +214,7 @@ func (c *capabilities) apply(cfg *config.Config) error {
 		wrap("fs", c.fs.SetConfig(c.fsConfig(cfg))),
 		wrap("memory", c.memory.SetConfig(memoryConfig(cfg))),
 		wrap("net", c.net.SetConfig(netConfig(cfg))),
-		wrap("env", c.env.SetConfig(envConfig(cfg))),
+		wrap("env", c.env.SetConfig(c.envConfig(cfg))),
 	)
 }
 
@@ -311,10 +314,14 @@ func lspConfig(cfg *config.Config, logger *slog.Logger) lsp.Config {
 	return lsp.Config{Languages: languages, IdleTimeout: cfg.LSP.IdleTTL, RequestTimeout: cfg.LSP.Timeout, Logger: logger}
 }
 
-func envConfig(cfg *config.Config) env.Config {
+func (c *capabilities) envConfig(cfg *config.Config) env.Config {
 	values := make(map[string]env.Value, len(cfg.Env.Values))
 	for key, v := range cfg.Env.Values {
 		values[key] = env.Value{Value: v.Value, FromEnv: v.FromEnv}
 	}
-	return env.Config{Values: values}
+	secrets := make(map[string]env.Secret, len(cfg.Secrets))
+	for name := range cfg.Secrets {
+		secrets[name] = env.Secret{Source: cfg.SecretSource(name), Readers: cfg.SecretReaders(name), Where: cfg.SecretWhere(name)}
+	}
+	return env.Config{Values: values, Secrets: secrets, Read: c.learn}
 }

@@ -26,7 +26,9 @@ func (a *App) refreshSecrets(cfg *config.Config) {
 
 // SecretValues lists the values of cfg that no log may show: the values of
 // env.values and of each tool's config (literal or from the host variable
-// they name), server.token and server.state_key.
+// they name), of each secrets entry as its source holds it now (one that
+// cannot be read is left out: warden.env learns it when it is read),
+// server.token and server.state_key.
 func SecretValues(cfg *config.Config) []string {
 	values := []string{cfg.Server.Token, cfg.Server.StateKey}
 	add := func(v config.EnvValue) {
@@ -43,6 +45,11 @@ func SecretValues(cfg *config.Config) []string {
 	for _, g := range cfg.Tools.Grants {
 		for _, v := range g.Config {
 			add(v)
+		}
+	}
+	for name := range cfg.Secrets {
+		if v, err := cfg.SecretSource(name).Read(); err == nil {
+			values = append(values, v)
 		}
 	}
 	return values

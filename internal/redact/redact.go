@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -30,14 +31,53 @@ const MinLength = 4
 // it is safe for concurrent use, and Set may be called at any time.
 type Secrets struct {
 	r atomic.Pointer[strings.Replacer]
+
+	// mu orders Set and Learn, which rebuild r from set and learned.
+	mu      sync.Mutex
+	set     []string
+	learned []string
 }
 
-// Set makes values the secrets, replacing the previous set. Each value is
-// also redacted as JSON writes it inside a string (quotes, backslashes and
-// control characters escaped), so that an audit line holds it neither way.
+// MaxLearned bounds the values Learn keeps: a secret file rotated every
+// minute for a year does not grow the replacer without end. The oldest
+// goes first; by then the value is long out of use.
+const MaxLearned = 256
+
+// Set makes values the secrets of the config, replacing the previous set;
+// learned values stay. Each value is also redacted as JSON writes it
+// inside a string (quotes, backslashes and control characters escaped),
+// so that an audit line holds it neither way.
 func (s *Secrets) Set(values []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.set = slices.Clone(values)
+	s.rebuild()
+}
+
+// Learn adds value to the secrets until it falls out of the last
+// MaxLearned learned: a secret read at call time (a rotated file, a
+// keyring entry changed since the last reload) is redacted from the moment
+// it is read, and its old value stays redacted too. It is cheap for a
+// value already known. A nil s learns nothing.
+func (s *Secrets) Learn(value string) {
+	if s == nil || len(value) < MinLength {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.learned, value) || slices.Contains(s.set, value) {
+		return
+	}
+	if len(s.learned) == MaxLearned {
+		s.learned = slices.Delete(s.learned, 0, 1)
+	}
+	s.learned = append(s.learned, value)
+	s.rebuild()
+}
+
+func (s *Secrets) rebuild() {
 	var forms []string
-	for _, v := range values {
+	for _, v := range slices.Concat(s.set, s.learned) {
 		if len(v) < MinLength {
 			continue
 		}

@@ -77,3 +77,29 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// TestLearn: a value learned at call time (a rotated secret file) is
+// redacted from then on, beside the config's set; a reload (Set) keeps
+// it; the oldest of more than MaxLearned goes.
+func TestLearn(t *testing.T) {
+	var s Secrets
+	s.Set([]string{"config-secret"})
+	s.Learn("rotated-v1")
+	s.Learn("rotated-v1") // known: nothing changes
+	s.Learn("abc")        // too short to redact
+	if got := s.Redact("config-secret rotated-v1 abc"); got != "[redacted] [redacted] abc" {
+		t.Fatalf("after Learn: %q", got)
+	}
+	s.Set([]string{"config-secret-2"})
+	if got := s.Redact("config-secret-2 rotated-v1"); got != "[redacted] [redacted]" {
+		t.Fatalf("after a reload: %q", got)
+	}
+	for i := range MaxLearned {
+		s.Learn(strings.Repeat("x", 4+i))
+	}
+	if got := s.Redact("rotated-v1"); got != "rotated-v1" {
+		t.Fatalf("the oldest learned value past MaxLearned: %q", got)
+	}
+	var nilSecrets *Secrets
+	nilSecrets.Learn("anything") // no panic
+}

@@ -1,0 +1,203 @@
+package env
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zalando/go-keyring"
+
+	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/secrets"
+	"github.com/warden-run/warden/tool"
+)
+
+const (
+	fileSecretV1 = "file-s3cret-v1-0xabad1dea"
+	fileSecretV2 = "file-s3cret-v2-0xdefec8ed"
+	ringSecret   = "ring-s3cret-0xc0ffee00"
+)
+
+// secretFixture serves one secret of each source: deploy_key from a file,
+// ring_key from the keyring (go-keyring's in-memory mock: e2e/serve tests
+// the real Secret Service), host_key from a variable, each bound to tool
+// "github" served by its own module; read collects what Read hears.
+func secretFixture(t *testing.T) (f *fixture, file string, read *[]string) {
+	t.Helper()
+	keyring.MockInit()
+	if err := secrets.Store("ring-entry", ringSecret); err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(t.TempDir(), "deploy_key")
+	if err := os.WriteFile(file, []byte(fileSecretV1+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WARDEN_TEST_SECRET_VAR", hostSecret)
+	readers := map[string]string{"github": "github"}
+	var heard []string
+	cfg := Config{
+		Values: map[string]Value{"API_TOKEN": {Value: literalSecret}},
+		Secrets: map[string]Secret{
+			"deploy_key": {Source: secrets.Source{Kind: secrets.File, Ref: file}, Readers: readers, Where: "config.yaml:7"},
+			"ring_key":   {Source: secrets.Source{Kind: secrets.Keyring, Ref: "ring-entry"}, Readers: readers, Where: "config.yaml:9"},
+			"host_key":   {Source: secrets.Source{Kind: secrets.Env, Ref: "WARDEN_TEST_SECRET_VAR"}, Readers: readers, Where: "config.yaml:11"},
+			"gone_key":   {Source: secrets.Source{Kind: secrets.File, Ref: file + ".missing"}, Readers: readers, Where: "config.yaml:13"},
+		},
+		Read: func(v string) { heard = append(heard, v) },
+	}
+	f = &fixture{logs: &strings.Builder{}, obs: &recorder{}}
+	var err error
+	if f.env, err = New(cfg, slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))); err != nil {
+		t.Fatal(err)
+	}
+	return f, file, &heard
+}
+
+func secretCall(toolName, module string, grants ...string) *hostfuncs.Call {
+	return &hostfuncs.Call{Tool: toolName, Module: module, Grants: tool.Capabilities{Env: grants}}
+}
+
+// TestSecretBoundToolOnly: the bound tool reads each secret as its source
+// holds it; another tool, even one granted every env key by name, gets the
+// exact refusal naming the secret and the config line that would allow
+// it; a module serving a tool of the bound name is refused too.
+func TestSecretBoundToolOnly(t *testing.T) {
+	f, _, heard := secretFixture(t)
+	for key, want := range map[string]string{"DEPLOY_KEY": fileSecretV1, "ring_key": ringSecret, "Host_Key": hostSecret} {
+		out, err := f.serve(t, secretCall("GitHub", "github"), `{"op":"get","key":"`+key+`"}`)
+		if err != nil || out != (getReply{Key: key, Value: want}) {
+			t.Fatalf("get %s by the bound tool: %v %v", key, out, err)
+		}
+	}
+	if len(*heard) != 3 {
+		t.Fatalf("Read heard %d values, want 3", len(*heard))
+	}
+	out, err := f.serve(t, secretCall("echo", "echo", "DEPLOY_KEY", "API_TOKEN"), `{"op":"get","key":"DEPLOY_KEY"}`)
+	wantKind(t, err, tool.KindDenied)
+	const want = `env: secret "DEPLOY_KEY" is not bound to tool "echo" (config key secrets.deploy_key.tools, config.yaml:7: add echo there to allow it)`
+	if te := err.(*tool.Error); out != nil || te.Message != want || te.Need != nil {
+		t.Fatalf("get by another tool: %v %v, want %q without a need (a prompt cannot bind a secret)", out, err, want)
+	}
+	_, err = f.serve(t, secretCall("github", "evil"), `{"op":"get","key":"ring_key"}`)
+	wantKind(t, err, tool.KindDenied)
+	if want := `env: secret "ring_key" is bound to tool "github" served by module "github", and module "evil" serves it now (config key secrets.ring_key.tools, config.yaml:9)`; err.(*tool.Error).Message != want {
+		t.Fatalf("get by another module: %v, want %q", err, want)
+	}
+	// list: the bound tool sees its secrets (upper-cased) beside its keys;
+	// another sees none of them.
+	out, err = f.serve(t, secretCall("github", "github", "API_TOKEN"), `{"op":"list"}`)
+	if err != nil || strings.Join(out.(listReply).Keys, ",") != "API_TOKEN,DEPLOY_KEY,GONE_KEY,HOST_KEY,RING_KEY" {
+		t.Fatalf("list by the bound tool: %v %v", out, err)
+	}
+	out, err = f.serve(t, secretCall("echo", "echo", "API_TOKEN"), `{"op":"list"}`)
+	if err != nil || strings.Join(out.(listReply).Keys, ",") != "API_TOKEN" {
+		t.Fatalf("list by another tool: %v %v", out, err)
+	}
+	// A tool with no env grant but a bound secret may list.
+	if out, err = f.serve(t, secretCall("github", "github"), `{"op":"list"}`); err != nil || len(out.(listReply).Keys) != 4 {
+		t.Fatalf("list with secrets only: %v %v", out, err)
+	}
+	for _, v := range []string{fileSecretV1, ringSecret, hostSecret} {
+		if strings.Contains(f.logs.String(), v) {
+			t.Fatalf("the log holds a secret value:\n%s", f.logs)
+		}
+	}
+}
+
+// TestSecretRotated: a secret file rewritten between two calls is what the
+// second call reads, and Read hears the new value (for the logs to redact
+// it) before the tool gets it.
+func TestSecretRotated(t *testing.T) {
+	f, file, heard := secretFixture(t)
+	get := func() string {
+		t.Helper()
+		out, err := f.serve(t, secretCall("github", "github"), `{"op":"get","key":"deploy_key"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(getReply).Value
+	}
+	if v := get(); v != fileSecretV1 {
+		t.Fatalf("first read %q", v)
+	}
+	if err := os.WriteFile(file, []byte(fileSecretV2+"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v := get(); v != fileSecretV2 {
+		t.Fatalf("after rotation read %q, want %q", v, fileSecretV2)
+	}
+	if got := *heard; len(got) != 2 || got[1] != fileSecretV2 {
+		t.Fatalf("Read heard %q", got)
+	}
+}
+
+// TestSecretUnreadable: a secret whose source holds nothing, or too much,
+// is an error naming the secret, its source and its config line, never a
+// value.
+func TestSecretUnreadable(t *testing.T) {
+	f, file, _ := secretFixture(t)
+	_, err := f.serve(t, secretCall("github", "github"), `{"op":"get","key":"GONE_KEY"}`)
+	wantKind(t, err, tool.KindNotFound)
+	want := `env: secret "GONE_KEY" (file ` + file + `.missing, config key secrets.gone_key, config.yaml:13) cannot be read: ` + file + `.missing does not exist: not found`
+	if err.(*tool.Error).Message != want {
+		t.Fatalf("missing file:\n got %v\nwant %s", err, want)
+	}
+	big := strings.Repeat(fileSecretV1, secrets.MaxSize/len(fileSecretV1)+1)
+	if err := os.WriteFile(file, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.serve(t, secretCall("github", "github"), `{"op":"get","key":"deploy_key"}`)
+	wantKind(t, err, tool.KindUnavailable)
+	if want := `cannot be read: ` + file + ` is larger than 64 KiB: a secret file holds one value`; !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), fileSecretV1) {
+		t.Fatalf("oversized file: %v, want it to end %q", err, want)
+	}
+	t.Setenv("WARDEN_TEST_SECRET_VAR", "")
+	os.Unsetenv("WARDEN_TEST_SECRET_VAR")
+	_, err = f.serve(t, secretCall("github", "github"), `{"op":"get","key":"host_key"}`)
+	wantKind(t, err, tool.KindNotFound)
+	if want := `env: secret "host_key" (env WARDEN_TEST_SECRET_VAR, config key secrets.host_key, config.yaml:11) cannot be read: variable WARDEN_TEST_SECRET_VAR is not set: not found`; err.(*tool.Error).Message != want {
+		t.Fatalf("unset variable:\n got %v\nwant %s", err, want)
+	}
+	keyring.MockInit() // empty
+	_, err = f.serve(t, secretCall("github", "github"), `{"op":"get","key":"ring_key"}`)
+	wantKind(t, err, tool.KindNotFound)
+	if want := `env: secret "ring_key" (keyring ring-entry, config key secrets.ring_key, config.yaml:9) cannot be read: no keyring entry "ring-entry" of service "warden" (store one with: warden secret set ring-entry): not found`; err.(*tool.Error).Message != want {
+		t.Fatalf("no keyring entry:\n got %v\nwant %s", err, want)
+	}
+}
+
+// TestSecretNameClash: a secret and an env.values key of one name are
+// refused: a tool could not tell which it reads.
+func TestSecretNameClash(t *testing.T) {
+	err := Config{Values: map[string]Value{"DEPLOY_KEY": {Value: literalSecret}},
+		Secrets: map[string]Secret{"deploy_key": {Source: secrets.Source{Kind: secrets.Env, Ref: "X"}}}}.Validate()
+	if err == nil || err.Error() != "env.values.DEPLOY_KEY: a secret has the same name" || strings.Contains(err.Error(), literalSecret) {
+		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// TestSecretReload: a new config (a reload) rebinds and re-sources the
+// secrets from the next request on; an invalid one changes nothing.
+func TestSecretReload(t *testing.T) {
+	f, file, _ := secretFixture(t)
+	cfg := Config{Secrets: map[string]Secret{
+		"deploy_key": {Source: secrets.Source{Kind: secrets.Env, Ref: "WARDEN_TEST_SECRET_VAR"}, Readers: map[string]string{"echo": "echo"}, Where: "config.yaml:3"},
+	}}
+	if err := f.env.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := f.serve(t, secretCall("echo", "echo"), `{"op":"get","key":"deploy_key"}`); err != nil || out.(getReply).Value != hostSecret {
+		t.Fatalf("after the reload the newly bound tool reads %v %v", out, err)
+	}
+	_, err := f.serve(t, secretCall("github", "github"), `{"op":"get","key":"deploy_key"}`)
+	wantKind(t, err, tool.KindDenied)
+	bad := Config{Values: map[string]Value{"DEPLOY_KEY": {Value: "x"}}, Secrets: map[string]Secret{"deploy_key": {Source: secrets.Source{Kind: secrets.File, Ref: file}}}}
+	if err := f.env.SetConfig(bad); err == nil {
+		t.Fatal("a clashing config was accepted")
+	}
+	if out, err := f.serve(t, secretCall("echo", "echo"), `{"op":"get","key":"deploy_key"}`); err != nil || out.(getReply).Value != hostSecret {
+		t.Fatalf("after a refused reload: %v %v", out, err)
+	}
+}
