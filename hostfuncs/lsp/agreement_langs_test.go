@@ -40,7 +40,7 @@ func TestPythonAgreement(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, root, "textwrap.py", string(b))
-	n := runAgreement(t, agreementSpec{
+	runAgreement(t, agreementSpec{
 		lang:    "python",
 		root:    root,
 		files:   []string{"json/decoder.py", "json/encoder.py", "json/__init__.py", "textwrap.py"},
@@ -50,9 +50,6 @@ func TestPythonAgreement(t *testing.T) {
 		keywords: strings.Fields("def class return if elif else for while in not and or is None True False import from as " +
 			"try except finally raise with pass break continue lambda self yield global nonlocal assert del"),
 	})
-	if agreed, compared := n.total(); compared < 60 {
-		t.Fatalf("only %d answers compared (%d agreed): the selector picked too few positions", compared, agreed)
-	}
 }
 
 // TestTypeScriptAgreement: warden's five queries against
@@ -80,7 +77,7 @@ func TestTypeScriptAgreement(t *testing.T) {
 		writeFile(t, root, "core/"+f, string(b))
 	}
 	writeFile(t, root, "tsconfig.json", `{"compilerOptions": {"strict": true, "target": "es2022", "module": "esnext", "moduleResolution": "bundler", "noEmit": true}, "include": ["core"]}`)
-	n := runAgreement(t, agreementSpec{
+	runAgreement(t, agreementSpec{
 		lang:    "typescript",
 		root:    root,
 		files:   []string{"core/core.ts", "core/parse.ts", "core/errors.ts", "core/util.ts"},
@@ -90,7 +87,4 @@ func TestTypeScriptAgreement(t *testing.T) {
 		keywords: strings.Fields("import export from as const let var function return if else for while of in new this type interface " +
 			"extends implements class true false null undefined typeof keyof readonly any unknown never string number boolean void declare namespace"),
 	})
-	if agreed, compared := n.total(); compared < 60 {
-		t.Fatalf("only %d answers compared (%d agreed): the selector picked too few positions", compared, agreed)
-	}
 }

@@ -1,33 +1,28 @@
 package lsp
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // The agreement tests put warden's answers (the capability, as a tool gets
 // them) next to the same server's answers to a client of the test's own,
 // asked directly over a second process on the same files: at positions a
 // deterministic selector picks, they must be the same. The direct client
-// shares no code with warden's: its JSON-RPC framing, its position
-// conversion (it speaks UTF-16, LSP's default) and its result decoding are
-// written here, so that a bug in either side shows as a disagreement.
+// (rawServer, rawclient_test.go) shares no code with warden's: its JSON-RPC
+// framing, its position conversion (it speaks UTF-16, LSP's default) and
+// its result decoding are its own, so that a bug in either side shows as a
+// disagreement.
 
 // loadingTimeout is the request timeout of tests on real servers that load
 // a project first (pyright, tsserver): tens of seconds on a loaded machine.
@@ -78,8 +73,12 @@ func requireServer(t *testing.T, lang string) string {
 	return p
 }
 
+// minCompared is the fewest answers an agreement run compares: fewer, and
+// the selector picked too few positions to be evidence.
+const minCompared = 60
+
 // runAgreement runs spec and fails the test on any disagreement, logging
-// the counts.
+// the counts, or when fewer than minCompared answers were compared.
 func runAgreement(t *testing.T, spec agreementSpec) agreementCounts {
 	t.Helper()
 	m, err := NewManager(Config{ShutdownGrace: time.Second, RequestTimeout: loadingTimeout})
@@ -100,7 +99,7 @@ func runAgreement(t *testing.T, spec agreementSpec) agreementCounts {
 		}
 		return out
 	}
-	d := startDirect(t, DefaultLanguages()[spec.lang], spec.root)
+	d := startRaw(t, spec.root, DefaultLanguages()[spec.lang])
 
 	var n agreementCounts
 	var disagreements []string
@@ -197,6 +196,9 @@ func runAgreement(t *testing.T, spec agreementSpec) agreementCounts {
 	for _, s := range disagreements {
 		t.Error(s)
 	}
+	if compared < minCompared {
+		t.Fatalf("only %d answers compared (%d agreed): the selector picked too few positions", compared, agreed)
+	}
 	return n
 }
 
@@ -251,338 +253,51 @@ func selectPositions(t *testing.T, spec agreementSpec, file string) []Position {
 	return out
 }
 
-// --- the direct client ---
-
-// direct is a language server the test talks to itself.
-type direct struct {
-	t    *testing.T
-	root string
-	lang Language
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-
-	mu      sync.Mutex
-	nextID  int
-	pending map[int]chan json.RawMessage
-	diags   map[string]chan struct{} // closed when a file's diagnostics first arrive
-	opened  map[string]bool
-	lines   map[string][]string
-	warm    bool // the first file opened was diagnosed
-}
-
-func startDirect(t *testing.T, lang Language, root string) *direct {
-	t.Helper()
-	cmd := exec.Command(lang.Command, lang.Args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), lang.Env...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &direct{t: t, root: root, lang: lang, cmd: cmd, in: in, pending: map[int]chan json.RawMessage{},
-		diags: map[string]chan struct{}{}, opened: map[string]bool{}, lines: map[string][]string{}}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	go d.read(bufio.NewReader(out))
-	rootURI := "file://" + root
-	var opts any
-	if len(lang.InitializationOptions) > 0 {
-		json.Unmarshal(withRoot(lang.InitializationOptions, root), &opts)
-	}
-	d.call("initialize", map[string]any{
-		"processId": os.Getpid(), "rootUri": rootURI, "rootPath": root,
-		"workspaceFolders": []any{map[string]any{"uri": rootURI, "name": filepath.Base(root)}},
-		"capabilities": map[string]any{
-			"textDocument": map[string]any{
-				"documentSymbol":     map[string]any{"hierarchicalDocumentSymbolSupport": true},
-				"hover":              map[string]any{"contentFormat": []string{"plaintext", "markdown"}},
-				"publishDiagnostics": map[string]any{"versionSupport": true},
-			},
-			"workspace": map[string]any{"workspaceFolders": true},
-		},
-		"initializationOptions": opts,
-	})
-	d.notify("initialized", map[string]any{})
-	return d
-}
-
-func (d *direct) send(msg map[string]any) {
-	msg["jsonrpc"] = "2.0"
-	b, _ := json.Marshal(msg)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fmt.Fprintf(d.in, "Content-Length: %d\r\n\r\n%s", len(b), b)
-}
-
-func (d *direct) notify(method string, params any) {
-	d.send(map[string]any{"method": method, "params": params})
-}
-
-// call sends a request and waits for its result.
-func (d *direct) call(method string, params any) json.RawMessage {
-	d.t.Helper()
-	d.mu.Lock()
-	d.nextID++
-	id := d.nextID
-	ch := make(chan json.RawMessage, 1)
-	d.pending[id] = ch
-	d.mu.Unlock()
-	d.send(map[string]any{"id": id, "method": method, "params": params})
-	select {
-	case res := <-ch:
-		return res
-	case <-time.After(2 * time.Minute):
-		d.t.Fatalf("direct %s: no answer", method)
-		return nil
-	}
-}
-
-// read dispatches the server's messages: results to their callers, its
-// requests answered with null (a configuration request with a null per
-// item), diagnostics noted.
-func (d *direct) read(r *bufio.Reader) {
-	for {
-		length := 0
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			line = strings.TrimSpace(line)
-			if line == "" {
-				break
-			}
-			if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-				length, _ = strconv.Atoi(v)
-			}
-		}
-		body := make([]byte, length)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return
-		}
-		var msg struct {
-			ID     *json.RawMessage `json:"id"`
-			Method string           `json:"method"`
-			Params json.RawMessage  `json:"params"`
-			Result json.RawMessage  `json:"result"`
-		}
-		json.Unmarshal(body, &msg)
-		switch {
-		case msg.Method != "" && msg.ID != nil:
-			var result any
-			if msg.Method == "workspace/configuration" {
-				var p struct{ Items []any }
-				json.Unmarshal(msg.Params, &p)
-				result = make([]any, len(p.Items))
-			}
-			d.send(map[string]any{"id": msg.ID, "result": result})
-		case msg.Method == "textDocument/publishDiagnostics":
-			var p struct{ URI string }
-			json.Unmarshal(msg.Params, &p)
-			d.mu.Lock()
-			if ch, ok := d.diags[p.URI]; ok {
-				select {
-				case <-ch:
-				default:
-					close(ch)
-				}
-			}
-			d.mu.Unlock()
-		case msg.ID != nil:
-			var id int
-			json.Unmarshal(*msg.ID, &id)
-			d.mu.Lock()
-			ch := d.pending[id]
-			delete(d.pending, id)
-			d.mu.Unlock()
-			if ch != nil {
-				ch <- msg.Result
-			}
-		}
-	}
-}
-
-func (d *direct) uri(rel string) string { return "file://" + filepath.Join(d.root, rel) }
-
-// open sends didOpen for rel once, as warden does before a query.
-func (d *direct) open(rel string) {
-	if d.opened[rel] {
-		return
-	}
-	d.opened[rel] = true
-	content, err := os.ReadFile(filepath.Join(d.root, rel))
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.mu.Lock()
-	d.diags[d.uri(rel)] = make(chan struct{})
-	d.mu.Unlock()
-	d.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
-		"uri": d.uri(rel), "languageId": d.lang.languageID(rel), "version": 1, "text": string(content)}})
-	if d.lang.WaitForProject && !d.warm {
-		// As warden does: the first query waits until the server has
-		// loaded the project, which it says by diagnosing the file.
-		d.warm = true
-		d.mu.Lock()
-		ch := d.diags[d.uri(rel)]
-		d.mu.Unlock()
-		select {
-		case <-ch:
-		case <-time.After(2 * time.Minute):
-			d.t.Fatalf("direct: no diagnostics of %s", rel)
-		}
-	}
-}
-
-// fileLines returns rel's lines, for column conversion.
-func (d *direct) fileLines(rel string) []string {
-	if l, ok := d.lines[rel]; ok {
-		return l
-	}
-	content, _ := os.ReadFile(filepath.Join(d.root, rel))
-	l := strings.Split(strings.ReplaceAll(string(content), "\r\n", "\n"), "\n")
-	d.lines[rel] = l
-	return l
-}
-
-// toUTF16 converts a 1-based byte column of rel to a 0-based UTF-16 one.
-func (d *direct) toUTF16(rel string, p Position) map[string]any {
-	line := d.fileLines(rel)[p.Line-1]
-	return map[string]any{"line": p.Line - 1, "character": len(utf16.Encode([]rune(line[:p.Column-1])))}
-}
-
-// fromUTF16 converts a server position in rel to "line:column", 1-based
-// byte column.
-func (d *direct) fromUTF16(rel string, line, char int) string {
-	lines := d.fileLines(rel)
-	col := char
-	if line < len(lines) {
-		units, off := 0, 0
-		s := lines[line]
-		for off < len(s) && units < char {
-			r, size := utf8.DecodeRuneInString(s[off:])
-			units += len(utf16.Encode([]rune{r}))
-			off += size
-		}
-		col = off
-	}
-	return fmt.Sprintf("%d:%d", line+1, col+1)
-}
-
-// rel returns the project-relative path of a file URI, or false outside
-// the project.
-func (d *direct) rel(u string) (string, bool) {
-	p, ok := strings.CutPrefix(u, "file://")
-	if !ok {
-		return "", false
-	}
-	r, err := filepath.Rel(d.root, p)
-	if err != nil || !filepath.IsLocal(r) {
-		return "", false
-	}
-	return filepath.ToSlash(r), true
-}
-
-type wireRange struct {
-	Start struct{ Line, Character int } `json:"start"`
-	End   struct{ Line, Character int } `json:"end"`
-}
-
-func (d *direct) rangeString(rel string, r wireRange) string {
-	return rel + ":" + d.fromUTF16(rel, r.Start.Line, r.Start.Character) + "-" + d.fromUTF16(rel, r.End.Line, r.End.Character)
-}
+// --- the direct server's answers, as runAgreement compares them ---
 
 // locations asks method at p and returns the project locations, as
 // path:line:col-line:col, sorted.
-func (d *direct) locations(rel string, p Position, method string, extra map[string]any) []string {
-	d.open(rel)
-	params := map[string]any{"textDocument": map[string]any{"uri": d.uri(rel)}, "position": d.toUTF16(rel, p)}
+func (r *rawServer) locations(rel string, p Position, method string, extra map[string]any) []string {
+	r.open(rel)
+	params := r.at(rel, p)
 	for k, v := range extra {
 		params[k] = v
 	}
-	raw := d.call(method, params)
-	var items []struct {
-		URI                  string     `json:"uri"`
-		Range                wireRange  `json:"range"`
-		TargetURI            string     `json:"targetUri"`
-		TargetSelectionRange *wireRange `json:"targetSelectionRange"`
-	}
-	if len(raw) > 0 && raw[0] == '{' {
-		raw = json.RawMessage("[" + string(raw) + "]")
-	}
-	json.Unmarshal(raw, &items)
-	out := []string{}
-	for _, it := range items {
-		u, r := it.URI, it.Range
-		if it.TargetURI != "" {
-			u, r = it.TargetURI, *it.TargetSelectionRange
-		}
-		if path, ok := d.rel(u); ok {
-			out = append(out, d.rangeString(path, r))
-		}
-	}
-	sort.Strings(out)
-	return out
+	var raw json.RawMessage
+	r.call(method, params, &raw)
+	in, _ := r.files.locs(raw)
+	return locationStrings(in)
 }
 
 // hover returns the hover text at p, flattened as warden documents it.
-func (d *direct) hover(rel string, p Position) string {
-	d.open(rel)
-	raw := d.call("textDocument/hover", map[string]any{"textDocument": map[string]any{"uri": d.uri(rel)}, "position": d.toUTF16(rel, p)})
-	var h struct {
-		Contents json.RawMessage `json:"contents"`
-	}
-	if json.Unmarshal(raw, &h) != nil || len(h.Contents) == 0 {
+func (r *rawServer) hover(rel string, p Position) string {
+	r.open(rel)
+	var h *rawHover
+	r.call("textDocument/hover", r.at(rel, p), &h)
+	if h == nil || len(h.Contents) == 0 {
 		return ""
 	}
-	var markup struct{ Kind, Value string }
-	var text string
-	if json.Unmarshal(h.Contents, &markup) == nil && markup.Kind != "" {
-		text = markup.Value
-	} else if json.Unmarshal(h.Contents, &text) != nil {
-		text = string(h.Contents) // MarkedString forms: compared raw
+	if text := h.text(); strings.TrimSpace(text) != "" {
+		return text
 	}
-	if strings.TrimSpace(text) == "" {
-		return ""
-	}
-	return text
+	return ""
 }
 
-type wireSymbol struct {
-	Name           string       `json:"name"`
-	Kind           int          `json:"kind"`
-	SelectionRange wireRange    `json:"selectionRange"`
-	Children       []wireSymbol `json:"children"`
-	Location       *struct {
-		URI   string    `json:"uri"`
-		Range wireRange `json:"range"`
-	} `json:"location"`
-}
-
-func (d *direct) documentSymbols(rel string) []string {
-	d.open(rel)
-	var syms []wireSymbol
-	json.Unmarshal(d.call("textDocument/documentSymbol", map[string]any{"textDocument": map[string]any{"uri": d.uri(rel)}}), &syms)
-	var flat func(syms []wireSymbol, container string) []string
-	flat = func(syms []wireSymbol, container string) []string {
+// documentSymbols returns rel's symbols flattened as flattenSymbols does
+// warden's: container/name kind line:column.
+func (r *rawServer) documentSymbols(rel string) []string {
+	r.open(rel)
+	var syms []rawDocSymbol
+	r.call("textDocument/documentSymbol", map[string]any{"textDocument": map[string]any{"uri": fileURI(filepath.Join(r.root, rel))}}, &syms)
+	var flat func(syms []rawDocSymbol, container string) []string
+	flat = func(syms []rawDocSymbol, container string) []string {
 		var out []string
 		for _, s := range syms {
-			r := s.SelectionRange
+			at := s.SelectionRange
 			if s.Location != nil { // SymbolInformation
-				r = s.Location.Range
+				at = s.Location.Range
 			}
-			pos := d.fromUTF16(rel, r.Start.Line, r.Start.Character)
-			out = append(out, fmt.Sprintf("%s/%s %s %s", container, s.Name, wireKind(s.Kind), pos))
+			out = append(out, fmt.Sprintf("%s/%s %s %d:%d", container, s.Name, wireKind(s.Kind), at.Start.Line+1, r.files.col(rel, at.Start.Line, at.Start.Character)))
 			out = append(out, flat(s.Children, container+"/"+s.Name)...)
 		}
 		return out
@@ -594,26 +309,23 @@ func (d *direct) documentSymbols(rel string) []string {
 // language when none is open and the language needs it, as warden does,
 // and retrying an empty answer for a while (a server loading the project
 // answers nothing yet).
-func (d *direct) workspaceSymbols(query string) []string {
-	if d.lang.WaitForProject && !d.warm {
-		r, _ := os.OpenRoot(d.root)
-		first, _ := findFile(r.FS(), d.lang.Extensions)
-		r.Close()
+func (r *rawServer) workspaceSymbols(query string) []string {
+	if r.lang.WaitForProject && !r.warm {
+		root, _ := os.OpenRoot(r.root)
+		first, _ := findFile(root.FS(), r.lang.Extensions)
+		root.Close()
 		if first != "" {
-			d.open(first)
+			r.open(first)
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var syms []wireSymbol
-		json.Unmarshal(d.call("workspace/symbol", map[string]any{"query": query}), &syms)
+		var syms []rawSymInfo
+		r.call("workspace/symbol", map[string]any{"query": query}, &syms)
 		out := []string{}
 		for _, s := range syms {
-			if s.Location == nil {
-				continue
-			}
-			if rel, ok := d.rel(s.Location.URI); ok {
-				out = append(out, fmt.Sprintf("%s %s %s:%s", s.Name, wireKind(s.Kind), rel, d.fromUTF16(rel, s.Location.Range.Start.Line, s.Location.Range.Start.Character)))
+			if loc, ok := r.files.loc(s.Location.URI, s.Location.Range); ok {
+				out = append(out, fmt.Sprintf("%s %s %s:%d:%d", s.Name, wireKind(s.Kind), loc.Path, loc.Line, loc.Column))
 			}
 		}
 		if len(out) > 0 || time.Now().After(deadline) {
@@ -622,15 +334,4 @@ func (d *direct) workspaceSymbols(query string) []string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// wireKind names an LSP symbol kind, from the specification's table.
-func wireKind(k int) string {
-	names := []string{"", "file", "module", "namespace", "package", "class", "method", "property", "field", "constructor",
-		"enum", "interface", "function", "variable", "constant", "string", "number", "boolean", "array", "object",
-		"key", "null", "enumMember", "struct", "event", "operator", "typeParameter"}
-	if k > 0 && k < len(names) {
-		return names[k]
-	}
-	return "unknown"
 }

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"go.lsp.dev/protocol"
 )
 
 // The C agreement tests run clangd on real C code that ships in Debian's
@@ -114,20 +112,6 @@ func cEnv(t testing.TB, root string) (*Manager, *Capability) {
 	return m, c
 }
 
-// utf16At converts a 1-based byte column to the 0-based UTF-16 offset the
-// server expects.
-func utf16At(line string, col int) int {
-	n := 0
-	for _, r := range line[:min(col-1, len(line))] {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
 // agreement asks warden (through the capability, as the bundled tools do)
 // and the server directly the same questions, and tallies the answers.
 type agreement struct {
@@ -158,12 +142,7 @@ func (a *agreement) lines(rel string) []string {
 	return l
 }
 
-func (a *agreement) textPos(rel string, p Position) map[string]any {
-	return map[string]any{
-		"textDocument": map[string]string{"uri": fileURI(filepath.Join(a.root, rel))},
-		"position":     map[string]int{"line": p.Line - 1, "character": utf16At(a.lines(rel)[p.Line-1], p.Column)},
-	}
-}
+func (a *agreement) textPos(rel string, p Position) map[string]any { return a.raw.at(rel, p) }
 
 func (a *agreement) serve(req map[string]any, out any) error {
 	req["language"] = a.lang
@@ -252,7 +231,7 @@ func (a *agreement) directWorkspace(query string) []string {
 			a.tally.outside++
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s %q %s:%d:%d-%d", s.Name, symbolKindName(protocol.SymbolKind(s.Kind)), s.ContainerName, loc.Path, loc.Line, loc.Column, loc.EndLine))
+		out = append(out, fmt.Sprintf("%s %s %q %s:%d:%d-%d", s.Name, wireKind(s.Kind), s.ContainerName, loc.Path, loc.Line, loc.Column, loc.EndLine))
 	}
 	return out
 }
@@ -290,9 +269,9 @@ func TestClangdAgreement(t *testing.T) {
 	}
 
 	raw := startRaw(t, root, clangdLanguages(t)["c"])
-	a := &agreement{t: t, lang: "c", langID: "c", root: root, raw: raw, files: &rawFiles{root: root}, tally: newTally()}
+	a := &agreement{t: t, lang: "c", langID: "c", root: root, raw: raw, files: raw.files, tally: newTally()}
 	for _, f := range files {
-		raw.open(f, "c")
+		raw.open(f)
 	}
 	// clangd indexes the compile_commands.json's files in the background;
 	// its workspace symbols and cross-file references come from that index.
@@ -435,7 +414,7 @@ func TestClangdWithoutCompileCommands(t *testing.T) {
 	}
 	// The server did find it: warden dropped it.
 	raw := startRaw(t, root, clangdLanguages(t)["c"])
-	raw.open("src/zran.c", "c")
+	raw.open("src/zran.c")
 	var ans json.RawMessage
 	raw.call("textDocument/definition", map[string]any{
 		"textDocument": map[string]string{"uri": fileURI(filepath.Join(root, "src/zran.c"))},

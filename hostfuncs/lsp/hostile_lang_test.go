@@ -277,7 +277,7 @@ func firstKey(m map[string]string) string {
 func (e *hostileEnv) direct(t *testing.T) (*rawServer, *rawFiles) {
 	t.Helper()
 	raw := startRaw(t, e.root, e.server)
-	raw.open(e.lang.main, e.server.LanguageID)
+	raw.open(e.lang.main)
 	return raw, &rawFiles{root: e.root}
 }
 

@@ -1,8 +1,10 @@
 package lsp
 
 import (
-	"context"
+	"bufio"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,40 +12,58 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"go.lsp.dev/jsonrpc2"
-	"go.lsp.dev/protocol"
 )
 
 // rawServer is a language server asked directly, without warden: the
-// agreement tests' oracle. It speaks JSON-RPC with untyped JSON, decodes
-// answers with its own small types and converts UTF-16 columns with its own
-// code, so that it shares nothing with the path under test but the server.
+// agreement tests' oracle. It shares no code with warden's LSP client: it
+// frames JSON-RPC itself (Content-Length headers over the server's stdio),
+// sends untyped JSON, decodes answers with its own small types and
+// converts UTF-16 columns with its own code, so that it shares nothing
+// with the path under test but the server, and an agreement is evidence.
 type rawServer struct {
-	t    testing.TB
-	root string
-	cmd  *exec.Cmd
-	conn jsonrpc2.Conn
+	t     testing.TB
+	root  string
+	lang  Language
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	files *rawFiles
+	done  chan struct{} // closed when the server's output ends
 
-	mu    sync.Mutex
-	ended map[string]bool // $/progress tokens that ended
-	begun map[string]string
-	moved chan struct{} // closed and replaced on every $/progress
+	wmu sync.Mutex // one message written at a time
+
+	mu      sync.Mutex
+	nextID  int
+	pending map[int]chan rawReply
+	diags   map[string]chan struct{} // closed when a file's diagnostics first arrive
+	opened  map[string]bool
+	warm    bool              // the first file opened was diagnosed
+	ended   map[string]bool   // $/progress tokens that ended
+	begun   map[string]string // $/progress tokens that began, with their titles
+	moved   chan struct{}     // closed and replaced on every $/progress
 
 	closeOnce sync.Once
 }
 
-// startRaw starts command in root and runs the initialize handshake with
-// the client capabilities warden declares (UTF-16 positions only: the LSP
-// default, so the conversion below is always exercised).
+// rawReply is the answer to one of the client's requests.
+type rawReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// startRaw starts the server of l in root and runs the initialize
+// handshake (UTF-16 positions only: the LSP default, so the conversion
+// below is always exercised).
 func startRaw(t testing.TB, root string, l Language) *rawServer {
 	t.Helper()
-	r := &rawServer{t: t, root: root, ended: map[string]bool{}, begun: map[string]string{}, moved: make(chan struct{})}
 	cmd := exec.Command(l.Command, l.Args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), l.Env...)
@@ -58,80 +78,199 @@ func startRaw(t testing.TB, root string, l Language) *rawServer {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", l.Command, err)
 	}
-	r.cmd = cmd
-	r.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipePair{r: stdout, w: stdin}))
-	r.conn.Go(context.Background(), r.handle)
+	r := &rawServer{t: t, root: root, lang: l, cmd: cmd, in: stdin, files: &rawFiles{root: root}, done: make(chan struct{}),
+		pending: map[int]chan rawReply{}, diags: map[string]chan struct{}{}, opened: map[string]bool{},
+		ended: map[string]bool{}, begun: map[string]string{}, moved: make(chan struct{})}
+	go r.read(bufio.NewReader(stdout))
 	t.Cleanup(r.close)
 
 	rootURI := fileURI(root)
-	var res json.RawMessage
 	var opts any
 	if len(l.InitializationOptions) > 0 {
-		opts = json.RawMessage(l.InitializationOptions)
+		json.Unmarshal(withRoot(l.InitializationOptions, root), &opts)
 	}
 	r.call("initialize", map[string]any{
 		"initializationOptions": opts,
 		"processId":             os.Getpid(),
 		"rootUri":               rootURI,
 		"rootPath":              root,
-		"workspaceFolders": []map[string]string{
-			{"uri": rootURI, "name": filepath.Base(root)},
-		},
+		"workspaceFolders":      []any{map[string]any{"uri": rootURI, "name": filepath.Base(root)}},
 		"capabilities": map[string]any{
 			"window": map[string]any{"workDoneProgress": true},
 			"textDocument": map[string]any{
-				"documentSymbol": map[string]any{"hierarchicalDocumentSymbolSupport": true},
-				"hover":          map[string]any{"contentFormat": []string{"plaintext", "markdown"}},
+				"documentSymbol":     map[string]any{"hierarchicalDocumentSymbolSupport": true},
+				"hover":              map[string]any{"contentFormat": []string{"plaintext", "markdown"}},
+				"publishDiagnostics": map[string]any{"versionSupport": true},
 			},
 			"workspace": map[string]any{"workspaceFolders": true},
 		},
-	}, &res)
-	if err := r.conn.Notify(context.Background(), "initialized", map[string]any{}); err != nil {
-		t.Fatal(err)
-	}
+	}, nil)
+	r.notify("initialized", map[string]any{})
 	return r
 }
 
-// pipePair glues a child's stdout and stdin into one io.ReadWriteCloser.
-type pipePair struct {
-	r io.Reader
-	w io.WriteCloser
+// send writes one message, framed.
+func (r *rawServer) send(msg map[string]any) error {
+	msg["jsonrpc"] = "2.0"
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	_, err = fmt.Fprintf(r.in, "Content-Length: %d\r\n\r\n%s", len(b), b)
+	return err
 }
 
-func (p pipePair) Read(b []byte) (int, error)  { return p.r.Read(b) }
-func (p pipePair) Write(b []byte) (int, error) { return p.w.Write(b) }
-func (p pipePair) Close() error                { return p.w.Close() }
-
-func (r *rawServer) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	switch req.Method() {
-	case "workspace/configuration":
-		var p struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		json.Unmarshal(req.Params(), &p)
-		return make([]any, len(p.Items)), nil
-	case "$/progress":
-		var p struct {
-			Token any `json:"token"`
-			Value struct {
-				Kind  string `json:"kind"`
-				Title string `json:"title"`
-			} `json:"value"`
-		}
-		json.Unmarshal(req.Params(), &p)
-		tok := fmt.Sprint(p.Token)
-		r.mu.Lock()
-		switch p.Value.Kind {
-		case "begin":
-			r.begun[tok] = p.Value.Title
-		case "end":
-			r.ended[tok] = true
-		}
-		close(r.moved)
-		r.moved = make(chan struct{})
-		r.mu.Unlock()
+func (r *rawServer) notify(method string, params any) {
+	msg := map[string]any{"method": method}
+	if params != nil {
+		msg["params"] = params
 	}
-	return nil, nil
+	r.send(msg)
+}
+
+// request sends a request and waits at most timeout for its answer.
+func (r *rawServer) request(method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	r.mu.Lock()
+	r.nextID++
+	id := r.nextID
+	ch := make(chan rawReply, 1)
+	r.pending[id] = ch
+	r.mu.Unlock()
+	msg := map[string]any{"id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if err := r.send(msg); err != nil {
+		return nil, err
+	}
+	select {
+	case rep := <-ch:
+		if rep.Error != nil {
+			return nil, fmt.Errorf("error %d: %s", rep.Error.Code, rep.Error.Message)
+		}
+		if len(rep.Result) == 0 {
+			return json.RawMessage("null"), nil
+		}
+		return rep.Result, nil
+	case <-r.done:
+		return nil, errors.New("the server's output ended")
+	case <-time.After(timeout):
+		return nil, errors.New("no answer")
+	}
+}
+
+// call sends a request, waits for its answer and decodes it into result
+// (when not nil); an error answer fails the test.
+func (r *rawServer) call(method string, params, result any) {
+	r.t.Helper()
+	res, err := r.request(method, params, 2*time.Minute)
+	if err != nil {
+		r.t.Fatalf("%s (direct): %v", method, err)
+	}
+	if result != nil {
+		if err := json.Unmarshal(res, result); err != nil {
+			r.t.Fatalf("%s (direct): %v: %s", method, err, res)
+		}
+	}
+}
+
+// read dispatches the server's messages until its output ends: answers to
+// their callers; its requests answered with null (a configuration request
+// with a null per item); diagnostics and progress noted.
+func (r *rawServer) read(br *bufio.Reader) {
+	defer close(r.done)
+	for {
+		length := -1
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			line = strings.TrimSpace(line)
+			if line == "" {
+				break
+			}
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
+				length, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if length < 0 {
+			continue
+		}
+		body := make([]byte, length)
+		if _, err := io.ReadFull(br, body); err != nil {
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(body, &msg) != nil {
+			continue
+		}
+		hasID := len(msg.ID) > 0 && string(msg.ID) != "null"
+		switch {
+		case msg.Method != "" && hasID:
+			var result any
+			if msg.Method == "workspace/configuration" {
+				var p struct {
+					Items []json.RawMessage `json:"items"`
+				}
+				json.Unmarshal(msg.Params, &p)
+				result = make([]any, len(p.Items))
+			}
+			r.send(map[string]any{"id": msg.ID, "result": result})
+		case msg.Method == "textDocument/publishDiagnostics":
+			var p struct {
+				URI string `json:"uri"`
+			}
+			json.Unmarshal(msg.Params, &p)
+			r.mu.Lock()
+			if ch, ok := r.diags[p.URI]; ok {
+				select {
+				case <-ch:
+				default:
+					close(ch)
+				}
+			}
+			r.mu.Unlock()
+		case msg.Method == "$/progress":
+			var p struct {
+				Token any `json:"token"`
+				Value struct {
+					Kind  string `json:"kind"`
+					Title string `json:"title"`
+				} `json:"value"`
+			}
+			json.Unmarshal(msg.Params, &p)
+			tok := fmt.Sprint(p.Token)
+			r.mu.Lock()
+			switch p.Value.Kind {
+			case "begin":
+				r.begun[tok] = p.Value.Title
+			case "end":
+				r.ended[tok] = true
+			}
+			close(r.moved)
+			r.moved = make(chan struct{})
+			r.mu.Unlock()
+		case hasID:
+			var rep rawReply
+			json.Unmarshal(body, &rep)
+			var id int
+			json.Unmarshal(msg.ID, &id)
+			r.mu.Lock()
+			ch := r.pending[id]
+			delete(r.pending, id)
+			r.mu.Unlock()
+			if ch != nil {
+				ch <- rep
+			}
+		}
+	}
 }
 
 // waitProgress waits until a progress whose token or title contains name
@@ -160,45 +299,60 @@ func (r *rawServer) waitProgress(name string) {
 	}
 }
 
-func (r *rawServer) call(method string, params, result any) {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := r.conn.Call(ctx, method, params, result); err != nil {
-		r.t.Fatalf("%s (direct): %v", method, err)
-	}
-}
-
 func (r *rawServer) close() { r.closeOnce.Do(r.stop) }
 
 func (r *rawServer) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r.conn.Call(ctx, "shutdown", nil, nil)
-	r.conn.Notify(ctx, "exit", nil)
-	r.conn.Close()
-	done := make(chan struct{})
-	go func() { r.cmd.Wait(); close(done) }()
+	r.request("shutdown", nil, 5*time.Second)
+	r.notify("exit", nil)
+	r.in.Close()
+	exited := make(chan struct{})
+	go func() { r.cmd.Wait(); close(exited) }()
 	select {
-	case <-done:
+	case <-exited:
 	case <-time.After(5 * time.Second):
 		r.cmd.Process.Kill()
-		<-done
+		<-exited
 	}
 }
 
-// open sends didOpen for the project file rel.
-func (r *rawServer) open(rel, languageID string) {
+// open sends didOpen for the project file rel once, as warden does before
+// a query. For a language that waits for its project, the first file
+// opened waits, as warden's first query does, until the server has loaded
+// the project, which it says by diagnosing the file.
+func (r *rawServer) open(rel string) {
 	r.t.Helper()
+	if r.opened[rel] {
+		return
+	}
+	r.opened[rel] = true
 	b, err := os.ReadFile(filepath.Join(r.root, rel))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	err = r.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{
-		"textDocument": map[string]any{"uri": fileURI(filepath.Join(r.root, rel)), "languageId": languageID, "version": 1, "text": string(b)},
+	uri := fileURI(filepath.Join(r.root, rel))
+	diagnosed := make(chan struct{})
+	r.mu.Lock()
+	r.diags[uri] = diagnosed
+	r.mu.Unlock()
+	r.notify("textDocument/didOpen", map[string]any{
+		"textDocument": map[string]any{"uri": uri, "languageId": r.lang.languageID(rel), "version": 1, "text": string(b)},
 	})
-	if err != nil {
-		r.t.Fatal(err)
+	if r.lang.WaitForProject && !r.warm {
+		r.warm = true
+		select {
+		case <-diagnosed:
+		case <-time.After(2 * time.Minute):
+			r.t.Fatalf("direct: no diagnostics of %s", rel)
+		}
+	}
+}
+
+// at is the textDocument and UTF-16 position of p in rel, the parameters
+// of a query at a position.
+func (r *rawServer) at(rel string, p Position) map[string]any {
+	return map[string]any{
+		"textDocument": map[string]any{"uri": fileURI(filepath.Join(r.root, rel))},
+		"position":     map[string]any{"line": p.Line - 1, "character": r.files.utf16(rel, p)},
 	}
 }
 
@@ -231,6 +385,8 @@ type (
 		Range          rawRange       `json:"range"`
 		SelectionRange rawRange       `json:"selectionRange"`
 		Children       []rawDocSymbol `json:"children"`
+		// SymbolInformation's field, in a flat answer.
+		Location *rawLoc `json:"location"`
 	}
 	rawSymInfo struct {
 		Name          string `json:"name"`
@@ -265,9 +421,9 @@ func (f *rawFiles) rel(u string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
-// col converts a UTF-16 offset on line (0-based) of rel to a 1-based byte
-// column.
-func (f *rawFiles) col(rel string, line, utf16 int) int {
+// line returns the text of line (0-based) of rel, without its line
+// ending, and false past the end.
+func (f *rawFiles) line(rel string, line int) (string, bool) {
 	if f.lines == nil {
 		f.lines = map[string][]string{}
 	}
@@ -277,10 +433,33 @@ func (f *rawFiles) col(rel string, line, utf16 int) int {
 		ls = strings.Split(string(b), "\n")
 		f.lines[rel] = ls
 	}
-	if line >= len(ls) {
+	if line < 0 || line >= len(ls) {
+		return "", false
+	}
+	return strings.TrimSuffix(ls[line], "\r"), true
+}
+
+// utf16 converts p's 1-based byte column in rel to a 0-based UTF-16 offset.
+func (f *rawFiles) utf16(rel string, p Position) int {
+	text, _ := f.line(rel, p.Line-1)
+	units := 0
+	for _, c := range text[:min(p.Column-1, len(text))] {
+		if c >= 0x10000 {
+			units += 2
+		} else {
+			units++
+		}
+	}
+	return units
+}
+
+// col converts a UTF-16 offset on line (0-based) of rel to a 1-based byte
+// column.
+func (f *rawFiles) col(rel string, line, utf16 int) int {
+	text, ok := f.line(rel, line)
+	if !ok {
 		return utf16 + 1
 	}
-	text := strings.TrimSuffix(ls[line], "\r")
 	units, i := 0, 0
 	for i < len(text) && units < utf16 {
 		r, size := utf8.DecodeRuneInString(text[i:])
@@ -336,7 +515,7 @@ func (f *rawFiles) locs(raw json.RawMessage) (in []Location, outside int) {
 // what warden's reply carries: name, kind, name position, end line.
 func (f *rawFiles) flatSymbols(rel string, syms []rawDocSymbol, depth int, out *[]string) {
 	for _, s := range syms {
-		*out = append(*out, fmt.Sprintf("%s%s %s %d:%d-%d", strings.Repeat("  ", depth), s.Name, symbolKindName(protocol.SymbolKind(s.Kind)),
+		*out = append(*out, fmt.Sprintf("%s%s %s %d:%d-%d", strings.Repeat("  ", depth), s.Name, wireKind(s.Kind),
 			s.SelectionRange.Start.Line+1, f.col(rel, s.SelectionRange.Start.Line, s.SelectionRange.Start.Character), s.Range.End.Line+1))
 		f.flatSymbols(rel, s.Children, depth+1, out)
 	}
@@ -470,9 +649,23 @@ func (t *tally) report(tb testing.TB, lang string) {
 	}
 }
 
-// sortedLocs sorts a copy of ls like warden sorts references.
+// sortedLocs sorts a copy of ls as warden documents its references
+// sorted: by path, line and column.
 func sortedLocs(ls []Location) []Location {
 	out := slices.Clone(ls)
-	sortLocations(out)
+	slices.SortStableFunc(out, func(a, b Location) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
 	return out
+}
+
+// wireKind names an LSP symbol kind, from the specification's table.
+func wireKind(k int) string {
+	names := []string{"", "file", "module", "namespace", "package", "class", "method", "property", "field", "constructor",
+		"enum", "interface", "function", "variable", "constant", "string", "number", "boolean", "array", "object",
+		"key", "null", "enumMember", "struct", "event", "operator", "typeParameter"}
+	if k > 0 && k < len(names) {
+		return names[k]
+	}
+	return "unknown"
 }
