@@ -212,6 +212,27 @@ func (e *hostileEnv) serve(t *testing.T, req map[string]any, out any) error {
 	return json.Unmarshal(b, out)
 }
 
+// waitLoaded asks for the main file's symbols until the server has loaded
+// the project. A language's first query waits for that only until the
+// request's deadline and then answers unavailable, "ask again later" (as
+// pyright can on a busy machine): the test asks again, as a client would,
+// so that every assertion after it meets a loaded project.
+func (e *hostileEnv) waitLoaded(t *testing.T) {
+	t.Helper()
+	var err error
+	for range 5 {
+		var out map[string]any
+		if err = e.serve(t, map[string]any{"op": "documentSymbol", "path": e.lang.main}, &out); err == nil {
+			return
+		}
+		var te *tool.Error
+		if !errors.As(err, &te) || te.Kind != tool.KindUnavailable {
+			break
+		}
+	}
+	t.Fatalf("%s never loaded the project: %v", e.lang.name, err)
+}
+
 // at is the position of needle in the main file (its first occurrence).
 func (e *hostileEnv) at(t *testing.T, needle string) Position {
 	t.Helper()
@@ -308,6 +329,7 @@ func TestHostileLanguages(t *testing.T) {
 		t.Run(hl.name, func(t *testing.T) {
 			e := newHostileEnv(t, hl, Config{})
 			ctx := context.Background()
+			e.waitLoaded(t)
 
 			t.Run("symlink out of the root", func(t *testing.T) {
 				p := e.at(t, hl.useExt)

@@ -59,6 +59,7 @@ type server struct {
 
 	progMu     sync.Mutex
 	progress   map[string]bool // work-done progress begun and not ended, by token
+	endedFirst map[string]bool // tokens whose end was handled before their begin
 	progSignal chan struct{}   // closed and replaced when one ends
 
 	// Guarded by Manager.mu.
@@ -171,6 +172,7 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 		diags:      map[string]published{},
 		diagSignal: make(chan struct{}),
 		progress:   map[string]bool{},
+		endedFirst: map[string]bool{},
 		progSignal: make(chan struct{}),
 	}
 	if real, err := filepath.EvalSymlinks(t.Root); err == nil && real != t.Root {
@@ -548,13 +550,27 @@ func (s *server) trackProgress(token, kind string) {
 	defer s.progMu.Unlock()
 	switch kind {
 	case "begin":
+		if s.endedFirst[token] {
+			// Its end was handled first: notifications are handled
+			// concurrently, so a short piece of work can arrive inverted.
+			delete(s.endedFirst, token)
+			return
+		}
 		s.progress[token] = true
 	case "end":
-		delete(s.progress, token)
+		if s.progress[token] {
+			delete(s.progress, token)
+		} else if len(s.endedFirst) < maxEndedFirst {
+			s.endedFirst[token] = true
+		}
 		close(s.progSignal)
 		s.progSignal = make(chan struct{})
 	}
 }
+
+// maxEndedFirst bounds the tokens remembered as ended before their begin
+// was handled (a server that sends ends of unknown tokens cannot grow it).
+const maxEndedFirst = 256
 
 // loading returns whether the server reports work in progress, and a
 // channel closed when some of it ends.
