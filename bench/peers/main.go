@@ -32,6 +32,7 @@ func main() {
 	var (
 		warden = flag.String("warden", "", "the warden binary; it serves echo.wasm of -tools")
 		tools  = flag.String("tools", "", "the folder with the bundled tools' echo.wasm")
+		wflags = flag.String("warden-flags", "", "flags added to `warden serve`, space-separated (e.g. --cpuprofile FILE)")
 		cache  = flag.String("cache", "", "warden's compile cache (default: a temporary one, so the first round compiles echo)")
 		floor  = flag.String("floor", "", "the floor server binary (servers/floor)")
 		gosdk  = flag.String("gosdk", "", "the go-sdk server binary (servers/gosdk)")
@@ -51,7 +52,7 @@ func main() {
 	defer os.RemoveAll(dir)
 	var servers []server
 	if *warden != "" {
-		w, err := wardenServer(dir, *warden, filepath.Join(*tools, "echo.wasm"), *cache)
+		w, err := wardenServer(dir, *warden, filepath.Join(*tools, "echo.wasm"), *cache, strings.Fields(*wflags)...)
 		if err != nil {
 			fail(err)
 		}
@@ -91,8 +92,8 @@ func fail(err error) {
 
 // wardenServer is `warden serve` of a folder holding echo.wasm alone (so
 // that no other bundled module is loaded), with echo granted and the given
-// compile cache.
-func wardenServer(dir, warden, echo, cache string) (server, error) {
+// compile cache; flags are added to warden serve's.
+func wardenServer(dir, warden, echo, cache string, flags ...string) (server, error) {
 	wasm, err := os.ReadFile(echo)
 	if err != nil {
 		return server{}, fmt.Errorf("warden's echo tool: %w", err)
@@ -115,12 +116,19 @@ func wardenServer(dir, warden, echo, cache string) (server, error) {
 		"tools:\n  dir: %s\n  cache_dir: %s\n  grants:\n    echo: {}\nlog:\n  level: warn\n", tools, cache), 0o644); err != nil {
 		return server{}, err
 	}
-	return server{name: "warden", cmd: []string{warden, "serve", "--config", config}}, nil
+	return server{name: "warden", cmd: append([]string{warden, "serve", "--config", config}, flags...)}, nil
 }
 
 // runRounds measures every server once per round, in turn, and logs each
-// run to log.
+// run to log. Before the rounds each server is started once for one call,
+// unmeasured, so that what a server does once per machine rather than per
+// process (warden's compile of echo into its cache) is not in round 1.
 func runRounds(servers []server, rounds, warmup, calls int, log io.Writer) ([]run, error) {
+	for _, s := range servers {
+		if _, err := measure(s, 0, 1, 0); err != nil {
+			return nil, fmt.Errorf("the first start: %w", err)
+		}
+	}
 	var runs []run
 	for round := 1; round <= rounds; round++ {
 		for _, s := range servers {
