@@ -147,3 +147,38 @@ func goBuild(t *testing.T, dir string, env []string, args ...string) {
 		t.Fatalf("go build %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
+
+// FuzzCall feeds arbitrary bytes to the client as a server's stdout: it
+// never panics or hangs, and it accepts an answer only if it holds the
+// text it asked for.
+func FuzzCall(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hello 3"}]}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/message"}` + "\n" + `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hello 3"}],"isError":false}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"roots/list"}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}` + "\n"))
+	f.Add([]byte(`{"id":3,"result":null}` + "\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		c := &client{in: io.Discard, out: bufio.NewReader(bytes.NewReader(out))}
+		if _, err := c.call(3); err == nil && !answers(out, 3, "hello 3") {
+			t.Fatalf("accepted %q", out)
+		}
+	})
+}
+
+// answers reports whether a line of out, decoded apart from the client's
+// code, is the answer to id with text as its one content.
+func answers(out []byte, id float64, text string) bool {
+	for line := range bytes.Lines(out) {
+		var m struct {
+			ID     any `json:"id"`
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(line, &m) == nil && m.ID == id && len(m.Result.Content) == 1 && m.Result.Content[0].Text == text {
+			return true
+		}
+	}
+	return false
+}
