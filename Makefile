@@ -9,7 +9,7 @@
 export GOTOOLCHAIN := local
 GO ?= go
 
-.PHONY: all build install tools demo serve test test-go test-race test-conformance bench bench-scale cross release-snapshot release-check notices
+.PHONY: all build install tools demo serve test test-go test-race test-conformance bench bench-scale bench-peers cross release-snapshot release-check notices
 
 all: build tools
 
@@ -41,7 +41,7 @@ test: all test-go test-race test-conformance
 # go.mod"): ./... stops at their go.mod, so they are vetted and tested here.
 # The Extism fixtures (runtime/testdata/extism) are built by the runtime's
 # tests.
-OWN_MODULES := tools-wasm/jq bench/benchtable
+OWN_MODULES := tools-wasm/jq bench/benchtable bench/peers
 
 test-go:
 	$(GO) vet ./...
@@ -80,6 +80,27 @@ bench: build
 # part of test).
 bench-scale:
 	go test ./bench -run '^$$' -bench 'Startup|Sessions|FairShare' -benchtime 1x -timeout 60m
+
+# The peers table of docs/performance.md: warden's stdio echo call beside the
+# go-sdk, mark3labs/mcp-go and TypeScript SDK servers and the transport's
+# floor, one raw client, three interleaved rounds (bench/peers; a few
+# minutes, not part of test). The TypeScript SDK is installed from its
+# lock file into bin/peers/ts, again only when the lock file changes.
+# PEERS_ARGS adds flags (e.g. -rounds 1 -calls 1000).
+PEERS := $(CURDIR)/bin/peers
+PEERS_TS := bench/peers/servers/ts
+PEERS_ARGS ?=
+bench-peers: build tools $(PEERS)/ts/node_modules/.package-lock.json
+	$(GO) -C bench/peers build -o $(PEERS)/ ./servers/floor ./servers/gosdk ./servers/mcpgo
+	cp $(PEERS_TS)/server.mjs $(PEERS)/ts/
+	$(GO) -C bench/peers run . -warden $(CURDIR)/bin/warden -tools $(CURDIR)/bin/tools -cache $(PEERS)/cache \
+		-floor $(PEERS)/floor -gosdk $(PEERS)/gosdk -mcpgo $(PEERS)/mcpgo -ts $(PEERS)/ts/server.mjs \
+		-bench $(PEERS)/bench.txt $(PEERS_ARGS) | tee $(PEERS)/table.txt
+
+$(PEERS)/ts/node_modules/.package-lock.json: $(PEERS_TS)/package.json $(PEERS_TS)/package-lock.json
+	mkdir -p $(PEERS)/ts
+	cp $(PEERS_TS)/package.json $(PEERS_TS)/package-lock.json $(PEERS)/ts/
+	cd $(PEERS)/ts && npm ci --ignore-scripts --no-audit --no-fund
 
 # Every release target (.goreleaser.yaml) builds and vets: cross-compiles
 # ./... and vets it with each GOOS/GOARCH, so code behind a build tag of
