@@ -448,6 +448,13 @@ func (g *Guard) CheckReal(op string, access Access, toolName string, grants []st
 	if rule := g.denied(rt, real); rule != nil {
 		return denyRule(op, t.Path(), rule)
 	}
+	// A symlink's target may spell a directory by its 8.3 short name
+	// ("SSH~1"), which the lexical gate never saw and GetLongPathName
+	// cannot expand under a file that does not exist yet: the real path
+	// meets the same short-name rule as the tool's own.
+	if err := g.refuseNames(op, t.Path(), rel, nil); err != nil {
+		return err
+	}
 	if !g.granted(grants, rt) {
 		return denied("%s %q: not granted: a symlink leads outside the granted paths; grant its target with tools.grants.%s.fs.%s",
 			op, t.Path(), toolName, access.key())

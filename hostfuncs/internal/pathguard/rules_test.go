@@ -397,3 +397,31 @@ func FuzzOSRules(f *testing.F) {
 		}
 	})
 }
+
+// TestWindowsShortNameBehindSymlink: a symlink's target may spell a denied
+// directory by its 8.3 short name ("ENV~1" for ".env", "SSH~1" for
+// ".ssh"). The tool's own path (link\new.txt) passes the lexical gate, and
+// GetLongPathName cannot expand a file about to be created, so the real
+// path must meet the short-name rule itself.
+func TestWindowsShortNameBehindSymlink(t *testing.T) {
+	g := osGuard(t, ForOS("windows"))
+	tg, err := g.Check("write", Write, "t", []string{"."}, `link\new.txt`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for real, comp := range map[string]string{
+		"C:/Users/me/proj/ENV~1/new.txt":        "ENV~1",
+		"C:/Users/me/proj/deep/SSH~1/new.txt":   "SSH~1",
+		"C:/Users/me/proj/SECRET~1.JSO/new.txt": "SECRET~1.JSO",
+	} {
+		err := g.CheckReal("write", Write, "t", []string{"."}, tg, real)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q may be the 8.3 short name of", comp)) {
+			t.Errorf("CheckReal(%s) = %v; want the short-name refusal of %s", real, err, comp)
+		}
+	}
+	// (Real paths are in the rules' canonical form, as resolve gives them.)
+	// A long name behind the link is judged as before.
+	if err := g.CheckReal("write", Write, "t", []string{"."}, tg, "C:/Users/me/proj/docs/new.txt"); err != nil {
+		t.Errorf("a plain target: %v", err)
+	}
+}
