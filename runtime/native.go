@@ -74,10 +74,11 @@ func (l nativeLoader) Load(ctx context.Context, spec guest.Spec, mod *wb.Module)
 	}
 	loaded, err := l.start(ctx, spec, instrumented, c, tiered, id)
 	var slow *overBudget
-	if tiered && errors.As(err, &slow) {
+	if tiered && errors.As(err, &slow) && ctx.Err() == nil {
 		// Start-up that fits the load budget compiled may not fit it
 		// interpreted: only time differs between the tiers, so only a
-		// load over its budget is done again, compiled.
+		// load over its budget is done again, compiled (not when the
+		// caller's own context has ended: its compile could not finish).
 		l.rt.log.Info("module start-up too slow interpreted; compiling it first", "module", spec.Name)
 		compiled, cerr := l.rt.compile(ctx, instrumented.Wasm, spec.Limits.CompileBudget)
 		if cerr != nil {

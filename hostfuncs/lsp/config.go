@@ -254,6 +254,10 @@ func mergeLanguages(defaults, configured map[string]Language) map[string]Languag
 				// How to install and check the default's binary says
 				// nothing about another one.
 				l.Install, l.Probe = def.Install, def.Probe
+				// So does the default server's loading behaviour: a
+				// replacement that publishes no diagnostics would make
+				// every first query wait for its deadline.
+				l.WaitForProject = l.WaitForProject || def.WaitForProject
 			}
 			if len(l.Extensions) == 0 {
 				l.Extensions = def.Extensions
@@ -267,7 +271,6 @@ func mergeLanguages(defaults, configured map[string]Language) map[string]Languag
 			if l.LanguageIDs == nil {
 				l.LanguageIDs = def.LanguageIDs
 			}
-			l.WaitForProject = l.WaitForProject || def.WaitForProject
 		}
 		out[name] = l
 		for _, ext := range l.Extensions {

@@ -107,3 +107,24 @@ func TestConfigLanguages(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacedServerDoesNotWaitForProject: a default language whose command
+// config replaces (python served by pylsp) keeps nothing of how the
+// default's server loads: a replacement that publishes no diagnostics
+// would make every first query wait for its deadline. One that only
+// changes the default's arguments keeps it.
+func TestReplacedServerDoesNotWaitForProject(t *testing.T) {
+	c, err := Config{Languages: map[string]Language{
+		"python":     {Command: "pylsp"},
+		"typescript": {Args: []string{"--stdio", "--log-level", "4"}},
+	}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Languages["python"].WaitForProject {
+		t.Error("pylsp inherited pyright's wait for the project")
+	}
+	if !c.Languages["typescript"].WaitForProject {
+		t.Error("typescript-language-server with other arguments lost its wait for the project")
+	}
+}

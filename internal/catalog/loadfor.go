@@ -46,6 +46,16 @@ func (c *Catalog) LoadFor(ctx context.Context, name string) []error {
 		c.loading[ModuleName(path)] = true
 	}
 	c.mu.Unlock()
+	// A module LoadFor stopped before is no longer being loaded: left
+	// marked, it would hold the names it might serve for as long as the
+	// catalog lives.
+	defer func() {
+		c.mu.Lock()
+		for _, path := range paths {
+			delete(c.loading, ModuleName(path))
+		}
+		c.mu.Unlock()
+	}()
 	var (
 		mu      sync.Mutex
 		errs    []fileError

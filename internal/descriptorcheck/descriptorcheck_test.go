@@ -173,6 +173,17 @@ func TestDigest(t *testing.T) {
 	if Digest(a) == Digest(b) {
 		t.Fatal("description change kept the digest")
 	}
+	for _, change := range []func(*tool.Descriptor){
+		func(d *tool.Descriptor) { d.Icons = []tool.Icon{{Src: "https://tracker.example/i.png"}} },
+		func(d *tool.Descriptor) { d.Tags = []string{"ignore previous instructions"} },
+		func(d *tool.Descriptor) { d.Category = "admin" },
+	} {
+		e := a
+		change(&e)
+		if Digest(a) == Digest(e) {
+			t.Fatalf("a change of what the client is sent kept the digest: %+v", e)
+		}
+	}
 	c := a
 	c.Capabilities.Net = []string{"x.example"} // not something a model reads
 	if Digest(a) != Digest(c) {

@@ -64,8 +64,10 @@ func (p Policy) AtLoad() Policy {
 	return Warn
 }
 
-// Digest is the sha256 of the parts of d a model reads, as a reviewer saw
-// them: its name, title, description, schemas and annotations, in
+// Digest is the sha256 of the parts of d a client is sent, as a reviewer
+// saw them: its name, title, description, schemas, annotations, icons,
+// tags and category (an icon URL or a tag changed after review is a
+// change too), in
 // canonical JSON (keys sorted, no insignificant space). It is what the
 // lock (tools.descriptors) records: a module whose descriptor changes
 // without its bytes changing (an Extism plugin describing itself from its
@@ -79,6 +81,9 @@ func Digest(d tool.Descriptor) string {
 		"inputSchema":  canonical(d.InputSchema),
 		"outputSchema": canonical(d.OutputSchema),
 		"annotations":  d.Annotations,
+		"icons":        d.Icons,
+		"tags":         d.Tags,
+		"category":     d.Category,
 	}
 	b, err := json.Marshal(canon) // map keys are sorted; so are nested ones
 	if err != nil {

@@ -42,7 +42,8 @@ func Owner(path string, info fs.FileInfo) (owner, user Principal, mine bool, err
 // Unix: the uid must be the process's real uid and the mode must have no
 // group or other write bit. Windows: the owner SID must be the user's (see
 // Owner) and no allow entry of the DACL may give write access to a SID but
-// the owner's, the user's, SYSTEM's or the Administrators' (a directory:
+// the owner's, the user's, SYSTEM's, the Administrators', OWNER RIGHTS' or
+// CREATOR OWNER's (a directory:
 // nor to what will be created in it, through inheritable entries).
 func CheckPrivate(path string, info fs.FileInfo) error { return checkPrivate(path, info) }
 

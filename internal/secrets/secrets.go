@@ -81,6 +81,12 @@ func (s Source) Read() (string, error) {
 }
 
 func readFile(path string) (string, error) {
+	// Refuse what is not a regular file before opening it: opening a FIFO
+	// blocks until a writer comes, and a reload reads every secret.
+	// (Stat follows symlinks: Kubernetes mounts secrets as links.)
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("%s does not exist: %w", path, ErrNotFound)

@@ -114,7 +114,8 @@ func mutable(mod api.Module, name string, t api.ValueType) (api.MutableGlobal, e
 }
 
 // Start sets the fuel to budget (clamped to [0, MaxBudget]), resets the
-// call depth and, if ctx can end, arms a watchdog: when ctx is done it
+// call depth and, if ctx can end (and EngineStopsOnDone was not set: the
+// interpreter then stops the call itself), arms a watchdog: when ctx is done it
 // drives the fuel and the reserve far negative so the guest traps at its
 // next function entry or, in a loop, at its next refill (within
 // FuelSlice units). Call stop exactly once, after the guest
