@@ -1,6 +1,14 @@
 package lsp
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warden-run/warden/tool"
+)
 
 // TestProgressEndBeforeBegin: $/progress notifications are handled
 // concurrently, so a short piece of work's end can be handled before its
@@ -28,5 +36,26 @@ func TestProgressEndBeforeBegin(t *testing.T) {
 	}
 	if len(s.endedFirst) > maxEndedFirst {
 		t.Fatalf("%d early ends remembered, bound %d", len(s.endedFirst), maxEndedFirst)
+	}
+}
+
+// TestWarmUpWaitEndsAtItsOwnDeadline: a query that finds another query
+// warming the server up waits for it only until its own deadline, then
+// answers "still loading"; it does not block in the host function past
+// the tool's timeout.
+func TestWarmUpWaitEndsAtItsOwnDeadline(t *testing.T) {
+	s := &server{lang: Language{Command: "pyright-langserver", WaitForProject: true}, target: Target{Language: "python"}, warmSem: make(chan struct{}, 1)}
+	s.warmSem <- struct{}{}                                               // another query's warm-up
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now()) // already over
+	defer cancel()
+	err := s.warmUp(ctx, "main.py")
+	var te *tool.Error
+	if !errors.As(err, &te) || te.Kind != tool.KindUnavailable || !strings.Contains(te.Message, "still loading the project") {
+		t.Fatalf("warmUp behind another's: %v", err)
+	}
+	<-s.warmSem
+	s.warm = true
+	if err := s.warmUp(ctx, "main.py"); err != nil {
+		t.Fatalf("a warm server: %v", err)
 	}
 }

@@ -227,8 +227,18 @@ func (s *server) warmUp(ctx context.Context, rel string) error {
 	if !s.lang.WaitForProject {
 		return nil
 	}
-	s.warmMu.Lock()
-	defer s.warmMu.Unlock()
+	select {
+	case s.warmSem <- struct{}{}:
+	default:
+		select {
+		case s.warmSem <- struct{}{}:
+		case <-ctx.Done():
+			// Another query is warming the server up; this one's
+			// deadline came first.
+			return errStillLoading(ctx, s)
+		}
+	}
+	defer func() { <-s.warmSem }()
 	if s.warm {
 		return nil
 	}

@@ -54,8 +54,10 @@ type server struct {
 	diagSeq    uint64               // publishes so far
 	diagSignal chan struct{}        // closed and replaced on every publish
 
-	warmMu sync.Mutex
-	warm   bool // warmUp is done
+	// warmSem is warmUp's lock, a channel so that a query waiting for
+	// another's warm-up gives up at its own deadline.
+	warmSem chan struct{}
+	warm    bool // warmUp is done; guarded by warmSem
 
 	progMu     sync.Mutex
 	progress   map[string]bool // work-done progress begun and not ended, by token
@@ -173,6 +175,7 @@ func startServer(ctx context.Context, sp *spawner, cfg *Config, t Target, onExit
 		diagSignal: make(chan struct{}),
 		progress:   map[string]bool{},
 		endedFirst: map[string]bool{},
+		warmSem:    make(chan struct{}, 1),
 		progSignal: make(chan struct{}),
 	}
 	if real, err := filepath.EvalSymlinks(t.Root); err == nil && real != t.Root {
