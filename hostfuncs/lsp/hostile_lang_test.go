@@ -656,3 +656,25 @@ func TestHostileServerHangs(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkspaceSymbolsLeavesTimeForOtherLanguages: the workspace_symbols
+// tool asks every granted language in turn, so a server that does not
+// answer (hung, or still loading) may take only half of what is left of
+// the call: the call's own context is still live when it gives up.
+func TestWorkspaceSymbolsLeavesTimeForOtherLanguages(t *testing.T) {
+	hl := hostileLangs[0] // python
+	e := newHostileEnv(t, hl, Config{RequestTimeout: time.Minute})
+	e.waitLoaded(t)
+	if err := armHang(e.proxy, "workspace/symbol"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := e.m.WorkspaceSymbols(ctx, e.target(), "run")
+	if err == nil {
+		t.Fatal("a hung workspace/symbol answered")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the hung language used the whole call (%v): the languages after it get no time", err)
+	}
+}

@@ -116,6 +116,15 @@ func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) 
 		// language it is granted must not start pyright in a Go project).
 		return nil, nil
 	}
+	// The workspace_symbols tool asks every granted language in turn: one
+	// server still loading (or hung) may take half of what is left of the
+	// call, so that the languages after it are still asked and the tool
+	// answers with that one listed as skipped, not as a timeout.
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+		defer cancel()
+	}
 	var out []Symbol
 	err := m.do(ctx, t, func(ctx context.Context, s *server) error {
 		if err := s.warmUp(ctx, ""); err != nil {
