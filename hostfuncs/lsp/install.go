@@ -1,9 +1,9 @@
 package lsp
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,11 +40,13 @@ func (c *Config) installed(ctx context.Context, name string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, l.Probe...)
 	cmd.Env = append(os.Environ(), l.Env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// Only the end of what the probe prints is kept: a probe that floods
+	// its output for probeTimeout cannot grow warden's memory.
+	out := &tailWriter{log: slog.New(slog.DiscardHandler)}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
-		why := probeReason(out.String())
+		why := probeReason(out.tail())
 		if why == "" {
 			why = err.Error()
 		}

@@ -145,6 +145,13 @@ func (t *tailWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// tail returns the last stderrTail bytes written.
+func (t *tailWriter) tail() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
 // lastLine returns the last non-empty line written, for error messages.
 func (t *tailWriter) lastLine() string {
 	t.mu.Lock()

@@ -133,6 +133,11 @@ func Store(name, value string) error {
 		return fmt.Errorf("the value is larger than %d KiB", MaxSize>>10)
 	}
 	if err := keyring.Set(KeyringService, name, value); err != nil {
+		if errors.Is(err, keyring.ErrSetDataTooBig) {
+			// The keyring works; it takes less than a secret file:
+			// about 3 KB on macOS, 2560 bytes on Windows.
+			return fmt.Errorf("the value (%d bytes) is larger than this OS keyring takes (about 3 KB on macOS, 2560 bytes on Windows): keep it in a file (secrets.%s.file) instead", len(value), name)
+		}
 		return keyringError(err)
 	}
 	return nil

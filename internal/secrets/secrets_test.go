@@ -87,3 +87,15 @@ func TestEnv(t *testing.T) {
 		t.Fatalf("String = %q", s)
 	}
 }
+
+// TestKeyringTooBig: a value the OS keyring refuses for its size is
+// refused in those words, with where to keep it instead, not as a keyring
+// that cannot be used.
+func TestKeyringTooBig(t *testing.T) {
+	keyring.MockInitWithError(keyring.ErrSetDataTooBig)
+	defer keyring.MockInit()
+	err := Store("cert", strings.Repeat("x", 4000))
+	if err == nil || err.Error() != "the value (4000 bytes) is larger than this OS keyring takes (about 3 KB on macOS, 2560 bytes on Windows): keep it in a file (secrets.cert.file) instead" {
+		t.Fatalf("Store of a large value: %v", err)
+	}
+}
