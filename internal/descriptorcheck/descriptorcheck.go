@@ -197,10 +197,22 @@ func (c *checker) value(at string, v any, properties bool) {
 			if properties {
 				c.text(p+"#name", k, false)
 			}
+			if ref, ok := v[k].(string); ok && !properties && schemaReference[k] {
+				// A meta-schema or reference URI ("$schema":
+				// "https://json-schema.org/draft/2020-12/schema") is
+				// schema machinery, not text for the model: only the
+				// character rules apply.
+				c.text(p, ref, false)
+				continue
+			}
 			c.value(p, v[k], !properties && (k == "properties" || k == "patternProperties" || k == "$defs" || k == "definitions"))
 		}
 	}
 }
+
+// schemaReference are the JSON Schema keywords whose string value is a URI
+// or an anchor the validator resolves.
+var schemaReference = map[string]bool{"$schema": true, "$id": true, "$ref": true, "$dynamicRef": true, "$anchor": true, "$dynamicAnchor": true}
 
 // pointerEscape escapes a JSON pointer token (RFC 6901).
 func pointerEscape(s string) string {

@@ -285,3 +285,25 @@ func schemaText(raw []byte, pointer string) (string, bool) {
 	s, ok := v.(string)
 	return s, ok
 }
+
+// TestSchemaReferencesAreNotLinks: a JSON Schema's meta-schema and
+// reference URIs ($schema, $id, $ref) are the validator's, not links for
+// the model (the conformance suite's json_schema_2020_12_tool tripped the
+// url rule on its $schema); the character rules still apply to them, and
+// a property that happens to be named "$schema" is text like any other.
+func TestSchemaReferencesAreNotLinks(t *testing.T) {
+	d := desc("schema_tool", "Takes a 2020-12 schema.")
+	d.InputSchema = json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://example.com/in","type":"object",` +
+		`"properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{"type":"string"}}}`)
+	if f := Check([]tool.Descriptor{d}, nil); len(f) != 0 {
+		t.Fatalf("schema references found: %v", f)
+	}
+	d.InputSchema = json.RawMessage(`{"$ref":"#/$defs/a` + "\U000E0041" + `","properties":{"$schema":{"type":"string","description":"see https://evil.example"}}}`)
+	var rules []string
+	for _, f := range Check([]tool.Descriptor{d}, nil) {
+		rules = append(rules, f.Field+" "+f.Rule)
+	}
+	if want := "inputSchema/$ref tag-characters, inputSchema/properties/$schema/description url"; strings.Join(rules, ", ") != want {
+		t.Fatalf("findings %q, want %q", strings.Join(rules, ", "), want)
+	}
+}
