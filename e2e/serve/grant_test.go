@@ -15,8 +15,14 @@ import (
 // stdout, stderr and exit code.
 func wardenCLI(t *testing.T, e *env, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return wardenCLIEnv(t, e, childEnv(), args...)
+}
+
+// wardenCLIEnv is wardenCLI with the child's environment env.
+func wardenCLIEnv(t *testing.T, e *env, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(built.warden, append(args, "--config", e.config)...)
-	cmd.Env = childEnv()
+	cmd.Env = env
 	cmd.Dir = e.dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -1,10 +1,8 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,26 +19,13 @@ import (
 // the language servers installed are exactly those in path.
 func wardenWithPath(t *testing.T, e *env, path string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(built.warden, append(args, "--config", e.config)...)
 	var env []string
 	for _, kv := range childEnv() {
 		if !strings.HasPrefix(kv, "PATH=") {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "PATH="+path)
-	cmd.Dir = e.dir
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("warden %v: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
+	return wardenCLIEnv(t, e, append(env, "PATH="+path), args...)
 }
 
 // TestToolsMarksMissingLanguageServers: `warden tools` names every LSP tool

@@ -45,8 +45,23 @@ func (w *world) put(t *testing.T, name string, wasm []byte) {
 // of every change of its list.
 func (w *world) catalog(t *testing.T) (c *Catalog, changed <-chan struct{}) {
 	t.Helper()
+	ch := make(chan struct{}, 64)
+	c = w.newCatalog(t, "", func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+	return c, ch
+}
+
+// newCatalog starts a catalog on w whose config's tools section adds
+// toolsYAML (indented two spaces), with no compilation cache; changed, if
+// not nil, hears of every change of its list.
+func (w *world) newCatalog(t *testing.T, toolsYAML string, changed func()) *Catalog {
+	t.Helper()
 	path := filepath.Join(w.dir, "config.yaml")
-	body := fmt.Sprintf("project: {root: %s}\ntools:\n  dir: tools\n  cache_dir: off\n", w.dir)
+	body := fmt.Sprintf("project: {root: %q}\ntools:\n  dir: tools\n  cache_dir: off\n%s", w.dir, toolsYAML)
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -59,19 +74,13 @@ func (w *world) catalog(t *testing.T) (c *Catalog, changed <-chan struct{}) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan struct{}, 64)
 	pol := policy.New(cfg)
-	c = New(Options{Runtime: rt, Policy: func() *policy.Policy { return pol }, Logger: log, Changed: func() {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}})
+	c := New(Options{Runtime: rt, Policy: func() *policy.Policy { return pol }, Logger: log, Changed: changed})
 	t.Cleanup(func() {
 		c.Close(context.Background())
 		rt.Close(context.Background())
 	})
-	return c, ch
+	return c
 }
 
 func listed(c *Catalog) []string {

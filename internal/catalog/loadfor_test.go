@@ -4,46 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/warden-run/warden/config"
-	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/testwasm"
-	"github.com/warden-run/warden/runtime"
 )
 
 // catalogWith starts a catalog on w whose config's tools section adds
-// toolsYAML (indented two spaces), with no compile cache: no module has a
-// cached manifest, so each one LoadFor needs loads.
+// toolsYAML, with no compile cache: no module has a cached manifest, so
+// each one LoadFor needs loads.
 func (w *world) catalogWith(t *testing.T, toolsYAML string) *Catalog {
 	t.Helper()
-	path := filepath.Join(w.dir, "config.yaml")
-	body := fmt.Sprintf("project: {root: %q}\ntools:\n  dir: tools\n  cache_dir: off\n%s", w.dir, toolsYAML)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	rt, err := runtime.New(context.Background(), runtime.Options{CacheDir: cfg.Tools.CacheDir, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol := policy.New(cfg)
-	c := New(Options{Runtime: rt, Policy: func() *policy.Policy { return pol }, Logger: log})
-	t.Cleanup(func() {
-		c.Close(context.Background())
-		rt.Close(context.Background())
-	})
-	return c
+	return w.newCatalog(t, toolsYAML, nil)
 }
 
 func loadedModules(c *Catalog) []string {
