@@ -1,0 +1,117 @@
+// Package tasks is the durable record of long-running tool calls (MCP
+// tasks): what a task is, the states it moves through, and the Store that
+// keeps records where every replica of a server can read them.
+//
+// The protocol (both MCP generations) lives in mcpserver, the call that a
+// task runs in internal/app, and the stores (a file store for one process,
+// PostgreSQL for replicas) behind Store. This package holds only what they
+// share, so that each can be tested against the same contract.
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Status is where a task stands. Completed, Failed and Cancelled are
+// terminal: a terminal task never changes again.
+type Status string
+
+// The statuses both MCP task revisions define.
+const (
+	Working       Status = "working"
+	InputRequired Status = "input_required"
+	Completed     Status = "completed"
+	Failed        Status = "failed"
+	Cancelled     Status = "cancelled"
+)
+
+// Terminal reports whether s is a status a task never leaves.
+func (s Status) Terminal() bool { return s == Completed || s == Failed || s == Cancelled }
+
+// Task is one record. Owner is the principal key of its creator (see
+// OwnerOf); a Store answers a task only to its owner and answers any other
+// principal exactly as for an id that does not exist.
+type Task struct {
+	ID     string `json:"id"`
+	Owner  string `json:"owner"`
+	Tool   string `json:"tool"`
+	Status Status `json:"status"`
+	// StatusMessage is the last progress or status line: from the guest's
+	// progress import while working, the reason once failed or cancelled.
+	StatusMessage string    `json:"statusMessage,omitempty"`
+	Created       time.Time `json:"created"`
+	Updated       time.Time `json:"updated"`
+	// TTL is how long after Created the record is kept; Expires is
+	// Created+TTL, after which the record is removed.
+	TTL time.Duration `json:"ttl"`
+	// PollInterval is the interval the server suggests between tasks/get.
+	PollInterval time.Duration `json:"pollInterval,omitempty"`
+	// Result is the tools/call result (a CallToolResult object, which may
+	// itself be an isError result) once Completed or Failed by the tool.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Replica names the server process running the task; LeaseUntil is
+	// when its claim lapses unless renewed. A working task whose lease has
+	// lapsed is ended Failed by Sweep ("its replica stopped").
+	Replica    string    `json:"replica,omitempty"`
+	LeaseUntil time.Time `json:"leaseUntil,omitzero"`
+	// CancelRequested is set by Cancel; the replica running the task sees
+	// it (directly, or at its next lease renewal) and stops the guest.
+	CancelRequested bool `json:"cancelRequested,omitempty"`
+}
+
+// Expires is when the record may be removed.
+func (t *Task) Expires() time.Time { return t.Created.Add(t.TTL) }
+
+// Bounds limit what a Store holds. Zero means no bound for that field;
+// callers pass the configured bounds (see internal/limits).
+type Bounds struct {
+	PerOwner    int // unfinished (non-terminal) tasks one owner may hold
+	Total       int // unfinished tasks in the store
+	ResultBytes int // bytes of one Result
+}
+
+// Errors a Store returns; callers test them with errors.Is.
+var (
+	// ErrNotFound: no such task for this owner (also for another owner's).
+	ErrNotFound = errors.New("task not found")
+	// ErrTooMany: creating the task would pass Bounds.PerOwner or Total.
+	ErrTooMany = errors.New("too many unfinished tasks")
+	// ErrTerminal: the task has already ended; it does not change again.
+	ErrTerminal = errors.New("task has already ended")
+	// ErrResultTooLarge: the result passes Bounds.ResultBytes.
+	ErrResultTooLarge = errors.New("task result too large")
+)
+
+// Store keeps task records. Every method is safe for concurrent use by
+// the goroutines of one process and by other replicas sharing the backend.
+// A record is durable when Create returns: a task is never returned to a
+// client before it is stored.
+type Store interface {
+	// Create stores t (Status Working) unless that would pass b.
+	Create(ctx context.Context, t Task, b Bounds) error
+	// Get returns owner's task id.
+	Get(ctx context.Context, owner, id string) (Task, error)
+	// List returns owner's tasks, oldest first, at most limit of them after
+	// cursor (empty for the first page), and the cursor of the next page
+	// (empty when complete).
+	List(ctx context.Context, owner, cursor string, limit int) ([]Task, string, error)
+	// Update applies change to owner's task id atomically and returns the
+	// result. It refuses with ErrTerminal when the task had ended, and with
+	// ErrResultTooLarge when the changed Result passes b.ResultBytes.
+	Update(ctx context.Context, owner, id string, b Bounds, change func(*Task)) (Task, error)
+	// Cancel marks owner's task id CancelRequested and returns it; a
+	// terminal task is returned unchanged with ErrTerminal.
+	Cancel(ctx context.Context, owner, id string) (Task, error)
+	// Renew extends the lease of replica's working tasks ids to until and
+	// returns the ids among them whose cancellation was requested.
+	Renew(ctx context.Context, replica string, ids []string, until time.Time) (cancelled []string, err error)
+	// Sweep ends Failed every working task whose lease lapsed before now
+	// and removes every record that expired before now; it returns how
+	// many of each.
+	Sweep(ctx context.Context, now time.Time) (failed, removed int, err error)
+	// Close releases the store.
+	Close() error
+}
