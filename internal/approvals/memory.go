@@ -1,0 +1,162 @@
+package approvals
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Memory is a Broker of one process. Max bounds the questions waiting at
+// once (0: 64).
+type Memory struct {
+	Max int
+
+	mu      sync.Mutex
+	waiting map[string]*waiter
+	subs    map[int]chan struct{}
+	nextSub int
+}
+
+type waiter struct {
+	req Request
+	ch  chan Decision // buffered 1: Decide never blocks
+}
+
+// NewMemory returns an empty Memory broker holding at most max questions.
+func NewMemory(max int) *Memory {
+	if max <= 0 {
+		max = 64
+	}
+	return &Memory{Max: max, waiting: map[string]*waiter{}, subs: map[int]chan struct{}{}}
+}
+
+// Ask implements Broker.
+func (m *Memory) Ask(ctx context.Context, r Request) (Decision, error) {
+	if r.ID == "" {
+		r.ID = newID()
+	}
+	if r.Created.IsZero() {
+		r.Created = time.Now()
+	}
+	w := &waiter{req: r, ch: make(chan Decision, 1)}
+	m.mu.Lock()
+	if len(m.waiting) >= m.Max {
+		m.mu.Unlock()
+		return Decision{}, ErrTooMany
+	}
+	m.waiting[r.ID] = w
+	m.notifyLocked()
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.waiting, r.ID)
+		m.notifyLocked()
+		m.mu.Unlock()
+	}()
+	var expired <-chan time.Time
+	if !r.Deadline.IsZero() {
+		t := time.NewTimer(time.Until(r.Deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case d := <-w.ch:
+		return d, nil
+	case <-expired:
+		return Decision{}, ErrExpired
+	case <-ctx.Done():
+		return Decision{}, ctx.Err()
+	}
+}
+
+// Pending implements Broker.
+func (m *Memory) Pending(context.Context) ([]Request, error) {
+	m.mu.Lock()
+	out := make([]Request, 0, len(m.waiting))
+	for _, w := range m.waiting {
+		out = append(out, w.req)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Request) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return compareStrings(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Decide implements Broker.
+func (m *Memory) Decide(_ context.Context, id string, d Decision, groups []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.waiting[id]
+	if !ok {
+		return ErrNotFound
+	}
+	if !MayDecide(w.req, d.By, groups) {
+		return ErrNotYours
+	}
+	delete(m.waiting, id) // a second Decide finds nothing
+	w.ch <- d
+	m.notifyLocked()
+	return nil
+}
+
+// Subscribe implements Broker.
+func (m *Memory) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	id := m.nextSub
+	m.nextSub++
+	m.subs[id] = ch
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.subs, id)
+		m.mu.Unlock()
+	}
+}
+
+func (m *Memory) notifyLocked() {
+	for _, ch := range m.subs {
+		select {
+		case ch <- struct{}{}:
+		default: // a change is already pending for this subscriber
+		}
+	}
+}
+
+// MayDecide reports whether the person by, a member of groups, may answer
+// r: anyone when r names no approvers, else only a named subject or a
+// member of a named group.
+func MayDecide(r Request, by string, groups []string) bool {
+	if len(r.Approvers) == 0 {
+		return true
+	}
+	for _, a := range r.Approvers {
+		if a == by || slices.Contains(groups, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
