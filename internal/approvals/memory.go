@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -84,7 +85,7 @@ func (m *Memory) Pending(context.Context) ([]Request, error) {
 		if c := a.Created.Compare(b.Created); c != 0 {
 			return c
 		}
-		return compareStrings(a.ID, b.ID)
+		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
 }
@@ -143,16 +144,6 @@ func MayDecide(r Request, by string, groups []string) bool {
 		}
 	}
 	return false
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func newID() string {
