@@ -82,6 +82,10 @@ type Call struct {
 	// Pass is the server's word that the call came through its door (see
 	// [Pass]); Tools must refuse a call whose Pass does not admit it.
 	Pass *Pass
+	// Task is set when the call runs as an MCP task (a task-augmented
+	// tools/call of either protocol generation): the task budgets of
+	// tools.limits apply instead of the interactive ones.
+	Task bool
 }
 
 // Options configures a Server. The zero value is usable.

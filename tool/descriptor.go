@@ -37,6 +37,31 @@ type Descriptor struct {
 	// Capabilities lists what the tool asks for. Requested is not granted:
 	// grants come from config, and these are shown to whoever installs it.
 	Capabilities Capabilities `json:"capabilities,omitzero"`
+	// Execution says whether the tool may, must or must not run as an MCP
+	// task; nil means TaskForbidden, MCP's default. Config may force or
+	// forbid it per tool (docs/tasks.md).
+	Execution *Execution `json:"execution,omitempty"`
+}
+
+// Execution is the MCP Tool object's execution field.
+type Execution struct {
+	// TaskSupport is TaskForbidden, TaskOptional or TaskRequired.
+	TaskSupport string `json:"taskSupport,omitempty"`
+}
+
+// The values of Execution.TaskSupport.
+const (
+	TaskForbidden = "forbidden"
+	TaskOptional  = "optional"
+	TaskRequired  = "required"
+)
+
+// TaskSupport returns d's Execution.TaskSupport, TaskForbidden when unset.
+func (d *Descriptor) TaskSupport() string {
+	if d.Execution == nil || d.Execution.TaskSupport == "" {
+		return TaskForbidden
+	}
+	return d.Execution.TaskSupport
 }
 
 // Annotations are the MCP behaviour hints. They are hints, not guarantees.

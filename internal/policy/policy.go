@@ -81,6 +81,12 @@ func New(cfg *config.Config) *Policy {
 	return p
 }
 
+// Approvers returns who may answer the questions (gate confirmations,
+// permission prompts) of tool name in the console: OAuth subjects and
+// groups. nil means anyone with a console session, which is all a config
+// without a per-person access section can say.
+func (p *Policy) Approvers(name string) []string { return nil }
+
 // Config returns the config the policy was resolved from.
 func (p *Policy) Config() *config.Config { return p.cfg }
 

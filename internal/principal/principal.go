@@ -24,6 +24,10 @@ type Principal struct {
 	Scopes []string
 	// Issuer is the OAuth token's issuer; empty otherwise.
 	Issuer string
+	// Groups are the groups the OAuth token names (its groups claim, see
+	// docs/auth.md); nil otherwise. Per-person policy and approver rights
+	// follow them.
+	Groups []string
 }
 
 // Local is the principal of a request that carried no credentials.
