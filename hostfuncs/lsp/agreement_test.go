@@ -312,7 +312,7 @@ func (r *rawServer) documentSymbols(rel string) []string {
 func (r *rawServer) workspaceSymbols(query string) []string {
 	if r.lang.WaitForProject && !r.warm {
 		root, _ := os.OpenRoot(r.root)
-		first, _ := findFile(root.FS(), r.lang.Extensions)
+		first, _ := findFile(context.Background(), root.FS(), r.lang.Extensions)
 		root.Close()
 		if first != "" {
 			r.open(first)

@@ -111,7 +111,7 @@ func (m *Manager) DocumentSymbols(ctx context.Context, t Target, file string) ([
 // then waits for the loading to end and asks again, within the request's
 // deadline and never past it.
 func (m *Manager) WorkspaceSymbols(ctx context.Context, t Target, query string) ([]Symbol, error) {
-	if lang, ok := m.cfg.Languages[t.Language]; ok && m.noFiles(t.Root, lang) {
+	if lang, ok := m.cfg.Languages[t.Language]; ok && m.noFiles(ctx, t.Root, lang) {
 		// Nothing to find: don't start a server (a tool asking every
 		// language it is granted must not start pyright in a Go project).
 		return nil, nil
@@ -183,12 +183,14 @@ const maxScan = 10000
 
 // findFile returns the first file with one of exts in fsys, walking it in
 // lexical order and skipping hidden directories and node_modules.
-// complete is false when it gave up after maxScan entries.
-func findFile(fsys fs.FS, exts []string) (found string, complete bool) {
+// complete is false when it gave up after maxScan entries or because ctx
+// ended: a slow or huge tree (a network mount) must not hold a call past
+// its deadline, so ctx is checked before every directory is read.
+func findFile(ctx context.Context, fsys fs.FS, exts []string) (found string, complete bool) {
 	seen := 0
 	complete = true
 	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if seen++; seen > maxScan {
+		if seen++; seen > maxScan || d != nil && d.IsDir() && ctx.Err() != nil {
 			complete = false
 			return fs.SkipAll
 		}
@@ -217,13 +219,13 @@ func findFile(fsys fs.FS, exts []string) (found string, complete bool) {
 // noFiles reports whether the project at root certainly has no file of
 // lang: the whole tree was looked at (within maxScan entries) and none
 // was found.
-func (m *Manager) noFiles(root string, lang Language) bool {
+func (m *Manager) noFiles(ctx context.Context, root string, lang Language) bool {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return false
 	}
 	defer r.Close()
-	found, complete := findFile(r.FS(), lang.Extensions)
+	found, complete := findFile(ctx, r.FS(), lang.Extensions)
 	return found == "" && complete
 }
 
@@ -253,7 +255,7 @@ func (s *server) warmUp(ctx context.Context, rel string) error {
 	}
 	found := rel
 	if found == "" {
-		found, _ = findFile(s.rootFS.FS(), s.lang.Extensions)
+		found, _ = findFile(ctx, s.rootFS.FS(), s.lang.Extensions)
 	}
 	if found != "" {
 		doc, err := s.sync(ctx, found)
