@@ -495,6 +495,7 @@ func (s *FileStore) Renew(ctx context.Context, replica string, ids []string, unt
 
 // Sweep implements Store.
 func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed int, err error) {
+	now = stamp(now)
 	err = s.locked(ctx, func() error {
 		names, err := s.names()
 		if err != nil {

@@ -92,6 +92,9 @@ const cursorVersion = "t1"
 // maxCursor bounds the cursor text parseCursor looks at.
 const maxCursor = 128
 
+// maxCursorTime is the latest Created a cursor may name.
+var maxCursorTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+
 // position is where a page ends: the last task listed, in List's order
 // (Created, then ID).
 type position struct {
@@ -128,7 +131,9 @@ func parseCursor(s string) (position, error) {
 		return position{}, ErrBadCursor
 	}
 	us, err := strconv.ParseInt(micros, 10, 64)
-	if err != nil {
+	// A task is created after 1970 and before 10000, as both stores keep
+	// times (PostgreSQL's timestamptz ends in 294276).
+	if err != nil || us < 0 || us > maxCursorTime.UnixMicro() {
 		return position{}, ErrBadCursor
 	}
 	if _, err := ParseID(id); err != nil {

@@ -43,6 +43,7 @@ func Run(t *testing.T, backend Backend) {
 		{"UpdateKeepsIdentity", testUpdateKeepsIdentity},
 		{"BoundsPerOwner", testBoundsPerOwner},
 		{"BoundsTotal", testBoundsTotal},
+		{"BoundsAcrossInstances", testBoundsAcrossInstances},
 		{"ResultTooLarge", testResultTooLarge},
 		{"LeaseLapse", testLeaseLapse},
 		{"TTLRemoval", testTTLRemoval},
@@ -296,6 +297,41 @@ func testBoundsTotal(t *testing.T, open func() tasks.Store) {
 		if want := map[string]int{"local:0": 2, "local:1": 2}[owner]; err != nil || len(page) != want {
 			t.Errorf("%s has %d tasks (%v), want %d", owner, len(page), err, want)
 		}
+	}
+}
+
+// testBoundsAcrossInstances: instances creating at once (processes on one
+// directory, replicas on one database) count each other's tasks: together
+// they never pass the bound.
+func testBoundsAcrossInstances(t *testing.T, open func() tasks.Store) {
+	const bound = 12
+	b := tasks.Bounds{Total: bound}
+	var mu sync.Mutex
+	created := 0
+	var wg sync.WaitGroup
+	for i := range 3 {
+		s := open()
+		for range 2 {
+			wg.Go(func() {
+				for range bound {
+					err := s.Create(t.Context(), newTask("local:"+strconv.Itoa(i), 0), b)
+					if errors.Is(err, tasks.ErrTooMany) {
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					created++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if created != bound {
+		t.Errorf("instances creating at once stored %d tasks, want the bound, %d", created, bound)
 	}
 }
 
