@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/warden-run/warden/internal/pgtest"
 )
 
 var realBinary struct {
@@ -209,8 +211,14 @@ func TestNewLanguageNames(t *testing.T) {
 	}
 }
 
+// pg is the PostgreSQL server of this test binary (pgtest), started by
+// the first test that asks for a database.
+var pg *pgtest.Server
+
 func TestMain(m *testing.M) {
+	pg = pgtest.New()
 	code := m.Run()
+	pg.Stop()
 	if realBinary.path != "" {
 		os.RemoveAll(filepath.Dir(realBinary.path))
 	}
