@@ -64,6 +64,27 @@ type FileStore struct {
 	mu     sync.Mutex
 	root   *os.Root // nil once closed
 	lockFd *os.File
+	// reached, when set, is told each step of a write as it completes.
+	// Only the crash test sets it, to kill the writer at an exact step.
+	reached func(step writeStep)
+}
+
+// writeStep names a point inside an atomic write.
+type writeStep string
+
+// The steps of a write, in order.
+const (
+	stepTempCreated writeStep = "temp-created" // the temp file exists, empty
+	stepHalfWritten writeStep = "half-written" // half the record is in the temp file
+	stepSynced      writeStep = "synced"       // the whole record is in the temp file, synced
+	stepRenamed     writeStep = "renamed"      // the temp file replaced the record
+	stepDirSynced   writeStep = "dir-synced"   // the directory is synced
+)
+
+func (s *FileStore) reach(step writeStep) {
+	if s.reached != nil {
+		s.reached(step)
+	}
 }
 
 // OpenFile opens (creating it when missing) the file store in dir. now is
@@ -179,7 +200,11 @@ func (s *FileStore) write(t Task) error {
 	if err := s.writeRecord(t); err != nil {
 		return err
 	}
-	return s.syncDir()
+	if err := s.syncDir(); err != nil {
+		return err
+	}
+	s.reach(stepDirSynced)
+	return nil
 }
 
 // writeRecord is write without the directory's sync, for a batch of
@@ -199,7 +224,13 @@ func (s *FileStore) writeRecord(t Task) error {
 	if err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
-	_, err = f.Write(data)
+	s.reach(stepTempCreated)
+	half := len(data) / 2
+	_, err = f.Write(data[:half])
+	if err == nil {
+		s.reach(stepHalfWritten)
+		_, err = f.Write(data[half:])
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -207,12 +238,14 @@ func (s *FileStore) writeRecord(t Task) error {
 		err = closeErr
 	}
 	if err == nil {
+		s.reach(stepSynced)
 		err = s.root.Rename(tmp, fileName(t.ID))
 	}
 	if err != nil {
 		s.root.Remove(tmp)
 		return fmt.Errorf("tasks: write task %s: %w", t.ID, err)
 	}
+	s.reach(stepRenamed)
 	return nil
 }
 
