@@ -168,7 +168,7 @@ func (s *FileStore) read(name string, full bool) (Task, error) {
 	}
 	defer f.Close()
 	r := bufio.NewReader(io.LimitReader(f, maxHeader+1))
-	header, err := r.ReadSlice('\n')
+	header, err := r.ReadBytes('\n')
 	if err != nil {
 		return Task{}, fmt.Errorf("tasks: record %s: no header line (%v)", name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // The rules both stores apply, in one place, so that the file store and
@@ -18,6 +19,26 @@ const DefaultListLimit = 100
 
 // MaxListLimit bounds a List page whatever its limit.
 const MaxListLimit = 1000
+
+// MaxStatusMessage bounds a stored status message (a guest's progress
+// line, a failure's reason); a longer one is cut, at a character's start.
+const MaxStatusMessage = 16 << 10
+
+// maxField bounds each of a task's identity fields (Owner, Tool, Replica),
+// so that a record's header stays far below what the file store reads.
+const maxField = 16 << 10
+
+// clip is msg cut to MaxStatusMessage bytes, whole characters only.
+func clip(msg string) string {
+	if len(msg) <= MaxStatusMessage {
+		return msg
+	}
+	cut := MaxStatusMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
 
 // stamp is t as a store keeps times: UTC, to the microsecond (PostgreSQL's
 // precision), without a monotonic reading, so that a record reads back
@@ -58,9 +79,13 @@ func prepareCreate(t Task, now time.Time, b Bounds) (Task, error) {
 	if t.TTL <= 0 {
 		return Task{}, fmt.Errorf("create task: TTL %v is not positive", t.TTL)
 	}
+	if len(t.Owner) > maxField || len(t.Tool) > maxField || len(t.Replica) > maxField {
+		return Task{}, fmt.Errorf("create task: an owner, tool or replica name longer than %d bytes", maxField)
+	}
 	if err := checkResult(t.Result, b); err != nil {
 		return Task{}, err
 	}
+	t.StatusMessage = clip(t.StatusMessage)
 	if t.Created.IsZero() {
 		t.Created = now
 	}
@@ -111,6 +136,10 @@ func applyUpdate(old Task, now time.Time, b Bounds, change func(*Task)) (Task, e
 	if t.TTL <= 0 {
 		return old, fmt.Errorf("update task: TTL %v is not positive", t.TTL)
 	}
+	if len(t.Replica) > maxField {
+		return old, fmt.Errorf("update task: a replica name longer than %d bytes", maxField)
+	}
+	t.StatusMessage = clip(t.StatusMessage)
 	if err := checkResult(t.Result, b); err != nil {
 		return old, err
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/warden-run/warden/internal/tasks"
 )
@@ -41,6 +42,7 @@ func Run(t *testing.T, backend Backend) {
 		{"OwnerIsolation", testOwnerIsolation},
 		{"TerminalNeverChanges", testTerminalNeverChanges},
 		{"UpdateKeepsIdentity", testUpdateKeepsIdentity},
+		{"LongFields", testLongFields},
 		{"BoundsPerOwner", testBoundsPerOwner},
 		{"BoundsTotal", testBoundsTotal},
 		{"BoundsAcrossInstances", testBoundsAcrossInstances},
@@ -261,6 +263,34 @@ func testUpdateKeepsIdentity(t *testing.T, open func() tasks.Store) {
 	}
 	if _, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status = "paused" }); err == nil {
 		t.Error("an unknown status was stored")
+	}
+}
+
+// testLongFields: a status message past tasks.MaxStatusMessage is cut at
+// a character's start, and what is kept reads back whole, however long.
+func testLongFields(t *testing.T, open func() tasks.Store) {
+	s := open()
+	owner := "oauth:3:iss:" + strings.Repeat("s", 8<<10) // a long subject
+	task := newTask(owner, 0)
+	task.StatusMessage = strings.Repeat("é", 6<<10) // 12 KiB: kept
+	mustCreate(t, s, task, tasks.Bounds{})
+	if got := mustGet(t, s, owner, task.ID); got.StatusMessage != task.StatusMessage || got.Owner != owner {
+		t.Fatalf("a 12 KiB status message and an 8 KiB owner read back as %d and %d bytes", len(got.StatusMessage), len(got.Owner))
+	}
+	long := strings.Repeat("é", tasks.MaxStatusMessage) // twice the bound
+	got, err := s.Update(t.Context(), owner, task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.StatusMessage = long })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.StatusMessage) > tasks.MaxStatusMessage || !strings.HasSuffix(got.StatusMessage, "é…") || !utf8.ValidString(got.StatusMessage) {
+		t.Errorf("a %d-byte message was kept as %d bytes ending %q", len(long), len(got.StatusMessage), got.StatusMessage[len(got.StatusMessage)-8:])
+	}
+	if stored := mustGet(t, s, owner, task.ID); stored.StatusMessage != got.StatusMessage {
+		t.Errorf("stored message differs from the one returned")
+	}
+	huge := newTask("oauth:3:iss:"+strings.Repeat("s", 64<<10), 0)
+	if err := s.Create(t.Context(), huge, tasks.Bounds{}); err == nil {
+		t.Error("a 64 KiB owner was accepted")
 	}
 }
 
