@@ -48,6 +48,7 @@ type Config struct {
 	Env      Env               `mapstructure:"env"`
 	Secrets  map[string]Secret `mapstructure:"secrets"`
 	Memory   Memory            `mapstructure:"memory"`
+	Tasks    Tasks             `mapstructure:"tasks"`
 	Log      Log               `mapstructure:"log"`
 
 	// File is the config file this was read from ("" when none), and Dir the
@@ -557,6 +558,14 @@ var defaults = map[string]any{
 	"memory::backend":                       "file",
 	"memory::postgres::max_conns":           limits.DefaultPostgresMaxConns,
 	"memory::postgres::query_timeout":       limits.DefaultPostgresQueryTimeout,
+	"tasks::backend":                        "",
+	"tasks::max_per_client":                 limits.DefaultTasksMaxPerClient,
+	"tasks::max_total":                      limits.DefaultTasksMaxTotal,
+	"tasks::max_result":                     0,
+	"tasks::ttl":                            limits.DefaultTaskTTL,
+	"tasks::max_ttl":                        limits.DefaultTaskMaxTTL,
+	"tasks::poll_interval":                  limits.DefaultTaskPollInterval,
+	"tasks::lease":                          limits.DefaultTaskLease,
 	"log::level":                            "info",
 	"log::audit":                            "",
 	"log::audit_max_size":                   limits.DefaultAuditMaxSize,
@@ -937,6 +946,7 @@ func (c *Config) Validate() error {
 	if d := c.Memory.Postgres.QueryTimeout; d <= 0 || d > 10*time.Minute {
 		fail("memory.postgres.query_timeout", "must be positive and at most 10m, got %s", d)
 	}
+	c.validateTasks(fail)
 	for _, name := range sortedKeys(c.LSP.Languages) {
 		if c.LSP.Languages[name].Command == "" {
 			fail("lsp.languages."+name+".command", "must not be empty")

@@ -33,7 +33,7 @@ func TestHelpGolden(t *testing.T) {
 	for _, c := range newRoot().Commands() {
 		commands = append(commands, c.Name())
 	}
-	commands = append(commands, "completion", "cache warm")
+	commands = append(commands, "completion", "cache warm", "tasks list", "tasks show", "tasks cancel")
 	dir := t.TempDir()
 	for _, name := range commands {
 		args := []string{"--help"}
@@ -83,8 +83,8 @@ func TestHelpOffersWhatApplies(t *testing.T) {
 	if _, stderr, code := runIn(t, dir, nil, "new", "-c", "config.yaml", "wc"); code != exitUsage || stderr != "warden: unknown shorthand flag: 'c' in -c\n" {
 		t.Errorf("warden new -c: exit %d, stderr %q", code, stderr)
 	}
-	for _, name := range []string{"tools", "call", "inspect", "serve", "install", "sync", "update", "publish", "grant", "revoke", "dev", "mcp-config", "migrate"} {
-		out, _, _ := runIn(t, dir, nil, name, "--help")
+	for _, name := range []string{"tools", "call", "inspect", "serve", "install", "sync", "update", "publish", "grant", "revoke", "dev", "mcp-config", "migrate", "tasks", "tasks list", "tasks show", "tasks cancel"} {
+		out, _, _ := runIn(t, dir, nil, append(strings.Fields(name), "--help")...)
 		if !strings.Contains(out, "  -c, --config string ") || !strings.Contains(out, "config file (default: $WARDEN_CONFIG, else config.yaml here or in the nearest parent folder)") {
 			t.Errorf("warden %s --help lacks the one -c help:\n%s", name, out)
 		}

@@ -75,7 +75,8 @@ them to AI agents as an MCP server.`,
 	}
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
 		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g),
-		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd(), newMigrateCmd(&g), newCacheCmd(&g), newSecretCmd(&g))
+		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd(), newMigrateCmd(&g), newCacheCmd(&g), newSecretCmd(&g),
+		newTasksCmd(&g))
 	// The global flags are each command's own (not persistent), so that a
 	// command without a config (new, version, completion) neither offers
 	// nor accepts them. The root has them too, hidden (they mean nothing

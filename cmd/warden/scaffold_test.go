@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/warden-run/warden/internal/pgtest"
 )
 
 var realBinary struct {
@@ -87,7 +89,7 @@ func TestServeRefusesAnotherProgramsConfig(t *testing.T) {
 	_, stderr, code := runIn(t, dir, nil, "serve")
 	want := `warden: ` + filepath.Join(dir, "config.yaml") + ` does not look like a warden config
   its top-level keys: database, port
-  warden's top-level keys: project, tools, security, server, lsp, net, env, secrets, memory, log
+  warden's top-level keys: project, tools, security, server, lsp, net, env, secrets, memory, tasks, log
   point warden at its config with --config PATH or WARDEN_CONFIG=PATH
 `
 	if code != exitUsage || stderr != want {
@@ -209,8 +211,14 @@ func TestNewLanguageNames(t *testing.T) {
 	}
 }
 
+// pg is the PostgreSQL server of this test binary (pgtest), started by
+// the first test that asks for a database.
+var pg *pgtest.Server
+
 func TestMain(m *testing.M) {
+	pg = pgtest.New()
 	code := m.Run()
+	pg.Stop()
 	if realBinary.path != "" {
 		os.RemoveAll(filepath.Dir(realBinary.path))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/warden-run/warden/internal/pgmigrate"
 	"github.com/warden-run/warden/internal/termsafe"
 )
 
@@ -128,41 +129,9 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 	return p, nil
 }
 
-// migrate runs the migrations the database lacks, in one transaction that
-// first takes an advisory lock: replicas starting at once wait for each
-// other instead of racing to create the same tables, and each finds the
-// versions the first one recorded. Running it again changes nothing.
+// migrate brings the memory tables up to date (see pgmigrate.Run).
 func (p *pgBackend) migrate(ctx context.Context) error {
-	tx, err := p.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey); err != nil {
-		return fmt.Errorf("advisory lock: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS warden_schema_migrations (
-		version    integer PRIMARY KEY,
-		applied_at timestamptz NOT NULL DEFAULT now()
-	)`); err != nil {
-		return err
-	}
-	var current int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM warden_schema_migrations`).Scan(&current); err != nil {
-		return err
-	}
-	if current > len(migrations) {
-		return fmt.Errorf("the database's schema is at version %d, newer than this warden's %d: upgrade warden", current, len(migrations))
-	}
-	for v := current + 1; v <= len(migrations); v++ {
-		if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO warden_schema_migrations (version) VALUES ($1)`, v); err != nil {
-			return fmt.Errorf("record version %d: %w", v, err)
-		}
-	}
-	return tx.Commit(ctx)
+	return pgmigrate.Run(ctx, p.pool, pgmigrate.Schema{Table: "warden_schema_migrations", Lock: advisoryKey, Steps: migrations})
 }
 
 func (p *pgBackend) id() string { return p.name }

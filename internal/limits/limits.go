@@ -76,3 +76,16 @@ const (
 // that the two agree), so that config accepts `lsp: [python]` in a grant
 // without importing the capability.
 var DefaultLSPLanguages = []string{"c", "cpp", "go", "javascript", "python", "rust", "typescript"}
+
+// Defaults of task execution (tasks.*, internal/tasks): how many unfinished
+// tasks a client and the server may hold, how long a record is kept (TTL,
+// and the most a client may ask for), how often a client is told to poll,
+// and how long a replica's claim on a running task lasts unrenewed.
+const (
+	DefaultTasksMaxPerClient = 16
+	DefaultTasksMaxTotal     = 256
+	DefaultTaskTTL           = time.Hour
+	DefaultTaskMaxTTL        = 24 * time.Hour
+	DefaultTaskPollInterval  = 2 * time.Second
+	DefaultTaskLease         = 30 * time.Second
+)

@@ -106,7 +106,10 @@ type Store interface {
 	// terminal task is returned unchanged with ErrTerminal.
 	Cancel(ctx context.Context, owner, id string) (Task, error)
 	// Renew extends the lease of replica's working tasks ids to until and
-	// returns the ids among them whose cancellation was requested.
+	// returns the ids among them whose cancellation was requested, and
+	// those that no longer run on replica (ended, say by Sweep after the
+	// replica stalled; removed; unknown; another replica's): the replica
+	// stops the guest of every id returned.
 	Renew(ctx context.Context, replica string, ids []string, until time.Time) (cancelled []string, err error)
 	// Sweep ends Failed every working task whose lease lapsed before now
 	// and removes every record that expired before now; it returns how
