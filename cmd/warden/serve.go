@@ -221,10 +221,11 @@ program's and is refused.`,
 // the background at once, so that the first client need not wait.
 func oauthOptions(c config.OAuth, logger *slog.Logger) (*mcpserver.OAuthOptions, error) {
 	opts := oauth.Options{
-		Resource:   c.Resource,
-		ClockSkew:  c.ClockSkew,
-		RefreshMin: c.JWKSRefreshMin,
-		Logger:     logger,
+		Resource:    c.Resource,
+		ClockSkew:   c.ClockSkew,
+		RefreshMin:  c.JWKSRefreshMin,
+		GroupsClaim: c.GroupsClaim,
+		Logger:      logger,
 	}
 	var servers []string
 	for _, is := range c.Issuers {
