@@ -279,6 +279,9 @@ type Server struct {
 	// Icons are the server's icons: sent in initialize's serverInfo and
 	// on the server card (config/discovery.go).
 	Icons []Icon `mapstructure:"icons"`
+	// Discovery serves the MCP Server Card and AI Catalog
+	// (config/discovery.go).
+	Discovery Discovery `mapstructure:"discovery"`
 }
 
 // OAuth configures `warden serve --http` as an OAuth 2.1 resource server
@@ -565,6 +568,12 @@ var defaults = map[string]any{
 	"server::oauth::groups_claim":           "groups",
 	"server::rate_limit::on_backend_error":  OnBackendErrorRefuse,
 	"access::widen":                         false,
+	"server::discovery::enabled":            false,
+	"server::discovery::name":               "io.github.warden-run/warden",
+	"server::discovery::title":              "warden",
+	"server::discovery::description":        "MCP tools in a WebAssembly sandbox, each with only the grants config gives it",
+	"server::discovery::website_url":        "",
+	"server::discovery::url":                "",
 	"lsp::idle_ttl":                         limits.DefaultLSPIdleTTL,
 	"lsp::timeout":                          limits.DefaultLSPTimeout,
 	"net::max_response":                     limits.DefaultNetMaxResponse,
@@ -891,6 +900,7 @@ func (c *Config) Validate() error {
 	c.validateOAuth(fail)
 	c.validateAccess(fail)
 	c.validateIcons(fail)
+	c.validateDiscovery(fail)
 	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]

@@ -106,3 +106,55 @@ func CheckIcon(icon Icon) error {
 	}
 	return nil
 }
+
+// Discovery configures the MCP Server Card (`<streamable-http-url>/server-card`)
+// and the AI Catalog (/.well-known/ai-catalog.json) of `warden serve
+// --http` (docs/deploy.md, "Discovery"). Off by default. Read at start.
+type Discovery struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Name is the server's name in reverse-DNS form, as the MCP registry
+	// takes it (io.github.acme/warden).
+	Name        string `mapstructure:"name"`
+	Title       string `mapstructure:"title"`
+	Description string `mapstructure:"description"`
+	WebsiteURL  string `mapstructure:"website_url"`
+	// URL is the streamable-HTTP URL clients reach the server at; empty
+	// means server.oauth.resource, and without it the card names none.
+	URL string `mapstructure:"url"`
+}
+
+var registryName = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
+
+// DiscoveryURL is the server's streamable-HTTP URL as the card names it:
+// server.discovery.url, else server.oauth.resource, else "".
+func (c *Config) DiscoveryURL() string {
+	if u := c.Server.Discovery.URL; u != "" {
+		return u
+	}
+	return c.Server.OAuth.Resource
+}
+
+func (c *Config) validateDiscovery(fail func(key, format string, args ...any)) {
+	d := c.Server.Discovery
+	if n := len(d.Name); !registryName.MatchString(d.Name) || n < 3 || n > 200 {
+		fail("server.discovery.name", "%s is not a server name in reverse-DNS form, namespace/name (e.g. io.github.acme/warden; 3 to 200 of A-Z a-z 0-9 . - and _ after the slash)", showValue(d.Name))
+	}
+	for _, f := range []struct{ key, text string }{{"server.discovery.title", d.Title}, {"server.discovery.description", d.Description}} {
+		key, text := f.key, f.text
+		if n := utf8.RuneCountInString(text); n < 1 || n > 100 {
+			fail(key, "must be 1 to 100 characters, got %d", n)
+		} else if err := CheckAccessName(text); err != nil {
+			fail(key, "%v", err)
+		}
+	}
+	if d.WebsiteURL != "" {
+		if err := checkHTTPSURL(d.WebsiteURL, true); err != nil {
+			fail("server.discovery.website_url", "%v", err)
+		}
+	}
+	if d.URL != "" {
+		if err := CheckResourceURL(d.URL); err != nil {
+			fail("server.discovery.url", "%v", err)
+		}
+	}
+}

@@ -93,6 +93,9 @@ type Options struct {
 	// Name and Version identify the server to clients. Name defaults to
 	// "warden", Version to "dev".
 	Name, Version string
+	// Icons are the server's icons, sent in initialize's serverInfo
+	// (config server.icons, checked there).
+	Icons []tool.Icon
 	// Instructions, if set, is sent to clients on connection.
 	Instructions string
 	// PageSize is the number of tools per tools/list page; 0 means 100.
@@ -343,7 +346,7 @@ func New(tools Tools, opts Options) *Server {
 		},
 	}
 	s.featureOptions(sdkOpts)
-	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sdkOpts)
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version, Icons: iconsFor(opts.Icons)}, sdkOpts)
 	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
 	if opts.Loader != nil {
 		s.sdk.AddReceivingMiddleware(s.whileLoading(opts.Loader))
