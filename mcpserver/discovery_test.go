@@ -171,7 +171,9 @@ func TestServerCardWithoutURL(t *testing.T) {
 // card adds nothing the metadata does not already publish.
 func TestServerCardBesideOAuth(t *testing.T) {
 	s, _ := newServer(t, newFakeTools(desc("alpha")), Options{})
-	verify := func(context.Context, string) (principal.Principal, error) { return principal.Principal{}, errors.New("no") }
+	verify := func(context.Context, string) (principal.Principal, error) {
+		return principal.Principal{}, errors.New("no")
+	}
 	hs := httptest.NewServer(s.Handler(HTTPOptions{Discovery: testDiscovery("https://warden.example.com/mcp"),
 		OAuth: &OAuthOptions{Resource: "https://warden.example.com/mcp", AuthorizationServers: []string{"https://id.example.com"}, Verify: verify}}))
 	defer hs.Close()
