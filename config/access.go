@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -62,8 +63,8 @@ const (
 	maxAccessNameLen = 256  // a subject or a group name, in bytes
 )
 
-// AccessRoleKeys lists the access.roles keys in a fixed (sorted) order.
-func (a Access) AccessRoleKeys() []string { return sortedKeys(a.Roles) }
+// RoleNames lists the access.roles keys, sorted.
+func (a Access) RoleNames() []string { return sortedKeys(a.Roles) }
 
 // CheckAccessName reports whether s may name an OAuth subject or group in
 // access.roles: 1 to 256 bytes of UTF-8 without control or invisible
@@ -160,6 +161,11 @@ func (c *Config) validateGrantValues(key string, g Grant, fail func(key, format 
 			if _, ok := c.Project.Roots[root]; !ok {
 				fail(key+".fs", "path %s names %s, which project.roots does not define", showValue(p), showRoot(p, root))
 			}
+		}
+	}
+	for _, lang := range g.LSP {
+		if _, ok := c.LSP.Languages[lang]; !ok && !slices.Contains(limits.DefaultLSPLanguages, lang) {
+			fail(key+".lsp", "no language %s in lsp.languages", showValue(lang))
 		}
 	}
 	checks := []struct {

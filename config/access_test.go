@@ -41,6 +41,7 @@ func TestAccessRefused(t *testing.T) {
 		"server: {icons: [{src: \"https://e.com/a b.png\"}]}":                                           "src: holds the space, control or invisible character U+0020",
 		"server: {icons: [{src: \"data:image/png;base64,AA\", mime_type: image/jpeg}]}":                 `mime_type "image/jpeg" is not the data: URI's type "image/png"`,
 	}
+	cases[testOAuth+"access: {roles: {devs: {groups: [d], grants: {x: {lsp: [cobol]}}}}}"] = `access.roles.devs.grants.x.lsp: no language "cobol" in lsp.languages`
 	cases["server: {discovery: {name: warden}}"] = `server.discovery.name: "warden" is not a server name in reverse-DNS form`
 	cases["server: {discovery: {description: \"\"}}"] = "server.discovery.description: must be 1 to 100 characters, got 0"
 	cases["server: {discovery: {url: \"http://warden.example.com/mcp\"}}"] = "server.discovery.url: "

@@ -39,7 +39,7 @@ func newAccess(cfg *config.Config) access {
 		file:  cfg.File,
 		rate:  runlimits.Rate(cfg.Access.RateLimit.Bucket("access.rate_limit")),
 	}
-	for _, name := range cfg.Access.AccessRoleKeys() {
+	for _, name := range cfg.Access.RoleNames() {
 		r := cfg.Access.Roles[name]
 		issuer := r.Issuer
 		if issuer == "" && len(cfg.Server.OAuth.Issuers) == 1 {
@@ -151,8 +151,13 @@ func (ps Person) Grants(tp ToolPolicy, grants tool.Capabilities) (out tool.Capab
 	if file == "" {
 		file = "config.yaml"
 	}
-	return out, fmt.Sprintf("%s narrows tools.grants.%s for %s, a member of the role (access.widen is false), in %s: "+
-		"the line that would allow it lists the value under %s too", strings.Join(lines, " and "), tp.Key, ps.who(), file, strings.Join(lines, " and "))
+	verb, member := "narrows", "a member of the role"
+	if len(lines) > 1 {
+		verb, member = "narrow", "a member of those roles"
+	}
+	all := strings.Join(lines, " and ")
+	return out, fmt.Sprintf("%s %s tools.grants.%s for %s, %s (access.widen is false), in %s: "+
+		"the line that would allow it lists the value under %s too", all, verb, tp.Key, ps.who(), member, file, all)
 }
 
 // who names the person in messages.
