@@ -177,3 +177,30 @@ access:
 		t.Fatalf("local caller: %+v, questions %+v, want the read and one question, about env HOME", fs, q)
 	}
 }
+
+// TestRateStoreFollowsTheBackend: the server's rate-limit buckets are the
+// PostgreSQL database's when memory.backend names one (shared by the
+// replicas), this process's on the file backend.
+func TestRateStoreFollowsTheBackend(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := startApp(t, dir, "project: {root: "+dir+"}\n", nil)
+	if s := a.ServerOptions(mcpserver.Options{}).RateStore; s != nil {
+		t.Errorf("file backend: rate store %v, want none", s)
+	}
+	url := pg.DB(t)
+	dir = t.TempDir()
+	a, _ = startApp(t, dir, "project: {root: "+dir+"}\nmemory: {backend: \""+url+"\"}\n", nil)
+	s := a.ServerOptions(mcpserver.Options{}).RateStore
+	if s == nil {
+		t.Fatal("postgres backend: no rate store")
+	}
+	if !strings.HasPrefix(s.Name(), "postgres://postgres@127.0.0.1:") {
+		t.Errorf("store named %q", s.Name())
+	}
+	for i, want := range []bool{true, false} {
+		ok, _, err := s.Take(context.Background(), "tool \"echo\"", 1.0/3600, 1)
+		if err != nil || ok != want {
+			t.Errorf("take %d: %v %v, want %v", i, ok, err, want)
+		}
+	}
+}
