@@ -33,6 +33,9 @@ COPY . .
 RUN CGO_ENABLED=0 GOTOOLCHAIN=local go build -trimpath -ldflags="-s -w" -o /out/warden ./cmd/warden
 
 FROM gcr.io/distroless/static-debian12:nonroot AS warden
+# The MCP registry checks that an OCI package names the server it is
+# published as (packaging/server.json).
+LABEL io.modelcontextprotocol.server.name="io.github.warden-run/warden"
 COPY --from=build /out/warden /usr/local/bin/warden
 # Compiled tool code is cached under $XDG_CACHE_HOME/warden: keep it in the
 # nonroot user's home, which is writable (mount a volume to keep it across

@@ -50,6 +50,8 @@ type Config struct {
 	Memory   Memory            `mapstructure:"memory"`
 	Tasks    Tasks             `mapstructure:"tasks"`
 	Log      Log               `mapstructure:"log"`
+	// Access is per-person policy on a team server (config/access.go).
+	Access Access `mapstructure:"access"`
 
 	// File is the config file this was read from ("" when none), and Dir the
 	// directory relative paths in it are resolved against.
@@ -275,6 +277,12 @@ type Server struct {
 	// OAuth makes HTTP mode an OAuth 2.1 resource server: clients present
 	// JWT access tokens from the issuers listed (instead of Token).
 	OAuth OAuth `mapstructure:"oauth"`
+	// Icons are the server's icons: sent in initialize's serverInfo and
+	// on the server card (config/discovery.go).
+	Icons []Icon `mapstructure:"icons"`
+	// Discovery serves the MCP Server Card and AI Catalog
+	// (config/discovery.go).
+	Discovery Discovery `mapstructure:"discovery"`
 }
 
 // OAuth configures `warden serve --http` as an OAuth 2.1 resource server
@@ -294,6 +302,9 @@ type OAuth struct {
 	// keys (a token naming an unknown key fetches them again, at most this
 	// often).
 	JWKSRefreshMin time.Duration `mapstructure:"jwks_refresh_min"`
+	// GroupsClaim names the token claim listing the subject's groups (a
+	// string or an array of strings), which access.roles match.
+	GroupsClaim string `mapstructure:"groups_claim"`
 }
 
 // OAuthIssuer is one trusted authorization server.
@@ -314,6 +325,11 @@ func (o OAuth) Enabled() bool {
 type RateLimits struct {
 	PerClient RateLimit `mapstructure:"per_client"`
 	PerTool   RateLimit `mapstructure:"per_tool"`
+	// OnBackendError is what a call meets when the buckets are kept in
+	// PostgreSQL (memory.backend) and the database cannot be reached:
+	// "refuse" (the default: fail closed) or "local" (this process's own
+	// buckets, as without PostgreSQL).
+	OnBackendError string `mapstructure:"on_backend_error"`
 }
 
 // RateLimit is a token bucket: Rate calls per unit ("10/s", "600/m",
@@ -550,6 +566,15 @@ var defaults = map[string]any{
 	"server::oauth::resource":               "",
 	"server::oauth::clock_skew":             "60s",
 	"server::oauth::jwks_refresh_min":       limits.DefaultJWKSRefreshMin,
+	"server::oauth::groups_claim":           "groups",
+	"server::rate_limit::on_backend_error":  OnBackendErrorRefuse,
+	"access::widen":                         false,
+	"server::discovery::enabled":            false,
+	"server::discovery::name":               "io.github.warden-run/warden",
+	"server::discovery::title":              "warden",
+	"server::discovery::description":        "MCP tools in a WebAssembly sandbox, each with only the grants config gives it",
+	"server::discovery::website_url":        "",
+	"server::discovery::url":                "",
 	"lsp::idle_ttl":                         limits.DefaultLSPIdleTTL,
 	"lsp::timeout":                          limits.DefaultLSPTimeout,
 	"net::max_response":                     limits.DefaultNetMaxResponse,
@@ -882,6 +907,9 @@ func (c *Config) Validate() error {
 	c.validateGates(fail)
 	c.validateScopes(fail)
 	c.validateOAuth(fail)
+	c.validateAccess(fail)
+	c.validateIcons(fail)
+	c.validateDiscovery(fail)
 	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]
@@ -910,6 +938,9 @@ func (c *Config) Validate() error {
 	}
 	c.Server.RateLimit.PerClient.validate("server.rate_limit.per_client", fail)
 	c.Server.RateLimit.PerTool.validate("server.rate_limit.per_tool", fail)
+	if o := c.Server.RateLimit.OnBackendError; o != OnBackendErrorRefuse && o != OnBackendErrorLocal {
+		fail("server.rate_limit.on_backend_error", "must be refuse or local, got %s", showValue(o))
+	}
 	if c.Server.MaxMessage < 1<<10 || c.Server.MaxMessage > 1<<30 {
 		fail("server.max_message", "must be between 1KiB and 1GiB, got %s", c.Server.MaxMessage)
 	}

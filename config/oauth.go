@@ -49,6 +49,9 @@ func (c *Config) validateOAuth(fail func(key, format string, args ...any)) {
 			fail("server.oauth.scopes", "%v", err)
 		}
 	}
+	if err := CheckAccessName(o.GroupsClaim); err != nil {
+		fail("server.oauth.groups_claim", "names the claim that lists a token's groups: %v", err)
+	}
 	if !o.Enabled() {
 		return
 	}

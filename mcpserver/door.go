@@ -163,7 +163,7 @@ func enter[R any](s *Server, ctx context.Context, d *door[R], run func(context.C
 	if d.subject == "" {
 		rates.PerTool = nil // no tool whose rate it could count against
 	}
-	if refused := s.rates.allow(t.client, d.subject, rates.PerClient, rates.PerTool); refused != nil {
+	if refused := s.rates.allow(ctx, principal.From(ctx), session, d.subject, rates); refused != nil {
 		return d.refused(refused)
 	}
 	release, waited, busy := s.acquireTicket(ctx, t)

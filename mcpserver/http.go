@@ -47,6 +47,9 @@ type HTTPOptions struct {
 	// Extra are more handlers by path, such as /metrics; they require the
 	// bearer token like /mcp when Token is set (a scraper can send one).
 	Extra map[string]http.Handler
+	// Discovery, when set, serves the Server Card and AI Catalog
+	// (discovery.go), without authentication.
+	Discovery *Discovery
 }
 
 // Defaults of HTTPOptions.
@@ -171,6 +174,9 @@ func (s *Server) routes(opts HTTPOptions) *routes {
 		mcpHandler = requireBearer(opts.Token, mcpHandler)
 	}
 	mux.Handle(PathMCP, mcpHandler)
+	if opts.Discovery != nil {
+		mountDiscovery(mux, opts.Discovery)
+	}
 	// Extra handlers (/metrics) hold information about the tools and
 	// their use: they take the same authentication as /mcp.
 	for path, h := range opts.Extra {

@@ -93,6 +93,9 @@ type Options struct {
 	// Name and Version identify the server to clients. Name defaults to
 	// "warden", Version to "dev".
 	Name, Version string
+	// Icons are the server's icons, sent in initialize's serverInfo
+	// (config server.icons, checked there).
+	Icons []tool.Icon
 	// Instructions, if set, is sent to clients on connection.
 	Instructions string
 	// PageSize is the number of tools per tools/list page; 0 means 100.
@@ -122,6 +125,9 @@ type Options struct {
 	// tokens across a change of its rate. A tool's CallLimits.Rate
 	// replaces PerTool for it. nil means no limits.
 	RateLimit func() RateLimits
+	// RateStore, when set, keeps the rate limits' buckets where replicas
+	// share them (PostgreSQL); nil keeps them in this process.
+	RateStore RateStore
 	// Now is the clock of the rate limits; nil means time.Now.
 	Now func() time.Time
 	// ListWait bounds how long a tools/list waits for modules still loading
@@ -228,6 +234,12 @@ type Options struct {
 // RateLimits are the server's rate limits; a nil field means none.
 type RateLimits struct {
 	PerClient, PerTool *RateLimit
+	// PerPerson returns an OAuth principal's own limit (access.*), nil
+	// for none; it is asked only of OAuth principals.
+	PerPerson func(principal.Principal) *RateLimit
+	// OnStoreError is what a call meets while Options.RateStore fails:
+	// StoreErrorLocal counts it in this process, anything else refuses it.
+	OnStoreError string
 }
 
 // Defaults applied by [New] to zero Options fields.
@@ -315,7 +327,7 @@ func New(tools Tools, opts Options) *Server {
 		opts:       opts,
 		log:        opts.Logger,
 		admit:      newAdmission(opts.MaxInFlight, opts.MaxInFlightPerClient, opts.MaxQueued, opts.MaxQueuedPerClient),
-		rates:      newRateLimiter(opts.Now),
+		rates:      newRateLimiter(opts.Now, opts.RateStore, opts.Logger),
 		registered: make(map[string][]byte),
 		states:     newStateSealer(opts.StateKey, opts.SpentStates),
 		feat:       newFeatureState(),
@@ -334,7 +346,7 @@ func New(tools Tools, opts Options) *Server {
 		},
 	}
 	s.featureOptions(sdkOpts)
-	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sdkOpts)
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version, Icons: iconsFor(opts.Icons)}, sdkOpts)
 	s.sdk.AddReceivingMiddleware(s.refusedMiddleware)
 	if opts.Loader != nil {
 		s.sdk.AddReceivingMiddleware(s.whileLoading(opts.Loader))

@@ -127,6 +127,7 @@ program's and is refused.`,
 			opts := a.ServerOptions(mcpserver.Options{
 				Name:                 "warden",
 				Version:              version,
+				Icons:                cfg.ServerIcons(),
 				PageSize:             cfg.Server.PageSize,
 				MaxInFlight:          cfg.Server.MaxInFlight,
 				QueueWait:            cfg.Server.QueueWait,
@@ -182,6 +183,7 @@ program's and is refused.`,
 				BodyTimeout:     cfg.Server.BodyTimeout,
 				IdleTimeout:     cfg.Server.IdleTimeout,
 				MaxConnections:  cfg.Server.MaxConnections,
+				Discovery:       discovery(cfg, token != "" || oauthCfg.Enabled()),
 			}
 			if oauthCfg.Enabled() {
 				if httpOpts.OAuth, err = oauthOptions(oauthCfg, logger); err != nil {
@@ -216,15 +218,27 @@ program's and is refused.`,
 	return cmd
 }
 
+// discovery is the Server Card and AI Catalog server.discovery asks for
+// (nil when off); auth says whether /mcp requires a bearer token.
+func discovery(cfg *config.Config, auth bool) *mcpserver.Discovery {
+	d := cfg.Server.Discovery
+	if !d.Enabled {
+		return nil
+	}
+	return &mcpserver.Discovery{Name: d.Name, Title: d.Title, Description: d.Description, Version: version,
+		WebsiteURL: d.WebsiteURL, Icons: cfg.ServerIcons(), URL: cfg.DiscoveryURL(), Auth: auth}
+}
+
 // oauthOptions makes HTTP mode a resource server of the authorization
 // servers server.oauth lists (read at start). Their keys are fetched in
 // the background at once, so that the first client need not wait.
 func oauthOptions(c config.OAuth, logger *slog.Logger) (*mcpserver.OAuthOptions, error) {
 	opts := oauth.Options{
-		Resource:   c.Resource,
-		ClockSkew:  c.ClockSkew,
-		RefreshMin: c.JWKSRefreshMin,
-		Logger:     logger,
+		Resource:    c.Resource,
+		ClockSkew:   c.ClockSkew,
+		RefreshMin:  c.JWKSRefreshMin,
+		GroupsClaim: c.GroupsClaim,
+		Logger:      logger,
 	}
 	var servers []string
 	for _, is := range c.Issuers {

@@ -26,6 +26,7 @@ import (
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/policy"
+	"github.com/warden-run/warden/internal/ratestore"
 	"github.com/warden-run/warden/internal/redact"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
@@ -66,6 +67,9 @@ type App struct {
 	// secretsExtra are RedactWith's extra values, written before secrets
 	// is stored and only read after it is loaded.
 	secretsExtra []string
+	// rates are the shared rate-limit buckets on PostgreSQL (ratestore.go;
+	// nil until the server asks, and on the file backend). Guarded by mu.
+	rates *ratestore.Store
 }
 
 // New starts a runtime for cfg. It loads no tools: call the catalog's
@@ -147,6 +151,11 @@ func (a *App) Close(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	a.mu.Lock()
+	if a.rates != nil {
+		a.rates.Close()
+	}
+	a.mu.Unlock()
 	return errors.Join(a.caps.close(ctx), a.rt.Close(ctx))
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -81,7 +83,14 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	// each capability it is then refused says why.
 	module := e.module.Name()
 	grants, elsewhere := tp.Grants(module)
-	if note := grantNote(tp, module, elsewhere); note != "" {
+	// The caller's roles (access.roles) narrow, or widen, the grant.
+	grants, narrowed := pol.Person(principal.From(ctx)).Grants(tp, grants)
+	if narrowed != "" {
+		// What the caller's role took away is not put to them as a
+		// permission prompt either: they would widen their own grant.
+		ctx = context.WithValue(ctx, narrowedKey{}, true)
+	}
+	if note := strings.Join(nonEmpty(grantNote(tp, module, elsewhere), narrowed), "; "); note != "" {
 		ctx = withGrantNote(ctx, note)
 	}
 	// The subject's gate, resolved once for the checks below and the gate.
@@ -168,3 +177,18 @@ func subjectTool(m *runtime.Module, subject string) *runtime.Tool {
 func gateAllowLine(name string) string {
 	return fmt.Sprintf("tools.gates.%s.action: allow", configkey.Fold(name))
 }
+
+// nonEmpty lists the notes that say something.
+func nonEmpty(notes ...string) []string {
+	var out []string
+	for _, n := range notes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// narrowedKey marks a call whose grants the caller's roles narrowed
+// (access.roles): its denials are never put to the person as prompts.
+type narrowedKey struct{}

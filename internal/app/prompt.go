@@ -56,6 +56,9 @@ type prompter struct {
 // retry serves a denied request again after the person allowed it. It
 // returns the new outcome, or the original when nothing was allowed.
 func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func() (any, error), result any, err error) (any, error) {
+	if ctx.Value(narrowedKey{}) != nil {
+		return result, err // the caller's role narrowed the grant (door.go)
+	}
 	for range maxPromptsPerCall {
 		need, ok := p.promptable(call, err)
 		if !ok {

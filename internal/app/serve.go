@@ -15,6 +15,7 @@ import (
 // is a field of mcpserver.Options, wired here.
 func (a *App) ServerOptions(opts mcpserver.Options) mcpserver.Options {
 	opts.RateLimit = a.serverRateLimits
+	opts.RateStore = a.rateStore()
 	opts.SpentStates = a.spentStates()
 	opts.ClientWait = func() time.Duration { return a.Policy().ClientWait() }
 	opts.CallLimits = a.toolCallLimits

@@ -81,6 +81,11 @@ type Options struct {
 	FetchTimeout time.Duration
 	// MaxJWKSBytes bounds a JWK Set document; 0 means DefaultMaxJWKSBytes.
 	MaxJWKSBytes int64
+	// GroupsClaim names the claim that lists the groups a token's subject
+	// belongs to (a string or an array of strings, see groupList); ""
+	// means DefaultGroupsClaim. Only the claims of a token whose signature
+	// and issuer were checked are read.
+	GroupsClaim string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Transport carries the JWK Set requests; nil means
@@ -121,6 +126,9 @@ func New(opts Options) (*Verifier, error) {
 	}
 	if opts.ClockSkew < 0 {
 		opts.ClockSkew = 0
+	}
+	if opts.GroupsClaim == "" {
+		opts.GroupsClaim = DefaultGroupsClaim
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -197,12 +205,14 @@ type Token struct {
 	Subject string
 	// Scopes are the scope (space-separated) and scp claims' values.
 	Scopes []string
+	// Groups are the groups claim's values (Options.GroupsClaim).
+	Groups []string
 	Expiry time.Time
 }
 
 // Principal is who the token speaks for.
 func (t *Token) Principal() principal.Principal {
-	return principal.Principal{Subject: t.Subject, Via: principal.ViaOAuth, Scopes: t.Scopes, Issuer: t.Issuer}
+	return principal.Principal{Subject: t.Subject, Via: principal.ViaOAuth, Scopes: t.Scopes, Issuer: t.Issuer, Groups: t.Groups}
 }
 
 // Error is why a token was refused.
@@ -356,7 +366,17 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Token, error) {
 	if err != nil {
 		return nil, refuse("the access token's scope claim is malformed", "%v", err)
 	}
-	return &Token{Issuer: ks.issuer, Subject: subject, Scopes: scopes, Expiry: c.Expiry.Time()}, nil
+	// The groups claim is named by config, so it is read from the claims
+	// as a map, after the signature was checked.
+	var all map[string]json.RawMessage
+	if err := tok.UnsafeClaimsWithoutVerification(&all); err != nil {
+		return nil, refuse("the access token's claims are malformed", "%v", err)
+	}
+	groups, err := groupList(all[v.opts.GroupsClaim])
+	if err != nil {
+		return nil, refuse("the access token's groups claim is malformed", "claim %q: %v", v.opts.GroupsClaim, err)
+	}
+	return &Token{Issuer: ks.issuer, Subject: subject, Scopes: scopes, Groups: groups, Expiry: c.Expiry.Time()}, nil
 }
 
 // scopeList reads the scope claim (RFC 9068: a space-separated string)

@@ -43,6 +43,7 @@ type Policy struct {
 	clientWait         time.Duration
 	rates              mcpserver.RateLimits
 	scopes             []string
+	access             access // access.*, per-person policy (access.go)
 }
 
 // New resolves the policy of cfg.
@@ -55,11 +56,14 @@ func New(cfg *config.Config) *Policy {
 		prompts:            cfg.PermissionPrompts(),
 		clientWait:         cfg.ClientWait(),
 		rates: mcpserver.RateLimits{
-			PerClient: runlimits.Rate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
-			PerTool:   runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
+			PerClient:    runlimits.Rate(cfg.Server.RateLimit.PerClient.Bucket("server.rate_limit.per_client")),
+			PerTool:      runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
+			OnStoreError: cfg.Server.RateLimit.OnBackendError,
 		},
 		scopes: cfg.ToolScopes(),
+		access: newAccess(cfg),
 	}
+	p.rates.PerPerson = p.PersonRate
 	// Only exact names: a pattern key (tools.gates."web_*") is no tool's
 	// name, and the tools it matches are resolved at lookup.
 	p.plain = len(cfg.Tools.Expose) == 0 && len(cfg.Tools.Hide) == 0
@@ -82,10 +86,12 @@ func New(cfg *config.Config) *Policy {
 }
 
 // Approvers returns who may answer the questions (gate confirmations,
-// permission prompts) of tool name in the console: OAuth subjects and
-// groups. nil means anyone with a console session, which is all a config
-// without a per-person access section can say.
-func (p *Policy) Approvers(name string) []string { return nil }
+// permission prompts) of tool name in the console: the OAuth subjects and
+// groups of the access.roles whose approve lists name the tool, sorted.
+// nil means anyone with a console session: no role names the tool.
+// MayApprove answers for one person without mistaking a subject for a
+// group of the same name.
+func (p *Policy) Approvers(name string) []string { return p.access.approversOf(name) }
 
 // Config returns the config the policy was resolved from.
 func (p *Policy) Config() *config.Config { return p.cfg }

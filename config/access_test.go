@@ -1,0 +1,118 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const testOAuth = `server:
+  oauth:
+    resource: https://warden.example.com/mcp
+    issuers:
+      - {issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}
+`
+
+// TestAccessRefused: each mistake in access.*, server.icons and the new
+// server.oauth and server.rate_limit keys is refused where it is written.
+func TestAccessRefused(t *testing.T) {
+	two := testOAuth + "      - {issuer: https://other.example.com, jwks_url: https://other.example.com/jwks}\n"
+	cases := map[string]string{
+		"access: {roles: {devs: {groups: [devs]}}}":                                                     "access.roles: apply to OAuth principals only, and server.oauth is not configured",
+		testOAuth + "access: {roles: {devs: {approve: [x]}}}":                                           "access.roles.devs: names no subject and no group",
+		two + "access: {roles: {devs: {groups: [devs]}}}":                                               "access.roles.devs.issuer: is required while server.oauth lists 2 issuers",
+		testOAuth + "access: {roles: {devs: {issuer: https://evil.example.com, groups: [devs]}}}":       `access.roles.devs.issuer: "https://evil.example.com" is not one of server.oauth.issuers`,
+		testOAuth + "access: {roles: {devs: {groups: [\"a\\u200db\"]}}}":                                `access.roles.devs.groups: "a\u200db" holds the control or invisible character U+200D`,
+		testOAuth + "access: {roles: {devs: {subjects: [\"\"]}}}":                                       "access.roles.devs.subjects: an empty name",
+		testOAuth + "access: {roles: {devs: {groups: [d], grants: {x: {env: [WARDEN_SERVER_TOKEN]}}}}}": `access.roles.devs.grants.x.env: "WARDEN_SERVER_TOKEN" is warden's own configuration`,
+		testOAuth + "access: {roles: {devs: {groups: [d], grants: {x: {module: y}}}}}":                  "access.roles.devs.grants.x: a role's grant lists capabilities only",
+		testOAuth + "access: {roles: {devs: {groups: [d], grants: {x: {memory: all}}}}}":                "access.roles.devs.grants.x.memory: must be read or read-write",
+		testOAuth + "access: {roles: {devs: {groups: [d], grants: {x: {net: [\"http://\"]}}}}}":         "access.roles.devs.grants.x.net",
+		testOAuth + "access: {roles: {devs: {groups: [d], approve: [\"[z-a]\"]}}}":                      `access.roles.devs.approve: "[z-a]" is not a tool name or pattern`,
+		testOAuth + "access: {roles: {devs: {groups: [d], rate_limit: {rate: fast}}}}":                  "access.roles.devs.rate_limit.rate",
+		"access: {rate_limit: {rate: 1/s, burst: -1}}":                                                  "access.rate_limit.burst: must not be negative",
+		"server: {rate_limit: {on_backend_error: ignore}}":                                              `server.rate_limit.on_backend_error: must be refuse or local, got "ignore"`,
+		"server: {oauth: {groups_claim: \"\"}}":                                                         "server.oauth.groups_claim: names the claim that lists a token's groups: an empty name",
+		"server: {icons: [{src: \"javascript:alert(1)\"}]}":                                             `server.icons[0]: src: "javascript:alert(1)" is not an https:// URL`,
+		"server: {icons: [{src: \"http://example.com/i.png\"}]}":                                        "is not an https:// URL",
+		"server: {icons: [{src: \"data:text/html;base64,PHA+\"}]}":                                      "src: a data: URI must be data:<image/png|image/jpeg|image/svg+xml|image/webp>;base64,...",
+		"server: {icons: [{src: \"https://e.com/i.png\", mime_type: image/gif}]}":                       `mime_type: "image/gif" is not one of`,
+		"server: {icons: [{src: \"https://e.com/i.png\", sizes: [big]}]}":                               `sizes: "big" is not WxH`,
+		"server: {icons: [{src: \"https://e.com/i.png\", theme: neon}]}":                                `theme: "neon" is not light or dark`,
+		"server: {icons: [{src: \"https://e.com/a b.png\"}]}":                                           "src: holds the space, control or invisible character U+0020",
+		"server: {icons: [{src: \"data:image/png;base64,AA\", mime_type: image/jpeg}]}":                 `mime_type "image/jpeg" is not the data: URI's type "image/png"`,
+	}
+	cases[testOAuth+"access: {roles: {devs: {groups: [d], grants: {x: {lsp: [cobol]}}}}}"] = `access.roles.devs.grants.x.lsp: no language "cobol" in lsp.languages`
+	cases["server: {discovery: {name: warden}}"] = `server.discovery.name: "warden" is not a server name in reverse-DNS form`
+	cases["server: {discovery: {description: \"\"}}"] = "server.discovery.description: must be 1 to 100 characters, got 0"
+	cases["server: {discovery: {url: \"http://warden.example.com/mcp\"}}"] = "server.discovery.url: "
+	cases["server: {discovery: {website_url: \"javascript:x\"}}"] = "server.discovery.website_url: "
+	for body, want := range cases {
+		path := writeConfig(t, body)
+		_, err := Load(path)
+		if err == nil {
+			t.Errorf("%s: loaded", body)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s:\n error %q\n want it to contain %q and the file name", body, err, want)
+		}
+	}
+}
+
+// TestAccessLoads: a full access section loads as written: role names
+// folded like every key, subjects and groups kept byte for byte.
+func TestAccessLoads(t *testing.T) {
+	path := writeConfig(t, testOAuth+`  icons:
+    - {src: "https://warden.example.com/icon.png", mime_type: image/png, sizes: [48x48, any], theme: dark}
+    - {src: "data:image/svg+xml;base64,PHN2Zz4=", mime_type: image/svg+xml}
+  rate_limit: {on_backend_error: local}
+access:
+  widen: true
+  rate_limit: {rate: 5/s}
+  roles:
+    Devs:
+      subjects: [Alice@Example.com]
+      groups: [Dev Team, café]
+      grants: {Files: {fs: {read: [src]}}}
+      approve: [deploy_*]
+`)
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := c.Access.Roles["devs"]
+	if !ok || !c.Access.Widen || r.Subjects[0] != "Alice@Example.com" || r.Groups[0] != "Dev Team" || r.Groups[1] != "café" {
+		t.Fatalf("access %+v", c.Access)
+	}
+	if g, ok := r.RoleGrant("files"); !ok || g.FS.Read[0] != "src" {
+		t.Errorf("role grant of files %+v %v", g, ok)
+	}
+	if c.Server.RateLimit.OnBackendError != "local" || c.Server.OAuth.GroupsClaim != "groups" {
+		t.Errorf("on_backend_error %q groups_claim %q", c.Server.RateLimit.OnBackendError, c.Server.OAuth.GroupsClaim)
+	}
+	if icons := c.ServerIcons(); len(icons) != 2 || icons[0].Theme != "dark" || icons[0].Sizes[1] != "any" {
+		t.Errorf("icons %+v", icons)
+	}
+	if !MatchTool("deploy_*", "deploy_prod") || MatchTool("deploy_*", "undeploy") {
+		t.Error("MatchTool")
+	}
+}
+
+// FuzzCheckIcon: whatever the source, an accepted icon is https:// or a
+// data:image URI and holds no space, control or invisible character.
+func FuzzCheckIcon(f *testing.F) {
+	for _, s := range []string{"https://e.com/i.png", "data:image/png;base64,AA", "javascript:x", "https://e.com/\u202e", "HTTPS://E.COM/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if CheckIcon(Icon{Src: src}) != nil {
+			return
+		}
+		if !strings.HasPrefix(src, "https://") && !strings.HasPrefix(src, "data:image/") {
+			t.Fatalf("accepted %q", src)
+		}
+		if strings.ContainsAny(src, " \t\r\n\x00\u200d\u202e") {
+			t.Fatalf("accepted %q", src)
+		}
+	})
+}

@@ -1,0 +1,206 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/testwasm"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
+)
+
+// TestPersonalGrants: a call runs with the grant its caller's roles leave
+// (access.roles), taken from the call's principal: a reader whose role
+// narrows hostcalls' grant is refused the secret, naming the config line
+// that narrowed it; someone in no role, and a local caller, get it; with
+// access.widen a role's grant adds to tools.grants for its members only.
+func TestPersonalGrants(t *testing.T) {
+	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../runtime/testdata/goguest/hostcalls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "tools", "hostcalls.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cret-access-test"
+	configWith := func(widen bool, base, overlay string) string {
+		return fmt.Sprintf(`project: {root: %s}
+env: {values: {SECRET: {value: %s}}}
+tools:
+  dir: tools
+  cache_dir: %s
+  grants:
+    hostcalls: %s
+server:
+  oauth:
+    resource: https://warden.example.com/mcp
+    issuers: [{issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}]
+access:
+  widen: %v
+  roles:
+    readers:
+      groups: [readers]
+      grants:
+        hostcalls: %s
+`, dir, secret, userCacheDir, base, widen, overlay)
+	}
+	a, cfgPath := startApp(t, dir, configWith(false, "{env: [SECRET], memory: read}", "{memory: read}"), nil)
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	reader := principal.Principal{Subject: "bob", Via: principal.ViaOAuth, Issuer: "https://id.example.com", Groups: []string{"readers"}}
+	other := principal.Principal{Subject: "dave", Via: principal.ViaOAuth, Issuer: "https://id.example.com", Groups: []string{"Readers"}}
+	envOf := func(who principal.Principal) (string, *tool.Error) {
+		t.Helper()
+		ctx := principal.With(context.Background(), who)
+		res, err := a.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls",
+			Arguments: json.RawMessage(`{"env":{"op":"get","key":"SECRET"}}`), Observer: nopObserver{}})
+		if err != nil || res.IsError {
+			t.Fatalf("call as %s: %v %+v", who.Subject, err, res)
+		}
+		var out struct {
+			Env struct {
+				Result json.RawMessage `json:"result"`
+				Error  *tool.Error     `json:"error"`
+			} `json:"env"`
+		}
+		if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out.Env.Result), secret) {
+			return secret, out.Env.Error
+		}
+		return string(out.Env.Result), out.Env.Error
+	}
+
+	value, denied := envOf(reader)
+	if value == secret || denied == nil || denied.Kind != tool.KindDenied {
+		t.Fatalf("reader: value %q, error %+v: want denied", value, denied)
+	}
+	want := `access.roles.readers.grants.hostcalls narrows tools.grants.hostcalls for "bob", a member of the role (access.widen is false), in ` + cfgPath +
+		": the line that would allow it lists the value under access.roles.readers.grants.hostcalls too"
+	if !strings.Contains(denied.Message, want) {
+		t.Errorf("reader's refusal %q\nwant it to name the line: %q", denied.Message, want)
+	}
+	for _, who := range []principal.Principal{other, principal.Local} {
+		if value, denied := envOf(who); value != secret || denied != nil {
+			t.Errorf("%s (no role): value %q, error %+v, want the secret", who.Subject, value, denied)
+		}
+	}
+
+	// A person cannot widen their own grant without access.widen: a role
+	// listing more than tools.grants gives nothing more.
+	if err := os.WriteFile(cfgPath, []byte(configWith(false, "{memory: read}", "{env: [SECRET], memory: read}")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if value, denied := envOf(reader); value == secret || denied == nil {
+		t.Errorf("narrowing role listing more than tools.grants: value %q, error %+v, want denied", value, denied)
+	}
+
+	// With access.widen the role's grant adds, for its members only.
+	if err := os.WriteFile(cfgPath, []byte(configWith(true, "{memory: read}", "{env: [SECRET]}")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if value, denied := envOf(reader); value != secret || denied != nil {
+		t.Errorf("widening role, member: value %q, error %+v, want the secret", value, denied)
+	}
+	if value, _ := envOf(other); value == secret {
+		t.Error("widening role: a non-member (group Readers is not readers) got the secret")
+	}
+}
+
+// TestNarrowedNotPrompted: what a caller's role took from a tool's grant
+// is not put to them as a permission prompt, where "allow once" would
+// give it back to the very person it was taken from; someone in no role
+// is asked as before.
+func TestNarrowedNotPrompted(t *testing.T) {
+	w := newEscapeWorld(t)
+	body := w.config("    hostcalls: {fs: {read: [docs/readme.md]}, memory: read}") + `server:
+  oauth:
+    resource: https://warden.example.com/mcp
+    issuers: [{issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}]
+access:
+  roles:
+    readers:
+      groups: [readers]
+      grants:
+        hostcalls: {memory: read}
+`
+	if err := os.WriteFile(w.cfgPath, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.app.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	readerCtx := principal.With(context.Background(), principal.Principal{Subject: "bob", Via: principal.ViaOAuth,
+		Issuer: "https://id.example.com", Groups: []string{"readers"}})
+	callAs := func(ctx context.Context, c tool.Client) outcome {
+		t.Helper()
+		args, _ := json.Marshal(map[string]any{"fs": readDocs})
+		res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: c})
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+		var out struct{ FS outcome }
+		if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.FS
+	}
+	p := &person{elicit: true, answers: []string{"accept:once"}}
+	fs := callAs(readerCtx, p)
+	if fs.Error == nil || fs.Error.Kind != tool.KindDenied || !strings.Contains(fs.Error.Message, "access.roles.readers.grants.hostcalls narrows") {
+		t.Fatalf("reader: %+v, want denied naming the role's line", fs)
+	}
+	if q := p.questions(); len(q) != 0 {
+		t.Fatalf("the reader was asked %d questions: a narrowed grant must not be put back by a prompt", len(q))
+	}
+	// Someone in no role has the grant and reads; prompts are on: the env
+	// read the guest makes besides (HOME, requested, not granted) is put
+	// to them.
+	fs = callAs(context.Background(), p)
+	if q := p.questions(); fs.Error != nil || len(q) != 1 || !strings.Contains(string(q[0].Params), "HOME") {
+		t.Fatalf("local caller: %+v, questions %+v, want the read and one question, about env HOME", fs, q)
+	}
+}
+
+// TestRateStoreFollowsTheBackend: the server's rate-limit buckets are the
+// PostgreSQL database's when memory.backend names one (shared by the
+// replicas), this process's on the file backend.
+func TestRateStoreFollowsTheBackend(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := startApp(t, dir, "project: {root: "+dir+"}\n", nil)
+	if s := a.ServerOptions(mcpserver.Options{}).RateStore; s != nil {
+		t.Errorf("file backend: rate store %v, want none", s)
+	}
+	url := pg.DB(t)
+	dir = t.TempDir()
+	a, _ = startApp(t, dir, "project: {root: "+dir+"}\nmemory: {backend: \""+url+"\"}\n", nil)
+	s := a.ServerOptions(mcpserver.Options{}).RateStore
+	if s == nil {
+		t.Fatal("postgres backend: no rate store")
+	}
+	if !strings.HasPrefix(s.Name(), "postgres://postgres@127.0.0.1:") {
+		t.Errorf("store named %q", s.Name())
+	}
+	for i, want := range []bool{true, false} {
+		ok, _, err := s.Take(context.Background(), "tool \"echo\"", 1.0/3600, 1)
+		if err != nil || ok != want {
+			t.Errorf("take %d: %v %v, want %v", i, ok, err, want)
+		}
+	}
+}
