@@ -24,6 +24,13 @@ import (
 // never both end one task: a Sweep that finds a row another replica just
 // ended skips it. Create takes a transaction-scoped advisory lock, so that
 // replicas creating at once count each other's tasks against Bounds.
+//
+// Both transactions are READ COMMITTED whatever the database's
+// default_transaction_isolation (readCommitted): Create's count must see
+// the rows committed while it waited for the advisory lock, which a
+// REPEATABLE READ snapshot, taken at the lock's statement, would not; and
+// Update's row lock must wait for a concurrent Update and then see its
+// row, where REPEATABLE READ fails it ("could not serialize access").
 
 // pgSchema is the store's tables. Its versions are recorded apart from the
 // memory store's (warden_schema_migrations), which may share the database.
@@ -55,6 +62,9 @@ var pgSchema = pgmigrate.Schema{
 		CREATE INDEX warden_tasks_unfinished ON warden_tasks (lease_until) WHERE status IN ('working', 'input_required')`,
 	},
 }
+
+// readCommitted is the isolation of every transaction of the store.
+var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // createLock is the advisory lock Create holds while it counts and inserts.
 const createLock int64 = 0x7761726465_6e7463 // "wardentc"
@@ -181,7 +191,7 @@ func (s *PGStore) Create(ctx context.Context, t Task, b Bounds) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.pool, readCommitted, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, createLock); err != nil {
 			return err
 		}
@@ -281,7 +291,7 @@ func (s *PGStore) Update(ctx context.Context, owner, id string, b Bounds, change
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var out Task
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, readCommitted, func(tx pgx.Tx) error {
 		old, err := s.get(ctx, tx, owner, id, false, true)
 		if err != nil {
 			return err

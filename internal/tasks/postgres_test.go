@@ -2,9 +2,13 @@ package tasks_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -86,5 +90,147 @@ func TestPostgresPasswordNotShown(t *testing.T) {
 	_, err := tasks.OpenPostgres(t.Context(), "postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=5", tasks.PostgresOptions{})
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("open an unreachable database: %v", err)
+	}
+}
+
+// repeatableRead is a fresh database whose sessions default to REPEATABLE
+// READ, as an operator may set it, and a connection to it.
+func repeatableRead(t *testing.T) (url string, conn *pgx.Conn) {
+	t.Helper()
+	url = pg.DB(t)
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(t.Context(), `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L', current_database(), 'repeatable read'); END $$`); err != nil {
+		t.Fatal(err)
+	}
+	return url, conn
+}
+
+// waitForWaiters returns once n sessions wait for a lock in conn's
+// database: lined up behind the lock the test holds, their transactions
+// have begun.
+func waitForWaiters(t *testing.T, conn *pgx.Conn, n int) {
+	t.Helper()
+	for {
+		var waiting int
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted AND a.datname = current_database()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestPostgresRepeatableRead: a database whose default isolation is
+// REPEATABLE READ changes nothing. Each race is lined up exactly: the test
+// holds the lock the racers need, waits until every one of them waits for
+// it (their transactions begun, so a REPEATABLE READ snapshot would already
+// be taken), then lets them go.
+func TestPostgresRepeatableRead(t *testing.T) {
+	const racers = 6
+	url, conn := repeatableRead(t)
+	lock := func(key int64) {
+		if _, err := conn.Exec(t.Context(), `SELECT pg_advisory_lock($1)`, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlock := func(key int64) {
+		if _, err := conn.Exec(t.Context(), `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func() (*tasks.PGStore, error) {
+		s, err := tasks.OpenPostgres(t.Context(), url, tasks.PostgresOptions{MaxConns: racers})
+		if err == nil {
+			t.Cleanup(func() { s.Close() })
+		}
+		return s, err
+	}
+
+	// First opens at once: each migrates or finds the schema migrated.
+	lock(tasks.SchemaLock)
+	stores := make([]*tasks.PGStore, racers)
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() { stores[i], errs[i] = open() })
+	}
+	waitForWaiters(t, conn, racers)
+	unlock(tasks.SchemaLock)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d of %d at once: %v", i+1, racers, err)
+		}
+	}
+
+	// Creates at once, one task per owner: one is stored.
+	lock(tasks.CreateLock)
+	created, refused := 0, 0
+	var mu sync.Mutex
+	for i := range racers {
+		wg.Go(func() {
+			task := tasks.Task{ID: tasks.NewID(), Owner: "local:a", Tool: "t", TTL: time.Hour, Replica: "r"}
+			err := stores[i].Create(t.Context(), task, tasks.Bounds{PerOwner: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, tasks.ErrTooMany):
+				refused++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	waitForWaiters(t, conn, racers)
+	unlock(tasks.CreateLock)
+	wg.Wait()
+	if created != 1 || refused != racers-1 {
+		t.Fatalf("%d creates at once under PerOwner 1: %d stored, %d refused; want 1 and %d", racers, created, refused, racers-1)
+	}
+
+	// Updates at once of the row another transaction changed: each waits
+	// for the one before and applies its change to what that one left.
+	page, _, err := stores[0].List(t.Context(), "local:a", "", 0)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("list: %d tasks, %v", len(page), err)
+	}
+	id := page[0].ID
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `UPDATE warden_tasks SET status_message = '0' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	for i := range racers {
+		wg.Go(func() {
+			if _, err := stores[i].Update(t.Context(), "local:a", id, tasks.Bounds{}, func(t *tasks.Task) {
+				n, _ := strconv.Atoi(t.StatusMessage)
+				t.StatusMessage = strconv.Itoa(n + 1)
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitForWaiters(t, conn, racers)
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got, err := stores[0].Get(t.Context(), "local:a", id); err != nil || got.StatusMessage != strconv.Itoa(racers) {
+		t.Errorf("after %d updates at once: message %q, %v; want %q", racers, got.StatusMessage, err, strconv.Itoa(racers))
 	}
 }
