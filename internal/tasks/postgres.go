@@ -144,7 +144,8 @@ func (s *PGStore) bound(ctx context.Context) (context.Context, context.CancelFun
 func wrap(what string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrTerminal), errors.Is(err, ErrTooMany),
-		errors.Is(err, ErrResultTooLarge), errors.Is(err, ErrBadCursor), errors.Is(err, ErrBadID):
+		errors.Is(err, ErrResultTooLarge), errors.Is(err, ErrBadCursor), errors.Is(err, ErrBadID),
+		errors.As(err, new(*invalidError)):
 		return err
 	}
 	return fmt.Errorf("tasks: postgres %s: %w", what, err)
@@ -217,7 +218,9 @@ func (s *PGStore) Create(ctx context.Context, t Task, b Bounds) error {
 // get reads task id, of owner unless anyOwner, locking its row in tx when
 // forUpdate.
 func (s *PGStore) get(ctx context.Context, q pgx.Tx, owner, id string, anyOwner, forUpdate bool) (Task, error) {
-	if _, err := ParseID(id); err != nil {
+	// An owner that is not text owns nothing (Create refuses it), and
+	// PostgreSQL would refuse the query.
+	if _, err := ParseID(id); err != nil || !textField(owner) {
 		return Task{}, ErrNotFound
 	}
 	query := `SELECT ` + pgColumns + ` FROM warden_tasks WHERE id = $1 AND (owner = $2 OR $3)`
@@ -258,6 +261,14 @@ func (s *PGStore) ListAll(ctx context.Context, cursor string, limit int) ([]Task
 
 func (s *PGStore) list(ctx context.Context, owner string, anyOwner bool, cursor string, limit int) ([]Task, string, error) {
 	limit = pageLimit(limit)
+	if !textField(owner) {
+		if cursor != "" {
+			if _, err := parseCursor(cursor); err != nil {
+				return nil, "", err
+			}
+		}
+		return nil, "", nil // Create refuses such an owner: it has no tasks
+	}
 	after, args := `true`, []any{owner, anyOwner, limit + 1}
 	if cursor != "" {
 		from, err := parseCursor(cursor)
@@ -321,7 +332,7 @@ func (s *PGStore) CancelAny(ctx context.Context, id string) (Task, error) {
 }
 
 func (s *PGStore) cancel(ctx context.Context, owner, id string, anyOwner bool) (Task, error) {
-	if _, err := ParseID(id); err != nil {
+	if _, err := ParseID(id); err != nil || !textField(owner) {
 		return Task{}, ErrNotFound
 	}
 	ctx, cancel := s.bound(ctx)
@@ -346,6 +357,9 @@ func (s *PGStore) cancel(ctx context.Context, owner, id string, anyOwner bool) (
 func (s *PGStore) Renew(ctx context.Context, replica string, ids []string, until time.Time) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	if !textField(replica) {
+		return slices.Clone(ids), nil // no task runs on it: Create and Update refuse the name
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

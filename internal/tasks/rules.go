@@ -2,8 +2,8 @@ package tasks
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -28,8 +28,14 @@ const MaxStatusMessage = 16 << 10
 // so that a record's header stays far below what the file store reads.
 const maxField = 16 << 10
 
-// clip is msg cut to MaxStatusMessage bytes, whole characters only.
+// clip is msg as stored: valid UTF-8 (each invalid byte run becomes
+// U+FFFD), without NUL bytes, cut to MaxStatusMessage bytes at a
+// character's start. A message comes from a guest's progress line: the
+// stores keep text (PostgreSQL refuses NUL and invalid UTF-8 in text, the
+// file store's JSON would change invalid bytes), so it is made text here
+// rather than failing the update that carries it, a task's final one say.
 func clip(msg string) string {
+	msg = strings.ReplaceAll(strings.ToValidUTF8(msg, "\uFFFD"), "\x00", "")
 	if len(msg) <= MaxStatusMessage {
 		return msg
 	}
@@ -38,6 +44,24 @@ func clip(msg string) string {
 		cut--
 	}
 	return msg[:cut] + "…"
+}
+
+// invalidError is a task or change the rules refuse: an error of the
+// request, which every store returns as it is.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{fmt.Sprintf(format, args...)}
+}
+
+// textField reports whether an identity field (Owner, Tool, Replica) is
+// one both stores keep exactly: valid UTF-8 without NUL. Unlike a message,
+// such a field is not repaired but refused: an owner changed on the way in
+// would no longer be the principal that reads the task back.
+func textField(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // stamp is t as a store keeps times: UTC, to the microsecond (PostgreSQL's
@@ -74,13 +98,16 @@ func prepareCreate(t Task, now time.Time, b Bounds) (Task, error) {
 		return Task{}, fmt.Errorf("create task: %w", err)
 	}
 	if t.Owner == "" {
-		return Task{}, errors.New("create task: no owner")
+		return Task{}, invalidf("create task: no owner")
 	}
 	if t.TTL <= 0 {
-		return Task{}, fmt.Errorf("create task: TTL %v is not positive", t.TTL)
+		return Task{}, invalidf("create task: TTL %v is not positive", t.TTL)
 	}
 	if len(t.Owner) > maxField || len(t.Tool) > maxField || len(t.Replica) > maxField {
-		return Task{}, fmt.Errorf("create task: an owner, tool or replica name longer than %d bytes", maxField)
+		return Task{}, invalidf("create task: an owner, tool or replica name longer than %d bytes", maxField)
+	}
+	if !textField(t.Owner) || !textField(t.Tool) || !textField(t.Replica) {
+		return Task{}, invalidf("create task: an owner, tool or replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)")
 	}
 	if err := checkResult(t.Result, b); err != nil {
 		return Task{}, err
@@ -131,13 +158,16 @@ func applyUpdate(old Task, now time.Time, b Bounds, change func(*Task)) (Task, e
 	t.ID, t.Owner, t.Tool, t.Created = old.ID, old.Owner, old.Tool, old.Created
 	t.CancelRequested = t.CancelRequested || old.CancelRequested
 	if !validStatus(t.Status) {
-		return old, fmt.Errorf("update task: %q is not a task status", t.Status)
+		return old, invalidf("update task: %q is not a task status", t.Status)
 	}
 	if t.TTL <= 0 {
-		return old, fmt.Errorf("update task: TTL %v is not positive", t.TTL)
+		return old, invalidf("update task: TTL %v is not positive", t.TTL)
 	}
 	if len(t.Replica) > maxField {
-		return old, fmt.Errorf("update task: a replica name longer than %d bytes", maxField)
+		return old, invalidf("update task: a replica name longer than %d bytes", maxField)
+	}
+	if !textField(t.Replica) {
+		return old, invalidf("update task: a replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)")
 	}
 	t.StatusMessage = clip(t.StatusMessage)
 	if err := checkResult(t.Result, b); err != nil {

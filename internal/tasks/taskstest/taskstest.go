@@ -43,6 +43,7 @@ func Run(t *testing.T, backend Backend) {
 		{"TerminalNeverChanges", testTerminalNeverChanges},
 		{"UpdateKeepsIdentity", testUpdateKeepsIdentity},
 		{"LongFields", testLongFields},
+		{"TextFields", testTextFields},
 		{"BoundsPerOwner", testBoundsPerOwner},
 		{"BoundsTotal", testBoundsTotal},
 		{"BoundsAcrossInstances", testBoundsAcrossInstances},
@@ -291,6 +292,66 @@ func testLongFields(t *testing.T, open func() tasks.Store) {
 	huge := newTask("oauth:3:iss:"+strings.Repeat("s", 64<<10), 0)
 	if err := s.Create(t.Context(), huge, tasks.Bounds{}); err == nil {
 		t.Error("a 64 KiB owner was accepted")
+	}
+}
+
+// testTextFields: a status message is stored as text (invalid UTF-8 made
+// U+FFFD, NUL bytes dropped) rather than failing the update that carries
+// it, the final one say; an identity field that is not text is refused,
+// the same by both stores.
+func testTextFields(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := newTask("local:text", 0)
+	task.StatusMessage = "a\x00b\xffc"
+	mustCreate(t, s, task, tasks.Bounds{})
+	if got := mustGet(t, s, task.Owner, task.ID); got.StatusMessage != "ab\uFFFDc" {
+		t.Errorf("created with message %q: stored %q, want %q", task.StatusMessage, got.StatusMessage, "ab\uFFFDc")
+	}
+	if _, err := s.Update(t.Context(), task.Owner, task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.StatusMessage = "50%\x00 \xc3"
+	}); err != nil {
+		t.Fatalf("a progress line with NUL and invalid UTF-8: %v", err)
+	}
+	done, err := s.Update(t.Context(), task.Owner, task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.Status, t.Result = tasks.Completed, json.RawMessage(`{"content":[]}`)
+	})
+	if err != nil || done.StatusMessage != "50% \uFFFD" {
+		t.Fatalf("the final update after it: %q, %v", done.StatusMessage, err)
+	}
+	if got := mustGet(t, s, task.Owner, task.ID); got.Status != tasks.Completed || got.StatusMessage != "50% \uFFFD" {
+		t.Errorf("stored: %s %q", got.Status, got.StatusMessage)
+	}
+
+	const refused = "create task: an owner, tool or replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)"
+	for _, bad := range []func(*tasks.Task){
+		func(t *tasks.Task) { t.Owner = "o\xff" },
+		func(t *tasks.Task) { t.Owner = "o\x00" },
+		func(t *tasks.Task) { t.Tool = "t\xff" },
+		func(t *tasks.Task) { t.Tool = "t\x00" },
+		func(t *tasks.Task) { t.Replica = "r\x00" },
+	} {
+		in := newTask("local:text", time.Second)
+		bad(&in)
+		if err := s.Create(t.Context(), in, tasks.Bounds{}); err == nil || err.Error() != refused {
+			t.Errorf("create with owner %q tool %q replica %q: %v, want %q", in.Owner, in.Tool, in.Replica, err, refused)
+		}
+	}
+	// Such an owner has no tasks: answered as for any other owner.
+	for _, owner := range []string{"o\xff", "o\x00"} {
+		if _, err := s.Get(t.Context(), owner, task.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("get as %q: %v, want ErrNotFound", owner, err)
+		}
+		if page, next, err := s.List(t.Context(), owner, "", 0); err != nil || len(page) != 0 || next != "" {
+			t.Errorf("list as %q: %d tasks, %q, %v", owner, len(page), next, err)
+		}
+		if _, err := s.Cancel(t.Context(), owner, task.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("cancel as %q: %v, want ErrNotFound", owner, err)
+		}
+	}
+	running := mustCreate(t, s, newTask("local:text", 2*time.Second), tasks.Bounds{})
+	_, err = s.Update(t.Context(), running.Owner, running.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Replica = "r\xff" })
+	if want := "update task: a replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)"; err == nil || err.Error() != want {
+		t.Errorf("update to replica %q: %v, want %q", "r\xff", err, want)
 	}
 }
 
