@@ -5,3 +5,10 @@ var (
 	SchemaLock = pgSchema.Lock
 	CreateLock = createLock
 )
+
+// SetMaxResult sets what s reads of a stored result, so that a test need
+// not write a GiB to pass it.
+func SetMaxResult(s *FileStore, n int) { s.maxResult = n }
+
+// ListQuery is the query of a List page (listQuery).
+var ListQuery = listQuery

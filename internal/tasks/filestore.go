@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/osfile"
 )
 
@@ -28,7 +30,9 @@ import (
 //
 // A record file is the task's JSON without its result, a newline, then
 // the result's bytes verbatim: the counts Create needs and the pages List
-// returns read the first line only, however large the results.
+// returns read the first line only, however large the results. A record
+// the store cannot read is left out (and logged), never an error of
+// another owner's request.
 
 const (
 	// fileDir is the store's directory below a project root, beside the
@@ -64,6 +68,10 @@ type FileStore struct {
 	mu     sync.Mutex
 	root   *os.Root // nil once closed
 	lockFd *os.File
+	// maxResult is the most of a result read puts in memory.
+	maxResult int
+	// logger is told of records left out; nil is slog.Default().
+	logger *slog.Logger
 	// reached, when set, is told each step of a write as it completes.
 	// Only the crash test sets it, to kill the writer at an exact step.
 	reached func(step writeStep)
@@ -107,7 +115,7 @@ func OpenFile(dir string, now func() time.Time) (*FileStore, error) {
 		root.Close()
 		return nil, fmt.Errorf("tasks: open the lock file of %s: %w", dir, err)
 	}
-	s := &FileStore{dir: dir, now: now, root: root, lockFd: lockFd}
+	s := &FileStore{dir: dir, now: now, root: root, lockFd: lockFd, maxResult: limits.MaxTaskResult}
 	// A temp file found under the lock was left by a writer that died.
 	if err := s.locked(context.Background(), func() error { return s.removeTemps() }); err != nil {
 		s.Close()
@@ -157,6 +165,21 @@ type fileRecord struct {
 // fileName is the file of task id; id has passed ParseID.
 func fileName(id string) string { return id + recordExt }
 
+// unreadableError is a record the store cannot read: not a task record
+// (corrupt, written by hand or by a later warden), or a file this user
+// may not open (rewritten by `sudo warden tasks`, say). Its text names the
+// file, so it is for the operator and the server's log only: a client
+// asking for a task gets ErrNotFound (the record may be another owner's),
+// and a scan leaves the record out instead of failing every owner.
+type unreadableError struct {
+	name   string
+	reason string
+}
+
+func (e *unreadableError) Error() string {
+	return fmt.Sprintf("tasks: record %s: %s", e.name, e.reason)
+}
+
 // read returns the task in name's file, with its result when full.
 func (s *FileStore) read(name string, full bool) (Task, error) {
 	f, err := s.root.Open(name)
@@ -164,35 +187,67 @@ func (s *FileStore) read(name string, full bool) (Task, error) {
 		return Task{}, ErrNotFound
 	}
 	if err != nil {
-		return Task{}, fmt.Errorf("tasks: %w", err)
+		return Task{}, &unreadableError{name, unwrapPath(err).Error()}
 	}
 	defer f.Close()
 	r := bufio.NewReader(io.LimitReader(f, maxHeader+1))
 	header, err := r.ReadBytes('\n')
 	if err != nil {
-		return Task{}, fmt.Errorf("tasks: record %s: no header line (%v)", name, err)
+		return Task{}, &unreadableError{name, fmt.Sprintf("no header line (%v)", err)}
 	}
 	var rec fileRecord
 	if err := json.Unmarshal(header, &rec); err != nil || rec.Version != fileVersion {
-		return Task{}, fmt.Errorf("tasks: record %s is not a version %d task record", name, fileVersion)
+		return Task{}, &unreadableError{name, fmt.Sprintf("not a version %d task record", fileVersion)}
 	}
 	if name != fileName(rec.ID) {
-		return Task{}, fmt.Errorf("tasks: record %s holds task %q", name, rec.ID)
+		return Task{}, &unreadableError{name, "holds another task"}
 	}
 	t := rec.Task
 	t.Result = nil
 	if full {
 		// The reader has the rest of the header's buffer; the file, what
-		// follows.
-		rest, err := io.ReadAll(io.MultiReader(r, f))
+		// follows: no more than a result may be, however large the file.
+		rest, err := io.ReadAll(io.LimitReader(io.MultiReader(r, f), int64(s.maxResult)+1))
 		if err != nil {
-			return Task{}, fmt.Errorf("tasks: record %s: %w", name, err)
+			return Task{}, &unreadableError{name, unwrapPath(err).Error()}
+		}
+		if len(rest) > s.maxResult {
+			return Task{}, &unreadableError{name, fmt.Sprintf("holds a result of more than %d bytes, the most a task keeps", s.maxResult)}
 		}
 		if len(rest) > 0 {
 			t.Result = rest
 		}
 	}
 	return t, nil
+}
+
+// skipUnreadable reports whether err is a record to leave out (telling
+// the log), and otherwise passes err on.
+func (s *FileStore) skipUnreadable(err error) bool {
+	var u *unreadableError
+	if !errors.As(err, &u) {
+		return false
+	}
+	s.log().Warn("tasks: a record of the file store cannot be read; it is left out until it is repaired or removed",
+		"dir", s.dir, "err", u.Error())
+	return true
+}
+
+// unwrapPath drops the host path an *fs.PathError carries: messages name
+// a record by its file name only.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func (s *FileStore) log() *slog.Logger {
+	if s.logger != nil {
+		return s.logger
+	}
+	return slog.Default()
 }
 
 // write stores t atomically and durably (see the package's file format).
@@ -290,7 +345,7 @@ func (s *FileStore) scan(keep func(*Task) bool) ([]Task, error) {
 	var out []Task
 	for _, name := range names {
 		t, err := s.read(name, false)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
 			continue
 		}
 		if err != nil {
@@ -326,19 +381,16 @@ func (s *FileStore) Create(ctx context.Context, t Task, b Bounds) error {
 		if _, err := s.root.Lstat(fileName(t.ID)); !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("tasks: create task %s: the id is taken", t.ID)
 		}
-		var mine, total int
+		// Every header is read (not the results): the records are bounded
+		// by b.Records, so this is too.
+		var c counts
 		if _, err := s.scan(func(u *Task) bool {
-			if !u.Status.Terminal() {
-				total++
-				if u.Owner == t.Owner {
-					mine++
-				}
-			}
+			c.add(u, t.Owner)
 			return false
 		}); err != nil {
 			return err
 		}
-		if err := checkCount(mine, total, b); err != nil {
+		if err := checkCount(c, b); err != nil {
 			return err
 		}
 		return s.write(t)
@@ -351,6 +403,9 @@ func (s *FileStore) get(owner, id string, anyOwner bool) (Task, error) {
 		return Task{}, ErrNotFound
 	}
 	t, err := s.read(fileName(id), true)
+	if !anyOwner && s.skipUnreadable(err) {
+		return Task{}, ErrNotFound // whose it is cannot be told
+	}
 	if err != nil {
 		return Task{}, err
 	}
@@ -411,15 +466,7 @@ func (s *FileStore) list(ctx context.Context, mine func(*Task) bool, cursor stri
 			found = found[:limit]
 			next = encodeCursor(&found[limit-1])
 		}
-		// A page holds results too: read each listed record in full.
-		page = make([]Task, 0, len(found))
-		for _, t := range found {
-			full, err := s.read(fileName(t.ID), true)
-			if err != nil {
-				return err
-			}
-			page = append(page, full)
-		}
+		page = found // headers only: a listed task has no result
 		return nil
 	})
 	if err != nil {
@@ -498,7 +545,7 @@ func (s *FileStore) Renew(ctx context.Context, replica string, ids []string, unt
 		changed := false
 		for _, id := range ids {
 			t, err := s.get("", id, true)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
 				stop = append(stop, id)
 				continue
 			}
@@ -536,7 +583,7 @@ func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed i
 		}
 		for _, name := range names {
 			t, err := s.read(name, false)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
 				continue
 			}
 			if err != nil {
@@ -549,7 +596,9 @@ func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed i
 				}
 				removed++
 			case lapsed(&t, now):
-				if t, err = s.read(name, true); err != nil {
+				if t, err = s.read(name, true); errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
+					continue
+				} else if err != nil {
 					return err
 				}
 				t.Status, t.StatusMessage, t.Updated = Failed, LeaseLapsed, stamp(now)

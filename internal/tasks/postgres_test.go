@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,5 +233,51 @@ func TestPostgresRepeatableRead(t *testing.T) {
 	wg.Wait()
 	if got, err := stores[0].Get(t.Context(), "local:a", id); err != nil || got.StatusMessage != strconv.Itoa(racers) {
 		t.Errorf("after %d updates at once: message %q, %v; want %q", racers, got.StatusMessage, err, strconv.Itoa(racers))
+	}
+}
+
+// TestPostgresListUsesOwnerIndex: an owner's List finds its rows through
+// the (owner, created, id) index even under a generic plan (the one a
+// prepared statement settles on), which a condition "owner = $2 OR <all>"
+// would defeat.
+func TestPostgresListUsesOwnerIndex(t *testing.T) {
+	url := pg.DB(t)
+	s, err := tasks.OpenPostgres(t.Context(), url, tasks.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, after := range []bool{false, true} {
+		query := tasks.ListQuery(false, after)
+		args := "1000, 'token'"
+		if after {
+			args += ", now(), 'x'"
+		}
+		var plan strings.Builder
+		for _, stmt := range []string{`SET plan_cache_mode = force_generic_plan`, `SET enable_seqscan = off`, `DEALLOCATE ALL`, `PREPARE q AS ` + query} {
+			if _, err := conn.Exec(t.Context(), stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		rows, err := conn.Query(t.Context(), `EXPLAIN EXECUTE q(`+args+`)`, pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			rows.Scan(&line)
+			plan.WriteString(line + "\n")
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+		if !strings.Contains(plan.String(), "warden_tasks_owner") || !regexp.MustCompile(`Index Cond: \(+owner = \$2\)`).MatchString(plan.String()) {
+			t.Errorf("the generic plan of %s does not find the owner's rows through the index:\n%s", query, plan.String())
+		}
 	}
 }

@@ -2,10 +2,13 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/warden-run/warden/internal/limits"
 )
 
 // The rules both stores apply, in one place, so that the file store and
@@ -124,22 +127,63 @@ func prepareCreate(t Task, now time.Time, b Bounds) (Task, error) {
 	return t, nil
 }
 
-// checkCount refuses a Create that would pass b, given the unfinished
-// tasks the owner and the store hold.
-func checkCount(owner, total int, b Bounds) error {
-	if b.PerOwner > 0 && owner >= b.PerOwner {
-		return fmt.Errorf("%w: this client has %d, the most it may have", ErrTooMany, owner)
+// counts are what a Create is bounded by: the owner's and the store's
+// records, unfinished and in all.
+type counts struct {
+	mine, total               int // unfinished
+	mineRecords, totalRecords int // any status
+}
+
+// add counts t for a Create by owner.
+func (c *counts) add(t *Task, owner string) {
+	c.totalRecords++
+	if t.Owner == owner {
+		c.mineRecords++
 	}
-	if b.Total > 0 && total >= b.Total {
-		return fmt.Errorf("%w: the server has %d, the most it may have", ErrTooMany, total)
+	if !t.Status.Terminal() {
+		c.total++
+		if t.Owner == owner {
+			c.mine++
+		}
+	}
+}
+
+// checkCount refuses a Create that would pass b, given c.
+func checkCount(c counts, b Bounds) error {
+	if b.PerOwner > 0 && c.mine >= b.PerOwner {
+		return fmt.Errorf("%w: this client has %d, the most it may have", ErrTooMany, c.mine)
+	}
+	if b.Total > 0 && c.total >= b.Total {
+		return fmt.Errorf("%w: the server has %d, the most it may have", ErrTooMany, c.total)
+	}
+	if b.RecordsPerOwner > 0 && c.mineRecords >= b.RecordsPerOwner {
+		return &tooManyRecords{fmt.Sprintf("too many task records: this client keeps %d, finished or not, the most it may (tasks.max_records_per_client); each is removed at its TTL", c.mineRecords)}
+	}
+	if b.Records > 0 && c.totalRecords >= b.Records {
+		return &tooManyRecords{fmt.Sprintf("too many task records: the server keeps %d, finished or not, the most it may (tasks.max_records); each is removed at its TTL", c.totalRecords)}
 	}
 	return nil
 }
 
-// checkResult refuses a result past b.ResultBytes.
+// tooManyRecords is ErrTooMany for a records bound, with its own text.
+type tooManyRecords struct{ msg string }
+
+func (e *tooManyRecords) Error() string        { return e.msg }
+func (e *tooManyRecords) Is(target error) bool { return target == ErrTooMany }
+
+// checkResult refuses a result past b.ResultBytes, and one that is not
+// JSON: a result is a CallToolResult, and `warden tasks list --json` and
+// every protocol answer embed it as JSON.
 func checkResult(result []byte, b Bounds) error {
-	if b.ResultBytes > 0 && len(result) > b.ResultBytes {
-		return fmt.Errorf("%w: %d bytes, more than the %d a task keeps", ErrResultTooLarge, len(result), b.ResultBytes)
+	limit := limits.MaxTaskResult // what a store reads back of a result
+	if b.ResultBytes > 0 {
+		limit = min(b.ResultBytes, limit)
+	}
+	if len(result) > limit {
+		return fmt.Errorf("%w: %d bytes, more than the %d a task keeps", ErrResultTooLarge, len(result), limit)
+	}
+	if len(result) > 0 && !json.Valid(result) {
+		return invalidf("task result: not JSON")
 	}
 	return nil
 }

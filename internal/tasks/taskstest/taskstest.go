@@ -46,6 +46,9 @@ func Run(t *testing.T, backend Backend) {
 		{"TextFields", testTextFields},
 		{"BoundsPerOwner", testBoundsPerOwner},
 		{"BoundsTotal", testBoundsTotal},
+		{"BoundsRecords", testBoundsRecords},
+		{"ListWithoutResults", testListWithoutResults},
+		{"ResultNotJSON", testResultNotJSON},
 		{"BoundsAcrossInstances", testBoundsAcrossInstances},
 		{"ResultTooLarge", testResultTooLarge},
 		{"LeaseLapse", testLeaseLapse},
@@ -447,6 +450,91 @@ func testResultTooLarge(t *testing.T, open func() tasks.Store) {
 	huge.Result = big
 	err = s.Create(t.Context(), huge, b)
 	wantErr(t, "create with a 65-byte result", err, tasks.ErrResultTooLarge, "task result too large: 65 bytes, more than the 64 a task keeps")
+}
+
+// testBoundsRecords: finished tasks count against the records bounds, so
+// a client that finishes tasks fast cannot keep more records (and their
+// results) than tasks.max_records_per_client, nor all of them together
+// more than tasks.max_records; the refusal names the key.
+func testBoundsRecords(t *testing.T, open func() tasks.Store) {
+	s := open()
+	b := tasks.Bounds{PerOwner: 2, Total: 10, RecordsPerOwner: 3, Records: 5}
+	finish := func(owner, id string) {
+		t.Helper()
+		if _, err := s.Update(t.Context(), owner, id, b, func(t *tasks.Task) {
+			t.Status, t.Result = tasks.Completed, json.RawMessage(`{"content":[]}`)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		finish("local:a", mustCreate(t, s, newTask("local:a", time.Duration(i)), b).ID)
+	}
+	err := s.Create(t.Context(), newTask("local:a", 9), b)
+	wantErr(t, "a 4th record of one owner, the others finished", err, tasks.ErrTooMany,
+		"too many task records: this client keeps 3, finished or not, the most it may (tasks.max_records_per_client); each is removed at its TTL")
+	finish("local:b", mustCreate(t, s, newTask("local:b", 0), b).ID)
+	mustCreate(t, s, newTask("local:b", 1), b) // 5 records in all now
+	err = s.Create(t.Context(), newTask("local:c", 0), b)
+	wantErr(t, "a 6th record in all", err, tasks.ErrTooMany,
+		"too many task records: the server keeps 5, finished or not, the most it may (tasks.max_records); each is removed at its TTL")
+	// Removed at their TTL, the records no longer count.
+	if _, removed, err := s.Sweep(t.Context(), Base.Add(2*time.Hour)); err != nil || removed != 5 {
+		t.Fatalf("sweep after the TTL: removed %d, %v; want 5", removed, err)
+	}
+	mustCreate(t, s, newTask("local:a", 2*time.Hour), b)
+}
+
+// testListWithoutResults: a listed task carries no result (tasks/list has
+// none), so a page never reads results; Get returns it.
+func testListWithoutResults(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := mustCreate(t, s, newTask("token", 0), tasks.Bounds{})
+	result := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("r", 4096) + `"}]}`)
+	done, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status, t.Result = tasks.Completed, result })
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := s.List(t.Context(), "token", "", 0)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("list: %d tasks, %v", len(page), err)
+	}
+	want := done
+	want.Result = nil
+	if !equal(page[0], want) || page[0].Result != nil {
+		t.Errorf("listed:\n got %+v\nwant %+v (no result)", page[0], want)
+	}
+	if got := mustGet(t, s, "token", task.ID); string(got.Result) != string(result) {
+		t.Errorf("get after list: result of %d bytes, want %d", len(got.Result), len(result))
+	}
+	if op, ok := s.(tasks.Operator); ok {
+		all, _, err := op.ListAll(t.Context(), "", 0)
+		if err != nil || len(all) != 1 || all[0].Result != nil {
+			t.Errorf("operator list: %+v, %v; want one task without its result", all, err)
+		}
+	}
+}
+
+// testResultNotJSON: a result is a CallToolResult: bytes that are not
+// JSON are refused, on create and on update, and nothing is stored.
+func testResultNotJSON(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := mustCreate(t, s, newTask("token", 0), tasks.Bounds{})
+	const want = "task result: not JSON"
+	for _, bad := range []string{`{"content":`, "\xff", `{} {}`} {
+		_, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status, t.Result = tasks.Completed, json.RawMessage(bad) })
+		if err == nil || err.Error() != want {
+			t.Errorf("update with result %q: %v, want %q", bad, err, want)
+		}
+		in := newTask("token", time.Second)
+		in.Result = json.RawMessage(bad)
+		if err := s.Create(t.Context(), in, tasks.Bounds{}); err == nil || err.Error() != want {
+			t.Errorf("create with result %q: %v, want %q", bad, err, want)
+		}
+	}
+	if got := mustGet(t, s, "token", task.ID); got.Status != tasks.Working || got.Result != nil {
+		t.Errorf("after refused updates: %+v", got)
+	}
 }
 
 func testLeaseLapse(t *testing.T, open func() tasks.Store) {
