@@ -437,7 +437,7 @@ func (s *FileStore) GetAny(ctx context.Context, id string) (Task, error) {
 
 // List implements Store.
 func (s *FileStore) List(ctx context.Context, owner, cursor string, limit int) ([]Task, string, error) {
-	return s.list(ctx, func(t *Task) bool { return t.Owner == owner }, cursor, limit)
+	return s.list(ctx, func(t *Task) bool { return t.Owner == owner && listable(owner) }, cursor, limit)
 }
 
 // ListAll implements Operator.

@@ -299,8 +299,8 @@ func (s *PGStore) list(ctx context.Context, owner string, anyOwner bool, cursor 
 			return nil, "", err
 		}
 	}
-	if !anyOwner && !textField(owner) {
-		return nil, "", nil // Create refuses such an owner: it has no tasks
+	if !anyOwner && !listable(owner) {
+		return nil, "", nil
 	}
 	query, args := listQuery(anyOwner, cursor != ""), []any{limit + 1}
 	if !anyOwner {

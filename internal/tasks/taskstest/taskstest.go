@@ -40,6 +40,7 @@ func Run(t *testing.T, backend Backend) {
 		{"CreateGet", testCreateGet},
 		{"CreateRefusals", testCreateRefusals},
 		{"OwnerIsolation", testOwnerIsolation},
+		{"UnlistedOwner", testUnlistedOwner},
 		{"TerminalNeverChanges", testTerminalNeverChanges},
 		{"UpdateKeepsIdentity", testUpdateKeepsIdentity},
 		{"LongFields", testLongFields},
@@ -204,6 +205,27 @@ func testOwnerIsolation(t *testing.T, open func() tasks.Store) {
 	// Owner keys are compared exactly: a prefix is another owner.
 	if _, err := s.Get(t.Context(), alice[:len(alice)-1], task.ID); !errors.Is(err, tasks.ErrNotFound) {
 		t.Errorf("get by a prefix of the owner: %v", err)
+	}
+}
+
+// testUnlistedOwner: the owner every stateless unauthenticated HTTP
+// client shares lists nothing, so that none learns another's task ids or
+// results; each reaches its own task by its id, and the operator sees it.
+func testUnlistedOwner(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := mustCreate(t, s, newTask(tasks.UnlistedOwner, 0), tasks.Bounds{})
+	mustCreate(t, s, newTask(tasks.UnlistedOwner, time.Second), tasks.Bounds{})
+	page, next, err := s.List(t.Context(), tasks.UnlistedOwner, "", 0)
+	if err != nil || len(page) != 0 || next != "" {
+		t.Errorf("list as the unlisted owner: %d tasks, %q, %v; want none", len(page), next, err)
+	}
+	if got := mustGet(t, s, tasks.UnlistedOwner, task.ID); got.ID != task.ID {
+		t.Errorf("get by id: %+v", got)
+	}
+	if op, ok := s.(tasks.Operator); ok {
+		if all, _, err := op.ListAll(t.Context(), "", 0); err != nil || len(all) != 2 {
+			t.Errorf("the operator's list: %d tasks, %v; want 2", len(all), err)
+		}
 	}
 }
 
