@@ -12,3 +12,8 @@ func SetMaxResult(s *FileStore, n int) { s.maxResult = n }
 
 // ListQuery is the query of a List page (listQuery).
 var ListQuery = listQuery
+
+// OpenFileObserved is OpenFile telling step of each step it completes.
+func OpenFileObserved(dir string, step func(string)) (*FileStore, error) {
+	return openFile(dir, nil, func(s writeStep) { step(string(s)) })
+}

@@ -97,16 +97,22 @@ func (s *FileStore) reach(step writeStep) {
 
 // OpenFile opens (creating it when missing) the file store in dir. now is
 // the clock of Created and Updated stamps; nil means time.Now.
+//
+// The directories warden makes are opened as the memory store opens its
+// own (osfile.OpenDirIn): never through a symbolic link, each one made
+// synced into its parent so that it survives a crash. They are .warden and
+// tasks when dir is DefaultDir of a project (the project root itself is
+// the operator's, links and all), else dir's last element.
 func OpenFile(dir string, now func() time.Time) (*FileStore, error) {
+	return openFile(dir, now, nil)
+}
+
+// openFile is OpenFile telling reached of each step (the crash test's).
+func openFile(dir string, now func() time.Time, reached func(writeStep)) (*FileStore, error) {
 	if now == nil {
 		now = time.Now
 	}
-	// The records hold results and who created them: private to the user
-	// running warden.
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("tasks: %w", err)
-	}
-	root, err := os.OpenRoot(dir)
+	root, err := openDirs(dir, reached)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
@@ -115,13 +121,58 @@ func OpenFile(dir string, now func() time.Time) (*FileStore, error) {
 		root.Close()
 		return nil, fmt.Errorf("tasks: open the lock file of %s: %w", dir, err)
 	}
-	s := &FileStore{dir: dir, now: now, root: root, lockFd: lockFd, maxResult: limits.MaxTaskResult}
+	s := &FileStore{dir: dir, now: now, root: root, lockFd: lockFd, maxResult: limits.MaxTaskResult, reached: reached}
 	// A temp file found under the lock was left by a writer that died.
 	if err := s.locked(context.Background(), func() error { return s.removeTemps() }); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// stepParentSynced is reported, with the directory's path, once a
+// directory the store made is synced into its parent.
+const stepParentSynced writeStep = "parent-synced"
+
+// openDirs opens dir, making what is missing, without following a link in
+// the directories warden makes (see OpenFile).
+func openDirs(dir string, reached func(writeStep)) (*os.Root, error) {
+	dir = filepath.Clean(dir)
+	base, own := filepath.Dir(dir), []string{filepath.Base(dir)}
+	if rest, ok := strings.CutSuffix(filepath.ToSlash(dir), "/"+fileDir); ok && rest != "" {
+		base, own = filepath.FromSlash(rest), strings.Split(fileDir, "/")
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	parent, err := os.OpenRoot(base)
+	if err != nil {
+		return nil, err
+	}
+	shown := base
+	for _, name := range own {
+		shown = filepath.Join(shown, name)
+		// The records hold results and who created them: private to the
+		// user running warden.
+		d, made, err := osfile.OpenDirIn(parent, name, true, 0o700)
+		if err == nil && made {
+			if err = osfile.SyncDir(parent); err == nil && reached != nil {
+				reached(stepParentSynced + writeStep(" "+shown))
+			}
+		}
+		parent.Close()
+		if err != nil {
+			if d != nil {
+				d.Close()
+			}
+			if errors.Is(err, osfile.ErrSymlink) {
+				return nil, fmt.Errorf("%s %w: the task store never follows links (make it a directory)", shown, err)
+			}
+			return nil, fmt.Errorf("%s: %w", shown, err)
+		}
+		parent = d
+	}
+	return parent, nil
 }
 
 // Dir is the store's directory.
@@ -182,7 +233,8 @@ func (e *unreadableError) Error() string {
 
 // read returns the task in name's file, with its result when full.
 func (s *FileStore) read(name string, full bool) (Task, error) {
-	f, err := s.root.Open(name)
+	// A link in place of a record is not followed, even to a record.
+	f, err := osfile.OpenFileIn(s.root, name, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Task{}, ErrNotFound
 	}
@@ -306,12 +358,7 @@ func (s *FileStore) writeRecord(t Task) error {
 
 // syncDir makes the directory's entries (a rename, a removal) durable.
 func (s *FileStore) syncDir() error {
-	d, err := s.root.Open(".")
-	if err != nil {
-		return fmt.Errorf("tasks: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := osfile.SyncDir(s.root); err != nil {
 		return fmt.Errorf("tasks: sync %s: %w", s.dir, err)
 	}
 	return nil

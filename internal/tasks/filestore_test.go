@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -272,6 +273,79 @@ func TestFileStoreResultReadBounded(t *testing.T) {
 	want := "tasks: record " + task.ID + ".task: holds a result of more than 64 bytes, the most a task keeps"
 	if _, err := s.GetAny(t.Context(), task.ID); err == nil || err.Error() != want {
 		t.Errorf("operator's get: %v, want %q", err, want)
+	}
+}
+
+// TestFileStoreNeverFollowsLinks: as the memory store, the task store
+// opens the directories it makes without following a link: a .warden or
+// .warden/tasks that is a symbolic link (to another project's store, say)
+// is refused and nothing is made through it; a record that is a link is
+// not read, even when it points at a record.
+func TestFileStoreNeverFollowsLinks(t *testing.T) {
+	elsewhere := t.TempDir()
+	for _, link := range []string{".warden", ".warden/tasks"} {
+		project := t.TempDir()
+		at := filepath.Join(project, filepath.FromSlash(link))
+		if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, at); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tasks.OpenFile(tasks.DefaultDir(project), nil)
+		want := "tasks: " + at + " is a symbolic link: the task store never follows links (make it a directory)"
+		if err == nil || err.Error() != want {
+			t.Errorf("%s a link: %v, want %q", link, err, want)
+		}
+		if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+			t.Errorf("%s a link: made %v in its target", link, entries)
+		}
+	}
+	dir := t.TempDir()
+	s, err := tasks.OpenFile(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	task := tasks.Task{ID: tasks.NewID(), Owner: "token", Tool: "t", TTL: time.Hour}
+	if err := s.Create(t.Context(), task, tasks.Bounds{}); err != nil {
+		t.Fatal(err)
+	}
+	link := tasks.NewID()
+	if err := os.Symlink(task.ID+".task", filepath.Join(dir, link+".task")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(t.Context(), "token", link); !errors.Is(err, tasks.ErrNotFound) {
+		t.Errorf("get through a link to a record: %v, want task not found", err)
+	}
+}
+
+// TestFileStoreSyncsMadeDirs: each directory the store makes is synced
+// into its parent before the store is used, so that a crash cannot lose
+// the directory its synced records are in; one that exists is not made.
+func TestFileStoreSyncsMadeDirs(t *testing.T) {
+	project := t.TempDir()
+	dir := tasks.DefaultDir(project)
+	var steps []string
+	s, err := tasks.OpenFileObserved(dir, func(step string) { steps = append(steps, step) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	want := []string{"parent-synced " + filepath.Join(project, ".warden"), "parent-synced " + dir}
+	if !slices.Equal(steps, want) {
+		t.Errorf("first open: steps %q, want %q", steps, want)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the store's directory: %v, %v; want mode 0700", fi, err)
+	}
+	steps = nil
+	if s, err = tasks.OpenFileObserved(dir, func(step string) { steps = append(steps, step) }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if len(steps) != 0 {
+		t.Errorf("second open: steps %q, want none", steps)
 	}
 }
 
