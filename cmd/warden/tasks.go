@@ -43,7 +43,7 @@ next lease renewal (every third of tasks.lease) and the task ends cancelled.`,
 	}
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List every task, oldest first, with its owner",
+		Short: "List every task, oldest first, with its owner (a result: warden tasks show ID)",
 		Args:  cobraArgs(cobra.NoArgs),
 		RunE:  cmd.RunE,
 	}
