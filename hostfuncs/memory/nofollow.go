@@ -124,10 +124,4 @@ func checkEntry(info os.FileInfo, display string, f *os.File) error {
 
 // unwrapPath drops the host path an *os.PathError carries, so that no
 // message names a host path; callers add the store-relative one.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+func unwrapPath(err error) error { return osfile.StripPath(err) }

@@ -39,13 +39,13 @@ func OpenDirIn(parent *os.Root, name string, create bool, perm fs.FileMode) (dir
 	before, err := parent.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		if err := parent.Mkdir(name, perm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, false, &DirError{"create", unwrapPath(err)}
+			return nil, false, &DirError{"create", StripPath(err)}
 		}
 		made = true
 		before, err = parent.Lstat(name)
 	}
 	if err != nil {
-		return nil, false, &DirError{"lstat", unwrapPath(err)}
+		return nil, false, &DirError{"lstat", StripPath(err)}
 	}
 	if before.Mode()&fs.ModeSymlink != 0 {
 		return nil, false, ErrSymlink
@@ -55,7 +55,7 @@ func OpenDirIn(parent *os.Root, name string, create bool, perm fs.FileMode) (dir
 	}
 	r, err := parent.OpenRoot(name)
 	if err != nil {
-		return nil, false, &DirError{"open", unwrapPath(err)}
+		return nil, false, &DirError{"open", StripPath(err)}
 	}
 	after, err := r.Stat(".")
 	if err != nil || !os.SameFile(before, after) {
@@ -70,14 +70,16 @@ func OpenDirIn(parent *os.Root, name string, create bool, perm fs.FileMode) (dir
 func SyncDir(dir *os.Root) error {
 	d, err := dir.Open(".")
 	if err != nil {
-		return unwrapPath(err)
+		return StripPath(err)
 	}
 	defer d.Close()
-	return unwrapPath(d.Sync())
+	return StripPath(d.Sync())
 }
 
-// unwrapPath drops the path an *fs.PathError carries.
-func unwrapPath(err error) error {
+// StripPath is err without the path an *fs.PathError carries, for a
+// message that names the file as its caller shows it (relative to a store,
+// never a host path).
+func StripPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -72,6 +72,8 @@ type FileStore struct {
 	maxResult int
 	// logger is told of records left out; nil is slog.Default().
 	logger *slog.Logger
+	// warned holds the records logger was told of (under mu).
+	warned map[string]bool
 	// reached, when set, is told each step of a write as it completes.
 	// Only the crash test sets it, to kill the writer at an exact step.
 	reached func(step writeStep)
@@ -239,7 +241,7 @@ func (s *FileStore) read(name string, full bool) (Task, error) {
 		return Task{}, ErrNotFound
 	}
 	if err != nil {
-		return Task{}, &unreadableError{name, unwrapPath(err).Error()}
+		return Task{}, &unreadableError{name, osfile.StripPath(err).Error()}
 	}
 	defer f.Close()
 	r := bufio.NewReader(io.LimitReader(f, maxHeader+1))
@@ -261,7 +263,7 @@ func (s *FileStore) read(name string, full bool) (Task, error) {
 		// follows: no more than a result may be, however large the file.
 		rest, err := io.ReadAll(io.LimitReader(io.MultiReader(r, f), int64(s.maxResult)+1))
 		if err != nil {
-			return Task{}, &unreadableError{name, unwrapPath(err).Error()}
+			return Task{}, &unreadableError{name, osfile.StripPath(err).Error()}
 		}
 		if len(rest) > s.maxResult {
 			return Task{}, &unreadableError{name, fmt.Sprintf("holds a result of more than %d bytes, the most a task keeps", s.maxResult)}
@@ -274,25 +276,23 @@ func (s *FileStore) read(name string, full bool) (Task, error) {
 }
 
 // skipUnreadable reports whether err is a record to leave out (telling
-// the log), and otherwise passes err on.
+// the log, once per record and store: Sweep meets it at every sweep), and
+// otherwise passes err on. The caller holds s.mu.
 func (s *FileStore) skipUnreadable(err error) bool {
 	var u *unreadableError
 	if !errors.As(err, &u) {
 		return false
 	}
+	if s.warned[u.name] {
+		return true
+	}
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	s.warned[u.name] = true
 	s.log().Warn("tasks: a record of the file store cannot be read; it is left out until it is repaired or removed",
 		"dir", s.dir, "err", u.Error())
 	return true
-}
-
-// unwrapPath drops the host path an *fs.PathError carries: messages name
-// a record by its file name only.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func (s *FileStore) log() *slog.Logger {
