@@ -23,8 +23,8 @@ type Options struct {
 	QueryTimeout time.Duration
 	// Now is the clock of Created and Updated stamps; nil is time.Now.
 	Now func() time.Time
-	// Logger is told of records a store leaves out (unreadable, or not
-	// task records); nil is slog.Default().
+	// Logger is told of records the file store leaves out (unreadable);
+	// nil is slog.Default().
 	Logger *slog.Logger
 }
 
@@ -55,5 +55,5 @@ func OpenOperator(ctx context.Context, o Options) (OperatorStore, error) {
 		s.logger = o.Logger
 		return s, nil
 	}
-	return OpenPostgres(ctx, o.Backend, PostgresOptions{MaxConns: o.MaxConns, QueryTimeout: o.QueryTimeout, Now: o.Now, Logger: o.Logger})
+	return OpenPostgres(ctx, o.Backend, PostgresOptions{MaxConns: o.MaxConns, QueryTimeout: o.QueryTimeout, Now: o.Now})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +88,12 @@ const pgInsertColumns = `id, owner, tool, status, status_message, created, updat
 // reads their results, up to tasks.max_result each.
 const listColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, NULL::bytea, replica, lease_until, cancel_requested`
 
+// taskRow is the SQL condition of a row scanTask accepts (but for the
+// size of its result, which a List does not read): a List filters the
+// others out in the query, so that a page and its cursor count task rows
+// only.
+const taskRow = `id ~ '^[0-9a-f]{32}$' AND status IN ('working', 'input_required', 'completed', 'failed', 'cancelled')`
+
 // errBadRow is a row that is not a task record: its id is not one NewID
 // makes, its status is none a task has, or its result is larger than any
 // a task keeps. Only a write past the store
@@ -103,8 +108,6 @@ type PostgresOptions struct {
 	QueryTimeout time.Duration
 	// Now is the clock of Created and Updated stamps; nil is time.Now.
 	Now func() time.Time
-	// Logger is told of rows a List leaves out; nil is slog.Default().
-	Logger *slog.Logger
 }
 
 // PGStore is the Store of one PostgreSQL database.
@@ -112,7 +115,6 @@ type PGStore struct {
 	pool    *pgxpool.Pool
 	now     func() time.Time
 	timeout time.Duration
-	logger  *slog.Logger
 }
 
 // OpenPostgres connects to the database url names (a postgres:// URL that
@@ -123,10 +125,7 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*PGStore,
 	if err != nil {
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
-	s := &PGStore{now: o.Now, timeout: o.QueryTimeout, logger: o.Logger}
-	if s.logger == nil {
-		s.logger = slog.Default()
-	}
+	s := &PGStore{now: o.Now, timeout: o.QueryTimeout}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -318,13 +317,7 @@ func (s *PGStore) list(ctx context.Context, owner string, anyOwner bool, cursor 
 	var page []Task
 	for rows.Next() {
 		t, err := scanTask(rows)
-		if errors.Is(err, errBadRow) {
-			// Written past the store (by hand, or a later warden): left
-			// out, and the operator told, without its content.
-			s.logger.Warn("tasks: postgres: a row of warden_tasks is not a task record; left out of the list", "err", err)
-			continue
-		}
-		if err != nil {
+		if err != nil { // errBadRow too: taskRow and scanTask disagree
 			rows.Close()
 			return nil, "", wrap("list", err)
 		}
@@ -342,12 +335,14 @@ func (s *PGStore) list(ctx context.Context, owner string, anyOwner bool, cursor 
 }
 
 // listQuery is the query of a List page: $1 the limit, then the owner
-// (unless anyOwner), then the cursor's time and id (when after). The
+// (unless anyOwner), then the cursor's time and id (when after). Rows
+// written past the store (by hand, or by a later warden) that are no task
+// records are left out (taskRow). The
 // owner's query and the operator's are apart: one with "owner = $2 OR
 // <all>" would not use the (owner, created, id) index under a generic
 // plan, which cannot know that the OR is false.
 func listQuery(anyOwner, after bool) string {
-	where, n := []string{}, 2
+	where, n := []string{taskRow}, 2
 	if !anyOwner {
 		where = append(where, "owner = $2")
 		n++
@@ -355,11 +350,7 @@ func listQuery(anyOwner, after bool) string {
 	if after {
 		where = append(where, fmt.Sprintf("(created, id) > ($%d, $%d)", n, n+1))
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	return `SELECT ` + listColumns + ` FROM warden_tasks` + cond + ` ORDER BY created, id LIMIT $1`
+	return `SELECT ` + listColumns + ` FROM warden_tasks WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created, id LIMIT $1`
 }
 
 // Update implements Store.

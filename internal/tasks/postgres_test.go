@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,5 +280,54 @@ func TestPostgresListUsesOwnerIndex(t *testing.T) {
 		if !strings.Contains(plan.String(), "warden_tasks_owner") || !regexp.MustCompile(`Index Cond: \(+owner = \$2\)`).MatchString(plan.String()) {
 			t.Errorf("the generic plan of %s does not find the owner's rows through the index:\n%s", query, plan.String())
 		}
+	}
+}
+
+// TestPostgresListSkipsBadRows: rows written past the store that are no
+// task records (an id with a terminal escape, a status none has) are left
+// out of a List, and paging past them loses no task.
+func TestPostgresListSkipsBadRows(t *testing.T) {
+	url := pg.DB(t)
+	s, err := tasks.OpenPostgres(t.Context(), url, tasks.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var good []string
+	for i := range 2 {
+		task := tasks.Task{ID: tasks.NewID(), Owner: "token", Tool: "t", TTL: time.Hour, Created: taskstest.Base.Add(time.Duration(2*i) * time.Second)}
+		if err := s.Create(t.Context(), task, tasks.Bounds{}); err != nil {
+			t.Fatal(err)
+		}
+		good = append(good, task.ID)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, row := range []struct{ id, status string }{{"\x1b[2J" + strings.Repeat("0", 28), "working"}, {tasks.NewID(), "paused"}} {
+		if _, err := conn.Exec(t.Context(), `INSERT INTO warden_tasks (id, owner, tool, status, status_message, created, updated, ttl, expires,
+			poll_interval, replica, cancel_requested) VALUES ($1, 'token', 't', $2, '', $3::timestamptz, $3::timestamptz, 3600000000000, $3::timestamptz + interval '1 hour', 0, '', false)`,
+			row.id, row.status, taskstest.Base.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var listed []string
+	for cursor := ""; ; {
+		page, next, err := s.List(t.Context(), "token", cursor, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range page {
+			listed = append(listed, task.ID)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !slices.Equal(listed, good) {
+		t.Errorf("listed %q, want the task rows %q", listed, good)
 	}
 }
