@@ -586,6 +586,8 @@ var defaults = map[string]any{
 	"tasks::backend":                        "",
 	"tasks::max_per_client":                 limits.DefaultTasksMaxPerClient,
 	"tasks::max_total":                      limits.DefaultTasksMaxTotal,
+	"tasks::max_records_per_client":         limits.DefaultTasksMaxRecordsPerClient,
+	"tasks::max_records":                    limits.DefaultTasksMaxRecords,
 	"tasks::max_result":                     0,
 	"tasks::ttl":                            limits.DefaultTaskTTL,
 	"tasks::max_ttl":                        limits.DefaultTaskMaxTTL,

@@ -28,6 +28,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add("tools: {pins: {m: " + strings.Repeat("a", 64) + "}, sources: {m: {ref: 'oci://ghcr.io/a/m:1', digest: 'sha256:" + strings.Repeat("b", 64) + "'}}, fetch: {max_size: 1MiB, redirect_hosts: [x]}}")
 	f.Add("security: {signature_mode: warn, signatures: {'ghcr.io/a/*': {identity_regexp: '.+', issuer: i}, '*': {key: k.pub}}}")
 	f.Add("tasks: {backend: file, max_per_client: 2, max_total: 3, max_result: 1KiB, ttl: 1m, max_ttl: 2m, poll_interval: 1s, lease: 10s}")
+	f.Add("tasks: {max_per_client: 2, max_total: 3, max_records_per_client: 4, max_records: 3}")
 	f.Add("{{{")
 	f.Fuzz(func(t *testing.T, body string) {
 		path := filepath.Join(t.TempDir(), "config.yaml")

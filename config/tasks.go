@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/warden-run/warden/internal/backendurl"
+	"github.com/warden-run/warden/internal/limits"
 )
 
 // Tasks configures task execution (MCP tasks): where task records live and
@@ -17,6 +18,11 @@ type Tasks struct {
 	// OAuth subject, token holder or local peer); MaxTotal, the server's.
 	MaxPerClient int `mapstructure:"max_per_client"`
 	MaxTotal     int `mapstructure:"max_total"`
+	// MaxRecordsPerClient bounds the records, finished or not, one client
+	// keeps (each until its TTL, a finished one with its result);
+	// MaxRecords, the store's.
+	MaxRecordsPerClient int `mapstructure:"max_records_per_client"`
+	MaxRecords          int `mapstructure:"max_records"`
 	// MaxResult bounds one stored result (a CallToolResult's JSON); 0
 	// means the largest max_output of tools.defaults and tools.limits.
 	MaxResult ByteSize `mapstructure:"max_result"`
@@ -68,7 +74,7 @@ const (
 	maxTaskLease = time.Hour
 	minPoll      = 100 * time.Millisecond
 	maxPoll      = time.Hour
-	maxResult    = 1 << 30
+	maxResult    = limits.MaxTaskResult
 )
 
 // validateTasks checks the tasks section; each error names its key.
@@ -84,6 +90,18 @@ func (c *Config) validateTasks(fail func(key, format string, args ...any)) {
 		fail("tasks.max_total", "must be between 1 and %d, got %d", maxTaskCount, t.MaxTotal)
 	} else if t.MaxPerClient > t.MaxTotal {
 		fail("tasks.max_per_client", "must not be more than tasks.max_total (%d), got %d", t.MaxTotal, t.MaxPerClient)
+	}
+	if t.MaxRecordsPerClient < 1 || t.MaxRecordsPerClient > maxTaskCount {
+		fail("tasks.max_records_per_client", "must be between 1 and %d, got %d", maxTaskCount, t.MaxRecordsPerClient)
+	} else if t.MaxRecordsPerClient < t.MaxPerClient {
+		fail("tasks.max_records_per_client", "must not be less than tasks.max_per_client (%d): every unfinished task is a record, got %d", t.MaxPerClient, t.MaxRecordsPerClient)
+	}
+	if t.MaxRecords < 1 || t.MaxRecords > maxTaskCount {
+		fail("tasks.max_records", "must be between 1 and %d, got %d", maxTaskCount, t.MaxRecords)
+	} else if t.MaxRecords < t.MaxTotal {
+		fail("tasks.max_records", "must not be less than tasks.max_total (%d): every unfinished task is a record, got %d", t.MaxTotal, t.MaxRecords)
+	} else if t.MaxRecordsPerClient > t.MaxRecords {
+		fail("tasks.max_records", "must not be less than tasks.max_records_per_client (%d), got %d", t.MaxRecordsPerClient, t.MaxRecords)
 	}
 	if t.MaxResult > maxResult {
 		fail("tasks.max_result", "must be at most 1GiB (0 means the largest max_output), got %s", t.MaxResult)

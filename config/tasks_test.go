@@ -17,6 +17,7 @@ func TestTasksDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Tasks{MaxPerClient: limits.DefaultTasksMaxPerClient, MaxTotal: limits.DefaultTasksMaxTotal,
+		MaxRecordsPerClient: limits.DefaultTasksMaxRecordsPerClient, MaxRecords: limits.DefaultTasksMaxRecords,
 		TTL: limits.DefaultTaskTTL, MaxTTL: limits.DefaultTaskMaxTTL, PollInterval: limits.DefaultTaskPollInterval, Lease: limits.DefaultTaskLease}
 	if c.Tasks != want {
 		t.Errorf("tasks = %+v, want %+v", c.Tasks, want)
@@ -59,6 +60,10 @@ func TestTasksValidation(t *testing.T) {
 		{"tasks: {max_per_client: 0}", "config.yaml:1: tasks.max_per_client: must be between 1 and 1000000, got 0"},
 		{"tasks: {max_total: -1}", "config.yaml:1: tasks.max_total: must be between 1 and 1000000, got -1"},
 		{"tasks: {max_per_client: 20, max_total: 10}", "config.yaml:1: tasks.max_per_client: must not be more than tasks.max_total (10), got 20"},
+		{"tasks: {max_records_per_client: 0}", "config.yaml:1: tasks.max_records_per_client: must be between 1 and 1000000, got 0"},
+		{"tasks: {max_records_per_client: 8}", "config.yaml:1: tasks.max_records_per_client: must not be less than tasks.max_per_client (16): every unfinished task is a record, got 8"},
+		{"tasks: {max_records: 100}", "config.yaml:1: tasks.max_records: must not be less than tasks.max_total (256): every unfinished task is a record, got 100"},
+		{"tasks: {max_records: 500}", "config.yaml:1: tasks.max_records: must not be less than tasks.max_records_per_client (1000), got 500"},
 		{"tasks: {max_result: 2GiB}", "config.yaml:1: tasks.max_result: must be at most 1GiB (0 means the largest max_output), got 2.0 GiB"},
 		{"tasks: {ttl: 0s}", "config.yaml:1: tasks.ttl: must be positive, got 0s"},
 		{"tasks: {ttl: 48h}", "config.yaml:1: tasks.ttl: must not be more than tasks.max_ttl (24h0m0s), got 48h0m0s"},

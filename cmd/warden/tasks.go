@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/osfile"
 	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/internal/termsafe"
 )
@@ -42,7 +43,7 @@ next lease renewal (every third of tasks.lease) and the task ends cancelled.`,
 	}
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List every task, oldest first, with its owner",
+		Short: "List every task, oldest first, with its owner (a result: warden tasks show ID)",
 		Args:  cobraArgs(cobra.NoArgs),
 		RunE:  cmd.RunE,
 	}
@@ -132,8 +133,19 @@ func (g *globalFlags) withTasks(ctx context.Context, f func(s tasks.OperatorStor
 	where := "the PostgreSQL database of tasks.backend"
 	if backend == "file" || backend == "" {
 		where = termsafe.Line(dir)
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		info, err := os.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
 			return f(nil, where)
+		}
+		if err != nil {
+			return err
+		}
+		// Opened as another user (sudo), the store would make its lock file
+		// and rewrite records as that user, private to it: the server could
+		// no longer read them or take the lock.
+		if owner, user, mine, err := osfile.Owner(dir, info); err == nil && !mine {
+			return fmt.Errorf("the task store %s belongs to %s, not to this user (%s): run warden tasks as %s, the user the server runs as; "+
+				"a lock file or record written as this user would be unreadable to the server", where, owner, user, owner)
 		}
 	}
 	s, err := tasks.OpenOperator(ctx, tasks.Options{Backend: backend, Dir: dir,
@@ -157,36 +169,71 @@ func getTask(ctx context.Context, s tasks.OperatorStore, id, where string) (task
 	return t, err
 }
 
-// listTasks prints every task of s, a line each (or a JSON array).
+// listTasks prints every task of s, a line each (or a JSON array), a page
+// at a time: what it holds is one page, however many tasks there are (a
+// listed task carries no result: warden tasks show prints it).
 func listTasks(ctx context.Context, w io.Writer, s tasks.OperatorStore, where string, asJSON bool) error {
-	all := []tasks.Task{}
+	now := time.Now()
+	listed := 0
 	for cursor := ""; s != nil; {
 		page, next, err := s.ListAll(ctx, cursor, tasks.MaxListLimit)
 		if err != nil {
 			return err
 		}
-		all = append(all, page...)
+		if asJSON {
+			if err := printJSONElements(w, page, listed == 0); err != nil {
+				return err
+			}
+		} else {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			if listed == 0 && len(page) > 0 {
+				fmt.Fprintln(tw, "ID\tSTATUS\tTOOL\tOWNER\tCREATED\tMESSAGE")
+			}
+			for i := range page {
+				t := &page[i]
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(t.ID), status(t, now), termsafe.Bound(t.Tool, 64, false),
+					termsafe.Bound(t.Owner, 64, false), t.Created.UTC().Format(time.RFC3339), termsafe.Bound(t.StatusMessage, 80, false))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		listed += len(page)
 		if next == "" {
 			break
 		}
 		cursor = next
 	}
-	if asJSON {
-		return printJSON(w, all)
-	}
-	if len(all) == 0 {
+	switch {
+	case asJSON && listed == 0:
+		_, err := fmt.Fprintln(w, "[]")
+		return err
+	case asJSON:
+		_, err := fmt.Fprintln(w, "\n]")
+		return err
+	case listed == 0:
 		fmt.Fprintf(w, "no tasks in %s\n", where)
-		return nil
 	}
-	now := time.Now()
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tTOOL\tOWNER\tCREATED\tMESSAGE")
-	for i := range all {
-		t := &all[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, status(t, now), termsafe.Bound(t.Tool, 64, false),
-			termsafe.Bound(t.Owner, 64, false), t.Created.UTC().Format(time.RFC3339), termsafe.Bound(t.StatusMessage, 80, false))
+	return nil
+}
+
+// printJSONElements prints page as the next elements of a JSON array that
+// listTasks closes, opening it when first.
+func printJSONElements(w io.Writer, page []tasks.Task, first bool) error {
+	for i := range page {
+		data, err := json.MarshalIndent(&page[i], "  ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n  "
+		if first && i == 0 {
+			sep = "[\n  "
+		}
+		if _, err := fmt.Fprint(w, sep+string(termsafe.JSON(data))); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
 }
 
 // status is t's status as a person reads it: with a pending cancel
@@ -210,7 +257,7 @@ func status(t *tasks.Task, now time.Time) string {
 func printTask(w io.Writer, t *tasks.Task, now time.Time) {
 	line := func(key, value string) { fmt.Fprintf(w, "%-9s %s\n", key+":", value) }
 	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-	line("id", t.ID)
+	line("id", termsafe.Line(t.ID))
 	line("tool", termsafe.Line(t.Tool))
 	line("owner", termsafe.Line(t.Owner))
 	line("status", status(t, now))

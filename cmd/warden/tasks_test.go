@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/warden-run/warden/internal/osfile"
 	"github.com/warden-run/warden/internal/tasks"
 )
 
@@ -180,5 +187,170 @@ func TestTasksCLIRefusesBadIDs(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".warden")); err == nil {
 		t.Error("a refused id created the store's directory")
+	}
+}
+
+// TestTasksCLIBadRows: rows written into the database past the store (an
+// id with a terminal escape, a status no task has, a result that is not
+// JSON) neither reach the terminal nor break the listing.
+func TestTasksCLIBadRows(t *testing.T) {
+	url := pg.DB(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("tools: {dir: bin}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := tasks.OpenPostgres(t.Context(), url, tasks.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	good := tasks.Task{ID: tasks.NewID(), Owner: "token", Tool: "build", TTL: time.Hour}
+	if err := store.Create(t.Context(), good, tasks.Bounds{}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	notJSON := tasks.NewID()
+	for _, row := range []struct{ id, status, result string }{
+		{"\x1b[2J" + strings.Repeat("a", 28), "working", ""},
+		{tasks.NewID(), "work\x1b[2Jing", ""},
+		{notJSON, "completed", "{\"content\": \xff"},
+	} {
+		if _, err := conn.Exec(t.Context(), `INSERT INTO warden_tasks (id, owner, tool, status, status_message, created, updated, ttl, expires,
+			poll_interval, result, replica, cancel_requested) VALUES ($1, 'token', 't', $2, '', now(), now(), 3600000000000, now() + interval '1 hour', 0, $3, '', false)`,
+			row.id, row.status, []byte(row.result)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"WARDEN_MEMORY_BACKEND=" + url}
+	stdout, stderr, code := runIn(t, dir, env, "tasks", "list")
+	if code != 0 || strings.ContainsAny(stdout+stderr, "\x1b") || !strings.Contains(stdout, good.ID) || !strings.Contains(stdout, notJSON) ||
+		strings.Count(stdout, "\n") != 3 {
+		t.Errorf("warden tasks list beside bad rows: exit %d, stderr %q, stdout:\n%q", code, stderr, stdout)
+	}
+	stdout, stderr, code = runIn(t, dir, env, "tasks", "list", "--json")
+	var listed []tasks.Task
+	if err := json.Unmarshal([]byte(stdout), &listed); code != 0 || err != nil || len(listed) != 2 {
+		t.Errorf("warden tasks list --json beside bad rows: exit %d, %v, stderr %q, stdout %q", code, err, stderr, stdout)
+	}
+	stdout, _, code = runIn(t, dir, env, "tasks", "show", notJSON)
+	if code != 0 || !strings.Contains(stdout, "result:   (13 bytes, not JSON)\n") {
+		t.Errorf("warden tasks show of a result that is not JSON: exit %d:\n%s", code, stdout)
+	}
+}
+
+// TestTasksCLIRefusesAnotherUsersStore: run as another user than the
+// store's (sudo warden tasks cancel), the CLI refuses before it opens the
+// store, and says as whom to run it: its lock file or a record it
+// rewrote, private to it, would lock the server out.
+func TestTasksCLIRefusesAnotherUsersStore(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give the store to another user")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("tools: {dir: bin}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := tasks.DefaultDir(dir)
+	store, err := tasks.OpenFile(storeDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tasks.Task{ID: tasks.NewID(), Owner: "token", Tool: "build", TTL: time.Hour}
+	if err := store.Create(t.Context(), task, tasks.Bounds{}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	const uid = 4242
+	if err := filepath.WalkDir(storeDir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := "warden: the task store " + storeDir + " belongs to uid 4242, not to this user (uid 0): run warden tasks as uid 4242, the user the server runs as; " +
+		"a lock file or record written as this user would be unreadable to the server\n"
+	for _, args := range [][]string{{"tasks", "cancel", task.ID}, {"tasks", "list"}, {"tasks", "show", task.ID}} {
+		stdout, stderr, code := runIn(t, dir, nil, args...)
+		if code == 0 || stderr != want || stdout != "" {
+			t.Errorf("warden %s as root: exit %d, stdout %q, stderr %q, want %q", strings.Join(args, " "), code, stdout, stderr, want)
+		}
+	}
+	record := filepath.Join(storeDir, task.ID+".task")
+	info, err := os.Stat(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, _, _, err := osfile.Owner(record, info); err != nil || owner.UID != uid {
+		t.Errorf("the record after the refusals belongs to %v (%v)", owner, err)
+	}
+}
+
+// pagedStore lists its tasks two a page; asked for a page, it checks that
+// every task of the pages before is printed already.
+type pagedStore struct {
+	tasks.OperatorStore
+	all   []tasks.Task
+	pages int
+	out   *bytes.Buffer
+	held  []string // tasks asked past before they were printed
+}
+
+func (p *pagedStore) ListAll(_ context.Context, cursor string, _ int) ([]tasks.Task, string, error) {
+	i := 0
+	if cursor != "" {
+		i, _ = strconv.Atoi(cursor)
+	}
+	end := min(i+2, len(p.all))
+	next := ""
+	if end < len(p.all) {
+		next = strconv.Itoa(end)
+	}
+	p.pages++
+	for _, t := range p.all[:i] {
+		if !strings.Contains(p.out.String(), t.ID) {
+			p.held = append(p.held, t.ID)
+		}
+	}
+	return p.all[i:end], next, nil
+}
+
+// TestListTasksStreamsPages: warden tasks list prints page by page (it
+// keeps one page, not every task), as lines or as one JSON array.
+func TestListTasksStreamsPages(t *testing.T) {
+	var out bytes.Buffer
+	s := &pagedStore{out: &out}
+	for i := range 5 {
+		s.all = append(s.all, tasks.Task{ID: tasks.NewID(), Owner: "token", Tool: "t" + strconv.Itoa(i), Status: tasks.Completed,
+			Created: time.Unix(int64(i), 0), TTL: time.Hour})
+	}
+	if err := listTasks(t.Context(), &out, s, "here", true); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.held) > 0 {
+		t.Errorf("tasks not printed before the next page was asked for: %v", s.held)
+	}
+	var listed []tasks.Task
+	if err := json.Unmarshal(out.Bytes(), &listed); err != nil || len(listed) != 5 || listed[4].Tool != "t4" || s.pages != 3 {
+		t.Errorf("JSON over %d pages: %v, %d tasks:\n%s", s.pages, err, len(listed), out.String())
+	}
+	out.Reset()
+	if err := listTasks(t.Context(), &out, s, "here", false); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.held) > 0 {
+		t.Errorf("lines not printed before the next page was asked for: %v", s.held)
+	}
+	if lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); len(lines) != 6 || !strings.HasPrefix(lines[0], "ID") || strings.Count(out.String(), "ID") != 1 {
+		t.Errorf("lines over pages:\n%s", out.String())
+	}
+	out.Reset()
+	if err := listTasks(t.Context(), &out, &pagedStore{out: &out}, "here", true); err != nil || out.String() != "[]\n" {
+		t.Errorf("JSON of no tasks: %q, %v", out.String(), err)
 	}
 }

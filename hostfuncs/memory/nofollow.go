@@ -50,42 +50,28 @@ func (c *dirChain) close() {
 func (c *dirChain) child(name string) string { return c.path() + "/" + name }
 
 // openDirNoFollow opens name, a single path component, below parent without
-// following a symlink: os.Root follows links that stay inside it, which is
-// exactly what the store must not do (a link to ".." or to .env stays inside
-// the project). name is checked with Lstat and the opened directory must be
-// the very directory Lstat saw, which closes the window in which it could be
-// swapped for a link. display is name's store-relative path, for messages.
-// With create, a missing directory is made (Mkdir never follows a link); the
-// returned bool reports whether it was.
+// following a symlink (osfile.OpenDirIn, which the task store shares), and
+// names a refusal or failure by display, name's store-relative path. With
+// create, a missing directory is made; the returned bool reports whether it
+// was.
 func openDirNoFollow(parent *os.Root, name, display string, create bool) (*os.Root, bool, error) {
-	made := false
-	before, err := parent.Lstat(name)
-	if errors.Is(err, fs.ErrNotExist) && create {
-		if err := parent.Mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, false, fmt.Errorf("create %s: %w", display, unwrapPath(err))
-		}
-		made = true
-		before, err = parent.Lstat(name)
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", display, unwrapPath(err))
-	}
-	if before.Mode()&fs.ModeSymlink != 0 {
+	r, made, err := osfile.OpenDirIn(parent, name, create, 0o755)
+	var de *osfile.DirError
+	switch {
+	case err == nil:
+		return r, made, nil
+	case errors.Is(err, osfile.ErrSymlink):
 		return nil, false, &errRefused{Path: display, Reason: reasonSymlink}
-	}
-	if !before.IsDir() {
+	case errors.Is(err, osfile.ErrNotDir):
 		return nil, false, &errRefused{Path: display, Reason: reasonNotDir}
-	}
-	r, err := parent.OpenRoot(name)
-	if err != nil {
-		return nil, false, fmt.Errorf("open %s: %w", display, unwrapPath(err))
-	}
-	after, err := r.Stat(".")
-	if err != nil || !os.SameFile(before, after) {
-		r.Close()
+	case errors.Is(err, osfile.ErrSwapped):
 		return nil, false, &errRefused{Path: display, Reason: reasonSwapped}
+	case errors.As(err, &de) && de.Op == "lstat":
+		return nil, false, fmt.Errorf("%s: %w", display, de.Err)
+	case errors.As(err, &de):
+		return nil, false, fmt.Errorf("%s %s: %w", de.Op, display, de.Err)
 	}
-	return r, made, nil
+	return nil, false, err
 }
 
 // openFileNoFollow opens name, a single component in dir, for reading,
@@ -138,10 +124,4 @@ func checkEntry(info os.FileInfo, display string, f *os.File) error {
 
 // unwrapPath drops the host path an *os.PathError carries, so that no
 // message names a host path; callers add the store-relative one.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+func unwrapPath(err error) error { return osfile.StripPath(err) }

@@ -340,14 +340,8 @@ func (s *store) writeAtomic(dir *os.Root, name string, data []byte) error {
 // directory, whose own entries are new.
 func syncChain(chain *dirChain, created int) error {
 	for i := len(chain.dirs) - 1; i >= len(chain.dirs)-1-created && i >= 0; i-- {
-		d, err := chain.dirs[i].Open(".")
-		if err != nil {
-			return unwrapPath(err)
-		}
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", chain.names[i], unwrapPath(err))
+		if err := osfile.SyncDir(chain.dirs[i]); err != nil {
+			return fmt.Errorf("sync %s: %w", chain.names[i], err)
 		}
 	}
 	return nil

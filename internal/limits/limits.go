@@ -78,14 +78,24 @@ const (
 var DefaultLSPLanguages = []string{"c", "cpp", "go", "javascript", "python", "rust", "typescript"}
 
 // Defaults of task execution (tasks.*, internal/tasks): how many unfinished
-// tasks a client and the server may hold, how long a record is kept (TTL,
+// tasks a client and the server may hold, how many records (finished or
+// not) they may keep, how long a record is kept (TTL,
 // and the most a client may ask for), how often a client is told to poll,
 // and how long a replica's claim on a running task lasts unrenewed.
 const (
 	DefaultTasksMaxPerClient = 16
 	DefaultTasksMaxTotal     = 256
-	DefaultTaskTTL           = time.Hour
-	DefaultTaskMaxTTL        = 24 * time.Hour
-	DefaultTaskPollInterval  = 2 * time.Second
-	DefaultTaskLease         = 30 * time.Second
+	// Records of any status: a client finishing short tasks fast keeps
+	// their results until their TTL, so unfinished tasks alone do not
+	// bound what it stores.
+	DefaultTasksMaxRecordsPerClient = 1000
+	DefaultTasksMaxRecords          = 10000
+	DefaultTaskTTL                  = time.Hour
+	DefaultTaskMaxTTL               = 24 * time.Hour
+	DefaultTaskPollInterval         = 2 * time.Second
+	DefaultTaskLease                = 30 * time.Second
 )
+
+// MaxTaskResult is the most tasks.max_result may be, and what a task store
+// reads of one stored result whatever its file or row holds.
+const MaxTaskResult = 1 << 30

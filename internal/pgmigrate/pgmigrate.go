@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,8 +31,14 @@ type Schema struct {
 // for each other instead of racing to create the same tables, and each
 // finds the versions the first one recorded. Running it again changes
 // nothing. A database whose schema is newer than s is refused.
+//
+// The transaction is READ COMMITTED whatever the database's
+// default_transaction_isolation: under REPEATABLE READ or SERIALIZABLE its
+// snapshot would be taken at its first statement, the lock's, before the
+// lock is granted, and a replica that waited would not see the tables and
+// versions the first one committed ("relation already exists").
 func Run(ctx context.Context, pool *pgxpool.Pool, s Schema) error {
-	tx, err := pool.Begin(ctx)
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return err
 	}

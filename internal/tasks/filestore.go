@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/osfile"
 )
 
@@ -28,7 +30,9 @@ import (
 //
 // A record file is the task's JSON without its result, a newline, then
 // the result's bytes verbatim: the counts Create needs and the pages List
-// returns read the first line only, however large the results.
+// returns read the first line only, however large the results. A record
+// the store cannot read is left out (and logged), never an error of
+// another owner's request.
 
 const (
 	// fileDir is the store's directory below a project root, beside the
@@ -64,6 +68,12 @@ type FileStore struct {
 	mu     sync.Mutex
 	root   *os.Root // nil once closed
 	lockFd *os.File
+	// maxResult is the most of a result read puts in memory.
+	maxResult int
+	// logger is told of records left out; nil is slog.Default().
+	logger *slog.Logger
+	// warned holds the records logger was told of (under mu).
+	warned map[string]bool
 	// reached, when set, is told each step of a write as it completes.
 	// Only the crash test sets it, to kill the writer at an exact step.
 	reached func(step writeStep)
@@ -89,16 +99,22 @@ func (s *FileStore) reach(step writeStep) {
 
 // OpenFile opens (creating it when missing) the file store in dir. now is
 // the clock of Created and Updated stamps; nil means time.Now.
+//
+// The directories warden makes are opened as the memory store opens its
+// own (osfile.OpenDirIn): never through a symbolic link, each one made
+// synced into its parent so that it survives a crash. They are .warden and
+// tasks when dir is DefaultDir of a project (the project root itself is
+// the operator's, links and all), else dir's last element.
 func OpenFile(dir string, now func() time.Time) (*FileStore, error) {
+	return openFile(dir, now, nil)
+}
+
+// openFile is OpenFile telling reached of each step (the crash test's).
+func openFile(dir string, now func() time.Time, reached func(writeStep)) (*FileStore, error) {
 	if now == nil {
 		now = time.Now
 	}
-	// The records hold results and who created them: private to the user
-	// running warden.
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("tasks: %w", err)
-	}
-	root, err := os.OpenRoot(dir)
+	root, err := openDirs(dir, reached)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
@@ -107,13 +123,58 @@ func OpenFile(dir string, now func() time.Time) (*FileStore, error) {
 		root.Close()
 		return nil, fmt.Errorf("tasks: open the lock file of %s: %w", dir, err)
 	}
-	s := &FileStore{dir: dir, now: now, root: root, lockFd: lockFd}
+	s := &FileStore{dir: dir, now: now, root: root, lockFd: lockFd, maxResult: limits.MaxTaskResult, reached: reached}
 	// A temp file found under the lock was left by a writer that died.
 	if err := s.locked(context.Background(), func() error { return s.removeTemps() }); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// stepParentSynced is reported, with the directory's path, once a
+// directory the store made is synced into its parent.
+const stepParentSynced writeStep = "parent-synced"
+
+// openDirs opens dir, making what is missing, without following a link in
+// the directories warden makes (see OpenFile).
+func openDirs(dir string, reached func(writeStep)) (*os.Root, error) {
+	dir = filepath.Clean(dir)
+	base, own := filepath.Dir(dir), []string{filepath.Base(dir)}
+	if rest, ok := strings.CutSuffix(filepath.ToSlash(dir), "/"+fileDir); ok && rest != "" {
+		base, own = filepath.FromSlash(rest), strings.Split(fileDir, "/")
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	parent, err := os.OpenRoot(base)
+	if err != nil {
+		return nil, err
+	}
+	shown := base
+	for _, name := range own {
+		shown = filepath.Join(shown, name)
+		// The records hold results and who created them: private to the
+		// user running warden.
+		d, made, err := osfile.OpenDirIn(parent, name, true, 0o700)
+		if err == nil && made {
+			if err = osfile.SyncDir(parent); err == nil && reached != nil {
+				reached(stepParentSynced + writeStep(" "+shown))
+			}
+		}
+		parent.Close()
+		if err != nil {
+			if d != nil {
+				d.Close()
+			}
+			if errors.Is(err, osfile.ErrSymlink) {
+				return nil, fmt.Errorf("%s %w: the task store never follows links (make it a directory)", shown, err)
+			}
+			return nil, fmt.Errorf("%s: %w", shown, err)
+		}
+		parent = d
+	}
+	return parent, nil
 }
 
 // Dir is the store's directory.
@@ -157,42 +218,88 @@ type fileRecord struct {
 // fileName is the file of task id; id has passed ParseID.
 func fileName(id string) string { return id + recordExt }
 
+// unreadableError is a record the store cannot read: not a task record
+// (corrupt, written by hand or by a later warden), or a file this user
+// may not open (rewritten by `sudo warden tasks`, say). Its text names the
+// file, so it is for the operator and the server's log only: a client
+// asking for a task gets ErrNotFound (the record may be another owner's),
+// and a scan leaves the record out instead of failing every owner.
+type unreadableError struct {
+	name   string
+	reason string
+}
+
+func (e *unreadableError) Error() string {
+	return fmt.Sprintf("tasks: record %s: %s", e.name, e.reason)
+}
+
 // read returns the task in name's file, with its result when full.
 func (s *FileStore) read(name string, full bool) (Task, error) {
-	f, err := s.root.Open(name)
+	// A link in place of a record is not followed, even to a record.
+	f, err := osfile.OpenFileIn(s.root, name, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Task{}, ErrNotFound
 	}
 	if err != nil {
-		return Task{}, fmt.Errorf("tasks: %w", err)
+		return Task{}, &unreadableError{name, osfile.StripPath(err).Error()}
 	}
 	defer f.Close()
 	r := bufio.NewReader(io.LimitReader(f, maxHeader+1))
 	header, err := r.ReadBytes('\n')
 	if err != nil {
-		return Task{}, fmt.Errorf("tasks: record %s: no header line (%v)", name, err)
+		return Task{}, &unreadableError{name, fmt.Sprintf("no header line (%v)", err)}
 	}
 	var rec fileRecord
 	if err := json.Unmarshal(header, &rec); err != nil || rec.Version != fileVersion {
-		return Task{}, fmt.Errorf("tasks: record %s is not a version %d task record", name, fileVersion)
+		return Task{}, &unreadableError{name, fmt.Sprintf("not a version %d task record", fileVersion)}
 	}
 	if name != fileName(rec.ID) {
-		return Task{}, fmt.Errorf("tasks: record %s holds task %q", name, rec.ID)
+		return Task{}, &unreadableError{name, "holds another task"}
 	}
 	t := rec.Task
 	t.Result = nil
 	if full {
 		// The reader has the rest of the header's buffer; the file, what
-		// follows.
-		rest, err := io.ReadAll(io.MultiReader(r, f))
+		// follows: no more than a result may be, however large the file.
+		rest, err := io.ReadAll(io.LimitReader(io.MultiReader(r, f), int64(s.maxResult)+1))
 		if err != nil {
-			return Task{}, fmt.Errorf("tasks: record %s: %w", name, err)
+			return Task{}, &unreadableError{name, osfile.StripPath(err).Error()}
+		}
+		if len(rest) > s.maxResult {
+			return Task{}, &unreadableError{name, fmt.Sprintf("holds a result of more than %d bytes, the most a task keeps", s.maxResult)}
 		}
 		if len(rest) > 0 {
 			t.Result = rest
 		}
 	}
 	return t, nil
+}
+
+// skipUnreadable reports whether err is a record to leave out (telling
+// the log, once per record and store: Sweep meets it at every sweep), and
+// otherwise passes err on. The caller holds s.mu.
+func (s *FileStore) skipUnreadable(err error) bool {
+	var u *unreadableError
+	if !errors.As(err, &u) {
+		return false
+	}
+	if s.warned[u.name] {
+		return true
+	}
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	s.warned[u.name] = true
+	s.log().Warn("tasks: a record of the file store cannot be read; it is left out until it is repaired or removed",
+		"dir", s.dir, "err", u.Error())
+	return true
+}
+
+func (s *FileStore) log() *slog.Logger {
+	if s.logger != nil {
+		return s.logger
+	}
+	return slog.Default()
 }
 
 // write stores t atomically and durably (see the package's file format).
@@ -251,12 +358,7 @@ func (s *FileStore) writeRecord(t Task) error {
 
 // syncDir makes the directory's entries (a rename, a removal) durable.
 func (s *FileStore) syncDir() error {
-	d, err := s.root.Open(".")
-	if err != nil {
-		return fmt.Errorf("tasks: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := osfile.SyncDir(s.root); err != nil {
 		return fmt.Errorf("tasks: sync %s: %w", s.dir, err)
 	}
 	return nil
@@ -290,7 +392,7 @@ func (s *FileStore) scan(keep func(*Task) bool) ([]Task, error) {
 	var out []Task
 	for _, name := range names {
 		t, err := s.read(name, false)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
 			continue
 		}
 		if err != nil {
@@ -326,19 +428,16 @@ func (s *FileStore) Create(ctx context.Context, t Task, b Bounds) error {
 		if _, err := s.root.Lstat(fileName(t.ID)); !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("tasks: create task %s: the id is taken", t.ID)
 		}
-		var mine, total int
+		// Every header is read (not the results): the records are bounded
+		// by b.Records, so this is too.
+		var c counts
 		if _, err := s.scan(func(u *Task) bool {
-			if !u.Status.Terminal() {
-				total++
-				if u.Owner == t.Owner {
-					mine++
-				}
-			}
+			c.add(u, t.Owner)
 			return false
 		}); err != nil {
 			return err
 		}
-		if err := checkCount(mine, total, b); err != nil {
+		if err := checkCount(c, b); err != nil {
 			return err
 		}
 		return s.write(t)
@@ -351,6 +450,9 @@ func (s *FileStore) get(owner, id string, anyOwner bool) (Task, error) {
 		return Task{}, ErrNotFound
 	}
 	t, err := s.read(fileName(id), true)
+	if !anyOwner && s.skipUnreadable(err) {
+		return Task{}, ErrNotFound // whose it is cannot be told
+	}
 	if err != nil {
 		return Task{}, err
 	}
@@ -382,7 +484,7 @@ func (s *FileStore) GetAny(ctx context.Context, id string) (Task, error) {
 
 // List implements Store.
 func (s *FileStore) List(ctx context.Context, owner, cursor string, limit int) ([]Task, string, error) {
-	return s.list(ctx, func(t *Task) bool { return t.Owner == owner }, cursor, limit)
+	return s.list(ctx, func(t *Task) bool { return t.Owner == owner && listable(owner) }, cursor, limit)
 }
 
 // ListAll implements Operator.
@@ -411,15 +513,7 @@ func (s *FileStore) list(ctx context.Context, mine func(*Task) bool, cursor stri
 			found = found[:limit]
 			next = encodeCursor(&found[limit-1])
 		}
-		// A page holds results too: read each listed record in full.
-		page = make([]Task, 0, len(found))
-		for _, t := range found {
-			full, err := s.read(fileName(t.ID), true)
-			if err != nil {
-				return err
-			}
-			page = append(page, full)
-		}
+		page = found // headers only: a listed task has no result
 		return nil
 	})
 	if err != nil {
@@ -498,7 +592,7 @@ func (s *FileStore) Renew(ctx context.Context, replica string, ids []string, unt
 		changed := false
 		for _, id := range ids {
 			t, err := s.get("", id, true)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
 				stop = append(stop, id)
 				continue
 			}
@@ -536,7 +630,7 @@ func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed i
 		}
 		for _, name := range names {
 			t, err := s.read(name, false)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
 				continue
 			}
 			if err != nil {
@@ -549,7 +643,9 @@ func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed i
 				}
 				removed++
 			case lapsed(&t, now):
-				if t, err = s.read(name, true); err != nil {
+				if t, err = s.read(name, true); errors.Is(err, ErrNotFound) || s.skipUnreadable(err) {
+					continue
+				} else if err != nil {
 					return err
 				}
 				t.Status, t.StatusMessage, t.Updated = Failed, LeaseLapsed, stamp(now)

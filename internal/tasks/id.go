@@ -46,9 +46,51 @@ func ParseID(s string) (string, error) {
 	return s, nil
 }
 
-// PeerHTTP is the peer of every HTTP request served without
-// authentication (loopback only; see OwnerOf).
+// PeerHTTP is the peer of an HTTP request served without authentication
+// (loopback only) that has no MCP session: see HTTPPeer.
 const PeerHTTP = "http"
+
+// maxSessionID bounds the session id HTTPPeer puts in an owner key.
+const maxSessionID = 256
+
+// HTTPPeer is the peer to pass OwnerOf for an HTTP request served without
+// authentication (loopback only), given its Mcp-Session-Id header:
+//
+//   - a request of an MCP session (2025-11-25 streamable HTTP) is its
+//     session's: "http:<session id>". The server chose the id at
+//     initialize, at random, and told it only that client, so each
+//     session's tasks are its own, as a stdio client's are.
+//   - a request without a session (the stateless 2026-07-28 transport), or
+//     with a header that is no session id (empty, longer than 256 bytes,
+//     or holding anything but visible ASCII, as the transport's spec
+//     defines one), is PeerHTTP's. Such clients are indistinguishable:
+//     their owner key is UnlistedOwner, whose tasks only their id (128
+//     random bits, returned only to the client that created the task)
+//     reaches; List answers that owner nothing.
+//
+// The protocol calls OwnerOf(principal.Local, HTTPPeer(r.Header.Get(
+// "Mcp-Session-Id"))) for such a request; an authenticated request's peer
+// does not matter.
+func HTTPPeer(sessionID string) string {
+	if sessionID == "" || len(sessionID) > maxSessionID {
+		return PeerHTTP
+	}
+	for i := range len(sessionID) {
+		if c := sessionID[i]; c < 0x21 || c > 0x7e {
+			return PeerHTTP
+		}
+	}
+	return PeerHTTP + ":" + sessionID
+}
+
+// UnlistedOwner is the owner key of every unauthenticated HTTP request
+// without a session (see HTTPPeer): a Store's List answers it nothing, so
+// that no such client learns another's task ids or results.
+const UnlistedOwner = "local:" + PeerHTTP
+
+// listable reports whether List answers owner: UnlistedOwner and an owner
+// Create refuses (not text) list nothing.
+func listable(owner string) bool { return owner != UnlistedOwner && textField(owner) }
 
 // OwnerOf returns the owner key of the tasks p creates: the key a Store
 // files them under and answers them to. Two principals never share a key:
@@ -65,10 +107,9 @@ const PeerHTTP = "http"
 // the server process's life (a NewID made at start) and a task belongs to
 // that process's client only; tasks of an earlier stdio process stay
 // readable to the operator (`warden tasks`), not to the next client. HTTP
-// without authentication is served on loopback only, where every client
-// is the machine's local user and may call every tool anyway: they are one
-// principal, PeerHTTP, and a task's id (128 random bits) is what keeps one
-// such client from another's task.
+// without authentication is served on loopback only; its peer is
+// HTTPPeer's: the request's MCP session, or for a request without one
+// PeerHTTP, whose tasks only their ids reach (UnlistedOwner).
 func OwnerOf(p principal.Principal, peer string) string {
 	switch p.Via {
 	case principal.ViaToken:

@@ -113,6 +113,46 @@ func TestOwnerOfNeverShared(t *testing.T) {
 
 // FuzzOwnerOf: two OAuth principals share a key only when issuer and
 // subject are both the same.
+// TestHTTPPeer: each MCP session of an unauthenticated HTTP client owns
+// its own tasks; a request without a session, or whose header is no
+// session id, is the one unlisted owner.
+func TestHTTPPeer(t *testing.T) {
+	a, b := OwnerOf(principal.Local, HTTPPeer("3f9c-session-a")), OwnerOf(principal.Local, HTTPPeer("3f9c-session-b"))
+	if a == b || a != "local:http:3f9c-session-a" {
+		t.Errorf("two sessions: %q and %q", a, b)
+	}
+	for _, sid := range []string{"", "a b", "a\x00", "é", "\x7f", strings.Repeat("s", 257)} {
+		if got := OwnerOf(principal.Local, HTTPPeer(sid)); got != UnlistedOwner {
+			t.Errorf("session id %q: owner %q, want %q", sid, got, UnlistedOwner)
+		}
+	}
+	if got := HTTPPeer(strings.Repeat("s", 256)); got != "http:"+strings.Repeat("s", 256) {
+		t.Errorf("a 256-byte session id: %q", got)
+	}
+	// No session's key is a stdio client's (a NewID) or the unlisted one.
+	stdio := NewID()
+	if OwnerOf(principal.Local, HTTPPeer(stdio)) == OwnerOf(principal.Local, stdio) {
+		t.Error("a session named like a stdio peer shares its key")
+	}
+}
+
+// FuzzHTTPPeer: a session id is a client's header: two different ones
+// never share a key, and none is the unlisted owner's unless it is no
+// session id.
+func FuzzHTTPPeer(f *testing.F) {
+	f.Add("a", "b")
+	f.Add("", "http")
+	f.Fuzz(func(t *testing.T, s1, s2 string) {
+		k1, k2 := OwnerOf(principal.Local, HTTPPeer(s1)), OwnerOf(principal.Local, HTTPPeer(s2))
+		if k1 == k2 && s1 != s2 && k1 != UnlistedOwner {
+			t.Fatalf("sessions %q and %q share key %q", s1, s2, k1)
+		}
+		if k1 != UnlistedOwner && k1 != "local:http:"+s1 {
+			t.Fatalf("session %q: key %q", s1, k1)
+		}
+	})
+}
+
 func FuzzOwnerOf(f *testing.F) {
 	f.Add("https://a", "b:c", "https://a:b", "c")
 	f.Add("1:a", "b", "1", "a:b")

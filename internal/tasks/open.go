@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/warden-run/warden/internal/backendurl"
@@ -22,6 +23,9 @@ type Options struct {
 	QueryTimeout time.Duration
 	// Now is the clock of Created and Updated stamps; nil is time.Now.
 	Now func() time.Time
+	// Logger is told of records the file store leaves out (unreadable);
+	// nil is slog.Default().
+	Logger *slog.Logger
 }
 
 // OperatorStore is a store with the operator's view of it (the CLI's).
@@ -44,7 +48,12 @@ func OpenOperator(ctx context.Context, o Options) (OperatorStore, error) {
 		if o.Dir == "" {
 			return nil, fmt.Errorf("tasks: the file store has no directory")
 		}
-		return OpenFile(o.Dir, o.Now)
+		s, err := OpenFile(o.Dir, o.Now)
+		if err != nil {
+			return nil, err
+		}
+		s.logger = o.Logger
+		return s, nil
 	}
 	return OpenPostgres(ctx, o.Backend, PostgresOptions{MaxConns: o.MaxConns, QueryTimeout: o.QueryTimeout, Now: o.Now})
 }

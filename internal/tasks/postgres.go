@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/pgmigrate"
 )
 
@@ -24,6 +26,13 @@ import (
 // never both end one task: a Sweep that finds a row another replica just
 // ended skips it. Create takes a transaction-scoped advisory lock, so that
 // replicas creating at once count each other's tasks against Bounds.
+//
+// Both transactions are READ COMMITTED whatever the database's
+// default_transaction_isolation (readCommitted): Create's count must see
+// the rows committed while it waited for the advisory lock, which a
+// REPEATABLE READ snapshot, taken at the lock's statement, would not; and
+// Update's row lock must wait for a concurrent Update and then see its
+// row, where REPEATABLE READ fails it ("could not serialize access").
 
 // pgSchema is the store's tables. Its versions are recorded apart from the
 // memory store's (warden_schema_migrations), which may share the database.
@@ -56,14 +65,40 @@ var pgSchema = pgmigrate.Schema{
 	},
 }
 
+// readCommitted is the isolation of every transaction of the store.
+var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // createLock is the advisory lock Create holds while it counts and inserts.
 const createLock int64 = 0x7761726465_6e7463 // "wardentc"
 
 // unfinished is the SQL condition of a task that has not ended.
 const unfinished = `status IN ('working', 'input_required')`
 
-// pgColumns are a task's columns in the order scanTask reads them.
-const pgColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, result, replica, lease_until, cancel_requested`
+// pgColumns are a task's columns in the order scanTask reads them. Of a
+// result no more is read than a result may be (limits.MaxTaskResult), one
+// byte past it telling scanTask the row was written past the store.
+var pgColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, substring(result FROM 1 FOR ` +
+	strconv.Itoa(limits.MaxTaskResult+1) + `), replica, lease_until, cancel_requested`
+
+// pgInsertColumns are the columns Create writes, in pgColumns' order.
+const pgInsertColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, result, replica, lease_until, cancel_requested`
+
+// listColumns are pgColumns for a List page, which carries no results
+// (tasks/list has none; a Get returns one): a page of 1000 tasks never
+// reads their results, up to tasks.max_result each.
+const listColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, NULL::bytea, replica, lease_until, cancel_requested`
+
+// taskRow is the SQL condition of a row scanTask accepts (but for the
+// size of its result, which a List does not read): a List filters the
+// others out in the query, so that a page and its cursor count task rows
+// only.
+const taskRow = `id ~ '^[0-9a-f]{32}$' AND status IN ('working', 'input_required', 'completed', 'failed', 'cancelled')`
+
+// errBadRow is a row that is not a task record: its id is not one NewID
+// makes, its status is none a task has, or its result is larger than any
+// a task keeps. Only a write past the store
+// makes one; its content is never shown (an id with a terminal escape).
+var errBadRow = errors.New("a row of warden_tasks is not a task record")
 
 // PostgresOptions bound the PostgreSQL store's connections.
 type PostgresOptions struct {
@@ -134,7 +169,8 @@ func (s *PGStore) bound(ctx context.Context) (context.Context, context.CancelFun
 func wrap(what string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrTerminal), errors.Is(err, ErrTooMany),
-		errors.Is(err, ErrResultTooLarge), errors.Is(err, ErrBadCursor), errors.Is(err, ErrBadID):
+		errors.Is(err, ErrResultTooLarge), errors.Is(err, ErrBadCursor), errors.Is(err, ErrBadID),
+		errors.As(err, new(*invalidError)):
 		return err
 	}
 	return fmt.Errorf("tasks: postgres %s: %w", what, err)
@@ -162,6 +198,9 @@ func scanTask(row pgx.Row) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
+	if _, err := ParseID(t.ID); err != nil || !validStatus(Status(status)) || len(result) > limits.MaxTaskResult {
+		return Task{}, errBadRow
+	}
 	t.Status, t.TTL, t.PollInterval = Status(status), time.Duration(ttl), time.Duration(poll)
 	t.Created, t.Updated = stamp(t.Created), stamp(t.Updated)
 	if lease != nil {
@@ -181,18 +220,20 @@ func (s *PGStore) Create(ctx context.Context, t Task, b Bounds) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.pool, readCommitted, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, createLock); err != nil {
 			return err
 		}
-		var mine, total int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE owner = $1), count(*) FROM warden_tasks WHERE `+unfinished, t.Owner).Scan(&mine, &total); err != nil {
+		// Every row is counted: the rows are bounded by b.Records.
+		var c counts
+		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE owner = $1 AND `+unfinished+`), count(*) FILTER (WHERE `+unfinished+`),
+			count(*) FILTER (WHERE owner = $1), count(*) FROM warden_tasks`, t.Owner).Scan(&c.mine, &c.total, &c.mineRecords, &c.totalRecords); err != nil {
 			return err
 		}
-		if err := checkCount(mine, total, b); err != nil {
+		if err := checkCount(c, b); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO warden_tasks (`+pgColumns+`, expires)
+		tag, err := tx.Exec(ctx, `INSERT INTO warden_tasks (`+pgInsertColumns+`, expires)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING`,
 			t.ID, t.Owner, t.Tool, string(t.Status), t.StatusMessage, t.Created, t.Updated, int64(t.TTL), int64(t.PollInterval),
 			[]byte(t.Result), t.Replica, nullTime(t.LeaseUntil), t.CancelRequested, t.Expires())
@@ -207,7 +248,9 @@ func (s *PGStore) Create(ctx context.Context, t Task, b Bounds) error {
 // get reads task id, of owner unless anyOwner, locking its row in tx when
 // forUpdate.
 func (s *PGStore) get(ctx context.Context, q pgx.Tx, owner, id string, anyOwner, forUpdate bool) (Task, error) {
-	if _, err := ParseID(id); err != nil {
+	// An owner that is not text owns nothing (Create refuses it), and
+	// PostgreSQL would refuse the query.
+	if _, err := ParseID(id); err != nil || !textField(owner) {
 		return Task{}, ErrNotFound
 	}
 	query := `SELECT ` + pgColumns + ` FROM warden_tasks WHERE id = $1 AND (owner = $2 OR $3)`
@@ -248,24 +291,39 @@ func (s *PGStore) ListAll(ctx context.Context, cursor string, limit int) ([]Task
 
 func (s *PGStore) list(ctx context.Context, owner string, anyOwner bool, cursor string, limit int) ([]Task, string, error) {
 	limit = pageLimit(limit)
-	after, args := `true`, []any{owner, anyOwner, limit + 1}
+	var from position
 	if cursor != "" {
-		from, err := parseCursor(cursor)
-		if err != nil {
+		var err error
+		if from, err = parseCursor(cursor); err != nil {
 			return nil, "", err
 		}
-		after, args = `(created, id) > ($4, $5)`, append(args, from.created, from.id)
+	}
+	if !anyOwner && !listable(owner) {
+		return nil, "", nil
+	}
+	query, args := listQuery(anyOwner, cursor != ""), []any{limit + 1}
+	if !anyOwner {
+		args = append(args, owner)
+	}
+	if cursor != "" {
+		args = append(args, from.created, from.id)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT `+pgColumns+` FROM warden_tasks
-		WHERE (owner = $1 OR $2) AND `+after+`
-		ORDER BY created, id LIMIT $3`, args...)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, "", wrap("list", err)
 	}
-	page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Task, error) { return scanTask(r) })
-	if err != nil {
+	var page []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil { // errBadRow too: taskRow and scanTask disagree
+			rows.Close()
+			return nil, "", wrap("list", err)
+		}
+		page = append(page, t)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, "", wrap("list", err)
 	}
 	next := ""
@@ -276,12 +334,31 @@ func (s *PGStore) list(ctx context.Context, owner string, anyOwner bool, cursor 
 	return page, next, nil
 }
 
+// listQuery is the query of a List page: $1 the limit, then the owner
+// (unless anyOwner), then the cursor's time and id (when after). Rows
+// written past the store (by hand, or by a later warden) that are no task
+// records are left out (taskRow). The
+// owner's query and the operator's are apart: one with "owner = $2 OR
+// <all>" would not use the (owner, created, id) index under a generic
+// plan, which cannot know that the OR is false.
+func listQuery(anyOwner, after bool) string {
+	where, n := []string{taskRow}, 2
+	if !anyOwner {
+		where = append(where, "owner = $2")
+		n++
+	}
+	if after {
+		where = append(where, fmt.Sprintf("(created, id) > ($%d, $%d)", n, n+1))
+	}
+	return `SELECT ` + listColumns + ` FROM warden_tasks WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created, id LIMIT $1`
+}
+
 // Update implements Store.
 func (s *PGStore) Update(ctx context.Context, owner, id string, b Bounds, change func(*Task)) (Task, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var out Task
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, readCommitted, func(tx pgx.Tx) error {
 		old, err := s.get(ctx, tx, owner, id, false, true)
 		if err != nil {
 			return err
@@ -311,7 +388,7 @@ func (s *PGStore) CancelAny(ctx context.Context, id string) (Task, error) {
 }
 
 func (s *PGStore) cancel(ctx context.Context, owner, id string, anyOwner bool) (Task, error) {
-	if _, err := ParseID(id); err != nil {
+	if _, err := ParseID(id); err != nil || !textField(owner) {
 		return Task{}, ErrNotFound
 	}
 	ctx, cancel := s.bound(ctx)
@@ -336,6 +413,9 @@ func (s *PGStore) cancel(ctx context.Context, owner, id string, anyOwner bool) (
 func (s *PGStore) Renew(ctx context.Context, replica string, ids []string, until time.Time) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	if !textField(replica) {
+		return slices.Clone(ids), nil // no task runs on it: Create and Update refuse the name
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

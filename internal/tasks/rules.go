@@ -2,10 +2,13 @@ package tasks
 
 import (
 	"bytes"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/warden-run/warden/internal/limits"
 )
 
 // The rules both stores apply, in one place, so that the file store and
@@ -28,8 +31,14 @@ const MaxStatusMessage = 16 << 10
 // so that a record's header stays far below what the file store reads.
 const maxField = 16 << 10
 
-// clip is msg cut to MaxStatusMessage bytes, whole characters only.
+// clip is msg as stored: valid UTF-8 (each invalid byte run becomes
+// U+FFFD), without NUL bytes, cut to MaxStatusMessage bytes at a
+// character's start. A message comes from a guest's progress line: the
+// stores keep text (PostgreSQL refuses NUL and invalid UTF-8 in text, the
+// file store's JSON would change invalid bytes), so it is made text here
+// rather than failing the update that carries it, a task's final one say.
 func clip(msg string) string {
+	msg = strings.ReplaceAll(strings.ToValidUTF8(msg, "\uFFFD"), "\x00", "")
 	if len(msg) <= MaxStatusMessage {
 		return msg
 	}
@@ -38,6 +47,24 @@ func clip(msg string) string {
 		cut--
 	}
 	return msg[:cut] + "…"
+}
+
+// invalidError is a task or change the rules refuse: an error of the
+// request, which every store returns as it is.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{fmt.Sprintf(format, args...)}
+}
+
+// textField reports whether an identity field (Owner, Tool, Replica) is
+// one both stores keep exactly: valid UTF-8 without NUL. Unlike a message,
+// such a field is not repaired but refused: an owner changed on the way in
+// would no longer be the principal that reads the task back.
+func textField(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // stamp is t as a store keeps times: UTC, to the microsecond (PostgreSQL's
@@ -74,13 +101,16 @@ func prepareCreate(t Task, now time.Time, b Bounds) (Task, error) {
 		return Task{}, fmt.Errorf("create task: %w", err)
 	}
 	if t.Owner == "" {
-		return Task{}, errors.New("create task: no owner")
+		return Task{}, invalidf("create task: no owner")
 	}
 	if t.TTL <= 0 {
-		return Task{}, fmt.Errorf("create task: TTL %v is not positive", t.TTL)
+		return Task{}, invalidf("create task: TTL %v is not positive", t.TTL)
 	}
 	if len(t.Owner) > maxField || len(t.Tool) > maxField || len(t.Replica) > maxField {
-		return Task{}, fmt.Errorf("create task: an owner, tool or replica name longer than %d bytes", maxField)
+		return Task{}, invalidf("create task: an owner, tool or replica name longer than %d bytes", maxField)
+	}
+	if !textField(t.Owner) || !textField(t.Tool) || !textField(t.Replica) {
+		return Task{}, invalidf("create task: an owner, tool or replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)")
 	}
 	if err := checkResult(t.Result, b); err != nil {
 		return Task{}, err
@@ -97,22 +127,63 @@ func prepareCreate(t Task, now time.Time, b Bounds) (Task, error) {
 	return t, nil
 }
 
-// checkCount refuses a Create that would pass b, given the unfinished
-// tasks the owner and the store hold.
-func checkCount(owner, total int, b Bounds) error {
-	if b.PerOwner > 0 && owner >= b.PerOwner {
-		return fmt.Errorf("%w: this client has %d, the most it may have", ErrTooMany, owner)
+// counts are what a Create is bounded by: the owner's and the store's
+// records, unfinished and in all.
+type counts struct {
+	mine, total               int // unfinished
+	mineRecords, totalRecords int // any status
+}
+
+// add counts t for a Create by owner.
+func (c *counts) add(t *Task, owner string) {
+	c.totalRecords++
+	if t.Owner == owner {
+		c.mineRecords++
 	}
-	if b.Total > 0 && total >= b.Total {
-		return fmt.Errorf("%w: the server has %d, the most it may have", ErrTooMany, total)
+	if !t.Status.Terminal() {
+		c.total++
+		if t.Owner == owner {
+			c.mine++
+		}
+	}
+}
+
+// checkCount refuses a Create that would pass b, given c.
+func checkCount(c counts, b Bounds) error {
+	if b.PerOwner > 0 && c.mine >= b.PerOwner {
+		return fmt.Errorf("%w: this client has %d, the most it may have", ErrTooMany, c.mine)
+	}
+	if b.Total > 0 && c.total >= b.Total {
+		return fmt.Errorf("%w: the server has %d, the most it may have", ErrTooMany, c.total)
+	}
+	if b.RecordsPerOwner > 0 && c.mineRecords >= b.RecordsPerOwner {
+		return &tooManyRecords{fmt.Sprintf("too many task records: this client keeps %d, finished or not, the most it may (tasks.max_records_per_client); each is removed at its TTL", c.mineRecords)}
+	}
+	if b.Records > 0 && c.totalRecords >= b.Records {
+		return &tooManyRecords{fmt.Sprintf("too many task records: the server keeps %d, finished or not, the most it may (tasks.max_records); each is removed at its TTL", c.totalRecords)}
 	}
 	return nil
 }
 
-// checkResult refuses a result past b.ResultBytes.
+// tooManyRecords is ErrTooMany for a records bound, with its own text.
+type tooManyRecords struct{ msg string }
+
+func (e *tooManyRecords) Error() string        { return e.msg }
+func (e *tooManyRecords) Is(target error) bool { return target == ErrTooMany }
+
+// checkResult refuses a result past b.ResultBytes, and one that is not
+// JSON: a result is a CallToolResult, and `warden tasks list --json` and
+// every protocol answer embed it as JSON.
 func checkResult(result []byte, b Bounds) error {
-	if b.ResultBytes > 0 && len(result) > b.ResultBytes {
-		return fmt.Errorf("%w: %d bytes, more than the %d a task keeps", ErrResultTooLarge, len(result), b.ResultBytes)
+	limit := limits.MaxTaskResult // what a store reads back of a result
+	if b.ResultBytes > 0 {
+		limit = min(b.ResultBytes, limit)
+	}
+	if len(result) > limit {
+		return fmt.Errorf("%w: %d bytes, more than the %d a task keeps", ErrResultTooLarge, len(result), limit)
+	}
+	if len(result) > 0 && !json.Valid(result) {
+		return invalidf("task result: not JSON")
 	}
 	return nil
 }
@@ -131,13 +202,16 @@ func applyUpdate(old Task, now time.Time, b Bounds, change func(*Task)) (Task, e
 	t.ID, t.Owner, t.Tool, t.Created = old.ID, old.Owner, old.Tool, old.Created
 	t.CancelRequested = t.CancelRequested || old.CancelRequested
 	if !validStatus(t.Status) {
-		return old, fmt.Errorf("update task: %q is not a task status", t.Status)
+		return old, invalidf("update task: %q is not a task status", t.Status)
 	}
 	if t.TTL <= 0 {
-		return old, fmt.Errorf("update task: TTL %v is not positive", t.TTL)
+		return old, invalidf("update task: TTL %v is not positive", t.TTL)
 	}
 	if len(t.Replica) > maxField {
-		return old, fmt.Errorf("update task: a replica name longer than %d bytes", maxField)
+		return old, invalidf("update task: a replica name longer than %d bytes", maxField)
+	}
+	if !textField(t.Replica) {
+		return old, invalidf("update task: a replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)")
 	}
 	t.StatusMessage = clip(t.StatusMessage)
 	if err := checkResult(t.Result, b); err != nil {

@@ -71,13 +71,22 @@ type Bounds struct {
 	PerOwner    int // unfinished (non-terminal) tasks one owner may hold
 	Total       int // unfinished tasks in the store
 	ResultBytes int // bytes of one Result
+	// RecordsPerOwner and Records bound the records of any status, one
+	// owner's and the store's (tasks.max_records_per_client,
+	// tasks.max_records): a finished task keeps its record, with its
+	// result, until its TTL, so the unfinished counts alone do not bound
+	// what a client stores, nor what the file store's Create reads.
+	RecordsPerOwner int
+	Records         int
 }
 
 // Errors a Store returns; callers test them with errors.Is.
 var (
 	// ErrNotFound: no such task for this owner (also for another owner's).
 	ErrNotFound = errors.New("task not found")
-	// ErrTooMany: creating the task would pass Bounds.PerOwner or Total.
+	// ErrTooMany: creating the task would pass Bounds.PerOwner or Total
+	// (or RecordsPerOwner or Records: that error's text says so, and the
+	// config key).
 	ErrTooMany = errors.New("too many unfinished tasks")
 	// ErrTerminal: the task has already ended; it does not change again.
 	ErrTerminal = errors.New("task has already ended")
@@ -96,7 +105,10 @@ type Store interface {
 	Get(ctx context.Context, owner, id string) (Task, error)
 	// List returns owner's tasks, oldest first, at most limit of them after
 	// cursor (empty for the first page), and the cursor of the next page
-	// (empty when complete).
+	// (empty when complete). A listed task has no Result (tasks/list
+	// carries none; Get returns it), so a page never reads results.
+	// The owner OwnerOf gives every stateless unauthenticated HTTP client
+	// alike (UnlistedOwner) lists nothing.
 	List(ctx context.Context, owner, cursor string, limit int) ([]Task, string, error)
 	// Update applies change to owner's task id atomically and returns the
 	// result. It refuses with ErrTerminal when the task had ended, and with

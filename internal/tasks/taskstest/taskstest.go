@@ -40,11 +40,16 @@ func Run(t *testing.T, backend Backend) {
 		{"CreateGet", testCreateGet},
 		{"CreateRefusals", testCreateRefusals},
 		{"OwnerIsolation", testOwnerIsolation},
+		{"UnlistedOwner", testUnlistedOwner},
 		{"TerminalNeverChanges", testTerminalNeverChanges},
 		{"UpdateKeepsIdentity", testUpdateKeepsIdentity},
 		{"LongFields", testLongFields},
+		{"TextFields", testTextFields},
 		{"BoundsPerOwner", testBoundsPerOwner},
 		{"BoundsTotal", testBoundsTotal},
+		{"BoundsRecords", testBoundsRecords},
+		{"ListWithoutResults", testListWithoutResults},
+		{"ResultNotJSON", testResultNotJSON},
 		{"BoundsAcrossInstances", testBoundsAcrossInstances},
 		{"ResultTooLarge", testResultTooLarge},
 		{"LeaseLapse", testLeaseLapse},
@@ -203,6 +208,27 @@ func testOwnerIsolation(t *testing.T, open func() tasks.Store) {
 	}
 }
 
+// testUnlistedOwner: the owner every stateless unauthenticated HTTP
+// client shares lists nothing, so that none learns another's task ids or
+// results; each reaches its own task by its id, and the operator sees it.
+func testUnlistedOwner(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := mustCreate(t, s, newTask(tasks.UnlistedOwner, 0), tasks.Bounds{})
+	mustCreate(t, s, newTask(tasks.UnlistedOwner, time.Second), tasks.Bounds{})
+	page, next, err := s.List(t.Context(), tasks.UnlistedOwner, "", 0)
+	if err != nil || len(page) != 0 || next != "" {
+		t.Errorf("list as the unlisted owner: %d tasks, %q, %v; want none", len(page), next, err)
+	}
+	if got := mustGet(t, s, tasks.UnlistedOwner, task.ID); got.ID != task.ID {
+		t.Errorf("get by id: %+v", got)
+	}
+	if op, ok := s.(tasks.Operator); ok {
+		if all, _, err := op.ListAll(t.Context(), "", 0); err != nil || len(all) != 2 {
+			t.Errorf("the operator's list: %d tasks, %v; want 2", len(all), err)
+		}
+	}
+}
+
 func testTerminalNeverChanges(t *testing.T, open func() tasks.Store) {
 	for _, end := range []tasks.Status{tasks.Completed, tasks.Failed, tasks.Cancelled} {
 		t.Run(string(end), func(t *testing.T) {
@@ -291,6 +317,66 @@ func testLongFields(t *testing.T, open func() tasks.Store) {
 	huge := newTask("oauth:3:iss:"+strings.Repeat("s", 64<<10), 0)
 	if err := s.Create(t.Context(), huge, tasks.Bounds{}); err == nil {
 		t.Error("a 64 KiB owner was accepted")
+	}
+}
+
+// testTextFields: a status message is stored as text (invalid UTF-8 made
+// U+FFFD, NUL bytes dropped) rather than failing the update that carries
+// it, the final one say; an identity field that is not text is refused,
+// the same by both stores.
+func testTextFields(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := newTask("local:text", 0)
+	task.StatusMessage = "a\x00b\xffc"
+	mustCreate(t, s, task, tasks.Bounds{})
+	if got := mustGet(t, s, task.Owner, task.ID); got.StatusMessage != "ab\uFFFDc" {
+		t.Errorf("created with message %q: stored %q, want %q", task.StatusMessage, got.StatusMessage, "ab\uFFFDc")
+	}
+	if _, err := s.Update(t.Context(), task.Owner, task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.StatusMessage = "50%\x00 \xc3"
+	}); err != nil {
+		t.Fatalf("a progress line with NUL and invalid UTF-8: %v", err)
+	}
+	done, err := s.Update(t.Context(), task.Owner, task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.Status, t.Result = tasks.Completed, json.RawMessage(`{"content":[]}`)
+	})
+	if err != nil || done.StatusMessage != "50% \uFFFD" {
+		t.Fatalf("the final update after it: %q, %v", done.StatusMessage, err)
+	}
+	if got := mustGet(t, s, task.Owner, task.ID); got.Status != tasks.Completed || got.StatusMessage != "50% \uFFFD" {
+		t.Errorf("stored: %s %q", got.Status, got.StatusMessage)
+	}
+
+	const refused = "create task: an owner, tool or replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)"
+	for _, bad := range []func(*tasks.Task){
+		func(t *tasks.Task) { t.Owner = "o\xff" },
+		func(t *tasks.Task) { t.Owner = "o\x00" },
+		func(t *tasks.Task) { t.Tool = "t\xff" },
+		func(t *tasks.Task) { t.Tool = "t\x00" },
+		func(t *tasks.Task) { t.Replica = "r\x00" },
+	} {
+		in := newTask("local:text", time.Second)
+		bad(&in)
+		if err := s.Create(t.Context(), in, tasks.Bounds{}); err == nil || err.Error() != refused {
+			t.Errorf("create with owner %q tool %q replica %q: %v, want %q", in.Owner, in.Tool, in.Replica, err, refused)
+		}
+	}
+	// Such an owner has no tasks: answered as for any other owner.
+	for _, owner := range []string{"o\xff", "o\x00"} {
+		if _, err := s.Get(t.Context(), owner, task.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("get as %q: %v, want ErrNotFound", owner, err)
+		}
+		if page, next, err := s.List(t.Context(), owner, "", 0); err != nil || len(page) != 0 || next != "" {
+			t.Errorf("list as %q: %d tasks, %q, %v", owner, len(page), next, err)
+		}
+		if _, err := s.Cancel(t.Context(), owner, task.ID); !errors.Is(err, tasks.ErrNotFound) {
+			t.Errorf("cancel as %q: %v, want ErrNotFound", owner, err)
+		}
+	}
+	running := mustCreate(t, s, newTask("local:text", 2*time.Second), tasks.Bounds{})
+	_, err = s.Update(t.Context(), running.Owner, running.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Replica = "r\xff" })
+	if want := "update task: a replica name that is not UTF-8 text (invalid UTF-8 or a NUL byte)"; err == nil || err.Error() != want {
+		t.Errorf("update to replica %q: %v, want %q", "r\xff", err, want)
 	}
 }
 
@@ -386,6 +472,91 @@ func testResultTooLarge(t *testing.T, open func() tasks.Store) {
 	huge.Result = big
 	err = s.Create(t.Context(), huge, b)
 	wantErr(t, "create with a 65-byte result", err, tasks.ErrResultTooLarge, "task result too large: 65 bytes, more than the 64 a task keeps")
+}
+
+// testBoundsRecords: finished tasks count against the records bounds, so
+// a client that finishes tasks fast cannot keep more records (and their
+// results) than tasks.max_records_per_client, nor all of them together
+// more than tasks.max_records; the refusal names the key.
+func testBoundsRecords(t *testing.T, open func() tasks.Store) {
+	s := open()
+	b := tasks.Bounds{PerOwner: 2, Total: 10, RecordsPerOwner: 3, Records: 5}
+	finish := func(owner, id string) {
+		t.Helper()
+		if _, err := s.Update(t.Context(), owner, id, b, func(t *tasks.Task) {
+			t.Status, t.Result = tasks.Completed, json.RawMessage(`{"content":[]}`)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		finish("local:a", mustCreate(t, s, newTask("local:a", time.Duration(i)), b).ID)
+	}
+	err := s.Create(t.Context(), newTask("local:a", 9), b)
+	wantErr(t, "a 4th record of one owner, the others finished", err, tasks.ErrTooMany,
+		"too many task records: this client keeps 3, finished or not, the most it may (tasks.max_records_per_client); each is removed at its TTL")
+	finish("local:b", mustCreate(t, s, newTask("local:b", 0), b).ID)
+	mustCreate(t, s, newTask("local:b", 1), b) // 5 records in all now
+	err = s.Create(t.Context(), newTask("local:c", 0), b)
+	wantErr(t, "a 6th record in all", err, tasks.ErrTooMany,
+		"too many task records: the server keeps 5, finished or not, the most it may (tasks.max_records); each is removed at its TTL")
+	// Removed at their TTL, the records no longer count.
+	if _, removed, err := s.Sweep(t.Context(), Base.Add(2*time.Hour)); err != nil || removed != 5 {
+		t.Fatalf("sweep after the TTL: removed %d, %v; want 5", removed, err)
+	}
+	mustCreate(t, s, newTask("local:a", 2*time.Hour), b)
+}
+
+// testListWithoutResults: a listed task carries no result (tasks/list has
+// none), so a page never reads results; Get returns it.
+func testListWithoutResults(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := mustCreate(t, s, newTask("token", 0), tasks.Bounds{})
+	result := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("r", 4096) + `"}]}`)
+	done, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status, t.Result = tasks.Completed, result })
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := s.List(t.Context(), "token", "", 0)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("list: %d tasks, %v", len(page), err)
+	}
+	want := done
+	want.Result = nil
+	if !equal(page[0], want) || page[0].Result != nil {
+		t.Errorf("listed:\n got %+v\nwant %+v (no result)", page[0], want)
+	}
+	if got := mustGet(t, s, "token", task.ID); string(got.Result) != string(result) {
+		t.Errorf("get after list: result of %d bytes, want %d", len(got.Result), len(result))
+	}
+	if op, ok := s.(tasks.Operator); ok {
+		all, _, err := op.ListAll(t.Context(), "", 0)
+		if err != nil || len(all) != 1 || all[0].Result != nil {
+			t.Errorf("operator list: %+v, %v; want one task without its result", all, err)
+		}
+	}
+}
+
+// testResultNotJSON: a result is a CallToolResult: bytes that are not
+// JSON are refused, on create and on update, and nothing is stored.
+func testResultNotJSON(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := mustCreate(t, s, newTask("token", 0), tasks.Bounds{})
+	const want = "task result: not JSON"
+	for _, bad := range []string{`{"content":`, "\xff", `{} {}`} {
+		_, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status, t.Result = tasks.Completed, json.RawMessage(bad) })
+		if err == nil || err.Error() != want {
+			t.Errorf("update with result %q: %v, want %q", bad, err, want)
+		}
+		in := newTask("token", time.Second)
+		in.Result = json.RawMessage(bad)
+		if err := s.Create(t.Context(), in, tasks.Bounds{}); err == nil || err.Error() != want {
+			t.Errorf("create with result %q: %v, want %q", bad, err, want)
+		}
+	}
+	if got := mustGet(t, s, "token", task.ID); got.Status != tasks.Working || got.Result != nil {
+		t.Errorf("after refused updates: %+v", got)
+	}
 }
 
 func testLeaseLapse(t *testing.T, open func() tasks.Store) {
