@@ -274,6 +274,10 @@ type Server struct {
 	// OAuth makes HTTP mode an OAuth 2.1 resource server: clients present
 	// JWT access tokens from the issuers listed (instead of Token).
 	OAuth OAuth `mapstructure:"oauth"`
+	// Console serves the web console under /console/ of serve --http;
+	// ConsoleLogin is its OpenID Connect login (config/console.go).
+	Console      bool         `mapstructure:"console"`
+	ConsoleLogin ConsoleLogin `mapstructure:"console_login"`
 }
 
 // OAuth configures `warden serve --http` as an OAuth 2.1 resource server
@@ -547,6 +551,12 @@ var defaults = map[string]any{
 	"server::max_instance_memory":           limits.DefaultMaxInstanceMemory,
 	"server::resources::memory":             false,
 	"server::oauth::resource":               "",
+	"server::console":                       false,
+	"server::console_login::issuer":         "",
+	"server::console_login::client_id":      "",
+	"server::console_login::client_secret":  "",
+	"server::console_login::redirect_url":   "",
+	"server::console_login::groups_claim":   "groups",
 	"server::oauth::clock_skew":             "60s",
 	"server::oauth::jwks_refresh_min":       limits.DefaultJWKSRefreshMin,
 	"lsp::idle_ttl":                         limits.DefaultLSPIdleTTL,
@@ -873,6 +883,7 @@ func (c *Config) Validate() error {
 	c.validateGates(fail)
 	c.validateScopes(fail)
 	c.validateOAuth(fail)
+	c.validateConsole(fail)
 	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]

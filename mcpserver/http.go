@@ -47,6 +47,11 @@ type HTTPOptions struct {
 	// Extra are more handlers by path, such as /metrics; they require the
 	// bearer token like /mcp when Token is set (a scraper can send one).
 	Extra map[string]http.Handler
+	// Console, when set, is served under ConsolePath (a subtree pattern,
+	// "/console/") with its own authentication: the web console's browser
+	// sessions (internal/console), not the bearer token or OAuth of /mcp.
+	Console     http.Handler
+	ConsolePath string
 }
 
 // Defaults of HTTPOptions.
@@ -181,6 +186,9 @@ func (s *Server) routes(opts HTTPOptions) *routes {
 			h = requireBearer(opts.Token, h)
 		}
 		mux.Handle(path, h)
+	}
+	if opts.Console != nil {
+		mux.Handle(opts.ConsolePath, opts.Console)
 	}
 	return mux
 }

@@ -183,6 +183,14 @@ program's and is refused.`,
 				IdleTimeout:     cfg.Server.IdleTimeout,
 				MaxConnections:  cfg.Server.MaxConnections,
 			}
+			if cfg.Server.Console {
+				c, err := serveConsole(cmd, a, g, logger, obs, addr)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				httpOpts.Console, httpOpts.ConsolePath = c.Handler(), c.Prefix()
+			}
 			if oauthCfg.Enabled() {
 				if httpOpts.OAuth, err = oauthOptions(oauthCfg, logger); err != nil {
 					return err
