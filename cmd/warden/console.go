@@ -71,6 +71,7 @@ questions calls wait on. Stop it with Ctrl-C.`,
 			hs := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			go func() {
 				<-ctx.Done()
+				c.Close() // ends the live streams Shutdown would wait for
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				defer cancel()
 				_ = hs.Shutdown(sctx)
@@ -355,6 +356,9 @@ func serveConsole(cmd *cobra.Command, a *app.App, g *globalFlags, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	// Serve's shutdown waits for every response: the live streams end
+	// when serve is told to stop, not after.
+	context.AfterFunc(cmd.Context(), c.Close)
 	if !login.Enabled() {
 		// On the terminal, not in the log: the link is a credential, and
 		// logs are collected and kept.

@@ -78,6 +78,8 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, changes <-chan 
 		select {
 		case <-r.Context().Done():
 			return
+		case <-c.done:
+			return
 		case <-changes:
 			if !send() {
 				return

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,10 @@ type Console struct {
 	mux      *http.ServeMux
 	static   fs.FS
 	log      *slog.Logger
+	// done ends the live streams (Close): a server's Shutdown waits for
+	// every response, and a stream would otherwise never end.
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // Route is one pattern the console serves. Public routes are reachable
@@ -138,7 +143,7 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{opts: o, log: o.Logger, static: static,
+	c := &Console{opts: o, log: o.Logger, static: static, done: make(chan struct{}),
 		sessions: newSessions(o.MaxSessions, o.SessionTTL, o.LinkTTL, o.now)}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
@@ -204,5 +209,9 @@ func (c *Console) Handler() http.Handler { return c.mux }
 // Prefix is the path the console is served under.
 func (c *Console) Prefix() string { return c.opts.Prefix }
 
-// Close ends every session and login link.
-func (c *Console) Close() { c.sessions.clear() }
+// Close ends every session, login link and live stream. Call it before
+// shutting the HTTP server down, which waits for the streams.
+func (c *Console) Close() {
+	c.closeOnce.Do(func() { close(c.done) })
+	c.sessions.clear()
+}

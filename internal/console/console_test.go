@@ -55,6 +55,7 @@ func newWorld(t *testing.T, o Options) *world {
 	w.c = c
 	w.srv = httptest.NewServer(c.Handler())
 	t.Cleanup(w.srv.Close)
+	t.Cleanup(c.Close) // first: it ends the streams Close waits for
 	return w
 }
 

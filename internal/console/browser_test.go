@@ -1,0 +1,93 @@
+package console
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/warden-run/warden/internal/approvals"
+	"github.com/warden-run/warden/internal/console/browsertest"
+	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/internal/principal"
+)
+
+// TestBrowserApproveAndActivity drives Chromium through the console: it
+// logs in with the one-time link, sees a gate's question appear live in
+// Approvals while a call waits on the broker, approves it in the page (the
+// waiting Ask returns the approval), then sees a denial appear live in
+// Activity and filters for it. Screenshots of each page go to the
+// artifact directory (browsertest.ArtifactDir).
+//
+// The broker is driven directly (Memory.Ask stands for the gate path);
+// e2e/serve's TestConsoleApprovesGateOfClientWithoutElicitation runs the
+// same with a real server and a client without elicitation.
+func TestBrowserApproveAndActivity(t *testing.T) {
+	b := browsertest.New(t)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	metrics := observe.NewMetrics(observe.Sources{})
+	w := newWorld(t, Options{Prefix: "/console/", AuditPath: audit, Metrics: metrics.Registry(), now: time.Now})
+	aud, err := observe.OpenAudit(observe.AuditOptions{Path: audit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aud.Close()
+	rec := observe.New(observe.Options{Audit: aud, Metrics: metrics})
+
+	// Log in: the link leads to Approvals, with the session's cookie.
+	b.Do(chromedp.Navigate(w.srv.URL+w.c.NewLoginLink(principal.Local)),
+		b.Visible("#no-approvals"))
+	if who := b.Text("#who"); who != "local" {
+		t.Errorf("logged in as %q", who)
+	}
+	// The live list is connected before the question is asked, so it can
+	// only appear through the event stream.
+	b.Do(b.Visible(`body[data-live="open"]`))
+	b.Screenshot("approvals-empty")
+
+	asked := w.ask(approvals.Request{ID: "gate1", Kind: approvals.Gate, Tool: "deploy", Module: "deploy",
+		Digest: strings.Repeat("ab", 32), Arguments: `{"env":"prod"}`, Question: "Deploy to prod?", Principal: "local",
+		Created: time.Now(), Deadline: time.Now().Add(10 * time.Minute)})
+	b.Do(b.Visible("#request-gate1"))
+	if q := b.Text("#request-gate1 .question"); q != "Deploy to prod?" {
+		t.Errorf("question shown: %q", q)
+	}
+	if args := b.Text("#request-gate1 .arguments"); args != `{"env":"prod"}` {
+		t.Errorf("arguments shown: %q", args)
+	}
+	b.Screenshot("approvals-pending")
+	b.Do(chromedp.Click(chromedp.CSS("#request-gate1 button.approve")),
+		b.Visible("#notice"))
+	if n := b.Text("#notice"); n != "Approved: deploy." {
+		t.Errorf("notice %q", n)
+	}
+	d := <-asked
+	if d.err != nil || !d.d.Approved || d.d.By != "local" || d.d.Persist {
+		t.Fatalf("the waiting call got %+v, %v", d.d, d.err)
+	}
+	b.Screenshot("approvals-approved")
+
+	// Activity: a call and a denial, the denial written after the page's
+	// stream is open.
+	ctx := rec.CallStarted(principal.With(context.Background(), principal.Local), observe.CallStart{Method: "tools/call", Tool: "fetch", Module: "fetch", Known: true})
+	rec.CallEnded(ctx, observe.CallEnd{Kind: "ok", Fuel: 12345, Duration: 3 * time.Millisecond})
+	b.Do(chromedp.Navigate(w.srv.URL+"/console/activity"),
+		b.Visible(`body[data-live="open"]`),
+		b.Visible("#chart-calls svg"))
+	rec.CapabilityUse(principal.With(context.Background(), principal.Local), observe.Use{Capability: "net", Tool: "fetch", Module: "fetch",
+		Op: "get", Host: "evil.example", Denied: true, Reason: "net: evil.example is not granted"})
+	b.Do(b.Visible(`#activity tr.line[data-decision="deny"][data-tool="fetch"]`))
+	b.Screenshot("activity")
+
+	// Filtered to denials: the allowed call's line is gone.
+	b.Do(chromedp.Navigate(w.srv.URL+"/console/activity?decision=deny"),
+		b.Visible(`#activity tr.line[data-decision="deny"]`))
+	allowed := browsertest.Get(b, chromedp.Evaluate[int](`document.querySelectorAll('#activity tr.line[data-decision="allow"]').length`))
+	if allowed != 0 {
+		t.Errorf("filtered on deny, %d allowed lines shown", allowed)
+	}
+	b.Screenshot("activity-denials")
+}
