@@ -22,7 +22,7 @@ import (
 // Timeout bounds one step (a navigation, a wait for an element): long,
 // because the machines running the tests are busy; a step that succeeds
 // returns as soon as its condition holds.
-const Timeout = 20 * time.Second
+const Timeout = 90 * time.Second
 
 // Browser is one headless Chromium with one tab.
 type Browser struct {
@@ -101,6 +101,15 @@ func (b *Browser) Do(steps ...chromedp.Action[chromedp.Void]) {
 			b.t.Fatalf("browser: %v", err)
 		}
 	}
+}
+
+// TryDo runs step within Timeout and returns its error, for a step whose
+// failure the test decides about (and from another goroutine than the
+// test's).
+func (b *Browser) TryDo(step chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(b.ctx, Timeout)
+	defer cancel()
+	return chromedp.Do(ctx, step)
 }
 
 // Get runs an action that gives a value, failing t on error.
