@@ -24,7 +24,6 @@ import (
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/principal"
-	"github.com/warden-run/warden/internal/termsafe"
 )
 
 func newConsoleCmd(g *globalFlags) *cobra.Command {
@@ -59,7 +58,7 @@ questions calls wait on. Stop it with Ctrl-C.`,
 			if err := a.WatchConfig(ctx); err != nil {
 				logger.Warn("config changes will need a restart", "error", err)
 			}
-			c, err := newConsole(a, g, logger, approvals.NewMemory(0), console.Options{Prefix: "/"})
+			c, err := newConsole(a, logger, consoleBroker(a), console.Options{Prefix: "/"})
 			if err != nil {
 				return err
 			}
@@ -98,7 +97,7 @@ func isLoopbackName(host string) bool {
 
 // newConsole builds the console of a running app: the pages call the
 // code the CLI runs (listTools, the grant editor, the installer).
-func newConsole(a *app.App, g *globalFlags, logger *slog.Logger, broker approvals.Broker, o console.Options) (*console.Console, error) {
+func newConsole(a *app.App, logger *slog.Logger, broker approvals.Broker, o console.Options) (*console.Console, error) {
 	cfg := a.Config()
 	o.Broker = broker
 	o.Tools = &consoleTools{a: a, path: cfg.File}
@@ -289,7 +288,7 @@ func (ci *consoleInstaller) Review(ctx context.Context, ref string) (console.Ins
 	}
 	ci.reviews[id] = p
 	ci.mu.Unlock()
-	return console.InstallReview{ID: id, Ref: ref, Text: termsafe.Escape(text.String()), NeedsAccept: len(why) > 0, Why: strings.Join(why, "; ")}, nil
+	return console.InstallReview{ID: id, Ref: ref, Text: text.String(), NeedsAccept: len(why) > 0, Why: strings.Join(why, "; ")}, nil
 }
 
 func (ci *consoleInstaller) Install(ctx context.Context, id string, accept bool) (string, error) {
@@ -328,7 +327,7 @@ func consoleID() string {
 // config.ConsolePath on the same listener. On a loopback address without
 // server.console_login it prints a one-time login link on stderr; on any
 // other address it requires server.console_login (OpenID Connect).
-func serveConsole(cmd *cobra.Command, a *app.App, g *globalFlags, logger *slog.Logger, obs *observability, addr string) (*console.Console, error) {
+func serveConsole(cmd *cobra.Command, a *app.App, logger *slog.Logger, obs *observability, addr string) (*console.Console, error) {
 	cfg := a.Config()
 	login := cfg.Server.ConsoleLogin
 	host, _, err := net.SplitHostPort(addr)
@@ -352,7 +351,7 @@ func serveConsole(cmd *cobra.Command, a *app.App, g *globalFlags, logger *slog.L
 	}
 	// The questions of this server's calls. The gate and prompt paths ask
 	// the same broker (internal/approvals) once they route there.
-	c, err := newConsole(a, g, logger, consoleBroker(a), o)
+	c, err := newConsole(a, logger, consoleBroker(a), o)
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +367,8 @@ func serveConsole(cmd *cobra.Command, a *app.App, g *globalFlags, logger *slog.L
 	return c, nil
 }
 
-// consoleBroker is the broker the console answers: the one the app's
-// gate and prompt paths ask.
+// consoleBroker is the broker the console answers. It must be the one the
+// app's gate and prompt paths ask when their client cannot: until those
+// route there (internal/app, issue 34's approvals), a broker of the
+// console's own, which only the console's tests put questions to.
 func consoleBroker(*app.App) approvals.Broker { return approvals.NewMemory(0) }

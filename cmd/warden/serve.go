@@ -184,7 +184,7 @@ program's and is refused.`,
 				MaxConnections:  cfg.Server.MaxConnections,
 			}
 			if cfg.Server.Console {
-				c, err := serveConsole(cmd, a, g, logger, obs, addr)
+				c, err := serveConsole(cmd, a, logger, obs, addr)
 				if err != nil {
 					return err
 				}
