@@ -13,13 +13,14 @@ import (
 	"github.com/warden-run/warden/internal/console/browsertest"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/tasks"
 )
 
 // TestBrowserApproveAndActivity drives Chromium through the console: it
 // logs in with the one-time link, sees a gate's question appear live in
 // Approvals while a call waits on the broker, approves it in the page (the
 // waiting Ask returns the approval), then sees a denial appear live in
-// Activity and filters for it. Screenshots of each page go to the
+// Activity and filters for it, and cancels a task. Screenshots of each page go to the
 // artifact directory (browsertest.ArtifactDir).
 //
 // The broker is driven directly (Memory.Ask stands for the gate path);
@@ -29,7 +30,8 @@ func TestBrowserApproveAndActivity(t *testing.T) {
 	b := browsertest.New(t)
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	metrics := observe.NewMetrics(observe.Sources{})
-	w := newWorld(t, Options{Prefix: "/console/", AuditPath: audit, Metrics: metrics.Registry(), now: time.Now})
+	store := &ownerStore{all: []tasks.Task{{ID: "t-1", Owner: "local", Tool: "build", Status: tasks.Working, StatusMessage: "compiling 3/9", Created: time.Now(), Updated: time.Now()}}}
+	w := newWorld(t, Options{Prefix: "/console/", AuditPath: audit, Metrics: metrics.Registry(), Tasks: store, now: time.Now})
 	aud, err := observe.OpenAudit(observe.AuditOptions{Path: audit})
 	if err != nil {
 		t.Fatal(err)
@@ -90,4 +92,12 @@ func TestBrowserApproveAndActivity(t *testing.T) {
 		t.Errorf("filtered on deny, %d allowed lines shown", allowed)
 	}
 	b.Screenshot("activity-denials")
+
+	// Tasks: the person's own, cancelled from the page.
+	b.Do(chromedp.Navigate(w.srv.URL+"/console/tasks"), b.Visible(`#tasks tr[data-task="t-1"]`))
+	b.Screenshot("tasks")
+	b.Do(chromedp.Click(chromedp.CSS(`#tasks tr[data-task="t-1"] button`)), b.Visible("#notice"))
+	if !store.cancelRequested(0) {
+		t.Error("the task's cancellation was not requested")
+	}
 }
