@@ -557,6 +557,7 @@ var defaults = map[string]any{
 	"server::console_login::client_secret":  "",
 	"server::console_login::redirect_url":   "",
 	"server::console_login::groups_claim":   "groups",
+	"server::console_login::admins":         []string{},
 	"server::oauth::clock_skew":             "60s",
 	"server::oauth::jwks_refresh_min":       limits.DefaultJWKSRefreshMin,
 	"lsp::idle_ttl":                         limits.DefaultLSPIdleTTL,

@@ -28,6 +28,10 @@ type ConsoleLogin struct {
 	// GroupsClaim is the ID token claim naming the person's groups, which
 	// approver rights follow (default "groups").
 	GroupsClaim string `mapstructure:"groups_claim"`
+	// Admins are the subjects and groups who may change grants and
+	// install modules in the console; anyone else who logs in may look and
+	// answer the questions they are an approver of. None: nobody may.
+	Admins []string `mapstructure:"admins"`
 }
 
 // Enabled reports whether the OpenID Connect login is configured.
@@ -68,6 +72,11 @@ func (c *Config) validateConsole(fail func(key, format string, args ...any)) {
 		fail("server.console_login.redirect_url", "%v", err)
 	} else if u, _ := url.Parse(l.RedirectURL); u.Path != ConsolePath+"oidc/callback" {
 		fail("server.console_login.redirect_url", "must end in %soidc/callback (the console's callback), got path %q", ConsolePath, u.Path)
+	}
+	for _, a := range l.Admins {
+		if strings.TrimSpace(a) != a || a == "" {
+			fail("server.console_login.admins", "%q is not a subject or group name (empty, or surrounding spaces)", a)
+		}
 	}
 	if strings.TrimSpace(l.GroupsClaim) != l.GroupsClaim {
 		fail("server.console_login.groups_claim", "%q has surrounding spaces", l.GroupsClaim)

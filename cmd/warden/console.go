@@ -166,8 +166,10 @@ func (t *consoleTools) Grant(ctx context.Context, req console.GrantRequest, appl
 	if err != nil {
 		return console.GrantResult{}, err
 	}
-	if err := unknownTool(t.a, req.Tool); err != nil {
-		return console.GrantResult{}, err
+	if req.Module == "" { // as `warden grant`: --module names a grant ahead of its install
+		if err := unknownTool(t.a, req.Tool); err != nil {
+			return console.GrantResult{}, err
+		}
 	}
 	module, err := grantModule(t.a, req.Tool, req.Module)
 	if err != nil {
@@ -342,7 +344,7 @@ func serveConsole(cmd *cobra.Command, a *app.App, logger *slog.Logger, obs *obse
 	o := console.Options{Prefix: config.ConsolePath}
 	if login.Enabled() {
 		o.OIDC = &console.OIDC{Issuer: login.Issuer, ClientID: login.ClientID, ClientSecret: login.ClientSecret,
-			RedirectURL: login.RedirectURL, GroupsClaim: login.GroupsClaim}
+			RedirectURL: login.RedirectURL, GroupsClaim: login.GroupsClaim, Admins: login.Admins}
 		o.Hosts = []string{login.ConsoleHost()}
 		o.TLS = strings.HasPrefix(login.RedirectURL, "https://")
 	}

@@ -88,6 +88,19 @@ func (c *Console) wrap(rt Route) http.Handler {
 	}))
 }
 
+// notAdmin refuses a change only a console admin may make, saying why,
+// and reports whether it did.
+func (c *Console) notAdmin(w http.ResponseWriter, s *session, page string, data any) bool {
+	if s.admin {
+		return false
+	}
+	c.log.Warn("console: refused a change by a person who is not a console admin", "who", termsafe.Line(whoOf(s.who)))
+	c.renderPage(w, http.StatusForbidden, page, s, data,
+		"Changing grants and installing modules is for the console's admins (server.console_login.admins), and you ("+
+			whoOf(s.who)+", groups: "+listOf(s.who.Groups)+") are not among them.", "")
+	return true
+}
+
 // maxForm bounds a form's body.
 const maxForm = 1 << 20
 

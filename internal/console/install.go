@@ -54,6 +54,9 @@ func (c *Console) installReview(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	ref := strings.TrimSpace(r.PostFormValue("ref"))
 	v := installView{Ref: ref}
+	if c.notAdmin(w, s, "install", v) {
+		return
+	}
 	// Only what a person can paste from a registry or a release page: a
 	// path on the server's disk is not the browser's to name.
 	if !strings.HasPrefix(ref, "oci://") && !strings.HasPrefix(ref, "https://") {
@@ -72,6 +75,9 @@ func (c *Console) installReview(w http.ResponseWriter, r *http.Request, s *sessi
 func (c *Console) installApply(w http.ResponseWriter, r *http.Request, s *session) {
 	if c.opts.Installer == nil {
 		http.NotFound(w, r)
+		return
+	}
+	if c.notAdmin(w, s, "install", installView{}) {
 		return
 	}
 	done, err := c.opts.Installer.Install(r.Context(), r.PostFormValue("review"), r.PostFormValue("accept") == "yes")

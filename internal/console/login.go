@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,6 +61,10 @@ type OIDC struct {
 	// GroupsClaim is the ID token claim holding the person's groups
 	// (default "groups"): approver rights follow them.
 	GroupsClaim string
+	// Admins are the subjects and groups who may change grants and
+	// install modules; everyone else who logs in sees those pages and
+	// answers the questions they are an approver of. None: nobody.
+	Admins []string
 	// HTTPClient reaches the provider (nil: http.DefaultClient).
 	HTTPClient *http.Client
 
@@ -223,7 +228,13 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 		return
 	}
 	who := principal.Principal{Subject: idt.Subject, Via: principal.ViaOAuth, Issuer: idt.Issuer, Groups: groupsOf(claims[o.GroupsClaim])}
-	s := c.sessions.open(who)
+	admin := false
+	for _, a := range o.Admins {
+		if a == who.Subject || slices.Contains(who.Groups, a) {
+			admin = true
+		}
+	}
+	s := c.sessions.open(who, admin)
 	c.setSession(w, s)
 	// A page, not a redirect: the navigation back from the provider is
 	// cross-site, and a SameSite=Strict cookie is only sent on the next,

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -21,6 +22,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/warden-run/warden/internal/approvals"
+	"github.com/warden-run/warden/internal/principal"
 )
 
 // provider is a small but real OpenID provider: discovery, JWKS, an
@@ -163,14 +165,16 @@ func (p *provider) token(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"access_token": "at-" + newSecret(), "token_type": "Bearer", "expires_in": 3600, "id_token": idToken})
 }
 
-// oidcWorld is a console behind an OpenID login of p.
+// oidcWorld is a console behind an OpenID login of p, whose admins are
+// the members of group "platform".
 func oidcWorld(t *testing.T, p *provider, groupsClaim string) *world {
 	w := &world{t: t, broker: approvals.NewMemory(0), clock: &testClock{t: time.Now()}}
 	var h http.Handler
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { h.ServeHTTP(rw, r) }))
 	t.Cleanup(w.srv.Close)
 	c, err := New(Options{Prefix: "/console/", Broker: w.broker, OIDC: &OIDC{Issuer: p.srv.URL, ClientID: testClientID, ClientSecret: testClientSecret,
-		RedirectURL: w.srv.URL + "/console/oidc/callback", GroupsClaim: groupsClaim}})
+		RedirectURL: w.srv.URL + "/console/oidc/callback", GroupsClaim: groupsClaim, Admins: []string{"platform"}},
+		Tools: recordingTools{}, Installer: fakeInstaller{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,5 +341,49 @@ func TestOIDCLoginRefusals(t *testing.T) {
 	}
 	if n := w.c.sessions.len(); n != 1 {
 		t.Errorf("%d sessions, want only the good login's", n)
+	}
+}
+
+// recordingTools answers every grant with a diff: reaching it means the
+// console let the person change grants.
+type recordingTools struct{}
+
+func (recordingTools) List(context.Context) (ToolList, error) { return ToolList{}, nil }
+func (recordingTools) Grant(_ context.Context, req GrantRequest, _ bool) (GrantResult, error) {
+	return GrantResult{Diff: "--- config.yaml\n+++ config.yaml\n+granted " + req.Tool + "\n"}, nil
+}
+
+// TestOIDCAdminsOnlyChangeGrantsAndInstall: on a team server, a person
+// who logged in may look at Tools and Install, but only a console admin
+// (server.console_login.admins) may grant or install; a one-time link's
+// session (the machine's owner) may.
+func TestOIDCAdminsOnlyChangeGrantsAndInstall(t *testing.T) {
+	p := newProvider(t)
+	w := oidcWorld(t, p, "")
+	p.loginAs(map[string]any{"sub": "dana", "groups": []string{"dev"}})
+	dev, _, _ := oidcLogin(t, w)
+	page := w.get(dev, "/console/tools")
+	if strings.Contains(page, `id="grant-form"`) || !strings.Contains(page, `id="not-admin"`) {
+		t.Errorf("a non-admin is offered the grant form:\n%s", page)
+	}
+	devToken := csrfOf(t, page)
+	for _, path := range []string{"/console/tools/grant", "/console/install/review", "/console/install/apply"} {
+		resp, body := w.post(dev, path, url.Values{"csrf": {devToken}, "tool": {"x"}, "grants": {"net=a.example"}, "ref": {"oci://r/x:1"}, "review": {"x"}}, nil)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "for the console&#39;s admins (server.console_login.admins), and you (dana") || strings.Contains(body, "granted x") {
+			t.Errorf("%s by a non-admin: %s\n%s", path, resp.Status, body)
+		}
+	}
+	p.loginAs(map[string]any{"sub": "pat", "groups": []string{"platform"}})
+	admin, _, _ := oidcLogin(t, w)
+	page = w.get(admin, "/console/tools")
+	resp, body := w.post(admin, "/console/tools/grant", url.Values{"csrf": {csrfOf(t, page)}, "tool": {"x"}, "grants": {"net=a.example"}}, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "granted x") {
+		t.Errorf("a grant by an admin: %s\n%s", resp.Status, body)
+	}
+	// The machine's owner, by a one-time link, is an admin.
+	local, token := w.login(principal.Local)
+	resp, body = w.post(local, "/console/tools/grant", url.Values{"csrf": {token}, "tool": {"x"}, "grants": {"net=a.example"}}, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "granted x") {
+		t.Errorf("a grant by a link's session: %s\n%s", resp.Status, body)
 	}
 }

@@ -56,7 +56,9 @@ type pageData struct {
 	CSRF   string
 	Who    string
 	Groups []string
-	Nav    []navItem
+	// Admin may change grants and install (session.admin).
+	Admin bool
+	Nav   []navItem
 	Error  string
 	Notice string
 	Data   any
@@ -107,6 +109,7 @@ func (c *Console) renderBlock(w http.ResponseWriter, status int, name, block str
 		pd.CSRF = s.csrf
 		pd.Who = whoOf(s.who)
 		pd.Groups = s.who.Groups
+		pd.Admin = s.admin
 	} else {
 		pd.Nav = nil
 	}

@@ -21,7 +21,11 @@ type session struct {
 	// carry (a form field or the X-CSRF-Token header).
 	id, csrf string
 	who      principal.Principal
-	expires  time.Time
+	// admin may change what the server runs: grants and installs. A
+	// one-time link's session is the machine's owner; an OpenID login is
+	// an admin only when server.console_login.admins names them.
+	admin   bool
+	expires time.Time
 }
 
 // sessions is the bounded session table and the pending login links. The
@@ -42,6 +46,10 @@ type link struct {
 	who     principal.Principal
 	expires time.Time
 }
+
+// linkAdmin: a one-time link is printed on the terminal of the machine
+// warden runs on; whoever reads it there owns the config.
+const linkAdmin = true
 
 func newSessions(max int, ttl, linkTTL time.Duration, now func() time.Time) *sessions {
 	return &sessions{max: max, ttl: ttl, linkTTL: linkTTL, now: now,
@@ -97,17 +105,17 @@ func (s *sessions) useLink(token string) (*session, bool) {
 	if !s.now().Before(l.expires) {
 		return nil, false
 	}
-	return s.openLocked(l.who), true
+	return s.openLocked(l.who, linkAdmin), true
 }
 
 // open starts a session for who (an OIDC login).
-func (s *sessions) open(who principal.Principal) *session {
+func (s *sessions) open(who principal.Principal, admin bool) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.openLocked(who)
+	return s.openLocked(who, admin)
 }
 
-func (s *sessions) openLocked(who principal.Principal) *session {
+func (s *sessions) openLocked(who principal.Principal, admin bool) *session {
 	s.expireLocked()
 	if len(s.byID) >= s.max {
 		// The table is full: the session closest to its end makes room,
@@ -121,7 +129,7 @@ func (s *sessions) openLocked(who principal.Principal) *session {
 		}
 		delete(s.byID, oldest)
 	}
-	ss := &session{id: newSecret(), csrf: newSecret(), who: who, expires: s.now().Add(s.ttl)}
+	ss := &session{id: newSecret(), csrf: newSecret(), who: who, admin: admin, expires: s.now().Add(s.ttl)}
 	s.byID[hashOf(ss.id)] = ss
 	return ss
 }

@@ -90,6 +90,9 @@ func (c *Console) grant(w http.ResponseWriter, r *http.Request, s *session) {
 	v := toolsView{Form: req, Args: strings.Join(req.Args, " "), Apply: apply}
 	list, _ := c.opts.Tools.List(r.Context())
 	v.List = list
+	if c.notAdmin(w, s, "tools", v) {
+		return
+	}
 	if req.Tool == "" || len(req.Args) == 0 {
 		c.renderPage(w, http.StatusBadRequest, "tools", s, v, "Name a tool and at least one KEY=VALUE to grant.", "")
 		return
