@@ -57,8 +57,8 @@ type pageData struct {
 	Who    string
 	Groups []string
 	// Admin may change grants and install (session.admin).
-	Admin bool
-	Nav   []navItem
+	Admin  bool
+	Nav    []navItem
 	Error  string
 	Notice string
 	Data   any
