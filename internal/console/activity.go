@@ -227,8 +227,16 @@ func (c *Console) charts() []template.HTML {
 		barChart("chart-errors", "Errors (calls not ok)", "", sumBy("warden_calls_total", "tool", func(m *dto.Metric) bool { return labelOf(m, "kind") != "ok" }, counter), true),
 		barChart("chart-latency", "Mean latency", "ms", mean("warden_call_duration_seconds", 1000), false),
 		barChart("chart-fuel", "Mean fuel per call", "", mean("warden_call_fuel", 1), false),
-		barChart("chart-instances", "Live instances", "", sumBy("warden_instances_live", "module", nil, gauge), false),
+		barChart("chart-instances", "Live instances per module", "", sumBy("warden_instances_live", "module", nil, gauge), false),
+		barChart("chart-memory", "Instance memory", "MiB", scale(sumBy("warden_instance_memory_bytes", "state", nil, gauge), 1.0/(1<<20)), false),
 	}
+}
+
+func scale(values map[string]float64, by float64) map[string]float64 {
+	for k, v := range values {
+		values[k] = v * by
+	}
+	return values
 }
 
 func labelOf(m *dto.Metric, name string) string {
@@ -274,7 +282,7 @@ func barChart(id, title, unit string, values map[string]float64, bad bool) templ
 	for i, k := range keys {
 		w := 0.0
 		if top > 0 {
-			w = values[k] / top * float64(width-label-60)
+			w = values[k] / top * float64(width-label-80)
 		}
 		y := i*row + 2
 		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text><rect class="%s" x="%d" y="%d" width="%.1f" height="%d"></rect><text x="%.1f" y="%d">%s</text>`,

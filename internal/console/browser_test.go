@@ -29,7 +29,7 @@ import (
 func TestBrowserApproveAndActivity(t *testing.T) {
 	b := browsertest.New(t)
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	metrics := observe.NewMetrics(observe.Sources{})
+	metrics := observe.NewMetrics(observe.Sources{InstanceMemory: func() (used, peak, limit uint64) { return 3 << 20, 5 << 20, 256 << 20 }})
 	store := &ownerStore{all: []tasks.Task{{ID: "t-1", Owner: "local", Tool: "build", Status: tasks.Working, StatusMessage: "compiling 3/9", Created: time.Now(), Updated: time.Now()}}}
 	w := newWorld(t, Options{Prefix: "/console/", AuditPath: audit, Metrics: metrics.Registry(), Tasks: store, now: time.Now})
 	aud, err := observe.OpenAudit(observe.AuditOptions{Path: audit})
@@ -82,6 +82,12 @@ func TestBrowserApproveAndActivity(t *testing.T) {
 	rec.CapabilityUse(principal.With(context.Background(), principal.Local), observe.Use{Capability: "net", Tool: "fetch", Module: "fetch",
 		Op: "get", Host: "evil.example", Denied: true, Reason: "net: evil.example is not granted"})
 	b.Do(b.Visible(`#activity tr.line[data-decision="deny"][data-tool="fetch"]`))
+	if mem := b.Text("#chart-memory"); !strings.Contains(mem, "used") || !strings.Contains(mem, "3 MiB") || !strings.Contains(mem, "256 MiB") {
+		t.Errorf("instance memory chart: %q", mem)
+	}
+	if calls := b.Text("#chart-calls"); !strings.Contains(calls, "fetch") {
+		t.Errorf("calls chart: %q", calls)
+	}
 	b.Screenshot("activity")
 
 	// Filtered to denials: the allowed call's line is gone.
