@@ -35,8 +35,9 @@ func newConsoleCmd(g *globalFlags) *cobra.Command {
 print a one-time login link: open it in your browser. The link works once, for five
 minutes; the browser then holds a session cookie. The console shows the tools with
 what they request and are granted (and edits grants the way ` + "`warden grant`" + ` does),
-reviews and installs modules, shows the audit log (log.audit) and answers the
-questions calls wait on. Stop it with Ctrl-C.`,
+reviews and installs modules, and shows the audit log (log.audit). The questions a
+running server's calls wait on are answered on that server's console (server.console).
+Stop it with Ctrl-C.`,
 		Example: `  warden console
   warden console --addr 127.0.0.1:7332`,
 		Args: cobraArgs(cobra.NoArgs),
