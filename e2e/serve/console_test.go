@@ -198,6 +198,17 @@ func TestConsoleShowsDenialLive(t *testing.T) {
 	b.Do(chromedp.Navigate("http://"+s.addr+"/console/activity?decision=deny&tool=hostcalls"),
 		b.Visible(`#activity tr.line[data-decision="deny"]`))
 	b.Screenshot("activity-filtered")
+
+	// A form post passes serve's own guard (Host, cross-origin) and the
+	// console's CSRF check: logging out ends the session.
+	b.Do(chromedp.Click(chromedp.CSS("form.logout button")), b.Visible("#error"))
+	if msg := b.Text("#error"); msg != "You are logged out." {
+		t.Errorf("logout: %q", msg)
+	}
+	b.Do(chromedp.Navigate("http://"+s.addr+"/console/activity"), b.Visible("h1"))
+	if h := b.Text("h1"); h != "Log in" {
+		t.Errorf("after logout, /console/activity shows %q", h)
+	}
 }
 
 // TestConsoleApprovesGateOfClientWithoutElicitation: the whole loop. A
