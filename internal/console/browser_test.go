@@ -107,3 +107,31 @@ func TestBrowserApproveAndActivity(t *testing.T) {
 		t.Error("the task's cancellation was not requested")
 	}
 }
+
+// TestBrowserOIDCLogin: a real browser logs in through the provider, on
+// another site than the console (localhost against 127.0.0.1), so the
+// provider's redirect back is a cross-site navigation: the Lax state cookie
+// follows it, and the Strict session cookie is sent from the next, same-site
+// navigation on: the callback's page refreshes to the console. The person then decides a question their group may.
+func TestBrowserOIDCLogin(t *testing.T) {
+	b := browsertest.New(t)
+	p := newProvider(t)
+	p.issuer = strings.Replace(p.srv.URL, "127.0.0.1", "localhost", 1)
+	w := oidcWorld(t, p, "groups")
+	p.loginAs(map[string]any{"sub": "alice", "groups": []string{"ops"}})
+
+	b.Do(chromedp.Navigate(w.srv.URL+"/console/approvals"), b.Visible("#oidc-login"))
+	b.Screenshot("oidc-login")
+	// The callback's page moves on by itself (a same-site navigation).
+	b.Do(chromedp.Click(chromedp.CSS("#oidc-login")), b.Visible("#no-approvals"))
+	if who := b.Text("#who"); who != "alice ("+p.issuer+") · ops" {
+		t.Errorf("logged in as %q", who)
+	}
+	b.Do(b.Visible(`body[data-live="open"]`))
+	asked := w.ask(approvals.Request{ID: "q1", Kind: approvals.Gate, Tool: "deploy", Approvers: []string{"ops"}, Question: "Deploy?"})
+	b.Do(b.Visible("#request-q1"), chromedp.Click(chromedp.CSS("#request-q1 button.approve")), b.Visible("#notice"))
+	if d := <-asked; !d.d.Approved || d.d.By != "alice" {
+		t.Errorf("decision %+v", d.d)
+	}
+	b.Screenshot("oidc-approved")
+}

@@ -236,9 +236,9 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 	}
 	s := c.sessions.open(who, admin)
 	c.setSession(w, s)
-	// A page, not a redirect: the navigation back from the provider is
-	// cross-site, and a SameSite=Strict cookie is only sent on the next,
-	// same-site one.
+	// A page that refreshes to the console, not a redirect: the
+	// navigation back from the provider is cross-site, and a
+	// SameSite=Strict cookie is only sent on the next, same-site one.
 	c.render(w, r, http.StatusOK, "continue", nil, map[string]any{"Next": c.opts.Prefix + "approvals"})
 }
 

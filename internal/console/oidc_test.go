@@ -31,8 +31,11 @@ import (
 // (once), the redirect URI and the PKCE verifier before it signs an ID
 // token.
 type provider struct {
-	t      *testing.T
-	srv    *httptest.Server
+	t   *testing.T
+	srv *httptest.Server
+	// issuer is the provider's URL as the console reaches it: srv.URL, or
+	// the same server named localhost (another site than 127.0.0.1).
+	issuer string
 	key    *rsa.PrivateKey
 	signer jose.Signer
 
@@ -72,6 +75,7 @@ func newProvider(t *testing.T) *provider {
 	mux.HandleFunc("POST /token", p.token)
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
+	p.issuer = p.srv.URL
 	return p
 }
 
@@ -83,10 +87,10 @@ func (p *provider) loginAs(claims map[string]any) {
 
 func (p *provider) discovery(w http.ResponseWriter, _ *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{
-		"issuer":                                p.srv.URL,
-		"authorization_endpoint":                p.srv.URL + "/authorize",
-		"token_endpoint":                        p.srv.URL + "/token",
-		"jwks_uri":                              p.srv.URL + "/keys",
+		"issuer":                                p.issuer,
+		"authorization_endpoint":                p.issuer + "/authorize",
+		"token_endpoint":                        p.issuer + "/token",
+		"jwks_uri":                              p.issuer + "/keys",
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256"},
@@ -150,7 +154,7 @@ func (p *provider) token(w http.ResponseWriter, r *http.Request) {
 		fail("PKCE verifier does not match the challenge")
 		return
 	}
-	claims := map[string]any{"iss": p.srv.URL, "aud": testClientID, "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "nonce": g.nonce}
+	claims := map[string]any{"iss": p.issuer, "aud": testClientID, "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "nonce": g.nonce}
 	if badNonce {
 		claims["nonce"] = "not-this-login"
 	}
@@ -172,7 +176,7 @@ func oidcWorld(t *testing.T, p *provider, groupsClaim string) *world {
 	var h http.Handler
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { h.ServeHTTP(rw, r) }))
 	t.Cleanup(w.srv.Close)
-	c, err := New(Options{Prefix: "/console/", Broker: w.broker, OIDC: &OIDC{Issuer: p.srv.URL, ClientID: testClientID, ClientSecret: testClientSecret,
+	c, err := New(Options{Prefix: "/console/", Broker: w.broker, OIDC: &OIDC{Issuer: p.issuer, ClientID: testClientID, ClientSecret: testClientSecret,
 		RedirectURL: w.srv.URL + "/console/oidc/callback", GroupsClaim: groupsClaim, Admins: []string{"platform"}},
 		Tools: recordingTools{}, Installer: fakeInstaller{}})
 	if err != nil {
@@ -223,7 +227,7 @@ func TestOIDCLoginAndApproverGroups(t *testing.T) {
 		t.Errorf("PKCE: method %q, verifier %q", p.seenChallengeMethod, p.seenVerifier)
 	}
 	page = w.get(alice, "/console/approvals")
-	if !strings.Contains(page, "alice ("+p.srv.URL+") · ops, dev") {
+	if !strings.Contains(page, "alice ("+p.issuer+") · ops, dev") {
 		t.Errorf("alice's page does not name her and her groups from the roles claim:\n%s", page)
 	}
 	aliceToken := csrfOf(t, page)
