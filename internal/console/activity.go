@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/fsnotify/fsnotify"
 	dto "github.com/prometheus/client_model/go"
@@ -140,44 +141,89 @@ func (c *Console) activityEvents(w http.ResponseWriter, r *http.Request, _ *sess
 		http.NotFound(w, r)
 		return
 	}
-	watcher, err := fsnotify.NewWatcher()
+	changes, cancel, err := c.audit.subscribe(c.opts.AuditPath)
 	if err != nil {
 		http.Error(w, "cannot watch the audit log: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer watcher.Close()
-	// The directory, not the file: rotation replaces the file.
-	if err := watcher.Add(filepath.Dir(c.opts.AuditPath)); err != nil {
-		http.Error(w, "cannot watch the audit log: "+err.Error(), http.StatusServiceUnavailable)
-		return
+	defer cancel()
+	c.stream(w, r, changes)
+}
+
+// auditWatch is one watch of the audit log's directory shared by every
+// open Activity page: a watch per page would spend an inotify instance
+// each, of which a user has few, and the server's own config and tools
+// watches need theirs.
+type auditWatch struct {
+	mu      sync.Mutex
+	watcher *fsnotify.Watcher
+	subs    map[int]chan struct{}
+	next    int
+}
+
+// subscribe returns a channel that receives a value when the audit file
+// at path changes, starting the watch on first use.
+func (a *auditWatch) subscribe(path string) (<-chan struct{}, func(), error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.watcher == nil {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			return nil, nil, err
+		}
+		// The directory, not the file: rotation replaces the file.
+		if err := w.Add(filepath.Dir(path)); err != nil {
+			w.Close()
+			return nil, nil, err
+		}
+		a.watcher, a.subs = w, map[int]chan struct{}{}
+		go a.run(w, filepath.Clean(path))
 	}
-	changes := make(chan struct{}, 1)
-	done := make(chan struct{})
-	defer close(done)
-	name := filepath.Clean(c.opts.AuditPath)
-	go func() {
-		for {
-			select {
-			case <-done:
+	ch := make(chan struct{}, 1)
+	id := a.next
+	a.next++
+	a.subs[id] = ch
+	return ch, func() {
+		a.mu.Lock()
+		delete(a.subs, id)
+		a.mu.Unlock()
+	}, nil
+}
+
+func (a *auditWatch) run(w *fsnotify.Watcher, name string) {
+	for {
+		select {
+		case ev, ok := <-w.Events:
+			if !ok {
 				return
-			case ev, ok := <-watcher.Events:
-				if !ok {
-					return
-				}
-				if filepath.Clean(ev.Name) == name {
-					select {
-					case changes <- struct{}{}:
-					default:
-					}
-				}
-			case _, ok := <-watcher.Errors:
-				if !ok {
-					return
+			}
+			if filepath.Clean(ev.Name) != name {
+				continue
+			}
+			a.mu.Lock()
+			for _, ch := range a.subs {
+				select {
+				case ch <- struct{}{}:
+				default: // a change is already pending for this page
 				}
 			}
+			a.mu.Unlock()
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
 		}
-	}()
-	c.stream(w, r, changes)
+	}
+}
+
+// close stops the watch.
+func (a *auditWatch) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.watcher != nil {
+		a.watcher.Close()
+		a.watcher = nil
+	}
 }
 
 // charts renders warden's own metrics as bar charts, one series per tool

@@ -57,9 +57,20 @@ func (c *Console) approvalsEvents(w http.ResponseWriter, r *http.Request, _ *ses
 	c.stream(w, r, changes)
 }
 
+// maxStreamsPerSession bounds the live streams (open pages) per session
+// the console allows at once, in total: each holds a goroutine and a
+// connection.
+const maxStreamsPerSession = 8
+
 // stream sends one "change" event at once and one for each value of
-// changes, until the client goes.
+// changes, until the client goes or the console closes.
 func (c *Console) stream(w http.ResponseWriter, r *http.Request, changes <-chan struct{}) {
+	if n := c.streams.Add(1); n > int64(maxStreamsPerSession*c.opts.MaxSessions) {
+		c.streams.Add(-1)
+		http.Error(w, "too many live pages are open; close some", http.StatusServiceUnavailable)
+		return
+	}
+	defer c.streams.Add(-1)
 	rc := http.NewResponseController(w)
 	// A stream lives longer than serve's write timeout allows a response.
 	_ = rc.SetWriteDeadline(time.Time{})

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,6 +102,9 @@ type Console struct {
 	// every response, and a stream would otherwise never end.
 	done      chan struct{}
 	closeOnce sync.Once
+	audit     auditWatch
+	// streams counts the live streams open, bounded by maxStreams.
+	streams atomic.Int64
 }
 
 // Route is one pattern the console serves. Public routes are reachable
@@ -214,4 +218,5 @@ func (c *Console) Prefix() string { return c.opts.Prefix }
 func (c *Console) Close() {
 	c.closeOnce.Do(func() { close(c.done) })
 	c.sessions.clear()
+	c.audit.close()
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -488,4 +490,55 @@ func (fakeInstaller) Review(context.Context, string) (InstallReview, error) {
 }
 func (fakeInstaller) Install(context.Context, string, bool) (string, error) {
 	return "", errors.New("no")
+}
+
+// TestLiveStreamsBounded: the live pages a console holds open at once are
+// bounded (each is a goroutine and a connection); the Activity pages
+// share one watch of the audit log, so each notices a write.
+func TestLiveStreamsBounded(t *testing.T) {
+	dir := t.TempDir()
+	audit := dir + "/audit.jsonl"
+	w := newWorld(t, Options{Prefix: "/", MaxSessions: 1, AuditPath: audit})
+	cl, _ := w.login(principal.Local)
+	open := func(path string) (*http.Response, *bufio.Reader) {
+		resp, err := cl.Get(w.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return resp, nil
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		br := bufio.NewReader(resp.Body)
+		if line, _ := br.ReadString('\n'); line != "event: change\n" {
+			t.Fatalf("first line %q", line)
+		}
+		br.ReadString('\n')
+		br.ReadString('\n')
+		return resp, br
+	}
+	var activity []*bufio.Reader
+	for i := range maxStreamsPerSession {
+		path := "/approvals/events"
+		if i%2 == 0 {
+			path = "/activity/events"
+		}
+		if _, br := open(path); br == nil {
+			t.Fatalf("stream %d refused", i)
+		} else if i%2 == 0 {
+			activity = append(activity, br)
+		}
+	}
+	if resp, br := open("/approvals/events"); br != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("stream past the bound: %s", resp.Status)
+	}
+	if err := os.WriteFile(audit, []byte(`{"event":"call"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, br := range activity {
+		if line, err := br.ReadString('\n'); line != "event: change\n" {
+			t.Errorf("activity page %d after a write: %q %v", i, line, err)
+		}
+	}
 }
