@@ -127,7 +127,7 @@ func (c *Console) activityView(r *http.Request) activityView {
 func (c *Console) activityPage(w http.ResponseWriter, r *http.Request, s *session) {
 	v := c.activityView(r)
 	v.Charts = c.charts()
-	c.render(w, r, http.StatusOK, "activity", s, v)
+	c.render(w, http.StatusOK, "activity", s, v)
 }
 
 func (c *Console) activityList(w http.ResponseWriter, r *http.Request, s *session) {

@@ -35,7 +35,7 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *sessi
 		c.renderPage(w, http.StatusServiceUnavailable, "approvals", s, v, err.Error(), "")
 		return
 	}
-	c.render(w, r, http.StatusOK, "approvals", s, v)
+	c.render(w, http.StatusOK, "approvals", s, v)
 }
 
 // approvalsList is the list alone, which the page fetches when the

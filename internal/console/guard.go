@@ -66,7 +66,7 @@ func (c *Console) wrap(rt Route) http.Handler {
 		}
 		if s == nil && !rt.Public {
 			if r.Method == http.MethodGet && !strings.HasSuffix(rt.Path, "events") && !strings.HasSuffix(rt.Path, "list") {
-				c.render(w, r, http.StatusUnauthorized, "login", nil, c.loginData())
+				c.render(w, http.StatusUnauthorized, "login", nil, c.loginData())
 				return
 			}
 			http.Error(w, "unauthorized: log in to the console first", http.StatusUnauthorized)

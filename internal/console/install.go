@@ -44,7 +44,7 @@ func (c *Console) installPage(w http.ResponseWriter, r *http.Request, s *session
 		http.NotFound(w, r)
 		return
 	}
-	c.render(w, r, http.StatusOK, "install", s, installView{})
+	c.render(w, http.StatusOK, "install", s, installView{})
 }
 
 func (c *Console) installReview(w http.ResponseWriter, r *http.Request, s *session) {
@@ -69,7 +69,7 @@ func (c *Console) installReview(w http.ResponseWriter, r *http.Request, s *sessi
 		return
 	}
 	v.Review = &rv
-	c.render(w, r, http.StatusOK, "install", s, v)
+	c.render(w, http.StatusOK, "install", s, v)
 }
 
 func (c *Console) installApply(w http.ResponseWriter, r *http.Request, s *session) {

@@ -29,8 +29,8 @@ func (c *Console) loginLink(w http.ResponseWriter, r *http.Request, _ *session) 
 	s, ok := c.sessions.useLink(r.URL.Query().Get("token"))
 	if !ok {
 		c.log.Warn("console: a login link was refused (used, expired or unknown)")
-		c.render(w, r, http.StatusUnauthorized, "login", nil,
-			map[string]any{"Error": "This login link was already used, has expired, or is not one this console gave out. Run `warden console` again for a new one.", "OIDC": c.opts.OIDC != nil})
+		c.renderPage(w, http.StatusUnauthorized, "login", nil, c.loginData(),
+			"This login link was already used, has expired, or is not one this console gave out. Run `warden console` again for a new one.", "")
 		return
 	}
 	c.setSession(w, s)
@@ -40,7 +40,7 @@ func (c *Console) loginLink(w http.ResponseWriter, r *http.Request, _ *session) 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 	c.sessions.close(s.id)
 	c.clearSession(w)
-	c.render(w, r, http.StatusOK, "login", nil, map[string]any{"Error": "You are logged out.", "OIDC": c.opts.OIDC != nil})
+	c.renderPage(w, http.StatusOK, "login", nil, c.loginData(), "You are logged out.", "")
 }
 
 func (c *Console) loginData() map[string]any {
@@ -174,7 +174,7 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 	}
 	fail := func(why string, err error) {
 		c.log.Warn("console: OpenID login refused", "reason", why, "error", err)
-		c.render(w, r, http.StatusUnauthorized, "login", nil, map[string]any{"OIDC": true, "Error": "Login failed: " + why + ". Start again."})
+		c.renderPage(w, http.StatusUnauthorized, "login", nil, c.loginData(), "Login failed: "+why+". Start again.", "")
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
@@ -239,7 +239,7 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 	// A page that refreshes to the console, not a redirect: the
 	// navigation back from the provider is cross-site, and a
 	// SameSite=Strict cookie is only sent on the next, same-site one.
-	c.render(w, r, http.StatusOK, "continue", nil, map[string]any{"Next": c.opts.Prefix + "approvals"})
+	c.render(w, http.StatusOK, "continue", nil, map[string]any{"Next": c.opts.Prefix + "approvals"})
 }
 
 // groupsOf reads a groups claim: a list of strings, or one string.

@@ -87,9 +87,9 @@ func (c *Console) nav(current string) []navItem {
 	return items
 }
 
-// render writes page name (or, when block is not "", only that block of
-// it: a fragment a live page fetches) with status.
-func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, s *session, data any) {
+// render writes page name with status: data is the page's own, s the
+// session (nil on the login pages).
+func (c *Console) render(w http.ResponseWriter, status int, name string, s *session, data any) {
 	c.renderBlock(w, status, name, "layout", s, data, "", "")
 }
 
@@ -98,13 +98,10 @@ func (c *Console) renderPage(w http.ResponseWriter, status int, name string, s *
 	c.renderBlock(w, status, name, "layout", s, data, errMsg, notice)
 }
 
+// renderBlock writes block of page name: "layout" for the whole page,
+// or a fragment a live page fetches ("list").
 func (c *Console) renderBlock(w http.ResponseWriter, status int, name, block string, s *session, data any, errMsg, notice string) {
 	pd := pageData{Prefix: c.opts.Prefix, Page: name, Nav: c.nav(name), Data: data, Error: errMsg, Notice: notice}
-	if m, ok := data.(map[string]any); ok && errMsg == "" {
-		if e, ok := m["Error"].(string); ok {
-			pd.Error = e
-		}
-	}
 	if s != nil {
 		pd.CSRF = s.csrf
 		pd.Who = whoOf(s.who)

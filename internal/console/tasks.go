@@ -27,7 +27,7 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s *session) 
 		c.renderPage(w, http.StatusServiceUnavailable, "tasks", s, tasksView{}, "The tasks could not be listed: "+err.Error(), "")
 		return
 	}
-	c.render(w, r, http.StatusOK, "tasks", s, tasksView{Tasks: list, Next: next})
+	c.render(w, http.StatusOK, "tasks", s, tasksView{Tasks: list, Next: next})
 }
 
 func (c *Console) cancelTask(w http.ResponseWriter, r *http.Request, s *session) {

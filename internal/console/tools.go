@@ -75,7 +75,7 @@ func (c *Console) toolsPage(w http.ResponseWriter, r *http.Request, s *session) 
 		c.renderPage(w, http.StatusInternalServerError, "tools", s, v, "The tools could not be listed: "+err.Error(), "")
 		return
 	}
-	c.render(w, r, http.StatusOK, "tools", s, v)
+	c.render(w, http.StatusOK, "tools", s, v)
 }
 
 // grant previews (action=preview) or writes (action=apply) a grant.
