@@ -114,7 +114,8 @@ func TestConsoleGrantEditKeepsComments(t *testing.T) {
 	b.Screenshot("grant-preview")
 
 	// Apply: written, comments kept.
-	b.Do(chromedp.Click(chromedp.CSS("#grant-apply")), b.Visible("#notice"))
+	// The preview's page has a notice too: wait for the applied result.
+	b.Do(chromedp.Click(chromedp.CSS("#grant-apply")), b.Visible(`#grant-result[data-applied="true"]`))
 	if n := b.Text("#notice"); n != "Granted: config.yaml was changed as shown." {
 		t.Errorf("notice %q", n)
 	}
