@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/warden-run/warden/internal/approvals"
+	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
 )
 
@@ -67,8 +68,12 @@ type Options struct {
 	// Metrics is warden's own registry (internal/observe), charted on the
 	// Activity page; nil: no charts.
 	Metrics prometheus.Gatherer
-	// Tasks is the task store (the Tasks page); nil hides it.
-	Tasks tasks.Store
+	// Tasks is the task store (the Tasks page); nil hides it. TaskOwner
+	// is the owner key a person's tasks are filed under (the task
+	// protocol's, e.g. an OAuth caller's issuer and subject); nil: the
+	// subject.
+	Tasks     tasks.Store
+	TaskOwner func(principal.Principal) string
 
 	// MaxSessions bounds the session table (0: 64); SessionTTL is how
 	// long a session lasts after login (0: 12h); LinkTTL how long a login
@@ -139,6 +144,9 @@ func New(o Options) (*Console, error) {
 	}
 	if o.now == nil {
 		o.now = time.Now
+	}
+	if o.TaskOwner == nil {
+		o.TaskOwner = keyOf
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -16,13 +16,13 @@ type tasksView struct {
 }
 
 // tasksPage lists the session's own tasks (a Store answers a task only to
-// its owner: the person's principal key).
+// its owner: Options.TaskOwner of the person).
 func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s *session) {
 	if c.opts.Tasks == nil {
 		http.NotFound(w, r)
 		return
 	}
-	list, next, err := c.opts.Tasks.List(r.Context(), keyOf(s.who), r.URL.Query().Get("cursor"), maxTasksShown)
+	list, next, err := c.opts.Tasks.List(r.Context(), c.opts.TaskOwner(s.who), r.URL.Query().Get("cursor"), maxTasksShown)
 	if err != nil {
 		c.renderPage(w, http.StatusServiceUnavailable, "tasks", s, tasksView{}, "The tasks could not be listed: "+err.Error(), "")
 		return
@@ -35,7 +35,7 @@ func (c *Console) cancelTask(w http.ResponseWriter, r *http.Request, s *session)
 		http.NotFound(w, r)
 		return
 	}
-	owner := keyOf(s.who)
+	owner := c.opts.TaskOwner(s.who)
 	_, err := c.opts.Tasks.Cancel(r.Context(), owner, r.PathValue("id"))
 	list, next, _ := c.opts.Tasks.List(r.Context(), owner, "", maxTasksShown)
 	v := tasksView{Tasks: list, Next: next}

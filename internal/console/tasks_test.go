@@ -59,11 +59,11 @@ func (s *ownerStore) cancelRequested(i int) bool {
 func TestTasksPageShowsAndCancelsOwnTasks(t *testing.T) {
 	now := time.Now()
 	store := &ownerStore{all: []tasks.Task{
-		{ID: "t-working", Owner: "local", Tool: "build", Status: tasks.Working, StatusMessage: "compiling 3/9", Created: now, Updated: now},
-		{ID: "t-done", Owner: "local", Tool: "build", Status: tasks.Completed, Created: now, Updated: now},
+		{ID: "t-working", Owner: "owner:local", Tool: "build", Status: tasks.Working, StatusMessage: "compiling 3/9", Created: now, Updated: now},
+		{ID: "t-done", Owner: "owner:local", Tool: "build", Status: tasks.Completed, Created: now, Updated: now},
 		{ID: "t-other", Owner: "someone-else", Tool: "secret-build", Status: tasks.Working, Created: now, Updated: now},
 	}}
-	w := newWorld(t, Options{Prefix: "/", Tasks: store})
+	w := newWorld(t, Options{Prefix: "/", Tasks: store, TaskOwner: func(p principal.Principal) string { return "owner:" + p.Subject }})
 	cl, token := w.login(principal.Local)
 	page := w.get(cl, "/tasks")
 	if !strings.Contains(page, `data-task="t-working"`) || !strings.Contains(page, "compiling 3/9") || !strings.Contains(page, `data-task="t-done"`) {
