@@ -283,6 +283,10 @@ type Server struct {
 	// Discovery serves the MCP Server Card and AI Catalog
 	// (config/discovery.go).
 	Discovery Discovery `mapstructure:"discovery"`
+	// Console serves the web console under /console/ of serve --http;
+	// ConsoleLogin is its OpenID Connect login (config/console.go).
+	Console      bool         `mapstructure:"console"`
+	ConsoleLogin ConsoleLogin `mapstructure:"console_login"`
 }
 
 // OAuth configures `warden serve --http` as an OAuth 2.1 resource server
@@ -564,6 +568,13 @@ var defaults = map[string]any{
 	"server::max_instance_memory":           limits.DefaultMaxInstanceMemory,
 	"server::resources::memory":             false,
 	"server::oauth::resource":               "",
+	"server::console":                       false,
+	"server::console_login::issuer":         "",
+	"server::console_login::client_id":      "",
+	"server::console_login::client_secret":  "",
+	"server::console_login::redirect_url":   "",
+	"server::console_login::groups_claim":   "groups",
+	"server::console_login::admins":         []string{},
 	"server::oauth::clock_skew":             "60s",
 	"server::oauth::jwks_refresh_min":       limits.DefaultJWKSRefreshMin,
 	"server::oauth::groups_claim":           "groups",
@@ -912,6 +923,7 @@ func (c *Config) Validate() error {
 	c.validateAccess(fail)
 	c.validateIcons(fail)
 	c.validateDiscovery(fail)
+	c.validateConsole(fail)
 	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {
 		sum := c.Tools.Pins[name]

@@ -50,6 +50,11 @@ type HTTPOptions struct {
 	// Discovery, when set, serves the Server Card and AI Catalog
 	// (discovery.go), without authentication.
 	Discovery *Discovery
+	// Console, when set, is served under ConsolePath (a subtree pattern,
+	// "/console/") with its own authentication: the web console's browser
+	// sessions (internal/console), not the bearer token or OAuth of /mcp.
+	Console     http.Handler
+	ConsolePath string
 }
 
 // Defaults of HTTPOptions.
@@ -187,6 +192,9 @@ func (s *Server) routes(opts HTTPOptions) *routes {
 			h = requireBearer(opts.Token, h)
 		}
 		mux.Handle(path, h)
+	}
+	if opts.Console != nil {
+		mux.Handle(opts.ConsolePath, opts.Console)
 	}
 	return mux
 }

@@ -24,6 +24,12 @@ func endpointOptions(tools []string) HTTPOptions {
 		Extra: map[string]http.Handler{"/metrics": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "calls_total{tool=\""+strings.Join(tools, "\"} 1\ncalls_total{tool=\"")+"\"} 1\n")
 		})},
+		// The console's mount is behind the same guard (its own login
+		// aside).
+		Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "console page naming "+strings.Join(tools, ", "))
+		}),
+		ConsolePath: "/console/",
 	}
 }
 

@@ -74,7 +74,7 @@ them to AI agents as an MCP server.`,
 		return g.chooseConfig(cmd)
 	}
 	root.AddCommand(newToolsCmd(&g), newCallCmd(&g), newInspectCmd(&g), newServeCmd(&g),
-		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g),
+		newInstallCmd(&g), newSyncCmd(&g), newUpdateCmd(&g), newPublishCmd(&g), newGrantCmd(&g), newRevokeCmd(&g), newConsoleCmd(&g),
 		newNewCmd(), newDevCmd(&g), newMCPConfigCmd(&g), newVersionCmd(), newMigrateCmd(&g), newCacheCmd(&g), newSecretCmd(&g),
 		newTasksCmd(&g))
 	// The global flags are each command's own (not persistent), so that a

@@ -185,6 +185,14 @@ program's and is refused.`,
 				MaxConnections:  cfg.Server.MaxConnections,
 				Discovery:       discovery(cfg, token != "" || oauthCfg.Enabled()),
 			}
+			if cfg.Server.Console {
+				c, err := serveConsole(cmd, a, logger, obs, addr)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				httpOpts.Console, httpOpts.ConsolePath = c.Handler(), c.Prefix()
+			}
 			if oauthCfg.Enabled() {
 				if httpOpts.OAuth, err = oauthOptions(oauthCfg, logger); err != nil {
 					return err

@@ -65,6 +65,10 @@ func (a *App) ObserveSources() observe.Sources {
 			s := a.rt.TierStats()
 			return s.InterpreterCalls, s.CompilerCalls, s.Swaps, s.Failed
 		},
+		InstanceMemory: func() (used, peak, limit uint64) {
+			m := a.rt.InstanceMemory()
+			return m.Used, m.Peak, m.Limit
+		},
 	}
 }
 

@@ -149,6 +149,8 @@ func TestObserveCapabilities(t *testing.T) {
 		`warden_tier_calls_total{tier="interpreter"}`,
 		`warden_tier_calls_total{tier="compiler"}`,
 		`warden_tier_compiles_total{result="failed"} 0`,
+		`warden_instance_memory_bytes{state="limit"}`,
+		`warden_instance_memory_bytes{state="peak"}`,
 	} {
 		if !strings.Contains(text, want+"\n") && !strings.Contains(text, want+" ") {
 			t.Errorf("metrics lack %s", want)

@@ -30,7 +30,7 @@ func (a *App) refreshSecrets(cfg *config.Config) {
 // cannot be read is left out: warden.env learns it when it is read),
 // server.token and server.state_key.
 func SecretValues(cfg *config.Config) []string {
-	values := []string{cfg.Server.Token, cfg.Server.StateKey}
+	values := []string{cfg.Server.Token, cfg.Server.StateKey, cfg.Server.ConsoleLogin.ClientSecret}
 	add := func(v config.EnvValue) {
 		switch {
 		case v.Value != "":

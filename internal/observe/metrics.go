@@ -24,6 +24,10 @@ type Sources struct {
 	// (tools.tiering), and the background compiles that swapped compiled
 	// code in or failed.
 	Tiers func() (interpreterCalls, compilerCalls, swapped, failed uint64)
+	// InstanceMemory returns what the tool instances' linear memory is
+	// charged now, the most it has been, and the budget
+	// (server.max_instance_memory).
+	InstanceMemory func() (used, peak, limit uint64)
 }
 
 // LanguageServers is what one language's running servers use.
@@ -98,6 +102,8 @@ var (
 		[]string{"language"}, nil)
 	tierCallsDesc = prometheus.NewDesc("warden_tier_calls_total", "Calls of native modules by the code that served them: wazero's interpreter (a tiered load before its compile is done) or compiled code (tools.tiering).",
 		[]string{"tier"}, nil)
+	instanceMemoryDesc = prometheus.NewDesc("warden_instance_memory_bytes", "Linear memory of all tool instances: used now, the peak, and the budget (server.max_instance_memory).",
+		[]string{"state"}, nil)
 	tierCompilesDesc = prometheus.NewDesc("warden_tier_compiles_total", "Background compiles of tiered loads: swapped in, or failed (the module keeps running on the interpreter).",
 		[]string{"result"}, nil)
 )
@@ -113,6 +119,7 @@ func (s scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lspMemoryDesc
 	ch <- tierCallsDesc
 	ch <- tierCompilesDesc
+	ch <- instanceMemoryDesc
 }
 
 func (s scraped) Collect(ch chan<- prometheus.Metric) {
@@ -147,4 +154,10 @@ func (s scraped) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(tierCallsDesc, prometheus.CounterValue, float64(compiled), "compiler")
 	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(swapped), "swapped")
 	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(failed), "failed")
+	if s.src.InstanceMemory != nil {
+		used, peak, limit := s.src.InstanceMemory()
+		ch <- prometheus.MustNewConstMetric(instanceMemoryDesc, prometheus.GaugeValue, float64(used), "used")
+		ch <- prometheus.MustNewConstMetric(instanceMemoryDesc, prometheus.GaugeValue, float64(peak), "peak")
+		ch <- prometheus.MustNewConstMetric(instanceMemoryDesc, prometheus.GaugeValue, float64(limit), "limit")
+	}
 }
