@@ -250,6 +250,7 @@ type Server struct {
 	sdk    *mcp.Server
 	admit  *admission
 	rates  *rateLimiter
+	warm   *warmStacks
 	cancel func()
 
 	// syncMu serializes resyncs; registered is the tool set the go-sdk
@@ -316,6 +317,7 @@ func New(tools Tools, opts Options) *Server {
 		log:        opts.Logger,
 		admit:      newAdmission(opts.MaxInFlight, opts.MaxInFlightPerClient, opts.MaxQueued, opts.MaxQueuedPerClient),
 		rates:      newRateLimiter(opts.Now),
+		warm:       newWarmStacks(opts.MaxInFlight),
 		registered: make(map[string][]byte),
 		states:     newStateSealer(opts.StateKey, opts.SpentStates),
 		feat:       newFeatureState(),
@@ -347,7 +349,8 @@ func New(tools Tools, opts Options) *Server {
 	s.resync()
 	s.stopWatches = s.startFeatures()
 	s.cancel = tools.Subscribe(s.scheduleResync)
-	s.sdk.AddReceivingMiddleware(s.encodableReplies) // keep it last: outermost, it sees every reply (replyguard.go)
+	s.sdk.AddReceivingMiddleware(s.encodableReplies) // outermost but one: it sees every reply (replyguard.go)
+	s.sdk.AddReceivingMiddleware(s.onWarmStacks)     // outermost: the whole chain runs on a warm stack (warmstack.go)
 	return s
 }
 
@@ -444,6 +447,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 // Close stops following changes of the tool set. It does not end sessions:
 // cancel the context given to ServeStdio or ListenAndServe for that.
 func (s *Server) Close() error {
+	s.warm.stop()
 	if s.cancel != nil {
 		s.cancel()
 	}
