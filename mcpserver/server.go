@@ -244,14 +244,17 @@ const (
 // Server serves a [Tools] over MCP. It is safe for concurrent use; one Server
 // may serve stdio and any number of HTTP clients at once.
 type Server struct {
-	tools  Tools
-	opts   Options
-	log    *slog.Logger
-	sdk    *mcp.Server
-	admit  *admission
-	rates  *rateLimiter
-	warm   *warmStacks
-	cancel func()
+	tools Tools
+	opts  Options
+	log   *slog.Logger
+	sdk   *mcp.Server
+	admit *admission
+	rates *rateLimiter
+	warm  *warmStacks
+	// encodeTwice, for tests, leaves every result to the go-sdk's own
+	// encoding (encodableReplies then only checks that it encodes).
+	encodeTwice bool
+	cancel      func()
 
 	// syncMu serializes resyncs; registered is the tool set the go-sdk
 	// server holds, by name, with each descriptor's JSON to detect changes.
