@@ -254,7 +254,11 @@ type Server struct {
 	// encodeTwice, for tests, leaves every result to the go-sdk's own
 	// encoding (encodableReplies then only checks that it encodes).
 	encodeTwice bool
-	cancel      func()
+	// chain is the go-sdk's whole receiving handler, as its dispatch calls
+	// it for a request (onWarmStacks, the outermost middleware, keeps it),
+	// for the stdio fast path (stdiofast.go).
+	chain  mcp.MethodHandler
+	cancel func()
 
 	// syncMu serializes resyncs; registered is the tool set the go-sdk
 	// server holds, by name, with each descriptor's JSON to detect changes.
@@ -470,7 +474,11 @@ func (s *Server) Close() error {
 // the client disconnects.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	id := fmt.Sprintf("conn-%d", s.connections.Add(1))
-	err := s.sdk.Run(ctx, &sessionTransport{Transport: t, id: id})
+	return served(ctx, s.sdk.Run(ctx, &sessionTransport{Transport: t, id: id}))
+}
+
+// served is the error Serve returns for the end of a session, err.
+func served(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return nil // asked to stop: not a failure

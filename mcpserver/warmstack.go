@@ -173,12 +173,18 @@ func (p *warmStacks) stop() { p.stopped.Do(func() { close(p.quit) }) }
 
 // onWarmStacks is the server's receiving middleware that runs every
 // request into module code (the door's methods) on a warm stack.
+//
+// Being the outermost, it is the whole chain the go-sdk's dispatch calls:
+// it keeps itself as the chain of the stdio fast path (stdiofast.go), so
+// it must stay the last middleware added.
 func (s *Server) onWarmStacks(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	h := func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case MethodCallTool, MethodReadResource, MethodGetPrompt, MethodComplete:
 			return s.warm.do(ctx, next, method, req)
 		}
 		return next(ctx, method, req)
 	}
+	s.chain = h
+	return h
 }
