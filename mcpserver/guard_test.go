@@ -66,13 +66,22 @@ func newRawClient(t *testing.T, s *Server, maxMessage int) *rawClient {
 // newRawClientOver is newRawClient over tr, whose Reader and Writer it sets.
 func newRawClientOver(t *testing.T, s *Server, tr *GuardedTransport) *rawClient {
 	t.Helper()
+	return newRawClientServed(t, func(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+		tr.Reader, tr.Writer = r, w
+		return s.Serve(ctx, tr)
+	})
+}
+
+// newRawClientServed is a raw client of the session serve runs over the
+// client's pipes.
+func newRawClientServed(t *testing.T, serve func(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error) *rawClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		tr.Reader, tr.Writer = inR, outW
-		done <- s.Serve(ctx, tr)
+		done <- serve(ctx, inR, outW)
 		outW.Close()
 	}()
 	c := &rawClient{t: t, in: inW, lines: make(chan string, 64), patience: time.Minute}

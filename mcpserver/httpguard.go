@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,7 @@ func guardMessages(next http.Handler, maxBytes int64, log *slog.Logger,
 				return
 			}
 			defer inFlight.end(session, calls)
+			w = &answering{ResponseWriter: w, inFlight: &inFlight, session: session, calls: calls, pending: len(calls)}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -128,6 +130,74 @@ func (s *sessionCalls) end(session string, calls []call) {
 	if len(ids) == 0 {
 		delete(s.byID, session)
 	}
+}
+
+// answered ends the call with key in session if it is in flight, and
+// reports whether it was.
+func (s *sessionCalls) answered(session, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.byID[session]
+	if !ids[key] {
+		return false
+	}
+	delete(ids, key)
+	if len(ids) == 0 {
+		delete(s.byID, session)
+	}
+	return true
+}
+
+// answering ends each call of a POST in flight as its reply is written,
+// before the client can read it, as the stdio guard does: the POST's
+// handler returns only after the reply is written and flushed, and a
+// client that reuses the id as soon as it has read the reply would
+// otherwise be refused (409) in that window. Every event the go-sdk writes
+// (an SSE event, or a JSON body) is one Write; the deferred end of the
+// POST's calls still covers a reply this does not recognise.
+type answering struct {
+	http.ResponseWriter
+	inFlight *sessionCalls
+	session  string
+	calls    []call // the POST's
+	pending  int    // calls of the POST not seen answered
+}
+
+func (a *answering) Write(p []byte) (int, error) {
+	if a.pending > 0 {
+		for _, msg := range sentMessages(p) {
+			env := scanEnvelope(msg)
+			if env.method || env.ids != 1 {
+				continue // a request or notification of the server's, or no reply
+			}
+			key, ref := idKey(env.id)
+			if ref == nil && slices.ContainsFunc(a.calls, func(c call) bool { return c.key == key }) && a.inFlight.answered(a.session, key) {
+				a.pending--
+			}
+		}
+	}
+	return a.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's flusher.
+func (a *answering) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// sentMessages returns the JSON-RPC objects in one write of a response: the
+// data of each SSE event in it, or the body itself when it is a JSON
+// object. (A batch's replies are left to the POST's end.)
+func sentMessages(p []byte) [][]byte {
+	if b := bytes.TrimSpace(p); len(b) > 0 && b[0] == '{' {
+		return [][]byte{b}
+	}
+	var out [][]byte
+	for line := range bytes.Lines(p) {
+		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if data = bytes.TrimSpace(data); len(data) > 0 && data[0] == '{' {
+				out = append(out, data)
+			}
+		}
+	}
+	return out
 }
 
 // connCap caps the open connections of a listener. At the cap, a new

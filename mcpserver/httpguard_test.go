@@ -3,10 +3,13 @@ package mcpserver
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -158,5 +161,66 @@ func TestHTTPGuardRefusesADuplicateIDInASession(t *testing.T) {
 	close(release)
 	if r := parseReply(t, <-slowReply); r.Error != nil || string(r.ID) != "5" || !strings.Contains(string(r.Result), "called slow") {
 		t.Fatalf("the call in flight lost its reply: %+v", r)
+	}
+}
+
+// TestHTTPGuardIDFreeOnceAnswered is the window between a reply written
+// and its POST's handler returning: a client that reuses the id as soon as
+// it has read the reply must not be refused (it was, 409, under load:
+// e2e's TestUnencodableReplyHTTP), while an id whose reply has not been
+// written still is. The handler here waits for the test, writes a request
+// of the server's with the same id and then the reply of "a", each as an
+// event, then waits for the test again before it returns.
+func TestHTTPGuardIDFreeOnceAnswered(t *testing.T) {
+	entered, reply := make(chan struct{}), make(chan struct{})
+	wrote, release := make(chan struct{}), make(chan struct{})
+	var posts atomic.Int64
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id := string(scanEnvelope(body).id)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if posts.Add(1) == 1 {
+			close(entered)
+			<-reply
+			// A request of the server's with the same id first: not a reply.
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"roots/list\"}\n\n")
+			fmt.Fprintf(w, "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", id)
+			http.NewResponseController(w).Flush()
+			close(wrote)
+			<-release
+			return
+		}
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", id)
+	})
+	hs := httptest.NewServer(guardMessages(next, 1<<20, slog.New(slog.DiscardHandler), nil))
+	defer hs.Close()
+	send := func(id string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`))
+		req.Header.Set("Mcp-Session-Id", "s1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	first := make(chan int, 1)
+	go func() {
+		status, _ := send(`"a"`)
+		first <- status
+	}()
+	<-entered
+	if status, body := send(`"a"`); status != http.StatusConflict || !strings.Contains(body, `id \"a\" is already in use`) {
+		t.Errorf("the id reused before its reply was written: %d %s", status, body)
+	}
+	close(reply)
+	<-wrote
+	if status, body := send(`"a"`); status != http.StatusOK || !strings.Contains(body, `"result"`) {
+		t.Errorf("the id reused once its reply was written: %d %s", status, body)
+	}
+	close(release)
+	if status := <-first; status != http.StatusOK {
+		t.Errorf("first POST: %d", status)
 	}
 }

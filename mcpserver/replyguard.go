@@ -1,11 +1,11 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,13 +25,18 @@ import (
 // reply is checked before it leaves (RATIONALE.md, "Replies are checked
 // before they leave").
 
-// encodableReplies is the server's outermost receiving middleware: it
+// encodableReplies is the server's outermost receiving middleware (but for
+// onWarmStacks, which changes no reply): it
 // checks that what a handler returns can be encoded as a JSON-RPC response
 // before the go-sdk tries, and replaces what cannot with an error that can.
 // Being outermost, it sees the reply of every method, whatever handler or
 // middleware made it; requests the go-sdk refuses before any handler runs
 // (an unknown method, params that do not decode) are answered with error
 // messages only, which always encode.
+//
+// The check is the encoding itself, so a tools/call result leaves here
+// encoded (encodedResult), and the go-sdk sends those bytes rather than
+// encoding the result a second time: the same bytes it would have made.
 func (s *Server) encodableReplies(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -43,15 +48,70 @@ func (s *Server) encodableReplies(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return res, err
 		}
-		if res != nil {
-			if problem := encodes(res); problem != nil {
-				s.log.Error("the result of a request could not be encoded as JSON; an internal error was sent instead",
-					"method", termsafe.Escape(method), "problem", termsafe.Line(problem.Error()))
-				return nil, unencodableResult(method)
-			}
+		if res == nil {
+			return res, nil
+		}
+		data, problem := encodeAsSDK(res)
+		if problem != nil {
+			s.log.Error("the result of a request could not be encoded as JSON; an internal error was sent instead",
+				"method", termsafe.Escape(method), "problem", termsafe.Line(problem.Error()))
+			return nil, unencodableResult(method)
+		}
+		if method == MethodCallTool && !s.encodeTwice && !selectsStatelessProtocol(req) {
+			return &encodedResult{Result: res, json: data}, nil
 		}
 		return res, nil
 	}
+}
+
+// encodeAsSDK encodes v exactly as the go-sdk encodes a result it sends
+// (jsonrpc2's jsonMarshal in go-sdk v1.8.0: encoding/json, no HTML
+// escaping at the top level, no trailing newline), or says why it cannot.
+func encodeAsSDK(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// encodedResult is a result already encoded by encodableReplies. The go-sdk
+// encodes a result with encoding/json, which takes the bytes of a
+// json.Marshaler and compacts them (already compact, they stay as they
+// are); so the reply carries the bytes encodeAsSDK made, which are the
+// bytes the go-sdk would have made of Result (FuzzEncodedResult,
+// FuzzEncodeOnceDifferential).
+//
+// The go-sdk changes a result after the middlewares only for a request of
+// the stateless protocol (it sets the result's type and its server's
+// identity in _meta): such a request's result is left to it
+// (selectsStatelessProtocol).
+type encodedResult struct {
+	mcp.Result
+	json []byte
+}
+
+func (r *encodedResult) MarshalJSON() ([]byte, error) { return r.json, nil }
+
+// selectsStatelessProtocol reports whether the go-sdk may serve the
+// tools/call req under the stateless protocol (2026-07-28 and later), whose
+// results it changes after the middlewares: a request whose _meta names a
+// protocol version (validateRequestMeta in go-sdk v1.8.0 reads any string
+// there of at least 2026-07-28). Any version at all counts, and so do
+// params of a type not expected here, so that no such result is ever
+// encoded early.
+func selectsStatelessProtocol(req mcp.Request) bool {
+	if req == nil {
+		return true
+	}
+	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+	if !ok || p == nil {
+		return true
+	}
+	_, named := p.Meta[mcp.MetaKeyProtocolVersion]
+	return named
 }
 
 // encodableError returns what to send instead of err and why, or nil, nil
@@ -67,13 +127,6 @@ func encodableError(err error) (*jsonrpc.Error, error) {
 	}
 	return &jsonrpc.Error{Code: je.Code, Message: je.Message},
 		fmt.Errorf("error %d %q: data %s is not valid JSON", je.Code, je.Message, clip(je.Data))
-}
-
-// encodes reports why v cannot be encoded as the go-sdk will encode it
-// (encoding/json), or nil. The encoding goes nowhere: the encoder's buffer
-// is pooled, so a check costs the encoding's time and no copy of it.
-func encodes(v any) error {
-	return json.NewEncoder(io.Discard).Encode(v)
 }
 
 // unencodableResult is the reply to method when its result cannot be

@@ -1,14 +1,23 @@
 package mcpserver
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/warden-run/warden/tool"
 )
 
 // paramShape is a method's params with each "@" a slot for a fuzzed value.
@@ -206,4 +215,178 @@ func endSession(t *testing.T, url, session string) {
 	if resp.StatusCode >= 300 {
 		t.Errorf("DELETE of session %s: status %d", session, resp.StatusCode)
 	}
+}
+
+// shapedResult is the fake tool of the encode-once tests: a result of
+// every part a tool's result can have, each part made of the call's
+// arguments, so that fuzzed params reach the encoding as text, links,
+// structured content, _meta values and errors; a text of "nan" puts a
+// value in _meta that cannot be encoded at all.
+func shapedResult(_ context.Context, c Call) (*tool.Result, error) {
+	var args struct {
+		Text any `json:"text"`
+	}
+	json.Unmarshal(c.Arguments, &args)
+	text := fmt.Sprint(args.Text)
+	if s, ok := args.Text.(string); ok {
+		text = s
+	}
+	res := &tool.Result{
+		Content: []tool.Content{
+			tool.TextContent(text),
+			{Type: "resource_link", URI: "fx://" + text, Name: text, Description: text},
+		},
+		Meta: map[string]any{"text": text, "args": json.RawMessage(c.Arguments), "n": len(text), "f": float64(len(text)) / 3},
+	}
+	if json.Valid([]byte(text)) {
+		res.StructuredContent = json.RawMessage(text)
+	}
+	if strings.HasPrefix(text, "e") {
+		res.IsError, res.Error = true, &tool.Error{Kind: tool.KindFailed, Message: text}
+	}
+	if text == "nan" {
+		res.Meta["f"] = math.NaN()
+	}
+	return res, nil
+}
+
+// FuzzEncodeOnceDifferential is the differential test of the encode-once
+// reply path (encodedResult): two servers of the same tools, one with it
+// and one leaving every result to the go-sdk's own encoding, get the same
+// requests (every method shape of FuzzMethodParams with the same fuzzed
+// fillings, and tools/call of a tool whose result is made of the fuzzed
+// value, with and without a stateless protocol's _meta) over stdio and
+// over a streamable HTTP session. Every reply must be byte for byte the
+// same, and the tool must have been called with the same calls.
+func FuzzEncodeOnceDifferential(f *testing.F) {
+	for _, s := range methodSeeds {
+		f.Add(s.value, s.raw)
+	}
+	f.Add("nan", `{"text":"nan"}`)
+	f.Add("e<b>&'\u2028", `{"a":"<>&"}`)
+	f.Add(`{"k":"<v>"}`, `{"text":{"k":[1,2.5e10,"\u00e9"]}}`)
+	type side struct {
+		s     *Server
+		calls *[]string
+		conns []namedConn
+	}
+	var sides [2]side
+	for i := range sides {
+		tools := &fakeFeatures{fakeTools: newFakeTools(desc("echo"), desc("shaped")), served: servedFixture()}
+		calls := new([]string)
+		var mu sync.Mutex
+		tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
+			mu.Lock()
+			*calls = append(*calls, c.Name+" "+string(c.Arguments))
+			mu.Unlock()
+			if c.Name == "echo" {
+				return &tool.Result{Content: []tool.Content{tool.TextContent("called echo")}}, nil
+			}
+			return shapedResult(ctx, c)
+		})
+		s := New(tools, tools.options(Options{Logger: slog.New(slog.DiscardHandler)}))
+		s.encodeTwice = i == 1
+		defer s.Close()
+		hs := httptest.NewServer(s.Handler(HTTPOptions{}))
+		defer hs.Close()
+		sides[i] = side{s: s, calls: calls}
+	}
+	f.Fuzz(func(t *testing.T, value, raw string) {
+		for i := range sides {
+			*sides[i].calls = nil
+			c := newRawClient(t, sides[i].s, 0)
+			c.patience = 10 * time.Second
+			c.initialize()
+			hs := httptest.NewServer(sides[i].s.Handler(HTTPOptions{}))
+			t.Cleanup(hs.Close)
+			session := rawSession(t, hs.URL+PathMCP)
+			t.Cleanup(func() { endSession(t, hs.URL+PathMCP, session) })
+			sides[i].conns = []namedConn{{"stdio", stdioConn{c}}, {"http", httpConn{url: hs.URL + PathMCP, session: session}}}
+		}
+		methods := append(slices.Clone(clientMethods),
+			paramShape{"tools/call", true, `{"name":"shaped","arguments":{"text":@}}`},
+			paramShape{"tools/call", true, `{"name":"shaped","arguments":@}`},
+			paramShape{"tools/call", true, `{"name":"shaped","arguments":{"text":@},"_meta":{"io.modelcontextprotocol/protocolVersion":@}}`},
+			paramShape{"tools/call", true, `{"name":"shaped","arguments":{"text":@},"_meta":{"progressToken":@}}`},
+		)
+		for conn := range sides[0].conns {
+			n := 0
+			for _, m := range methods {
+				shapes := []string{raw}
+				for _, fill := range fillings(value, raw) {
+					shapes = append(shapes, strings.ReplaceAll(m.params, "@", fill))
+				}
+				for _, params := range shapes {
+					if !json.Valid([]byte(params)) {
+						continue
+					}
+					if !m.call {
+						for i := range sides {
+							sides[i].conns[conn].notify(t, m.method, params)
+						}
+						continue
+					}
+					n++
+					id := fmt.Sprint(n)
+					once := sides[0].conns[conn].call(t, id, m.method, params)
+					twice := sides[1].conns[conn].call(t, id, m.method, params)
+					if once != twice {
+						t.Fatalf("%s %s params %.200s:\nencoded once: %.400s\nby the go-sdk: %.400s", sides[0].conns[conn].name, m.method, params, once, twice)
+					}
+				}
+			}
+		}
+		if !slices.Equal(*sides[0].calls, *sides[1].calls) {
+			t.Fatalf("the tools were called differently:\nencoded once: %q\nby the go-sdk: %q", *sides[0].calls, *sides[1].calls)
+		}
+	})
+}
+
+// FuzzEncodedResult checks encodedResult against the go-sdk's encoding of
+// the result it holds, for results built from fuzzed parts: the bytes
+// jsonrpc.EncodeMessage writes for a response are the same, and a result
+// that cannot be encoded cannot be either way.
+func FuzzEncodedResult(f *testing.F) {
+	for _, s := range methodSeeds {
+		f.Add(s.value, s.raw)
+	}
+	f.Add("nan", `{"text":"nan"}`)
+	f.Fuzz(func(t *testing.T, value, raw string) {
+		res, _ := shapedResult(context.Background(), Call{Arguments: json.RawMessage(`{"text":` + rawString(value) + `}`)})
+		if json.Valid([]byte(raw)) {
+			res.StructuredContent = json.RawMessage(raw)
+		}
+		s := New(newFakeTools(), Options{Logger: slog.New(slog.DiscardHandler)})
+		defer s.Close()
+		sdkRes := s.resultFor("shaped", res)
+		data, err := encodeAsSDK(sdkRes)
+		_, direct := json.Marshal(sdkRes)
+		if (err == nil) != (direct == nil) {
+			t.Fatalf("encodeAsSDK: %v; encoding/json: %v", err, direct)
+		}
+		if err != nil {
+			return
+		}
+		for _, id := range []jsonrpc.ID{mustID(t, float64(7)), mustID(t, "x<y>")} {
+			want, werr := encodeResponse(id, sdkRes)
+			got, gerr := encodeResponse(id, &encodedResult{Result: sdkRes, json: data})
+			if werr != nil || gerr != nil || !bytes.Equal(got, want) {
+				t.Fatalf("encoded once: %s (%v)\nby the go-sdk: %s (%v)", got, gerr, want, werr)
+			}
+		}
+	})
+}
+
+// encodeResponse encodes the response to id carrying result as the go-sdk
+// does: the result marshalled by its jsonMarshal (encodeAsSDK is a copy of
+// it, and marshals the wrapper through the wrapper's MarshalJSON), then
+// the message.
+func encodeResponse(id jsonrpc.ID, result any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(result); err != nil {
+		return nil, err
+	}
+	return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))})
 }

@@ -256,12 +256,20 @@ const (
 // Server serves a [Tools] over MCP. It is safe for concurrent use; one Server
 // may serve stdio and any number of HTTP clients at once.
 type Server struct {
-	tools  Tools
-	opts   Options
-	log    *slog.Logger
-	sdk    *mcp.Server
-	admit  *admission
-	rates  *rateLimiter
+	tools Tools
+	opts  Options
+	log   *slog.Logger
+	sdk   *mcp.Server
+	admit *admission
+	rates *rateLimiter
+	warm  *warmStacks
+	// encodeTwice, for tests, leaves every result to the go-sdk's own
+	// encoding (encodableReplies then only checks that it encodes).
+	encodeTwice bool
+	// chain is the go-sdk's whole receiving handler, as its dispatch calls
+	// it for a request (onWarmStacks, the outermost middleware, keeps it),
+	// for the stdio fast path (stdiofast.go).
+	chain  mcp.MethodHandler
 	cancel func()
 
 	// syncMu serializes resyncs; registered is the tool set the go-sdk
@@ -328,6 +336,7 @@ func New(tools Tools, opts Options) *Server {
 		log:        opts.Logger,
 		admit:      newAdmission(opts.MaxInFlight, opts.MaxInFlightPerClient, opts.MaxQueued, opts.MaxQueuedPerClient),
 		rates:      newRateLimiter(opts.Now, opts.RateStore, opts.Logger),
+		warm:       newWarmStacks(opts.MaxInFlight),
 		registered: make(map[string][]byte),
 		states:     newStateSealer(opts.StateKey, opts.SpentStates),
 		feat:       newFeatureState(),
@@ -359,7 +368,8 @@ func New(tools Tools, opts Options) *Server {
 	s.resync()
 	s.stopWatches = s.startFeatures()
 	s.cancel = tools.Subscribe(s.scheduleResync)
-	s.sdk.AddReceivingMiddleware(s.encodableReplies) // keep it last: outermost, it sees every reply (replyguard.go)
+	s.sdk.AddReceivingMiddleware(s.encodableReplies) // outermost but one: it sees every reply (replyguard.go)
+	s.sdk.AddReceivingMiddleware(s.onWarmStacks)     // outermost: the whole chain runs on a warm stack (warmstack.go)
 	return s
 }
 
@@ -456,6 +466,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 // Close stops following changes of the tool set. It does not end sessions:
 // cancel the context given to ServeStdio or ListenAndServe for that.
 func (s *Server) Close() error {
+	s.warm.stop()
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -475,7 +486,11 @@ func (s *Server) Close() error {
 // the client disconnects.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	id := fmt.Sprintf("conn-%d", s.connections.Add(1))
-	err := s.sdk.Run(ctx, &sessionTransport{Transport: t, id: id})
+	return served(ctx, s.sdk.Run(ctx, &sessionTransport{Transport: t, id: id}))
+}
+
+// served is the error Serve returns for the end of a session, err.
+func served(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return nil // asked to stop: not a failure

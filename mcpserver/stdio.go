@@ -32,12 +32,24 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	defer restore()
-	return s.Serve(ctx, &drainTransport{Transport: &encodingSafeTransport{log: s.log, Transport: &GuardedTransport{
-		Reader:     os.Stdin,
-		Writer:     nopCloser{out},
+	return s.serveStdio(ctx, os.Stdin, nopCloser{out}, &fastTransport{})
+}
+
+// serveStdio serves one client over r and w as ServeStdio does, with the
+// fast path for plain tools/calls (stdiofast.go) over fast, or without it
+// when fast is nil.
+func (s *Server) serveStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser, fast *fastTransport) error {
+	var t mcp.Transport = &encodingSafeTransport{log: s.log, Transport: &GuardedTransport{
+		Reader:     r,
+		Writer:     w,
 		MaxMessage: s.opts.MaxMessage,
 		Logger:     s.log,
-	}}})
+	}}
+	if fast == nil {
+		return s.Serve(ctx, &drainTransport{Transport: t})
+	}
+	fast.Transport, fast.s = t, s
+	return s.serveFast(ctx, &drainTransport{Transport: fast}, fast)
 }
 
 // maxDrain bounds how long a stdio session whose input ended waits for the

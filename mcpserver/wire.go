@@ -358,6 +358,7 @@ func clip(raw []byte) string {
 type envelope struct {
 	version, id []byte // raw values, nil when absent
 	ids         int    // how many "id" members
+	method      bool   // whether it has a "method" member (a request or a notification)
 }
 
 // echoableID returns the raw id to echo in an error: a string or a number,
@@ -423,6 +424,8 @@ func scanEnvelope(data []byte) envelope {
 		case "id":
 			env.id = value
 			env.ids++
+		case "method":
+			env.method = true
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ',' {

@@ -43,6 +43,7 @@ func main() {
 		warmup = flag.Int("warmup", 500, "calls before measuring, per server and round")
 		calls  = flag.Int("calls", 4000, "measured calls per server and round")
 		bench  = flag.String("bench", "", "also write the runs in Go's benchmark format to this file, for benchstat")
+		hung   = flag.Duration("timeout", 30*time.Second, "a server that writes nothing for this long is killed and fails the run")
 	)
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "peers")
@@ -67,7 +68,7 @@ func main() {
 		fail(fmt.Errorf("no server given"))
 	}
 	fmt.Printf("machine: %s, %d cores, load %s at start\n", cpuModel(), runtime.NumCPU(), loadavg())
-	runs, err := runRounds(servers, *rounds, *warmup, *calls, os.Stderr)
+	runs, err := runRounds(servers, *rounds, *warmup, *calls, *hung, os.Stderr)
 	if err != nil {
 		fail(err)
 	}
@@ -122,17 +123,18 @@ func wardenServer(dir, warden, echo, cache string, flags ...string) (server, err
 // runRounds measures every server once per round, in turn, and logs each
 // run to log. Before the rounds each server is started once for one call,
 // unmeasured, so that what a server does once per machine rather than per
-// process (warden's compile of echo into its cache) is not in round 1.
-func runRounds(servers []server, rounds, warmup, calls int, log io.Writer) ([]run, error) {
+// process (warden's compile of echo into its cache) is not in round 1. A
+// server that writes nothing for timeout fails the rounds.
+func runRounds(servers []server, rounds, warmup, calls int, timeout time.Duration, log io.Writer) ([]run, error) {
 	for _, s := range servers {
-		if _, err := measure(s, 0, 1, 0); err != nil {
+		if _, err := measure(s, 0, 1, 0, timeout); err != nil {
 			return nil, fmt.Errorf("the first start: %w", err)
 		}
 	}
 	var runs []run
 	for round := 1; round <= rounds; round++ {
 		for _, s := range servers {
-			r, err := measure(s, round, warmup, calls)
+			r, err := measure(s, round, warmup, calls, timeout)
 			if err != nil {
 				return nil, fmt.Errorf("round %d: %w", round, err)
 			}

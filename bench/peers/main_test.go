@@ -11,12 +11,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary act as a server that answers wrongly
 // (PEERS_TEST_SERVER names how), to show that the harness checks answers.
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("PEERS_TEST_SERVER"); mode != "" {
+	switch mode := os.Getenv("PEERS_TEST_SERVER"); mode {
+	case "":
+	case "hang":
+		io.Copy(io.Discard, os.Stdin) // reads every request, answers none
+		return
+	default:
 		wrongServer(mode)
 		return
 	}
@@ -67,7 +73,7 @@ func TestWrongAnswersFail(t *testing.T) {
 	} {
 		t.Run(mode, func(t *testing.T) {
 			s := server{name: "wrong", cmd: []string{self}, env: []string{"PEERS_TEST_SERVER=" + mode}}
-			_, err := runRounds([]server{s}, 1, 1, 3, io.Discard)
+			_, err := runRounds([]server{s}, 1, 1, 3, time.Minute, io.Discard)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -75,6 +81,26 @@ func TestWrongAnswersFail(t *testing.T) {
 				t.Fatalf("error\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestHungServerFails runs the harness against a server that reads every
+// request and answers none: the run fails, naming the server, the request
+// and the hang, instead of waiting for ever. The server never answers at
+// all, so the message does not depend on how fast it starts.
+func TestHungServerFails(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := server{name: "mute", cmd: []string{self}, env: []string{"PEERS_TEST_SERVER=hang"}}
+	_, err = runRounds([]server{s}, 1, 1, 3, 50*time.Millisecond, io.Discard)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := "the first start: mute: initialize: the server closed its stdout (it wrote nothing for 50ms, so it was killed as hung)"
+	if got, _, _ := strings.Cut(err.Error(), "\n"); got != want {
+		t.Fatalf("error\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -103,7 +129,7 @@ func TestFloorAndWarden(t *testing.T) {
 	}
 	servers := []server{w, {name: "floor", cmd: []string{floor}}}
 	const calls = 20
-	runs, err := runRounds(servers, 2, 3, calls, io.Discard)
+	runs, err := runRounds(servers, 2, 3, calls, time.Minute, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,8 +44,9 @@ func (r run) cpuPerCall() time.Duration { return r.cpu / time.Duration(len(r.lat
 
 // measure starts s, does the MCP initialize handshake, makes warmup calls of
 // echo, then calls measured ones, one at a time, each answer checked; then
-// it closes the server's stdin and waits for it to exit.
-func measure(s server, round, warmup, calls int) (r run, err error) {
+// it closes the server's stdin and waits for it to exit. A server that
+// answers nothing for timeout is killed and the run fails (see watch).
+func measure(s server, round, warmup, calls int, timeout time.Duration) (r run, err error) {
 	cmd := exec.Command(s.cmd[0], s.cmd[1:]...)
 	cmd.Env = append(os.Environ(), s.env...)
 	var stderr lockedBuffer
@@ -75,6 +77,12 @@ func measure(s server, round, warmup, calls int) (r run, err error) {
 		}
 	}()
 	c := &client{in: stdin, out: bufio.NewReaderSize(stdout, 1<<20)}
+	stopWatch := watch(cmd.Process, &c.lines, timeout)
+	defer func() {
+		if stopWatch() && err != nil {
+			err = fmt.Errorf("%w (it wrote nothing for %s, so it was killed as hung)", err, timeout)
+		}
+	}()
 	if err := c.initialize(); err != nil {
 		return r, err
 	}
@@ -105,8 +113,44 @@ func measure(s server, round, warmup, calls int) (r run, err error) {
 // server's stdin, no SDK, so that every server is measured through the
 // same few lines.
 type client struct {
-	in  io.Writer
-	out *bufio.Reader
+	in    io.Writer
+	out   *bufio.Reader
+	lines atomic.Int64 // lines read so far, for watch
+}
+
+// watch kills proc once lines has not moved for a whole period of timeout,
+// so that a peer that stops answering fails the run instead of blocking it
+// for ever: the kill closes its stdout, which ends the client's read. It
+// costs the measured calls nothing but the count. stop ends the watch and
+// reports whether it killed proc.
+func watch(proc *os.Process, lines *atomic.Int64, timeout time.Duration) (stop func() (killed bool)) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	var killed atomic.Bool
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(timeout)
+		defer tick.Stop()
+		last := lines.Load()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if now := lines.Load(); now != last {
+				last = now
+				continue
+			}
+			killed.Store(true)
+			proc.Kill()
+			return
+		}
+	}()
+	return func() bool {
+		close(done)
+		<-ended
+		return killed.Load()
+	}
 }
 
 // message is what the client reads of a server's line.
@@ -173,6 +217,7 @@ func (c *client) roundTrip(id int, req []byte) (json.RawMessage, error) {
 			}
 			return nil, err
 		}
+		c.lines.Add(1)
 		var m message
 		if err := json.Unmarshal(line, &m); err != nil {
 			return nil, fmt.Errorf("answer %q: %w", line, err)
