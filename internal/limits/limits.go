@@ -76,3 +76,14 @@ const (
 // that the two agree), so that config accepts `lsp: [python]` in a grant
 // without importing the capability.
 var DefaultLSPLanguages = []string{"c", "cpp", "go", "javascript", "python", "rust", "typescript"}
+
+// Defaults of the questions that wait for a person in the console
+// (approvals.*, internal/approvals).
+const (
+	// DefaultApprovalsMaxPending bounds the questions waiting at once, on
+	// one process (the memory broker) or across replicas (PostgreSQL).
+	DefaultApprovalsMaxPending = 64
+	// DefaultApprovalsPoll is how often a question waiting in PostgreSQL
+	// reads its row when no notification came (a lost LISTEN connection).
+	DefaultApprovalsPoll = time.Second
+)
