@@ -286,8 +286,8 @@ func TestFallback(t *testing.T) {
 // proxy forwards TCP to a PostgreSQL server until stopped: then every
 // connection is cut and the port refuses new ones.
 type proxy struct {
-	url  string
-	ln   net.Listener
+	url     string
+	ln      net.Listener
 	mu      sync.Mutex
 	open    []net.Conn
 	stopped bool
