@@ -49,6 +49,9 @@ type Config struct {
 	Secrets  map[string]Secret `mapstructure:"secrets"`
 	Memory   Memory            `mapstructure:"memory"`
 	Log      Log               `mapstructure:"log"`
+	// Approvals says where the questions a client cannot show wait for a
+	// person (config/approvals.go).
+	Approvals Approvals `mapstructure:"approvals"`
 
 	// File is the config file this was read from ("" when none), and Dir the
 	// directory relative paths in it are resolved against.
@@ -573,6 +576,10 @@ var defaults = map[string]any{
 	"server::rate_limit::per_client::burst": 0,
 	"server::rate_limit::per_tool::rate":    "",
 	"server::rate_limit::per_tool::burst":   0,
+	"approvals::via":                        ApprovalsAuto,
+	"approvals::backend":                    "",
+	"approvals::max_pending":                limits.DefaultApprovalsMaxPending,
+	"approvals::on_backend_error":           ApprovalsRefuse,
 }
 
 // Load reads the config file at path. An empty path means no file: defaults
@@ -871,6 +878,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateGates(fail)
+	c.validateApprovals(fail)
 	c.validateScopes(fail)
 	c.validateOAuth(fail)
 	c.validateSources(fail)
