@@ -66,6 +66,9 @@ type App struct {
 	// secretsExtra are RedactWith's extra values, written before secrets
 	// is stored and only read after it is loaded.
 	secretsExtra []string
+	// approvals holds the questions a client cannot show, for the console
+	// (approvals.go).
+	approvals *approvalsState
 }
 
 // New starts a runtime for cfg. It loads no tools: call the catalog's
@@ -80,6 +83,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, err
 	}
+	questions, err := newApprovals(ctx, cfg, caps.rec, logger)
+	if err != nil {
+		caps.close(ctx)
+		return nil, err
+	}
 	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps.list(), Logger: logger,
 		MaxInstanceMemory: uint64(cfg.Server.MaxInstanceMemory), Tiered: cfg.Tools.Tiering != "off"})
 	if err != nil {
@@ -92,8 +100,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		log:         logger,
 		cursors:     newCursorSigner(cursorKey),
 		subscribers: make(map[int]func()),
+		approvals:   questions,
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
+	questions.followConfig(a.Config)
+	caps.prompts.approvals = questions
 	a.resolved.resolve(a.live.Current)
 	a.catalog = catalog.New(catalog.Options{
 		Runtime: rt,
@@ -147,6 +158,9 @@ func (a *App) Close(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if a.approvals.close != nil {
+		a.approvals.close()
+	}
 	return errors.Join(a.caps.close(ctx), a.rt.Close(ctx))
 }
 
@@ -203,6 +217,7 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		}
 	}
 	ctx, notes := withNotices(ctx)
+	ctx = withCallArguments(ctx, c.Arguments)
 	req.Arguments, req.Cursor = c.Arguments, cursor
 	res := t.Call(ctx, req)
 	// Error results too: a failing call's content blocks reach the client.

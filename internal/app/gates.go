@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/approvals"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -78,17 +80,42 @@ func (a *App) decideGate(ctx context.Context, pol *policy.Policy, c mcpserver.Ca
 	default: // allow
 		return nil
 	}
-	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
-		return tool.ErrorResult(tool.Errorf(tool.KindDenied,
-			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability); to let it run without asking, set %s",
-			c.Name, why, a.configLine(allowLine)))
-	}
-	module := ""
+	moduleName, digest := "", ""
 	if t, ok := a.catalog.Table().Tool(c.Name); ok {
-		module = t.Module().Name()
-		if sum := t.Module().SHA256(); len(sum) >= 12 {
-			module += ", sha256 " + sum[:12]
+		moduleName, digest = t.Module().Name(), t.Module().SHA256()
+	}
+	module := moduleName
+	if len(digest) >= 12 {
+		module += ", sha256 " + digest[:12]
+	}
+	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
+		refusal := func(happened string) *tool.Error {
+			return tool.Errorf(tool.KindDenied,
+				"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability)%s; to let it run without asking, set %s",
+				c.Name, why, happened, a.configLine(allowLine))
 		}
+		if !a.approvals.routed(pol) {
+			return tool.ErrorResult(refusal(""))
+		}
+		// The console asks instead: the same question, waiting for a
+		// person there until client_wait.
+		r := a.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Gate, Tool: c.Name, Module: moduleName, Digest: digest,
+			Arguments: shownArguments(c.Arguments), Question: confirmMessage(c, module, d, grants, why)})
+		dec, err := a.approvals.ask(ctx, r)
+		if err == nil && dec.Approved {
+			return nil
+		}
+		e := refusal("; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
+		switch {
+		case err == nil:
+			return gated(tool.ErrorResult(e), "declined")
+		case errors.Is(err, approvals.ErrExpired):
+			e.Kind = tool.KindTimeout
+			return gated(tool.ErrorResult(e), "timeout")
+		case ctx.Err() != nil:
+			e.Kind = tool.KindCancelled
+		}
+		return tool.ErrorResult(e)
 	}
 	// warden's mark and the config asked under: a 2026-07-28 answer is
 	// taken only for this very question under this very config.
@@ -174,10 +201,6 @@ func risky(g tool.Capabilities) bool {
 // descriptor nor the arguments (the agent's, not the person's) can dress up
 // as warden's own words.
 func confirmMessage(c mcpserver.Call, module string, d *tool.Descriptor, grants tool.Capabilities, why string) string {
-	args := string(c.Arguments)
-	if len(args) > maxShownArguments {
-		args = args[:maxShownArguments] + fmt.Sprintf("… (%d bytes in all)", len(c.Arguments))
-	}
 	var b strings.Builder
 	what := "run tool " + termsafe.Line(c.Name)
 	if m := c.Pass.Method(); m != "" && m != mcpserver.MethodCallTool {
@@ -189,9 +212,20 @@ func confirmMessage(c mcpserver.Call, module string, d *tool.Descriptor, grants 
 		fmt.Fprintf(&b, "warden: %s?\n", what)
 	}
 	fmt.Fprintf(&b, "Description: %s\n", termsafe.Line(d.Description))
-	fmt.Fprintf(&b, "Arguments: %s\n", termsafe.Line(args))
+	fmt.Fprintf(&b, "Arguments: %s\n", shownArguments(c.Arguments))
 	fmt.Fprintf(&b, "Granted: %s\n", termsafe.Line(grants.Summary()))
 	fmt.Fprintf(&b, "Asked because: %s.\n", why)
 	b.WriteString("Accept to run it this once; decline and nothing runs.")
 	return b.String()
+}
+
+// shownArguments are a call's arguments as a person is shown them, in the
+// elicitation and in the console alike: at most maxShownArguments bytes
+// (saying how many there were), escaped to one terminal-safe line.
+func shownArguments(raw []byte) string {
+	args := string(raw)
+	if len(args) > maxShownArguments {
+		args = args[:maxShownArguments] + fmt.Sprintf("… (%d bytes in all)", len(raw))
+	}
+	return termsafe.Line(args)
 }

@@ -65,6 +65,7 @@ func (a *App) ObserveSources() observe.Sources {
 			s := a.rt.TierStats()
 			return s.InterpreterCalls, s.CompilerCalls, s.Swaps, s.Failed
 		},
+		Approvals: a.approvals.stats,
 	}
 }
 

@@ -24,6 +24,10 @@ type Sources struct {
 	// (tools.tiering), and the background compiles that swapped compiled
 	// code in or failed.
 	Tiers func() (interpreterCalls, compilerCalls, swapped, failed uint64)
+	// Approvals returns the questions this process's calls wait on in the
+	// console now, and how the questions asked so far ended, by outcome
+	// (asked, approved, denied, expired, failed).
+	Approvals func() (pending int, outcomes map[string]uint64)
 }
 
 // LanguageServers is what one language's running servers use.
@@ -98,6 +102,10 @@ var (
 		[]string{"language"}, nil)
 	tierCallsDesc = prometheus.NewDesc("warden_tier_calls_total", "Calls of native modules by the code that served them: wazero's interpreter (a tiered load before its compile is done) or compiled code (tools.tiering).",
 		[]string{"tier"}, nil)
+	approvalsPendingDesc = prometheus.NewDesc("warden_approvals_pending", "Questions this process's calls wait on in the console (gate confirmations, permission prompts their client cannot show).",
+		nil, nil)
+	approvalsDesc = prometheus.NewDesc("warden_approvals_total", "Questions put to the console, by outcome: asked, then approved, denied, expired or failed (refused: too many waiting, backend unavailable, the call ended).",
+		[]string{"outcome"}, nil)
 	tierCompilesDesc = prometheus.NewDesc("warden_tier_compiles_total", "Background compiles of tiered loads: swapped in, or failed (the module keeps running on the interpreter).",
 		[]string{"result"}, nil)
 )
@@ -113,6 +121,8 @@ func (s scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lspMemoryDesc
 	ch <- tierCallsDesc
 	ch <- tierCompilesDesc
+	ch <- approvalsPendingDesc
+	ch <- approvalsDesc
 }
 
 func (s scraped) Collect(ch chan<- prometheus.Metric) {
@@ -147,4 +157,11 @@ func (s scraped) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(tierCallsDesc, prometheus.CounterValue, float64(compiled), "compiler")
 	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(swapped), "swapped")
 	ch <- prometheus.MustNewConstMetric(tierCompilesDesc, prometheus.CounterValue, float64(failed), "failed")
+	if s.src.Approvals != nil {
+		pending, outcomes := s.src.Approvals()
+		ch <- prometheus.MustNewConstMetric(approvalsPendingDesc, prometheus.GaugeValue, float64(pending))
+		for outcome, n := range outcomes {
+			ch <- prometheus.MustNewConstMetric(approvalsDesc, prometheus.CounterValue, float64(n), outcome)
+		}
+	}
 }
