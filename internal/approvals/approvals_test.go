@@ -3,11 +3,8 @@ package approvals
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -222,8 +219,8 @@ func TestMemoryDecisionRacingDeadline(t *testing.T) {
 // approval, and a new Ask is refused the same way.
 func TestPostgresFailsClosed(t *testing.T) {
 	url := pg.DB(t)
-	px := newProxy(t, url)
-	b, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.url, Poll: 50 * time.Millisecond, QueryTimeout: 2 * time.Second})
+	px := pgtest.NewProxy(t, url)
+	b, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, Poll: 50 * time.Millisecond, QueryTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +230,7 @@ func TestPostgresFailsClosed(t *testing.T) {
 	defer cancel()
 	w := ask(b, question("deploy"))
 	waitPending(t, direct, changes, 1)
-	px.stop()
+	px.Stop()
 	<-w.end
 	if !errors.Is(w.err, ErrUnavailable) || w.d.Approved || !strings.Contains(w.err.Error(), "postgres://postgres@127.0.0.1:") {
 		t.Fatalf("waiting Ask with the database gone: %+v, %v", w.d, w.err)
@@ -249,13 +246,13 @@ func TestPostgresFailsClosed(t *testing.T) {
 // it, the failure refuses.
 func TestFallback(t *testing.T) {
 	url := pg.DB(t)
-	px := newProxy(t, url)
-	shared, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.url, QueryTimeout: 2 * time.Second})
+	px := pgtest.NewProxy(t, url)
+	shared, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, QueryTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer shared.Close()
-	px.stop()
+	px.Stop()
 	useLocal := false
 	f := &Fallback{Shared: shared, Local: NewMemory(0), UseLocal: func() bool { return useLocal }}
 	if _, err := f.Ask(context.Background(), question("x")); !errors.Is(err, ErrUnavailable) {
@@ -281,61 +278,4 @@ func TestFallback(t *testing.T) {
 	if w.err != nil || !w.d.Approved {
 		t.Fatalf("local: %+v %v", w.d, w.err)
 	}
-}
-
-// proxy forwards TCP to a PostgreSQL server until stopped: then every
-// connection is cut and the port refuses new ones.
-type proxy struct {
-	url     string
-	ln      net.Listener
-	mu      sync.Mutex
-	open    []net.Conn
-	stopped bool
-}
-
-func newProxy(t *testing.T, url string) *proxy {
-	t.Helper()
-	// postgres://postgres@127.0.0.1:PORT/DB?sslmode=disable
-	rest := url[strings.Index(url, "@")+1:]
-	target := rest[:strings.Index(rest, "/")]
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, url: strings.Replace(url, target, ln.Addr().String(), 1)}
-	t.Cleanup(p.stop)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			if p.stopped {
-				c.Close()
-				s.Close()
-			}
-			p.open = append(p.open, c, s)
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) stop() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stopped = true
-	for _, c := range p.open {
-		c.Close()
-	}
-	p.open = nil
 }
