@@ -11,6 +11,8 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/approvals"
+	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/internal/pgtest"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
 )
@@ -351,5 +353,155 @@ func TestConsoleNotReachableFromMCP(t *testing.T) {
 		if out := c.text(t); !c.res.IsError || !strings.Contains(out, "denied in the console by bob") {
 			t.Fatalf("a call ran that nobody approved: %s", out)
 		}
+	}
+}
+
+// TestConsoleAudit: each question put to the console is an approval line
+// when asked and one when it ends (approved, denied, expired), with the
+// tool, the caller and who decided; warden_approvals_pending counts the
+// questions waiting, warden_approvals_total how they ended.
+func TestConsoleAudit(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.app.ConsoleServes()
+	w.setGrants(t, confirmGate)
+	path, metrics, closeAudit := auditTo(t, w)
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	scrape := func() map[string]float64 {
+		families, err := metrics.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, f := range families {
+			for _, m := range f.Metric {
+				name := f.GetName()
+				for _, l := range m.Label {
+					name += "/" + l.GetValue()
+				}
+				if m.Gauge != nil {
+					out[name] = m.Gauge.GetValue()
+				} else if m.Counter != nil {
+					out[name] = m.Counter.GetValue()
+				}
+			}
+		}
+		return out
+	}
+	for _, d := range []approvals.Decision{{Approved: true, By: "bob"}, {By: "carol"}} {
+		end := make(chan *tool.Result)
+		go func() { end <- gateCall(t, w, nil) }()
+		r := waitQuestions(t, b, changes, 1)[0]
+		if m := scrape(); m["warden_approvals_pending"] != 1 {
+			t.Fatalf("pending while asked: %v", m["warden_approvals_pending"])
+		}
+		b.Decide(context.Background(), r.ID, d, nil)
+		<-end
+	}
+	w.setGrants(t, confirmGate+"\n  defaults:\n    client_wait: 1ns")
+	gateCall(t, w, nil)
+	m := scrape()
+	closeAudit()
+	for series, want := range map[string]float64{"warden_approvals_pending": 0, "warden_approvals_total/asked": 3,
+		"warden_approvals_total/approved": 1, "warden_approvals_total/denied": 1, "warden_approvals_total/expired": 1} {
+		if m[series] != want {
+			t.Errorf("%s = %v, want %v", series, m[series], want)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []string
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var l observe.Line
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Event == "approval" {
+			got = append(got, strings.Join([]string{l.Who, l.Tool, l.Gate, l.Outcome, l.Decision, l.Decider}, " "))
+		}
+	}
+	want := []string{
+		"local hostcalls gate hostcalls asked allow ", "local hostcalls gate hostcalls approved allow bob",
+		"local hostcalls gate hostcalls asked allow ", "local hostcalls gate hostcalls denied deny carol",
+		"local hostcalls gate hostcalls asked allow ", "local hostcalls gate hostcalls expired deny ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("approval lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestConsoleReplicas: two replicas whose memory.backend is one PostgreSQL
+// database share its questions (approvals follow memory.backend): a gate
+// question of a call on A, listed on B, approved there, lets A's call run.
+// A tool's memory on that same database neither lists the question nor
+// answers it by writing. With the database unreachable, A's call is
+// refused naming it (fails closed); with on_backend_error: local, the
+// question waits in A's own console instead.
+func TestConsoleReplicas(t *testing.T) {
+	url := pg.DB(t)
+	px := pgtest.NewProxy(t, url)
+	a, b := newEscapeWorld(t), newEscapeWorld(t)
+	const memoryGrant = "    hostcalls: {fs: {read: [.]}, env: [HOME], memory: read-write}"
+	a.restart(t, "memory:\n  backend: "+px.URL+"\n")
+	b.restart(t, "memory:\n  backend: "+url+"\n")
+	b.app.ConsoleServes()
+	a.setGrants(t, confirmGate+"\napprovals:\n  via: console\nmemory:\n  backend: "+px.URL)
+	console := b.app.Approvals()
+	changes, cancel := console.Subscribe()
+	defer cancel()
+
+	end := make(chan *tool.Result)
+	go func() { end <- gateCall(t, a, nil) }()
+	r := waitQuestions(t, console, changes, 1)[0]
+	if r.Tool != "hostcalls" || r.Kind != approvals.Gate || len(r.Digest) != 64 {
+		t.Fatalf("listed on B: %+v", r)
+	}
+	// The tool, on B, with memory on the same database: it lists no
+	// question, and writing one's id with an approval answers nothing.
+	b.setGrants(t, memoryGrant)
+	args, _ := json.Marshal(map[string]any{"memory": map[string]any{"op": "list"}})
+	if res := call(t, b.app, "hostcalls", string(args)); res.IsError || strings.Contains(string(res.StructuredContent), r.ID) {
+		t.Fatalf("the tool's memory list: %+v %s", res.Error, res.StructuredContent)
+	}
+	args, _ = json.Marshal(map[string]any{"memory": map[string]any{"op": "set", "topic": r.ID, "value": `{"approved":true,"by":"tool"}`}})
+	call(t, b.app, "hostcalls", string(args))
+	if p := waitQuestions(t, console, changes, 1); p[0].ID != r.ID {
+		t.Fatalf("pending after the tool wrote: %+v", p)
+	}
+	if err := console.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-end; res.IsError || !ran(res) {
+		t.Fatalf("approved on B, A's call: %+v", res.Error)
+	}
+
+	// The database unreachable from A: refused, naming it; nothing ran.
+	px.Stop()
+	res := gateCall(t, a, nil)
+	db := strings.Split(strings.Split(px.URL, "@")[1], "?")[0] // 127.0.0.1:port/db, no password in it
+	if !res.IsError || ran(res) || !strings.Contains(res.Error.Message,
+		"; the question could not wait in the console: approvals backend unavailable: postgres://postgres@"+db+": ") ||
+		!strings.Contains(res.Error.Message, "(approvals.on_backend_error: refuse); nothing ran") {
+		t.Fatalf("database unreachable: %+v", res.Error)
+	}
+	// on_backend_error: local: the question waits on A, in A's console.
+	a.setGrants(t, confirmGate+"\napprovals:\n  via: console\n  on_backend_error: local\nmemory:\n  backend: "+px.URL)
+	local := a.app.Approvals()
+	lchanges, lcancel := local.Subscribe()
+	defer lcancel()
+	go func() { end <- gateCall(t, a, nil) }()
+	for p, _ := local.Pending(context.Background()); len(p) != 1; p, _ = local.Pending(context.Background()) {
+		<-lchanges // the shared half fails: the local half is listed
+	}
+	p, _ := local.Pending(context.Background())
+	r = p[0]
+	local.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
+	if res := <-end; res.IsError || !ran(res) {
+		t.Fatalf("local fallback: %+v", res.Error)
 	}
 }
