@@ -15,6 +15,8 @@ import (
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
 )
 
 // approvalsState is where the questions wait that a call puts to a person
@@ -156,6 +158,40 @@ func (s *approvalsState) stats() (int, map[string]uint64) {
 		out[k] = v
 	}
 	return int(s.pending.Load()), out
+}
+
+// confirmInConsole is a gate's confirmation of the call c for a client
+// that cannot show it: refused at once, naming the line that would let
+// it run, unless approvals.via routes it to the console; then the same
+// question (the tool, its module moduleName and digest, the arguments as
+// the elicitation shows them) waits there until client_wait, and an
+// approval lets the call run (nil).
+func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, why, moduleName, digest string) *tool.Result {
+	refusal := func(happened string) *tool.Error {
+		return tool.Errorf(tool.KindDenied,
+			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability)%s; to let it run without asking, set %s",
+			c.Name, why, happened, a.configLine(gateAllowLine(c.Name)))
+	}
+	if !a.approvals.routed(pol) {
+		return tool.ErrorResult(refusal(""))
+	}
+	r := a.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Gate, Tool: c.Name, Module: moduleName, Digest: digest,
+		Arguments: shownArguments(c.Arguments), Question: confirmMessage(c, moduleLabel(moduleName, digest), d, grants, why)})
+	dec, err := a.approvals.ask(ctx, r)
+	if err == nil && dec.Approved {
+		return nil
+	}
+	e := refusal("; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
+	switch {
+	case err == nil:
+		return gated(tool.ErrorResult(e), "declined")
+	case errors.Is(err, approvals.ErrExpired):
+		e.Kind = tool.KindTimeout
+		return gated(tool.ErrorResult(e), "timeout")
+	case ctx.Err() != nil:
+		e.Kind = tool.KindCancelled
+	}
+	return tool.ErrorResult(e)
 }
 
 // unanswered says what became of a question the console did not approve

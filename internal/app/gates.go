@@ -3,12 +3,10 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/warden-run/warden/config"
-	"github.com/warden-run/warden/internal/approvals"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -84,43 +82,13 @@ func (a *App) decideGate(ctx context.Context, pol *policy.Policy, c mcpserver.Ca
 	if t, ok := a.catalog.Table().Tool(c.Name); ok {
 		moduleName, digest = t.Module().Name(), t.Module().SHA256()
 	}
-	module := moduleName
-	if len(digest) >= 12 {
-		module += ", sha256 " + digest[:12]
-	}
 	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
-		refusal := func(happened string) *tool.Error {
-			return tool.Errorf(tool.KindDenied,
-				"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability)%s; to let it run without asking, set %s",
-				c.Name, why, happened, a.configLine(allowLine))
-		}
-		if !a.approvals.routed(pol) {
-			return tool.ErrorResult(refusal(""))
-		}
-		// The console asks instead: the same question, waiting for a
-		// person there until client_wait.
-		r := a.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Gate, Tool: c.Name, Module: moduleName, Digest: digest,
-			Arguments: shownArguments(c.Arguments), Question: confirmMessage(c, module, d, grants, why)})
-		dec, err := a.approvals.ask(ctx, r)
-		if err == nil && dec.Approved {
-			return nil
-		}
-		e := refusal("; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
-		switch {
-		case err == nil:
-			return gated(tool.ErrorResult(e), "declined")
-		case errors.Is(err, approvals.ErrExpired):
-			e.Kind = tool.KindTimeout
-			return gated(tool.ErrorResult(e), "timeout")
-		case ctx.Err() != nil:
-			e.Kind = tool.KindCancelled
-		}
-		return tool.ErrorResult(e)
+		return a.confirmInConsole(ctx, pol, c, d, grants, why, moduleName, digest)
 	}
 	// warden's mark and the config asked under: a 2026-07-28 answer is
 	// taken only for this very question under this very config.
 	params, _ := json.Marshal(map[string]any{
-		"message":         confirmMessage(c, module, d, grants, why),
+		"message":         confirmMessage(c, moduleLabel(moduleName, digest), d, grants, why),
 		"requestedSchema": json.RawMessage(`{"type":"object","properties":{}}`),
 		"_meta":           a.caps.prompts.digests.questionMeta(questionConfirm, pol.Config()),
 	})
@@ -193,6 +161,15 @@ func destructive(d *tool.Descriptor) bool {
 // it: files to write, hosts, secrets.
 func risky(g tool.Capabilities) bool {
 	return len(g.FS.Write) > 0 || len(g.Net) > 0 || len(g.Env) > 0
+}
+
+// moduleLabel names a module as a confirmation does: its name and the
+// start of its sha256 digest ("" when unknown).
+func moduleLabel(name, digest string) string {
+	if len(digest) >= 12 {
+		return name + ", sha256 " + digest[:12]
+	}
+	return name
 }
 
 // confirmMessage is what the person reads: the tool and the module serving
