@@ -52,6 +52,9 @@ type Config struct {
 	Log      Log               `mapstructure:"log"`
 	// Access is per-person policy on a team server (config/access.go).
 	Access Access `mapstructure:"access"`
+	// Approvals says where the questions a client cannot show wait for a
+	// person (config/approvals.go).
+	Approvals Approvals `mapstructure:"approvals"`
 
 	// File is the config file this was read from ("" when none), and Dir the
 	// directory relative paths in it are resolved against.
@@ -620,6 +623,10 @@ var defaults = map[string]any{
 	"server::rate_limit::per_client::burst": 0,
 	"server::rate_limit::per_tool::rate":    "",
 	"server::rate_limit::per_tool::burst":   0,
+	"approvals::via":                        ApprovalsAuto,
+	"approvals::backend":                    "",
+	"approvals::max_pending":                limits.DefaultApprovalsMaxPending,
+	"approvals::on_backend_error":           ApprovalsRefuse,
 }
 
 // Load reads the config file at path. An empty path means no file: defaults
@@ -918,6 +925,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateGates(fail)
+	c.validateApprovals(fail)
 	c.validateScopes(fail)
 	c.validateOAuth(fail)
 	c.validateAccess(fail)

@@ -876,6 +876,18 @@ func CheckEdit(path string, edit func(*Document) error) error {
 	return err
 }
 
+// DiffEdit is CheckEdit that also returns the edit as a unified diff of the
+// file (Diff): what a person approving the edit reads before EditFile
+// makes it. "" when the edit changes nothing.
+func DiffEdit(path string, edit func(*Document) error) (string, error) {
+	s, err := stageEdit(path, edit)
+	if err != nil {
+		return "", err
+	}
+	s.discard()
+	return Diff(filepath.Base(s.abs), s.src, s.edited), nil
+}
+
 // stagedEdit is an edit of a config file, validated and not yet applied.
 type stagedEdit struct {
 	abs    string      // the file

@@ -28,7 +28,7 @@ func TestSniff(t *testing.T) {
 			t.Errorf("case %d: Sniff = %v, %v, %v; want %v, %v", i, keys, ok, err, c.keys, c.isWarden)
 		}
 	}
-	if got := TopLevelKeys(); !reflect.DeepEqual(got, []string{"project", "tools", "security", "server", "lsp", "net", "env", "secrets", "memory", "tasks", "log", "access"}) {
+	if got := TopLevelKeys(); !reflect.DeepEqual(got, []string{"project", "tools", "security", "server", "lsp", "net", "env", "secrets", "memory", "tasks", "log", "access", "approvals"}) {
 		t.Errorf("TopLevelKeys = %v", got)
 	}
 }

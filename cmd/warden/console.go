@@ -370,8 +370,11 @@ func serveConsole(cmd *cobra.Command, a *app.App, logger *slog.Logger, obs *obse
 	return c, nil
 }
 
-// consoleBroker is the broker the console answers. It must be the one the
-// app's gate and prompt paths ask when their client cannot: until those
-// route there (internal/app, issue 34's approvals), a broker of the
-// console's own, which only the console's tests put questions to.
-func consoleBroker(*app.App) approvals.Broker { return approvals.NewMemory(0) }
+// consoleBroker is the broker the console answers: the one the app's gate
+// and prompt paths ask when their client cannot elicit. Calling
+// ConsoleServes tells the app a console runs in this process, so that
+// approvals.via: auto routes questions here.
+func consoleBroker(a *app.App) approvals.Broker {
+	a.ConsoleServes()
+	return a.Approvals()
+}

@@ -89,7 +89,7 @@ func TestServeRefusesAnotherProgramsConfig(t *testing.T) {
 	_, stderr, code := runIn(t, dir, nil, "serve")
 	want := `warden: ` + filepath.Join(dir, "config.yaml") + ` does not look like a warden config
   its top-level keys: database, port
-  warden's top-level keys: project, tools, security, server, lsp, net, env, secrets, memory, tasks, log, access
+  warden's top-level keys: project, tools, security, server, lsp, net, env, secrets, memory, tasks, log, access, approvals
   point warden at its config with --config PATH or WARDEN_CONFIG=PATH
 `
 	if code != exitUsage || stderr != want {

@@ -155,7 +155,7 @@ func TestProjectParentNotWardens(t *testing.T) {
 	_, stderr, code := wardenIn(t, sub, nil, "tools")
 	want := "warden: " + filepath.Join(dir, "config.yaml") + " does not look like a warden config\n" +
 		"  its top-level keys: database\n" +
-		"  warden's top-level keys: project, tools, security, server, lsp, net, env, secrets, memory, tasks, log, access\n" +
+		"  warden's top-level keys: project, tools, security, server, lsp, net, env, secrets, memory, tasks, log, access, approvals\n" +
 		"  point warden at its config with --config PATH or WARDEN_CONFIG=PATH\n"
 	if code != 2 || stderr != want {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 2, stderr:\n%s", code, stderr, want)

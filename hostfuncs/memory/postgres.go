@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/warden-run/warden/internal/backendurl"
 	"github.com/warden-run/warden/internal/pgmigrate"
-	"github.com/warden-run/warden/internal/termsafe"
 )
 
 // The PostgreSQL backend: one table, one row per topic, shared by every
@@ -63,27 +62,9 @@ type pgBackend struct {
 	name    string // postgresID, for logs and reloads
 }
 
-// postgresID is a backend URL without its password or options:
-// postgres://USER@HOST/DATABASE, escaped by termsafe. It splits raw as
-// pgx does (the userinfo ends at the first @ before the first /), not as
-// net/url does, which reads postgres://u:1234?@host/db as host u, port
-// 1234 (the password). raw has passed CheckBackend.
-func postgresID(raw string) string {
-	rest, ok := strings.CutPrefix(raw, "postgres://")
-	if !ok {
-		rest, _ = strings.CutPrefix(raw, "postgresql://")
-	}
-	id := "postgres://"
-	if at := strings.IndexAny(rest, "@/"); at >= 0 && rest[at] == '@' {
-		user, _, _ := strings.Cut(rest[:at], ":")
-		if user != "" {
-			id += user + "@"
-		}
-		rest = rest[at+1:]
-	}
-	rest, _, _ = strings.Cut(rest, "?") // after the userinfo: a password may hold a ?
-	return termsafe.Line(id + rest)
-}
+// postgresID is a backend URL without its password or options
+// (backendurl.ID).
+func postgresID(raw string) string { return backendurl.ID(raw) }
 
 // openPostgres connects to the database cfg.Backend names and brings its
 // schema up to date.

@@ -70,6 +70,9 @@ type App struct {
 	// rates are the shared rate-limit buckets on PostgreSQL (ratestore.go;
 	// nil until the server asks, and on the file backend). Guarded by mu.
 	rates *ratestore.Store
+	// approvals holds the questions a client cannot show, for the console
+	// (approvals.go).
+	approvals *approvalsState
 }
 
 // New starts a runtime for cfg. It loads no tools: call the catalog's
@@ -84,6 +87,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, err
 	}
+	questions, err := newApprovals(ctx, cfg, caps.rec, logger)
+	if err != nil {
+		caps.close(ctx)
+		return nil, err
+	}
 	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps.list(), Logger: logger,
 		MaxInstanceMemory: uint64(cfg.Server.MaxInstanceMemory), Tiered: cfg.Tools.Tiering != "off"})
 	if err != nil {
@@ -96,8 +104,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		log:         logger,
 		cursors:     newCursorSigner(cursorKey),
 		subscribers: make(map[int]func()),
+		approvals:   questions,
 	}
 	a.live = config.NewLive(cfg, logger, a.configChanged)
+	questions.followConfig(a.Config)
+	caps.prompts.approvals = questions
 	a.resolved.resolve(a.live.Current)
 	a.catalog = catalog.New(catalog.Options{
 		Runtime: rt,
@@ -156,6 +167,9 @@ func (a *App) Close(ctx context.Context) error {
 		a.rates.Close()
 	}
 	a.mu.Unlock()
+	if a.approvals.close != nil {
+		a.approvals.close()
+	}
 	return errors.Join(a.caps.close(ctx), a.rt.Close(ctx))
 }
 
@@ -212,6 +226,7 @@ func (a *App) call(ctx context.Context, c mcpserver.Call) (*tool.Result, error) 
 		}
 	}
 	ctx, notes := withNotices(ctx)
+	ctx = withCallArguments(ctx, c.Arguments)
 	req.Arguments, req.Cursor = c.Arguments, cursor
 	res := t.Call(ctx, req)
 	// Error results too: a failing call's content blocks reach the client.

@@ -78,22 +78,17 @@ func (a *App) decideGate(ctx context.Context, pol *policy.Policy, c mcpserver.Ca
 	default: // allow
 		return nil
 	}
-	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
-		return tool.ErrorResult(tool.Errorf(tool.KindDenied,
-			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability); to let it run without asking, set %s",
-			c.Name, why, a.configLine(allowLine)))
-	}
-	module := ""
+	moduleName, digest := "", ""
 	if t, ok := a.catalog.Table().Tool(c.Name); ok {
-		module = t.Module().Name()
-		if sum := t.Module().SHA256(); len(sum) >= 12 {
-			module += ", sha256 " + sum[:12]
-		}
+		moduleName, digest = t.Module().Name(), t.Module().SHA256()
+	}
+	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
+		return a.confirmInConsole(ctx, pol, c, d, grants, why, moduleName, digest)
 	}
 	// warden's mark and the config asked under: a 2026-07-28 answer is
 	// taken only for this very question under this very config.
 	params, _ := json.Marshal(map[string]any{
-		"message":         confirmMessage(c, module, d, grants, why),
+		"message":         confirmMessage(c, moduleLabel(moduleName, digest), d, grants, why),
 		"requestedSchema": json.RawMessage(`{"type":"object","properties":{}}`),
 		"_meta":           a.caps.prompts.digests.questionMeta(questionConfirm, pol.Config()),
 	})
@@ -168,16 +163,21 @@ func risky(g tool.Capabilities) bool {
 	return len(g.FS.Write) > 0 || len(g.Net) > 0 || len(g.Env) > 0
 }
 
+// moduleLabel names a module as a confirmation does: its name and the
+// start of its sha256 digest ("" when unknown).
+func moduleLabel(name, digest string) string {
+	if len(digest) >= 12 {
+		return name + ", sha256 " + digest[:12]
+	}
+	return name
+}
+
 // confirmMessage is what the person reads: the tool and the module serving
 // it (name and start of its sha256, "" when unknown), its arguments and
 // what it was granted, every part escaped so that neither the tool's
 // descriptor nor the arguments (the agent's, not the person's) can dress up
 // as warden's own words.
 func confirmMessage(c mcpserver.Call, module string, d *tool.Descriptor, grants tool.Capabilities, why string) string {
-	args := string(c.Arguments)
-	if len(args) > maxShownArguments {
-		args = args[:maxShownArguments] + fmt.Sprintf("… (%d bytes in all)", len(c.Arguments))
-	}
 	var b strings.Builder
 	what := "run tool " + termsafe.Line(c.Name)
 	if m := c.Pass.Method(); m != "" && m != mcpserver.MethodCallTool {
@@ -189,9 +189,20 @@ func confirmMessage(c mcpserver.Call, module string, d *tool.Descriptor, grants 
 		fmt.Fprintf(&b, "warden: %s?\n", what)
 	}
 	fmt.Fprintf(&b, "Description: %s\n", termsafe.Line(d.Description))
-	fmt.Fprintf(&b, "Arguments: %s\n", termsafe.Line(args))
+	fmt.Fprintf(&b, "Arguments: %s\n", shownArguments(c.Arguments))
 	fmt.Fprintf(&b, "Granted: %s\n", termsafe.Line(grants.Summary()))
 	fmt.Fprintf(&b, "Asked because: %s.\n", why)
 	b.WriteString("Accept to run it this once; decline and nothing runs.")
 	return b.String()
+}
+
+// shownArguments are a call's arguments as a person is shown them, in the
+// elicitation and in the console alike: at most maxShownArguments bytes
+// (saying how many there were), escaped to one terminal-safe line.
+func shownArguments(raw []byte) string {
+	args := string(raw)
+	if len(args) > maxShownArguments {
+		args = args[:maxShownArguments] + fmt.Sprintf("… (%d bytes in all)", len(raw))
+	}
+	return termsafe.Line(args)
 }

@@ -69,6 +69,7 @@ func (a *App) ObserveSources() observe.Sources {
 			m := a.rt.InstanceMemory()
 			return m.Used, m.Peak, m.Limit
 		},
+		Approvals: a.approvals.stats,
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/approvals"
 	"github.com/warden-run/warden/internal/capset"
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/observe"
@@ -51,6 +53,9 @@ type prompter struct {
 	digests *configDigests
 	log     *slog.Logger
 	rec     *recorderRef
+	// approvals takes the questions of a client that cannot show them,
+	// when approvals.via routes them to the console; nil: never.
+	approvals *approvalsState
 }
 
 // retry serves a denied request again after the person allowed it. It
@@ -70,7 +75,7 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 			return result, withNote(err, why)
 		}
 		q := p.question(cfg, call, need)
-		decision, askErr := p.ask(ctx, call, need, q)
+		decision, by, askErr := p.ask(ctx, call, need, q)
 		if rec := p.rec.get(); rec != nil {
 			capability, _, _ := strings.Cut(need.Key, ".") // fs.read, memory.topics
 			d := observe.Decision{Event: "prompt", Detail: need.Key + "=" + need.Value, Capability: capability, Outcome: decision, Denied: decision == deny || askErr != nil}
@@ -78,7 +83,7 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 			case askErr != nil:
 				d.Outcome, d.Reason = "unanswered", askErr.Error()
 			case decision == deny:
-				d.Reason = "the person denied it when asked"
+				d.Reason = deniedBy(by)
 			}
 			rec.Decision(ctx, d)
 		}
@@ -86,7 +91,7 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 			return result, withNote(err, askErr.Error())
 		}
 		if decision == deny {
-			return result, withNote(err, "the person denied it when asked")
+			return result, withNote(err, deniedBy(by))
 		}
 		widen(&call.Grants, need)
 		if decision == allowAlways {
@@ -126,8 +131,11 @@ func (p *prompter) promptable(call *hostfuncs.Call, err error) (tool.Need, bool)
 	if !errors.As(err, &te) || te.Kind != tool.KindDenied || te.Need == nil {
 		return tool.Need{}, false // deny-list refusals carry no need: never offered
 	}
-	if p.policy == nil || !p.policy().PermissionPrompts() || call.Client == nil || !call.Client.Supports(tool.ClientElicit) {
+	if p.policy == nil || !p.policy().PermissionPrompts() {
 		return tool.Need{}, false
+	}
+	if !canElicit(call) && (p.approvals == nil || !p.approvals.routed(p.policy())) {
+		return tool.Need{}, false // nobody to ask: neither the client nor the console
 	}
 	if call.Prompted[*te.Need] || len(call.Prompted) >= maxPromptsPerCall || !requested(call.Requested, *te.Need) {
 		return tool.Need{}, false
@@ -155,9 +163,13 @@ var (
 
 // permissionQuestion is one permission prompt as put to the person.
 type permissionQuestion struct {
-	params json.RawMessage
-	line   string // the grant "allow always" writes
-	always bool   // "allow always" is offered
+	params  json.RawMessage
+	message string // the text params show
+	line    string // the grant "allow always" writes
+	always  bool   // "allow always" is offered
+	// diff is the change "allow always" makes to config.yaml, as the
+	// console shows it ("" when not offered).
+	diff string
 }
 
 // question builds the prompt for need: the tool and the module serving it
@@ -186,8 +198,11 @@ func (p *prompter) question(cfg *config.Config, call *hostfuncs.Call, need tool.
 	}
 	msg := fmt.Sprintf("warden: tool %s (%s) asks for %s %s, which config does not grant it.\nIts descriptor requested it. ",
 		termsafe.Line(call.Tool), module, need.Key, termsafe.Line(need.Value))
-	checkErr := config.CheckEdit(cfg.File, grantEdit(call, need))
+	diff, checkErr := config.DiffEdit(cfg.File, grantEdit(call, need))
 	q.always = checkErr == nil
+	if q.always {
+		q.diff = diff
+	}
 	schema := permissionSchema
 	if q.always {
 		msg += fmt.Sprintf("\"Allow always\" adds %s to %s.", termsafe.Line(q.line), cfg.File)
@@ -196,6 +211,7 @@ func (p *prompter) question(cfg *config.Config, call *hostfuncs.Call, need tool.
 		msg += fmt.Sprintf("\"Allow always\" is not offered: config would refuse %s (%s).",
 			termsafe.Line(q.line), termsafe.Message(checkErr.Error()))
 	}
+	q.message = msg
 	params := map[string]any{"message": msg, "requestedSchema": schema}
 	if p.digests != nil {
 		params["_meta"] = p.digests.questionMeta(questionPermission, cfg)
@@ -204,18 +220,65 @@ func (p *prompter) question(cfg *config.Config, call *hostfuncs.Call, need tool.
 	return q
 }
 
+// canElicit reports whether the call's client can show a question.
+func canElicit(call *hostfuncs.Call) bool {
+	return call.Client != nil && call.Client.Supports(tool.ClientElicit)
+}
+
+// deniedBy is the note a denial gets: who denied it, and where.
+func deniedBy(by string) string {
+	if by != "" {
+		return "denied in the console by " + termsafe.Line(by)
+	}
+	return "the person denied it when asked"
+}
+
 // ask puts q to the person and returns allowOnce, allowAlways or deny; an
-// answer the question did not offer is deny.
-func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need, q permissionQuestion) (string, error) {
+// answer the question did not offer is deny. A client that can elicit is
+// asked; one that cannot has the question wait in the console, and by is
+// then who answered there.
+func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need, q permissionQuestion) (decision, by string, err error) {
 	if call.Prompted == nil {
 		call.Prompted = map[tool.Need]bool{}
 	}
 	call.Prompted[need] = true
-	wait := p.policy().ClientWait()
+	pol := p.policy()
+	wait := pol.ClientWait()
 	release := func() {}
 	if call.Hold != nil {
 		release = call.Hold(wait)
 	}
+	if !canElicit(call) {
+		defer release()
+		return p.askConsole(ctx, pol, call, q)
+	}
+	decision, err = p.elicit(ctx, call, q, wait, release)
+	return decision, "", err
+}
+
+// askConsole has q wait in the console: approved with Persist is "allow
+// always" (when offered, else once), approved is once, denied is deny.
+func (p *prompter) askConsole(ctx context.Context, pol *policy.Policy, call *hostfuncs.Call, q permissionQuestion) (decision, by string, err error) {
+	digest := ""
+	if p.sumOf != nil && call.Module != "" {
+		digest = p.sumOf(call.Module)
+	}
+	r := p.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Permission, Tool: call.Tool, Module: call.Module, Digest: digest,
+		Arguments: shownArguments(callArguments(ctx)), Question: q.message, Grant: q.diff})
+	d, askErr := p.approvals.ask(ctx, r)
+	switch {
+	case askErr != nil:
+		return "", "", errors.New(p.approvals.unanswered(d, askErr, pol.ClientWait()))
+	case !d.Approved:
+		return deny, d.By, nil
+	case d.Persist && q.always:
+		return allowAlways, d.By, nil
+	}
+	return allowOnce, d.By, nil
+}
+
+// elicit asks q through the client; release ends the call's hold.
+func (p *prompter) elicit(ctx context.Context, call *hostfuncs.Call, q permissionQuestion, wait time.Duration, release func()) (string, error) {
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	key := tool.KeyPermission + strconv.Itoa(len(call.Prompted))
 	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: q.params}})

@@ -119,3 +119,19 @@ func (n *notices) attach(res *tool.Result) {
 		res.Content = append(res.Content, tool.Content{Type: "text", Text: msg})
 	}
 }
+
+type argumentsKey struct{}
+
+// withCallArguments returns ctx carrying the call's arguments, for a
+// permission prompt that waits in the console to show them as a gate's
+// confirmation does.
+func withCallArguments(ctx context.Context, args json.RawMessage) context.Context {
+	return context.WithValue(ctx, argumentsKey{}, args)
+}
+
+// callArguments returns the arguments of ctx's call, nil when it carries
+// none (a feature request).
+func callArguments(ctx context.Context) json.RawMessage {
+	args, _ := ctx.Value(argumentsKey{}).(json.RawMessage)
+	return args
+}

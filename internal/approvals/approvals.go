@@ -66,13 +66,19 @@ var (
 	ErrExpired  = errors.New("nobody answered before the wait ended")
 	ErrTooMany  = errors.New("too many questions are waiting")
 	ErrNotYours = errors.New("not among this request's approvers")
+	// ErrUnavailable is wrapped by every failure of a shared backend (a
+	// database that cannot be reached): the question could not be stored
+	// or its answer read, so the call is refused, never let through.
+	ErrUnavailable = errors.New("approvals backend unavailable")
 )
 
 // Broker keeps pending questions. Safe for concurrent use.
 type Broker interface {
 	// Ask stores r (its ID filled in when empty) and waits until a person
 	// decides, r.Deadline passes (ErrExpired) or ctx ends (ctx.Err()).
-	// The question is removed when Ask returns.
+	// The question is removed when Ask returns. A decision that lands as
+	// the deadline passes is either returned or refused to its Decide
+	// (ErrNotFound), never both lost and reported as taken.
 	Ask(ctx context.Context, r Request) (Decision, error)
 	// Pending lists the questions waiting now, oldest first.
 	Pending(ctx context.Context) ([]Request, error)

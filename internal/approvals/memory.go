@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/warden-run/warden/internal/limits"
 )
 
 // Memory is a Broker of one process. Max bounds the questions waiting at
-// once (0: 64).
+// once (0: limits.DefaultApprovalsMaxPending).
 type Memory struct {
 	Max int
 
@@ -29,7 +31,7 @@ type waiter struct {
 // NewMemory returns an empty Memory broker holding at most max questions.
 func NewMemory(max int) *Memory {
 	if max <= 0 {
-		max = 64
+		max = limits.DefaultApprovalsMaxPending
 	}
 	return &Memory{Max: max, waiting: map[string]*waiter{}, subs: map[int]chan struct{}{}}
 }
@@ -67,10 +69,25 @@ func (m *Memory) Ask(ctx context.Context, r Request) (Decision, error) {
 	case d := <-w.ch:
 		return d, nil
 	case <-expired:
-		return Decision{}, ErrExpired
+		return m.late(w, ErrExpired)
 	case <-ctx.Done():
-		return Decision{}, ctx.Err()
+		return m.late(w, ctx.Err())
 	}
+}
+
+// late ends the wait of w, which ended with err, unless a Decide took it
+// first: Decide removes the question and sends its decision under the
+// lock, so a question no longer waiting has its decision in w.ch. Without
+// this, a Decide that raced the deadline would report success for an
+// answer nobody read.
+func (m *Memory) late(w *waiter, err error) (Decision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, waiting := m.waiting[w.req.ID]; waiting {
+		delete(m.waiting, w.req.ID)
+		return Decision{}, err
+	}
+	return <-w.ch, nil
 }
 
 // Pending implements Broker.

@@ -99,3 +99,14 @@ const (
 // MaxTaskResult is the most tasks.max_result may be, and what a task store
 // reads of one stored result whatever its file or row holds.
 const MaxTaskResult = 1 << 30
+
+// Defaults of the questions that wait for a person in the console
+// (approvals.*, internal/approvals).
+const (
+	// DefaultApprovalsMaxPending bounds the questions waiting at once, on
+	// one process (the memory broker) or across replicas (PostgreSQL).
+	DefaultApprovalsMaxPending = 64
+	// DefaultApprovalsPoll is how often a question waiting in PostgreSQL
+	// reads its row when no notification came (a lost LISTEN connection).
+	DefaultApprovalsPoll = time.Second
+)

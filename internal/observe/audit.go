@@ -29,20 +29,22 @@ type Line struct {
 	Module string `json:"module,omitempty"`
 	// Target is what a feature request names: a resource URI, a prompt
 	// name, a completion's reference.
-	Target     string   `json:"target,omitempty"`
-	Event      string   `json:"event"`
-	Capability string   `json:"capability,omitempty"`
-	Op         string   `json:"op,omitempty"`
-	Path       string   `json:"path,omitempty"`
-	Mode       string   `json:"mode,omitempty"`
-	Host       string   `json:"host,omitempty"`
-	Topic      string   `json:"topic,omitempty"`
-	Key        string   `json:"key,omitempty"`
-	Language   string   `json:"language,omitempty"`
-	Gate       string   `json:"gate,omitempty"`
-	Outcome    string   `json:"outcome,omitempty"`
-	Decision   string   `json:"decision,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
+	Target     string `json:"target,omitempty"`
+	Event      string `json:"event"`
+	Capability string `json:"capability,omitempty"`
+	Op         string `json:"op,omitempty"`
+	Path       string `json:"path,omitempty"`
+	Mode       string `json:"mode,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Topic      string `json:"topic,omitempty"`
+	Key        string `json:"key,omitempty"`
+	Language   string `json:"language,omitempty"`
+	Gate       string `json:"gate,omitempty"`
+	Outcome    string `json:"outcome,omitempty"`
+	Decision   string `json:"decision,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Decider is who answered an approval in the console.
+	Decider    string   `json:"decider,omitempty"`
 	Kind       string   `json:"kind,omitempty"`
 	Fuel       *uint64  `json:"fuel,omitempty"`
 	DurationMs *float64 `json:"duration_ms,omitempty"`

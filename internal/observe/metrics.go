@@ -28,6 +28,10 @@ type Sources struct {
 	// charged now, the most it has been, and the budget
 	// (server.max_instance_memory).
 	InstanceMemory func() (used, peak, limit uint64)
+	// Approvals returns the questions this process's calls wait on in the
+	// console now, and how the questions asked so far ended, by outcome
+	// (asked, approved, denied, expired, failed).
+	Approvals func() (pending int, outcomes map[string]uint64)
 }
 
 // LanguageServers is what one language's running servers use.
@@ -104,6 +108,10 @@ var (
 		[]string{"tier"}, nil)
 	instanceMemoryDesc = prometheus.NewDesc("warden_instance_memory_bytes", "Linear memory of all tool instances: used now, the peak, and the budget (server.max_instance_memory).",
 		[]string{"state"}, nil)
+	approvalsPendingDesc = prometheus.NewDesc("warden_approvals_pending", "Questions this process's calls wait on in the console (gate confirmations, permission prompts their client cannot show).",
+		nil, nil)
+	approvalsDesc = prometheus.NewDesc("warden_approvals_total", "Questions put to the console, by outcome: asked, then approved, denied, expired or failed (refused: too many waiting, backend unavailable, the call ended).",
+		[]string{"outcome"}, nil)
 	tierCompilesDesc = prometheus.NewDesc("warden_tier_compiles_total", "Background compiles of tiered loads: swapped in, or failed (the module keeps running on the interpreter).",
 		[]string{"result"}, nil)
 )
@@ -120,6 +128,8 @@ func (s scraped) Describe(ch chan<- *prometheus.Desc) {
 	ch <- tierCallsDesc
 	ch <- tierCompilesDesc
 	ch <- instanceMemoryDesc
+	ch <- approvalsPendingDesc
+	ch <- approvalsDesc
 }
 
 func (s scraped) Collect(ch chan<- prometheus.Metric) {
@@ -159,5 +169,12 @@ func (s scraped) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(instanceMemoryDesc, prometheus.GaugeValue, float64(used), "used")
 		ch <- prometheus.MustNewConstMetric(instanceMemoryDesc, prometheus.GaugeValue, float64(peak), "peak")
 		ch <- prometheus.MustNewConstMetric(instanceMemoryDesc, prometheus.GaugeValue, float64(limit), "limit")
+	}
+	if s.src.Approvals != nil {
+		pending, outcomes := s.src.Approvals()
+		ch <- prometheus.MustNewConstMetric(approvalsPendingDesc, prometheus.GaugeValue, float64(pending))
+		for outcome, n := range outcomes {
+			ch <- prometheus.MustNewConstMetric(approvalsDesc, prometheus.CounterValue, float64(n), outcome)
+		}
 	}
 }

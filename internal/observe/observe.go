@@ -86,7 +86,9 @@ type Use struct {
 
 // Decision is a gate's or a permission prompt's decision.
 type Decision struct {
-	Event string // "gate" or "prompt"
+	// Event is "gate", "prompt", or "approval": a question put to the
+	// console (asked, then approved, denied, expired or refused).
+	Event string
 	// Detail is what was decided: the gate action (confirm, block,
 	// result) or the grant a prompt asked for ("fs.read=src").
 	Detail string
@@ -97,6 +99,8 @@ type Decision struct {
 	Outcome string
 	Denied  bool
 	Reason  string
+	// Decider is who answered an approval in the console ("" otherwise).
+	Decider string
 }
 
 // Hub is the Recorder that fans events out to the audit log, the metrics
@@ -217,7 +221,9 @@ func (h *Hub) Decision(ctx context.Context, d Decision) {
 	if c == nil {
 		c = &call{who: principal.From(ctx)}
 	}
-	if h.metrics != nil && d.Denied {
+	// An approval's denial is counted by warden_approvals_total, and the
+	// gate or prompt refusal it leads to here.
+	if h.metrics != nil && d.Denied && d.Event != "approval" {
 		h.metrics.denied(d.Event)
 	}
 	if c.span != nil {
@@ -233,6 +239,7 @@ func (h *Hub) Decision(ctx context.Context, d Decision) {
 		}
 		l.Outcome = clip(d.Outcome, maxField)
 		l.Reason = clip(d.Reason, maxReason)
+		l.Decider = clip(d.Decider, maxField)
 		h.audit.write(l)
 	}
 }

@@ -1,0 +1,213 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/internal/approvals"
+	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/internal/policy"
+	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
+)
+
+// approvalsState is where the questions wait that a call puts to a person
+// whose client cannot show them (no elicitation): a gate's confirmation, a
+// permission prompt. The console lists and decides them (App.Approvals);
+// the gate and prompt paths ask and wait (ask). A client that can elicit
+// is asked through elicitation only, never through the console: one
+// person, one place to answer, and the 2026-07-28 input-required flow
+// unchanged (docs/asking.md).
+type approvalsState struct {
+	broker approvals.Broker
+	// close releases a shared backend (nil for the local one).
+	close func()
+	// backend names where questions wait, for messages: "local" or the
+	// database without its password.
+	backend string
+	// max is approvals.max_pending as read at start.
+	max int
+	// console is set once a console in this process answers the
+	// questions (App.ConsoleServes): approvals.via: auto then routes.
+	console atomic.Bool
+	rec     *recorderRef
+
+	pending  atomic.Int64 // this process's questions waiting now
+	mu       sync.Mutex
+	outcomes map[string]uint64 // warden_approvals_total
+}
+
+// newApprovals opens the broker cfg names (approvals.backend, else
+// memory.backend's database, else this process). Under approvals.via:
+// elicitation no question is ever routed, so no database is opened.
+func newApprovals(ctx context.Context, cfg *config.Config, rec *recorderRef, logger *slog.Logger) (*approvalsState, error) {
+	s := &approvalsState{rec: rec, max: cfg.Approvals.MaxPending, backend: config.ApprovalsLocal, outcomes: map[string]uint64{}}
+	local := approvals.NewMemory(s.max)
+	s.broker = local
+	backend := cfg.ApprovalsBackend()
+	if backend == config.ApprovalsLocal || cfg.ApprovalsVia() == config.ApprovalsElicitation {
+		return s, nil
+	}
+	shared, err := approvals.OpenPostgres(ctx, approvals.PostgresOptions{URL: backend, Max: s.max, QueryTimeout: cfg.Memory.Postgres.QueryTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("approvals.backend: %w", err)
+	}
+	s.backend, s.close = shared.Name(), shared.Close
+	// UseLocal reads cfg until App.New has the live config (followConfig).
+	s.broker = &approvals.Fallback{Shared: shared, Local: local, UseLocal: cfg.ApprovalsFallBackLocal}
+	logger.Info("approvals: questions for the console wait in the database", "backend", s.backend)
+	return s, nil
+}
+
+// followConfig makes the Fallback read approvals.on_backend_error from the
+// config in force at each question.
+func (s *approvalsState) followConfig(current func() *config.Config) {
+	if f, ok := s.broker.(*approvals.Fallback); ok {
+		f.UseLocal = func() bool { return current().ApprovalsFallBackLocal() }
+	}
+}
+
+// Approvals returns the broker where the questions wait that calls put to
+// a person whose client cannot show them: the console lists its Pending
+// and Decides. Shared by replicas when approvals.backend (or
+// memory.backend) is a database.
+func (a *App) Approvals() approvals.Broker { return a.approvals.broker }
+
+// ConsoleServes tells the app that a console in this process answers its
+// questions (server.console under serve --http, `warden console`): under
+// approvals.via: auto, from now on a question a client cannot show waits
+// in Approvals for a person, rather than being refused at once.
+func (a *App) ConsoleServes() { a.approvals.console.Store(true) }
+
+// routed reports whether, under pol, a question the client cannot show
+// goes to the console (approvals.via).
+func (s *approvalsState) routed(pol *policy.Policy) bool {
+	switch pol.Config().ApprovalsVia() {
+	case config.ApprovalsConsole:
+		return true
+	case config.ApprovalsElicitation:
+		return false
+	}
+	return s.console.Load()
+}
+
+// request fills the fields every question shares: who asked, who may
+// answer (policy.Approvers), and the deadline, client_wait from now.
+func (s *approvalsState) request(ctx context.Context, pol *policy.Policy, r approvals.Request) approvals.Request {
+	r.Principal = principal.From(ctx).Subject
+	r.Approvers = pol.Approvers(r.Tool)
+	r.Created = time.Now()
+	r.Deadline = r.Created.Add(pol.ClientWait())
+	return r
+}
+
+// ask puts r to the console and waits for the answer, bounded by
+// r.Deadline and ctx, recording the question and how it ended (audit,
+// warden_approvals_*).
+func (s *approvalsState) ask(ctx context.Context, r approvals.Request) (approvals.Decision, error) {
+	detail := string(r.Kind) + " " + r.Tool
+	s.record(ctx, "asked", observe.Decision{Event: "approval", Detail: detail, Outcome: "asked"})
+	s.pending.Add(1)
+	d, err := s.broker.Ask(ctx, r)
+	s.pending.Add(-1)
+	dec := observe.Decision{Event: "approval", Detail: detail, Decider: d.By}
+	switch {
+	case err == nil && d.Approved:
+		dec.Outcome = "approved"
+		if d.Persist {
+			dec.Outcome = "approved always"
+		}
+		s.record(ctx, "approved", dec)
+		return d, nil
+	case err == nil:
+		dec.Outcome, dec.Denied, dec.Reason = "denied", true, "denied in the console"
+		s.record(ctx, "denied", dec)
+	case errors.Is(err, approvals.ErrExpired):
+		dec.Outcome, dec.Denied, dec.Reason = "expired", true, "nobody answered in the console"
+		s.record(ctx, "expired", dec)
+	default:
+		dec.Outcome, dec.Denied, dec.Reason = "failed", true, err.Error()
+		s.record(ctx, "failed", dec)
+	}
+	return d, err
+}
+
+func (s *approvalsState) record(ctx context.Context, outcome string, d observe.Decision) {
+	s.mu.Lock()
+	s.outcomes[outcome]++
+	s.mu.Unlock()
+	if rec := s.rec.get(); rec != nil {
+		rec.Decision(ctx, d)
+	}
+}
+
+// stats is observe.Sources.Approvals.
+func (s *approvalsState) stats() (int, map[string]uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]uint64, len(s.outcomes))
+	for k, v := range s.outcomes {
+		out[k] = v
+	}
+	return int(s.pending.Load()), out
+}
+
+// confirmInConsole is a gate's confirmation of the call c for a client
+// that cannot show it: refused at once, naming the line that would let
+// it run, unless approvals.via routes it to the console; then the same
+// question (the tool, its module moduleName and digest, the arguments as
+// the elicitation shows them) waits there until client_wait, and an
+// approval lets the call run (nil).
+func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, why, moduleName, digest string) *tool.Result {
+	refusal := func(happened string) *tool.Error {
+		return tool.Errorf(tool.KindDenied,
+			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability)%s; to let it run without asking, set %s",
+			c.Name, why, happened, a.configLine(gateAllowLine(c.Name)))
+	}
+	if !a.approvals.routed(pol) {
+		return tool.ErrorResult(refusal(""))
+	}
+	r := a.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Gate, Tool: c.Name, Module: moduleName, Digest: digest,
+		Arguments: shownArguments(c.Arguments), Question: confirmMessage(c, moduleLabel(moduleName, digest), d, grants, why)})
+	dec, err := a.approvals.ask(ctx, r)
+	if err == nil && dec.Approved {
+		return nil
+	}
+	e := refusal("; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
+	switch {
+	case err == nil:
+		return gated(tool.ErrorResult(e), "declined")
+	case errors.Is(err, approvals.ErrExpired):
+		e.Kind = tool.KindTimeout
+		return gated(tool.ErrorResult(e), "timeout")
+	case ctx.Err() != nil:
+		e.Kind = tool.KindCancelled
+	}
+	return tool.ErrorResult(e)
+}
+
+// unanswered says what became of a question the console did not approve
+// (d, err from ask), for the refusal: who denied it, or why nobody could.
+func (s *approvalsState) unanswered(d approvals.Decision, err error, wait time.Duration) string {
+	switch {
+	case err == nil:
+		return "denied in the console by " + termsafe.Line(d.By)
+	case errors.Is(err, approvals.ErrExpired):
+		return fmt.Sprintf("nobody answered in the console within %s (tools.defaults.client_wait)", wait)
+	case errors.Is(err, approvals.ErrTooMany):
+		return fmt.Sprintf("the console has too many questions waiting (approvals.max_pending: %d)", s.max)
+	case errors.Is(err, approvals.ErrUnavailable):
+		return fmt.Sprintf("the question could not wait in the console: %s (approvals.on_backend_error: refuse)", termsafe.Message(err.Error()))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the call ended while its question waited in the console"
+	}
+	return "the question could not wait in the console: " + termsafe.Message(err.Error())
+}

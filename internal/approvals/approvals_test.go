@@ -1,0 +1,281 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warden-run/warden/internal/pgtest"
+)
+
+// pg is this test binary's PostgreSQL server (started by the first test
+// that asks for a database).
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) {
+	pg = pgtest.New()
+	code := m.Run()
+	pg.Stop()
+	os.Exit(code)
+}
+
+// asked is an Ask running in the background.
+type asked struct {
+	d   Decision
+	err error
+	end chan struct{}
+}
+
+func ask(b Broker, r Request) *asked {
+	a := &asked{end: make(chan struct{})}
+	go func() {
+		defer close(a.end)
+		a.d, a.err = b.Ask(context.Background(), r)
+	}()
+	return a
+}
+
+// waitPending waits, on b's change notifications (no timer), until b
+// lists n questions, and returns them.
+func waitPending(t *testing.T, b Broker, changes <-chan struct{}, n int) []Request {
+	t.Helper()
+	for {
+		p, err := b.Pending(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) == n {
+			return p
+		}
+		<-changes
+	}
+}
+
+func question(tool string) Request {
+	return Request{Kind: Gate, Tool: tool, Question: "run " + tool + "?", Principal: "alice", Deadline: time.Now().Add(time.Hour)}
+}
+
+// brokers runs f on each Broker: the one-process Memory, and two
+// PostgreSQL brokers on one database (a and b: replicas).
+func brokers(t *testing.T, max int, f func(t *testing.T, a, b Broker)) {
+	t.Run("memory", func(t *testing.T) {
+		m := NewMemory(max)
+		f(t, m, m)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pg.DB(t)
+		a, b := openPG(t, url, max), openPG(t, url, max)
+		f(t, a, b)
+	})
+}
+
+func openPG(t *testing.T, url string, max int) *Postgres {
+	t.Helper()
+	p, err := OpenPostgres(context.Background(), PostgresOptions{URL: url, Max: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// TestDecideReleasesAsk: a question asked on one replica is listed on the
+// other, and a decision there releases the waiting Ask with it; the
+// question is gone afterwards, and a second Decide finds nothing.
+func TestDecideReleasesAsk(t *testing.T) {
+	brokers(t, 0, func(t *testing.T, a, b Broker) {
+		changes, cancel := b.Subscribe()
+		defer cancel()
+		w := ask(a, question("deploy"))
+		p := waitPending(t, b, changes, 1)
+		if p[0].Tool != "deploy" || p[0].Principal != "alice" || p[0].ID == "" {
+			t.Fatalf("pending: %+v", p)
+		}
+		if err := b.Decide(context.Background(), p[0].ID, Decision{Approved: true, By: "bob", Persist: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		<-w.end
+		if w.err != nil || !w.d.Approved || w.d.By != "bob" || !w.d.Persist {
+			t.Fatalf("Ask: %+v, %v", w.d, w.err)
+		}
+		if err := b.Decide(context.Background(), p[0].ID, Decision{Approved: false, By: "bob"}, nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("second Decide: %v", err)
+		}
+		waitPending(t, b, changes, 0)
+	})
+}
+
+// TestApproversFollowGroups: a question naming approvers is answered only
+// by a named subject or a member of a named group.
+func TestApproversFollowGroups(t *testing.T) {
+	brokers(t, 0, func(t *testing.T, a, b Broker) {
+		changes, cancel := b.Subscribe()
+		defer cancel()
+		r := question("deploy")
+		r.Approvers = []string{"ops", "carol"}
+		w := ask(a, r)
+		id := waitPending(t, b, changes, 1)[0].ID
+		if err := b.Decide(context.Background(), id, Decision{Approved: true, By: "mallory"}, []string{"dev"}); !errors.Is(err, ErrNotYours) {
+			t.Fatalf("outsider: %v", err)
+		}
+		if err := b.Decide(context.Background(), id, Decision{Approved: false, By: "dave"}, []string{"dev", "ops"}); err != nil {
+			t.Fatalf("member of ops: %v", err)
+		}
+		<-w.end
+		if w.err != nil || w.d.Approved || w.d.By != "dave" {
+			t.Fatalf("Ask: %+v, %v", w.d, w.err)
+		}
+	})
+}
+
+// TestBounded: with max questions waiting (on any replica), the next is
+// refused with ErrTooMany at once.
+func TestBounded(t *testing.T) {
+	brokers(t, 2, func(t *testing.T, a, b Broker) {
+		changes, cancel := b.Subscribe()
+		defer cancel()
+		w1, w2 := ask(a, question("one")), ask(b, question("two"))
+		p := waitPending(t, b, changes, 2)
+		if _, err := a.Ask(context.Background(), question("three")); !errors.Is(err, ErrTooMany) {
+			t.Fatalf("third: %v", err)
+		}
+		for _, r := range p {
+			if err := b.Decide(context.Background(), r.ID, Decision{By: "bob"}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		<-w1.end
+		<-w2.end
+	})
+}
+
+// TestExpired: a question whose deadline passed ends with ErrExpired and
+// is gone; deciding it then finds nothing.
+func TestExpired(t *testing.T) {
+	brokers(t, 0, func(t *testing.T, a, b Broker) {
+		r := question("late")
+		r.ID = "late-1"
+		r.Deadline = time.Now().Add(-time.Second)
+		if _, err := a.Ask(context.Background(), r); !errors.Is(err, ErrExpired) {
+			t.Fatalf("Ask: %v", err)
+		}
+		if err := b.Decide(context.Background(), r.ID, Decision{Approved: true, By: "bob"}, nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Decide after expiry: %v", err)
+		}
+		if p, err := b.Pending(context.Background()); err != nil || len(p) != 0 {
+			t.Fatalf("pending: %v %v", p, err)
+		}
+	})
+}
+
+// TestCancelled: the call's end ends its Ask and removes the question.
+func TestCancelled(t *testing.T) {
+	brokers(t, 0, func(t *testing.T, a, b Broker) {
+		changes, cancel := b.Subscribe()
+		defer cancel()
+		ctx, stop := context.WithCancel(context.Background())
+		end := make(chan error)
+		go func() {
+			_, err := a.Ask(ctx, question("x"))
+			end <- err
+		}()
+		waitPending(t, b, changes, 1)
+		stop()
+		if err := <-end; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Ask: %v", err)
+		}
+		waitPending(t, b, changes, 0)
+	})
+}
+
+// TestMemoryDecisionRacingDeadline: a Decide that succeeded is what Ask
+// returns, even when the deadline passed meanwhile.
+func TestMemoryDecisionRacingDeadline(t *testing.T) {
+	m := NewMemory(0)
+	w := &waiter{req: Request{ID: "q"}, ch: make(chan Decision, 1)}
+	m.waiting["q"] = w
+	if err := m.Decide(context.Background(), "q", Decision{Approved: true, By: "bob"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := m.late(w, ErrExpired); err != nil || !d.Approved {
+		t.Fatalf("late after Decide: %+v %v", d, err)
+	}
+	w2 := &waiter{req: Request{ID: "r"}, ch: make(chan Decision, 1)}
+	m.waiting["r"] = w2
+	if _, err := m.late(w2, ErrExpired); !errors.Is(err, ErrExpired) {
+		t.Fatalf("late without Decide: %v", err)
+	}
+	if err := m.Decide(context.Background(), "r", Decision{By: "bob"}, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Decide after late: %v", err)
+	}
+}
+
+// TestPostgresFailsClosed: with the database unreachable (the connection
+// cut and the port closed, by a proxy in front of a real server), a
+// waiting Ask ends with ErrUnavailable naming the database, never with an
+// approval, and a new Ask is refused the same way.
+func TestPostgresFailsClosed(t *testing.T) {
+	url := pg.DB(t)
+	px := pgtest.NewProxy(t, url)
+	b, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, Poll: 50 * time.Millisecond, QueryTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	direct := openPG(t, url, 0)
+	changes, cancel := direct.Subscribe()
+	defer cancel()
+	w := ask(b, question("deploy"))
+	waitPending(t, direct, changes, 1)
+	px.Stop()
+	<-w.end
+	if !errors.Is(w.err, ErrUnavailable) || w.d.Approved || !strings.Contains(w.err.Error(), "postgres://postgres@127.0.0.1:") {
+		t.Fatalf("waiting Ask with the database gone: %+v, %v", w.d, w.err)
+	}
+	d, err := b.Ask(context.Background(), question("deploy"))
+	if !errors.Is(err, ErrUnavailable) || d.Approved {
+		t.Fatalf("new Ask with the database gone: %+v, %v", d, err)
+	}
+}
+
+// TestFallback: with on_backend_error: local, a question the shared
+// backend cannot take waits locally, is listed and decided there; without
+// it, the failure refuses.
+func TestFallback(t *testing.T) {
+	url := pg.DB(t)
+	px := pgtest.NewProxy(t, url)
+	shared, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, QueryTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	px.Stop()
+	useLocal := false
+	f := &Fallback{Shared: shared, Local: NewMemory(0), UseLocal: func() bool { return useLocal }}
+	if _, err := f.Ask(context.Background(), question("x")); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("refuse: %v", err)
+	}
+	useLocal = true
+	changes, cancel := f.Subscribe()
+	defer cancel()
+	w := ask(f, question("x"))
+	var id string
+	for id == "" {
+		p, _ := f.Pending(context.Background()) // the shared half fails: the local half is listed
+		if len(p) == 1 {
+			id = p[0].ID
+		} else {
+			<-changes
+		}
+	}
+	if err := f.Decide(context.Background(), id, Decision{Approved: true, By: "bob"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-w.end
+	if w.err != nil || !w.d.Approved {
+		t.Fatalf("local: %+v %v", w.d, w.err)
+	}
+}

@@ -1,0 +1,458 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/warden-run/warden/internal/backendurl"
+	"github.com/warden-run/warden/internal/limits"
+	"github.com/warden-run/warden/internal/pgmigrate"
+)
+
+// The PostgreSQL broker: one row per waiting question, shared by every
+// replica that names the same database, so that a person deciding on
+// replica B releases the call waiting on replica A. A Decide marks the row
+// and sends a NOTIFY carrying its id; each broker LISTENs on one
+// connection of its own and wakes its waiting Ask, which reads its row.
+// Every waiting Ask also reads its row every Poll, so that a notification
+// lost with a dropped LISTEN connection delays an answer but never loses
+// it. Every statement uses the database's clock (now()), not the replicas'.
+//
+// It fails closed: a question that cannot be stored, or whose row cannot
+// be read, ends its Ask with an error wrapping ErrUnavailable, which the
+// call refuses on. Nothing is ever taken as approved unless the row says so.
+
+// notifyChannel is the LISTEN/NOTIFY channel: the payload is the id of a
+// decided question, or "" when only the pending set changed.
+const notifyChannel = "warden_approvals"
+
+// noDeadline is the deadline a Request without one is stored under, so
+// that the row of a replica that dies mid-wait is still swept.
+const noDeadline = 24 * time.Hour
+
+// approvalsAdvisoryKey is the pg_advisory_xact_lock key that serializes
+// this package's migrations and the bounded insert ("wardena1").
+const approvalsAdvisoryKey int64 = 0x7761726465_6e6131
+
+// migrations are the schema's versions, in order (append only), recorded
+// in a table of their own so that this package and hostfuncs/memory, which
+// may share a database, never number each other's versions.
+var migrations = []string{
+	`CREATE TABLE warden_approvals (
+		id       text PRIMARY KEY,
+		request  jsonb NOT NULL,
+		created  timestamptz NOT NULL,
+		deadline timestamptz NOT NULL,
+		decision jsonb
+	);
+	CREATE INDEX warden_approvals_deadline ON warden_approvals (deadline)`,
+}
+
+// PostgresOptions configure a Postgres broker.
+type PostgresOptions struct {
+	// URL is the postgres:// URL of the database (backendurl.Check).
+	URL string
+	// Max bounds the questions waiting at once across every replica (0:
+	// limits.DefaultApprovalsMaxPending).
+	Max int
+	// QueryTimeout bounds each statement (0: limits.DefaultPostgresQueryTimeout).
+	QueryTimeout time.Duration
+	// Poll is how often a waiting Ask reads its row without a
+	// notification (0: limits.DefaultApprovalsPoll).
+	Poll time.Duration
+}
+
+// Postgres is a Broker whose questions live in PostgreSQL.
+type Postgres struct {
+	pool    *pgxpool.Pool
+	conn    *pgx.ConnConfig // for the LISTEN connection, outside the pool
+	name    string          // backendurl.ID: no password
+	max     int
+	timeout time.Duration
+	poll    time.Duration
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // this process's Asks, by id
+	subs    map[int]chan struct{}
+	nextSub int
+
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed sync.Once
+}
+
+// OpenPostgres connects to the database, brings its schema up to date and
+// starts listening for decisions. Close releases it.
+func OpenPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
+	if err := backendurl.Check(o.URL); err != nil {
+		return nil, fmt.Errorf("approvals backend: %w", err)
+	}
+	p := &Postgres{name: backendurl.ID(o.URL), max: o.Max, timeout: o.QueryTimeout, poll: o.Poll,
+		waiters: map[string]chan struct{}{}, subs: map[int]chan struct{}{}}
+	if p.max <= 0 {
+		p.max = limits.DefaultApprovalsMaxPending
+	}
+	if p.timeout <= 0 {
+		p.timeout = limits.DefaultPostgresQueryTimeout
+	}
+	if p.poll <= 0 {
+		p.poll = limits.DefaultApprovalsPoll
+	}
+	pc, err := pgxpool.ParseConfig(o.URL) // pgconn redacts the password from its errors
+	if err != nil {
+		return nil, fmt.Errorf("approvals backend: %w", err)
+	}
+	pc.MaxConns, pc.MinConns = 4, 0
+	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > p.timeout {
+		pc.ConnConfig.ConnectTimeout = p.timeout
+	}
+	// The server ends a statement that outlives the timeout, as the memory
+	// backend's does (hostfuncs/memory).
+	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(p.timeout.Milliseconds(), 10)
+	p.conn = pc.ConnConfig.Copy()
+	mctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if p.pool, err = pgxpool.NewWithConfig(mctx, pc); err != nil {
+		return nil, p.unavailable(err)
+	}
+	if err := p.migrate(mctx); err != nil {
+		p.pool.Close()
+		return nil, fmt.Errorf("%w: %s: migrate the schema: %v", ErrUnavailable, p.name, err)
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	p.stop, p.done = stop, make(chan struct{})
+	go p.listen(lctx)
+	return p, nil
+}
+
+// Name is the database, without its password: postgres://USER@HOST/DB.
+func (p *Postgres) Name() string { return p.name }
+
+// Close stops listening and closes the connections; Asks still waiting
+// end with ErrUnavailable.
+func (p *Postgres) Close() {
+	p.closed.Do(func() {
+		p.stop()
+		<-p.done
+		p.pool.Close()
+	})
+}
+
+func (p *Postgres) migrate(ctx context.Context) error {
+	return pgmigrate.Run(ctx, p.pool, pgmigrate.Schema{Table: "warden_approvals_migrations", Lock: approvalsAdvisoryKey, Steps: migrations})
+}
+
+// unavailable wraps a database failure: ErrUnavailable, the database
+// named, pgx's words (which never hold the password).
+func (p *Postgres) unavailable(err error) error {
+	return fmt.Errorf("%w: %s: %v", ErrUnavailable, p.name, err)
+}
+
+// query runs f under the query timeout.
+func (p *Postgres) query(ctx context.Context, f func(ctx context.Context) error) error {
+	qctx, cancel := context.WithTimeout(ctx, p.timeout+2*time.Second)
+	defer cancel()
+	return f(qctx)
+}
+
+// Ask implements Broker.
+func (p *Postgres) Ask(ctx context.Context, r Request) (Decision, error) {
+	if r.ID == "" {
+		r.ID = newID()
+	}
+	if r.Created.IsZero() {
+		r.Created = time.Now()
+	}
+	deadline := r.Deadline
+	if deadline.IsZero() {
+		deadline = r.Created.Add(noDeadline)
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return Decision{}, fmt.Errorf("approvals: encode the question: %w", err)
+	}
+	// Listen before the row exists: a Decide right after the insert must
+	// find someone to wake.
+	wake := make(chan struct{}, 1)
+	p.mu.Lock()
+	p.waiters[r.ID] = wake
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waiters, r.ID)
+		p.mu.Unlock()
+	}()
+	if err := p.insert(ctx, r, body, deadline); err != nil {
+		return Decision{}, err
+	}
+	expired := time.NewTimer(time.Until(deadline))
+	defer expired.Stop()
+	tick := time.NewTicker(p.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-wake:
+		case <-tick.C:
+		case <-expired.C:
+			return p.finish(ctx, r.ID, ErrExpired)
+		case <-ctx.Done():
+			return p.finish(ctx, r.ID, ctx.Err())
+		}
+		d, decided, err := p.read(ctx, r.ID)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return p.finish(ctx, r.ID, ctx.Err())
+		case err != nil:
+			// Fail closed: without the row, no answer can be trusted.
+			p.finish(ctx, r.ID, err)
+			return Decision{}, err
+		case decided:
+			p.finish(ctx, r.ID, nil)
+			return d, nil
+		}
+	}
+}
+
+// insert stores the question, refusing it when max are waiting across
+// every replica: the count and the insert run under one advisory lock, so
+// replicas asking at once cannot both take the last place. Rows left by a
+// replica that died mid-wait are swept first, a minute past their deadline: the Ask that owns a row
+// removes it as it returns, so only a replica that died mid-wait leaves one.
+func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline time.Time) error {
+	err := p.query(ctx, func(ctx context.Context) error {
+		tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.Background())
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, approvalsAdvisoryKey); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM warden_approvals WHERE deadline < now() - interval '1 minute'`); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM warden_approvals WHERE decision IS NULL AND deadline > now()`).Scan(&n); err != nil {
+			return err
+		}
+		if n >= p.max {
+			return ErrTooMany
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO warden_approvals (id, request, created, deadline) VALUES ($1, $2, $3, $4)`,
+			r.ID, body, r.Created, deadline); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, notifyChannel); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	})
+	switch {
+	case err == nil, errors.Is(err, ErrTooMany):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return p.unavailable(err)
+}
+
+// read returns the decision on question id, if taken.
+func (p *Postgres) read(ctx context.Context, id string) (d Decision, decided bool, err error) {
+	var raw []byte
+	err = p.query(ctx, func(ctx context.Context) error {
+		return p.pool.QueryRow(ctx, `SELECT decision FROM warden_approvals WHERE id = $1`, id).Scan(&raw)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// Only this Ask removes its row before its deadline: gone means the
+		// database lost it (restored, truncated), never an answer.
+		return Decision{}, false, p.unavailable(errors.New("the question's row is gone"))
+	case err != nil:
+		return Decision{}, false, p.unavailable(err)
+	case raw == nil:
+		return Decision{}, false, nil
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return Decision{}, false, p.unavailable(fmt.Errorf("the decision does not decode: %v", err))
+	}
+	return d, true, nil
+}
+
+// finish removes the row of question id as its Ask returns with err, and
+// returns the decision instead when one landed first: the delete and the
+// read are one statement, so a Decide either wrote before it (and its
+// decision is returned here) or finds no row (ErrNotFound).
+func (p *Postgres) finish(ctx context.Context, id string, err error) (Decision, error) {
+	var raw []byte
+	qerr := p.query(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		return p.pool.QueryRow(ctx, `WITH d AS (DELETE FROM warden_approvals WHERE id = $1 RETURNING decision)
+			SELECT (SELECT decision FROM d), pg_notify($2, '')`, id, notifyChannel).Scan(&raw, nil)
+	})
+	if qerr == nil && raw != nil && err != nil && !errors.Is(err, ErrUnavailable) {
+		var d Decision
+		if json.Unmarshal(raw, &d) == nil {
+			return d, nil
+		}
+	}
+	return Decision{}, err
+}
+
+// Pending implements Broker.
+func (p *Postgres) Pending(ctx context.Context) ([]Request, error) {
+	var out []Request
+	err := p.query(ctx, func(ctx context.Context) error {
+		rows, err := p.pool.Query(ctx, `SELECT request FROM warden_approvals
+			WHERE decision IS NULL AND deadline > now() ORDER BY created, id LIMIT $1`, p.max)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				return err
+			}
+			var r Request
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("a question does not decode: %w", err)
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, p.unavailable(err)
+	}
+	return out, nil
+}
+
+// Decide implements Broker.
+func (p *Postgres) Decide(ctx context.Context, id string, d Decision, groups []string) error {
+	if d.At.IsZero() {
+		d.At = time.Now()
+	}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("approvals: encode the decision: %w", err)
+	}
+	err = p.query(ctx, func(ctx context.Context) error {
+		tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.Background())
+		var raw []byte
+		err = tx.QueryRow(ctx, `SELECT request FROM warden_approvals
+			WHERE id = $1 AND decision IS NULL AND deadline > now() FOR UPDATE`, id).Scan(&raw)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var r Request
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("the question does not decode: %w", err)
+		}
+		if !MayDecide(r, d.By, groups) {
+			return ErrNotYours
+		}
+		if _, err := tx.Exec(ctx, `UPDATE warden_approvals SET decision = $2 WHERE id = $1`, id, body); err != nil {
+			return err
+		}
+		// Delivered at commit, to every replica's listener.
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, id); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	})
+	switch {
+	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrNotYours):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return p.unavailable(err)
+}
+
+// Subscribe implements Broker: every replica's changes reach it, through
+// the NOTIFY each insert, decision and removal sends.
+func (p *Postgres) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	p.mu.Lock()
+	id := p.nextSub
+	p.nextSub++
+	p.subs[id] = ch
+	p.mu.Unlock()
+	return ch, func() {
+		p.mu.Lock()
+		delete(p.subs, id)
+		p.mu.Unlock()
+	}
+}
+
+// listen holds one connection LISTENing for decisions and changes until
+// ctx ends, reconnecting every poll interval while the database is away;
+// after each (re)connection it wakes everyone, for what it may have missed.
+func (p *Postgres) listen(ctx context.Context) {
+	defer close(p.done)
+	for ctx.Err() == nil {
+		p.listenOnce(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(p.poll):
+		}
+	}
+}
+
+func (p *Postgres) listenOnce(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	conn, err := pgx.ConnectConfig(cctx, p.conn)
+	cancel()
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return
+	}
+	p.wake("*")
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return
+		}
+		p.wake(n.Payload)
+	}
+}
+
+// wake tells the subscribers that the pending set changed and, when id
+// names a question this process waits on, its Ask ("*": every Ask).
+func (p *Postgres) wake(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	signal := func(ch chan struct{}) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	for _, ch := range p.subs {
+		signal(ch)
+	}
+	if id == "*" {
+		for _, ch := range p.waiters {
+			signal(ch)
+		}
+	} else if ch, ok := p.waiters[id]; ok {
+		signal(ch)
+	}
+}
