@@ -1,0 +1,552 @@
+package tasks
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/warden-run/warden/internal/osfile"
+)
+
+// The file store: one directory, one file per task (<id>.task), and a lock
+// file. Every operation takes the lock (osfile.TryLock on the lock file,
+// which the system drops when its holder dies, even by kill -9), so that a
+// second process on the same directory (another `warden serve`, or the
+// `warden tasks` CLI) waits rather than interleaves. Every write is atomic
+// and durable before it returns: the record goes to a temp file, is
+// synced, renamed over the record, and the directory is synced.
+//
+// A record file is the task's JSON without its result, a newline, then
+// the result's bytes verbatim: the counts Create needs and the pages List
+// returns read the first line only, however large the results.
+
+const (
+	// fileDir is the store's directory below a project root, beside the
+	// memory store's .warden/memories.
+	fileDir = ".warden/tasks"
+	// lockName is the lock file, inside the directory.
+	lockName = ".lock"
+	// recordExt ends every record's file name (<id>.task).
+	recordExt = ".task"
+	// tempPrefix starts a record being written; no id starts with '.'.
+	tempPrefix = ".tmp-"
+	// maxHeader bounds a record's first line (a task without its result).
+	maxHeader = 1 << 20
+	// fileVersion is the record format.
+	fileVersion = 1
+)
+
+// DefaultDir is the file store's directory for a project: .warden/tasks
+// under its root, beside the memory store's .warden/memories.
+func DefaultDir(projectRoot string) string {
+	return filepath.Join(projectRoot, filepath.FromSlash(fileDir))
+}
+
+// FileStore is the Store of one directory. Every method is safe for
+// concurrent use, by goroutines and by other processes opening the same
+// directory.
+type FileStore struct {
+	dir string
+	now func() time.Time
+	// mu serializes this store's goroutines: they share one lock file,
+	// and a lock held through an open file does not exclude the holder's
+	// other uses of that file.
+	mu     sync.Mutex
+	root   *os.Root // nil once closed
+	lockFd *os.File
+}
+
+// OpenFile opens (creating it when missing) the file store in dir. now is
+// the clock of Created and Updated stamps; nil means time.Now.
+func OpenFile(dir string, now func() time.Time) (*FileStore, error) {
+	if now == nil {
+		now = time.Now
+	}
+	// The records hold results and who created them: private to the user
+	// running warden.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("tasks: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: %w", err)
+	}
+	lockFd, err := osfile.OpenFileIn(root, lockName, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("tasks: open the lock file of %s: %w", dir, err)
+	}
+	s := &FileStore{dir: dir, now: now, root: root, lockFd: lockFd}
+	// A temp file found under the lock was left by a writer that died.
+	if err := s.locked(context.Background(), func() error { return s.removeTemps() }); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dir is the store's directory.
+func (s *FileStore) Dir() string { return s.dir }
+
+// errClosed is the error of a method called after Close.
+var errClosed = errors.New("tasks: the store is closed")
+
+// locked runs f holding the store's lock, waiting for another holder (in
+// this process or another) as long as ctx allows.
+func (s *FileStore) locked(ctx context.Context, f func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.root == nil {
+		return errClosed
+	}
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		err := osfile.TryLock(s.lockFd)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, osfile.ErrLocked) {
+			return fmt.Errorf("tasks: lock %s: %w", s.dir, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	defer osfile.Unlock(s.lockFd)
+	return f()
+}
+
+// fileRecord is a record's first line.
+type fileRecord struct {
+	Version int `json:"v"`
+	Task
+}
+
+// fileName is the file of task id; id has passed ParseID.
+func fileName(id string) string { return id + recordExt }
+
+// read returns the task in name's file, with its result when full.
+func (s *FileStore) read(name string, full bool) (Task, error) {
+	f, err := s.root.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("tasks: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(io.LimitReader(f, maxHeader+1))
+	header, err := r.ReadSlice('\n')
+	if err != nil {
+		return Task{}, fmt.Errorf("tasks: record %s: no header line (%v)", name, err)
+	}
+	var rec fileRecord
+	if err := json.Unmarshal(header, &rec); err != nil || rec.Version != fileVersion {
+		return Task{}, fmt.Errorf("tasks: record %s is not a version %d task record", name, fileVersion)
+	}
+	if name != fileName(rec.ID) {
+		return Task{}, fmt.Errorf("tasks: record %s holds task %q", name, rec.ID)
+	}
+	t := rec.Task
+	t.Result = nil
+	if full {
+		// The reader has the rest of the header's buffer; the file, what
+		// follows.
+		rest, err := io.ReadAll(io.MultiReader(r, f))
+		if err != nil {
+			return Task{}, fmt.Errorf("tasks: record %s: %w", name, err)
+		}
+		if len(rest) > 0 {
+			t.Result = rest
+		}
+	}
+	return t, nil
+}
+
+// write stores t atomically and durably (see the package's file format).
+func (s *FileStore) write(t Task) error {
+	if err := s.writeRecord(t); err != nil {
+		return err
+	}
+	return s.syncDir()
+}
+
+// writeRecord is write without the directory's sync, for a batch of
+// writes that syncs it once after the last: the record file itself is
+// synced before its rename, so a crash leaves the old record or the new.
+func (s *FileStore) writeRecord(t Task) error {
+	rec := fileRecord{Version: fileVersion, Task: t}
+	rec.Result = nil
+	header, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	data := slices.Concat(header, []byte{'\n'}, t.Result)
+	tmp := tempPrefix + NewID()
+	// O_EXCL never follows a link.
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = s.root.Rename(tmp, fileName(t.ID))
+	}
+	if err != nil {
+		s.root.Remove(tmp)
+		return fmt.Errorf("tasks: write task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// syncDir makes the directory's entries (a rename, a removal) durable.
+func (s *FileStore) syncDir() error {
+	d, err := s.root.Open(".")
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("tasks: sync %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// names lists the record files, sorted.
+func (s *FileStore) names() ([]string, error) {
+	entries, err := fs.ReadDir(s.root.FS(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("tasks: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), recordExt)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := ParseID(id); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// scan returns every task (without results) for which keep is true.
+func (s *FileStore) scan(keep func(*Task) bool) ([]Task, error) {
+	names, err := s.names()
+	if err != nil {
+		return nil, err
+	}
+	var out []Task
+	for _, name := range names {
+		t, err := s.read(name, false)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if keep(&t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (s *FileStore) removeTemps() error {
+	entries, err := fs.ReadDir(s.root.FS(), ".")
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			s.root.Remove(e.Name())
+		}
+	}
+	return nil
+}
+
+// Create implements Store.
+func (s *FileStore) Create(ctx context.Context, t Task, b Bounds) error {
+	t, err := prepareCreate(t, s.now(), b)
+	if err != nil {
+		return err
+	}
+	return s.locked(ctx, func() error {
+		if _, err := s.root.Lstat(fileName(t.ID)); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("tasks: create task %s: the id is taken", t.ID)
+		}
+		var mine, total int
+		if _, err := s.scan(func(u *Task) bool {
+			if !u.Status.Terminal() {
+				total++
+				if u.Owner == t.Owner {
+					mine++
+				}
+			}
+			return false
+		}); err != nil {
+			return err
+		}
+		if err := checkCount(mine, total, b); err != nil {
+			return err
+		}
+		return s.write(t)
+	})
+}
+
+// get reads owner's task id under the lock; another owner's is ErrNotFound.
+func (s *FileStore) get(owner, id string, anyOwner bool) (Task, error) {
+	if _, err := ParseID(id); err != nil {
+		return Task{}, ErrNotFound
+	}
+	t, err := s.read(fileName(id), true)
+	if err != nil {
+		return Task{}, err
+	}
+	if !anyOwner && t.Owner != owner {
+		return Task{}, ErrNotFound
+	}
+	return t, nil
+}
+
+// Get implements Store.
+func (s *FileStore) Get(ctx context.Context, owner, id string) (Task, error) {
+	var t Task
+	err := s.locked(ctx, func() (err error) {
+		t, err = s.get(owner, id, false)
+		return err
+	})
+	return t, err
+}
+
+// GetAny implements Operator.
+func (s *FileStore) GetAny(ctx context.Context, id string) (Task, error) {
+	var t Task
+	err := s.locked(ctx, func() (err error) {
+		t, err = s.get("", id, true)
+		return err
+	})
+	return t, err
+}
+
+// List implements Store.
+func (s *FileStore) List(ctx context.Context, owner, cursor string, limit int) ([]Task, string, error) {
+	return s.list(ctx, func(t *Task) bool { return t.Owner == owner }, cursor, limit)
+}
+
+// ListAll implements Operator.
+func (s *FileStore) ListAll(ctx context.Context, cursor string, limit int) ([]Task, string, error) {
+	return s.list(ctx, func(*Task) bool { return true }, cursor, limit)
+}
+
+func (s *FileStore) list(ctx context.Context, mine func(*Task) bool, cursor string, limit int) ([]Task, string, error) {
+	var from position
+	if cursor != "" {
+		var err error
+		if from, err = parseCursor(cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	limit = pageLimit(limit)
+	var page []Task
+	next := ""
+	err := s.locked(ctx, func() error {
+		found, err := s.scan(func(t *Task) bool { return mine(t) && (cursor == "" || from.after(t)) })
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(found, compareListed)
+		if len(found) > limit {
+			found = found[:limit]
+			next = encodeCursor(&found[limit-1])
+		}
+		// A page holds results too: read each listed record in full.
+		page = make([]Task, 0, len(found))
+		for _, t := range found {
+			full, err := s.read(fileName(t.ID), true)
+			if err != nil {
+				return err
+			}
+			page = append(page, full)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return page, next, nil
+}
+
+// compareListed is List's order: oldest first, then by id.
+func compareListed(a, b Task) int {
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Update implements Store.
+func (s *FileStore) Update(ctx context.Context, owner, id string, b Bounds, change func(*Task)) (Task, error) {
+	var out Task
+	err := s.locked(ctx, func() error {
+		old, err := s.get(owner, id, false)
+		if err != nil {
+			return err
+		}
+		t, err := applyUpdate(old, s.now(), b, change)
+		out = t
+		if err != nil {
+			return err
+		}
+		return s.write(t)
+	})
+	return out, err
+}
+
+// Cancel implements Store.
+func (s *FileStore) Cancel(ctx context.Context, owner, id string) (Task, error) {
+	return s.cancel(ctx, owner, id, false)
+}
+
+// CancelAny implements Operator.
+func (s *FileStore) CancelAny(ctx context.Context, id string) (Task, error) {
+	return s.cancel(ctx, "", id, true)
+}
+
+func (s *FileStore) cancel(ctx context.Context, owner, id string, anyOwner bool) (Task, error) {
+	var out Task
+	err := s.locked(ctx, func() error {
+		t, err := s.get(owner, id, anyOwner)
+		out = t
+		if err != nil {
+			return err
+		}
+		if t.Status.Terminal() {
+			return ErrTerminal
+		}
+		if t.CancelRequested {
+			return nil
+		}
+		t.CancelRequested, t.Updated = true, stamp(s.now())
+		if err := s.write(t); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	return out, err
+}
+
+// Renew implements Store. Among the ids it returns are, besides those
+// whose cancellation was requested, those that no longer run here: ended
+// (by Sweep, say, after this replica stalled), removed, or claimed by
+// another replica. The replica stops each of them all the same.
+func (s *FileStore) Renew(ctx context.Context, replica string, ids []string, until time.Time) ([]string, error) {
+	var stop []string
+	err := s.locked(ctx, func() error {
+		changed := false
+		for _, id := range ids {
+			t, err := s.get("", id, true)
+			if errors.Is(err, ErrNotFound) {
+				stop = append(stop, id)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if t.Status.Terminal() || t.Replica != replica {
+				stop = append(stop, id)
+				continue
+			}
+			if t.CancelRequested {
+				stop = append(stop, id)
+			}
+			t.LeaseUntil = stamp(until)
+			if err := s.writeRecord(t); err != nil {
+				return err
+			}
+			changed = true
+		}
+		if changed {
+			return s.syncDir()
+		}
+		return nil
+	})
+	return stop, err
+}
+
+// Sweep implements Store.
+func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed int, err error) {
+	err = s.locked(ctx, func() error {
+		names, err := s.names()
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			t, err := s.read(name, false)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case expired(&t, now):
+				if err := s.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("tasks: remove %s: %w", name, err)
+				}
+				removed++
+			case lapsed(&t, now):
+				if t, err = s.read(name, true); err != nil {
+					return err
+				}
+				t.Status, t.StatusMessage, t.Updated = Failed, LeaseLapsed, stamp(now)
+				if err := s.writeRecord(t); err != nil {
+					return err
+				}
+				failed++
+			}
+		}
+		if removed+failed > 0 {
+			return s.syncDir()
+		}
+		return nil
+	})
+	return failed, removed, err
+}
+
+// Close implements Store.
+func (s *FileStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.root == nil {
+		return nil
+	}
+	err := s.lockFd.Close()
+	s.root.Close()
+	s.root = nil
+	return err
+}
+
+var (
+	_ Store    = (*FileStore)(nil)
+	_ Operator = (*FileStore)(nil)
+)
