@@ -32,12 +32,12 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	defer restore()
-	return s.Serve(ctx, &drainTransport{Transport: &encodingSafeTransport{log: s.log, Transport: &GuardedTransport{
+	return s.Serve(ctx, &drainTransport{Transport: &encodingSafeTransport{log: s.log, Transport: &taskTransport{s: s, Transport: &GuardedTransport{
 		Reader:     os.Stdin,
 		Writer:     nopCloser{out},
 		MaxMessage: s.opts.MaxMessage,
 		Logger:     s.log,
-	}}})
+	}}}})
 }
 
 // maxDrain bounds how long a stdio session whose input ended waits for the
