@@ -591,7 +591,7 @@ func (s *Server) runTaskCall(ctx context.Context, name string, args json.RawMess
 		res, err := s.tools.Call(ctx, Call{
 			Name:      name,
 			Arguments: args,
-			Observer:  &taskObserver{Observer: e.Observer, status: status},
+			Observer:  StatusObserver(e.Observer, status),
 			Client:    taskClient{},
 			Pass:      e.Pass,
 			Task:      true,
@@ -617,8 +617,13 @@ func (s *Server) runTaskCall(ctx context.Context, name string, args json.RawMess
 	return json.Marshal(res)
 }
 
-// taskObserver passes a task's call's reports on and makes each progress
-// report the task's status message.
+// StatusObserver returns an Observer that passes a task's call's reports
+// on to o and makes each progress report the task's status line (its
+// message, or "progress n of m").
+func StatusObserver(o tool.Observer, status func(string)) tool.Observer {
+	return &taskObserver{Observer: o, status: status}
+}
+
 type taskObserver struct {
 	tool.Observer
 	status func(string)

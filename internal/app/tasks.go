@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
 )
 
 // TaskOptions bound and time the MCP tasks an App runs: config tasks.*
@@ -441,4 +443,50 @@ func (r *taskRunner) close(ctx context.Context) error {
 // on, and Close ends the running ones. Call it once, before serving.
 func (a *App) StartTasks(store tasks.Store, opts TaskOptions) {
 	a.taskRunner = newTaskRunner(store, opts, a.log, a.caps.rec.get)
+}
+
+// ErrNoTasks is CallAsTask's error when StartTasks was not called.
+var ErrNoTasks = errors.New("tasks are off: no task store")
+
+// CallAsTask runs c as an MCP task of owner on the App's task store (the
+// operator's `warden call --task`): the record is created before started
+// hears of it, the call runs with the task budgets (c.Task), its progress
+// becomes the record's status line, and the result is stored. When ctx
+// ends first (Ctrl-C), the task is cancelled and its end awaited. It
+// returns the call's result (nil when it did not return one) and the
+// task's final record.
+func (a *App) CallAsTask(ctx context.Context, owner string, c mcpserver.Call, started func(tasks.Task)) (*tool.Result, tasks.Task, error) {
+	r := a.taskRunner
+	if r == nil {
+		return nil, tasks.Task{}, ErrNoTasks
+	}
+	var res *tool.Result
+	t, err := r.Start(ctx, mcpserver.TaskStart{Owner: owner, Tool: c.Name,
+		Run: func(runCtx context.Context, status func(string)) (json.RawMessage, error) {
+			call := c
+			call.Task, call.Observer = true, mcpserver.StatusObserver(c.Observer, status)
+			out, err := a.Call(runCtx, call)
+			if err != nil {
+				return nil, err
+			}
+			res = out
+			return json.Marshal(out)
+		}})
+	if err != nil {
+		return nil, t, err
+	}
+	if started != nil {
+		started(t)
+	}
+	final, err := r.Await(ctx, owner, t.ID)
+	if err != nil && ctx.Err() != nil {
+		final, err = r.Cancel(context.WithoutCancel(ctx), owner, t.ID)
+		if errors.Is(err, tasks.ErrTerminal) {
+			err = nil
+		}
+	}
+	if rt := r.local(t.ID); rt != nil {
+		<-rt.done // res is set before the record ends
+	}
+	return res, final, err
 }

@@ -1,13 +1,14 @@
 // Command taskloop is an e2e fixture for MCP tasks: it runs `iterations`
-// rounds of `work` fuel-metered steps each, reporting after every round
-// its progress as "iteration i of n", and returns how many rounds it ran.
-// Its work is counted, not timed: a test sizes it by fuel, and reads how
-// far it got from the task's status message.
+// rounds of `work` fuel-metered steps each (and a sleep of `sleep_ms`, for
+// a call that must outlast a timeout), reporting after every round its
+// progress as "iteration i of n", and returns how many rounds it ran. A
+// test reads how far it got from the task's status message.
 package main
 
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/warden-run/warden/guest-sdk/go/warden"
 	"github.com/warden-run/warden/tool"
@@ -23,7 +24,7 @@ func (fixture) Descriptor() tool.Descriptor {
 	return tool.Descriptor{
 		Name:        "taskloop",
 		Description: "E2E fixture: counted rounds of fuel-metered work, reporting progress after each; may run as an MCP task.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"iterations":{"type":"integer","minimum":1},"work":{"type":"integer","minimum":0}},"required":["iterations"]}`),
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"iterations":{"type":"integer","minimum":1},"work":{"type":"integer","minimum":0},"sleep_ms":{"type":"integer","minimum":0}},"required":["iterations"]}`),
 		Execution:   &tool.Execution{TaskSupport: tool.TaskOptional},
 	}
 }
@@ -31,6 +32,7 @@ func (fixture) Descriptor() tool.Descriptor {
 type args struct {
 	Iterations int `json:"iterations"`
 	Work       int `json:"work"`
+	SleepMS    int `json:"sleep_ms"`
 }
 
 func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, error) {
@@ -41,6 +43,9 @@ func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, err
 	for i := 1; i <= a.Iterations; i++ {
 		for range a.Work {
 			spins++
+		}
+		if a.SleepMS > 0 {
+			time.Sleep(time.Duration(a.SleepMS) * time.Millisecond)
 		}
 		ctx.Progress(float64(i), float64(a.Iterations), fmt.Sprintf("iteration %d of %d", i, a.Iterations))
 	}
