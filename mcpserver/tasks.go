@@ -278,9 +278,47 @@ func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Co
 	gen := generationOf(c, tc.version)
 	owner := tasks.OwnerOf(tc.principal, tc.peer)
 	if req.Method == MethodCallTool {
+		if _, known := s.tasks.supportOf(c.Name); !known && asksTask(c, gen) && s.loading() {
+			return func(ctx context.Context) *taskReply { return s.taskAfterLoads(ctx, c, gen, owner, tc) }
+		}
 		return s.taskCallTool(c, gen, owner, tc)
 	}
 	return func(ctx context.Context) *taskReply { return s.taskMethod(ctx, req.Method, c, gen, owner) }
+}
+
+// asksTask reports whether a tools/call asks to be a task: params.task on
+// 2025-11-25, the declared extension on 2026-07-28.
+func asksTask(c *taskCall, gen generation) bool {
+	return gen == genLegacy && c.Task != nil || gen == genModern && c.declared()
+}
+
+// loading reports whether modules are still loading in the background.
+func (s *Server) loading() bool {
+	return s.opts.Loader != nil && len(s.opts.Loader.Loading()) > 0
+}
+
+// taskAfterLoads answers a call that asks for a task of a tool not known
+// yet while modules load (a client calling right after start): it waits
+// for the loads as an ordinary call does (up to QueueWait), then decides.
+func (s *Server) taskAfterLoads(ctx context.Context, c *taskCall, gen generation, owner string, tc taskContext) *taskReply {
+	wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
+	for {
+		more := s.opts.Loader.AwaitLoad(wait)
+		s.resync()
+		if _, known := s.tasks.supportOf(c.Name); !more || known {
+			break
+		}
+	}
+	cancel()
+	if _, known := s.tasks.supportOf(c.Name); !known {
+		return replyError(jsonrpc.CodeInvalidParams, "unknown tool %q", c.Name) // as the go-sdk says it
+	}
+	if claim := s.taskCallTool(c, gen, owner, tc); claim != nil {
+		return claim(ctx)
+	}
+	// A tool that loaded meanwhile and runs only interactively: the
+	// request has left the go-sdk's path, so the client sends it again.
+	return replyError(codeServerBusy, "tool %q finished loading while this request waited, and it does not run as a task; send the call again", c.Name)
 }
 
 // answerNow is a claim answered at once.

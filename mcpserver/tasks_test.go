@@ -472,3 +472,49 @@ func TestTasksHTTP(t *testing.T) {
 		t.Errorf("undeclared tasks/get over HTTP: %d", code)
 	}
 }
+
+// TestTaskOfToolStillLoading: a task asked for a tool whose module still
+// loads (a client calling right after start) waits for the load, as an
+// ordinary call does, and is then a task; a tool that never appears is
+// "unknown tool", as the go-sdk says it.
+func TestTaskOfToolStillLoading(t *testing.T) {
+	tools := &loadingTools{fakeTools: newFakeTools(desc("echo")), loading: []string{"late"},
+		ended: make(chan struct{}), awaiting: make(chan struct{}, 4)}
+	r := newStoreRunner(t, tasks.Bounds{})
+	s := New(tools, tools.options(Options{Tasks: r, Logger: slog.New(slog.DiscardHandler), QueueWait: time.Minute}))
+	t.Cleanup(func() { s.Close() })
+	id, _ := jsonrpc.MakeID(float64(1))
+	tc := taskContext{version: "2025-11-25", principal: principal.Local, peer: "p"}
+	claim := s.claimTask(&jsonrpc.Request{ID: id, Method: MethodCallTool, Params: json.RawMessage(`{"name":"late","task":{}}`)}, tc)
+	if claim == nil {
+		t.Fatal("a task of a tool still loading was handed to the go-sdk, which would run it interactively")
+	}
+	reply := make(chan *taskReply)
+	go func() { reply <- claim(context.Background()) }()
+	<-tools.awaiting
+	tools.reload(desc("echo"), taskDesc("late", tool.TaskOptional))
+	tools.mu.Lock()
+	tools.loading = nil
+	close(tools.ended)
+	tools.ended = make(chan struct{})
+	tools.mu.Unlock()
+	got := <-reply
+	if got.err != nil || !strings.Contains(dump(got.result), `{"task":{"createdAt"`) {
+		t.Fatalf("task of a tool that finished loading = %+v", got)
+	}
+
+	tools.mu.Lock()
+	tools.loading = []string{"other"}
+	tools.mu.Unlock()
+	claim = s.claimTask(&jsonrpc.Request{ID: id, Method: MethodCallTool, Params: json.RawMessage(`{"name":"nope","task":{}}`)}, tc)
+	go func() { reply <- claim(context.Background()) }()
+	<-tools.awaiting
+	tools.mu.Lock()
+	tools.loading = nil
+	close(tools.ended)
+	tools.ended = make(chan struct{})
+	tools.mu.Unlock()
+	if got := <-reply; got.err == nil || got.err.Code != jsonrpc.CodeInvalidParams || got.err.Message != `unknown tool "nope"` {
+		t.Errorf("task of a tool that never loads = %+v", got)
+	}
+}

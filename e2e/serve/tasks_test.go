@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -375,3 +378,141 @@ func firstLine(b []byte) string {
 	return s
 }
 
+// tsSDK is the TypeScript SDK .ci/run installs (pinned) for
+// TestTasksTypeScriptSDK, or "" when it is not installed.
+func tsSDK(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(built.root, ".ci", "cache", "tssdk", "node_modules", "@modelcontextprotocol", "sdk")
+	_, err := os.Stat(filepath.Join(dir, "package.json"))
+	_, nodeErr := exec.LookPath("node")
+	if err != nil || nodeErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the TypeScript SDK (%s) or node is missing: .ci/run installs them", dir)
+		}
+		t.Skipf("the TypeScript SDK is not installed in %s (.ci/run installs it) or node is missing", dir)
+	}
+	return dir
+}
+
+// TestTasksTypeScriptSDK: the official TypeScript SDK's task client
+// (@modelcontextprotocol/sdk 1.32.2, client.experimental.tasks, the
+// 2025-11-25 generation, which is the one it implements) over stdio and
+// streamable HTTP: it sees the tasks capability and the tool's
+// execution.taskSupport, runs a task to its result, and cancels one
+// mid-loop, which ends cancelled within one round of the guest's loop.
+func TestTasksTypeScriptSDK(t *testing.T) {
+	t.Parallel()
+	sdk := tsSDK(t)
+	e := newEnv(t, "", "taskloop")
+	hs := startHTTP(t, e)
+	script := filepath.Join(built.root, "e2e", "serve", "testdata", "tasksclient", "client.mjs")
+	for name, args := range map[string][]string{
+		"stdio": {"stdio", built.warden, e.config},
+		"http":  {"http", hs.url()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command("node", append([]string{script, sdk}, args...)...)
+			cmd.Env = childEnv()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("the TypeScript client failed: %v\n%s\n%s", err, out, stderr.String())
+			}
+			steps := map[string]json.RawMessage{}
+			for line := range strings.Lines(string(out)) {
+				var s struct {
+					Step  string          `json:"step"`
+					Value json.RawMessage `json:"value"`
+				}
+				if err := json.Unmarshal([]byte(line), &s); err != nil {
+					t.Fatalf("client line %q: %v", line, err)
+				}
+				steps[s.Step] = s.Value
+			}
+			want := map[string]string{
+				"capabilities":    `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`,
+				"taskSupport":     `"optional"`,
+				"cancelledStream": `"McpError: MCP error -32603: Task `,
+			}
+			for step, w := range want {
+				if !strings.HasPrefix(string(steps[step]), w) {
+					t.Errorf("%s = %s, want %s…", step, steps[step], w)
+				}
+			}
+			var completed []map[string]any
+			json.Unmarshal(steps["completed"], &completed)
+			if n := len(completed); n < 3 || completed[0]["type"] != "taskCreated" ||
+				completed[n-1]["type"] != "result" || completed[n-1]["text"] != "ran 3 iterations" ||
+				completed[n-2]["status"] != "completed" || completed[n-2]["statusMessage"] != "iteration 3 of 3" {
+				t.Errorf("the completed task's stream = %s", steps["completed"])
+			}
+			var cancel struct{ Status, StatusMessage string }
+			json.Unmarshal(steps["cancel"], &cancel)
+			var round, after int
+			if _, err := fmt.Sscanf(cancel.StatusMessage, "cancelled on request; its last status: iteration %d of 1000000000; %d progress reports after the cancel", &round, &after); err != nil ||
+				cancel.Status != "cancelled" || after > 1 {
+				t.Errorf("tasks/cancel = %s (%v)", steps["cancel"], err)
+			}
+		})
+	}
+}
+
+// TestCallTask: `warden call --task` runs the call as a task on the
+// project's task store, shows its progress on stderr and prints the result
+// as `warden call` does; Ctrl-C (SIGINT) cancels it, and it exits 1 once
+// the task ended cancelled, having said so on stderr, the guest stopped
+// within one round of its loop.
+func TestCallTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "", "taskloop")
+	run := exec.Command(built.warden, "call", "--config", e.config, "--task", "taskloop", `{"iterations":2,"work":10}`)
+	run.Env = childEnv()
+	var stderr bytes.Buffer
+	run.Stderr = &stderr
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("warden call --task: %v\n%s", err, stderr.String())
+	}
+	var res struct {
+		Content []struct{ Text string }
+	}
+	if json.Unmarshal(out, &res) != nil || len(res.Content) != 1 || res.Content[0].Text != "ran 2 iterations" {
+		t.Errorf("stdout = %s", out)
+	}
+	if !strings.Contains(stderr.String(), "task: iteration 2 of 2\n") || !regexpMatch(`task [0-9a-f]{32} completed: iteration 2 of 2\n`, stderr.String()) {
+		t.Errorf("stderr = %s", stderr.String())
+	}
+
+	cancel := exec.Command(built.warden, "call", "--config", e.config, "--task", "taskloop", `{"iterations":1000000000,"work":20000}`)
+	cancel.Env = childEnv()
+	progress := &logBuffer{}
+	cancel.Stderr = progress
+	var stdout bytes.Buffer
+	cancel.Stdout = &stdout
+	if err := cancel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyLong(t, "the task's first rounds on stderr", func() bool {
+		return strings.Contains(progress.String(), "task: iteration ")
+	})
+	cancel.Process.Signal(os.Interrupt)
+	err = cancel.Wait()
+	if code := cancel.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit status after Ctrl-C = %d (%v), want 1", code, err)
+	}
+	var id string
+	var round, after int
+	lines := progress.lines("cancelled: cancelled on request")
+	if len(lines) != 1 {
+		t.Fatalf("stderr has no cancelled task line:\n%s", progress.String())
+	}
+	if _, err := fmt.Sscanf(lines[0], "task %s cancelled: cancelled on request; its last status: iteration %d of 1000000000; %d progress reports after the cancel", &id, &round, &after); err != nil || after > 1 {
+		t.Errorf("cancelled line %q: %v", lines[0], err)
+	}
+	if !strings.Contains(stdout.String(), `"kind": "cancelled"`) {
+		t.Errorf("stdout after Ctrl-C = %s", stdout.String())
+	}
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
