@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -516,3 +517,33 @@ func TestCallTask(t *testing.T) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// TestTasksReplicas: two replicas sharing their state (memory.backend on
+// one PostgreSQL, which tasks.backend follows; the project's task store
+// where that is not configured): a task started on one is read from the
+// other; killed with SIGKILL mid-task, its replica stops renewing the
+// lease, and the other replica's sweep ends the task failed by lease
+// expiry, never leaving it working. It polls until then, no fixed sleep.
+func TestTasksReplicas(t *testing.T) {
+	t.Parallel()
+	dbURL := pg.DB(t)
+	e := newEnv(t, "", "taskloop")
+	key := base64.StdEncoding.EncodeToString([]byte("replicas-share-this-32-byte-key!"))
+	extra := []string{"WARDEN_MEMORY_BACKEND=" + dbURL, "WARDEN_SERVER_STATE_KEY=" + key, "WARDEN_TASKS_LEASE=3s"}
+	a, b := startReplica(t, e, extra...), startReplica(t, e, extra...)
+	onA := taskFlow{legacy: true, c: &taskHTTP{url: a.url(), version: "2025-11-25"}}
+	onB := taskFlow{legacy: true, c: &taskHTTP{url: b.url(), version: "2025-11-25"}}
+	id := onA.start(t, map[string]any{"iterations": 1_000_000_000, "work": 20_000})
+	onB.until(t, id, "the task running on A, read from B", func(m map[string]any) bool {
+		s, _ := m["statusMessage"].(string)
+		return m["status"] == "working" && strings.HasPrefix(s, "iteration ")
+	})
+	a.kill(t)
+	task := onB.until(t, id, "the task of the killed replica to end", ended)
+	if task["status"] != "failed" || task["statusMessage"] != "its server stopped (lease expired)" {
+		t.Errorf("task of the killed replica = %s", dump(task))
+	}
+	if got := onB.c.call(t, "tasks/result", map[string]any{"taskId": id}); !strings.Contains(dump(got["error"]), "its server stopped (lease expired)") {
+		t.Errorf("tasks/result of the failed task = %s", dump(got))
+	}
+}
