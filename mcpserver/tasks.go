@@ -405,7 +405,8 @@ func (s *Server) startTask(ctx context.Context, c *taskCall, gen generation, own
 		notify := tc.notify
 		start.Notify = func(t tasks.Task) { notify("notifications/tasks/status", legacyTask(&t)) }
 	}
-	t, err := s.opts.Tasks.Start(ctx, start)
+	// The runner's audit lines and its call name the principal that asked.
+	t, err := s.opts.Tasks.Start(principal.With(ctx, tc.principal), start)
 	if err != nil {
 		return taskFailure(err)
 	}

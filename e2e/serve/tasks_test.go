@@ -304,7 +304,7 @@ func TestTasks(t *testing.T) {
 			if task["status"] != "cancelled" {
 				t.Fatalf("cancelled task = %s", dump(task))
 			}
-			if _, err := fmt.Sscanf(msg, "cancelled on request; its last status: iteration %d of 1000000000; %d progress reports after the cancel", &round, &after); err != nil {
+			if _, err := fmt.Sscanf(msg, "cancelled on request; %d progress reports after the cancel; its last status: iteration %d of 1000000000", &after, &round); err != nil {
 				t.Fatalf("status message %q: %v", msg, err)
 			}
 			if round < 1 || after > 1 {
@@ -451,7 +451,7 @@ func TestTasksTypeScriptSDK(t *testing.T) {
 			var cancel struct{ Status, StatusMessage string }
 			json.Unmarshal(steps["cancel"], &cancel)
 			var round, after int
-			if _, err := fmt.Sscanf(cancel.StatusMessage, "cancelled on request; its last status: iteration %d of 1000000000; %d progress reports after the cancel", &round, &after); err != nil ||
+			if _, err := fmt.Sscanf(cancel.StatusMessage, "cancelled on request; %d progress reports after the cancel; its last status: iteration %d of 1000000000", &after, &round); err != nil ||
 				cancel.Status != "cancelled" || after > 1 {
 				t.Errorf("tasks/cancel = %s (%v)", steps["cancel"], err)
 			}
@@ -508,7 +508,7 @@ func TestCallTask(t *testing.T) {
 	if len(lines) != 1 {
 		t.Fatalf("stderr has no cancelled task line:\n%s", progress.String())
 	}
-	if _, err := fmt.Sscanf(lines[0], "task %s cancelled: cancelled on request; its last status: iteration %d of 1000000000; %d progress reports after the cancel", &id, &round, &after); err != nil || after > 1 {
+	if _, err := fmt.Sscanf(lines[0], "task %s cancelled: cancelled on request; %d progress reports after the cancel; its last status: iteration %d of 1000000000", &id, &after, &round); err != nil || after > 1 {
 		t.Errorf("cancelled line %q: %v", lines[0], err)
 	}
 	if !strings.Contains(stdout.String(), `"kind": "cancelled"`) {

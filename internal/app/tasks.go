@@ -195,11 +195,12 @@ func (r *taskRunner) run(ctx context.Context, rt *runningTask, s mcpserver.TaskS
 	var change func(*tasks.Task)
 	switch {
 	case cancelled:
-		msg := "cancelled on request"
+		// The count first: a store clips a long message at its end, and
+		// the last status is the guest's own text.
+		msg := fmt.Sprintf("cancelled on request; %d progress reports after the cancel", after)
 		if last != "" {
 			msg += "; its last status: " + last
 		}
-		msg += fmt.Sprintf("; %d progress reports after the cancel", after)
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Cancelled, msg }
 	case errors.Is(cause, errShutdown):
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, errShutdown.Error() }
