@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -329,7 +330,7 @@ func answerNow(r *taskReply) func(context.Context) *taskReply {
 // containsTask is the cheap test of a tools/call's params: does anything
 // in it say "task" (params.task, the extension's name)?
 func containsTask(params json.RawMessage) bool {
-	return strings.Contains(string(params), "task")
+	return bytes.Contains(params, []byte("task"))
 }
 
 // taskCallTool answers a tools/call that must run as a task, or be refused

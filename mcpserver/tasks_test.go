@@ -439,7 +439,7 @@ func TestTasksHTTP(t *testing.T) {
 	close(release)
 	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
 	defer srv.Close()
-	post := func(version string, body map[string]any) map[string]any {
+	post := func(version string, body map[string]any, headers ...string) map[string]any {
 		t.Helper()
 		body["jsonrpc"], body["id"] = "2.0", 1
 		raw, _ := json.Marshal(body)
@@ -447,6 +447,9 @@ func TestTasksHTTP(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", version)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -463,13 +466,31 @@ func TestTasksHTTP(t *testing.T) {
 	if r := resultOf(t, post("2025-11-25", map[string]any{"method": "tasks/result", "params": map[string]any{"taskId": id}})); !strings.Contains(dump(r), "ran as a task") {
 		t.Errorf("tasks/result = %s", dump(r))
 	}
-	created = resultOf(t, post("2026-07-28", map[string]any{"method": "tools/call", "params": map[string]any{"name": "maybe", "_meta": modernMeta}}))
+	created = resultOf(t, post("2026-07-28", map[string]any{"method": "tools/call", "params": map[string]any{"name": "maybe", "_meta": modernMeta}},
+		"Mcp-Method", "tools/call", "Mcp-Name", "maybe"))
 	if created["resultType"] != "task" {
 		t.Fatalf("2026-07-28 tools/call = %s", dump(created))
 	}
-	code, _ := errorOf(t, post("2026-07-28", map[string]any{"method": "tasks/get", "params": map[string]any{"taskId": created["taskId"], "_meta": undeclaredMeta}}))
+	id = created["taskId"].(string)
+	code, _ := errorOf(t, post("2026-07-28", map[string]any{"method": "tasks/get", "params": map[string]any{"taskId": id, "_meta": undeclaredMeta}},
+		"Mcp-Method", "tasks/get", "Mcp-Name", id))
 	if code != -32021 {
 		t.Errorf("undeclared tasks/get over HTTP: %d", code)
+	}
+	if got := resultOf(t, post("2026-07-28", map[string]any{"method": "tasks/get", "params": map[string]any{"taskId": id, "_meta": modernMeta}},
+		"Mcp-Method", "tasks/get", "Mcp-Name", " "+id+" ")); got["taskId"] != id {
+		t.Errorf("tasks/get with Mcp-Name = %s", dump(got))
+	}
+	// SEP-2243/2663: the routing headers name what the body names.
+	for _, h := range [][]string{
+		{"Mcp-Method", "tasks/get", "Mcp-Name", strings.Repeat("0", tasks.IDLen)},
+		{"Mcp-Method", "tasks/cancel", "Mcp-Name", id},
+		{"Mcp-Method", "tasks/get"},
+	} {
+		code, msg := errorOf(t, post("2026-07-28", map[string]any{"method": "tasks/get", "params": map[string]any{"taskId": id, "_meta": modernMeta}}, h...))
+		if code != -32020 || !strings.HasPrefix(msg, "header mismatch: ") {
+			t.Errorf("headers %v: %d %q", h, code, msg)
+		}
 	}
 }
 

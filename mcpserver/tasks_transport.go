@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -114,6 +116,13 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// A 2026-07-28 request names its method in a header (the go-sdk
+		// checks it against the body): most are neither kind claimTask
+		// takes, and pass without their body being read again.
+		if m := r.Header.Get("Mcp-Method"); m != "" && m != MethodCallTool && !isTaskMethod(m) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		body, err := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if err != nil || !bytes.Contains(body, []byte("task")) && !s.tasks.anyRequired() {
@@ -140,6 +149,10 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		})
 		if claim == nil {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if herr := checkTaskHeaders(r.Header, req); herr != nil {
+			refuseHTTP(w, s.log, http.StatusBadRequest, &refusal{code: herr.Code, message: herr.Message, id: salvageID(whole)})
 			return
 		}
 		reply := claim(r.Context())
@@ -293,4 +306,36 @@ func (s *Server) addTaskSupport(m map[string]json.RawMessage) error {
 	raw, err := json.Marshal(list)
 	m["tools"] = raw
 	return err
+}
+
+// checkTaskHeaders holds a 2026-07-28 request the task protocol answers to
+// the standard headers (SEP-2243), as the go-sdk holds the requests it
+// answers: Mcp-Method is the body's method, and Mcp-Name the tool a
+// tools/call names or the task a tasks/* request names (SEP-2663, so that
+// a load balancer routing by it sends the request where the task is).
+// Earlier revisions have no such headers.
+func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
+	if h.Get("Mcp-Protocol-Version") < protocolMRTR {
+		return nil
+	}
+	mismatch := func(format string, args ...any) *jsonrpc.Error {
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf(format, args...)}
+	}
+	if m := h.Get("Mcp-Method"); m != req.Method {
+		return mismatch("header mismatch: Mcp-Method header value %q does not match body value %q", m, req.Method)
+	}
+	c, err := parseTaskCall(req.Params)
+	if err != nil {
+		return nil // answered as invalid params
+	}
+	want := c.TaskID
+	if req.Method == MethodCallTool {
+		want = c.Name
+	} else if req.Method == "tasks/list" || req.Method == "tasks/result" {
+		return nil
+	}
+	if n := strings.TrimSpace(h.Get("Mcp-Name")); n != want {
+		return mismatch("header mismatch: Mcp-Name header value %q does not match the body's %q", n, want)
+	}
+	return nil
 }

@@ -149,6 +149,11 @@ func (c *taskHTTP) call(t *testing.T, method string, params map[string]any) map[
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", c.version)
 	req.Header.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		req.Header.Set("Mcp-Name", name)
+	} else if id, ok := params["taskId"].(string); ok {
+		req.Header.Set("Mcp-Name", id)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
