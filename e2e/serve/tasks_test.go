@@ -290,6 +290,20 @@ func TestTasks(t *testing.T) {
 			if got := f.get(t, id); got["status"] != "completed" || got["statusMessage"] != "iteration 3 of 3" {
 				t.Errorf("ended task = %s", dump(got))
 			}
+			if c, ok := f.c.(*taskStdio); ok && f.legacy {
+				// 2025-11-25 over stdio: each stored change is also pushed.
+				eventually(t, "notifications/tasks/status of the ended task", func() bool {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					for _, n := range c.notes {
+						p, _ := n["params"].(map[string]any)
+						if n["method"] == "notifications/tasks/status" && p["taskId"] == id && p["status"] == "completed" {
+							return true
+						}
+					}
+					return false
+				})
+			}
 
 			id = f.start(t, map[string]any{"iterations": 1_000_000_000, "work": 20_000})
 			f.until(t, id, "the guest's first rounds", func(m map[string]any) bool {
