@@ -24,6 +24,7 @@ import (
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/grantcmd"
 	"github.com/warden-run/warden/internal/policy"
+	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
 )
@@ -294,6 +295,10 @@ func ownFiles(cfg *config.Config) []fs.OwnFile {
 		add("signature key (security.signatures)", cfg.Security.Signatures[pattern].Key, "")
 	}
 	add("memory store lock file", memory.LockPath(cfg.Project.Root), "")
+	// Every client's task records and results (MCP tasks): a tool that
+	// read them would read other principals' results, one that wrote them
+	// could forge a result or end another's task.
+	add("task store", tasks.DefaultDir(cfg.Project.Root), "")
 	return own
 }
 

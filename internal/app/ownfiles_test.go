@@ -80,6 +80,7 @@ func TestOwnFilesDenied(t *testing.T) {
 		"logs/audit2.log":         "audit log",
 		"trust/root.json":         "signature trust root (security.trusted_root)",
 		".warden/memories.lock":   "memory store lock file",
+		".warden/tasks/x.json":    "task store",
 		"src/../BIN/Tools/y.wasm": "tools dir",
 		"build/x.wasm":            "module file (linked into the tools dir)",
 	} {
