@@ -32,7 +32,9 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	defer restore()
-	return s.Serve(ctx, &drainTransport{Transport: &encodingSafeTransport{log: s.log, Transport: &taskTransport{s: s, Transport: &GuardedTransport{
+	// The task protocol outermost: the requests it answers count as
+	// unanswered for the drain too.
+	return s.Serve(ctx, &taskTransport{s: s, Transport: &drainTransport{Transport: &encodingSafeTransport{log: s.log, Transport: &GuardedTransport{
 		Reader:     os.Stdin,
 		Writer:     nopCloser{out},
 		MaxMessage: s.opts.MaxMessage,

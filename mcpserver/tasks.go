@@ -279,7 +279,7 @@ func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Co
 	gen := generationOf(c, tc.version)
 	owner := tasks.OwnerOf(tc.principal, tc.peer)
 	if req.Method == MethodCallTool {
-		if _, known := s.tasks.supportOf(c.Name); !known && asksTask(c, gen) && s.loading() {
+		if _, known := s.tasks.supportOf(c.Name); !known && asksTask(c, gen) {
 			return func(ctx context.Context) *taskReply { return s.taskAfterLoads(ctx, c, gen, owner, tc) }
 		}
 		return s.taskCallTool(c, gen, owner, tc)
@@ -299,18 +299,22 @@ func (s *Server) loading() bool {
 }
 
 // taskAfterLoads answers a call that asks for a task of a tool not known
-// yet while modules load (a client calling right after start): it waits
-// for the loads as an ordinary call does (up to QueueWait), then decides.
+// yet (a client calling right after start): it applies a load that ended
+// and waits for those still running as an ordinary call does (up to
+// QueueWait), then decides.
 func (s *Server) taskAfterLoads(ctx context.Context, c *taskCall, gen generation, owner string, tc taskContext) *taskReply {
-	wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
-	for {
-		more := s.opts.Loader.AwaitLoad(wait)
-		s.resync()
-		if _, known := s.tasks.supportOf(c.Name); !more || known {
-			break
+	s.resync()
+	if _, known := s.tasks.supportOf(c.Name); !known && s.loading() {
+		wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
+		for {
+			more := s.opts.Loader.AwaitLoad(wait)
+			s.resync()
+			if _, known := s.tasks.supportOf(c.Name); !more || known {
+				break
+			}
 		}
+		cancel()
 	}
-	cancel()
 	if _, known := s.tasks.supportOf(c.Name); !known {
 		return replyError(jsonrpc.CodeInvalidParams, "unknown tool %q", c.Name) // as the go-sdk says it
 	}
