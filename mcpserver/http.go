@@ -171,7 +171,7 @@ func (s *Server) routes(opts HTTPOptions) *routes {
 	if st != nil {
 		authz = s.httpScopeCheck(st)
 	}
-	mcpHandler = guardMessages(mcpHandler, opts.MaxRequestBytes, s.log, authz)
+	mcpHandler = guardMessages(s.routeTasks(mcpHandler), opts.MaxRequestBytes, s.log, authz)
 	switch {
 	case st != nil:
 		mcpHandler = s.requireOAuth(st, mcpHandler)

@@ -223,6 +223,11 @@ type Options struct {
 	// (JSON-encodable values by key, after the server's own keys). nil
 	// means /healthz carries the server's keys only.
 	Stats func() map[string]any
+	// Tasks runs the tools/call requests clients make tasks of, and keeps
+	// their records (MCP tasks, both protocol generations: tasks.go). nil
+	// means the server offers no tasks: it declares no tasks capability or
+	// extension, and a tool that requires task execution cannot be called.
+	Tasks TaskRunner
 	// EndSession is called once, after a session that made at least one
 	// call has ended, for an app that keeps state per client session (the
 	// runtime's session isolation). Sessionless clients (stateless HTTP)
@@ -289,6 +294,9 @@ type Server struct {
 	// states seals and opens the requestState of input-required results.
 	states *stateSealer
 
+	// tasks is the task support of the registered tools (tasks.go).
+	tasks *taskState
+
 	// syncedLoads is Options.LoadsEnded as of the last resync.
 	syncedLoads atomic.Uint64
 
@@ -340,6 +348,7 @@ func New(tools Tools, opts Options) *Server {
 		registered: make(map[string][]byte),
 		states:     newStateSealer(opts.StateKey, opts.SpentStates),
 		feat:       newFeatureState(),
+		tasks:      newTaskState(),
 	}
 	sdkOpts := &mcp.ServerOptions{
 		Instructions: opts.Instructions,
@@ -368,6 +377,9 @@ func New(tools Tools, opts Options) *Server {
 	s.resync()
 	s.stopWatches = s.startFeatures()
 	s.cancel = tools.Subscribe(s.scheduleResync)
+	if opts.Tasks != nil {
+		s.sdk.AddReceivingMiddleware(s.taskAdvertising)
+	}
 	s.sdk.AddReceivingMiddleware(s.encodableReplies) // outermost but one: it sees every reply (replyguard.go)
 	s.sdk.AddReceivingMiddleware(s.onWarmStacks)     // outermost: the whole chain runs on a warm stack (warmstack.go)
 	return s
@@ -559,7 +571,9 @@ func (s *Server) resync() {
 	}
 
 	seen := make(map[string]bool)
-	for _, d := range s.tools.List() {
+	listed := s.tools.List()
+	defer func() { s.tasks.noteTools(listed, s.registered) }()
+	for _, d := range listed {
 		if seen[d.Name] {
 			s.log.Error("tool listed twice; serving the first", "tool", d.Name)
 			continue

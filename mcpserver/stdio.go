@@ -45,11 +45,15 @@ func (s *Server) serveStdio(ctx context.Context, r io.ReadCloser, w io.WriteClos
 		MaxMessage: s.opts.MaxMessage,
 		Logger:     s.log,
 	}}
+	// The task protocol outermost: the requests it answers count as
+	// unanswered for the drain too. The fast path reads first and takes
+	// only plain calls, never one that asks for a task (and none while a
+	// tool requires tasks: see fastConnection.take).
 	if fast == nil {
-		return s.Serve(ctx, &drainTransport{Transport: t})
+		return s.Serve(ctx, &taskTransport{s: s, Transport: &drainTransport{Transport: t}})
 	}
 	fast.Transport, fast.s = t, s
-	return s.serveFast(ctx, &drainTransport{Transport: fast}, fast)
+	return s.serveFast(ctx, &taskTransport{s: s, Transport: &drainTransport{Transport: fast}}, fast)
 }
 
 // maxDrain bounds how long a stdio session whose input ended waits for the

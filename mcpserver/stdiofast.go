@@ -145,6 +145,11 @@ func (c *fastConnection) take(req *jsonrpc.Request) bool {
 	if req.Method != MethodCallTool {
 		return false
 	}
+	if c.s.opts.Tasks != nil && c.s.tasks.anyRequired() {
+		// A tool requires tasks: the task protocol (taskTransport, which
+		// reads after this) must see every call to refuse a plain one.
+		return false
+	}
 	ss := c.session.Load()
 	handler := c.s.chain
 	if ss == nil || handler == nil || ss.InitializeParams() == nil {

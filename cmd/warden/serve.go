@@ -124,6 +124,7 @@ program's and is refused.`,
 					logger.Error("observability not flushed", "error", err)
 				}
 			}()
+			startTasks(a, cfg, logger)
 			opts := a.ServerOptions(mcpserver.Options{
 				Name:                 "warden",
 				Version:              version,

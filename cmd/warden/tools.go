@@ -282,6 +282,7 @@ func summary(c tool.Capabilities) string {
 
 func newCallCmd(g *globalFlags) *cobra.Command {
 	var session string
+	var asTask bool
 	cmd := &cobra.Command{
 		Use:   "call TOOL [ARGUMENTS_JSON]",
 		Short: "Call a tool once and print its result as JSON",
@@ -311,10 +312,20 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 			for _, err := range a.Catalog().LoadFor(cmd.Context(), args[0]) {
 				logger.Warn("tool not loaded", "error", err)
 			}
-			res, err := a.Call(cmd.Context(), mcpserver.Call{Pass: mcpserver.LocalPass(),
+			c := mcpserver.Call{Pass: mcpserver.LocalPass(),
 				Name: args[0], Arguments: json.RawMessage(arguments), Session: session,
 				Observer: stderrObserver{logger},
-			})
+			}
+			var res *tool.Result
+			if asTask {
+				res, err = callAsTask(cmd.Context(), a, c, cmd.ErrOrStderr(), logger)
+			} else {
+				res, err = a.Call(cmd.Context(), c)
+			}
+			var te *taskEnded
+			if errors.As(err, &te) {
+				return err
+			}
 			if err != nil {
 				return usagef("%v (see `warden tools`)", err)
 			}
@@ -331,6 +342,7 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session id, for tools with isolation: session")
+	cmd.Flags().BoolVar(&asTask, "task", false, "run the call as an MCP task on the config's task store, under the tool's task budgets; Ctrl-C cancels it")
 	return cmd
 }
 

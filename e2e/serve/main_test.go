@@ -49,6 +49,7 @@ var fixtures = map[string]string{
 	"hostcalls":   "runtime/testdata/goguest/hostcalls",
 	"stdoutflood": "runtime/testdata/goguest/stdoutflood",
 	"busy":        "e2e/serve/testdata/busy",
+	"taskloop":    "e2e/serve/testdata/taskloop",
 	"pager":       "e2e/serve/testdata/pager",
 	"surface":     "e2e/serve/testdata/hostile/surface",
 	"shouty":      "e2e/serve/testdata/hostile/shouty",

@@ -64,6 +64,8 @@ type App struct {
 	// secrets learns the secret values read at call time too (see
 	// capabilities.learn); it is shared with them, hence a pointer.
 	secrets *atomic.Pointer[redact.Secrets]
+	// taskRunner runs MCP tasks once StartTasks was called (tasks.go).
+	taskRunner *taskRunner
 	// secretsExtra are RedactWith's extra values, written before secrets
 	// is stored and only read after it is loaded.
 	secretsExtra []string
@@ -170,7 +172,11 @@ func (a *App) Close(ctx context.Context) error {
 	if a.approvals.close != nil {
 		a.approvals.close()
 	}
-	return errors.Join(a.caps.close(ctx), a.rt.Close(ctx))
+	var tasksErr error
+	if a.taskRunner != nil {
+		tasksErr = a.taskRunner.close(ctx)
+	}
+	return errors.Join(tasksErr, a.caps.close(ctx), a.rt.Close(ctx))
 }
 
 // Runtime returns the sandbox runtime, for commands that load a module

@@ -295,8 +295,9 @@ func ownFiles(cfg *config.Config) []fs.OwnFile {
 		add("signature key (security.signatures)", cfg.Security.Signatures[pattern].Key, "")
 	}
 	add("memory store lock file", memory.LockPath(cfg.Project.Root), "")
-	// Every client's task records and results: a tool that wrote one could
-	// end another's task with a result of its choosing.
+	// Every client's task records and results (MCP tasks): a tool that
+	// read them would read other principals' results, one that wrote them
+	// could forge a result or end another's task.
 	add("task store", tasks.DefaultDir(cfg.Project.Root), "")
 	return own
 }

@@ -30,5 +30,8 @@ func (a *App) ServerOptions(opts mcpserver.Options) mcpserver.Options {
 	opts.Refused = a.refused
 	opts.Stats = a.stats
 	opts.EndSession = a.endSession
+	if a.taskRunner != nil {
+		opts.Tasks = a.taskRunner
+	}
 	return opts
 }

@@ -48,6 +48,8 @@ type Metrics struct {
 	fuel      *prometheus.HistogramVec
 	denials   *prometheus.CounterVec
 	queueWait prometheus.Histogram
+	// taskSeries are the warden_tasks_* series (tasks.go).
+	taskSeries taskMetrics
 }
 
 // NewMetrics registers warden's series, reading src at scrape time.

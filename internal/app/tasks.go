@@ -1,0 +1,506 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/warden-run/warden/internal/limits"
+	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
+)
+
+// TaskOptions bound and time the MCP tasks an App runs: config tasks.*
+// (see docs/tasks.md). Zero fields take the defaults of DefaultTaskOptions.
+type TaskOptions struct {
+	// MaxPerClient and MaxTotal bound unfinished tasks per owner and in
+	// the store (tasks.max_per_client, tasks.max_total).
+	MaxPerClient, MaxTotal int
+	// MaxRecordsPerClient and MaxRecords bound the records of any status
+	// (tasks.max_records_per_client, tasks.max_records).
+	MaxRecordsPerClient, MaxRecords int
+	// MaxResult bounds one stored result in bytes (tasks.max_result).
+	MaxResult int
+	// TTL is a task's lifetime when the client asks for none; MaxTTL the
+	// most it may ask for (tasks.ttl, tasks.max_ttl).
+	TTL, MaxTTL time.Duration
+	// PollInterval is the interval between polls the server suggests
+	// (tasks.poll_interval).
+	PollInterval time.Duration
+	// Lease is how long this replica's claim on a running task lasts
+	// unrenewed (tasks.lease); it renews every Lease/3 and sweeps the
+	// store as often.
+	Lease time.Duration
+	// Replica names this server process in the records it runs; empty
+	// means a fresh id.
+	Replica string
+}
+
+// DefaultTaskOptions are the task settings config leaves out.
+var DefaultTaskOptions = TaskOptions{
+	MaxPerClient: limits.DefaultTasksMaxPerClient, MaxTotal: limits.DefaultTasksMaxTotal,
+	MaxRecordsPerClient: limits.DefaultTasksMaxRecordsPerClient, MaxRecords: limits.DefaultTasksMaxRecords,
+	MaxResult: 1 << 20, TTL: limits.DefaultTaskTTL, MaxTTL: limits.DefaultTaskMaxTTL,
+	PollInterval: limits.DefaultTaskPollInterval, Lease: limits.DefaultTaskLease,
+}
+
+func (o TaskOptions) withDefaults() TaskOptions {
+	d := DefaultTaskOptions
+	if o.MaxPerClient <= 0 {
+		o.MaxPerClient = d.MaxPerClient
+	}
+	if o.MaxTotal <= 0 {
+		o.MaxTotal = d.MaxTotal
+	}
+	if o.MaxRecordsPerClient <= 0 {
+		o.MaxRecordsPerClient = d.MaxRecordsPerClient
+	}
+	if o.MaxRecords <= 0 {
+		o.MaxRecords = d.MaxRecords
+	}
+	if o.MaxResult <= 0 {
+		o.MaxResult = d.MaxResult
+	}
+	if o.TTL <= 0 {
+		o.TTL = d.TTL
+	}
+	if o.MaxTTL <= 0 {
+		o.MaxTTL = max(d.MaxTTL, o.TTL)
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = d.PollInterval
+	}
+	if o.Lease <= 0 {
+		o.Lease = d.Lease
+	}
+	if o.Replica == "" {
+		o.Replica = tasks.NewID()
+	}
+	return o
+}
+
+// errShutdown ends the tasks running when their server stops.
+var errShutdown = errors.New("its server shut down while it ran")
+
+// taskRunner runs MCP tasks (mcpserver.TaskRunner): it creates each
+// record durably before the task is announced, runs the call in the
+// background under the task's own context, turns its progress into the
+// record's status message, stores its result, and makes tasks/cancel
+// real: the call's context is cancelled, so the guest stops at its next
+// fuel check or host call as at a deadline. A cancel made on another
+// replica reaches the runner through the lease renewal (Store.Renew).
+// RATIONALE.md, "MCP tasks: the runner".
+type taskRunner struct {
+	store tasks.Store
+	opts  TaskOptions
+	log   *slog.Logger
+	rec   func() observe.Recorder
+
+	mu      sync.Mutex
+	running map[string]*runningTask
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// runningTask is a task this replica runs.
+type runningTask struct {
+	id, owner, tool string
+	cancel          context.CancelCauseFunc
+	done            chan struct{} // closed once the record is final
+
+	mu sync.Mutex
+	// status is the newest status line; written is the last one stored.
+	status, written string
+	// cancelled is set when cancellation was asked for; afterCancel counts
+	// the progress reports the call made after that, which a guest
+	// stopped at its next fuel check keeps at most one.
+	cancelled   bool
+	afterCancel int
+	wake        chan struct{} // the status writer's doorbell
+}
+
+// newTaskRunner starts a runner on store: it sweeps the store now and,
+// every Lease/3, renews its tasks' leases and sweeps again.
+func newTaskRunner(store tasks.Store, opts TaskOptions, log *slog.Logger, rec func() observe.Recorder) *taskRunner {
+	opts = opts.withDefaults()
+	ctx, stop := context.WithCancel(context.Background())
+	r := &taskRunner{store: store, opts: opts, log: log, rec: rec,
+		running: map[string]*runningTask{}, stop: stop, done: make(chan struct{})}
+	r.sweep(ctx)
+	go r.leases(ctx)
+	return r
+}
+
+func (r *taskRunner) bounds() tasks.Bounds {
+	return tasks.Bounds{PerOwner: r.opts.MaxPerClient, Total: r.opts.MaxTotal,
+		RecordsPerOwner: r.opts.MaxRecordsPerClient, Records: r.opts.MaxRecords, ResultBytes: r.opts.MaxResult}
+}
+
+// record reports a task event to the recorder, when there is one that
+// hears of tasks.
+func (r *taskRunner) record(ctx context.Context, e observe.TaskEvent) {
+	if r.rec == nil {
+		return
+	}
+	if tr, ok := r.rec().(observe.TaskRecorder); ok {
+		tr.Task(ctx, e)
+	}
+}
+
+// Start implements mcpserver.TaskRunner.
+func (r *taskRunner) Start(ctx context.Context, s mcpserver.TaskStart) (tasks.Task, error) {
+	ttl := s.TTL
+	if ttl <= 0 {
+		ttl = r.opts.TTL
+	}
+	ttl = min(ttl, r.opts.MaxTTL)
+	t := tasks.Task{
+		ID: tasks.NewID(), Owner: s.Owner, Tool: s.Tool, Status: tasks.Working,
+		TTL: ttl, PollInterval: r.opts.PollInterval,
+		Replica: r.opts.Replica, LeaseUntil: time.Now().Add(r.opts.Lease),
+	}
+	if err := r.store.Create(ctx, t, r.bounds()); err != nil {
+		if errors.Is(err, tasks.ErrTooMany) {
+			return tasks.Task{}, fmt.Errorf("%w (config tasks.max_per_client is %d, tasks.max_total %d); wait for a task to end, or cancel one",
+				err, r.opts.MaxPerClient, r.opts.MaxTotal)
+		}
+		return tasks.Task{}, fmt.Errorf("creating the task: %w", err)
+	}
+	created, err := r.store.Get(ctx, s.Owner, t.ID)
+	if err != nil {
+		return tasks.Task{}, fmt.Errorf("reading the created task: %w", err)
+	}
+	// The call outlives the request that started it, keeping its values
+	// (the principal, the trace) but not its cancellation.
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	rt := &runningTask{id: t.ID, owner: s.Owner, tool: s.Tool, cancel: cancel,
+		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	r.mu.Lock()
+	r.running[t.ID] = rt
+	r.mu.Unlock()
+	r.record(ctx, observe.TaskEvent{Event: observe.TaskStarted, ID: t.ID, Tool: s.Tool, Status: string(tasks.Working)})
+	r.log.Info("task started", "task", t.ID, "tool", s.Tool, "who", principal.From(ctx).Subject)
+	go r.run(runCtx, rt, s)
+	return created, nil
+}
+
+// run makes the task's call and stores how it ended.
+func (r *taskRunner) run(ctx context.Context, rt *runningTask, s mcpserver.TaskStart) {
+	defer close(rt.done)
+	writer := make(chan struct{})
+	go r.writeStatus(ctx, rt, s.Notify, writer)
+	result, err := s.Run(ctx, rt.report)
+	close(rt.wake)
+	<-writer
+
+	rt.mu.Lock()
+	cancelled, after, last := rt.cancelled, rt.afterCancel, rt.status
+	rt.mu.Unlock()
+	cause := context.Cause(ctx)
+	var change func(*tasks.Task)
+	switch {
+	case cancelled:
+		// The count first: a store clips a long message at its end, and
+		// the last status is the guest's own text.
+		msg := fmt.Sprintf("cancelled on request; %d progress reports after the cancel", after)
+		if last != "" {
+			msg += "; its last status: " + last
+		}
+		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Cancelled, msg }
+	case errors.Is(cause, errShutdown):
+		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, errShutdown.Error() }
+	case err != nil:
+		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, err.Error() }
+	default:
+		change = func(t *tasks.Task) { t.Status, t.Result = tasks.Completed, result }
+	}
+	final, uerr := r.store.Update(context.WithoutCancel(ctx), rt.owner, rt.id, r.bounds(), change)
+	if errors.Is(uerr, tasks.ErrResultTooLarge) {
+		msg := fmt.Sprintf("the result of %d bytes is more than the %d a task keeps (config tasks.max_result)", len(result), r.opts.MaxResult)
+		final, uerr = r.store.Update(context.WithoutCancel(ctx), rt.owner, rt.id, r.bounds(),
+			func(t *tasks.Task) { t.Status, t.StatusMessage, t.Result = tasks.Failed, msg, nil })
+	}
+	switch {
+	case errors.Is(uerr, tasks.ErrTerminal), errors.Is(uerr, tasks.ErrNotFound):
+		// Ended elsewhere (cancelled by a replica that could not reach
+		// this one, swept after a stall) or expired: that record stands.
+		r.log.Info("task ended elsewhere", "task", rt.id, "status", final.Status)
+	case uerr != nil:
+		r.log.Error("could not store the end of a task", "task", rt.id, "error", uerr)
+	default:
+		r.log.Info("task ended", "task", rt.id, "tool", rt.tool, "status", final.Status)
+		if s.Notify != nil {
+			s.Notify(final)
+		}
+	}
+	r.mu.Lock()
+	delete(r.running, rt.id)
+	r.mu.Unlock()
+	status := final.Status
+	if !status.Terminal() {
+		status = tasks.Failed
+	}
+	r.record(ctx, observe.TaskEvent{Event: observe.TaskEnded, ID: rt.id, Tool: rt.tool, Status: string(status), Reason: final.StatusMessage})
+}
+
+// report is the status hook of the task's call: the newest line wins, and
+// the writer stores it when it is free.
+func (rt *runningTask) report(message string) {
+	rt.mu.Lock()
+	rt.status = message
+	if rt.cancelled {
+		rt.afterCancel++
+	}
+	rt.mu.Unlock()
+	select {
+	case rt.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeStatus stores the task's newest status line, one write at a time,
+// until the call returns: a guest reporting progress in a tight loop costs
+// the store one write per write it takes, not one per report.
+func (r *taskRunner) writeStatus(ctx context.Context, rt *runningTask, notify func(tasks.Task), done chan<- struct{}) {
+	defer close(done)
+	for range rt.wake {
+		rt.mu.Lock()
+		msg := rt.status
+		same := msg == rt.written
+		rt.mu.Unlock()
+		if same {
+			continue
+		}
+		t, err := r.store.Update(context.WithoutCancel(ctx), rt.owner, rt.id, r.bounds(),
+			func(t *tasks.Task) { t.StatusMessage = msg })
+		if err != nil {
+			r.log.Debug("task status not stored", "task", rt.id, "error", err)
+			continue
+		}
+		rt.mu.Lock()
+		rt.written = msg
+		rt.mu.Unlock()
+		if notify != nil {
+			notify(t)
+		}
+	}
+}
+
+// stopTask cancels a running task's call (cancelled by request).
+func (rt *runningTask) stopTask() {
+	rt.mu.Lock()
+	rt.cancelled = true
+	rt.mu.Unlock()
+	rt.cancel(context.Canceled)
+}
+
+func (r *taskRunner) local(id string) *runningTask {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[id]
+}
+
+// Get implements mcpserver.TaskRunner.
+func (r *taskRunner) Get(ctx context.Context, owner, id string) (tasks.Task, error) {
+	return r.store.Get(ctx, owner, id)
+}
+
+// List implements mcpserver.TaskRunner.
+func (r *taskRunner) List(ctx context.Context, owner, cursor string) ([]tasks.Task, string, error) {
+	return r.store.List(ctx, owner, cursor, tasks.DefaultListLimit)
+}
+
+// Cancel implements mcpserver.TaskRunner: the record is marked, the call
+// stopped (here at once, on another replica at its next lease renewal),
+// and the record returned once it has ended. If the replica running it
+// does not end it within a lease, the record is ended cancelled here (the
+// replica's own end is then refused as the task has ended).
+func (r *taskRunner) Cancel(ctx context.Context, owner, id string) (tasks.Task, error) {
+	t, err := r.store.Cancel(ctx, owner, id)
+	if err != nil {
+		return t, err
+	}
+	r.record(ctx, observe.TaskEvent{Event: observe.TaskCancel, ID: id, Tool: t.Tool, Status: string(t.Status)})
+	if rt := r.local(id); rt != nil {
+		rt.stopTask()
+		select {
+		case <-rt.done:
+		case <-ctx.Done():
+			return t, ctx.Err()
+		}
+		return r.store.Get(ctx, owner, id)
+	}
+	wait, cancel := context.WithTimeout(ctx, r.opts.Lease)
+	defer cancel()
+	if t, err := r.Await(wait, owner, id); err == nil {
+		return t, nil
+	}
+	t, err = r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) {
+		t.Status, t.StatusMessage = tasks.Cancelled, "cancelled on request; the server running it stops it at its next lease renewal"
+	})
+	if errors.Is(err, tasks.ErrTerminal) {
+		return t, nil // it ended meanwhile
+	}
+	return t, err
+}
+
+// Await implements mcpserver.TaskRunner: a task of this replica is
+// awaited directly, another's polled at the suggested interval.
+func (r *taskRunner) Await(ctx context.Context, owner, id string) (tasks.Task, error) {
+	for {
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || t.Status.Terminal() {
+			return t, err
+		}
+		var wake <-chan struct{}
+		if rt := r.local(id); rt != nil {
+			wake = rt.done
+		}
+		timer := time.NewTimer(r.opts.PollInterval)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return t, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// leases renews the leases of this replica's running tasks every Lease/3,
+// stops those whose cancellation was asked for elsewhere (or that ended
+// elsewhere), and sweeps the store: a task whose replica died ends failed
+// once its lease lapses, and expired records go.
+func (r *taskRunner) leases(ctx context.Context) {
+	defer close(r.done)
+	tick := time.NewTicker(max(r.opts.Lease/3, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r.renew(ctx)
+		r.sweep(ctx)
+	}
+}
+
+func (r *taskRunner) renew(ctx context.Context) {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.running))
+	for id := range r.running {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	stop, err := r.store.Renew(ctx, r.opts.Replica, ids, time.Now().Add(r.opts.Lease))
+	if err != nil {
+		r.log.Warn("could not renew the leases of running tasks", "tasks", len(ids), "error", err)
+		return
+	}
+	for _, id := range stop {
+		if rt := r.local(id); rt != nil {
+			r.log.Info("task stopped: cancelled or ended on another server", "task", id)
+			rt.stopTask()
+		}
+	}
+}
+
+func (r *taskRunner) sweep(ctx context.Context) {
+	failed, removed, err := r.store.Sweep(ctx, time.Now())
+	switch {
+	case err != nil:
+		r.log.Warn("could not sweep the task store", "error", err)
+	case failed > 0 || removed > 0:
+		r.log.Info("task store swept", "failed_by_lapsed_lease", failed, "expired_removed", removed)
+	}
+}
+
+// close stops the lease loop and ends the running tasks failed ("its
+// server shut down"), waiting for their records at most until ctx ends.
+func (r *taskRunner) close(ctx context.Context) error {
+	r.stop()
+	<-r.done
+	r.mu.Lock()
+	running := make([]*runningTask, 0, len(r.running))
+	for _, rt := range r.running {
+		running = append(running, rt)
+	}
+	r.mu.Unlock()
+	for _, rt := range running {
+		rt.cancel(errShutdown)
+	}
+	for _, rt := range running {
+		select {
+		case <-rt.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return r.store.Close()
+}
+
+// StartTasks makes the App run MCP tasks, keeping their records in store
+// (which it then owns): ServerOptions offers them to clients from then
+// on, and Close ends the running ones. Call it once, before serving.
+func (a *App) StartTasks(store tasks.Store, opts TaskOptions) {
+	a.taskRunner = newTaskRunner(store, opts, a.log, a.caps.rec.get)
+}
+
+// ErrNoTasks is CallAsTask's error when StartTasks was not called.
+var ErrNoTasks = errors.New("tasks are off: no task store")
+
+// CallAsTask runs c as an MCP task of owner on the App's task store (the
+// operator's `warden call --task`): the record is created before started
+// hears of it, the call runs with the task budgets (c.Task), its progress
+// becomes the record's status line, and the result is stored. When ctx
+// ends first (Ctrl-C), the task is cancelled and its end awaited. It
+// returns the call's result (nil when it did not return one) and the
+// task's final record.
+func (a *App) CallAsTask(ctx context.Context, owner string, c mcpserver.Call, started func(tasks.Task)) (*tool.Result, tasks.Task, error) {
+	r := a.taskRunner
+	if r == nil {
+		return nil, tasks.Task{}, ErrNoTasks
+	}
+	var res *tool.Result
+	t, err := r.Start(ctx, mcpserver.TaskStart{Owner: owner, Tool: c.Name,
+		Run: func(runCtx context.Context, status func(string)) (json.RawMessage, error) {
+			call := c
+			call.Task, call.Observer = true, mcpserver.StatusObserver(c.Observer, status)
+			out, err := a.Call(runCtx, call)
+			if err != nil {
+				return nil, err
+			}
+			res = out
+			return json.Marshal(out)
+		}})
+	if err != nil {
+		return nil, t, err
+	}
+	if started != nil {
+		started(t)
+	}
+	final, err := r.Await(ctx, owner, t.ID)
+	if err != nil && ctx.Err() != nil {
+		final, err = r.Cancel(context.WithoutCancel(ctx), owner, t.ID)
+		if errors.Is(err, tasks.ErrTerminal) {
+			err = nil
+		}
+	}
+	if rt := r.local(t.ID); rt != nil {
+		<-rt.done // res is set before the record ends
+	}
+	return res, final, err
+}

@@ -1,0 +1,158 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/mcpserver"
+)
+
+// replica is one taskRunner on a store directory that others may share:
+// each OpenFile of the same directory is what a replica of its own holds.
+func replica(t *testing.T, dir string, opts TaskOptions) *taskRunner {
+	t.Helper()
+	st, err := tasks.OpenFile(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newTaskRunner(st, opts, discardLogger(), nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r.close(ctx)
+	})
+	return r
+}
+
+// untilEnded polls owner's task id on r until it has ended.
+func untilEnded(t *testing.T, r *taskRunner, owner, id string) tasks.Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	got, err := r.Await(ctx, owner, id)
+	if err != nil {
+		t.Fatalf("task %s did not end: %v (last %+v)", id, err, got)
+	}
+	return got
+}
+
+// counter is a call that reports progress in a loop until its context
+// ends, checking the context once per iteration as a guest's fuel check
+// does; it counts its iterations.
+func counter(iterations *atomic.Int64) func(ctx context.Context, status func(string)) (json.RawMessage, error) {
+	return func(ctx context.Context, status func(string)) (json.RawMessage, error) {
+		for i := int64(1); ; i++ {
+			if ctx.Err() != nil {
+				return json.RawMessage(`{"content":[],"isError":true}`), nil
+			}
+			iterations.Store(i)
+			status(fmt.Sprintf("iteration %d", i))
+		}
+	}
+}
+
+// TestTaskRunnerCancelCounted: a cancel stops the call at its next check of
+// the context: the task ends cancelled, its status message says how far it
+// got, and the call made at most one progress report after the cancel.
+func TestTaskRunnerCancelCounted(t *testing.T) {
+	r := replica(t, t.TempDir(), TaskOptions{})
+	var n atomic.Int64
+	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:a", Tool: "count", Run: counter(&n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n.Load() < 100 {
+		// Running: the counter reports on its own goroutine.
+		if _, err := r.Get(context.Background(), "local:a", task.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := r.Cancel(context.Background(), "local:a", task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after, last int
+	if _, err := fmt.Sscanf(got.StatusMessage, "cancelled on request; %d progress reports after the cancel; its last status: iteration %d", &after, &last); err != nil ||
+		got.Status != tasks.Cancelled || after > 1 || last < 100 {
+		t.Errorf("after cancel: %s %q (%v): want cancelled, at most 1 report after the cancel", got.Status, got.StatusMessage, err)
+	}
+	if _, err := r.Cancel(context.Background(), "local:a", task.ID); err == nil {
+		t.Errorf("a second cancel of an ended task did not say it had ended")
+	}
+}
+
+// TestTaskRunnerBounds: a task past tasks.max_per_client is refused with
+// an error naming the config keys; a result past tasks.max_result ends the
+// task failed, saying so.
+func TestTaskRunnerBounds(t *testing.T) {
+	r := replica(t, t.TempDir(), TaskOptions{MaxPerClient: 1, MaxTotal: 5, MaxResult: 64})
+	var n atomic.Int64
+	first, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:a", Tool: "count", Run: counter(&n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:a", Tool: "count", Run: counter(&n)})
+	if err == nil || err.Error() != "too many unfinished tasks: this client has 1, the most it may have (config tasks.max_per_client is 1, tasks.max_total 5); wait for a task to end, or cancel one" {
+		t.Errorf("second task: %v", err)
+	}
+	// Another client is not bounded by the first one's tasks.
+	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 100) + `"}]}`)
+	other, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:b", Tool: "big",
+		Run: func(context.Context, func(string)) (json.RawMessage, error) { return big, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := untilEnded(t, r, "local:b", other.ID)
+	if got.Status != tasks.Failed || got.StatusMessage != fmt.Sprintf("the result of %d bytes is more than the 64 a task keeps (config tasks.max_result)", len(big)) {
+		t.Errorf("oversized result: %s %q", got.Status, got.StatusMessage)
+	}
+	r.Cancel(context.Background(), "local:a", first.ID)
+}
+
+// TestTaskRunnerReplicas: two replicas on one store: a task started on one
+// is read from the other; a cancel made on the other reaches the running
+// one through its lease renewal and the task ends cancelled; and when a
+// replica stops renewing (as killed), its task ends failed by lease
+// expiry, found by the other's sweep.
+func TestTaskRunnerReplicas(t *testing.T) {
+	dir := t.TempDir()
+	opts := TaskOptions{Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond}
+	a, b := replica(t, dir, opts), replica(t, dir, opts)
+	var n atomic.Int64
+	task, err := a.Start(context.Background(), mcpserver.TaskStart{Owner: "local:x", Tool: "count", Run: counter(&n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(context.Background(), "local:x", task.ID); err != nil || got.Replica != a.opts.Replica {
+		t.Fatalf("read from the other replica: %+v %v", got, err)
+	}
+	got, err := b.Cancel(context.Background(), "local:x", task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != tasks.Cancelled || !strings.HasPrefix(got.StatusMessage, "cancelled on request; ") || !strings.Contains(got.StatusMessage, "; its last status: iteration ") {
+		t.Errorf("cancelled from the other replica: %s %q", got.Status, got.StatusMessage)
+	}
+
+	// A replica that stops renewing: its lease loop ends, its call runs on.
+	c := replica(t, dir, opts)
+	block := make(chan struct{})
+	defer close(block)
+	stalled, err := c.Start(context.Background(), mcpserver.TaskStart{Owner: "local:x", Tool: "stall",
+		Run: func(ctx context.Context, _ func(string)) (json.RawMessage, error) { <-block; return nil, ctx.Err() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stop()
+	<-c.done
+	got = untilEnded(t, b, "local:x", stalled.ID)
+	if got.Status != tasks.Failed || got.StatusMessage != tasks.LeaseLapsed {
+		t.Errorf("task of a stalled replica: %s %q", got.Status, got.StatusMessage)
+	}
+}

@@ -1,0 +1,696 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/tool"
+)
+
+// MCP tasks, both generations (RATIONALE.md, "MCP tasks: the protocol"):
+//
+//   - 2025-11-25 (experimental, "legacy" here): the server declares the
+//     tasks capability at initialize, tools/list shows each tool's
+//     execution.taskSupport, a client asks for a task with params.task on
+//     tools/call and follows it with tasks/get, tasks/result, tasks/list
+//     and tasks/cancel;
+//   - 2026-07-28 (the io.modelcontextprotocol/tasks extension, SEP-2663,
+//     "modern" here): the client declares the extension in each request's
+//     clientCapabilities, the server decides to answer a tools/call with a
+//     task (resultType "task"), and the client follows it with tasks/get,
+//     tasks/update and tasks/cancel.
+//
+// The go-sdk knows neither: it refuses tasks/* as unknown methods and drops
+// params.task while decoding. So these requests are answered in front of
+// it, on the transport (taskTransport for stdio, routeTasks for HTTP),
+// where the raw request is still whole; the go-sdk only ever sees the
+// requests that are not about tasks. What the go-sdk answers itself and a
+// task-aware client must see differently (the capabilities, tools/list)
+// is adjusted by a receiving middleware (taskAdvertising).
+
+// ExtensionTasks is the identifier of the 2026-07-28 Tasks extension.
+const ExtensionTasks = "io.modelcontextprotocol/tasks"
+
+// protocolLegacyTasks is the revision that introduced the experimental
+// task-augmented requests.
+const protocolLegacyTasks = "2025-11-25"
+
+// metaRelatedTask is the _meta key tying a message to its task (2025-11-25).
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// TaskRunner runs the tools/call requests a client made tasks of, and
+// keeps their records (Options.Tasks). Every method takes the owner key of
+// the requesting principal (tasks.OwnerOf) and answers another owner's
+// task exactly as one that does not exist (tasks.ErrNotFound).
+type TaskRunner interface {
+	// Start durably creates the task (tasks.Store.Create: it is never
+	// returned before a tasks/get would find it) and runs start.Run in the
+	// background. It returns the created record, or tasks.ErrTooMany
+	// (wrapped, naming the bound and its config key) and others.
+	Start(ctx context.Context, start TaskStart) (tasks.Task, error)
+	// Get returns owner's task id.
+	Get(ctx context.Context, owner, id string) (tasks.Task, error)
+	// List returns a page of owner's tasks and the next page's cursor.
+	List(ctx context.Context, owner, cursor string) ([]tasks.Task, string, error)
+	// Cancel asks for owner's task id to stop and returns its record once
+	// it has ended (cancelled, unless it ended first), or tasks.ErrTerminal
+	// with the record when it had already ended.
+	Cancel(ctx context.Context, owner, id string) (tasks.Task, error)
+	// Await returns owner's task id once it has ended, or ctx's error.
+	Await(ctx context.Context, owner, id string) (tasks.Task, error)
+}
+
+// TaskStart is a task the server asks a TaskRunner to start.
+type TaskStart struct {
+	// Owner is the owner key of the principal that asked (tasks.OwnerOf).
+	Owner string
+	// Tool is the tool the task calls.
+	Tool string
+	// TTL is the lifetime the client asked for; 0 means the runner's
+	// default. The runner bounds it.
+	TTL time.Duration
+	// Run makes the call, through the server's door as a tools/call with
+	// Call.Task set, and returns its CallToolResult as JSON. status hears
+	// each progress or status line of the call. Run returns an error only
+	// when the call failed as a protocol error would (the tool no longer
+	// exists): the task then ends failed with that error's message.
+	Run func(ctx context.Context, status func(message string)) (json.RawMessage, error)
+	// Notify, when set, hears the record after every change the runner
+	// makes, for notifications/tasks/status.
+	Notify func(tasks.Task)
+}
+
+// taskState is what the server keeps for tasks: the task support of each
+// tool, as the last resync listed it.
+type taskState struct {
+	mu      sync.RWMutex
+	support map[string]string // tool name → tool.Task{Forbidden,Optional,Required}
+	// required counts the tools that require task execution: while none
+	// does, a tools/call that does not mention a task passes the
+	// transport unparsed.
+	required int
+	// peer is the stdio client's peer name for tasks.OwnerOf: fixed for
+	// the server's life (see OwnerOf).
+	peer string
+}
+
+func newTaskState() *taskState {
+	return &taskState{support: map[string]string{}, peer: tasks.NewID()}
+}
+
+// noteTools records the task support of the tools a resync registered
+// (those of ds in registered).
+func (t *taskState) noteTools(ds []tool.Descriptor, registered map[string][]byte) {
+	m := make(map[string]string, len(ds))
+	required := 0
+	for i := range ds {
+		if _, ok := registered[ds[i].Name]; !ok {
+			continue
+		}
+		s := ds[i].TaskSupport()
+		m[ds[i].Name] = s
+		if s == tool.TaskRequired {
+			required++
+		}
+	}
+	t.mu.Lock()
+	t.support, t.required = m, required
+	t.mu.Unlock()
+}
+
+func (t *taskState) supportOf(name string) (string, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s, ok := t.support[name]
+	return s, ok
+}
+
+func (t *taskState) anyRequired() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.required > 0
+}
+
+// generation is the task protocol a request speaks.
+type generation int
+
+const (
+	genNone   generation = iota // no tasks: the request is the go-sdk's
+	genLegacy                   // 2025-11-25
+	genModern                   // 2026-07-28 with the extension
+)
+
+// taskCall is the part of a request's params the task protocol reads. It
+// is decoded exactly as the go-sdk decodes params (case-sensitive names),
+// so that the name a task runs is the name the go-sdk would have read.
+type taskCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Task      *struct {
+		TTL *int64 `json:"ttl"`
+	} `json:"task"`
+	TaskID string `json:"taskId"`
+	Cursor string `json:"cursor"`
+	Meta   struct {
+		ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
+		ClientCapabilities *struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"io.modelcontextprotocol/clientCapabilities"`
+	} `json:"_meta"`
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   string          `json:"requestState"`
+}
+
+// declared reports whether the request's clientCapabilities declare the
+// Tasks extension.
+func (c *taskCall) declared() bool {
+	cc := c.Meta.ClientCapabilities
+	if cc == nil {
+		return false
+	}
+	_, ok := cc.Extensions[ExtensionTasks]
+	return ok
+}
+
+// parseTaskCall decodes a request's params for the task protocol. Absent
+// or null params decode to the zero taskCall.
+func parseTaskCall(params json.RawMessage) (*taskCall, error) {
+	c := new(taskCall)
+	trimmed := trimSpace(params)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return c, nil
+	}
+	if trimmed[0] != '{' {
+		return nil, fmt.Errorf("params must be an object, got %s", kindOf(trimmed[0]))
+	}
+	if err := json.Unmarshal(trimmed, c); err != nil {
+		return nil, fmt.Errorf("params: %v", err)
+	}
+	if c.Task != nil && c.Task.TTL != nil && *c.Task.TTL < 0 {
+		return nil, fmt.Errorf("params.task.ttl %d is negative", *c.Task.TTL)
+	}
+	return c, nil
+}
+
+// isTaskMethod reports whether method is one of the task protocol's own.
+func isTaskMethod(method string) bool { return strings.HasPrefix(method, "tasks/") }
+
+// taskReply is the server's answer to a request it took from the go-sdk:
+// a result or an error.
+type taskReply struct {
+	result any
+	err    *jsonrpc.Error
+}
+
+func replyError(code int64, format string, args ...any) *taskReply {
+	return &taskReply{err: &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// taskContext is what the transport knows of a request it hands to the
+// task protocol.
+type taskContext struct {
+	// version is the session's protocol version (the stdio connection's
+	// initialize, or an HTTP request's Mcp-Protocol-Version header).
+	version string
+	// principal is the caller; peer its peer for tasks.OwnerOf.
+	principal principal.Principal
+	peer      string
+	// notify, when set, sends a notification to this client (stdio).
+	notify func(method string, params any)
+}
+
+// generationOf is the task protocol a request speaks: modern when it says
+// 2026-07-28 or later in its _meta (every request of that revision does),
+// legacy on a 2025-11-25 session, none otherwise (an older session, whose
+// requests the go-sdk answers as it always has).
+func generationOf(c *taskCall, version string) generation {
+	if c.Meta.ProtocolVersion != "" {
+		if c.Meta.ProtocolVersion >= protocolMRTR {
+			return genModern
+		}
+		return genNone
+	}
+	if version >= protocolMRTR {
+		return genModern
+	}
+	if version >= protocolLegacyTasks {
+		return genLegacy
+	}
+	return genNone
+}
+
+// claimTask decides whether req is the task protocol's: a tasks/*
+// request, or a tools/call that makes or refuses a task. It returns nil
+// for every request the go-sdk is to answer, and otherwise the function
+// that answers it (which may wait: for a store, or for the task to end).
+// The decision itself is cheap, and costs a tools/call that mentions no
+// task no parse while no tool requires one.
+func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Context) *taskReply {
+	if s.opts.Tasks == nil || !req.ID.IsValid() {
+		return nil
+	}
+	switch {
+	case req.Method == MethodCallTool:
+		if !containsTask(req.Params) && !s.tasks.anyRequired() {
+			return nil
+		}
+	case isTaskMethod(req.Method):
+	default:
+		return nil
+	}
+	c, err := parseTaskCall(req.Params)
+	if err != nil {
+		if req.Method == MethodCallTool {
+			return nil // the go-sdk refuses it as it always has
+		}
+		return answerNow(replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err))
+	}
+	gen := generationOf(c, tc.version)
+	owner := tasks.OwnerOf(tc.principal, tc.peer)
+	if req.Method == MethodCallTool {
+		if _, known := s.tasks.supportOf(c.Name); !known && asksTask(c, gen) {
+			return func(ctx context.Context) *taskReply { return s.taskAfterLoads(ctx, c, gen, owner, tc) }
+		}
+		return s.taskCallTool(c, gen, owner, tc)
+	}
+	return func(ctx context.Context) *taskReply { return s.taskMethod(ctx, req.Method, c, gen, owner) }
+}
+
+// asksTask reports whether a tools/call asks to be a task: params.task on
+// 2025-11-25, the declared extension on 2026-07-28.
+func asksTask(c *taskCall, gen generation) bool {
+	return gen == genLegacy && c.Task != nil || gen == genModern && c.declared()
+}
+
+// loading reports whether modules are still loading in the background.
+func (s *Server) loading() bool {
+	return s.opts.Loader != nil && len(s.opts.Loader.Loading()) > 0
+}
+
+// taskAfterLoads answers a call that asks for a task of a tool not known
+// yet (a client calling right after start): it applies a load that ended
+// and waits for those still running as an ordinary call does (up to
+// QueueWait), then decides.
+func (s *Server) taskAfterLoads(ctx context.Context, c *taskCall, gen generation, owner string, tc taskContext) *taskReply {
+	s.resync()
+	if _, known := s.tasks.supportOf(c.Name); !known && s.loading() {
+		wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
+		for {
+			more := s.opts.Loader.AwaitLoad(wait)
+			s.resync()
+			if _, known := s.tasks.supportOf(c.Name); !more || known {
+				break
+			}
+		}
+		cancel()
+	}
+	if _, known := s.tasks.supportOf(c.Name); !known {
+		return replyError(jsonrpc.CodeInvalidParams, "unknown tool %q", c.Name) // as the go-sdk says it
+	}
+	if claim := s.taskCallTool(c, gen, owner, tc); claim != nil {
+		return claim(ctx)
+	}
+	// A tool that loaded meanwhile and runs only interactively: the
+	// request has left the go-sdk's path, so the client sends it again.
+	return replyError(codeServerBusy, "tool %q finished loading while this request waited, and it does not run as a task; send the call again", c.Name)
+}
+
+// answerNow is a claim answered at once.
+func answerNow(r *taskReply) func(context.Context) *taskReply {
+	return func(context.Context) *taskReply { return r }
+}
+
+// containsTask is the cheap test of a tools/call's params: does anything
+// in it say "task" (params.task, the extension's name)?
+func containsTask(params json.RawMessage) bool {
+	return bytes.Contains(params, []byte("task"))
+}
+
+// taskCallTool answers a tools/call that must run as a task, or be refused
+// for its task support; nil lets the go-sdk run it as an ordinary call.
+func (s *Server) taskCallTool(c *taskCall, gen generation, owner string, tc taskContext) func(context.Context) *taskReply {
+	support, known := s.tasks.supportOf(c.Name)
+	if !known {
+		return nil // unknown (or still loading): the go-sdk says so
+	}
+	switch gen {
+	case genLegacy:
+		switch {
+		case c.Task != nil && support == tool.TaskForbidden:
+			return answerNow(replyError(jsonrpc.CodeMethodNotFound,
+				"tool %q does not support task-augmented execution (its execution.taskSupport is %q); call it without params.task", c.Name, support))
+		case c.Task == nil && support == tool.TaskRequired:
+			return answerNow(replyError(jsonrpc.CodeMethodNotFound,
+				"tool %q requires task-augmented execution (its execution.taskSupport is %q); call it with params.task", c.Name, support))
+		case c.Task == nil:
+			return nil
+		}
+		var ttl time.Duration
+		if c.Task.TTL != nil {
+			ttl = time.Duration(min(*c.Task.TTL, int64(maxTTLMillis))) * time.Millisecond
+		}
+		return func(ctx context.Context) *taskReply { return s.startTask(ctx, c, gen, owner, ttl, tc) }
+	case genModern:
+		switch {
+		case support == tool.TaskForbidden:
+			return nil
+		case !c.declared() && support == tool.TaskRequired:
+			return answerNow(&taskReply{err: missingTasksExtension(fmt.Sprintf(
+				"tool %q runs only as a task, and the request did not declare the %s extension", c.Name, ExtensionTasks))})
+		case !c.declared():
+			return nil
+		case len(c.InputResponses) > 0 || c.RequestState != "":
+			// A call that answers an input-required round stays
+			// synchronous (SEP-2663: MRTR is resolved before a task).
+			return nil
+		}
+		return func(ctx context.Context) *taskReply { return s.startTask(ctx, c, gen, owner, 0, tc) }
+	}
+	// An older session: a tool that requires a task cannot be called.
+	if support == tool.TaskRequired {
+		return answerNow(replyError(jsonrpc.CodeMethodNotFound,
+			"tool %q runs only as a task, which this session's protocol version does not support (use %s or later)", c.Name, protocolLegacyTasks))
+	}
+	return nil
+}
+
+// maxTTLMillis bounds a client's ttl before it becomes a Duration (the
+// runner bounds it again by config).
+const maxTTLMillis = int64(365 * 24 * time.Hour / time.Millisecond)
+
+// missingTasksExtension is the -32021 error of a modern request that needs
+// the Tasks extension its client did not declare.
+func missingTasksExtension(message string) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
+		"extensions": map[string]any{ExtensionTasks: map[string]any{}}}})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: message, Data: data}
+}
+
+// startTask creates the task and starts its call.
+func (s *Server) startTask(ctx context.Context, c *taskCall, gen generation, owner string, ttl time.Duration, tc taskContext) *taskReply {
+	name, args := c.Name, arguments(c.Arguments)
+	start := TaskStart{
+		Owner: owner, Tool: name, TTL: ttl,
+		Run: func(runCtx context.Context, status func(string)) (json.RawMessage, error) {
+			return s.runTaskCall(principal.With(runCtx, tc.principal), name, args, status)
+		},
+	}
+	if gen == genLegacy && tc.notify != nil {
+		notify := tc.notify
+		start.Notify = func(t tasks.Task) { notify("notifications/tasks/status", legacyTask(&t)) }
+	}
+	// The runner's audit lines and its call name the principal that asked.
+	t, err := s.opts.Tasks.Start(principal.With(ctx, tc.principal), start)
+	if err != nil {
+		return taskFailure(err)
+	}
+	if gen == genLegacy {
+		return &taskReply{result: map[string]any{"task": legacyTask(&t)}}
+	}
+	out := modernTask(&t)
+	out["resultType"] = "task"
+	return &taskReply{result: out}
+}
+
+// taskFailure maps a runner's error onto the protocol.
+func taskFailure(err error) *taskReply {
+	switch {
+	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, tasks.ErrBadID):
+		return replyError(jsonrpc.CodeInvalidParams, "Failed to retrieve task: Task not found")
+	case errors.Is(err, tasks.ErrBadCursor):
+		return replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
+	case errors.Is(err, tasks.ErrTooMany):
+		return replyError(codeServerBusy, "%v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return replyError(jsonrpc.CodeInternalError, "%v", err)
+	}
+	return replyError(jsonrpc.CodeInternalError, "task: %v", err)
+}
+
+// taskMethod answers tasks/get, tasks/result, tasks/list, tasks/update and
+// tasks/cancel in the request's generation.
+func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen generation, owner string) *taskReply {
+	switch gen {
+	case genNone:
+		return replyError(jsonrpc.CodeMethodNotFound,
+			"%s: tasks need protocol version %s or later (with the tasks capability) or the %s extension", method, protocolLegacyTasks, ExtensionTasks)
+	case genModern:
+		if !c.declared() {
+			return &taskReply{err: missingTasksExtension(fmt.Sprintf("%s needs the %s extension, which the request did not declare", method, ExtensionTasks))}
+		}
+	}
+	r := s.opts.Tasks
+	var id string
+	if method != "tasks/list" {
+		var err error
+		if id, err = tasks.ParseID(c.TaskID); err != nil {
+			return replyError(jsonrpc.CodeInvalidParams, "Failed to retrieve task: Task not found")
+		}
+	}
+	switch {
+	case method == "tasks/get":
+		t, err := r.Get(ctx, owner, id)
+		if err != nil {
+			return taskFailure(err)
+		}
+		if gen == genLegacy {
+			return &taskReply{result: legacyTask(&t)}
+		}
+		return &taskReply{result: modernDetailed(&t)}
+	case method == "tasks/cancel":
+		t, err := r.Cancel(ctx, owner, id)
+		if err != nil && !errors.Is(err, tasks.ErrTerminal) {
+			return taskFailure(err)
+		}
+		if gen == genModern {
+			// An acknowledgement, also for a task that had ended (SEP-2663).
+			return &taskReply{result: map[string]any{"resultType": "complete"}}
+		}
+		if err != nil {
+			return replyError(jsonrpc.CodeInvalidParams, "Cannot cancel task: already in terminal status '%s'", legacyStatus(&t))
+		}
+		return &taskReply{result: legacyTask(&t)}
+	case method == "tasks/update" && gen == genModern:
+		// No task of warden's asks for input yet (RATIONALE.md): every
+		// response is for a key that is not outstanding, which SEP-2663
+		// says to ignore; the task must exist all the same.
+		if _, err := r.Get(ctx, owner, id); err != nil {
+			return taskFailure(err)
+		}
+		return &taskReply{result: map[string]any{"resultType": "complete"}}
+	case method == "tasks/result" && gen == genLegacy:
+		t, err := r.Await(ctx, owner, id)
+		if err != nil {
+			return taskFailure(err)
+		}
+		return legacyPayload(&t)
+	case method == "tasks/list" && gen == genLegacy:
+		list, next, err := r.List(ctx, owner, c.Cursor)
+		if err != nil {
+			return taskFailure(err)
+		}
+		out := make([]map[string]any, len(list))
+		for i := range list {
+			out[i] = legacyTask(&list[i])
+		}
+		res := map[string]any{"tasks": out}
+		if next != "" {
+			res["nextCursor"] = next
+		}
+		return &taskReply{result: res}
+	}
+	return replyError(jsonrpc.CodeMethodNotFound, "method %q not found", method)
+}
+
+// legacyStatus is t's status as 2025-11-25 says it: a tool result with
+// isError ends the task failed there (2026-07-28 keeps it completed).
+func legacyStatus(t *tasks.Task) tasks.Status {
+	if t.Status == tasks.Completed && resultIsError(t.Result) {
+		return tasks.Failed
+	}
+	return t.Status
+}
+
+func resultIsError(result json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// legacyTask renders t as a 2025-11-25 Task.
+func legacyTask(t *tasks.Task) map[string]any {
+	m := map[string]any{
+		"taskId":        t.ID,
+		"status":        legacyStatus(t),
+		"createdAt":     stamp(t.Created),
+		"lastUpdatedAt": stamp(t.Updated),
+		"ttl":           t.TTL.Milliseconds(),
+	}
+	if t.StatusMessage != "" {
+		m["statusMessage"] = t.StatusMessage
+	}
+	if t.PollInterval > 0 {
+		m["pollInterval"] = t.PollInterval.Milliseconds()
+	}
+	return m
+}
+
+// legacyPayload is tasks/result's answer for an ended task: exactly what
+// the tools/call would have answered, tied to the task by _meta.
+func legacyPayload(t *tasks.Task) *taskReply {
+	if len(t.Result) == 0 {
+		msg := t.StatusMessage
+		if msg == "" {
+			msg = "the task ended " + string(t.Status) + " without a result"
+		}
+		return replyError(jsonrpc.CodeInternalError, "task %s %s: %s", t.ID, t.Status, msg)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(t.Result, &res); err != nil {
+		return replyError(jsonrpc.CodeInternalError, "task %s: its stored result is not an object: %v", t.ID, err)
+	}
+	meta, _ := res["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[metaRelatedTask] = map[string]any{"taskId": t.ID}
+	res["_meta"] = meta
+	return &taskReply{result: res}
+}
+
+// modernTask renders t as a 2026-07-28 Task.
+func modernTask(t *tasks.Task) map[string]any {
+	m := map[string]any{
+		"taskId":        t.ID,
+		"status":        t.Status,
+		"createdAt":     stamp(t.Created),
+		"lastUpdatedAt": stamp(t.Updated),
+		"ttlMs":         t.TTL.Milliseconds(),
+	}
+	if t.StatusMessage != "" {
+		m["statusMessage"] = t.StatusMessage
+	}
+	if t.PollInterval > 0 {
+		m["pollIntervalMs"] = t.PollInterval.Milliseconds()
+	}
+	return m
+}
+
+// modernDetailed is tasks/get's 2026-07-28 answer: the task with the
+// result of a completed one, or the JSON-RPC error of a failed one.
+func modernDetailed(t *tasks.Task) map[string]any {
+	m := modernTask(t)
+	m["resultType"] = "complete"
+	switch t.Status {
+	case tasks.Completed:
+		result := t.Result
+		if len(result) == 0 {
+			result = json.RawMessage(`{"content":[]}`)
+		}
+		m["result"] = result
+	case tasks.Failed:
+		msg := t.StatusMessage
+		if msg == "" {
+			msg = "the task failed"
+		}
+		m["error"] = map[string]any{"code": jsonrpc.CodeInternalError, "message": msg}
+	}
+	return m
+}
+
+// runTaskCall makes a task's call: through the door, as the tools/call it
+// is (scopes, rates, call slots), with Call.Task set so that the tool's
+// task budgets apply, its progress becoming the task's status message.
+// A task has no client to ask (the request that made it has been
+// answered): a tool that asks one fails as for a client without the
+// feature.
+func (s *Server) runTaskCall(ctx context.Context, name string, args json.RawMessage, status func(string)) (json.RawMessage, error) {
+	var fail error
+	d := &door[*mcp.CallToolResult]{
+		method: MethodCallTool, name: name, what: name, subject: name, args: args,
+		refused: func(r *tool.Result) (*mcp.CallToolResult, error) { return s.resultFor(name, r), nil },
+		failed: func(err error) (*mcp.CallToolResult, error) {
+			if tool.KindOf(err) == tool.KindNotFound {
+				fail = err
+				return nil, err
+			}
+			return s.resultFor(name, tool.ErrorResult(tool.Errorf(tool.KindInternal, "%v", err))), nil
+		},
+	}
+	res, err := enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.CallToolResult, error) {
+		res, err := s.tools.Call(ctx, Call{
+			Name:      name,
+			Arguments: args,
+			Observer:  StatusObserver(e.Observer, status),
+			Client:    taskClient{},
+			Pass:      e.Pass,
+			Task:      true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			res = tool.ErrorResult(tool.Errorf(tool.KindInternal, "tool %s returned no result", name))
+		}
+		return s.resultFor(name, res), nil
+	})
+	if fail != nil {
+		return nil, fail
+	}
+	if err != nil {
+		var je *jsonrpc.Error
+		if errors.As(err, &je) {
+			return nil, fmt.Errorf("%s", je.Message)
+		}
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// StatusObserver returns an Observer that passes a task's call's reports
+// on to o and makes each progress report the task's status line (its
+// message, or "progress n of m").
+func StatusObserver(o tool.Observer, status func(string)) tool.Observer {
+	return &taskObserver{Observer: o, status: status}
+}
+
+type taskObserver struct {
+	tool.Observer
+	status func(string)
+}
+
+func (o *taskObserver) Progress(p tool.Progress) {
+	msg := p.Message
+	switch {
+	case msg != "":
+	case p.Total > 0:
+		msg = fmt.Sprintf("progress %g of %g", p.Progress, p.Total)
+	default:
+		msg = fmt.Sprintf("progress %g", p.Progress)
+	}
+	o.status(msg)
+	o.Observer.Progress(p)
+}
+
+// taskClient is the client link of a task's call: there is none to ask.
+type taskClient struct{}
+
+func (taskClient) Supports(string) bool { return false }
+func (taskClient) Require(string) bool  { return false }
+func (taskClient) Ask(context.Context, []tool.ClientRequest) ([]json.RawMessage, error) {
+	return nil, tool.Errorf(tool.KindUnsupported, "a call running as a task cannot ask the client: the request that started it has been answered")
+}

@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/tasks"
+)
+
+// FuzzTaskRequest feeds every task request (and task-augmented tools/call)
+// arbitrary params, in both generations, to the server's task protocol:
+// whatever the bytes, it answers with a result or one of the spec's error
+// codes, never panics, never starts a task for a tool it does not serve,
+// and its reply encodes.
+func FuzzTaskRequest(f *testing.F) {
+	id := tasks.NewID()
+	for _, seed := range []struct {
+		method, params, version string
+	}{
+		{"tasks/get", `{"taskId":"` + id + `"}`, "2025-11-25"},
+		{"tasks/get", `{"taskId":"` + id + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`, ""},
+		{"tasks/result", `{"taskId":"../x"}`, "2025-11-25"},
+		{"tasks/list", `{"cursor":"t1.zzz"}`, "2025-11-25"},
+		{"tasks/cancel", `{"taskId":12}`, "2025-11-25"},
+		{"tasks/update", `{"taskId":"` + id + `","inputResponses":[]}`, "2026-07-28"},
+		{"tools/call", `{"name":"maybe","task":{"ttl":-1}}`, "2025-11-25"},
+		{"tools/call", `{"name":"maybe","task":{"ttl":1e300}}`, "2025-11-25"},
+		{"tools/call", `{"name":"nope","task":{}}`, "2025-11-25"},
+		{"tools/call", `{"name":"always"}`, "2025-06-18"},
+		{"tools/call", `{"name":"always","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, ""},
+		{"tasks/get", `[]`, "2025-11-25"},
+		{"tasks/get", `null`, "2025-11-25"},
+	} {
+		f.Add(seed.method, []byte(seed.params), seed.version)
+	}
+	s, _, release := taskServer(f, tasks.Bounds{PerOwner: 4, Total: 8})
+	close(release)
+	allowed := map[int64]bool{
+		jsonrpc.CodeInvalidParams: true, jsonrpc.CodeMethodNotFound: true, jsonrpc.CodeInternalError: true,
+		-32021: true, codeServerBusy: true,
+	}
+	f.Fuzz(func(t *testing.T, method string, params []byte, version string) {
+		if !json.Valid(params) {
+			return // the transport refuses invalid JSON before this
+		}
+		reqID, _ := jsonrpc.MakeID(float64(7))
+		claim := s.claimTask(&jsonrpc.Request{ID: reqID, Method: method, Params: params},
+			taskContext{version: version, principal: principal.Local, peer: "fuzz"})
+		if claim == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r := claim(ctx)
+		if r.err != nil {
+			if !allowed[r.err.Code] {
+				t.Fatalf("%s %s: error code %d (%s)", method, params, r.err.Code, r.err.Message)
+			}
+			return
+		}
+		if _, err := json.Marshal(r.result); err != nil {
+			t.Fatalf("%s %s: reply does not encode: %v", method, params, err)
+		}
+		if method == MethodCallTool {
+			c, _ := parseTaskCall(params)
+			if _, ok := s.tasks.supportOf(c.Name); !ok {
+				t.Fatalf("a task was started for %q, which the server does not serve", c.Name)
+			}
+		}
+	})
+}
+
+// FuzzParseTaskCall: the params parser never panics, and what it accepts
+// has a TTL that is not negative.
+func FuzzParseTaskCall(f *testing.F) {
+	for _, s := range []string{`{}`, `{"task":{"ttl":5}}`, `{"taskId":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":null}}}`, `7`, ``, `null`, `{"task":{"ttl":-3}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		c, err := parseTaskCall(params)
+		if err != nil {
+			return
+		}
+		if c.Task != nil && c.Task.TTL != nil && *c.Task.TTL < 0 {
+			t.Fatalf("negative ttl accepted: %s", params)
+		}
+		c.declared()
+		generationOf(c, "2025-11-25")
+	})
+}

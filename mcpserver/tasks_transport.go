@@ -1,0 +1,341 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/tasks"
+)
+
+// taskTransport answers the task protocol's requests of a stdio
+// connection (claimTask) before the go-sdk reads them, each on a goroutine
+// of its own (tasks/result waits for its task to end), and hands the go-sdk
+// everything else. It also remembers the protocol version the connection
+// initialized with, which tells a 2025-11-25 session's task requests.
+type taskTransport struct {
+	mcp.Transport
+	s *Server
+}
+
+func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil || t.s.opts.Tasks == nil {
+		return c, err
+	}
+	return &taskConn{Connection: c, s: t.s, principal: principal.From(ctx)}, nil
+}
+
+type taskConn struct {
+	mcp.Connection
+	s         *Server
+	principal principal.Principal
+
+	mu      sync.Mutex
+	version string // of the connection's initialize
+}
+
+func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil
+		}
+		if req.Method == "initialize" {
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				c.mu.Lock()
+				c.version = p.ProtocolVersion
+				c.mu.Unlock()
+			}
+			return msg, nil
+		}
+		c.mu.Lock()
+		version := c.version
+		c.mu.Unlock()
+		claim := c.s.claimTask(req, taskContext{
+			version: version, principal: c.principal, peer: c.s.tasks.peer, notify: c.notify,
+		})
+		if claim == nil {
+			return msg, nil
+		}
+		go func() {
+			r := claim(ctx)
+			resp := &jsonrpc.Response{ID: req.ID}
+			if r.err != nil {
+				resp.Error = r.err
+			} else if raw, err := json.Marshal(r.result); err != nil {
+				resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the task reply: " + err.Error()}
+			} else {
+				resp.Result = raw
+			}
+			if err := c.Connection.Write(ctx, resp); err != nil {
+				c.s.log.Debug("could not send a task reply", "error", err)
+			}
+		}()
+	}
+}
+
+// notify sends the client a notification (notifications/tasks/status).
+func (c *taskConn) notify(method string, params any) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	// The connection may have ended since the task started: the client
+	// then polls (or has gone), and the write error says nothing new.
+	_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: method, Params: raw})
+}
+
+// routeTasks answers the task protocol's requests of HTTP clients
+// (claimTask) and passes every other request on. It sits inside
+// guardMessages, so a body reaching it is one checked message (or a
+// batch, which it passes on) whose caller is authenticated.
+func (s *Server) routeTasks(next http.Handler) http.Handler {
+	if s.opts.Tasks == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// A 2026-07-28 request names its method in a header (the go-sdk
+		// checks it against the body): most are neither kind claimTask
+		// takes, and pass without their body being read again.
+		if m := r.Header.Get("Mcp-Method"); m != "" && m != MethodCallTool && !isTaskMethod(m) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if err != nil || !bytes.Contains(body, []byte("task")) && !s.tasks.anyRequired() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		whole := trimSpace(body)
+		if len(whole) == 0 || whole[0] != '{' {
+			next.ServeHTTP(w, r)
+			return
+		}
+		msg, err := decodeMessage(whole)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, ok := principalOfInfo(auth.TokenInfoFromContext(r.Context()))
+		if !ok {
+			p = principal.Local // loopback without authentication
+		}
+		claim := s.claimTask(req, taskContext{
+			version: r.Header.Get("Mcp-Protocol-Version"), principal: p, peer: tasks.HTTPPeer(r.Header.Get("Mcp-Session-Id")),
+		})
+		if claim == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if herr := checkTaskHeaders(r.Header, req); herr != nil {
+			refuseHTTP(w, s.log, http.StatusBadRequest, &refusal{code: herr.Code, message: herr.Message, id: salvageID(whole)})
+			return
+		}
+		reply := claim(r.Context())
+		resp := &jsonrpc.Response{ID: req.ID}
+		if reply.err != nil {
+			resp.Error = reply.err
+		} else if raw, err := json.Marshal(reply.result); err != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the task reply: " + err.Error()}
+		} else {
+			resp.Result = raw
+		}
+		data, err := jsonrpc.EncodeMessage(resp)
+		if err != nil {
+			http.Error(w, "encoding the task reply: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			w.Header().Set("Mcp-Session-Id", sid)
+		}
+		w.Write(data)
+	})
+}
+
+// taskAdvertising is the receiving middleware that shows a task-aware
+// client what the go-sdk cannot say: the tasks capability of a 2025-11-25
+// initialize, the Tasks extension of a 2026-07-28 server/discover, and on
+// a 2025-11-25 session each tool's execution.taskSupport in tools/list
+// (2026-07-28 has no such field: the server decides per request).
+func (s *Server) taskAdvertising(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		switch method {
+		case "initialize":
+			ir, ok := res.(*mcp.InitializeResult)
+			if !ok {
+				return res, err
+			}
+			switch {
+			case ir.ProtocolVersion >= protocolMRTR:
+				return &splicedResult{Result: res, splice: addExtension}, nil
+			case ir.ProtocolVersion >= protocolLegacyTasks:
+				return &splicedResult{Result: res, splice: addLegacyCapability}, nil
+			}
+		case "server/discover":
+			return &splicedResult{Result: res, splice: addExtension}, nil
+		case "tools/list":
+			if v := sessionVersion(req); v >= protocolLegacyTasks && v < protocolMRTR {
+				return &splicedResult{Result: res, splice: s.addTaskSupport}, nil
+			}
+		}
+		return res, err
+	}
+}
+
+// sessionVersion is the protocol version of req's session.
+func sessionVersion(req mcp.Request) string {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return ""
+	}
+	if p := ss.InitializeParams(); p != nil {
+		return p.ProtocolVersion
+	}
+	return ""
+}
+
+// splicedResult is a go-sdk result with members added to its JSON: the
+// go-sdk's types have no fields for tasks.
+type splicedResult struct {
+	mcp.Result
+	splice func(map[string]json.RawMessage) error
+}
+
+func (r *splicedResult) MarshalJSON() ([]byte, error) {
+	raw, err := json.Marshal(r.Result)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if err := r.splice(m); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// editObject decodes m[key] as an object (a new one when absent), lets
+// edit change it, and stores it back.
+func editObject(m map[string]json.RawMessage, key string, edit func(map[string]json.RawMessage) error) error {
+	obj := map[string]json.RawMessage{}
+	if raw, ok := m[key]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return err
+		}
+	}
+	if err := edit(obj); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(obj)
+	m[key] = raw
+	return err
+}
+
+// addLegacyCapability declares the 2025-11-25 tasks capability: tasks/list,
+// tasks/cancel and task-augmented tools/call.
+func addLegacyCapability(m map[string]json.RawMessage) error {
+	return editObject(m, "capabilities", func(caps map[string]json.RawMessage) error {
+		caps["tasks"] = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+		return nil
+	})
+}
+
+// addExtension declares the 2026-07-28 Tasks extension.
+func addExtension(m map[string]json.RawMessage) error {
+	return editObject(m, "capabilities", func(caps map[string]json.RawMessage) error {
+		return editObject(caps, "extensions", func(ext map[string]json.RawMessage) error {
+			ext[ExtensionTasks] = json.RawMessage(`{}`)
+			return nil
+		})
+	})
+}
+
+// addTaskSupport sets each listed tool's execution.taskSupport.
+func (s *Server) addTaskSupport(m map[string]json.RawMessage) error {
+	var list []map[string]json.RawMessage
+	if err := json.Unmarshal(m["tools"], &list); err != nil {
+		return err
+	}
+	for _, t := range list {
+		var name string
+		if json.Unmarshal(t["name"], &name) != nil {
+			continue
+		}
+		support, ok := s.tasks.supportOf(name)
+		if !ok {
+			continue
+		}
+		if err := editObject(t, "execution", func(e map[string]json.RawMessage) error {
+			e["taskSupport"], _ = json.Marshal(support)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	raw, err := json.Marshal(list)
+	m["tools"] = raw
+	return err
+}
+
+// checkTaskHeaders holds a 2026-07-28 request the task protocol answers to
+// the standard headers (SEP-2243), as the go-sdk holds the requests it
+// answers: Mcp-Method is the body's method, and Mcp-Name the tool a
+// tools/call names or the task a tasks/* request names (SEP-2663, so that
+// a load balancer routing by it sends the request where the task is).
+// Earlier revisions have no such headers.
+func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
+	if h.Get("Mcp-Protocol-Version") < protocolMRTR {
+		return nil
+	}
+	mismatch := func(format string, args ...any) *jsonrpc.Error {
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf(format, args...)}
+	}
+	if m := h.Get("Mcp-Method"); m != req.Method {
+		return mismatch("header mismatch: Mcp-Method header value %q does not match body value %q", m, req.Method)
+	}
+	c, err := parseTaskCall(req.Params)
+	if err != nil {
+		return nil // answered as invalid params
+	}
+	want := c.TaskID
+	if req.Method == MethodCallTool {
+		want = c.Name
+	} else if req.Method == "tasks/list" || req.Method == "tasks/result" {
+		return nil
+	}
+	if n := strings.TrimSpace(h.Get("Mcp-Name")); n != want {
+		return mismatch("header mismatch: Mcp-Name header value %q does not match the body's %q", n, want)
+	}
+	return nil
+}
