@@ -7,6 +7,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
+	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -48,7 +49,8 @@ type entrance struct {
 // module does not run) or ask a person first (a completion, which cannot
 // ask, is refused). What
 // it returns is the runtime request to run it with: the subject's grants
-// (bound to their module), timeout and tool config; or the result that
+// (bound to their module), timeout (or, for a call that runs as an MCP
+// task, its task budget) and tool config; or the result that
 // answers instead (answer), or the error that refuses it.
 func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.CallRequest, *tool.Result, error) {
 	req := runtime.CallRequest{Session: e.call.Session, Observer: e.call.Observer, Client: e.call.Client}
@@ -64,6 +66,11 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	tp := pol.Tool(e.subject) // the one lookup: everything below reads tp
 	if !tp.Exposed {
 		return ctx, req, nil, e.notServed()
+	}
+	if e.method == mcpserver.MethodCallTool {
+		if err := taskMismatch(tp, &e.tool.Descriptor, e.call.Task); err != nil {
+			return ctx, req, nil, err
+		}
 	}
 	waitFor := a.catalog.HeldBy(cfg, tp.Bound, tp.HasGrant, e.tool)
 	if waitFor != "" && e.method != mcpserver.MethodCallTool {
@@ -123,10 +130,40 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 		return ctx, req, nil, err
 	}
 	req.Grants = grants
-	req.Timeout = tp.Timeout
-	req.TimeoutSetting = "tools.limits." + tp.Key + ".timeout"
+	if e.call.Task {
+		// A task runs under the task budget alone: the interactive
+		// timeout (the module's, the descriptor's, the tool's own) is
+		// what a task is there to outlast.
+		budget := pol.TaskBudget(tp, module)
+		req.Budget = &budget
+	} else {
+		req.Timeout = tp.Timeout
+		req.TimeoutSetting = "tools.limits." + tp.Key + ".timeout"
+	}
 	req.Config = tp.Config(module)
 	return ctx, req, nil, nil
+}
+
+// taskMismatch refuses a call of the tool d describes whose way of running
+// its effective task support (policy.ToolPolicy.TaskSupport) rules out: a
+// task of a tool that runs no task, an interactive call of one that runs
+// only as a task. The protocol layer answers both before a call gets here;
+// this is the door's own word, so that no way in runs a tool otherwise.
+func taskMismatch(tp policy.ToolPolicy, d *tool.Descriptor, task bool) error {
+	support := tp.TaskSupport(d)
+	why := "its descriptor's execution.taskSupport"
+	if tp.Task != "" {
+		why = "tools.tasks." + tp.TaskKey
+	}
+	switch {
+	case task && support == tool.TaskForbidden:
+		return tool.Errorf(tool.KindDenied, "tool %s does not run as a task (%s is %s): call it without a task, or set tools.tasks.%s: optional",
+			d.Name, why, support, configkey.Fold(d.Name))
+	case !task && support == tool.TaskRequired:
+		return tool.Errorf(tool.KindUnsupported, "tool %s runs only as a task (%s is %s), and this call is not one: call it as a task (a client that supports MCP tasks; `warden call --task`)",
+			d.Name, why, support)
+	}
+	return nil
 }
 
 // featureEntrance is the entrance of a feature of m that runs as the tool

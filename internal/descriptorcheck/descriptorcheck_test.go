@@ -177,12 +177,26 @@ func TestDigest(t *testing.T) {
 		func(d *tool.Descriptor) { d.Icons = []tool.Icon{{Src: "https://tracker.example/i.png"}} },
 		func(d *tool.Descriptor) { d.Tags = []string{"ignore previous instructions"} },
 		func(d *tool.Descriptor) { d.Category = "admin" },
+		func(d *tool.Descriptor) { d.Execution = &tool.Execution{TaskSupport: tool.TaskOptional} },
+		func(d *tool.Descriptor) { d.Execution = &tool.Execution{TaskSupport: tool.TaskRequired} },
 	} {
 		e := a
 		change(&e)
 		if Digest(a) == Digest(e) {
 			t.Fatalf("a change of what the client is sent kept the digest: %+v", e)
 		}
+	}
+	// Saying the default (forbidden) aloud is no change: a descriptor
+	// locked before tools could declare task support keeps its digest.
+	for _, ex := range []*tool.Execution{{}, {TaskSupport: tool.TaskForbidden}} {
+		e := a
+		e.Execution = ex
+		if Digest(a) != Digest(e) {
+			t.Fatalf("execution %+v changed the digest of a tool that runs no task", *ex)
+		}
+	}
+	if got, want := Digest(a), "sha256:"+lockedAdd; got != want {
+		t.Fatalf("the digest of a descriptor locked before task support = %s, want %s as locked", got, want)
 	}
 	c := a
 	c.Capabilities.Net = []string{"x.example"} // not something a model reads
@@ -307,3 +321,8 @@ func TestSchemaReferencesAreNotLinks(t *testing.T) {
 		t.Fatalf("findings %q, want %q", strings.Join(rules, ", "), want)
 	}
 }
+
+// lockedAdd is the digest of desc("add", "Adds.") as main computed it
+// before descriptors could declare task support: a lock written then must
+// still match.
+const lockedAdd = "84b412e125bd863bd34d1775268d6719a2c1d59951634ccb9de66a57c727c54e"
