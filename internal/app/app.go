@@ -93,6 +93,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		cursors:     newCursorSigner(cursorKey),
 		subscribers: make(map[int]func()),
 	}
+	config.WarnDeprecated(logger, cfg, nil)
 	a.live = config.NewLive(cfg, logger, a.configChanged)
 	a.resolved.resolve(a.live.Current)
 	a.catalog = catalog.New(catalog.Options{

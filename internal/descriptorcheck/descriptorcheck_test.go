@@ -2,6 +2,7 @@ package descriptorcheck
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -326,3 +327,21 @@ func TestSchemaReferencesAreNotLinks(t *testing.T) {
 // before descriptors could declare task support: a lock written then must
 // still match.
 const lockedAdd = "84b412e125bd863bd34d1775268d6719a2c1d59951634ccb9de66a57c727c54e"
+
+// TestLoadRefusesTaskSupportAddedAfterReview: a module whose tool starts
+// to declare task support after a person reviewed it (and so would run
+// under the task budget, past the interactive timeout) no longer matches
+// its lock, and is refused until reviewed again.
+func TestLoadRefusesTaskSupportAddedAfterReview(t *testing.T) {
+	reviewed := []tool.Descriptor{desc("add", "Adds.")}
+	locked := Digests(reviewed)
+	if _, err := Load("calc", reviewed, nil, "warn", locked, "warden update calc"); err != nil {
+		t.Fatalf("the reviewed module: %v", err)
+	}
+	changed := []tool.Descriptor{desc("add", "Adds.")}
+	changed[0].Execution = &tool.Execution{TaskSupport: tool.TaskOptional}
+	_, err := Load("calc", changed, nil, "warn", locked, "warden update calc")
+	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "tool add: tools.descriptors.calc.add is sha256:"+lockedAdd) {
+		t.Fatalf("task support added after review: %v, want %v naming the tool", err, ErrChanged)
+	}
+}
