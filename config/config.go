@@ -884,7 +884,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateGates(fail)
 	c.validateScopes(fail)
-	c.validateTasks(fail)
+	c.validateTaskLimits(fail)
 	c.validateOAuth(fail)
 	c.validateSources(fail)
 	for _, name := range sortedKeys(c.Tools.Pins) {

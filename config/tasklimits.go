@@ -7,10 +7,10 @@ import (
 	"github.com/warden-run/warden/tool"
 )
 
-// validateTasks checks tools.tasks and the task budgets of tools.defaults
+// validateTaskLimits checks tools.tasks and the task budgets of tools.defaults
 // and tools.limits: each within its maximum (internal/limits), which no
 // config passes.
-func (c *Config) validateTasks(fail func(key, format string, args ...any)) {
+func (c *Config) validateTaskLimits(fail func(key, format string, args ...any)) {
 	for _, pattern := range sortedKeys(c.Tools.Tasks) {
 		key := "tools.tasks." + pattern
 		if err := checkToolPattern(pattern); err != nil {
