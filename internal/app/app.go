@@ -50,8 +50,8 @@ type App struct {
 	mu          sync.Mutex
 	subscribers map[int]func()
 	nextSub     int
-	// exposure is tools.expose and tools.hide as last applied, to tell
-	// clients when the list they see changed.
+	// exposure is tools.expose, tools.hide and tools.tasks as last
+	// applied, to tell clients when the list they see changed.
 	exposure string
 	// res serves resources and prompts (resources.go).
 	res resourceState
@@ -127,9 +127,10 @@ func (a *App) configChanged(cfg *config.Config) {
 	}
 	// Pins decide collisions anew; the files that failed are tried again.
 	changed := a.catalog.ConfigChanged(cfg)
-	// tools.expose and tools.hide change the list clients see.
+	// tools.expose and tools.hide change the list clients see, and
+	// tools.tasks the execution.taskSupport it shows.
 	a.mu.Lock()
-	exposure := strings.Join(cfg.Tools.Expose, "\x00") + "\x01" + strings.Join(cfg.Tools.Hide, "\x00")
+	exposure := strings.Join(cfg.Tools.Expose, "\x00") + "\x01" + strings.Join(cfg.Tools.Hide, "\x00") + "\x01" + fmt.Sprint(cfg.Tools.Tasks)
 	if exposure != a.exposure {
 		a.exposure = exposure
 		changed = true

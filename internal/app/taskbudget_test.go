@@ -133,3 +133,52 @@ func TestTaskSupportAtTheDoor(t *testing.T) {
 		a.Close(t.Context())
 	}
 }
+
+// TestTasksReloadChangesTheList: a reload that changes tools.tasks tells
+// the server's subscribers that the tool list changed (so tools/list and
+// the protocol layer read the new execution.taskSupport), and the list
+// and the door follow it; a reload that changes nothing else does not.
+func TestTasksReloadChangesTheList(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	if err := os.MkdirAll(tools, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "spinner.wasm"), spinWAT(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf("project:\n  root: .\ntools:\n  dir: %s\n  cache_dir: off\n  defaults: {fuel: 1000000, task_fuel: 1000000}\n", tools)
+	a, path := startApp(t, dir, body, nil)
+	if errs := a.Catalog().LoadTools(t.Context()); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	changed := 0
+	cancel := a.Subscribe(func() { changed++ })
+	defer cancel()
+	reload := func(extra string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body+extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.live.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reload("")
+	base := changed
+	reload("  tasks: {spin: optional}\n")
+	if changed == base {
+		t.Error("a reload that set tools.tasks did not notify")
+	}
+	if l := a.List(); len(l) != 1 || l[0].TaskSupport() != "optional" {
+		t.Errorf("listed %+v after tools.tasks spin: optional", l)
+	}
+	if res, err := callAs(t, a, "spin", true); err != nil || res.Error == nil || res.Error.Kind != tool.KindOutOfFuel {
+		t.Errorf("a task call after the reload: %v %v, want it run (out of fuel)", res, err)
+	}
+	after := changed
+	reload("  tasks: {spin: optional}\n")
+	if changed != after {
+		t.Error("a reload that changed nothing notified")
+	}
+}
