@@ -39,3 +39,23 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// FuzzDescriptorTaskSupport: a descriptor a module sends, whatever its
+// bytes, either fails Validate or has a task support of the three MCP
+// defines: nothing else reaches the policy, the lock or tools/list.
+func FuzzDescriptorTaskSupport(f *testing.F) {
+	f.Add([]byte(`{"name":"t","description":"d","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}`))
+	f.Add([]byte(`{"name":"t","description":"d","inputSchema":{"type":"object"},"execution":{}}`))
+	f.Add([]byte(`{"name":"t","description":"d","inputSchema":{"type":"object"},"execution":{"taskSupport":"Required"}}`))
+	f.Add([]byte(`{"name":"t","description":"d","inputSchema":{"type":"object"},"execution":null}`))
+	f.Add([]byte(`{"name":"t","description":"d","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional\u0000"}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var d Descriptor
+		if json.Unmarshal(raw, &d) != nil || d.Validate() != nil {
+			return
+		}
+		if s := d.TaskSupport(); !ValidTaskSupport(s) {
+			t.Fatalf("valid descriptor %s has task support %q", raw, s)
+		}
+	})
+}
