@@ -7,7 +7,6 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/configkey"
-	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -68,7 +67,7 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 		return ctx, req, nil, e.notServed()
 	}
 	if e.method == mcpserver.MethodCallTool {
-		if err := taskMismatch(tp, &e.tool.Descriptor, e.call.Task); err != nil {
+		if err := tp.CheckTask(&e.tool.Descriptor, e.call.Task); err != nil {
 			return ctx, req, nil, err
 		}
 	}
@@ -142,28 +141,6 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	}
 	req.Config = tp.Config(module)
 	return ctx, req, nil, nil
-}
-
-// taskMismatch refuses a call of the tool d describes whose way of running
-// its effective task support (policy.ToolPolicy.TaskSupport) rules out: a
-// task of a tool that runs no task, an interactive call of one that runs
-// only as a task. The protocol layer answers both before a call gets here;
-// this is the door's own word, so that no way in runs a tool otherwise.
-func taskMismatch(tp policy.ToolPolicy, d *tool.Descriptor, task bool) error {
-	support := tp.TaskSupport(d)
-	why := "its descriptor's execution.taskSupport"
-	if tp.Task != "" {
-		why = "tools.tasks." + tp.TaskKey
-	}
-	switch {
-	case task && support == tool.TaskForbidden:
-		return tool.Errorf(tool.KindDenied, "tool %s does not run as a task (%s is %s): call it without a task, or set tools.tasks.%s: optional",
-			d.Name, why, support, configkey.Fold(d.Name))
-	case !task && support == tool.TaskRequired:
-		return tool.Errorf(tool.KindUnsupported, "tool %s runs only as a task (%s is %s), and this call is not one: call it as a task (a client that supports MCP tasks; `warden call --task`)",
-			d.Name, why, support)
-	}
-	return nil
 }
 
 // featureEntrance is the entrance of a feature of m that runs as the tool

@@ -223,6 +223,28 @@ func (t ToolPolicy) TaskSupport(d *tool.Descriptor) string {
 	return d.TaskSupport()
 }
 
+// CheckTask refuses a call of the tool d describes whose way of running
+// its task support in force (TaskSupport) rules out: a task (task set) of
+// a tool that runs none, an interactive call of one that runs only as a
+// task. The protocol layer answers both before a call gets that far; the
+// app's door asks this too, so that no way in runs a tool otherwise.
+func (t ToolPolicy) CheckTask(d *tool.Descriptor, task bool) error {
+	support := t.TaskSupport(d)
+	why := "its descriptor's execution.taskSupport"
+	if t.Task != "" {
+		why = "tools.tasks." + t.TaskKey
+	}
+	switch {
+	case task && support == tool.TaskForbidden:
+		return tool.Errorf(tool.KindDenied, "tool %s does not run as a task (%s is %s): call it without a task, or set tools.tasks.%s: optional",
+			d.Name, why, support, config.ToolKey(d.Name))
+	case !task && support == tool.TaskRequired:
+		return tool.Errorf(tool.KindUnsupported, "tool %s runs only as a task (%s is %s), and this call is not one: call it as a task (a client that supports MCP tasks; `warden call --task`)",
+			d.Name, why, support)
+	}
+	return nil
+}
+
 // Describe returns d as clients are to see it under t: its
 // execution.taskSupport the effective one (TaskSupport). d is not
 // changed; the result shares its other fields.
