@@ -121,6 +121,11 @@ type Tools struct {
 	// Expose is empty) and does not match Hide.
 	Expose []string `mapstructure:"expose"`
 	Hide   []string `mapstructure:"hide"`
+	// Tasks overrides, per tool name or pattern, whether a tool may
+	// (optional), must (required) or must not (forbidden) run as an MCP
+	// task, whatever its descriptor says (docs/tasks.md). Exact names and
+	// patterns resolve as Gates do.
+	Tasks map[string]string `mapstructure:"tasks"`
 }
 
 // Gate is what happens before a call of the tools it applies to runs.
@@ -167,6 +172,11 @@ type Limits struct {
 	MaxInFlight int    `mapstructure:"max_in_flight"`
 	Rate        string `mapstructure:"rate"`
 	Burst       int    `mapstructure:"burst"`
+	// TaskTimeout and TaskFuel are the deadline and fuel of a call that
+	// runs as an MCP task, in place of Timeout and Fuel (tools.defaults,
+	// then the module's entry, then the tool's; see TaskBudget).
+	TaskTimeout time.Duration `mapstructure:"task_timeout"`
+	TaskFuel    int64         `mapstructure:"task_fuel"`
 }
 
 // Grant is what one tool may use. Nothing is granted unless listed.
@@ -544,6 +554,8 @@ var defaults = map[string]any{
 	"tools::defaults::idle_ttl":             "10m",
 	"tools::defaults::preload":              false,
 	"tools::defaults::client_wait":          limits.DefaultClientWait,
+	"tools::defaults::task_timeout":         limits.DefaultTaskTimeout,
+	"tools::defaults::task_fuel":            limits.DefaultTaskFuel,
 	"tools::expose":                         []string{},
 	"tools::hide":                           []string{},
 	"security::confirm":                     "on",
@@ -927,6 +939,7 @@ func (c *Config) Validate() error {
 	c.validateGates(fail)
 	c.validateApprovals(fail)
 	c.validateScopes(fail)
+	c.validateTaskLimits(fail)
 	c.validateOAuth(fail)
 	c.validateAccess(fail)
 	c.validateIcons(fail)

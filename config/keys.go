@@ -11,7 +11,7 @@ import (
 // only in case (tools.gates "Danger" and "danger") are one key to viper,
 // which keeps one entry and drops the other without a word, so a block
 // written beside an allow could vanish. They are refused, naming both.
-// And a tools.gates or tools.scopes pattern is checked as written, where a
+// And a tools.gates, tools.scopes or tools.tasks pattern is checked as written, where a
 // class range that lower-casing narrows ("[A-z]" becomes "[a-z]") can
 // still be seen (see checkToolPattern). A document that does not parse is
 // left to viper to report.
@@ -41,7 +41,7 @@ func checkKeysAsWritten(file string, data []byte) problems {
 					add(n.Content[i], "%s: %q and %q are one key (config keys ignore case), and one would be dropped; keep one", join(at, key), prev, written)
 				}
 				seen[key] = written
-				if at == "tools.gates" || at == "tools.scopes" {
+				if at == "tools.gates" || at == "tools.scopes" || at == "tools.tasks" {
 					if err := checkToolPattern(written); err != nil {
 						add(n.Content[i], "%s: %q is not a tool name or pattern: %v", join(at, written), written, err)
 					}

@@ -77,6 +77,7 @@ func (l *Live) reload() error {
 		return fmt.Errorf("config %s: %w", prev.File, ErrBecameBlank)
 	}
 	l.current.Store(next)
+	WarnDeprecated(l.log, next, prev)
 	if keys := StartOnlyChanges(prev, next); len(keys) > 0 {
 		l.log.Warn("config change not applied until warden serve restarts: these keys are read at start", "file", next.File, "keys", keys)
 	}

@@ -43,6 +43,20 @@ type CallRequest struct {
 	// TimeoutSetting names the setting behind Timeout ("tools.limits.<tool>.timeout"),
 	// for a timeout failure to name when Timeout is the bound that ended the call.
 	TimeoutSetting string
+	// Budget, when set, is the call's deadline and fuel in place of the
+	// module's (Limits.Timeout and Fuel) and the descriptor's timeoutMs,
+	// which bound an interactive call: a call that runs as an MCP task
+	// runs under its task budget. Timeout above still lowers it when set;
+	// a zero field of Budget leaves the module's bound.
+	Budget *Budget
+}
+
+// Budget is the deadline and fuel of one call, with the settings that
+// raise them for the out_of_fuel and timeout failures to name.
+type Budget struct {
+	Timeout                     time.Duration
+	Fuel                        int64
+	TimeoutSetting, FuelSetting Setting
 }
 
 // guestKinds are the error kinds a guest may report itself.
@@ -153,6 +167,10 @@ type invoked struct {
 func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	m := b.m
 	req, name := inv.req, inv.name
+	fuel := m.fuel(req)
+	if req.Budget != nil && req.Budget.Timeout > 0 {
+		inv.timeout = req.Budget.Timeout
+	}
 	timeout := inv.timeout
 	if req.Timeout > 0 && req.Timeout < timeout {
 		timeout = req.Timeout
@@ -197,7 +215,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	in.Memory.Refused.Store(false)
 	in.acct.refused.Store(false)
 
-	stop := in.Meter.Start(guestCtx, m.limits.Fuel)
+	stop := in.Meter.Start(guestCtx, fuel.Fuel)
 	raw, respErr, err := inv.run(guestCtx, in.Instance)
 	consumed, reason := stop()
 	if callCtx.Err() != nil && (reason == instrument.StopNone || err == nil) {
@@ -220,7 +238,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	out := invoked{outcome: tool.Outcome{Ran: true, Fuel: consumed, FreshState: fresh}, captured: captured}
 	if err != nil {
 		b.pool.release(context.Background(), in, false)
-		out.err = b.failure(ctx, in, name, err, reason, stopped{timeout: timeout, timeoutHint: timeoutHint(m.limits, inv), captured: captured, denial: state.Denial})
+		out.err = b.failure(ctx, in, name, err, reason, stopped{timeout: timeout, timeoutHint: timeoutHint(m.limits, inv), fuel: fuel, captured: captured, denial: state.Denial})
 		if spent := deadline.waitSpent(); spent > 0 && out.err.Kind == tool.KindTimeout && ctx.Err() == nil {
 			// Say which bound ended it: the call had waited for the client
 			// all that tools.defaults.client_wait allows a call, and ran
@@ -234,6 +252,15 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 	keep := inv.decode(raw, respErr, state)
 	b.pool.release(context.Background(), in, keep)
 	return out
+}
+
+// fuel is the fuel req runs under and the setting that raises it: its
+// Budget's when set, else the module's.
+func (m *Module) fuel(req *CallRequest) Budget {
+	if req.Budget != nil && req.Budget.Fuel > 0 {
+		return *req.Budget
+	}
+	return Budget{Fuel: m.limits.Fuel, FuelSetting: m.limits.FuelSetting}
 }
 
 // guestError is the failure a guest reported (a kind a guest may report),
@@ -283,6 +310,8 @@ func timeoutHint(l Limits, inv invocation) string {
 	switch req := inv.req; {
 	case req.Timeout > 0 && req.Timeout < inv.timeout:
 		return Setting{Key: req.TimeoutSetting}.hint(req.Timeout.String())
+	case req.Budget != nil && req.Budget.Timeout > 0:
+		return req.Budget.TimeoutSetting.hint(req.Budget.Timeout.String())
 	case inv.timeout < l.Timeout:
 		return fmt.Sprintf("; the tool's descriptor lowers it to %s (timeoutMs), which config cannot raise", inv.timeout)
 	}
@@ -308,7 +337,9 @@ type stopped struct {
 	// timeout is the call's deadline; timeoutHint what raises it.
 	timeout     time.Duration
 	timeoutHint string
-	captured    *tool.Captured
+	// fuel is the call's fuel and the setting that raises it.
+	fuel     Budget
+	captured *tool.Captured
 	// denial is the refusal the guest saw as an ordinary failure
 	// (guest.CallState.Denial): an Extism plugin that panics on a config
 	// key whose from_env variable is unset fails because of it.
@@ -332,8 +363,8 @@ func (b *body) failure(parent context.Context, in *instance, name string, err er
 	case instrument.StopDeadline, instrument.StopCanceled:
 		return contextError(parent, name, timeout, "running", st.timeoutHint)
 	case instrument.StopFuel:
-		fuel := strconv.FormatInt(m.limits.Fuel, 10)
-		return tool.Errorf(tool.KindOutOfFuel, "%s ran out of fuel after %s units%s", name, fuel, m.limits.FuelSetting.hint(fuel))
+		fuel := strconv.FormatInt(st.fuel.Fuel, 10)
+		return tool.Errorf(tool.KindOutOfFuel, "%s ran out of fuel after %s units%s", name, fuel, st.fuel.FuelSetting.hint(fuel))
 	case instrument.StopStackOverflow:
 		// The kind and class say it trapped (tool.Error.Error prints
 		// both): the message says where, not "trapped" again.

@@ -136,14 +136,16 @@ func TestDescriptorValidation(t *testing.T) {
 	  {"name":"bad_output_schema","description":"x","inputSchema":{"type":"object"},"outputSchema":{"type":"string"}},
 	  {"name":"bad_memory","description":"x","inputSchema":{"type":"object"},"capabilities":{"memory":"everything"}},
 	  {"name":"good","description":"again","inputSchema":{"type":"object"}},
-	  {"name":"no_schema","description":"x"}
+	  {"name":"no_schema","description":"x"},
+	  {"name":"bad_task","description":"x","inputSchema":{"type":"object"},"execution":{"taskSupport":"sometimes"}},
+	  {"name":"task_ok","description":"x","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}
 	]}`
 	m, err := rt.Load(context.Background(), "mixed", testwasm.WATString(t, module{descriptor: desc}.wat()), runtime.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Tools()) != 1 || m.Tools()[0].Descriptor.Name != "good" {
-		t.Fatalf("tools = %v, want just good", m.Tools())
+	if len(m.Tools()) != 2 || m.Tools()[0].Descriptor.Name != "good" || m.Tools()[1].Descriptor.TaskSupport() != "optional" {
+		t.Fatalf("tools = %v, want good and task_ok", m.Tools())
 	}
 	want := map[string]string{
 		"empty_description": "description: must not be empty",
@@ -155,6 +157,7 @@ func TestDescriptorValidation(t *testing.T) {
 		"bad_memory":        "capabilities.memory",
 		"good":              "used by another tool of this module",
 		"no_schema":         "inputSchema: missing",
+		"bad_task":          `tool "bad_task": execution.taskSupport "sometimes": must be "forbidden", "optional" or "required" (or absent, which means "forbidden")`,
 	}
 	got := map[string]string{}
 	for _, r := range m.Rejected() {

@@ -56,6 +56,13 @@ const (
 	TaskRequired  = "required"
 )
 
+// ValidTaskSupport reports whether s is a value of Execution.TaskSupport:
+// TaskForbidden, TaskOptional or TaskRequired. The empty string is not one
+// (an absent field means TaskForbidden: see Descriptor.TaskSupport).
+func ValidTaskSupport(s string) bool {
+	return s == TaskForbidden || s == TaskOptional || s == TaskRequired
+}
+
 // TaskSupport returns d's Execution.TaskSupport, TaskForbidden when unset.
 func (d *Descriptor) TaskSupport() string {
 	if d.Execution == nil || d.Execution.TaskSupport == "" {
@@ -187,6 +194,10 @@ func (d *Descriptor) Validate() error {
 	}
 	if len(d.InputSchema) == 0 {
 		fail("inputSchema: missing")
+	}
+	if d.Execution != nil && d.Execution.TaskSupport != "" && !ValidTaskSupport(d.Execution.TaskSupport) {
+		fail("execution.taskSupport %q: must be %q, %q or %q (or absent, which means %q)",
+			d.Execution.TaskSupport, TaskForbidden, TaskOptional, TaskRequired, TaskForbidden)
 	}
 	return errors.Join(errs...)
 }

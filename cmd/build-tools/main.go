@@ -33,7 +33,7 @@ func main() {
 	src := flag.String("src", "tools-wasm", "directory holding one folder per tool")
 	force := flag.Bool("f", false, "rebuild even if the output is up to date")
 	jobs := flag.Int("j", runtime.GOMAXPROCS(0), "builds to run at once")
-	skip := flag.String("skip", "conformance", "comma-separated folders that are test fixtures, not bundled tools, built only when named")
+	skip := flag.String("skip", "conformance,longrun", "comma-separated folders that are test fixtures, not bundled tools, built only when named")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./cmd/build-tools [-o dir] [-f] [-j n] [tool ...]\n")
 		flag.PrintDefaults()

@@ -215,6 +215,10 @@ func printReview(w io.Writer, r *install.Review) {
 		if hints := annotationHints(d.Annotations); hints != "" {
 			fmt.Fprintf(w, "  hints: %s (claimed by the tool, not enforced)\n", hints)
 		}
+		if ts := d.TaskSupport(); ts != tool.TaskForbidden {
+			fmt.Fprintf(w, "  tasks: %s (may run as an MCP task, under tools.limits.%s.task_timeout and task_fuel instead of the interactive timeout)\n",
+				ts, termsafe.Line(configkey.Fold(d.Name)))
+		}
 		printCapabilities(w, "  ", d.Capabilities, t.Granted, t.Missing)
 		if len(t.Config) > 0 {
 			// What the tool reads besides its capabilities: the keys

@@ -137,6 +137,12 @@ type toolRow struct {
 	Requested  tool.Capabilities `json:"requested"`
 	Granted    tool.Capabilities `json:"granted"`
 	NotGranted tool.Capabilities `json:"notGranted"`
+	// TaskSupport is whether the tool may (optional), must (required) or
+	// must not (forbidden) run as an MCP task, as served: tools.tasks
+	// over its descriptor's execution.taskSupport. TaskSetBy names the
+	// tools.tasks entry when one decides, "" when the descriptor does.
+	TaskSupport string `json:"taskSupport"`
+	TaskSetBy   string `json:"taskSetBy,omitempty"`
 }
 
 type failedModule struct {
@@ -195,8 +201,14 @@ func listTools(ctx context.Context, a *app.App) toolList {
 				list.ServersMissing = append(list.ServersMissing, serverMissing{Tool: t.Descriptor.Name, Language: lang, Error: msg})
 			}
 		}
-		list.Tools = append(list.Tools, toolRow{Name: t.Descriptor.Name, Module: m.Name(), SHA256: m.SHA256(),
-			Requested: t.Descriptor.Capabilities, Granted: granted, NotGranted: notGranted})
+		row := toolRow{Name: t.Descriptor.Name, Module: m.Name(), SHA256: m.SHA256(),
+			Requested: t.Descriptor.Capabilities, Granted: granted, NotGranted: notGranted}
+		tp := a.Policy().Tool(t.Descriptor.Name)
+		row.TaskSupport = tp.TaskSupport(&t.Descriptor)
+		if tp.Task != "" {
+			row.TaskSetBy = "tools.tasks." + tp.TaskKey
+		}
+		list.Tools = append(list.Tools, row)
 	}
 	for _, m := range a.Catalog().Table().Modules() {
 		for _, r := range m.Rejected() {
@@ -235,6 +247,7 @@ func printTools(w io.Writer, list toolList) error {
 		}
 	}
 	printRefusals(w, list.Refused, list.GrantsElsewhere)
+	printTasks(w, list.Tools)
 	if len(list.Unusable) > 0 {
 		fmt.Fprintf(w, "\nGRANTS NO CALL CAN USE (%d; not granted):\n", len(list.Unusable))
 		for _, u := range list.Unusable {
@@ -248,6 +261,27 @@ func printTools(w io.Writer, list toolList) error {
 		}
 	}
 	return nil
+}
+
+// printTasks lists the tools that may or must run as MCP tasks, under
+// their task budget instead of the interactive timeout; a list of tools
+// that run none (the default) prints nothing.
+func printTasks(w io.Writer, tools []toolRow) {
+	var lines []string
+	for _, t := range tools {
+		if t.TaskSupport == tool.TaskForbidden && t.TaskSetBy == "" {
+			continue
+		}
+		by := "its descriptor"
+		if t.TaskSetBy != "" {
+			by = t.TaskSetBy
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s (%s)", termsafe.Line(t.Name), t.TaskSupport, by))
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\nTASKS (%d; optional or required run as MCP tasks under tools.limits.<tool>.task_timeout and task_fuel):\n%s\n",
+			len(lines), strings.Join(lines, "\n"))
+	}
 }
 
 // oneLine is a reason on one line of a terminal: the lines of a reason

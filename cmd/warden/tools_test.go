@@ -19,15 +19,16 @@ func TestToolsJSONGolden(t *testing.T) {
 	sum := "9b1c04d2aa31e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495"
 	list := toolList{
 		Tools: []toolRow{
-			{Name: "echo", Module: "echo", SHA256: sum},
+			{Name: "echo", Module: "echo", SHA256: sum, TaskSupport: "forbidden"},
 			{Name: "fetch", Module: "fetch", SHA256: sum,
 				Requested:  tool.Capabilities{Net: []string{"*"}, Env: []string{"TOKEN"}, FS: tool.FSAccess{Read: []string{"data"}}},
 				Granted:    tool.Capabilities{Env: []string{"TOKEN"}, FS: tool.FSAccess{Read: []string{"data"}}},
-				NotGranted: tool.Capabilities{Net: []string{"*"}}},
+				NotGranted: tool.Capabilities{Net: []string{"*"}}, TaskSupport: "optional"},
 			{Name: "note", Module: "note", SHA256: sum,
-				Requested:  tool.Capabilities{Memory: tool.MemoryReadWrite, MemoryTopics: []string{"notes"}},
-				Granted:    tool.Capabilities{},
-				NotGranted: tool.Capabilities{Memory: tool.MemoryReadWrite, MemoryTopics: []string{"notes"}}},
+				Requested:   tool.Capabilities{Memory: tool.MemoryReadWrite, MemoryTopics: []string{"notes"}},
+				Granted:     tool.Capabilities{},
+				NotGranted:  tool.Capabilities{Memory: tool.MemoryReadWrite, MemoryTopics: []string{"notes"}},
+				TaskSupport: "required", TaskSetBy: "tools.tasks.no*"},
 		},
 		Failed:   []failedModule{{Module: "broken", Error: errors.New("load tools/broken.wasm: invalid module").Error()}},
 		Rejected: []rejectedTool{{Name: "..", Module: "dots", Reason: `tool name ".." must be 1-128 characters`}},
@@ -58,5 +59,23 @@ func TestToolsJSONGolden(t *testing.T) {
 	}
 	if want := "{\n  \"tools\": [],\n  \"failed\": [],\n  \"rejected\": [],\n  \"refused\": [],\n  \"grantsElsewhere\": [],\n  \"unusable\": [],\n  \"serversMissing\": []\n}\n"; got.String() != want {
 		t.Fatalf("empty list printed:\n%s\nwant:\n%s", got.String(), want)
+	}
+}
+
+// TestPrintTasks: the table is followed by the tools that may or must run
+// as MCP tasks and what decides it; tools that run none add nothing, so
+// the table of a config without tasks is as it was.
+func TestPrintTasks(t *testing.T) {
+	var b bytes.Buffer
+	printTasks(&b, []toolRow{{Name: "echo", TaskSupport: "forbidden"}})
+	if b.Len() != 0 {
+		t.Fatalf("printed %q for a tool that runs no task", b.String())
+	}
+	printTasks(&b, []toolRow{{Name: "echo", TaskSupport: "forbidden"}, {Name: "build", TaskSupport: "optional"},
+		{Name: "scan", TaskSupport: "required", TaskSetBy: "tools.tasks.sc*"}, {Name: "kept", TaskSupport: "forbidden", TaskSetBy: "tools.tasks.kept"}})
+	want := "\nTASKS (3; optional or required run as MCP tasks under tools.limits.<tool>.task_timeout and task_fuel):\n" +
+		"  build: optional (its descriptor)\n  scan: required (tools.tasks.sc*)\n  kept: forbidden (tools.tasks.kept)\n"
+	if b.String() != want {
+		t.Fatalf("printed:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

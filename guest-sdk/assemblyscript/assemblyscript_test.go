@@ -283,6 +283,16 @@ func TestExamples(t *testing.T) {
 		if fmt.Sprint(obs.progress) != fmt.Sprint(want) {
 			t.Errorf("progress = %v, want %v", obs.progress, want)
 		}
+		// Descriptor.taskSupport declares execution.taskSupport.
+		support := "not listed"
+		for _, d := range h.app.List() {
+			if d.Name == "countdown" {
+				support = d.TaskSupport()
+			}
+		}
+		if support != tool.TaskOptional {
+			t.Errorf("countdown's task support = %q, want optional", support)
+		}
 	})
 
 	t.Run("log", func(t *testing.T) {

@@ -1279,6 +1279,13 @@ WD_EXPORT("warden_describe") int64_t warden_describe(void) {
             wd_w_key(&w, "capabilities");
             wd_w_raw(&w, t->capabilities);
         }
+        if (t->task_support) {
+            wd_w_key(&w, "execution");
+            wd_w_begin_object(&w);
+            wd_w_key(&w, "taskSupport");
+            wd_w_string(&w, t->task_support);
+            wd_w_end_object(&w);
+        }
         if (t->extra && *t->extra) {
             /* Verbatim members: the writer has no state to track them by. */
             w_put(&w, ",", 1);

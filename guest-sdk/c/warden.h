@@ -255,7 +255,19 @@ typedef struct {
     const char *capabilities;  /* optional requests, e.g. {"fs":{"read":["."]},"memory":"read-write"} */
     const char *extra;         /* optional members appended verbatim, e.g. "\"version\":\"1.0\"" */
     wd_tool_fn fn;
+    /* optional: whether the tool may run as an MCP task, under the task
+     * budget (tools.limits.<tool>.task_timeout, task_fuel) instead of the
+     * interactive timeout: WD_TASK_OPTIONAL or WD_TASK_REQUIRED; NULL is
+     * WD_TASK_FORBIDDEN, MCP's default. Config may override it
+     * (tools.tasks; docs/tasks.md). Last, so that positional initializers
+     * written before it still compile. */
+    const char *task_support;
 } wd_tool;
+
+/* The values of wd_tool.task_support (the descriptor's execution.taskSupport). */
+#define WD_TASK_FORBIDDEN "forbidden"
+#define WD_TASK_OPTIONAL "optional"
+#define WD_TASK_REQUIRED "required"
 
 /*
  * wd_register adds tool (the pointer is kept: give it static storage) to the
@@ -371,9 +383,15 @@ wd_kind wd_net(wd_call *call, const char *request, const wd_json **result);
 wd_kind wd_env(wd_call *call, const char *request, const wd_json **result);
 /* warden.elicit: ask the person ({"key", "params"}: MCP elicitation/create). */
 wd_kind wd_elicit(wd_call *call, const char *request, const wd_json **result);
-/* warden.sample: ask the client's model (MCP sampling/createMessage params). */
+/* warden.sample: ask the client's model (MCP sampling/createMessage params).
+ * Deprecated: MCP 2026-07-28 deprecates sampling (SEP-2577); a tool that
+ * needs a model calls the provider's API itself (a net grant). It keeps
+ * working while clients support it. */
 wd_kind wd_sample(wd_call *call, const char *request, const wd_json **result);
-/* warden.roots: the client's roots (MCP roots/list). */
+/* warden.roots: the client's roots (MCP roots/list).
+ * Deprecated: MCP 2026-07-28 deprecates roots (SEP-2577); take directories
+ * and files as tool arguments, or from config (project.roots, fs grants).
+ * It keeps working while clients support it. */
 wd_kind wd_roots(wd_call *call, const char *request, const wd_json **result);
 /* warden.ask: several elicit/sample/roots requests at once ({"requests": [...]}). */
 wd_kind wd_ask(wd_call *call, const char *request, const wd_json **result);
@@ -397,7 +415,11 @@ wd_kind wd_env_get(wd_call *call, const char *key, const char **value, size_t *l
 /* Log levels of wd_log. */
 typedef enum { WD_DEBUG = 0, WD_INFO = 1, WD_WARNING = 2, WD_ERROR = 3 } wd_level;
 
-/* wd_log sends one log line (warden.log) to the client's log. A call may log
+/* wd_log sends one log line (warden.log) to warden's log and, when the
+ * client asked for it, to the client's log. That forwarding is MCP
+ * logging, which MCP 2026-07-28 deprecates (SEP-2577): write for the
+ * operator, who reads warden's log (stderr) and traces, and report to the
+ * client with wd_progress (a task's status message) and the result. A call may log
  * at most log_lines lines and log_bytes bytes (config); one line at most
  * 16 KiB. */
 void wd_log(wd_call *call, wd_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

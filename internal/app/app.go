@@ -51,8 +51,8 @@ type App struct {
 	mu          sync.Mutex
 	subscribers map[int]func()
 	nextSub     int
-	// exposure is tools.expose and tools.hide as last applied, to tell
-	// clients when the list they see changed.
+	// exposure is tools.expose, tools.hide and tools.tasks as last
+	// applied, to tell clients when the list they see changed.
 	exposure string
 	// res serves resources and prompts (resources.go).
 	res resourceState
@@ -108,6 +108,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		subscribers: make(map[int]func()),
 		approvals:   questions,
 	}
+	config.WarnDeprecated(logger, cfg, nil)
 	a.live = config.NewLive(cfg, logger, a.configChanged)
 	questions.followConfig(a.Config)
 	caps.prompts.approvals = questions
@@ -143,9 +144,10 @@ func (a *App) configChanged(cfg *config.Config) {
 	}
 	// Pins decide collisions anew; the files that failed are tried again.
 	changed := a.catalog.ConfigChanged(cfg)
-	// tools.expose and tools.hide change the list clients see.
+	// tools.expose and tools.hide change the list clients see, and
+	// tools.tasks the execution.taskSupport it shows.
 	a.mu.Lock()
-	exposure := strings.Join(cfg.Tools.Expose, "\x00") + "\x01" + strings.Join(cfg.Tools.Hide, "\x00")
+	exposure := strings.Join(cfg.Tools.Expose, "\x00") + "\x01" + strings.Join(cfg.Tools.Hide, "\x00") + "\x01" + fmt.Sprint(cfg.Tools.Tasks)
 	if exposure != a.exposure {
 		a.exposure = exposure
 		changed = true

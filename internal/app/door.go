@@ -50,7 +50,8 @@ type entrance struct {
 // module does not run) or ask a person first (a completion, which cannot
 // ask, is refused). What
 // it returns is the runtime request to run it with: the subject's grants
-// (bound to their module), timeout and tool config; or the result that
+// (bound to their module), timeout (or, for a call that runs as an MCP
+// task, its task budget) and tool config; or the result that
 // answers instead (answer), or the error that refuses it.
 func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.CallRequest, *tool.Result, error) {
 	req := runtime.CallRequest{Session: e.call.Session, Observer: e.call.Observer, Client: e.call.Client}
@@ -66,6 +67,11 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	tp := pol.Tool(e.subject) // the one lookup: everything below reads tp
 	if !tp.Exposed {
 		return ctx, req, nil, e.notServed()
+	}
+	if e.method == mcpserver.MethodCallTool {
+		if err := tp.CheckTask(&e.tool.Descriptor, e.call.Task); err != nil {
+			return ctx, req, nil, err
+		}
 	}
 	waitFor := a.catalog.HeldBy(cfg, tp.Bound, tp.HasGrant, e.tool)
 	if waitFor != "" && e.method != mcpserver.MethodCallTool {
@@ -132,8 +138,16 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 		return ctx, req, nil, err
 	}
 	req.Grants = grants
-	req.Timeout = tp.Timeout
-	req.TimeoutSetting = "tools.limits." + tp.Key + ".timeout"
+	if e.call.Task {
+		// A task runs under the task budget alone: the interactive
+		// timeout (the module's, the descriptor's, the tool's own) is
+		// what a task is there to outlast.
+		budget := pol.TaskBudget(tp, module)
+		req.Budget = &budget
+	} else {
+		req.Timeout = tp.Timeout
+		req.TimeoutSetting = "tools.limits." + tp.Key + ".timeout"
+	}
 	req.Config = tp.Config(module)
 	return ctx, req, nil, nil
 }

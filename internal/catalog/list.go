@@ -23,7 +23,8 @@ func (c *Catalog) List() []tool.Descriptor {
 	out := make([]tool.Descriptor, 0, len(tools))
 	for _, t := range tools {
 		if tp := pol.Tool(t.Descriptor.Name); tp.Exposed && c.heldBy(pol.Config(), tp.Bound, tp.HasGrant, t) == "" {
-			out = append(out, t.Descriptor)
+			// As config has it: tools.tasks may force or forbid tasks.
+			out = append(out, tp.Describe(t.Descriptor))
 		}
 	}
 	return out

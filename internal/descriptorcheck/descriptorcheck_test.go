@@ -2,6 +2,7 @@ package descriptorcheck
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -177,12 +178,26 @@ func TestDigest(t *testing.T) {
 		func(d *tool.Descriptor) { d.Icons = []tool.Icon{{Src: "https://tracker.example/i.png"}} },
 		func(d *tool.Descriptor) { d.Tags = []string{"ignore previous instructions"} },
 		func(d *tool.Descriptor) { d.Category = "admin" },
+		func(d *tool.Descriptor) { d.Execution = &tool.Execution{TaskSupport: tool.TaskOptional} },
+		func(d *tool.Descriptor) { d.Execution = &tool.Execution{TaskSupport: tool.TaskRequired} },
 	} {
 		e := a
 		change(&e)
 		if Digest(a) == Digest(e) {
 			t.Fatalf("a change of what the client is sent kept the digest: %+v", e)
 		}
+	}
+	// Saying the default (forbidden) aloud is no change: a descriptor
+	// locked before tools could declare task support keeps its digest.
+	for _, ex := range []*tool.Execution{{}, {TaskSupport: tool.TaskForbidden}} {
+		e := a
+		e.Execution = ex
+		if Digest(a) != Digest(e) {
+			t.Fatalf("execution %+v changed the digest of a tool that runs no task", *ex)
+		}
+	}
+	if got, want := Digest(a), "sha256:"+lockedAdd; got != want {
+		t.Fatalf("the digest of a descriptor locked before task support = %s, want %s as locked", got, want)
 	}
 	c := a
 	c.Capabilities.Net = []string{"x.example"} // not something a model reads
@@ -305,5 +320,28 @@ func TestSchemaReferencesAreNotLinks(t *testing.T) {
 	}
 	if want := "inputSchema/$ref tag-characters, inputSchema/properties/$schema/description url"; strings.Join(rules, ", ") != want {
 		t.Fatalf("findings %q, want %q", strings.Join(rules, ", "), want)
+	}
+}
+
+// lockedAdd is the digest of desc("add", "Adds.") as main computed it
+// before descriptors could declare task support: a lock written then must
+// still match.
+const lockedAdd = "84b412e125bd863bd34d1775268d6719a2c1d59951634ccb9de66a57c727c54e"
+
+// TestLoadRefusesTaskSupportAddedAfterReview: a module whose tool starts
+// to declare task support after a person reviewed it (and so would run
+// under the task budget, past the interactive timeout) no longer matches
+// its lock, and is refused until reviewed again.
+func TestLoadRefusesTaskSupportAddedAfterReview(t *testing.T) {
+	reviewed := []tool.Descriptor{desc("add", "Adds.")}
+	locked := Digests(reviewed)
+	if _, err := Load("calc", reviewed, nil, "warn", locked, "warden update calc"); err != nil {
+		t.Fatalf("the reviewed module: %v", err)
+	}
+	changed := []tool.Descriptor{desc("add", "Adds.")}
+	changed[0].Execution = &tool.Execution{TaskSupport: tool.TaskOptional}
+	_, err := Load("calc", changed, nil, "warn", locked, "warden update calc")
+	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "tool add: tools.descriptors.calc.add is sha256:"+lockedAdd) {
+		t.Fatalf("task support added after review: %v, want %v naming the tool", err, ErrChanged)
 	}
 }

@@ -66,8 +66,9 @@ func (p Policy) AtLoad() Policy {
 
 // Digest is the sha256 of the parts of d a client is sent, as a reviewer
 // saw them: its name, title, description, schemas, annotations, icons,
-// tags and category (an icon URL or a tag changed after review is a
-// change too), in
+// tags, category and task support (an icon URL or a tag changed after
+// review is a change too; so is a tool that starts to run as an MCP task,
+// out of the interactive timeout's reach), in
 // canonical JSON (keys sorted, no insignificant space). It is what the
 // lock (tools.descriptors) records: a module whose descriptor changes
 // without its bytes changing (an Extism plugin describing itself from its
@@ -84,6 +85,12 @@ func Digest(d tool.Descriptor) string {
 		"icons":        d.Icons,
 		"tags":         d.Tags,
 		"category":     d.Category,
+	}
+	// Task support enters the digest only when it is not the default:
+	// every descriptor locked before tools could declare it says
+	// forbidden, and keeps its digest.
+	if ts := d.TaskSupport(); ts != tool.TaskForbidden {
+		canon["taskSupport"] = ts
 	}
 	b, err := json.Marshal(canon) // map keys are sorted; so are nested ones
 	if err != nil {

@@ -28,11 +28,12 @@ import (
 type Policy struct {
 	cfg *config.Config
 	// tools holds the policy of every tool config names exactly (in
-	// tools.grants, tools.limits, tools.gates or tools.scopes), by
+	// tools.grants, tools.limits, tools.gates, tools.scopes or
+	// tools.tasks), by
 	// config.ToolKey. Other names are resolved at lookup, the same way.
 	tools   map[string]ToolPolicy
 	modules map[string]runtime.Limits // tools.limits entries, by config.ToolKey
-	// plain: no tools.gates or tools.scopes key is a pattern, and
+	// plain: no tools.gates, tools.scopes or tools.tasks key is a pattern, and
 	// tools.expose and tools.hide are empty. Then every name config does
 	// not name gets the same policy, the defaults, and a lookup of one
 	// resolves nothing.
@@ -67,7 +68,7 @@ func New(cfg *config.Config) *Policy {
 	// Only exact names: a pattern key (tools.gates."web_*") is no tool's
 	// name, and the tools it matches are resolved at lookup.
 	p.plain = len(cfg.Tools.Expose) == 0 && len(cfg.Tools.Hide) == 0
-	for _, names := range [][]string{keys(cfg.Tools.Grants), keys(cfg.Tools.Limits), keys(cfg.Tools.Gates), keys(cfg.Tools.Scopes)} {
+	for _, names := range [][]string{keys(cfg.Tools.Grants), keys(cfg.Tools.Limits), keys(cfg.Tools.Gates), keys(cfg.Tools.Scopes), keys(cfg.Tools.Tasks)} {
 		for _, name := range names {
 			if isPattern(name) {
 				p.plain = false
@@ -124,6 +125,14 @@ func (p *Policy) ModuleLimits(name string) runtime.Limits {
 	return runlimits.Module(p.cfg, name)
 }
 
+// TaskBudget returns the deadline and fuel of a call of tp's tool that
+// runs as an MCP task while the module called module serves it: the tool's
+// tools.limits entry, else the module's, else tools.defaults (config's
+// TaskBudget), in place of the interactive timeout and fuel.
+func (p *Policy) TaskBudget(tp ToolPolicy, module string) runtime.Budget {
+	return runlimits.Task(p.cfg, tp.Key, module)
+}
+
 // ConfirmDestructive reports whether destructive tools holding a write,
 // net or env grant ask the person before each call (security.confirm).
 func (p *Policy) ConfirmDestructive() bool { return p.confirmDestructive }
@@ -177,6 +186,11 @@ type ToolPolicy struct {
 	Timeout     time.Duration
 	MaxInFlight int
 	Rate        *mcpserver.RateLimit
+
+	// Task is what tools.tasks says of the tool (tool.TaskRequired,
+	// TaskOptional or TaskForbidden; TaskKey names the entry), "" when no
+	// entry applies and the descriptor decides: see TaskSupport.
+	Task, TaskKey string
 }
 
 // resolve is the policy cfg gives the tool whose config.ToolKey is key.
@@ -198,7 +212,54 @@ func resolve(cfg *config.Config, key string) ToolPolicy {
 	t.Timeout = cfg.ToolTimeout(key)
 	t.MaxInFlight = cfg.ToolMaxInFlight(key)
 	t.Rate = runlimits.Rate(cfg.ToolRate(key))
+	t.Task, t.TaskKey, _ = cfg.TaskSupportFor(key)
 	return t
+}
+
+// TaskSupport is whether the tool, described by d, may (tool.TaskOptional),
+// must (TaskRequired) or must not (TaskForbidden) run as an MCP task:
+// tools.tasks when an entry applies, else the descriptor's own word. The
+// person's config wins both ways: it may let a tool whose descriptor says
+// forbidden run as a task (under the task budget), or keep one that asks
+// for tasks interactive (RATIONALE.md, "Config decides task support").
+func (t ToolPolicy) TaskSupport(d *tool.Descriptor) string {
+	if t.Task != "" {
+		return t.Task
+	}
+	return d.TaskSupport()
+}
+
+// CheckTask refuses a call of the tool d describes whose way of running
+// its task support in force (TaskSupport) rules out: a task (task set) of
+// a tool that runs none, an interactive call of one that runs only as a
+// task. The protocol layer answers both before a call gets that far; the
+// app's door asks this too, so that no way in runs a tool otherwise.
+func (t ToolPolicy) CheckTask(d *tool.Descriptor, task bool) error {
+	support := t.TaskSupport(d)
+	why := "its descriptor's execution.taskSupport"
+	if t.Task != "" {
+		why = "tools.tasks." + t.TaskKey
+	}
+	switch {
+	case task && support == tool.TaskForbidden:
+		return tool.Errorf(tool.KindDenied, "tool %s does not run as a task (%s is %s): call it without a task, or set tools.tasks.%s: optional",
+			d.Name, why, support, config.ToolKey(d.Name))
+	case !task && support == tool.TaskRequired:
+		return tool.Errorf(tool.KindUnsupported, "tool %s runs only as a task (%s is %s), and this call is not one: call it as a task (a client that supports MCP tasks; `warden call --task`)",
+			d.Name, why, support)
+	}
+	return nil
+}
+
+// Describe returns d as clients are to see it under t: its
+// execution.taskSupport the effective one (TaskSupport). d is not
+// changed; the result shares its other fields.
+func (t ToolPolicy) Describe(d tool.Descriptor) tool.Descriptor {
+	if t.Task == "" || t.Task == d.TaskSupport() {
+		return d
+	}
+	d.Execution = &tool.Execution{TaskSupport: t.Task}
+	return d
 }
 
 // Grants returns what the tool is granted while the module called module

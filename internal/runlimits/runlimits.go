@@ -29,6 +29,19 @@ func Module(cfg *config.Config, module string) runtime.Limits {
 	return l
 }
 
+// Task returns the budget of a call of the tool called toolName, served
+// by the module called module, that runs as an MCP task
+// (config.Config.TaskBudget), with the settings its failures name.
+func Task(cfg *config.Config, toolName, module string) runtime.Budget {
+	b := cfg.TaskBudget(toolName, module)
+	return runtime.Budget{
+		Timeout:        b.Timeout,
+		Fuel:           b.Fuel,
+		TimeoutSetting: runtime.Setting{Key: b.TimeoutKey, From: b.TimeoutFrom, Default: b.TimeoutDefault},
+		FuelSetting:    runtime.Setting{Key: b.FuelKey, From: b.FuelFrom, Default: b.FuelDefault},
+	}
+}
+
 // setting is the runtime.Setting of key: set by key itself (own), else by
 // the tools.defaults setting defaults, unless that holds the built-in
 // default (builtin). A tools.defaults value equal to the built-in default

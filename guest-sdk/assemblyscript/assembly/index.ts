@@ -45,6 +45,13 @@ export function guestKind(kind: string): bool {
 
 // ---------------------------------------------------------------- descriptors
 
+/** The values of Descriptor.taskSupport (MCP's execution.taskSupport). */
+export namespace TaskSupport {
+  export const Forbidden = "forbidden";
+  export const Optional = "optional";
+  export const Required = "required";
+}
+
 /**
  * A tool's descriptor (docs/abi.md, warden_describe). Schemas are JSON text.
  * Optional fields are set with the chaining methods; set() adds any other
@@ -82,6 +89,18 @@ export class Descriptor {
 
   readOnly(): Descriptor {
     return this.hint("readOnlyHint", true);
+  }
+
+  /**
+   * Says whether the tool may (TaskSupport.Optional), must
+   * (TaskSupport.Required) or must not (TaskSupport.Forbidden, the default)
+   * run as an MCP task: the descriptor's execution.taskSupport. A task runs
+   * under the task budget (tools.limits.<tool>.task_timeout, task_fuel)
+   * instead of the interactive timeout; config may override it
+   * (tools.tasks; docs/tasks.md).
+   */
+  taskSupport(value: string): Descriptor {
+    return this.set("execution", new ObjectWriter().string("taskSupport", value).toString());
   }
 
   /** Adds a descriptor field with a JSON value, e.g. set("capabilities", `{"fs":{"read":["."]}}`). */

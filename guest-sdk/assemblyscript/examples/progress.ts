@@ -1,5 +1,6 @@
-// countdown: reports progress (warden.progress) as it works.
-import { Args, Context, Descriptor, Result, register } from "../assembly";
+// countdown: reports progress (warden.progress) as it works, and may run as
+// an MCP task, where its progress is the task's status message.
+import { Args, Context, Descriptor, Result, TaskSupport, register } from "../assembly";
 export * from "../assembly/abi";
 
 register(
@@ -7,7 +8,9 @@ register(
     "countdown",
     "Counts down from n, reporting progress at each step.",
     `{"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":100}},"required":["n"]}`,
-  ).readOnly(),
+  )
+    .readOnly()
+    .taskSupport(TaskSupport.Optional),
   countdown,
 );
 

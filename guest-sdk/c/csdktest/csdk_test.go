@@ -223,7 +223,7 @@ func TestExportsAndImports(t *testing.T) {
 	dir := t.TempDir()
 	allowedImports := map[string]bool{"log": true, "progress": true, "fs": true, "memory": true, "lsp": true,
 		"net": true, "env": true, "elicit": true, "sample": true, "roots": true, "ask": true}
-	for _, name := range []string{"word_count", "notes", "countdown", "shout", "text_stats", "json_echo", "echo", "testdata/hostcall"} {
+	for _, name := range []string{"word_count", "notes", "countdown", "shout", "text_stats", "json_echo", "echo", "longrun", "testdata/hostcall"} {
 		wasm, err := os.ReadFile(buildExample(t, dir, name))
 		if err != nil {
 			t.Fatal(err)

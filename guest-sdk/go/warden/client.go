@@ -79,6 +79,10 @@ func Elicit(ctx *Context, req ElicitRequest) (*ElicitResult, error) {
 }
 
 // Sample asks the client's model (sampling/createMessage).
+//
+// Deprecated: MCP 2026-07-28 deprecates sampling (SEP-2577). A tool that
+// needs a model calls the model provider's API itself, under a net grant.
+// Sample keeps working while clients support sampling.
 func Sample(ctx *Context, req SampleRequest) (*SampleResult, error) {
 	var res SampleResult
 	if err := askOne(ctx, "sample", req.Key, req, &res); err != nil {
@@ -89,6 +93,10 @@ func Sample(ctx *Context, req SampleRequest) (*SampleResult, error) {
 
 // Roots returns the client's roots (roots/list). They are what the client
 // works on; they grant no file access (docs/asking.md).
+//
+// Deprecated: MCP 2026-07-28 deprecates roots (SEP-2577). Take directories
+// and files as tool arguments, or from config (project.roots and fs
+// grants). Roots keeps working while clients support roots.
 func Roots(ctx *Context) ([]Root, error) {
 	var res struct {
 		Roots []Root `json:"roots"`

@@ -66,7 +66,12 @@ func NewContext(callID, cursor string, host HostFuncs) *Context {
 	return &Context{CallID: callID, Cursor: cursor, host: host}
 }
 
-// Log sends a log line to warden, which forwards it to the MCP client.
+// Log sends a log line to warden's log, and warden forwards it to the MCP
+// client when the client asked for log messages. That forwarding is MCP
+// logging, which MCP 2026-07-28 deprecates (SEP-2577): write log lines
+// for the operator, who reads warden's log (stderr) and its traces, and
+// tell the client through Progress (a task's status message) and the
+// result. Log itself is not deprecated.
 func (c *Context) Log(level Level, message string) { c.host.Log(level, message) }
 
 // Logf is Log with a format.

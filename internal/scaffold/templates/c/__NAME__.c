@@ -35,6 +35,9 @@ static const wd_tool tool = {
     .output_schema = "{\"type\":\"object\",\"properties\":{\"words\":{\"type\":\"integer\"}},\"required\":[\"words\"]}",
     .annotations = "{\"readOnlyHint\":true}",
     .fn = count_words,
+    /* A tool that runs for minutes may run as an MCP task, under the task
+     * budget instead of the interactive timeout (docs/tasks.md):
+     * .task_support = WD_TASK_OPTIONAL, */
 };
 
 /* The reactor's _initialize runs constructors once: register tools here. */

@@ -27,6 +27,9 @@ func (wordCount) Descriptor() tool.Descriptor {
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"words":{"type":"integer"}},"required":["words"]}`),
 		Annotations:  &tool.Annotations{ReadOnlyHint: &readOnly},
+		// A tool that runs for minutes may run as an MCP task, under the
+		// task budget instead of the interactive timeout (docs/tasks.md):
+		// Execution: &tool.Execution{TaskSupport: tool.TaskOptional},
 	}
 }
 
