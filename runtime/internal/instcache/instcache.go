@@ -46,6 +46,17 @@ type Store struct {
 	log *slog.Logger
 	// Lookups, for warden_compile_cache_total.
 	hits, misses, errs atomic.Uint64
+	// used hears of every entry read (wrote false) or written (true), for
+	// the cache's least-recently-used pruning; nil hears nothing.
+	used func(path string, wrote bool)
+}
+
+// Observe has used hear of every entry the store reads or writes. It is
+// called before the store is used.
+func (s *Store) Observe(used func(path string, wrote bool)) {
+	if s != nil {
+		s.used = used
+	}
 }
 
 // New returns a store in dir, or nil when dir is "".
@@ -79,6 +90,9 @@ func (s *Store) Get(key string) (*instrument.Result, bool) {
 	res, ok := s.get(key)
 	if ok {
 		s.hits.Add(1)
+		if s.used != nil {
+			s.used(s.path(key), false)
+		}
 	}
 	return res, ok
 }
@@ -132,6 +146,8 @@ func (s *Store) Put(key string, res *instrument.Result) {
 	if err != nil {
 		s.errs.Add(1)
 		s.log.Warn("instrumented module not cached", "dir", s.dir, "error", err)
+	} else if s.used != nil {
+		s.used(s.path(key), true)
 	}
 }
 
