@@ -207,7 +207,7 @@ func (m *Module) loadBody(ctx context.Context, wasm []byte) (*body, *listing, er
 	b := &body{m: m, engine: loaded.Engine, maxCallDepth: loaded.MaxCallDepth}
 	b.pool = newPool(m, loaded.Engine)
 	b.pool.putLoaded(b.pool.adopt(loaded.First))
-	if e, ok := loaded.Engine.(*native); ok && e.tiered {
+	if e, ok := loaded.Engine.(*native); ok && e.tiered && !r.oneShot.Load() {
 		e.compileInBackground(b.pool.retireStale)
 	}
 	return b, l, nil

@@ -93,6 +93,9 @@ type Runtime struct {
 	wzTier        Tier
 	compiledMarks *compiledMarks
 	tierCounters  tierCounters
+	// oneShot is set by ForOneShot: tiered loads start no background
+	// compile.
+	oneShot atomic.Bool
 	// closingCtx ends when Close begins: background compiles still
 	// waiting for a slot give up then.
 	closingCtx   context.Context

@@ -165,6 +165,16 @@ func (e *native) compileInBackground(retire func()) {
 	}()
 }
 
+// ForOneShot tells r that its process ends after a few calls (warden
+// tools, warden call): a tiered load then starts no background compile.
+// The compiled code would never serve this process, which would instead
+// spend its CPU compiling (slowing the interpreted start-up of the other
+// modules) and wait for it at Close, minutes on a busy machine for four
+// modules; the interpreter serves what it loads, and a long-lived process
+// (serve) or `warden cache warm` fills the compile cache. Modules the
+// cache holds compiled still load compiled. Call it before loading.
+func (r *Runtime) ForOneShot() { r.oneShot.Store(true) }
+
 // startCompile counts a background compile in, unless Close has begun.
 func (r *Runtime) startCompile() bool {
 	r.loadsMu.Lock()
