@@ -86,3 +86,44 @@ func TestCacheMaxPrunesLeastRecentlyUsed(t *testing.T) {
 		t.Fatalf("PruneCache(0) = %+v, %v", p, err)
 	}
 }
+
+// TestWarmLoadSkipsValidation: a module loaded again from a warm disk
+// cache (a restart) is compiled from the entry the code guard verified,
+// without wazero validating it again, and serves; a tampered entry is
+// removed by the guard first, so that load validates and compiles afresh.
+func TestWarmLoadSkipsValidation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	wasm := watFixture{name: "ping"}.build(t)
+	start := func() (*runtime.Runtime, func()) {
+		rt, err := runtime.New(ctx, runtime.Options{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt, func() { rt.Close(ctx) }
+	}
+	cold, done := start()
+	wantPong(t, loadTool(t, cold, "ping", wasm, runtime.Limits{}))
+	if n := runtime.VerifiedCompiles(cold); n != 0 {
+		t.Fatalf("a cold load used %d verified compiles", n)
+	}
+	done()
+	warm, done := start()
+	wantPong(t, loadTool(t, warm, "ping", wasm, runtime.Limits{}))
+	if n := runtime.VerifiedCompiles(warm); n != 1 {
+		t.Fatalf("the warm load made %d verified compiles, want 1", n)
+	}
+	done()
+	compiled, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+	for _, f := range compiled {
+		b, _ := os.ReadFile(f)
+		b[len(b)/2] ^= 0xff
+		os.WriteFile(f, b, 0o600)
+	}
+	again, done := start()
+	defer done()
+	wantPong(t, loadTool(t, again, "ping", wasm, runtime.Limits{}))
+	if n := runtime.VerifiedCompiles(again); n != 0 {
+		t.Fatalf("a load after the entry was tampered with made %d verified compiles", n)
+	}
+}

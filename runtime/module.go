@@ -297,6 +297,13 @@ func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (wazero.Compil
 	if r.testHooks.compile != nil {
 		return r.testHooks.compile(ctx, wasm)
 	}
+	if r.codeGuard != nil && r.wzTier == TierCompiler && !r.cacheFailed.Load() {
+		// A warm load: compiled code the guard verified, for these very
+		// bytes, need not be validated again (codecache.CompileVerified).
+		if c, ok := r.codeGuard.CompileVerified(ctx, r.wz, wasm); ok {
+			return c, nil
+		}
+	}
 	return r.wz.CompileModule(ctx, wasm)
 }
 

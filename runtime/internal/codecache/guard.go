@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warden-run/warden/internal/osfile"
 )
@@ -62,6 +63,12 @@ type Guard struct {
 	used []string
 	grew bool
 	max  int64
+	// files is wazero's file cache Observe wrapped (nil before), which
+	// CompileVerified relies on; beforeVerified, a test's, runs just before
+	// a verified compile asks wazero's engine.
+	files          *observedFiles
+	beforeVerified func()
+	verified       atomic.Int64
 	// indexStamp is the stamp of the index file when last read, so that a
 	// check rereads it only when another process has written it.
 	indexStamp stamp

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero"
@@ -57,11 +58,14 @@ func (g *Guard) Observe(cc wazero.CompilationCache) error {
 	if !validSubdir(sub) {
 		return fmt.Errorf("wazero's file cache dir %q is not a wazero version directory", sub)
 	}
-	o := &observedFiles{inner: inner, g: g, dir: filepath.Join(g.dir, sub)}
+	o := &observedFiles{inner: inner, g: g, sub: sub, dir: filepath.Join(g.dir, sub), vouched: make(map[[32]byte]int)}
 	if !reflect.TypeOf(o).AssignableTo(field.Type()) {
 		return errors.New("wazero's file cache interface has other methods than warden knows")
 	}
 	slot.Set(reflect.ValueOf(o))
+	g.mu.Lock()
+	g.files = o
+	g.mu.Unlock()
 	return nil
 }
 
@@ -69,7 +73,29 @@ func (g *Guard) Observe(cc wazero.CompilationCache) error {
 type observedFiles struct {
 	inner wazeroFiles
 	g     *Guard
-	dir   string
+	// sub is wazero's version dir, dir its path.
+	sub, dir string
+	// vouched counts the verified compiles (CompileVerified) in flight for
+	// a key: a miss or a deletion of it is refused meanwhile.
+	mu      sync.Mutex
+	vouched map[[32]byte]int
+}
+
+// vouch marks key as under a verified compile, or no longer.
+func (o *observedFiles) vouch(key [32]byte, on bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if on {
+		o.vouched[key]++
+	} else if o.vouched[key]--; o.vouched[key] <= 0 {
+		delete(o.vouched, key)
+	}
+}
+
+func (o *observedFiles) isVouched(key [32]byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.vouched[key] > 0
 }
 
 func (o *observedFiles) path(key [32]byte) string {
@@ -80,6 +106,9 @@ func (o *observedFiles) Get(key [32]byte) (io.ReadCloser, bool, error) {
 	content, ok, err := o.inner.Get(key)
 	if ok && err == nil {
 		o.g.Touch(o.path(key))
+	}
+	if !ok && err == nil && o.isVouched(key) {
+		return nil, false, errUnvouched
 	}
 	return content, ok, err
 }
@@ -92,4 +121,13 @@ func (o *observedFiles) Add(key [32]byte, content io.Reader) error {
 	return err
 }
 
-func (o *observedFiles) Delete(key [32]byte) error { return o.inner.Delete(key) }
+// Delete deletes key's entry (wazero deletes one a version of its own
+// wrote); under a verified compile the compile must then fail rather than
+// compile afresh.
+func (o *observedFiles) Delete(key [32]byte) error {
+	err := o.inner.Delete(key)
+	if o.isVouched(key) {
+		return errUnvouched
+	}
+	return err
+}
