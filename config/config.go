@@ -88,6 +88,8 @@ type Project struct {
 type Tools struct {
 	Dir      string `mapstructure:"dir"`
 	CacheDir string `mapstructure:"cache_dir"`
+	// CacheMax bounds the compile cache in CacheDir (cache.go).
+	CacheMax ByteSize `mapstructure:"cache_max"`
 	// Tiering is "auto" (a module not yet in the compile cache answers
 	// from wazero's interpreter while it compiles in the background) or
 	// "off" (loads wait for the compiler).
@@ -532,6 +534,16 @@ type ByteSize uint64
 // String renders s in IEC units.
 func (s ByteSize) String() string { return humanize.IBytes(uint64(s)) }
 
+// ParseByteSize reads a size as config.yaml writes it: "128MiB", "1 MB"
+// or a plain byte count.
+func ParseByteSize(v string) (ByteSize, error) {
+	n, err := humanize.ParseBytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size (write e.g. 128MiB)", v)
+	}
+	return ByteSize(n), nil
+}
+
 // defaults are the values a key has when config.yaml does not set it. They
 // double as the list of keys the environment may override. A bound the
 // runtime or the MCP server also applies to a zero option is taken from
@@ -540,6 +552,7 @@ var defaults = map[string]any{
 	"project::root":                         "",
 	"tools::dir":                            "bin/tools",
 	"tools::cache_dir":                      "",
+	"tools::cache_max":                      limits.DefaultCacheMax,
 	"tools::tiering":                        "auto",
 	"tools::defaults::timeout":              limits.DefaultTimeout,
 	"tools::defaults::memory":               limits.DefaultMemory,
@@ -775,11 +788,7 @@ func byteSizeHook(from, to reflect.Type, data any) (any, error) {
 	}
 	switch v := data.(type) {
 	case string:
-		n, err := humanize.ParseBytes(v)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a size (write e.g. 128MiB)", v)
-		}
-		return ByteSize(n), nil
+		return ParseByteSize(v)
 	case int:
 		if v < 0 {
 			return nil, fmt.Errorf("size %d is negative", v)
@@ -870,6 +879,7 @@ func (c *Config) Validate() error {
 	if t := c.Tools.Tiering; t != "auto" && t != "off" {
 		fail("tools.tiering", "must be auto or off, got %q", t)
 	}
+	c.Tools.validateCache(fail)
 	if c.Tools.Defaults.IdleTTL < 0 {
 		fail("tools.defaults.idle_ttl", "must not be negative (0 keeps modules loaded), got %s", c.Tools.Defaults.IdleTTL)
 	}

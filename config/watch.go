@@ -88,7 +88,7 @@ func (l *Live) reload() error {
 }
 
 // StartOnlyChanges lists the keys that differ between a and b and that a
-// running server reads only at start: tools.dir, tools.tiering and every server.* key but
+// running server reads only at start: tools.dir, tools.tiering, tools.cache_max and every server.* key but
 // server.rate_limit (which applies from the next call). A reload applies
 // everything else, so these are what an operator must be told about.
 func StartOnlyChanges(a, b *Config) []string {
@@ -98,6 +98,9 @@ func StartOnlyChanges(a, b *Config) []string {
 	}
 	if a.Tools.Tiering != b.Tools.Tiering {
 		keys = append(keys, "tools.tiering")
+	}
+	if a.Tools.CacheMax != b.Tools.CacheMax {
+		keys = append(keys, "tools.cache_max")
 	}
 	x, y := reflect.ValueOf(a.Server), reflect.ValueOf(b.Server)
 	for i := range x.NumField() {

@@ -104,3 +104,12 @@ func SetSwapHook(r *Runtime, f func(module string, err error)) {
 
 // LiveInstances counts the instances of m not yet closed.
 func LiveInstances(m *Module) int64 { return m.loaded().pool.live.Load() }
+
+// VerifiedCompiles counts the compiles r's disk cache served without
+// validating the module again (codecache.CompileVerified).
+func VerifiedCompiles(r *Runtime) int64 {
+	if r.codeGuard == nil {
+		return 0
+	}
+	return r.codeGuard.Verified()
+}

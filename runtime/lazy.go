@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/warden-run/warden/internal/termsafe"
+	"github.com/warden-run/warden/runtime/internal/codecache"
 	"github.com/warden-run/warden/runtime/internal/manifest"
 	"github.com/warden-run/warden/tool"
 )
@@ -573,5 +574,5 @@ func newManifestStore(cacheDir string, log *slog.Logger) *manifest.Store {
 		}
 		cacheDir = dir
 	}
-	return manifest.NewStore(filepath.Join(cacheDir, "manifests"), log)
+	return manifest.NewStore(filepath.Join(cacheDir, codecache.PartManifests), log)
 }

@@ -207,7 +207,7 @@ func (m *Module) loadBody(ctx context.Context, wasm []byte) (*body, *listing, er
 	b := &body{m: m, engine: loaded.Engine, maxCallDepth: loaded.MaxCallDepth}
 	b.pool = newPool(m, loaded.Engine)
 	b.pool.putLoaded(b.pool.adopt(loaded.First))
-	if e, ok := loaded.Engine.(*native); ok && e.tiered {
+	if e, ok := loaded.Engine.(*native); ok && e.tiered && !r.oneShot.Load() {
 		e.compileInBackground(b.pool.retireStale)
 	}
 	return b, l, nil
@@ -296,6 +296,13 @@ func (r *Runtime) compileWith(ctx context.Context, giveUp <-chan struct{}, budge
 func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
 	if r.testHooks.compile != nil {
 		return r.testHooks.compile(ctx, wasm)
+	}
+	if r.codeGuard != nil && r.wzTier == TierCompiler && !r.cacheFailed.Load() {
+		// A warm load: compiled code the guard verified, for these very
+		// bytes, need not be validated again (codecache.CompileVerified).
+		if c, ok := r.codeGuard.CompileVerified(ctx, r.wz, wasm); ok {
+			return c, nil
+		}
 	}
 	return r.wz.CompileModule(ctx, wasm)
 }

@@ -52,6 +52,10 @@ type Options struct {
 	// (tier.go). A module the disk cache holds compiled is loaded compiled
 	// at once. Ignored with Interpreter.
 	Tiered bool
+	// CacheMax bounds the disk cache (CacheDir) in bytes: after a load
+	// that wrote to it, the least recently used entries are removed until
+	// it fits (0 means DefaultCacheMax). See PruneCache.
+	CacheMax uint64
 	// MaxInstanceMemory bounds the linear memory of all instances of all
 	// modules together (0 means DefaultMaxInstanceMemory). When a new
 	// instance or a growing one would pass it, idle instances are closed
@@ -89,6 +93,9 @@ type Runtime struct {
 	wzTier        Tier
 	compiledMarks *compiledMarks
 	tierCounters  tierCounters
+	// oneShot is set by ForOneShot: tiered loads start no background
+	// compile.
+	oneShot atomic.Bool
 	// closingCtx ends when Close begins: background compiles still
 	// waiting for a slot give up then.
 	closingCtx   context.Context
@@ -196,8 +203,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 				r.manifests = newManifestStore("off", logger)
 			} else {
 				r.cache, r.codeGuard, r.cacheDir = cache, guard, dir
-				r.instrumented = instcache.New(filepath.Join(dir, "instrumented"), logger)
+				r.instrumented = instcache.New(filepath.Join(dir, codecache.PartInstrumented), logger)
 				config = config.WithCompilationCache(cache)
+				r.boundCache(opts.CacheMax)
 			}
 		}
 	}
@@ -234,7 +242,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, err
 		}
 		r.interp = interp
-		r.compiledMarks = newCompiledMarks(r.cacheDir)
+		r.compiledMarks = newCompiledMarks(r.cacheDir, r.cacheUsed())
 	}
 	r.closingCtx, r.closingStart = context.WithCancel(context.Background())
 	r.loaders = r.newLoaders()
@@ -260,6 +268,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.loadsMu.Unlock()
 	r.trim.close()
+	if r.codeGuard != nil {
+		// The uses of this process order the next prune (cache.go).
+		if err := r.codeGuard.Flush(); err != nil {
+			r.log.Warn("compile cache usage not recorded", "dir", r.cacheDir, "error", err)
+		}
+	}
 	err := r.wz.Close(ctx)
 	if r.interp != nil {
 		if ierr := r.interp.Close(ctx); err == nil {

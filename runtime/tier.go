@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/warden-run/warden/runtime/internal/codecache"
 	"github.com/warden-run/warden/runtime/internal/guest"
 )
 
@@ -164,6 +165,16 @@ func (e *native) compileInBackground(retire func()) {
 	}()
 }
 
+// ForOneShot tells r that its process ends after a few calls (warden
+// tools, warden call): a tiered load then starts no background compile.
+// The compiled code would never serve this process, which would instead
+// spend its CPU compiling (slowing the interpreted start-up of the other
+// modules) and wait for it at Close, minutes on a busy machine for four
+// modules; the interpreter serves what it loads, and a long-lived process
+// (serve) or `warden cache warm` fills the compile cache. Modules the
+// cache holds compiled still load compiled. Call it before loading.
+func (r *Runtime) ForOneShot() { r.oneShot.Store(true) }
+
 // startCompile counts a background compile in, unless Close has begun.
 func (r *Runtime) startCompile() bool {
 	r.loadsMu.Lock()
@@ -245,9 +256,12 @@ func (m *Module) Tier() (Tier, error) {
 type compiledMarks struct {
 	dir  string
 	salt string
+	// used hears of every mark read or written, for the cache's
+	// least-recently-used pruning (cache.go); nil hears nothing.
+	used func(path string, wrote bool)
 }
 
-func newCompiledMarks(cacheDir string) *compiledMarks {
+func newCompiledMarks(cacheDir string, used func(path string, wrote bool)) *compiledMarks {
 	if cacheDir == "" {
 		return nil
 	}
@@ -259,7 +273,7 @@ func newCompiledMarks(cacheDir string) *compiledMarks {
 			}
 		}
 	}
-	return &compiledMarks{dir: filepath.Join(cacheDir, "compiled"), salt: salt}
+	return &compiledMarks{dir: filepath.Join(cacheDir, codecache.PartCompiled), salt: salt, used: used}
 }
 
 func (c *compiledMarks) name(id string) string {
@@ -271,8 +285,15 @@ func (c *compiledMarks) has(id string) bool {
 	if c == nil {
 		return false
 	}
-	info, err := os.Lstat(c.name(id))
-	return err == nil && info.Mode().IsRegular()
+	name := c.name(id)
+	info, err := os.Lstat(name)
+	if err != nil || !info.Mode().IsRegular() {
+		return false
+	}
+	if c.used != nil {
+		c.used(name, false)
+	}
+	return true
 }
 
 // put marks wasm compiled; a mark that cannot be written costs the next
@@ -286,5 +307,8 @@ func (c *compiledMarks) put(id string) {
 	}
 	if f, err := os.OpenFile(c.name(id), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
 		f.Close()
+		if c.used != nil {
+			c.used(c.name(id), true)
+		}
 	}
 }

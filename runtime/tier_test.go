@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -359,4 +360,57 @@ func TestTierBudgetHolds(t *testing.T) {
 	if live := m.Live(); live != 2 {
 		t.Fatalf("%d instances alive, want 2 (the budget's worth)", live)
 	}
+}
+
+// TestTierOneShotStartsNoCompile: a runtime for a one-shot command
+// (ForOneShot) loads a module not in the cache on the interpreter and
+// starts no background compile, whose code it would never run: the module
+// serves there, nothing is compiled into the cache, and the next runtime
+// loads it interpreted again. A module the cache holds compiled still
+// loads compiled.
+func TestTierOneShotStartsNoCompile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	wasm := watFixture{name: "ping"}.build(t)
+	oneShot := func() *runtime.Runtime {
+		rt, err := runtime.New(ctx, runtime.Options{CacheDir: dir, Tiered: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.ForOneShot()
+		runtime.SetBackgroundCompileHook(rt, func(module string) {
+			t.Errorf("a one-shot runtime started a background compile of %s", module)
+		})
+		return rt
+	}
+	for range 2 {
+		rt := oneShot()
+		tl := loadTool(t, rt, "ping", wasm, runtime.Limits{})
+		wantTier(t, tl.Module(), runtime.TierInterpreter)
+		wantPong(t, tl)
+		if err := rt.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := rt.TierStats(); st.InterpreterCalls != 1 || st.Swaps != 0 || st.Failed != 0 {
+			t.Fatalf("stats %+v: want one call on the interpreter, no compile", st)
+		}
+		if compiled, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*")); len(compiled) != 0 {
+			t.Fatalf("the one-shot runtime compiled into the cache: %v", compiled)
+		}
+	}
+	// A long-lived runtime compiles it in the background (Close waits)...
+	long, err := runtime.New(ctx, runtime.Options{CacheDir: dir, Tiered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadTool(t, long, "ping", wasm, runtime.Limits{})
+	if err := long.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// ...and a one-shot runtime then loads it compiled from the cache.
+	rt := oneShot()
+	defer rt.Close(ctx)
+	tl := loadTool(t, rt, "ping", wasm, runtime.Limits{})
+	wantTier(t, tl.Module(), runtime.TierCompiler)
+	wantPong(t, tl)
 }

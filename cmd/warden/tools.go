@@ -46,6 +46,8 @@ scripts") describes its fields.`,
 				return err
 			}
 			defer a.Close(cmd.Context())
+			// Listing runs no call: compiled code would never be used.
+			a.Runtime().ForOneShot()
 			stop := showLoads(a)
 			// The errors LoadTools returns are the list's FAILED rows and
 			// REFUSED lines: shown there, not twice.
@@ -341,6 +343,9 @@ and 2 on a usage error (bad flags, unknown tool, arguments that are not JSON).`,
 				return err
 			}
 			defer a.Close(cmd.Context())
+			// One call: it runs on the interpreter when the module is not
+			// compiled in the cache, and the process exits as it answers.
+			a.Runtime().ForOneShot()
 			// Only what serves args[0] loads: the other modules are listed
 			// from their cached manifests or not loaded at all.
 			for _, err := range a.Catalog().LoadFor(cmd.Context(), args[0]) {

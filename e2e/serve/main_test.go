@@ -142,10 +142,12 @@ func build(tmp string) error {
 	return warmCache(tmp)
 }
 
-// warmCache loads every fixture once with `warden tools`, which compiles
-// them into the shared cache: otherwise the parallel tests' servers would
-// each compile the same modules at once on a cold cache (as on a fresh CI
-// machine), which can take minutes on two cores.
+// warmCache compiles every fixture once into the shared cache with
+// `warden cache warm` (`warden tools`, a one-shot command, compiles
+// nothing: Runtime.ForOneShot), then checks that `warden tools` lists
+// them: otherwise the parallel tests' servers would each compile the same
+// modules at once on a cold cache (as on a fresh CI machine), which can
+// take minutes on two cores.
 func warmCache(tmp string) error {
 	var names []string
 	for name := range fixtures {
@@ -156,14 +158,18 @@ func warmCache(tmp string) error {
 		return err
 	}
 	start := time.Now()
-	// A fixture that is meant to fail its load (borrower) makes `warden
-	// tools` exit 1 with a FAILED row: compiled or failed, each is listed.
-	cmd := exec.Command(built.warden, "tools", "--config", e.config)
-	cmd.Env = childEnv()
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
-		return fmt.Errorf("warden tools (loading every fixture): %v\n%s", err, out)
+	// A fixture that is meant to fail its load (borrower) makes both exit
+	// 1 (`warden tools` with a FAILED row): compiled or failed, each is
+	// listed.
+	var out []byte
+	for _, args := range [][]string{{"cache", "warm"}, {"tools"}} {
+		cmd := exec.Command(built.warden, append(args, "--config", e.config)...)
+		cmd.Env = childEnv()
+		out, err = cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+			return fmt.Errorf("warden %s (loading every fixture): %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 	for _, name := range names {
 		if !strings.Contains(string(out), name) {

@@ -30,12 +30,14 @@ func TestWarmRestartListsFromManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The first run compiles both modules and stores their manifests.
-	cmd := exec.Command(built.warden, "tools", "-v", "--config", e.config) // -v: the "module compiled" lines
+	// The first run compiles both modules and stores their manifests
+	// (`warden cache warm`: `warden tools` would store the manifests but,
+	// a one-shot command, compile nothing for the serve to find).
+	cmd := exec.Command(built.warden, "cache", "warm", "-v", "--config", e.config) // -v: the "module compiled" lines
 	cmd.Env = childEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.Count(string(out), "module compiled") != 2 {
-		t.Fatalf("warden tools (cold): %v\n%s", err, out)
+		t.Fatalf("warden cache warm (cold): %v\n%s", err, out)
 	}
 	manifests, _ := filepath.Glob(filepath.Join(cache, "manifests", "*.manifest"))
 	if len(manifests) != 2 {

@@ -94,7 +94,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		caps.close(ctx)
 		return nil, err
 	}
-	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, Capabilities: caps.list(), Logger: logger,
+	rt, err := runtime.New(ctx, runtime.Options{CacheDir: cfg.Tools.CacheDir, CacheMax: uint64(cfg.Tools.CacheMax), Capabilities: caps.list(), Logger: logger,
 		MaxInstanceMemory: uint64(cfg.Server.MaxInstanceMemory), Tiered: cfg.Tools.Tiering != "off"})
 	if err != nil {
 		return nil, err

@@ -29,6 +29,10 @@ const (
 	// DefaultMaxInstanceMemory bounds the linear memory of all tool
 	// instances together (runtime.Options, server.max_instance_memory).
 	DefaultMaxInstanceMemory = 256 << 20
+	// DefaultCacheMax bounds the compile cache on disk (tools.cache_max):
+	// room for the compiled code of a few dozen Go guests of this
+	// generation (20-40 MB each), far below a small disk.
+	DefaultCacheMax = 2 << 30
 )
 
 // Defaults of the MCP server (mcpserver.Options and HTTPOptions, server.*).

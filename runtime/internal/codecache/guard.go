@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warden-run/warden/internal/osfile"
 )
@@ -55,6 +56,19 @@ type Guard struct {
 	// inflight counts loads between Begin and their end: while one runs,
 	// an entry unknown to the index may be its own, not yet recorded.
 	inflight int
+	// used lists the entries used since the last flush of the usage
+	// journal, in the order of their last use; grew is set when an entry
+	// was written meanwhile; max bounds the cache's size (0: no bound,
+	// for tests of the guard alone). See prune.go.
+	used []string
+	grew bool
+	max  int64
+	// files is wazero's file cache Observe wrapped (nil before), which
+	// CompileVerified relies on; beforeVerified, a test's, runs just before
+	// a verified compile asks wazero's engine.
+	files          *observedFiles
+	beforeVerified func()
+	verified       atomic.Int64
 	// indexStamp is the stamp of the index file when last read, so that a
 	// check rereads it only when another process has written it.
 	indexStamp stamp
@@ -132,6 +146,7 @@ func (g *Guard) Begin() (end func()) {
 			if err := g.recordLocked(); err != nil {
 				g.log.Warn("compile cache index not written", "dir", g.dir, "error", err)
 			}
+			g.pruneIfGrewLocked()
 		})
 	}
 }
@@ -208,6 +223,8 @@ func (g *Guard) recordLocked() error {
 		// meanwhile no longer has it, so the next check hashes it again
 		// (and removes it, as its bytes are no longer the ones hashed).
 		g.known[name] = entry{size: info.Size(), sha256: sum, stamp: stampOf(info)}
+		g.touchLocked(name)
+		g.grew = true
 		added = true
 	})
 	if err != nil || !added {
@@ -306,6 +323,11 @@ func (g *Guard) readIndexLocked() map[string]entry {
 // disk (another process may have recorded entries of its own) and replaces
 // it atomically, holding the cross-process lock.
 func (g *Guard) writeIndexLocked() error {
+	return g.withFileLock(g.writeIndexHeld)
+}
+
+// withFileLock runs fn holding the cross-process lock of the cache dir.
+func (g *Guard) withFileLock(fn func() error) error {
 	lock, err := osfile.OpenFile(filepath.Join(g.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
@@ -317,6 +339,11 @@ func (g *Guard) writeIndexLocked() error {
 	// Released explicitly: Windows releases a closed file's locks only
 	// when it gets to it.
 	defer osfile.Unlock(lock)
+	return fn()
+}
+
+// writeIndexHeld is writeIndexLocked with the cross-process lock held.
+func (g *Guard) writeIndexHeld() error {
 	merged := make(map[string]entry)
 	// Entries of the disk index that still exist stay listed: they are
 	// checked against their hash before use like any other.

@@ -133,13 +133,24 @@ func (in *Instance) nanosleep(ns int64) {
 	StopIfDone(ctx, "poll_oneoff (a sleep)")
 }
 
-// Close closes the instance's modules.
+// Close closes the instance's modules and frees its linear memory.
+//
+// The memory is freed here, not only by wazero: on the interpreter tier a
+// call whose context ends is stopped by a goroutine of wazero's
+// (WithCloseOnContextDone), which marks the module closed and leaves its
+// resources to the module's next call. When that goroutine marks it after
+// the call's last check, Mod.Close finds the module closed already and
+// releases nothing, and the memory (a mapping of the snapshot, or a Go
+// slice of up to the tool's limit) would wait for a garbage collection.
+// Free is idempotent, so the usual path, where wazero freed it, costs
+// nothing more (TestCloseFreesMemoryAfterEngineClosed).
 func (in *Instance) Close(ctx context.Context) {
 	if in.Own != nil {
 		_ = in.Own.Close(ctx)
-		return
+	} else {
+		_ = in.Mod.Close(ctx)
 	}
-	_ = in.Mod.Close(ctx)
+	in.Memory.Free()
 }
 
 // CallAlloc calls warden_alloc, marking the instance as inside it so that
@@ -214,6 +225,8 @@ type LimitedMemory struct {
 	// slice: a copy-on-write mapping of the module's snapshot
 	// (Snapshot.NewMemory), which Snapshot.Restore resets.
 	Cow *cowmem.Memory
+	// freed is set by the first Free: wazero's and Instance.Close's.
+	freed atomic.Bool
 }
 
 var _ experimental.MemoryAllocator = (*LimitedMemory)(nil)
@@ -256,6 +269,9 @@ func (lm *LimitedMemory) Reallocate(size uint64) []byte {
 }
 
 func (lm *LimitedMemory) Free() {
+	if !lm.freed.CompareAndSwap(false, true) {
+		return
+	}
 	if lm.Account != nil {
 		lm.Account.Free(lm.Size())
 	}

@@ -3,13 +3,19 @@
 // release) skips the pass: about a third of a warm load of a 5 MB Go guest.
 //
 // A file is untrusted input. It is only ever read whole, it carries the key
-// it was written under and a sha256 of everything before it, and anything
+// it was written under and a CRC-32C of everything before it, and anything
 // that does not decode exactly (another key, a flipped byte, a truncation,
-// bytes past the end) is logged, deleted and rebuilt, never served. wazero
-// validates whatever it compiles, so memory safety never rests on this
-// file; what the checksum guards is the metering the pass inserted. The
-// directory is the compile cache's, which runtime/internal/codecache
-// requires to be the user's own and not writable by others.
+// bytes past the end) is logged, deleted and rebuilt, never served. Memory
+// safety never rests on this file: wazero validates whatever it compiles,
+// and a compile that skips validation (codecache.CompileVerified) does so
+// only for bytes whose own digest names an entry wazero wrote after
+// validating them. What the checksum guards is the metering the pass
+// inserted, against damage: a disk error, a torn write. It is a CRC, not a
+// sha256, because no checksum stored beside the data stops whoever can
+// write the file (they can write the checksum too; that is the directory's
+// job, which runtime/internal/codecache requires to be the user's own and
+// not writable by others), and a sha256 of the megabytes of a module cost a
+// warm first call 5 ms where a CRC-32C costs a fraction of one.
 package instcache
 
 import (
@@ -20,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -34,10 +41,16 @@ import (
 // fails when the output changes and Version does not.
 const Version = 3
 
-const magic = "warden-instrumented 1\n"
+const magic = "warden-instrumented 2\n"
 
 // maxFile bounds what Get reads: far above any module warden loads.
 const maxFile = 1 << 28
+
+// castagnoli is the CRC-32C table (hardware-assisted on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crcSize is the checksum's length at the end of a file.
+const crcSize = 4
 
 // Store is a directory of instrumentation results. A nil *Store keeps
 // nothing.
@@ -46,6 +59,17 @@ type Store struct {
 	log *slog.Logger
 	// Lookups, for warden_compile_cache_total.
 	hits, misses, errs atomic.Uint64
+	// used hears of every entry read (wrote false) or written (true), for
+	// the cache's least-recently-used pruning; nil hears nothing.
+	used func(path string, wrote bool)
+}
+
+// Observe has used hear of every entry the store reads or writes. It is
+// called before the store is used.
+func (s *Store) Observe(used func(path string, wrote bool)) {
+	if s != nil {
+		s.used = used
+	}
 }
 
 // New returns a store in dir, or nil when dir is "".
@@ -79,6 +103,9 @@ func (s *Store) Get(key string) (*instrument.Result, bool) {
 	res, ok := s.get(key)
 	if ok {
 		s.hits.Add(1)
+		if s.used != nil {
+			s.used(s.path(key), false)
+		}
 	}
 	return res, ok
 }
@@ -132,6 +159,8 @@ func (s *Store) Put(key string, res *instrument.Result) {
 	if err != nil {
 		s.errs.Add(1)
 		s.log.Warn("instrumented module not cached", "dir", s.dir, "error", err)
+	} else if s.used != nil {
+		s.used(s.path(key), true)
 	}
 }
 
@@ -160,8 +189,8 @@ func writeAtomic(path string, data []byte) error {
 }
 
 // Encode renders res under key: the magic, the key, the length-prefixed
-// JSON of res without its bytes, the length-prefixed bytes, and the sha256
-// of all of that.
+// JSON of res without its bytes, the length-prefixed bytes, and the
+// CRC-32C (Castagnoli) of all of that, little-endian.
 func Encode(key string, res *instrument.Result) ([]byte, error) {
 	meta := *res
 	meta.Wasm = nil
@@ -177,8 +206,7 @@ func Encode(key string, res *instrument.Result) ([]byte, error) {
 	b.Write(js)
 	b.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(res.Wasm))))
 	b.Write(res.Wasm)
-	sum := sha256.Sum256(b.Bytes())
-	b.Write(sum[:])
+	b.Write(binary.LittleEndian.AppendUint32(nil, crc32.Checksum(b.Bytes(), castagnoli)))
 	return b.Bytes(), nil
 }
 
@@ -188,11 +216,11 @@ func Decode(key string, data []byte) (*instrument.Result, error) {
 	if len(data) > maxFile {
 		return nil, fmt.Errorf("%d bytes, over the %d allowed", len(data), maxFile)
 	}
-	if len(data) < sha256.Size {
+	if len(data) < crcSize {
 		return nil, errors.New("truncated: no checksum")
 	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+	body, sum := data[:len(data)-crcSize], data[len(data)-crcSize:]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(sum) {
 		return nil, errors.New("checksum does not match the contents")
 	}
 	rest, ok := bytes.CutPrefix(body, []byte(magic))

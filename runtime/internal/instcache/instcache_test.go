@@ -123,3 +123,28 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDamageIsRefused: a flipped bit anywhere in an entry (header, key,
+// metadata, module bytes, checksum), a truncation or an extra byte is
+// refused, never decoded into a module to compile.
+func TestDamageIsRefused(t *testing.T) {
+	key := Key("abc", "native", instrument.Config{Fuel: true})
+	good, err := Encode(key, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range good {
+		for bit := range 8 {
+			bad := bytes.Clone(good)
+			bad[i] ^= 1 << bit
+			if _, err := Decode(key, bad); err == nil {
+				t.Fatalf("byte %d bit %d flipped: decoded", i, bit)
+			}
+		}
+	}
+	for _, bad := range [][]byte{good[:len(good)-1], append(bytes.Clone(good), 0), good[:3]} {
+		if _, err := Decode(key, bad); err == nil {
+			t.Fatalf("%d bytes of a %d-byte entry decoded", len(bad), len(good))
+		}
+	}
+}

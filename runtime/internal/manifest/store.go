@@ -18,7 +18,15 @@ type Store struct {
 	log *slog.Logger
 	mu  sync.Mutex
 	mem map[string][]byte // encoded manifests, when dir is ""
+	// used hears of every manifest read (wrote false) or written (true)
+	// on disk, for the cache's least-recently-used pruning; nil hears
+	// nothing.
+	used func(path string, wrote bool)
 }
+
+// Observe has used hear of every manifest the store reads or writes on
+// disk. It is called before the store is used.
+func (s *Store) Observe(used func(path string, wrote bool)) { s.used = used }
 
 // NewStore returns a store in dir ("" = memory only). The directory is made
 // on the first Put.
@@ -57,6 +65,9 @@ func (s *Store) Get(key, moduleSHA string) (*Manifest, bool) {
 		s.log.Warn("descriptor manifest refused; deleted, the module is loaded again", "file", s.where(key), "error", err)
 		s.Delete(key)
 		return nil, false
+	}
+	if s.used != nil && s.dir != "" {
+		s.used(s.path(key), false)
 	}
 	return m, true
 }
@@ -121,6 +132,9 @@ func (s *Store) Put(m *Manifest) error {
 	if err := os.Rename(tmp.Name(), s.path(m.Key)); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("manifest: %w", err)
+	}
+	if s.used != nil {
+		s.used(s.path(m.Key), true)
 	}
 	return nil
 }
