@@ -135,6 +135,12 @@ func (c *Config) validateAccess(fail func(key, format string, args ...any)) {
 				fail(gkey, "a role's grant lists capabilities only: the module and the tool's config are tools.grants.%s's", toolName)
 			}
 			c.validateGrantValues(gkey, g, fail)
+			if _, _, entry := c.GrantModule(toolName); a.Widen && !entry {
+				// A widening grant adds to the entry's module's grant; with
+				// no entry it would be bound to no module at all.
+				fail(gkey, "widens tools.grants.%s (access.widen: true), which config does not have: "+
+					"a role's grant adds to what the entry gives its module, so add tools.grants.%s (with its module) first", toolName, toolName)
+			}
 		}
 		for _, pattern := range r.Approve {
 			if err := checkToolPattern(pattern); err != nil {

@@ -42,6 +42,12 @@ func TestAccessRefused(t *testing.T) {
 		"server: {icons: [{src: \"data:image/png;base64,AA\", mime_type: image/jpeg}]}":                 `mime_type "image/jpeg" is not the data: URI's type "image/png"`,
 	}
 	cases[testOAuth+"access: {roles: {devs: {groups: [d], grants: {x: {lsp: [cobol]}}}}}"] = `access.roles.devs.grants.x.lsp: no language "cobol" in lsp.languages`
+	cases["access: {rate_limit: {rate: 0.5/h}}"] = `access.rate_limit.rate: "0.5/h" is less than one call an hour (1/h), the least rate a bucket takes`
+	cases["access: {rate_limit: {rate: 1e-300/h}}"] = `access.rate_limit.rate: "1e-300/h" is less than one call an hour`
+	cases["server: {rate_limit: {per_client: {rate: 1e300/s}}}"] = `server.rate_limit.per_client.rate: "1e300/s" is more than 1e+06 calls a second`
+	cases["tools: {limits: {x: {rate: 1/s, burst: 1000001}}}"] = "tools.limits.x.burst: must be at most 1000000, got 1000001"
+	cases[testOAuth+"access: {roles: {devs: {groups: [d], rate_limit: {rate: 1/s, burst: 9999999999}}}}"] = "access.roles.devs.rate_limit.burst: must be at most 1000000"
+	cases[testOAuth+"access: {widen: true, roles: {devs: {groups: [d], grants: {x: {env: [HOME]}}}}}"] = "access.roles.devs.grants.x: widens tools.grants.x (access.widen: true), which config does not have"
 	cases["server: {discovery: {name: warden}}"] = `server.discovery.name: "warden" is not a server name in reverse-DNS form`
 	cases["server: {discovery: {description: \"\"}}"] = "server.discovery.description: must be 1 to 100 characters, got 0"
 	cases["server: {discovery: {url: \"http://warden.example.com/mcp\"}}"] = "server.discovery.url: "
@@ -60,12 +66,15 @@ func TestAccessRefused(t *testing.T) {
 }
 
 // TestAccessLoads: a full access section loads as written: role names
-// folded like every key, subjects and groups kept byte for byte.
+// folded like every key, subjects and groups kept byte for byte; a
+// widening role's grant of Files widens the entry files (names folded).
 func TestAccessLoads(t *testing.T) {
 	path := writeConfig(t, testOAuth+`  icons:
     - {src: "https://warden.example.com/icon.png", mime_type: image/png, sizes: [48x48, any], theme: dark}
     - {src: "data:image/svg+xml;base64,PHN2Zz4=", mime_type: image/svg+xml}
   rate_limit: {on_backend_error: local}
+tools:
+  grants: {files: {fs: {read: [docs]}}}
 access:
   widen: true
   rate_limit: {rate: 5/s}

@@ -120,13 +120,17 @@ func (ps Person) Roles() []string {
 }
 
 // Grants applies the person's roles' overlays of the tool whose policy is
-// tp to grants, what tools.grants gives the tool. Without access.widen,
-// each overlay narrows: the person keeps only what grants and every
-// overlay of the tool list (values compared as tools.grants compares
-// them). With it, each overlay adds. note, when the overlays took
+// tp, served by the module called module, to grants, what tools.grants
+// gives the tool there (tp.Grants(module)). Without access.widen, each
+// overlay narrows: the person keeps only what grants and every overlay of
+// the tool list (values compared as tools.grants compares them). With it,
+// each overlay adds, but only to the module the tool's tools.grants entry
+// is bound to: a role's grant, like the entry it widens, belongs to a
+// module, so a tool of the same name served by another module (or a tool
+// no entry names) gets nothing from it. note, when the overlays took
 // something away, says which config lines did and which would allow it,
 // for the capability's refusal; "" otherwise.
-func (ps Person) Grants(tp ToolPolicy, grants tool.Capabilities) (out tool.Capabilities, note string) {
+func (ps Person) Grants(tp ToolPolicy, module string, grants tool.Capabilities) (out tool.Capabilities, note string) {
 	out = grants
 	var lines []string
 	for _, r := range ps.roles {
@@ -135,7 +139,9 @@ func (ps Person) Grants(tp ToolPolicy, grants tool.Capabilities) (out tool.Capab
 			continue
 		}
 		if ps.a.widen {
-			out = union(out, o)
+			if tp.HasGrant && tp.Bound == module {
+				out = union(out, o)
+			}
 			continue
 		}
 		narrowed := intersect(out, o)
@@ -160,28 +166,58 @@ func (ps Person) Grants(tp ToolPolicy, grants tool.Capabilities) (out tool.Capab
 		"the line that would allow it lists the value under %s too", all, verb, tp.Key, ps.who(), member, file, all)
 }
 
+// Narrows reports whether the person's roles have a say in what the tool
+// whose policy is tp may do: without access.widen, some role of theirs
+// has a grant entry for it. Then the roles' grants are all the tool may
+// have for them, even where an overlay took nothing away (it lists what
+// tools.grants does): a permission prompt must not give them more, or a
+// member could answer their own prompt for what no role lists.
+func (ps Person) Narrows(tp ToolPolicy) bool {
+	if ps.a.widen {
+		return false
+	}
+	for _, r := range ps.roles {
+		if _, ok := r.grants[tp.Key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // who names the person in messages.
 func (ps Person) who() string {
 	return fmt.Sprintf("%q", ps.p.Subject)
 }
 
-// Rate returns the person's own rate limit: the lowest rate among their
-// roles' rate_limit, else access.rate_limit; nil for a caller that is not
-// an OAuth principal, or when neither is set.
+// Rate returns the person's own rate limit: the lowest rate and the
+// lowest burst among their roles' rate_limit, each taken apart (a role
+// with a slow rate but a large burst does not lend its burst to a role
+// whose burst is small), else access.rate_limit; nil for a caller that is
+// not an OAuth principal, or when neither is set.
 func (ps Person) Rate() *mcpserver.RateLimit {
 	if ps.p.Via != principal.ViaOAuth {
 		return nil
 	}
-	var best *mcpserver.RateLimit
+	var slowest, smallest *mcpserver.RateLimit
 	for _, r := range ps.roles {
-		if r.rate != nil && (best == nil || r.rate.Rate < best.Rate) {
-			best = r.rate
+		if r.rate == nil {
+			continue
+		}
+		if slowest == nil || r.rate.Rate < slowest.Rate {
+			slowest = r.rate
+		}
+		if smallest == nil || r.rate.Burst < smallest.Burst {
+			smallest = r.rate
 		}
 	}
-	if best == nil {
-		best = ps.a.rate
+	switch {
+	case slowest == nil:
+		return ps.a.rate
+	case slowest.Burst == smallest.Burst:
+		return slowest
 	}
-	return best
+	return &mcpserver.RateLimit{Rate: slowest.Rate, Burst: smallest.Burst,
+		Setting: slowest.Setting + ".rate and " + smallest.Setting + ".burst"}
 }
 
 // PersonRate is Person(p).Rate(): the per-person bucket mcpserver takes
