@@ -53,8 +53,36 @@ type Role struct {
 	// members only.
 	Approve []string `mapstructure:"approve"`
 	// RateLimit replaces access.rate_limit for the role's members; a
-	// person in several roles gets the lowest rate among them.
+	// person in several roles gets the lowest rate and the lowest burst
+	// among them.
 	RateLimit RateLimit `mapstructure:"rate_limit"`
+	// MemoryResources caps the project memory its members read as
+	// memory:// resources (server.resources.memory), which run as no tool
+	// and so under no tool's grant: false, none; a list, those topics
+	// (and the topics under them, as memory_topics); unset or true, no
+	// cap. A member of several roles reads what every cap allows, with or
+	// without access.widen. See MemoryResourceCap.
+	MemoryResources any `mapstructure:"memory_resources"`
+}
+
+// MemoryResourceCap returns the role's memory_resources cap: capped is
+// false when it sets none; topics, when capped, are all the role's
+// members may read as memory:// resources (none at all when empty).
+// Validate has checked the value.
+func (r Role) MemoryResourceCap() (topics []string, capped bool) {
+	switch v := r.MemoryResources.(type) {
+	case bool:
+		return nil, !v
+	case []any:
+		for _, t := range v {
+			s, _ := t.(string)
+			topics = append(topics, s)
+		}
+		return topics, true
+	case []string:
+		return v, true
+	}
+	return nil, false
 }
 
 // Bounds of access.roles.
@@ -148,6 +176,36 @@ func (c *Config) validateAccess(fail func(key, format string, args ...any)) {
 			}
 		}
 		r.RateLimit.validate(key+".rate_limit", fail)
+		validateMemoryResources(key+".memory_resources", r.MemoryResources, fail)
+	}
+}
+
+// validateMemoryResources checks a role's memory_resources: absent, a
+// boolean or a list of topics, each one memory_topics could list.
+func validateMemoryResources(key string, v any, fail func(key, format string, args ...any)) {
+	var list []any
+	switch v := v.(type) {
+	case nil, bool:
+		return
+	case []any:
+		list = v
+	case []string:
+		for _, s := range v {
+			list = append(list, s)
+		}
+	default:
+		fail(key, "must be false (no memory:// resource), true (no cap) or a list of topics, got %s", showValue(fmt.Sprint(v)))
+		return
+	}
+	for _, t := range list {
+		s, ok := t.(string)
+		if !ok {
+			fail(key, "lists %s, which is not a topic", showValue(fmt.Sprint(t)))
+			continue
+		}
+		if err := checkValue("memory.topics", s); err != nil {
+			fail(key, "%v", err)
+		}
 	}
 }
 

@@ -48,6 +48,8 @@ func TestAccessRefused(t *testing.T) {
 	cases["tools: {limits: {x: {rate: 1/s, burst: 1000001}}}"] = "tools.limits.x.burst: must be at most 1000000, got 1000001"
 	cases[testOAuth+"access: {roles: {devs: {groups: [d], rate_limit: {rate: 1/s, burst: 9999999999}}}}"] = "access.roles.devs.rate_limit.burst: must be at most 1000000"
 	cases[testOAuth+"access: {widen: true, roles: {devs: {groups: [d], grants: {x: {env: [HOME]}}}}}"] = "access.roles.devs.grants.x: widens tools.grants.x (access.widen: true), which config does not have"
+	cases["server: {discovery: {enabled: true, name: io.example/w, url: \"https://warden.example.com/\"}}"] = `server.discovery.url: "https://warden.example.com/" does not end in /mcp, warden's streamable-HTTP path`
+	cases[strings.Replace(testOAuth, "/mcp\n", "/api\n", 1)+"  discovery: {enabled: true, name: io.example/w}\n"] = `server.oauth.resource: "https://warden.example.com/api" does not end in /mcp`
 	cases["server: {discovery: {name: warden}}"] = `server.discovery.name: "warden" is not a server name in reverse-DNS form`
 	cases["server: {discovery: {description: \"\"}}"] = "server.discovery.description: must be 1 to 100 characters, got 0"
 	cases["server: {discovery: {url: \"http://warden.example.com/mcp\"}}"] = "server.discovery.url: "
@@ -124,4 +126,25 @@ func FuzzCheckIcon(f *testing.F) {
 			t.Fatalf("accepted %q", src)
 		}
 	})
+}
+
+// TestRequireGroupsClaim: a token must carry its groups claim whenever a
+// role lists groups, unless server.oauth.require_groups_claim says
+// otherwise; roles of subjects only do not need it.
+func TestRequireGroupsClaim(t *testing.T) {
+	for body, want := range map[string]bool{
+		testOAuth: false,
+		testOAuth + "access: {roles: {devs: {subjects: [alice]}}}":                                                                               false,
+		testOAuth + "access: {roles: {devs: {groups: [devs]}}}":                                                                                  true,
+		strings.Replace(testOAuth, "  oauth:\n", "  oauth:\n    require_groups_claim: false\n", 1) + "access: {roles: {devs: {groups: [devs]}}}": false,
+		strings.Replace(testOAuth, "  oauth:\n", "  oauth:\n    require_groups_claim: true\n", 1):                                                true,
+	} {
+		c, err := Load(writeConfig(t, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.RequireGroupsClaim(); got != want {
+			t.Errorf("%s: require %v, want %v", body, got, want)
+		}
+	}
 }

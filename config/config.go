@@ -305,6 +305,11 @@ type OAuth struct {
 	// GroupsClaim names the token claim listing the subject's groups (a
 	// string or an array of strings), which access.roles match.
 	GroupsClaim string `mapstructure:"groups_claim"`
+	// RequireGroupsClaim refuses a token that does not carry the groups
+	// claim (or says its groups are elsewhere, as Entra ID's overage
+	// does). nil: on whenever some access.roles entry lists groups, see
+	// Config.RequireGroupsClaim.
+	RequireGroupsClaim *bool `mapstructure:"require_groups_claim"`
 }
 
 // OAuthIssuer is one trusted authorization server.

@@ -123,6 +123,67 @@ access:
 	}
 }
 
+// TestWideningRoleBoundToTheModule: a widening role's grant adds to the
+// module tools.grants.hostcalls is bound to, and to no other: while the
+// entry is bound to module elsewhere, the module hostcalls serving a tool
+// of that name gets nothing from the role, even for its members.
+func TestWideningRoleBoundToTheModule(t *testing.T) {
+	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../runtime/testdata/goguest/hostcalls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "tools", "hostcalls.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cret-rival-test"
+	a, _ := startApp(t, dir, fmt.Sprintf(`project: {root: %s}
+env: {values: {SECRET: {value: %s}}}
+tools:
+  dir: tools
+  cache_dir: %s
+  grants:
+    hostcalls: {module: elsewhere}
+server:
+  oauth:
+    resource: https://warden.example.com/mcp
+    issuers: [{issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}]
+access:
+  widen: true
+  roles:
+    readers:
+      groups: [readers]
+      grants:
+        hostcalls: {env: [SECRET]}
+`, dir, secret, userCacheDir), nil)
+	if errs := a.Catalog().LoadTools(context.Background()); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	ctx := principal.With(context.Background(), principal.Principal{Subject: "bob", Via: principal.ViaOAuth,
+		Issuer: "https://id.example.com", Groups: []string{"readers"}})
+	res, err := a.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls",
+		Arguments: json.RawMessage(`{"env":{"op":"get","key":"SECRET"}}`), Observer: nopObserver{}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	var out struct {
+		Env struct {
+			Result json.RawMessage `json:"result"`
+			Error  *tool.Error     `json:"error"`
+		} `json:"env"`
+	}
+	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out.Env.Result), secret) || out.Env.Error == nil || out.Env.Error.Kind != tool.KindDenied {
+		t.Fatalf("module hostcalls, entry bound to elsewhere: env %s error %+v, want denied", out.Env.Result, out.Env.Error)
+	}
+	if !strings.Contains(out.Env.Error.Message, "tools.grants.hostcalls is bound to module elsewhere") {
+		t.Errorf("refusal %q does not say the grant is bound elsewhere", out.Env.Error.Message)
+	}
+}
+
 // TestNarrowedNotPrompted: what a caller's role took from a tool's grant
 // is not put to them as a permission prompt, where "allow once" would
 // give it back to the very person it was taken from; someone in no role
@@ -175,6 +236,49 @@ access:
 	fs = callAs(context.Background(), p)
 	if q := p.questions(); fs.Error != nil || len(q) != 1 || !strings.Contains(string(q[0].Params), "HOME") {
 		t.Fatalf("local caller: %+v, questions %+v, want the read and one question, about env HOME", fs, q)
+	}
+}
+
+// TestEqualRoleGrantNotPrompted: a role whose grant lists exactly what
+// tools.grants gives takes nothing away, yet what it leaves is all its
+// members get: a request past it is not put to them as a permission
+// prompt, which they could answer themselves.
+func TestEqualRoleGrantNotPrompted(t *testing.T) {
+	w := newEscapeWorld(t)
+	const grant = "{fs: {read: [docs/readme.md]}, memory: read}"
+	body := w.config("    hostcalls: "+grant) + `server:
+  oauth:
+    resource: https://warden.example.com/mcp
+    issuers: [{issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}]
+access:
+  roles:
+    readers:
+      groups: [readers]
+      grants:
+        hostcalls: ` + grant + "\n"
+	if err := os.WriteFile(w.cfgPath, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.app.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	readerCtx := principal.With(context.Background(), principal.Principal{Subject: "bob", Via: principal.ViaOAuth,
+		Issuer: "https://id.example.com", Groups: []string{"readers"}})
+	args, _ := json.Marshal(map[string]any{"fs": readDocs})
+	p := &person{elicit: true, answers: []string{"accept:once"}}
+	res, err := w.app.Call(readerCtx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: p})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	var out struct{ FS outcome }
+	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.FS.Error != nil {
+		t.Fatalf("reader: %+v, want the read the role leaves", out.FS)
+	}
+	if q := p.questions(); len(q) != 0 {
+		t.Fatalf("the reader was asked %d questions (%s): a member must not prompt themselves past their role's grant", len(q), q[0].Params)
 	}
 }
 

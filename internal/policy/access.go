@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/mcpserver"
@@ -31,6 +32,10 @@ type role struct {
 	grants   map[string]tool.Capabilities // by config.ToolKey
 	approve  []string
 	rate     *mcpserver.RateLimit
+	// memCapped says the role caps memory:// resources to memTopics (none
+	// when empty): config's memory_resources.
+	memCapped bool
+	memTopics []string
 }
 
 func newAccess(cfg *config.Config) access {
@@ -57,6 +62,7 @@ func newAccess(cfg *config.Config) access {
 			approve:  slices.Clone(r.Approve),
 			rate:     runlimits.Rate(r.RateLimit.Bucket("access.roles." + name + ".rate_limit")),
 		}
+		ro.memTopics, ro.memCapped = r.MemoryResourceCap()
 		for _, s := range r.Subjects {
 			ro.subjects[s] = true
 		}
@@ -182,6 +188,30 @@ func (ps Person) Narrows(tp ToolPolicy) bool {
 		}
 	}
 	return false
+}
+
+// MemoryResource says why the person may not read topic as a memory://
+// resource, "" when they may: each of their roles that sets
+// memory_resources must allow it (the topic or one above it listed). Such
+// a read runs as no tool, so no tool's grant or overlay limits it; this
+// cap does, with or without access.widen.
+func (ps Person) MemoryResource(topic string) string {
+	for _, r := range ps.roles {
+		if !r.memCapped || (len(r.memTopics) > 0 && memory.Granted(r.memTopics, topic)) {
+			continue
+		}
+		file := ps.a.file
+		if file == "" {
+			file = "config.yaml"
+		}
+		allowed := "no topic"
+		if len(r.memTopics) > 0 {
+			allowed = fmt.Sprintf("only the topics %q", r.memTopics)
+		}
+		return fmt.Sprintf("memory://%s is not readable by %s: access.roles.%s.memory_resources allows %s to the role's members (%s)",
+			topic, ps.who(), r.name, allowed, file)
+	}
+	return ""
 }
 
 // who names the person in messages.
