@@ -180,6 +180,41 @@ func (c *Config) validateAccess(fail func(key, format string, args ...any)) {
 	}
 }
 
+// checkAccessReload refuses a reload to next that per-person policy
+// cannot apply while the server verifies tokens as start said: the token
+// verifier reads server.oauth once, at start. A role binds to issuers (an
+// issuer-less one to the one issuer config lists): bound to an issuer the
+// verifier does not trust, or no longer to the one it does, its narrowing
+// would silently stop. And whether a token must carry its groups claim
+// (RequireGroupsClaim) follows access.roles, which a reload changes: a
+// role listing groups while the verifier still lets a token without the
+// claim through would not narrow what that token's bearer may do.
+func checkAccessReload(start, next *Config) error {
+	if !start.Server.OAuth.Enabled() {
+		return nil // no token is verified until a restart: no OAuth caller to narrow
+	}
+	if len(next.Access.Roles) > 0 && !slices.Equal(issuerIDs(start), issuerIDs(next)) {
+		return fmt.Errorf("server.oauth.issuers changed (%q, warden serve started with %q), and access.roles bind to the issuers tokens are verified against, "+
+			"which are read at start: restart warden serve to apply it; the previous config stays in force", issuerIDs(next), issuerIDs(start))
+	}
+	if start.RequireGroupsClaim() != next.RequireGroupsClaim() {
+		return fmt.Errorf("server.oauth.require_groups_claim would be %v (unset, it is on whenever access.roles list groups), and warden serve started with %v: "+
+			"tokens are verified as at start, so restart warden serve to apply it; the previous config stays in force",
+			next.RequireGroupsClaim(), start.RequireGroupsClaim())
+	}
+	return nil
+}
+
+// issuerIDs lists server.oauth.issuers' identifiers, sorted.
+func issuerIDs(c *Config) []string {
+	var ids []string
+	for _, is := range c.Server.OAuth.Issuers {
+		ids = append(ids, is.Issuer)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // validateMemoryResources checks a role's memory_resources: absent, a
 // boolean or a list of topics, each one memory_topics could list.
 func validateMemoryResources(key string, v any, fail func(key, format string, args ...any)) {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -305,6 +306,87 @@ func TestRateStoreFollowsTheBackend(t *testing.T) {
 		ok, _, err := s.Take(context.Background(), "tool \"echo\"", 1.0/3600, 1)
 		if err != nil || ok != want {
 			t.Errorf("take %d: %v %v, want %v", i, ok, err, want)
+		}
+	}
+}
+
+// TestMemoryResourcesCapped: a memory:// read runs as no tool, so no
+// grant limits it; a role's memory_resources does. A member of a role
+// capped to arch reads arch/db, is refused notes/pay (naming the line) and
+// is not offered it as a completion; a member of a role with false reads
+// nothing; someone in no role, and a local client, read every topic.
+func TestMemoryResourcesCapped(t *testing.T) {
+	a, _, _, _ := resourceWorld(t, true)
+	for _, topic := range []string{"arch/db", "notes/pay"} {
+		if res := call(t, a, "hostcalls", `{"memory":{"op":"set","topic":"`+topic+`","value":"x"}}`); res.IsError {
+			t.Fatalf("set %s: %+v", topic, res.Error)
+		}
+	}
+	cfgPath := a.Config().File
+	body, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = []byte(strings.Replace(string(body), "server:\n", `server:
+  oauth:
+    resource: https://warden.example.com/mcp
+    issuers: [{issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}]
+`, 1) + `access:
+  roles:
+    architects:
+      groups: [architects]
+      memory_resources: [arch]
+    guests:
+      groups: [guests]
+      memory_resources: false
+`)
+	if err := os.WriteFile(cfgPath, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.live.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	as := func(groups ...string) context.Context {
+		return principal.With(context.Background(), principal.Principal{Subject: "bob", Via: principal.ViaOAuth,
+			Issuer: "https://id.example.com", Groups: groups})
+	}
+	read := func(ctx context.Context, topic string) error {
+		_, err := a.ReadResource(ctx, mcpserver.FeatureCall{Owner: MemoryOwner, Pass: mcpserver.LocalPass(), Observer: nopObserver{}}, "memory://"+topic)
+		return err
+	}
+	complete := func(ctx context.Context) string {
+		c, err := a.Complete(ctx, mcpserver.FeatureCall{Owner: MemoryOwner, Pass: mcpserver.LocalPass(), Observer: nopObserver{}},
+			tool.CompleteRequest{Ref: tool.CompleteRef{Type: "ref/resource", URI: memoryTemplate}, Argument: tool.CompleteArgument{Name: "topic"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(c.Values, ",")
+	}
+	architect := as("architects")
+	if err := read(architect, "arch/db"); err != nil {
+		t.Errorf("architect reading arch/db: %v", err)
+	}
+	err = read(architect, "notes/pay")
+	var te *tool.Error
+	want := `memory://notes/pay is not readable by "bob": access.roles.architects.memory_resources allows only the topics ["arch"] to the role's members (` + cfgPath + ")"
+	if !errors.As(err, &te) || te.Kind != tool.KindDenied || te.Message != want {
+		t.Errorf("architect reading notes/pay: %v\nwant denied: %s", err, want)
+	}
+	if got := complete(architect); got != "arch/db" {
+		t.Errorf("architect's completion %q, want arch/db only", got)
+	}
+	if err := read(as("guests"), "arch/db"); err == nil || !strings.Contains(err.Error(), "access.roles.guests.memory_resources allows no topic") {
+		t.Errorf("guest reading arch/db: %v, want refused", err)
+	}
+	if err := read(as("architects", "guests"), "arch/db"); err == nil {
+		t.Error("a member of both roles read arch/db: every cap must allow it")
+	}
+	for _, ctx := range []context.Context{as("others"), context.Background()} {
+		if err := read(ctx, "notes/pay"); err != nil {
+			t.Errorf("no role: %v", err)
+		}
+		if got := complete(ctx); got != "arch/db,notes/pay" {
+			t.Errorf("no role: completion %q", got)
 		}
 	}
 }

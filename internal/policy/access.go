@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/warden-run/warden/config"
@@ -259,29 +258,52 @@ func (p *Policy) PersonRate(pr principal.Principal) *mcpserver.RateLimit {
 	return p.Person(pr).Rate()
 }
 
+// Approver is one who may answer a tool's questions: an OAuth subject or
+// a group (one of the two), of Issuer. Subjects and groups are kept apart,
+// and with their issuer, so that a subject named like a group, or a name
+// of another issuer, is never taken for them: compare a person with
+// Policy.MayApprove, not with these names.
+type Approver struct {
+	Issuer         string
+	Subject, Group string
+}
+
+// String names the approver for a page: subject "alice" of
+// https://id.example.com, group "ops" of ...
+func (a Approver) String() string {
+	kind, name := "subject", a.Subject
+	if a.Group != "" {
+		kind, name = "group", a.Group
+	}
+	return fmt.Sprintf("%s %q of %s", kind, name, a.Issuer)
+}
+
 // approversOf lists the subjects and groups of the roles whose approve
-// patterns match the tool called name, sorted, once each; nil when no
-// role names it.
-func (a *access) approversOf(name string) []string {
+// patterns match the tool called name, with their issuer, sorted, once
+// each; nil when no role names it.
+func (a *access) approversOf(name string) []Approver {
 	key := config.ToolKey(name)
-	var out []string
+	var out []Approver
 	for _, r := range a.roles {
 		if !slices.ContainsFunc(r.approve, func(pat string) bool { return config.MatchTool(pat, key) }) {
 			continue
 		}
 		for s := range r.subjects {
-			out = append(out, s)
+			out = append(out, Approver{Issuer: r.issuer, Subject: s})
 		}
 		for g := range r.groups {
-			out = append(out, g)
+			out = append(out, Approver{Issuer: r.issuer, Group: g})
 		}
 	}
-	sort.Strings(out)
+	slices.SortFunc(out, func(x, y Approver) int {
+		return strings.Compare(x.Issuer+"\x00"+x.Subject+"\x00"+x.Group, y.Issuer+"\x00"+y.Subject+"\x00"+y.Group)
+	})
 	return slices.Compact(out)
 }
 
 // MayApprove reports whether p may answer the questions of the tool called
 // name: anyone when no role's approve names the tool (Approvers is nil),
+// the check a console's decision must pass,
 // else a member of a role whose approve does, checked with the role's
 // issuer and its subjects and groups apart, so that a subject named like
 // a group (or of another issuer) is not taken for its members.

@@ -177,8 +177,12 @@ func TestMemoryTopicsNarrow(t *testing.T) {
 // group of the same name, and an issuer from another.
 func TestApprovers(t *testing.T) {
 	p := New(load(t, accessYAML))
-	if got, want := p.Approvers("deploy"), []string{"alice", "release-managers"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("approvers of deploy %q, want %q", got, want)
+	const is = "https://id.example.com"
+	if got, want := p.Approvers("deploy"), []Approver{{Issuer: is, Group: "release-managers"}, {Issuer: is, Subject: "alice"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("approvers of deploy %+v, want %+v (subjects and groups apart, with their issuer)", got, want)
+	}
+	if got := p.Approvers("deploy")[0].String(); got != `group "release-managers" of https://id.example.com` {
+		t.Errorf("approver shown as %q", got)
 	}
 	if got := p.Approvers("SHIP_it"); len(got) != 2 {
 		t.Errorf("approvers of SHIP_it (pattern, case folded as tool names are) %q", got)
