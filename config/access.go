@@ -53,8 +53,36 @@ type Role struct {
 	// members only.
 	Approve []string `mapstructure:"approve"`
 	// RateLimit replaces access.rate_limit for the role's members; a
-	// person in several roles gets the lowest rate among them.
+	// person in several roles gets the lowest rate and the lowest burst
+	// among them.
 	RateLimit RateLimit `mapstructure:"rate_limit"`
+	// MemoryResources caps the project memory its members read as
+	// memory:// resources (server.resources.memory), which run as no tool
+	// and so under no tool's grant: false, none; a list, those topics
+	// (and the topics under them, as memory_topics); unset or true, no
+	// cap. A member of several roles reads what every cap allows, with or
+	// without access.widen. See MemoryResourceCap.
+	MemoryResources any `mapstructure:"memory_resources"`
+}
+
+// MemoryResourceCap returns the role's memory_resources cap: capped is
+// false when it sets none; topics, when capped, are all the role's
+// members may read as memory:// resources (none at all when empty).
+// Validate has checked the value.
+func (r Role) MemoryResourceCap() (topics []string, capped bool) {
+	switch v := r.MemoryResources.(type) {
+	case bool:
+		return nil, !v
+	case []any:
+		for _, t := range v {
+			s, _ := t.(string)
+			topics = append(topics, s)
+		}
+		return topics, true
+	case []string:
+		return v, true
+	}
+	return nil, false
 }
 
 // Bounds of access.roles.
@@ -135,6 +163,12 @@ func (c *Config) validateAccess(fail func(key, format string, args ...any)) {
 				fail(gkey, "a role's grant lists capabilities only: the module and the tool's config are tools.grants.%s's", toolName)
 			}
 			c.validateGrantValues(gkey, g, fail)
+			if _, _, entry := c.GrantModule(toolName); a.Widen && !entry {
+				// A widening grant adds to the entry's module's grant; with
+				// no entry it would be bound to no module at all.
+				fail(gkey, "widens tools.grants.%s (access.widen: true), which config does not have: "+
+					"a role's grant adds to what the entry gives its module, so add tools.grants.%s (with its module) first", toolName, toolName)
+			}
 		}
 		for _, pattern := range r.Approve {
 			if err := checkToolPattern(pattern); err != nil {
@@ -142,6 +176,71 @@ func (c *Config) validateAccess(fail func(key, format string, args ...any)) {
 			}
 		}
 		r.RateLimit.validate(key+".rate_limit", fail)
+		validateMemoryResources(key+".memory_resources", r.MemoryResources, fail)
+	}
+}
+
+// checkAccessReload refuses a reload to next that per-person policy
+// cannot apply while the server verifies tokens as start said: the token
+// verifier reads server.oauth once, at start. A role binds to issuers (an
+// issuer-less one to the one issuer config lists): bound to an issuer the
+// verifier does not trust, or no longer to the one it does, its narrowing
+// would silently stop. And whether a token must carry its groups claim
+// (RequireGroupsClaim) follows access.roles, which a reload changes: a
+// role listing groups while the verifier still lets a token without the
+// claim through would not narrow what that token's bearer may do.
+func checkAccessReload(start, next *Config) error {
+	if !start.Server.OAuth.Enabled() {
+		return nil // no token is verified until a restart: no OAuth caller to narrow
+	}
+	if len(next.Access.Roles) > 0 && !slices.Equal(issuerIDs(start), issuerIDs(next)) {
+		return fmt.Errorf("server.oauth.issuers changed (%q, warden serve started with %q), and access.roles bind to the issuers tokens are verified against, "+
+			"which are read at start: restart warden serve to apply it; the previous config stays in force", issuerIDs(next), issuerIDs(start))
+	}
+	if start.RequireGroupsClaim() != next.RequireGroupsClaim() {
+		return fmt.Errorf("server.oauth.require_groups_claim would be %v (unset, it is on whenever access.roles list groups), and warden serve started with %v: "+
+			"tokens are verified as at start, so restart warden serve to apply it; the previous config stays in force",
+			next.RequireGroupsClaim(), start.RequireGroupsClaim())
+	}
+	return nil
+}
+
+// issuerIDs lists server.oauth.issuers' identifiers, sorted.
+func issuerIDs(c *Config) []string {
+	var ids []string
+	for _, is := range c.Server.OAuth.Issuers {
+		ids = append(ids, is.Issuer)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// validateMemoryResources checks a role's memory_resources: absent, a
+// boolean or a list of topics, each one memory_topics could list.
+func validateMemoryResources(key string, v any, fail func(key, format string, args ...any)) {
+	var list []any
+	switch v := v.(type) {
+	case nil, bool:
+		return
+	case []any:
+		list = v
+	case []string:
+		for _, s := range v {
+			list = append(list, s)
+		}
+	default:
+		fail(key, "must be false (no memory:// resource), true (no cap) or a list of topics, got %s", showValue(fmt.Sprint(v)))
+		return
+	}
+	for _, t := range list {
+		s, ok := t.(string)
+		if !ok {
+			fail(key, "lists %s, which is not a topic", showValue(fmt.Sprint(t)))
+			continue
+		}
+		if err := checkValue("memory.topics", s); err != nil {
+			fail(key, "%v", err)
+		}
 	}
 }
 

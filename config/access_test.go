@@ -1,6 +1,9 @@
 package config
 
 import (
+	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 )
@@ -42,6 +45,17 @@ func TestAccessRefused(t *testing.T) {
 		"server: {icons: [{src: \"data:image/png;base64,AA\", mime_type: image/jpeg}]}":                 `mime_type "image/jpeg" is not the data: URI's type "image/png"`,
 	}
 	cases[testOAuth+"access: {roles: {devs: {groups: [d], grants: {x: {lsp: [cobol]}}}}}"] = `access.roles.devs.grants.x.lsp: no language "cobol" in lsp.languages`
+	cases["access: {rate_limit: {rate: 0.5/h}}"] = `access.rate_limit.rate: "0.5/h" is less than one call an hour (1/h), the least rate a bucket takes`
+	cases["access: {rate_limit: {rate: 1e-300/h}}"] = `access.rate_limit.rate: "1e-300/h" is less than one call an hour`
+	cases["server: {rate_limit: {per_client: {rate: 1e300/s}}}"] = `server.rate_limit.per_client.rate: "1e300/s" is more than 1e+06 calls a second`
+	cases["tools: {limits: {x: {rate: 1/s, burst: 1000001}}}"] = "tools.limits.x.burst: must be at most 1000000, got 1000001"
+	cases[testOAuth+"access: {roles: {devs: {groups: [d], rate_limit: {rate: 1/s, burst: 9999999999}}}}"] = "access.roles.devs.rate_limit.burst: must be at most 1000000"
+	cases[testOAuth+"access: {widen: true, roles: {devs: {groups: [d], grants: {x: {env: [HOME]}}}}}"] = "access.roles.devs.grants.x: widens tools.grants.x (access.widen: true), which config does not have"
+	cases["server: {discovery: {enabled: true, name: io.example/w, url: \"https://warden.example.com/\"}}"] = `server.discovery.url: "https://warden.example.com/" does not end in /mcp, warden's streamable-HTTP path`
+	cases[strings.Replace(testOAuth, "/mcp\n", "/api\n", 1)+"  discovery: {enabled: true, name: io.example/w}\n"] = `server.oauth.resource: "https://warden.example.com/api" does not end in /mcp`
+	cases[testOAuth+"access: {roles: {devs: {groups: [d], memory_resources: 7}}}"] = `access.roles.devs.memory_resources: must be false (no memory:// resource), true (no cap) or a list of topics, got "7"`
+	cases[testOAuth+"access: {roles: {devs: {groups: [d], memory_resources: [arch, {a: b}]}}}"] = `access.roles.devs.memory_resources: lists "map[a:b]", which is not a topic`
+	cases[testOAuth+"access: {roles: {devs: {groups: [d], memory_resources: [\"../up\"]}}}"] = `access.roles.devs.memory_resources: topic "../up": component ".." starts with '.'`
 	cases["server: {discovery: {name: warden}}"] = `server.discovery.name: "warden" is not a server name in reverse-DNS form`
 	cases["server: {discovery: {description: \"\"}}"] = "server.discovery.description: must be 1 to 100 characters, got 0"
 	cases["server: {discovery: {url: \"http://warden.example.com/mcp\"}}"] = "server.discovery.url: "
@@ -60,12 +74,15 @@ func TestAccessRefused(t *testing.T) {
 }
 
 // TestAccessLoads: a full access section loads as written: role names
-// folded like every key, subjects and groups kept byte for byte.
+// folded like every key, subjects and groups kept byte for byte; a
+// widening role's grant of Files widens the entry files (names folded).
 func TestAccessLoads(t *testing.T) {
 	path := writeConfig(t, testOAuth+`  icons:
     - {src: "https://warden.example.com/icon.png", mime_type: image/png, sizes: [48x48, any], theme: dark}
     - {src: "data:image/svg+xml;base64,PHN2Zz4=", mime_type: image/svg+xml}
   rate_limit: {on_backend_error: local}
+tools:
+  grants: {files: {fs: {read: [docs]}}}
 access:
   widen: true
   rate_limit: {rate: 5/s}
@@ -115,4 +132,78 @@ func FuzzCheckIcon(f *testing.F) {
 			t.Fatalf("accepted %q", src)
 		}
 	})
+}
+
+// TestRequireGroupsClaim: a token must carry its groups claim whenever a
+// role lists groups, unless server.oauth.require_groups_claim says
+// otherwise; roles of subjects only do not need it.
+func TestRequireGroupsClaim(t *testing.T) {
+	for body, want := range map[string]bool{
+		testOAuth: false,
+		testOAuth + "access: {roles: {devs: {subjects: [alice]}}}":                                                                               false,
+		testOAuth + "access: {roles: {devs: {groups: [devs]}}}":                                                                                  true,
+		strings.Replace(testOAuth, "  oauth:\n", "  oauth:\n    require_groups_claim: false\n", 1) + "access: {roles: {devs: {groups: [devs]}}}": false,
+		strings.Replace(testOAuth, "  oauth:\n", "  oauth:\n    require_groups_claim: true\n", 1):                                                true,
+	} {
+		c, err := Load(writeConfig(t, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.RequireGroupsClaim(); got != want {
+			t.Errorf("%s: require %v, want %v", body, got, want)
+		}
+	}
+}
+
+// TestReloadKeepsRolesOnTheVerifiersIssuers: the token verifier reads
+// server.oauth at start; a reload that would bind access.roles to issuers
+// it does not verify, or change whether a token must carry its groups
+// claim, is refused with the reason and the previous config stays in
+// force. A reload that changes neither applies.
+func TestReloadKeepsRolesOnTheVerifiersIssuers(t *testing.T) {
+	const roles = "access: {roles: {devs: {subjects: [alice]}}}\n"
+	other := strings.ReplaceAll(testOAuth, "id.example.com", "other.example.com")
+	path := writeConfig(t, testOAuth+roles)
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive(c, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	for body, want := range map[string]string{
+		other + roles: `server.oauth.issuers changed (["https://other.example.com"], warden serve started with ["https://id.example.com"]), ` +
+			"and access.roles bind to the issuers tokens are verified against, which are read at start: restart warden serve to apply it; the previous config stays in force",
+		testOAuth + "access: {roles: {devs: {groups: [devs]}}}\n": "server.oauth.require_groups_claim would be true (unset, it is on whenever access.roles list groups), " +
+			"and warden serve started with false: tokens are verified as at start, so restart warden serve to apply it; the previous config stays in force",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := live.Reload()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: reload error %v\nwant %s", body, err, want)
+		}
+		if live.Current() != c {
+			t.Errorf("%s: the refused config is in force", body)
+		}
+	}
+	// Without roles the issuers may change (with the start-only warning).
+	if err := os.WriteFile(path, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reload(); err != nil {
+		t.Errorf("issuers changed, no roles: %v", err)
+	}
+	// ...but roles added afterwards still bind to the start's issuers.
+	if err := os.WriteFile(path, []byte(other+roles), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reload(); err == nil || !strings.Contains(err.Error(), "server.oauth.issuers changed") {
+		t.Errorf("roles bound to an issuer not verified: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(testOAuth+"access: {roles: {devs: {subjects: [bob]}}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reload(); err != nil || live.Current().Access.Roles["devs"].Subjects[0] != "bob" {
+		t.Errorf("a role's subjects changed: %v", err)
+	}
 }

@@ -324,6 +324,11 @@ type OAuth struct {
 	// GroupsClaim names the token claim listing the subject's groups (a
 	// string or an array of strings), which access.roles match.
 	GroupsClaim string `mapstructure:"groups_claim"`
+	// RequireGroupsClaim refuses a token that does not carry the groups
+	// claim (or says its groups are elsewhere, as Entra ID's overage
+	// does). nil: on whenever some access.roles entry lists groups, see
+	// Config.RequireGroupsClaim.
+	RequireGroupsClaim *bool `mapstructure:"require_groups_claim"`
 }
 
 // OAuthIssuer is one trusted authorization server.
@@ -382,12 +387,31 @@ func (r RateLimit) Bucket(setting string) *Bucket {
 	return &Bucket{Rate: perSecond, Burst: burst, Setting: setting}
 }
 
+// Bounds of a rate limit. A bucket's period (1/rate) and its refill time
+// (burst/rate) become time.Durations and PostgreSQL intervals
+// (internal/ratestore), and the default burst an int: past these bounds
+// they overflow, and the limit would not be the one written.
+const (
+	minRatePerSecond = 1.0 / 3600 // one call an hour
+	maxRatePerSecond = 1e6
+	maxBurst         = 1_000_000
+)
+
 func (r RateLimit) validate(key string, fail func(key, format string, args ...any)) {
-	if _, err := limits.ParseRate(r.Rate); err != nil {
+	perSecond, err := limits.ParseRate(r.Rate)
+	switch {
+	case err != nil:
 		fail(key+".rate", "%v", err)
+	case perSecond != 0 && perSecond < minRatePerSecond:
+		fail(key+".rate", "%q is less than one call an hour (1/h), the least rate a bucket takes: write 1/h or more, or 0 for no limit", r.Rate)
+	case perSecond > maxRatePerSecond:
+		fail(key+".rate", "%q is more than %g calls a second, the most a bucket takes", r.Rate, float64(maxRatePerSecond))
 	}
-	if r.Burst < 0 {
+	switch {
+	case r.Burst < 0:
 		fail(key+".burst", "must not be negative, got %d", r.Burst)
+	case r.Burst > maxBurst:
+		fail(key+".burst", "must be at most %d, got %d", maxBurst, r.Burst)
 	}
 }
 

@@ -155,6 +155,23 @@ func (c *Config) validateDiscovery(fail func(key, format string, args ...any)) {
 	if d.URL != "" {
 		if err := CheckResourceURL(d.URL); err != nil {
 			fail("server.discovery.url", "%v", err)
+			return
 		}
 	}
+	// The AI Catalog names the card at the URL's /server-card; warden
+	// serves it at its streamable-HTTP path's, /mcp/server-card. The two
+	// agree only when the URL is of that path (a proxy may put a prefix
+	// before it).
+	if u := c.DiscoveryURL(); d.Enabled && u != "" && !strings.HasSuffix(strings.TrimSuffix(u, "/"), streamablePath) {
+		key := "server.discovery.url"
+		if d.URL == "" {
+			key = "server.oauth.resource"
+		}
+		fail(key, "%q does not end in %s, warden's streamable-HTTP path: the AI Catalog would point clients at %s/server-card, "+
+			"and warden serves the Server Card at %s/server-card; set server.discovery.url to the URL clients reach %s at",
+			u, streamablePath, strings.TrimSuffix(u, "/"), streamablePath, streamablePath)
+	}
 }
+
+// streamablePath is the path warden serves MCP at (mcpserver.PathMCP).
+const streamablePath = "/mcp"

@@ -88,6 +88,24 @@ func (c *Config) validateOAuth(fail func(key, format string, args ...any)) {
 	}
 }
 
+// RequireGroupsClaim reports whether a token without its groups claim is
+// refused (server.oauth.require_groups_claim): as set, else on whenever
+// some access.roles entry lists groups. A token without the claim is a
+// member of no group, and without access.widen a role only narrows: a
+// missing claim, which an issuer omits when the optional groups scope is
+// not requested, would give its bearer all of tools.grants.
+func (c *Config) RequireGroupsClaim() bool {
+	if r := c.Server.OAuth.RequireGroupsClaim; r != nil {
+		return *r
+	}
+	for _, r := range c.Access.Roles {
+		if len(r.Groups) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckScope reports whether s is an OAuth scope token (RFC 6749 §3.3:
 // printable ASCII without space, '"' or '\').
 func CheckScope(s string) error {

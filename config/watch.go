@@ -21,6 +21,9 @@ var ErrBecameBlank = errors.New("the file became empty (nothing but whitespace o
 // validate is reported and the previous config stays in force.
 type Live struct {
 	current atomic.Pointer[Config]
+	// start is the config warden started with: what the keys read only at
+	// start (server.*) still say in the running server.
+	start *Config
 	// refused is why the file's content is not in force (the last
 	// reload's error), nil once a reload applies it.
 	refused atomic.Pointer[string]
@@ -31,7 +34,7 @@ type Live struct {
 // NewLive returns a Live starting from c. changed, if not nil, is called
 // after every successful reload.
 func NewLive(c *Config, logger *slog.Logger, changed func(*Config)) *Live {
-	l := &Live{log: logger, changed: changed}
+	l := &Live{log: logger, changed: changed, start: c}
 	l.current.Store(c)
 	return l
 }
@@ -75,6 +78,9 @@ func (l *Live) reload() error {
 	}
 	if next.Blank && !prev.Blank && !sameSettings(prev, next) {
 		return fmt.Errorf("config %s: %w", prev.File, ErrBecameBlank)
+	}
+	if err := checkAccessReload(l.start, next); err != nil {
+		return fmt.Errorf("config %s: %w", prev.File, err)
 	}
 	l.current.Store(next)
 	WarnDeprecated(l.log, next, prev)

@@ -96,9 +96,24 @@ func (d *Discovery) card() []byte {
 	return append(b, '\n')
 }
 
-// catalog builds the AI Catalog's bytes, nil without a URL.
+// cardURL is where the AI Catalog says the card is: URL's /server-card,
+// which is PathServerCard only when URL is of PathMCP (a proxy may put a
+// prefix before it); "" when it is not, so that no catalog names a
+// document this server does not serve (config refuses such a URL).
+func (d *Discovery) cardURL() string {
+	base := strings.TrimSuffix(d.URL, "/")
+	u, err := url.Parse(base)
+	if d.URL == "" || err != nil || !strings.HasSuffix(u.Path, PathMCP) {
+		return ""
+	}
+	return base + strings.TrimPrefix(PathServerCard, PathMCP)
+}
+
+// catalog builds the AI Catalog's bytes, nil without a URL (or one the
+// card is not served under).
 func (d *Discovery) catalog() []byte {
-	if d.URL == "" {
+	card := d.cardURL()
+	if card == "" {
 		return nil
 	}
 	u, err := url.Parse(d.URL)
@@ -117,7 +132,7 @@ func (d *Discovery) catalog() []byte {
 	}{SpecVersion: "1.0", Entries: []entry{{
 		Identifier: "urn:air:" + u.Hostname() + ":mcp:" + server,
 		Type:       MediaTypeServerCard,
-		URL:        strings.TrimSuffix(d.URL, "/") + "/server-card",
+		URL:        card,
 	}}}
 	b, _ := json.MarshalIndent(doc, "", "  ")
 	return append(b, '\n')

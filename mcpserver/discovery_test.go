@@ -166,6 +166,41 @@ func TestServerCardWithoutURL(t *testing.T) {
 	}
 }
 
+// TestCatalogNamesTheCard: the URL the AI Catalog names is the card's: a
+// client fetching exactly it gets the card. A URL with a proxy's prefix
+// before /mcp keeps it; a URL of another path than /mcp gets no catalog,
+// rather than one naming a document this server does not serve.
+func TestCatalogNamesTheCard(t *testing.T) {
+	s, _ := newServer(t, newFakeTools(desc("alpha")), Options{})
+	var h http.Handler
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	defer hs.Close()
+	h = s.Handler(HTTPOptions{Discovery: testDiscovery(hs.URL + PathMCP)})
+	_, body := get(t, hs.URL+PathAICatalog, nil)
+	var cat struct{ Entries []struct{ URL string } }
+	if err := json.Unmarshal(body, &cat); err != nil || len(cat.Entries) != 1 {
+		t.Fatalf("catalog %s: %v", body, err)
+	}
+	res, card := get(t, cat.Entries[0].URL, nil)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != MediaTypeServerCard || !strings.Contains(string(card), `"remotes"`) {
+		t.Fatalf("GET %s, the URL the catalog names: %d %q %s", cat.Entries[0].URL, res.StatusCode, res.Header.Get("Content-Type"), card)
+	}
+	for url, want := range map[string]string{
+		"https://warden.example.com/team/mcp":  "https://warden.example.com/team/mcp/server-card",
+		"https://warden.example.com/mcp/":      "https://warden.example.com/mcp/server-card",
+		"https://warden.example.com/":          "",
+		"https://warden.example.com/mcp/other": "",
+	} {
+		if got := testDiscovery(url).cardURL(); got != want {
+			t.Errorf("card of %s: %q, want %q", url, got, want)
+		}
+	}
+	h = s.Handler(HTTPOptions{Discovery: testDiscovery("https://warden.example.com/")})
+	if res, body := get(t, hs.URL+PathAICatalog, nil); res.StatusCode != http.StatusNotFound {
+		t.Errorf("catalog for a URL not of /mcp: %d %s, want 404", res.StatusCode, body)
+	}
+}
+
 // TestServerCardBesideOAuth: with OAuth the card, the catalog and the
 // protected resource metadata are all served, unauthenticated, and the
 // card adds nothing the metadata does not already publish.

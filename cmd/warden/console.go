@@ -104,6 +104,9 @@ func newConsole(a *app.App, logger *slog.Logger, broker approvals.Broker, o cons
 	o.Tools = &consoleTools{a: a, path: cfg.File}
 	o.Installer = &consoleInstaller{a: a, reviews: map[string]*pendingReview{}}
 	o.AuditPath = cfg.Log.Audit
+	if store := a.Tasks(); store != nil {
+		o.Tasks = store // the Tasks page: the person's own tasks (tasks.OwnerOf)
+	}
 	o.Logger = logger
 	return console.New(o)
 }

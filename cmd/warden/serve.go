@@ -195,7 +195,7 @@ program's and is refused.`,
 				httpOpts.Console, httpOpts.ConsolePath = c.Handler(), c.Prefix()
 			}
 			if oauthCfg.Enabled() {
-				if httpOpts.OAuth, err = oauthOptions(oauthCfg, logger); err != nil {
+				if httpOpts.OAuth, err = oauthOptions(oauthCfg, cfg.RequireGroupsClaim(), logger); err != nil {
 					return err
 				}
 			} else if len(cfg.Tools.Scopes) > 0 {
@@ -241,13 +241,14 @@ func discovery(cfg *config.Config, auth bool) *mcpserver.Discovery {
 // oauthOptions makes HTTP mode a resource server of the authorization
 // servers server.oauth lists (read at start). Their keys are fetched in
 // the background at once, so that the first client need not wait.
-func oauthOptions(c config.OAuth, logger *slog.Logger) (*mcpserver.OAuthOptions, error) {
+func oauthOptions(c config.OAuth, requireGroups bool, logger *slog.Logger) (*mcpserver.OAuthOptions, error) {
 	opts := oauth.Options{
-		Resource:    c.Resource,
-		ClockSkew:   c.ClockSkew,
-		RefreshMin:  c.JWKSRefreshMin,
-		GroupsClaim: c.GroupsClaim,
-		Logger:      logger,
+		Resource:      c.Resource,
+		ClockSkew:     c.ClockSkew,
+		RefreshMin:    c.JWKSRefreshMin,
+		GroupsClaim:   c.GroupsClaim,
+		RequireGroups: requireGroups,
+		Logger:        logger,
 	}
 	var servers []string
 	for _, is := range c.Issuers {

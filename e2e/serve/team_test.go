@@ -39,11 +39,11 @@ func TestHTTPTeamServer(t *testing.T) {
 	if err := os.WriteFile(e.config, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Every token carries the groups claim, [] for no group: a role lists
+	// groups, so server.oauth.require_groups_claim is on.
 	as := func(subject string, groups ...string) *http.Client {
 		c := is.Claims(resource, subject, time.Now(), "")
-		if groups != nil {
-			c["groups"] = groups
-		}
+		c["groups"] = append([]string{}, groups...)
 		return &http.Client{Transport: bearer{is.Sign(t, "k1", c)}}
 	}
 	s := startServeAs(t, e, addr, as("ops"), "--http="+addr)
@@ -59,7 +59,24 @@ func TestHTTPTeamServer(t *testing.T) {
 		wantEcho(t, bob, "bob is in no role "+string(rune('a'+i)))
 	}
 
-	resp, err := http.Get("http://" + addr + "/mcp/server-card")
+	// A token without the groups claim (the issuer was not asked for it)
+	// would drop its bearer out of every role: refused, the 401 naming
+	// the setting.
+	noClaim, _ := http.NewRequest(http.MethodPost, resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	noClaim.Header.Set("Authorization", "Bearer "+is.Sign(t, "k1", is.Claims(resource, "alice", time.Now(), "")))
+	noClaim.Header.Set("Content-Type", "application/json")
+	noClaim.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(noClaim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if challenge := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized ||
+		!strings.Contains(challenge, `carries no groups claim, which server.oauth.require_groups_claim requires`) {
+		t.Errorf("token without the groups claim: %d %q, want 401 naming server.oauth.require_groups_claim", resp.StatusCode, challenge)
+	}
+
+	resp, err = http.Get("http://" + addr + "/mcp/server-card")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -376,6 +376,11 @@ func gate(call *hostfuncs.Call, req *request) error {
 
 // granted reports whether topic lies within one of prefixes, or prefixes is
 // empty (no topic limit). Malformed prefixes grant nothing.
+// Granted reports whether topic is one of prefixes or under one, as a
+// grant's memory_topics allow it (none listed: every topic). The per-person
+// cap of memory:// resources (internal/policy) reads topics the same way.
+func Granted(prefixes []string, topic string) bool { return granted(prefixes, topic) }
+
 func granted(prefixes []string, topic string) bool {
 	return len(prefixes) == 0 || slices.ContainsFunc(prefixes, func(p string) bool {
 		return ValidateTopic(p) == nil && within(topic, p)

@@ -103,7 +103,13 @@ func (s *approvalsState) routed(pol *policy.Policy) bool {
 // answer (policy.Approvers), and the deadline, client_wait from now.
 func (s *approvalsState) request(ctx context.Context, pol *policy.Policy, r approvals.Request) approvals.Request {
 	r.Principal = principal.From(ctx).Subject
-	r.Approvers = pol.Approvers(r.Tool)
+	for _, a := range pol.Approvers(r.Tool) {
+		if a.Group != "" {
+			r.Approvers = append(r.Approvers, approvals.GroupKey(a.Issuer, a.Group))
+		} else {
+			r.Approvers = append(r.Approvers, approvals.SubjectKey(a.Issuer, a.Subject))
+		}
+	}
 	r.Created = time.Now()
 	r.Deadline = r.Created.Add(pol.ClientWait())
 	return r

@@ -89,11 +89,14 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 	// each capability it is then refused says why.
 	module := e.module.Name()
 	grants, elsewhere := tp.Grants(module)
-	// The caller's roles (access.roles) narrow, or widen, the grant.
-	grants, narrowed := pol.Person(principal.From(ctx)).Grants(tp, grants)
-	if narrowed != "" {
-		// What the caller's role took away is not put to them as a
-		// permission prompt either: they would widen their own grant.
+	// The caller's roles (access.roles) narrow, or widen, the grant; a
+	// widening role's grant is bound to the entry's module as the entry is.
+	person := pol.Person(principal.From(ctx))
+	grants, narrowed := person.Grants(tp, module, grants)
+	if person.Narrows(tp) {
+		// What the caller's roles leave is all they get: it is not put to
+		// them as a permission prompt either, whether or not the roles
+		// took anything away, or they would widen their own grant.
 		ctx = context.WithValue(ctx, narrowedKey{}, true)
 	}
 	if note := strings.Join(nonEmpty(grantNote(tp, module, elsewhere), narrowed), "; "); note != "" {
@@ -203,6 +206,7 @@ func nonEmpty(notes ...string) []string {
 	return out
 }
 
-// narrowedKey marks a call whose grants the caller's roles narrowed
-// (access.roles): its denials are never put to the person as prompts.
+// narrowedKey marks a call whose grants the caller's roles decide
+// (access.roles, policy.Person.Narrows): its denials are never put to the
+// person as prompts.
 type narrowedKey struct{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/hostfuncs/memory"
+	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/runtime"
 	"github.com/warden-run/warden/tool"
@@ -205,7 +206,7 @@ func (a *App) ReadResource(ctx context.Context, call mcpserver.FeatureCall, uri 
 		if err := call.Pass.Admits(mcpserver.MethodReadResource, ""); err != nil {
 			return nil, err
 		}
-		return a.readMemory(uri)
+		return a.readMemory(ctx, uri)
 	}
 	m, err := a.module(call.Owner)
 	if err != nil {
@@ -222,13 +223,18 @@ func (a *App) ReadResource(ctx context.Context, call mcpserver.FeatureCall, uri 
 		})
 }
 
-func (a *App) readMemory(uri string) (*tool.ResourceResult, error) {
+func (a *App) readMemory(ctx context.Context, uri string) (*tool.ResourceResult, error) {
 	if !a.Config().Server.Resources.Memory || a.caps.memory == nil {
 		return nil, tool.Errorf(tool.KindNotFound, "memory resources are off (server.resources.memory)")
 	}
 	topic, ok := strings.CutPrefix(uri, "memory://")
 	if !ok {
 		return nil, tool.Errorf(tool.KindNotFound, "%q is not a memory:// URI", uri)
+	}
+	// The read runs as no tool: the caller's roles cap it
+	// (access.roles.<r>.memory_resources), no grant does.
+	if why := a.Policy().Person(principal.From(ctx)).MemoryResource(topic); why != "" {
+		return nil, tool.Errorf(tool.KindDenied, "%s", why)
 	}
 	value, _, _, err := a.caps.memory.Read(topic)
 	if err != nil {
@@ -276,7 +282,7 @@ func (a *App) Complete(ctx context.Context, call mcpserver.FeatureCall, c tool.C
 		if err := call.Pass.Admits(mcpserver.MethodComplete, ""); err != nil {
 			return nil, err
 		}
-		return a.completeMemory(c.Argument.Value), nil
+		return a.completeMemory(ctx, c.Argument.Value), nil
 	}
 	m, err := a.module(call.Owner)
 	if err != nil {
@@ -355,17 +361,18 @@ func completionSubject(f *tool.Features, ref tool.CompleteRef) (subject string, 
 	return "", false
 }
 
-func (a *App) completeMemory(prefix string) *tool.Completion {
+func (a *App) completeMemory(ctx context.Context, prefix string) *tool.Completion {
 	out := &tool.Completion{Values: []string{}}
 	if !a.Config().Server.Resources.Memory || a.caps.memory == nil {
 		return out
 	}
+	person := a.Policy().Person(principal.From(ctx))
 	topics, truncated, err := a.caps.memory.Topics()
 	if err != nil {
 		return out
 	}
 	for _, e := range topics {
-		if strings.HasPrefix(e.Topic, prefix) {
+		if strings.HasPrefix(e.Topic, prefix) && person.MemoryResource(e.Topic) == "" {
 			if len(out.Values) == tool.MaxCompletionValues {
 				out.HasMore = true
 				break

@@ -459,6 +459,14 @@ func (a *App) StartTasks(store tasks.Store, opts TaskOptions) {
 	a.taskRunner = newTaskRunner(store, opts, a.log, a.caps.rec.get)
 }
 
+// Tasks returns the task store StartTasks was given, nil before.
+func (a *App) Tasks() tasks.Store {
+	if a.taskRunner == nil {
+		return nil
+	}
+	return a.taskRunner.store
+}
+
 // ErrNoTasks is CallAsTask's error when StartTasks was not called.
 var ErrNoTasks = errors.New("tasks are off: no task store")
 

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/warden-run/warden/internal/limits"
+	"github.com/warden-run/warden/internal/principal"
 )
 
 // Memory is a Broker of one process. Max bounds the questions waiting at
@@ -148,9 +150,41 @@ func (m *Memory) notifyLocked() {
 	}
 }
 
+// SubjectKey and GroupKey are the forms of Request.Approvers, and of a
+// decider's identity and groups (Decider): a subject or a group of one
+// issuer, quoted, so that a name at one issuer never stands for the same
+// name at another and a subject never for a group of the same name.
+func SubjectKey(issuer, subject string) string {
+	return "subject " + strconv.Quote(subject) + ofIssuer(issuer)
+}
+
+// GroupKey: see SubjectKey.
+func GroupKey(issuer, group string) string {
+	return "group " + strconv.Quote(group) + ofIssuer(issuer)
+}
+
+// ofIssuer ends a key: nothing for a person no issuer vouches for (the
+// local user of a one-time login link).
+func ofIssuer(issuer string) string {
+	if issuer == "" {
+		return ""
+	}
+	return " of " + strconv.Quote(issuer)
+}
+
+// Decider returns who p is and the groups p belongs to, in the forms
+// MayDecide and Decide compare with Request.Approvers.
+func Decider(p principal.Principal) (by string, groups []string) {
+	groups = make([]string, len(p.Groups))
+	for i, g := range p.Groups {
+		groups[i] = GroupKey(p.Issuer, g)
+	}
+	return SubjectKey(p.Issuer, p.Subject), groups
+}
+
 // MayDecide reports whether the person by, a member of groups, may answer
 // r: anyone when r names no approvers, else only a named subject or a
-// member of a named group.
+// member of a named group (all in the forms of SubjectKey and GroupKey).
 func MayDecide(r Request, by string, groups []string) bool {
 	if len(r.Approvers) == 0 {
 		return true

@@ -23,8 +23,9 @@ func (c *Console) approvalsView(r *http.Request, s *session) (approvalsView, err
 		return approvalsView{}, fmt.Errorf("pending approvals: %w", err)
 	}
 	v := approvalsView{Pending: pending, Mine: map[string]bool{}}
+	by, groups := approvals.Decider(s.who)
 	for _, q := range pending {
-		v.Mine[q.ID] = approvals.MayDecide(q, keyOf(s.who), s.who.Groups)
+		v.Mine[q.ID] = approvals.MayDecide(q, by, groups)
 	}
 	return v, nil
 }
@@ -127,7 +128,8 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 		c.afterDecide(w, r, s, http.StatusBadRequest, "decision must be approve, always or deny", "")
 		return
 	}
-	err := c.opts.Broker.Decide(r.Context(), id, d, s.who.Groups)
+	_, groups := approvals.Decider(s.who)
+	err := c.opts.Broker.Decide(r.Context(), id, d, groups)
 	switch {
 	case errors.Is(err, approvals.ErrNotYours):
 		c.afterDecide(w, r, s, http.StatusForbidden,

@@ -30,7 +30,7 @@ func TestBrowserApproveAndActivity(t *testing.T) {
 	b := browsertest.New(t)
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	metrics := observe.NewMetrics(observe.Sources{InstanceMemory: func() (used, peak, limit uint64) { return 3 << 20, 5 << 20, 256 << 20 }})
-	store := &ownerStore{all: []tasks.Task{{ID: "t-1", Owner: "local", Tool: "build", Status: tasks.Working, StatusMessage: "compiling 3/9", Created: time.Now(), Updated: time.Now()}}}
+	store := &ownerStore{all: []tasks.Task{{ID: "t-1", Owner: tasks.OwnerOf(principal.Local, ""), Tool: "build", Status: tasks.Working, StatusMessage: "compiling 3/9", Created: time.Now(), Updated: time.Now()}}}
 	w := newWorld(t, Options{Prefix: "/console/", AuditPath: audit, Metrics: metrics.Registry(), Tasks: store, now: time.Now})
 	aud, err := observe.OpenAudit(observe.AuditOptions{Path: audit})
 	if err != nil {
@@ -67,7 +67,7 @@ func TestBrowserApproveAndActivity(t *testing.T) {
 		t.Errorf("notice %q", n)
 	}
 	d := <-asked
-	if d.err != nil || !d.d.Approved || d.d.By != "local" || d.d.Persist {
+	if d.err != nil || !d.d.Approved || d.d.By != `subject "local"` || d.d.Persist {
 		t.Fatalf("the waiting call got %+v, %v", d.d, d.err)
 	}
 	b.Screenshot("approvals-approved")
@@ -128,9 +128,9 @@ func TestBrowserOIDCLogin(t *testing.T) {
 		t.Errorf("logged in as %q", who)
 	}
 	b.Do(b.Visible(`body[data-live="open"]`))
-	asked := w.ask(approvals.Request{ID: "q1", Kind: approvals.Gate, Tool: "deploy", Approvers: []string{"ops"}, Question: "Deploy?"})
+	asked := w.ask(approvals.Request{ID: "q1", Kind: approvals.Gate, Tool: "deploy", Approvers: []string{approvals.GroupKey(p.issuer, "ops")}, Question: "Deploy?"})
 	b.Do(b.Visible("#request-q1"), chromedp.Click(chromedp.CSS("#request-q1 button.approve")), b.Visible("#notice"))
-	if d := <-asked; !d.d.Approved || d.d.By != "alice" {
+	if d := <-asked; !d.d.Approved || d.d.By != approvals.SubjectKey(p.issuer, "alice") {
 		t.Errorf("decision %+v", d.d)
 	}
 	b.Screenshot("oidc-approved")

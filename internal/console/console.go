@@ -146,7 +146,7 @@ func New(o Options) (*Console, error) {
 		o.now = time.Now
 	}
 	if o.TaskOwner == nil {
-		o.TaskOwner = keyOf
+		o.TaskOwner = func(p principal.Principal) string { return tasks.OwnerOf(p, "") }
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

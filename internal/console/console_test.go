@@ -299,7 +299,7 @@ func TestStateChangesNeedCSRFAndOrigin(t *testing.T) {
 		t.Fatalf("with token and Origin: %s\n%s", resp.Status, body)
 	}
 	d := <-asked
-	if d.err != nil || !d.d.Approved || d.d.By != "local" || d.d.Persist {
+	if d.err != nil || !d.d.Approved || d.d.By != `subject "local"` || d.d.Persist {
 		t.Errorf("decision %+v, %v", d.d, d.err)
 	}
 	// Another session's token does not do.
@@ -393,7 +393,7 @@ func TestApproverRightsFollowGroups(t *testing.T) {
 	w := newWorld(t, Options{Prefix: "/console/"})
 	dev, devToken := w.login(principal.Principal{Subject: "dana", Via: principal.ViaOAuth, Groups: []string{"dev"}})
 	ops, opsToken := w.login(principal.Principal{Subject: "olek", Via: principal.ViaOAuth, Groups: []string{"ops"}})
-	asked := w.ask(approvals.Request{Kind: approvals.Permission, Tool: "deploy", Approvers: []string{"ops"},
+	asked := w.ask(approvals.Request{Kind: approvals.Permission, Tool: "deploy", Approvers: []string{approvals.GroupKey("", "ops")},
 		Grant: "--- config.yaml\n+++ config.yaml\n+      net: [api.example.com]\n"})
 	id := w.waitPending(1)[0].ID
 	page := w.get(dev, "/console/approvals")
@@ -401,7 +401,7 @@ func TestApproverRightsFollowGroups(t *testing.T) {
 		t.Errorf("dev's page offers a decision it cannot make:\n%s", page)
 	}
 	resp, body := w.post(dev, "/console/approvals/"+id, url.Values{"csrf": {devToken}, "decision": {"always"}}, nil)
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "You (dana) are not among this request&#39;s approvers: it names ops, and your groups are dev.") {
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "You (dana) are not among this request&#39;s approvers: it names group &#34;ops&#34;, and your groups are dev.") {
 		t.Errorf("dev decides: %s\n%s", resp.Status, body)
 	}
 	page = w.get(ops, "/console/approvals")
@@ -413,7 +413,7 @@ func TestApproverRightsFollowGroups(t *testing.T) {
 		t.Fatalf("ops decides: %s\n%s", resp.Status, body)
 	}
 	d := <-asked
-	if !d.d.Approved || !d.d.Persist || d.d.By != "olek" {
+	if !d.d.Approved || !d.d.Persist || d.d.By != `subject "olek"` {
 		t.Errorf("decision %+v", d.d)
 	}
 	// Deciding again: the question is gone.

@@ -239,17 +239,17 @@ func TestOIDCLoginAndApproverGroups(t *testing.T) {
 	}
 	bobToken := csrfOf(t, w.get(bob, "/console/approvals"))
 
-	asked := w.ask(approvals.Request{Kind: approvals.Gate, Tool: "deploy", Approvers: []string{"ops"}})
+	asked := w.ask(approvals.Request{Kind: approvals.Gate, Tool: "deploy", Approvers: []string{approvals.GroupKey(p.issuer, "ops")}})
 	id := w.waitPending(1)[0].ID
 	resp, body := w.post(bob, "/console/approvals/"+id, url.Values{"csrf": {bobToken}, "decision": {"approve"}}, nil)
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "it names ops, and your groups are dev.") {
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "it names group &#34;ops&#34; of &#34;"+p.issuer+"&#34;, and your groups are dev.") {
 		t.Errorf("bob approves: %s\n%s", resp.Status, body)
 	}
 	resp, _ = w.post(alice, "/console/approvals/"+id, url.Values{"csrf": {aliceToken}, "decision": {"approve"}}, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("alice approves: %s", resp.Status)
 	}
-	if d := <-asked; !d.d.Approved || d.d.By != "alice" {
+	if d := <-asked; !d.d.Approved || d.d.By != approvals.SubjectKey(p.issuer, "alice") {
 		t.Errorf("decision %+v", d.d)
 	}
 }

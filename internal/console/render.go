@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warden-run/warden/internal/approvals"
 	"github.com/warden-run/warden/internal/principal"
 )
 
@@ -129,9 +130,12 @@ func whoOf(p principal.Principal) string {
 	return p.Subject
 }
 
-// keyOf is the principal key a decision is recorded under: the subject,
-// which is what approvers name (approvals.MayDecide).
-func keyOf(p principal.Principal) string { return p.Subject }
+// keyOf is the principal key a decision is recorded under: the subject of
+// its issuer, the form approvers are named in (approvals.Decider).
+func keyOf(p principal.Principal) string {
+	by, _ := approvals.Decider(p)
+	return by
+}
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request, _ *session) {
 	http.Redirect(w, r, c.opts.Prefix+"approvals", http.StatusSeeOther)

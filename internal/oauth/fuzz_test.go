@@ -2,8 +2,10 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
+	"github.com/warden-run/warden/internal/oauth"
 	"github.com/warden-run/warden/internal/oauth/oauthtest"
 )
 
@@ -25,6 +27,36 @@ func FuzzVerify(f *testing.F) {
 		tok, err := v.Verify(context.Background(), token)
 		if err == nil && (tok.Subject != "alice" || tok.Issuer != is.URL) {
 			t.Fatalf("accepted %q as %+v", token, tok)
+		}
+	})
+}
+
+// FuzzGroupsRequired: whatever claims an issuer signs beside the usual
+// ones, with RequireGroups a token is accepted only when it carries its
+// groups claim and says nowhere that its groups are elsewhere; nothing
+// panics.
+func FuzzGroupsRequired(f *testing.F) {
+	fx := newFixture(f, func(o *oauth.Options) { o.RequireGroups = true })
+	for _, seed := range []string{`{"groups":["devs"]}`, `{}`, `{"groups":null}`, `{"hasgroups":true}`,
+		`{"_claim_names":{"groups":"src1"}}`, `{"_claim_names":"groups","groups":[]}`, `{"groups":"one","hasgroups":"true"}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, extra string) {
+		var set map[string]any
+		if json.Unmarshal([]byte(extra), &set) != nil {
+			return
+		}
+		c := fx.claims()
+		for k, v := range set {
+			c[k] = v
+		}
+		if _, err := fx.v.Verify(context.Background(), fx.is.Sign(t, "ec-1", c)); err != nil {
+			return
+		}
+		names, isMap := c["_claim_names"].(map[string]any)
+		_, named := names["groups"]
+		if c["groups"] == nil || c["hasgroups"] == true || named || (c["_claim_names"] != nil && !isMap) {
+			t.Fatalf("accepted claims %v", c)
 		}
 	})
 }

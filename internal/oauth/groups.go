@@ -21,6 +21,54 @@ const (
 	MaxGroupBytes = 256
 )
 
+// groupsOf reads the groups of a verified token from its claims. With
+// Options.RequireGroups, a token that does not carry the groups claim is
+// refused, and so is one whose issuer says its groups are elsewhere:
+// Entra ID leaves the groups claim out when a person is in too many
+// groups and says so with _claim_names (naming the claim) or hasgroups.
+// Either way the token's groups are unknown, and reading them as none
+// would drop its bearer from every role that narrows what they may do.
+func (v *Verifier) groupsOf(all map[string]json.RawMessage) ([]string, error) {
+	name := v.opts.GroupsClaim
+	raw := all[name]
+	if v.opts.RequireGroups {
+		if overage(all, name) {
+			return nil, refuse("the access token does not carry the subject's groups: its issuer moved them out of the token "+
+				"(too many groups: _claim_names or hasgroups, Entra ID's group overage), and this server decides by groups "+
+				"(server.oauth.require_groups_claim); have the issuer send only the groups assigned to the application",
+				"claim %q", name)
+		}
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil, refuse(fmt.Sprintf("the access token carries no %s claim, which server.oauth.require_groups_claim requires: "+
+				"ask the authorization server for the groups (e.g. request the groups scope, or add a groups mapper)", name),
+				"claim %q absent", name)
+		}
+	}
+	groups, err := groupList(raw)
+	if err != nil {
+		return nil, refuse("the access token's groups claim is malformed", "claim %q: %v", name, err)
+	}
+	return groups, nil
+}
+
+// overage reports whether claims say the groups claim called name is not
+// in the token: _claim_names names it (OpenID Connect's distributed
+// claims, as Entra ID's group overage uses them), or hasgroups is true.
+// A _claim_names that is not an object is taken to say so too: what it
+// would name cannot be known.
+func overage(all map[string]json.RawMessage, name string) bool {
+	if raw, ok := all["_claim_names"]; ok && string(raw) != "null" {
+		var names map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &names); err != nil {
+			return true
+		}
+		if _, ok := names[name]; ok {
+			return true
+		}
+	}
+	return string(all["hasgroups"]) == "true"
+}
+
 // groupList reads a groups claim: a JSON string (one group) or an array of
 // strings, each a group name, as written: no case folding, trimming or
 // Unicode normalisation, so that two names are the same group only when

@@ -126,3 +126,50 @@ func FuzzGroupsClaim(f *testing.F) {
 		}
 	})
 }
+
+// TestGroupsRequired: with RequireGroups a token whose groups are unknown
+// is refused, its 401 saying why: no groups claim (an issuer leaves it out
+// when the optional groups scope is not asked for), or Entra ID's overage
+// (_claim_names naming the claim, hasgroups); an empty list is a person in
+// no group and passes. Without RequireGroups, such tokens pass without
+// groups, as before.
+func TestGroupsRequired(t *testing.T) {
+	const absent = `the access token carries no groups claim, which server.oauth.require_groups_claim requires: ` +
+		"ask the authorization server for the groups (e.g. request the groups scope, or add a groups mapper)"
+	const over = "the access token does not carry the subject's groups: its issuer moved them out of the token " +
+		"(too many groups: _claim_names or hasgroups, Entra ID's group overage), and this server decides by groups " +
+		"(server.oauth.require_groups_claim); have the issuer send only the groups assigned to the application"
+	for _, tc := range []struct {
+		name, refused string
+		set           map[string]any
+	}{
+		{"absent", absent, map[string]any{}},
+		{"null", absent, map[string]any{"groups": nil}},
+		{"overage _claim_names", over, map[string]any{"_claim_names": map[string]any{"groups": "src1"},
+			"_claim_sources": map[string]any{"src1": map[string]any{"endpoint": "https://graph.example.com/x"}}}},
+		{"overage hasgroups", over, map[string]any{"hasgroups": true}},
+		{"overage beside a partial list", over, map[string]any{"groups": []string{"devs"}, "hasgroups": true}},
+		{"_claim_names not an object", over, map[string]any{"_claim_names": "groups"}},
+		{"empty list", "", map[string]any{"groups": []string{}}},
+		{"other claim overage", "", map[string]any{"groups": []string{"devs"}, "_claim_names": map[string]any{"roles": "src1"}}},
+		{"hasgroups false", "", map[string]any{"groups": []string{"devs"}, "hasgroups": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, require := range []bool{true, false} {
+				f := newFixture(t, func(o *oauth.Options) { o.RequireGroups = require })
+				c := f.claims()
+				for k, v := range tc.set {
+					c[k] = v
+				}
+				token := f.is.Sign(t, "ec-1", c)
+				if require && tc.refused != "" {
+					f.refused(t, token, tc.refused)
+					continue
+				}
+				if _, err := f.v.VerifyPrincipal(context.Background(), token); err != nil {
+					t.Errorf("require %v: %v", require, err)
+				}
+			}
+		})
+	}
+}

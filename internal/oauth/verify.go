@@ -86,6 +86,10 @@ type Options struct {
 	// means DefaultGroupsClaim. Only the claims of a token whose signature
 	// and issuer were checked are read.
 	GroupsClaim string
+	// RequireGroups refuses a token without the groups claim, or one that
+	// says its groups are elsewhere (see groupsOf): set when per-person
+	// policy reads groups (config's server.oauth.require_groups_claim).
+	RequireGroups bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Transport carries the JWK Set requests; nil means
@@ -372,9 +376,9 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Token, error) {
 	if err := tok.UnsafeClaimsWithoutVerification(&all); err != nil {
 		return nil, refuse("the access token's claims are malformed", "%v", err)
 	}
-	groups, err := groupList(all[v.opts.GroupsClaim])
+	groups, err := v.groupsOf(all)
 	if err != nil {
-		return nil, refuse("the access token's groups claim is malformed", "claim %q: %v", v.opts.GroupsClaim, err)
+		return nil, err
 	}
 	return &Token{Issuer: ks.issuer, Subject: subject, Scopes: scopes, Groups: groups, Expiry: c.Expiry.Time()}, nil
 }

@@ -3,10 +3,10 @@ package policy
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/hostfuncs/memory"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/mcpserver"
@@ -31,6 +31,10 @@ type role struct {
 	grants   map[string]tool.Capabilities // by config.ToolKey
 	approve  []string
 	rate     *mcpserver.RateLimit
+	// memCapped says the role caps memory:// resources to memTopics (none
+	// when empty): config's memory_resources.
+	memCapped bool
+	memTopics []string
 }
 
 func newAccess(cfg *config.Config) access {
@@ -57,6 +61,7 @@ func newAccess(cfg *config.Config) access {
 			approve:  slices.Clone(r.Approve),
 			rate:     runlimits.Rate(r.RateLimit.Bucket("access.roles." + name + ".rate_limit")),
 		}
+		ro.memTopics, ro.memCapped = r.MemoryResourceCap()
 		for _, s := range r.Subjects {
 			ro.subjects[s] = true
 		}
@@ -120,13 +125,17 @@ func (ps Person) Roles() []string {
 }
 
 // Grants applies the person's roles' overlays of the tool whose policy is
-// tp to grants, what tools.grants gives the tool. Without access.widen,
-// each overlay narrows: the person keeps only what grants and every
-// overlay of the tool list (values compared as tools.grants compares
-// them). With it, each overlay adds. note, when the overlays took
+// tp, served by the module called module, to grants, what tools.grants
+// gives the tool there (tp.Grants(module)). Without access.widen, each
+// overlay narrows: the person keeps only what grants and every overlay of
+// the tool list (values compared as tools.grants compares them). With it,
+// each overlay adds, but only to the module the tool's tools.grants entry
+// is bound to: a role's grant, like the entry it widens, belongs to a
+// module, so a tool of the same name served by another module (or a tool
+// no entry names) gets nothing from it. note, when the overlays took
 // something away, says which config lines did and which would allow it,
 // for the capability's refusal; "" otherwise.
-func (ps Person) Grants(tp ToolPolicy, grants tool.Capabilities) (out tool.Capabilities, note string) {
+func (ps Person) Grants(tp ToolPolicy, module string, grants tool.Capabilities) (out tool.Capabilities, note string) {
 	out = grants
 	var lines []string
 	for _, r := range ps.roles {
@@ -135,7 +144,9 @@ func (ps Person) Grants(tp ToolPolicy, grants tool.Capabilities) (out tool.Capab
 			continue
 		}
 		if ps.a.widen {
-			out = union(out, o)
+			if tp.HasGrant && tp.Bound == module {
+				out = union(out, o)
+			}
 			continue
 		}
 		narrowed := intersect(out, o)
@@ -160,28 +171,82 @@ func (ps Person) Grants(tp ToolPolicy, grants tool.Capabilities) (out tool.Capab
 		"the line that would allow it lists the value under %s too", all, verb, tp.Key, ps.who(), member, file, all)
 }
 
+// Narrows reports whether the person's roles have a say in what the tool
+// whose policy is tp may do: without access.widen, some role of theirs
+// has a grant entry for it. Then the roles' grants are all the tool may
+// have for them, even where an overlay took nothing away (it lists what
+// tools.grants does): a permission prompt must not give them more, or a
+// member could answer their own prompt for what no role lists.
+func (ps Person) Narrows(tp ToolPolicy) bool {
+	if ps.a.widen {
+		return false
+	}
+	for _, r := range ps.roles {
+		if _, ok := r.grants[tp.Key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// MemoryResource says why the person may not read topic as a memory://
+// resource, "" when they may: each of their roles that sets
+// memory_resources must allow it (the topic or one above it listed). Such
+// a read runs as no tool, so no tool's grant or overlay limits it; this
+// cap does, with or without access.widen.
+func (ps Person) MemoryResource(topic string) string {
+	for _, r := range ps.roles {
+		if !r.memCapped || (len(r.memTopics) > 0 && memory.Granted(r.memTopics, topic)) {
+			continue
+		}
+		file := ps.a.file
+		if file == "" {
+			file = "config.yaml"
+		}
+		allowed := "no topic"
+		if len(r.memTopics) > 0 {
+			allowed = fmt.Sprintf("only the topics %q", r.memTopics)
+		}
+		return fmt.Sprintf("memory://%s is not readable by %s: access.roles.%s.memory_resources allows %s to the role's members (%s)",
+			topic, ps.who(), r.name, allowed, file)
+	}
+	return ""
+}
+
 // who names the person in messages.
 func (ps Person) who() string {
 	return fmt.Sprintf("%q", ps.p.Subject)
 }
 
-// Rate returns the person's own rate limit: the lowest rate among their
-// roles' rate_limit, else access.rate_limit; nil for a caller that is not
-// an OAuth principal, or when neither is set.
+// Rate returns the person's own rate limit: the lowest rate and the
+// lowest burst among their roles' rate_limit, each taken apart (a role
+// with a slow rate but a large burst does not lend its burst to a role
+// whose burst is small), else access.rate_limit; nil for a caller that is
+// not an OAuth principal, or when neither is set.
 func (ps Person) Rate() *mcpserver.RateLimit {
 	if ps.p.Via != principal.ViaOAuth {
 		return nil
 	}
-	var best *mcpserver.RateLimit
+	var slowest, smallest *mcpserver.RateLimit
 	for _, r := range ps.roles {
-		if r.rate != nil && (best == nil || r.rate.Rate < best.Rate) {
-			best = r.rate
+		if r.rate == nil {
+			continue
+		}
+		if slowest == nil || r.rate.Rate < slowest.Rate {
+			slowest = r.rate
+		}
+		if smallest == nil || r.rate.Burst < smallest.Burst {
+			smallest = r.rate
 		}
 	}
-	if best == nil {
-		best = ps.a.rate
+	switch {
+	case slowest == nil:
+		return ps.a.rate
+	case slowest.Burst == smallest.Burst:
+		return slowest
 	}
-	return best
+	return &mcpserver.RateLimit{Rate: slowest.Rate, Burst: smallest.Burst,
+		Setting: slowest.Setting + ".rate and " + smallest.Setting + ".burst"}
 }
 
 // PersonRate is Person(p).Rate(): the per-person bucket mcpserver takes
@@ -193,29 +258,52 @@ func (p *Policy) PersonRate(pr principal.Principal) *mcpserver.RateLimit {
 	return p.Person(pr).Rate()
 }
 
+// Approver is one who may answer a tool's questions: an OAuth subject or
+// a group (one of the two), of Issuer. Subjects and groups are kept apart,
+// and with their issuer, so that a subject named like a group, or a name
+// of another issuer, is never taken for them: compare a person with
+// Policy.MayApprove, not with these names.
+type Approver struct {
+	Issuer         string
+	Subject, Group string
+}
+
+// String names the approver for a page: subject "alice" of
+// https://id.example.com, group "ops" of ...
+func (a Approver) String() string {
+	kind, name := "subject", a.Subject
+	if a.Group != "" {
+		kind, name = "group", a.Group
+	}
+	return fmt.Sprintf("%s %q of %s", kind, name, a.Issuer)
+}
+
 // approversOf lists the subjects and groups of the roles whose approve
-// patterns match the tool called name, sorted, once each; nil when no
-// role names it.
-func (a *access) approversOf(name string) []string {
+// patterns match the tool called name, with their issuer, sorted, once
+// each; nil when no role names it.
+func (a *access) approversOf(name string) []Approver {
 	key := config.ToolKey(name)
-	var out []string
+	var out []Approver
 	for _, r := range a.roles {
 		if !slices.ContainsFunc(r.approve, func(pat string) bool { return config.MatchTool(pat, key) }) {
 			continue
 		}
 		for s := range r.subjects {
-			out = append(out, s)
+			out = append(out, Approver{Issuer: r.issuer, Subject: s})
 		}
 		for g := range r.groups {
-			out = append(out, g)
+			out = append(out, Approver{Issuer: r.issuer, Group: g})
 		}
 	}
-	sort.Strings(out)
+	slices.SortFunc(out, func(x, y Approver) int {
+		return strings.Compare(x.Issuer+"\x00"+x.Subject+"\x00"+x.Group, y.Issuer+"\x00"+y.Subject+"\x00"+y.Group)
+	})
 	return slices.Compact(out)
 }
 
 // MayApprove reports whether p may answer the questions of the tool called
 // name: anyone when no role's approve names the tool (Approvers is nil),
+// the check a console's decision must pass,
 // else a member of a role whose approve does, checked with the role's
 // issuer and its subjects and groups apart, so that a subject named like
 // a group (or of another issuer) is not taken for its members.

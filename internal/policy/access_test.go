@@ -50,7 +50,7 @@ func filesGrant(t *testing.T, p *Policy, who principal.Principal) (tool.Capabili
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Person(who).Grants(tp, base)
+	return p.Person(who).Grants(tp, "files", base)
 }
 
 // TestOverlayNarrows: without access.widen a role's grants keep of
@@ -104,6 +104,56 @@ func TestOverlayWidens(t *testing.T) {
 	}
 }
 
+// TestWideningFollowsTheModule: a widening role's grant belongs to the
+// module the tool's tools.grants entry is bound to, as the entry does: a
+// rival module serving a tool of the same name gets nothing from it, nor
+// does a tool no entry names (config refuses such a role grant; the
+// policy holds without it).
+func TestWideningFollowsTheModule(t *testing.T) {
+	p := New(load(t, strings.Replace(accessYAML, "access:\n", "access:\n  widen: true\n", 1)))
+	tp := p.Tool("files")
+	rival, err := tp.Grants("rival")
+	if err == nil || !rival.IsZero() {
+		t.Fatalf("tools.grants for module rival: %+v %v, want nothing, elsewhere", rival, err)
+	}
+	if got, _ := p.Person(oauthP("carol")).Grants(tp, "rival", rival); !got.IsZero() {
+		t.Errorf("module rival serving files got %+v from a widening role, want nothing", got)
+	}
+	unnamed := tp
+	unnamed.HasGrant = false
+	if got, _ := p.Person(oauthP("carol")).Grants(unnamed, "files", tool.Capabilities{}); !got.IsZero() {
+		t.Errorf("a tool no tools.grants entry names got %+v from a widening role, want nothing", got)
+	}
+}
+
+// TestNarrows: without access.widen a member of a role with a grant entry
+// for the tool has it decided by the roles (no prompt may add to it), even
+// when the role lists exactly what tools.grants does; a non-member, a
+// role without an entry for the tool, and widening roles do not.
+func TestNarrows(t *testing.T) {
+	same := strings.Replace(accessYAML, "files: {fs: {read: [docs, secret]}}",
+		"files: {fs: {read: [src, docs], write: [out]}, net: [api.example.com, cdn.example.com], memory: read-write, env: [HOME]}", 1)
+	p := New(load(t, same))
+	if got, note := filesGrant(t, p, oauthP("carol")); note != "" || len(got.FS.Read) != 2 {
+		t.Fatalf("partner with tools.grants' own grant: %+v note %q, want all of it and no note", got, note)
+	}
+	if !p.Person(oauthP("carol")).Narrows(p.Tool("files")) {
+		t.Error("a role whose grant equals tools.grants does not guard the tool: its members could prompt themselves more")
+	}
+	for _, who := range []principal.Principal{oauthP("dave"), oauthP("alice", "release-managers"), principal.Local} {
+		if p.Person(who).Narrows(p.Tool("files")) {
+			t.Errorf("%+v: narrowed without a role's grant for the tool", who)
+		}
+	}
+	if p.Person(oauthP("carol")).Narrows(p.Tool("deploy")) {
+		t.Error("carol's role has no grant for deploy, yet it counts as narrowed")
+	}
+	w := New(load(t, strings.Replace(same, "access:\n", "access:\n  widen: true\n", 1)))
+	if w.Person(oauthP("carol")).Narrows(w.Tool("files")) {
+		t.Error("a widening role narrows")
+	}
+}
+
 // TestMemoryTopicsNarrow: a topic list means those topics only, none means
 // all; two lists that share no topic leave no memory at all (an empty list
 // would mean every topic).
@@ -127,8 +177,12 @@ func TestMemoryTopicsNarrow(t *testing.T) {
 // group of the same name, and an issuer from another.
 func TestApprovers(t *testing.T) {
 	p := New(load(t, accessYAML))
-	if got, want := p.Approvers("deploy"), []string{"alice", "release-managers"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("approvers of deploy %q, want %q", got, want)
+	const is = "https://id.example.com"
+	if got, want := p.Approvers("deploy"), []Approver{{Issuer: is, Group: "release-managers"}, {Issuer: is, Subject: "alice"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("approvers of deploy %+v, want %+v (subjects and groups apart, with their issuer)", got, want)
+	}
+	if got := p.Approvers("deploy")[0].String(); got != `group "release-managers" of https://id.example.com` {
+		t.Errorf("approver shown as %q", got)
 	}
 	if got := p.Approvers("SHIP_it"); len(got) != 2 {
 		t.Errorf("approvers of SHIP_it (pattern, case folded as tool names are) %q", got)
@@ -172,5 +226,21 @@ func TestPersonRate(t *testing.T) {
 	}
 	if p.ServerRateLimits().PerPerson == nil {
 		t.Error("the server's rate limits lack the per-person bucket")
+	}
+}
+
+// TestPersonRateTakesEachLowest: a member of a slow role with a large
+// burst and a fast role with a small one gets the slow rate and the small
+// burst, and the refusal names both lines.
+func TestPersonRateTakesEachLowest(t *testing.T) {
+	p := New(load(t, strings.Replace(accessYAML, "files: {fs: {read: [docs, secret]}}",
+		"files: {fs: {read: [docs, secret]}}\n      rate_limit: {rate: 1/m, burst: 50}", 1)))
+	r := p.PersonRate(oauthP("carol", "readers"))
+	if r == nil || r.Rate != 1.0/60 || r.Burst != 2 ||
+		r.Setting != "access.roles.partners.rate_limit.rate and access.roles.readers.rate_limit.burst" {
+		t.Errorf("member of both roles: %+v, want rate 1/m (partners) and burst 2 (readers)", r)
+	}
+	if r := p.PersonRate(oauthP("carol")); r == nil || r.Burst != 50 || r.Setting != "access.roles.partners.rate_limit" {
+		t.Errorf("partner only: %+v", r)
 	}
 }

@@ -87,12 +87,12 @@ func New(cfg *config.Config) *Policy {
 }
 
 // Approvers returns who may answer the questions (gate confirmations,
-// permission prompts) of tool name in the console: the OAuth subjects and
-// groups of the access.roles whose approve lists name the tool, sorted.
-// nil means anyone with a console session: no role names the tool.
-// MayApprove answers for one person without mistaking a subject for a
-// group of the same name.
-func (p *Policy) Approvers(name string) []string { return p.access.approversOf(name) }
+// permission prompts) of tool name in the console, to show them: the
+// OAuth subjects and groups, each with its issuer, of the access.roles
+// whose approve lists name the tool, sorted. nil means anyone with a
+// console session: no role names the tool. Whether one person may decide
+// is MayApprove's to say, never a comparison of names with these.
+func (p *Policy) Approvers(name string) []Approver { return p.access.approversOf(name) }
 
 // Config returns the config the policy was resolved from.
 func (p *Policy) Config() *config.Config { return p.cfg }
