@@ -173,10 +173,16 @@ func (s *approvalsState) stats() (int, map[string]uint64) {
 // the elicitation shows them) waits there until client_wait, and an
 // approval lets the call run (nil).
 func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, why, moduleName, digest string) *tool.Result {
+	cannot := "this client cannot ask (it declared no elicitation capability)"
+	if c.Client != nil && c.Client.Supports(tool.ClientElicit) {
+		// Supported, so the caller is not among the approvers (gate).
+		cannot = fmt.Sprintf("only its approvers may confirm it (access.roles.<role>.approve names %s), and the caller %s is not among them",
+			c.Name, termsafe.Line(principal.From(ctx).Subject))
+	}
 	refusal := func(happened string) *tool.Error {
 		return tool.Errorf(tool.KindDenied,
-			"tool %s runs only after a person confirms it (%s), and this client cannot ask (it declared no elicitation capability)%s; to let it run without asking, set %s",
-			c.Name, why, happened, a.configLine(gateAllowLine(c.Name)))
+			"tool %s runs only after a person confirms it (%s), and %s%s; to let it run without asking, set %s",
+			c.Name, why, cannot, happened, a.configLine(gateAllowLine(c.Name)))
 	}
 	if !a.approvals.routed(pol) {
 		return tool.ErrorResult(refusal(""))

@@ -9,6 +9,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/policy"
+	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
@@ -82,7 +83,7 @@ func (a *App) decideGate(ctx context.Context, pol *policy.Policy, c mcpserver.Ca
 	if t, ok := a.catalog.Table().Tool(c.Name); ok {
 		moduleName, digest = t.Module().Name(), t.Module().SHA256()
 	}
-	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) {
+	if c.Client == nil || !c.Client.Supports(tool.ClientElicit) || !pol.MayApprove(c.Name, principal.From(ctx)) {
 		return a.confirmInConsole(ctx, pol, c, d, grants, why, moduleName, digest)
 	}
 	// warden's mark and the config asked under: a 2026-07-28 answer is

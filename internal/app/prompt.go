@@ -18,6 +18,7 @@ import (
 	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/policy"
+	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
@@ -65,7 +66,7 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 		return result, err // the caller's role narrowed the grant (door.go)
 	}
 	for range maxPromptsPerCall {
-		need, ok := p.promptable(call, err)
+		need, ok := p.promptable(ctx, call, err)
 		if !ok {
 			return result, err
 		}
@@ -126,7 +127,7 @@ func boundElsewhere(tp policy.ToolPolicy, call *hostfuncs.Call) string {
 }
 
 // promptable returns the need of a denial that may be put to the person.
-func (p *prompter) promptable(call *hostfuncs.Call, err error) (tool.Need, bool) {
+func (p *prompter) promptable(ctx context.Context, call *hostfuncs.Call, err error) (tool.Need, bool) {
 	var te *tool.Error
 	if !errors.As(err, &te) || te.Kind != tool.KindDenied || te.Need == nil {
 		return tool.Need{}, false // deny-list refusals carry no need: never offered
@@ -134,7 +135,7 @@ func (p *prompter) promptable(call *hostfuncs.Call, err error) (tool.Need, bool)
 	if p.policy == nil || !p.policy().PermissionPrompts() {
 		return tool.Need{}, false
 	}
-	if !canElicit(call) && (p.approvals == nil || !p.approvals.routed(p.policy())) {
+	if !callerAnswers(ctx, p.policy(), call) && (p.approvals == nil || !p.approvals.routed(p.policy())) {
 		return tool.Need{}, false // nobody to ask: neither the client nor the console
 	}
 	if call.Prompted[*te.Need] || len(call.Prompted) >= maxPromptsPerCall || !requested(call.Requested, *te.Need) {
@@ -225,6 +226,15 @@ func canElicit(call *hostfuncs.Call) bool {
 	return call.Client != nil && call.Client.Supports(tool.ClientElicit)
 }
 
+// callerAnswers reports whether the call's own client may answer its
+// questions: it can show them (elicitation), and config names no
+// approvers of the tool (access.roles.<role>.approve) that the caller is
+// not among. A caller outside them must not confirm their own call: the
+// question waits in the console for an approver, or is refused.
+func callerAnswers(ctx context.Context, pol *policy.Policy, call *hostfuncs.Call) bool {
+	return canElicit(call) && pol.MayApprove(call.Tool, principal.From(ctx))
+}
+
 // deniedBy is the note a denial gets: who denied it, and where.
 func deniedBy(by string) string {
 	if by != "" {
@@ -248,7 +258,7 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 	if call.Hold != nil {
 		release = call.Hold(wait)
 	}
-	if !canElicit(call) {
+	if !callerAnswers(ctx, pol, call) {
 		defer release()
 		return p.askConsole(ctx, pol, call, q)
 	}
