@@ -71,6 +71,10 @@ func startConsole(t *testing.T, e *env) string {
 	})
 	select {
 	case link := <-links:
+		// Under a random per-launch path, which the cookie is scoped to.
+		if !regexp.MustCompile(`^http://[^/]+/[0-9a-f]{32}/login\?token=`).MatchString(link) {
+			t.Fatalf("login link %q: want the console under a random /<128-bit hex>/ path", link)
+		}
 		return link
 	case err := <-exited:
 		t.Fatalf("warden console exited before printing a login link: %v", err)
