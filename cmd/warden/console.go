@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -359,6 +360,9 @@ func serveConsole(cmd *cobra.Command, a *app.App, logger *slog.Logger, obs *obse
 			RedirectURL: login.RedirectURL, GroupsClaim: login.GroupsClaim,
 			AdminSubjects: login.AdminSubjects, AdminGroups: login.AdminGroups}
 		o.Hosts = []string{login.ConsoleHost()}
+		if u, err := url.Parse(login.RedirectURL); err == nil {
+			o.Origin = u.Scheme + "://" + u.Host
+		}
 		o.TLS = strings.HasPrefix(login.RedirectURL, "https://")
 	}
 	if obs != nil && obs.metrics != nil {

@@ -49,6 +49,13 @@ type Options struct {
 	// Host header besides the loopback names: the DNS-rebinding check.
 	// Under serve --http on a public address, the name clients use.
 	Hosts []string
+	// Origin is the origin people reach the console at
+	// (scheme://host[:port], that of the OIDC redirect URL). A state
+	// change may carry it as its Origin whatever the Host: a reverse
+	// proxy on the same machine must send a loopback Host (serve's
+	// DNS-rebinding guard), which the browser's Origin then does not
+	// name. "" : the Origin must name the request's Host.
+	Origin string
 	// TLS says the console is reached over https: cookies are Secure and
 	// the session cookie takes the __Host- prefix.
 	TLS bool

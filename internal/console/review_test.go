@@ -430,3 +430,25 @@ func TestProviderErrorShownOnlyAsKnownCode(t *testing.T) {
 		t.Errorf("free text shown:\n%s", b)
 	}
 }
+
+// TestPublicOriginBehindSameMachineProxy (finding 10): behind a reverse
+// proxy on the same machine, serve requires a loopback Host, so the
+// browser's Origin (the public name) is not the Host. The console's
+// configured public origin is accepted for it; any other is not.
+func TestPublicOriginBehindSameMachineProxy(t *testing.T) {
+	for _, configured := range []string{"", "https://warden.example.com"} {
+		w := newWorld(t, Options{Prefix: "/console/", Origin: configured})
+		cl, token := w.login(principal.Local)
+		for origin, want := range map[string]bool{
+			"https://warden.example.com":      configured != "",
+			"https://warden.example.com:8443": false,
+			"http://warden.example.com":       false,
+			"https://evil.example":            false,
+		} {
+			resp, body := w.post(cl, "/console/tools/grant", url.Values{"csrf": {token}}, func(r *http.Request) { r.Header.Set("Origin", origin) })
+			if got := resp.StatusCode != http.StatusForbidden; got != want {
+				t.Errorf("configured %q, Origin %s: %s, want allowed %v\n%s", configured, origin, resp.Status, want, body)
+			}
+		}
+	}
+}
