@@ -40,8 +40,12 @@ func (c *Console) loginLink(w http.ResponseWriter, r *http.Request, _ *session) 
 		http.Error(w, "a login link is opened with GET, by the browser", http.StatusMethodNotAllowed)
 		return
 	}
-	s, ok := c.sessions.useLink(r.URL.Query().Get("token"))
-	if !ok {
+	s, err := c.sessions.useLink(r.URL.Query().Get("token"))
+	if errors.Is(err, errSessionsFull) {
+		c.renderPage(w, http.StatusServiceUnavailable, "login", nil, c.loginData(), "Login failed: "+err.Error()+".", "")
+		return
+	}
+	if err != nil {
 		c.log.Warn("console: a login link was refused (used, expired or unknown)")
 		c.renderPage(w, http.StatusUnauthorized, "login", nil, c.loginData(),
 			"This login link was already used, has expired, or is not one this console gave out. Run `warden console` again for a new one.", "")

@@ -95,24 +95,26 @@ func (s *sessions) newLink(who principal.Principal) string {
 
 // useLink exchanges token for a new session, once: the link is removed
 // whether or not it had expired.
-func (s *sessions) useLink(token string) (*session, bool) {
+func (s *sessions) useLink(token string) (*session, error) {
 	if len(token) != 2*secretBytes {
-		return nil, false
+		return nil, errLinkRefused
 	}
 	h := hashOf(token)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.links[h]
 	if !ok {
-		return nil, false
+		return nil, errLinkRefused
 	}
 	delete(s.links, h)
 	if !s.now().Before(l.expires) {
-		return nil, false
+		return nil, errLinkRefused
 	}
-	ss, err := s.openLocked(l.who, linkAdmin)
-	return ss, err == nil
+	return s.openLocked(l.who, linkAdmin)
 }
+
+// errLinkRefused: a login link used, expired or never given out.
+var errLinkRefused = errors.New("login link used, expired or unknown")
 
 // errSessionsFull refuses a login while the session table is full of
 // live sessions: a new login never ends someone else's session.
