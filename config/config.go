@@ -627,6 +627,8 @@ var defaults = map[string]any{
 	"server::console_login::redirect_url":   "",
 	"server::console_login::groups_claim":   "groups",
 	"server::console_login::admins":         []string{},
+	"server::console_login::admin_subjects": []string{},
+	"server::console_login::admin_groups":   []string{},
 	"server::oauth::clock_skew":             "60s",
 	"server::oauth::jwks_refresh_min":       limits.DefaultJWKSRefreshMin,
 	"server::oauth::groups_claim":           "groups",

@@ -28,9 +28,15 @@ type ConsoleLogin struct {
 	// GroupsClaim is the ID token claim naming the person's groups, which
 	// approver rights follow (default "groups").
 	GroupsClaim string `mapstructure:"groups_claim"`
-	// Admins are the subjects and groups who may change grants and
-	// install modules in the console; anyone else who logs in may look and
-	// answer the questions they are an approver of. None: nobody may.
+	// AdminSubjects (ID token subjects at Issuer) and AdminGroups (names
+	// in GroupsClaim) may change grants and install modules in the
+	// console; anyone else who logs in may look and answer the questions
+	// they are an approver of. None: nobody may. Kept apart so that a
+	// group named like an admin's subject grants nothing.
+	AdminSubjects []string `mapstructure:"admin_subjects"`
+	AdminGroups   []string `mapstructure:"admin_groups"`
+	// Admins was one list matching a subject or a group; it is refused
+	// with a message naming the two keys that replace it.
 	Admins []string `mapstructure:"admins"`
 }
 
@@ -73,9 +79,18 @@ func (c *Config) validateConsole(fail func(key, format string, args ...any)) {
 	} else if u, _ := url.Parse(l.RedirectURL); u.Path != ConsolePath+"oidc/callback" {
 		fail("server.console_login.redirect_url", "must end in %soidc/callback (the console's callback), got path %q", ConsolePath, u.Path)
 	}
-	for _, a := range l.Admins {
+	if len(l.Admins) > 0 {
+		fail("server.console_login.admins", "is replaced by admin_subjects (ID token subjects) and admin_groups (group names): "+
+			"one list matched a name as either, so a group named like an admin's subject made its members admins; move each entry to the key it means")
+	}
+	for _, a := range l.AdminSubjects {
 		if strings.TrimSpace(a) != a || a == "" {
-			fail("server.console_login.admins", "%q is not a subject or group name (empty, or surrounding spaces)", a)
+			fail("server.console_login.admin_subjects", "%q is not a subject (empty, or surrounding spaces)", a)
+		}
+	}
+	for _, a := range l.AdminGroups {
+		if strings.TrimSpace(a) != a || a == "" {
+			fail("server.console_login.admin_groups", "%q is not a group name (empty, or surrounding spaces)", a)
 		}
 	}
 	if strings.TrimSpace(l.GroupsClaim) != l.GroupsClaim {

@@ -13,13 +13,14 @@ server:
     issuer: https://idp.example.com/realms/team
     client_id: warden
     redirect_url: https://Warden.example.com/console/oidc/callback
-    admins: [platform, alice]
+    admin_subjects: [alice]
+    admin_groups: [platform]
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := c.Server.ConsoleLogin
-	if !c.Server.Console || !l.Enabled() || l.GroupsClaim != "groups" || l.ConsoleHost() != "warden.example.com" || len(l.Admins) != 2 {
+	if !c.Server.Console || !l.Enabled() || l.GroupsClaim != "groups" || l.ConsoleHost() != "warden.example.com" || len(l.AdminSubjects) != 1 || len(l.AdminGroups) != 1 {
 		t.Errorf("server.console %v, console_login %+v (host %q)", c.Server.Console, l, l.ConsoleHost())
 	}
 	// Off by default, and the client secret may come from the environment.
@@ -44,7 +45,9 @@ func TestConsoleConfigInvalid(t *testing.T) {
 		"server: {console: true, console_login: {issuer: 'https://idp', client_id: w, redirect_url: 'https://w.example.com/callback'}}":             "server.console_login.redirect_url: must end in /console/oidc/callback",
 		"server: {console: true, console_login: {issuer: 'https://idp', client_id: w, redirect_url: 'http://w.example.com/console/oidc/callback'}}": "plain http:// is allowed only for loopback hosts",
 		"server: {console: true, console_login: {" + login + ", groups_claim: ' roles'}}":                                                           "server.console_login.groups_claim: \" roles\" has surrounding spaces",
-		"server: {console: true, console_login: {" + login + ", admins: ['ops', ' x']}}":                                                            "server.console_login.admins: \" x\" is not a subject or group name",
+		"server: {console: true, console_login: {" + login + ", admin_groups: ['ops', ' x']}}":                                                      "server.console_login.admin_groups: \" x\" is not a group name",
+		"server: {console: true, console_login: {" + login + ", admin_subjects: ['']}}":                                                             "server.console_login.admin_subjects: \"\" is not a subject",
+		"server: {console: true, console_login: {" + login + ", admins: [ops]}}":                                                                    "server.console_login.admins: is replaced by admin_subjects (ID token subjects) and admin_groups (group names)",
 		"server: {console: yes-please}":                                     "server.console",
 		"server: {console: true, console_login: {" + login + ", extra: 1}}": "extra",
 	} {

@@ -6,15 +6,19 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
@@ -24,6 +28,7 @@ import (
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/userdirs"
 )
 
 func newConsoleCmd(g *globalFlags) *cobra.Command {
@@ -33,7 +38,8 @@ func newConsoleCmd(g *globalFlags) *cobra.Command {
 		Short: "Open the web console of this config on a loopback address",
 		Long: `Serve the web console for the config (docs/console.md) on a loopback address and
 print a one-time login link: open it in your browser. The link works once, for five
-minutes; the browser then holds a session cookie. The console shows the tools with
+minutes; the browser then holds a session cookie for two hours. The console is
+served under a random path chosen at each launch, which the link carries. The console shows the tools with
 what they request and are granted (and edits grants the way ` + "`warden grant`" + ` does),
 reviews and installs modules, and shows the audit log (log.audit). The questions a
 running server's calls wait on are answered on that server's console (server.console).
@@ -59,7 +65,10 @@ Stop it with Ctrl-C.`,
 			if err := a.WatchConfig(ctx); err != nil {
 				logger.Warn("config changes will need a restart", "error", err)
 			}
-			c, err := newConsole(a, logger, consoleBroker(a), console.Options{Prefix: "/"})
+			// A random path per launch, which the session cookie is scoped
+			// to: another server on this host receives the cookie
+			// (cookies ignore ports) but cannot name a page to use it on.
+			c, err := newConsole(a, logger, consoleBroker(a), console.Options{Prefix: console.RandomPrefix("/"), SessionTTL: console.LocalSessionTTL})
 			if err != nil {
 				return err
 			}
@@ -345,11 +354,19 @@ func serveConsole(cmd *cobra.Command, a *app.App, logger *slog.Logger, obs *obse
 		return nil, usagef("server.console on %s, which is not a loopback address, needs server.console_login (an OpenID Connect login, docs/console.md): "+
 			"a one-time link is for a console on this machine only", addr)
 	}
-	o := console.Options{Prefix: config.ConsolePath}
+	// A loopback console opened by login links: under a random path per
+	// launch, which its cookie is scoped to (see warden console), with
+	// the shorter local session.
+	o := console.Options{Prefix: console.RandomPrefix(config.ConsolePath), SessionTTL: console.LocalSessionTTL}
 	if login.Enabled() {
+		o = console.Options{Prefix: config.ConsolePath}
 		o.OIDC = &console.OIDC{Issuer: login.Issuer, ClientID: login.ClientID, ClientSecret: login.ClientSecret,
-			RedirectURL: login.RedirectURL, GroupsClaim: login.GroupsClaim, Admins: login.Admins}
+			RedirectURL: login.RedirectURL, GroupsClaim: login.GroupsClaim,
+			AdminSubjects: login.AdminSubjects, AdminGroups: login.AdminGroups}
 		o.Hosts = []string{login.ConsoleHost()}
+		if u, err := url.Parse(login.RedirectURL); err == nil {
+			o.Origin = u.Scheme + "://" + u.Host
+		}
 		o.TLS = strings.HasPrefix(login.RedirectURL, "https://")
 	}
 	if obs != nil && obs.metrics != nil {
@@ -365,12 +382,60 @@ func serveConsole(cmd *cobra.Command, a *app.App, logger *slog.Logger, obs *obse
 	// when serve is told to stop, not after.
 	context.AfterFunc(cmd.Context(), c.Close)
 	if !login.Enabled() {
-		// On the terminal, not in the log: the link is a credential, and
-		// logs are collected and kept.
-		fmt.Fprintf(cmd.ErrOrStderr(), "warden: console: open this one-time login link in your browser (it works once, for %s):\n  http://%s%s\n",
-			console.DefaultLinkTTL, addr, c.NewLoginLink(principal.Local))
+		if err := announceLoginLink(cmd.ErrOrStderr(), "http://"+addr+c.NewLoginLink(principal.Local), userdirs.StateDir); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return c, nil
+}
+
+// loginLinkFile is the file, under the user's state directory, that holds
+// serve's login link when stderr is not a terminal.
+const loginLinkFile = "warden/console-login-link"
+
+// announceLoginLink tells the person at the machine serve's one-time
+// login link. The link is a credential: on a terminal it is printed; when
+// stderr is anything else (journald, docker logs, a file), which keeps
+// what it is given, the link goes to a file only the user can read
+// (0600, under their state directory) and stderr names the file.
+func announceLoginLink(stderr io.Writer, link string, stateDir func() (string, error)) error {
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(stderr, "warden: console: open this one-time login link in your browser (it works once, for %s):\n  %s\n",
+			console.DefaultLinkTTL, link)
+		return nil
+	}
+	dir, err := stateDir()
+	if err != nil {
+		return fmt.Errorf("console: stderr is not a terminal, so the login link goes to a file under the state directory: %w", err)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(loginLinkFile))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("console: login link file: %w", err)
+	}
+	// Replace, never follow or reuse: a file left by another user or an
+	// earlier run must not keep its mode or be a link elsewhere.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".console-login-link-*")
+	if err != nil {
+		return fmt.Errorf("console: login link file: %w", err)
+	}
+	_, werr := fmt.Fprintf(tmp, "%s\n", link)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o600)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("console: login link file: %w", werr)
+	}
+	fmt.Fprintf(stderr, "warden: console: stderr is not a terminal, so the one-time login link (it works once, for %s) is in %s (readable by you only)\n",
+		console.DefaultLinkTTL, path)
+	return nil
 }
 
 // consoleBroker is the broker the console answers: the one the app's gate

@@ -113,3 +113,46 @@ func TestConsoleListensOnLoopbackOnly(t *testing.T) {
 		t.Errorf("serve --http 0.0.0.0:0 with server.console: %v", err)
 	}
 }
+
+// TestServeLoginLinkOffTerminalGoesToFile (finding 7): when serve's stderr
+// is not a terminal (journald, docker logs), the one-time link is not
+// written there: it goes to a file only the user can read, under the
+// state directory, replacing whatever was there (a looser file, a
+// symlink), and stderr names the file.
+func TestServeLoginLinkOffTerminalGoesToFile(t *testing.T) {
+	state := t.TempDir()
+	const link = "http://127.0.0.1:7331/console/0123/login?token=secret-token-value"
+	path := filepath.Join(state, "warden", "console-login-link")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(elsewhere, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, path); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if err := announceLoginLink(&stderr, link, func() (string, error) { return state, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr.String(), "secret-token-value") || !strings.Contains(stderr.String(), "is in "+path+" (readable by you only)") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+		t.Fatalf("link file: %v %v", st.Mode(), err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != link+"\n" {
+		t.Errorf("link file holds %q", data)
+	}
+	if data, _ := os.ReadFile(elsewhere); len(data) != 0 {
+		t.Errorf("the symlink's target was written: %q", data)
+	}
+	// No state directory: serve refuses to start rather than print it.
+	err = announceLoginLink(&stderr, link, func() (string, error) { return "", os.ErrNotExist })
+	if err == nil || !strings.Contains(err.Error(), "stderr is not a terminal, so the login link goes to a file under the state directory") {
+		t.Errorf("no state dir: %v", err)
+	}
+}

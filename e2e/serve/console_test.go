@@ -71,6 +71,10 @@ func startConsole(t *testing.T, e *env) string {
 	})
 	select {
 	case link := <-links:
+		// Under a random per-launch path, which the cookie is scoped to.
+		if !regexp.MustCompile(`^http://[^/]+/[0-9a-f]{32}/login\?token=`).MatchString(link) {
+			t.Fatalf("login link %q: want the console under a random /<128-bit hex>/ path", link)
+		}
 		return link
 	case err := <-exited:
 		t.Fatalf("warden console exited before printing a login link: %v", err)
@@ -173,13 +177,34 @@ func consoleServe(t *testing.T, e *env) (*httpServer, string) {
 	if err := os.WriteFile(e.config, []byte(patched), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// serve's stderr here is not a terminal: the link goes to a 0600 file
+	// under the state directory, and stderr names the file, never the link.
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
 	s := startHTTP(t, e)
-	link := loginLink.FindString(s.stderr.String())
-	if link == "" || !strings.HasPrefix(link, "http://"+s.addr+"/console/login?token=") {
-		t.Fatalf("no login link for /console/ on %s in serve's stderr:\n%s", s.addr, s.stderr.String())
+	if loginLink.MatchString(s.stderr.String()) {
+		t.Errorf("serve printed the login link on a stderr that is not a terminal:\n%s", s.stderr.String())
+	}
+	file := filepath.Join(state, "warden", "console-login-link")
+	if !strings.Contains(s.stderr.String(), "is in "+file+" (readable by you only)") {
+		t.Errorf("serve's stderr does not name the link file %s:\n%s", file, s.stderr.String())
+	}
+	st, err := os.Stat(file)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("login link file: %v, mode %v", err, st.Mode())
+	}
+	data, _ := os.ReadFile(file)
+	link := loginLink.FindString(string(data))
+	// The console is under a random per-launch path below /console/.
+	if link == "" || !regexp.MustCompile(`^http://`+regexp.QuoteMeta(s.addr)+`/console/[0-9a-f]{32}/login\?token=`).MatchString(link) {
+		t.Fatalf("no login link for /console/<random>/ on %s in %s:\n%s", s.addr, file, data)
 	}
 	return s, link
 }
+
+// consoleBase is the console's address from its login link: the random
+// per-launch prefix included.
+func consoleBase(link string) string { return link[:strings.Index(link, "/login?")] }
 
 // TestConsoleShowsDenialLive: under serve --http, a call denied a
 // capability shows up in Activity while the page is open, through the
@@ -189,14 +214,14 @@ func TestConsoleShowsDenialLive(t *testing.T) {
 	b := browsertest.New(t)
 	s, link := consoleServe(t, e)
 	b.Do(chromedp.Navigate(link), b.Visible("#no-approvals"),
-		chromedp.Navigate("http://"+s.addr+"/console/activity"),
+		chromedp.Navigate(consoleBase(link)+"/activity"),
 		b.Visible(`body[data-live="open"]`))
 	cs := s.connect(t, "", nil, nil)
 	// An env key the tool does not request: denied, never put to a person.
 	call(t, cs, "hostcalls", map[string]any{"env": map[string]any{"op": "get", "key": "UNREQUESTED"}})
 	b.Do(b.Visible(`#activity tr.line[data-decision="deny"][data-tool="hostcalls"]`))
 	b.Screenshot("activity-denial")
-	b.Do(chromedp.Navigate("http://"+s.addr+"/console/activity?decision=deny&tool=hostcalls"),
+	b.Do(chromedp.Navigate(consoleBase(link)+"/activity?decision=deny&tool=hostcalls"),
 		b.Visible(`#activity tr.line[data-decision="deny"]`))
 	b.Screenshot("activity-filtered")
 
@@ -206,7 +231,7 @@ func TestConsoleShowsDenialLive(t *testing.T) {
 	if msg := b.Text("#error"); msg != "You are logged out." {
 		t.Errorf("logout: %q", msg)
 	}
-	b.Do(chromedp.Navigate("http://"+s.addr+"/console/activity"), b.Visible("h1"))
+	b.Do(chromedp.Navigate(consoleBase(link)+"/activity"), b.Visible("h1"))
 	if h := b.Text("h1"); h != "Log in" {
 		t.Errorf("after logout, /console/activity shows %q", h)
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -71,10 +70,39 @@ type activityView struct {
 
 // readAudit returns the newest lines of the audit file matching f, newest
 // first. It reads the file's last maxTailBytes only: the live page shows
-// what just happened; the file itself is the record.
+// what just happened; the file itself is the record. The parsed tail is
+// shared: every open Activity page fetches the list on each write, and
+// only the first of them after a change reads the file.
 func (c *Console) readAudit(f activityFilter) ([]observe.Line, error) {
-	file, err := os.Open(c.opts.AuditPath)
+	all, err := c.auditTail.lines(c.opts.AuditPath)
+	if err != nil {
+		return nil, err
+	}
+	var out []observe.Line
+	for i := len(all) - 1; i >= 0 && len(out) < maxActivityRow; i-- {
+		if f.match(&all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+// auditTail is the parsed tail of the audit file, kept while the file is
+// the same one (not rotated) with the same size and modification time.
+type auditTail struct {
+	mu     sync.Mutex
+	info   os.FileInfo
+	parsed []observe.Line // oldest first
+	// reads counts the reads of the file, for tests.
+	reads int
+}
+
+func (a *auditTail) lines(path string) ([]observe.Line, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	file, err := os.Open(path)
 	if os.IsNotExist(err) {
+		a.info, a.parsed = nil, nil
 		return nil, nil
 	}
 	if err != nil {
@@ -85,6 +113,10 @@ func (c *Console) readAudit(f activityFilter) ([]observe.Line, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.info != nil && os.SameFile(a.info, st) && a.info.Size() == st.Size() && a.info.ModTime().Equal(st.ModTime()) {
+		return a.parsed, nil
+	}
+	a.reads++
 	off := max(st.Size()-maxTailBytes, 0)
 	data, err := io.ReadAll(io.NewSectionReader(file, off, st.Size()-off))
 	if err != nil {
@@ -96,19 +128,17 @@ func (c *Console) readAudit(f activityFilter) ([]observe.Line, error) {
 			data = data[i+1:]
 		}
 	}
-	var out []observe.Line
+	var parsed []observe.Line
 	for _, raw := range bytes.Split(data, []byte{'\n'}) {
 		var l observe.Line
-		if len(raw) == 0 || json.Unmarshal(raw, &l) != nil || !f.match(&l) {
+		if len(raw) == 0 || json.Unmarshal(raw, &l) != nil {
 			continue
 		}
-		out = append(out, l)
+		parsed = append(parsed, l)
 	}
-	slices.Reverse(out)
-	if len(out) > maxActivityRow {
-		out = out[:maxActivityRow]
-	}
-	return out, nil
+	// Callers only read the slice: it is shared until the next change.
+	a.info, a.parsed = st, parsed
+	return parsed, nil
 }
 
 func (c *Console) activityView(r *http.Request) activityView {
@@ -136,7 +166,7 @@ func (c *Console) activityList(w http.ResponseWriter, r *http.Request, s *sessio
 
 // activityEvents sends a change event whenever the audit file is written
 // (the audit writer flushes in batches, so events come at most as often).
-func (c *Console) activityEvents(w http.ResponseWriter, r *http.Request, _ *session) {
+func (c *Console) activityEvents(w http.ResponseWriter, r *http.Request, s *session) {
 	if c.opts.AuditPath == "" {
 		http.NotFound(w, r)
 		return
@@ -147,7 +177,7 @@ func (c *Console) activityEvents(w http.ResponseWriter, r *http.Request, _ *sess
 		return
 	}
 	defer cancel()
-	c.stream(w, r, changes)
+	c.stream(w, r, s, changes)
 }
 
 // auditWatch is one watch of the audit log's directory shared by every

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/warden-run/warden/internal/approvals"
@@ -52,26 +53,62 @@ func (c *Console) approvalsList(w http.ResponseWriter, r *http.Request, s *sessi
 
 // approvalsEvents tells the page, by server-sent events, when the pending
 // set changed (Broker.Subscribe); the page then fetches the list.
-func (c *Console) approvalsEvents(w http.ResponseWriter, r *http.Request, _ *session) {
+func (c *Console) approvalsEvents(w http.ResponseWriter, r *http.Request, s *session) {
 	changes, cancel := c.opts.Broker.Subscribe()
 	defer cancel()
-	c.stream(w, r, changes)
+	c.stream(w, r, s, changes)
 }
 
-// maxStreamsPerSession bounds the live streams (open pages) per session
-// the console allows at once, in total: each holds a goroutine and a
-// connection.
+// maxStreamsPerSession bounds the live streams (open pages) one session
+// holds at once: each is a goroutine and a connection. The sessions'
+// bound makes it a bound of the console's.
 const maxStreamsPerSession = 8
 
+// DefaultStreamCheck is how often a live stream checks that its session
+// still lives when no event comes: a stream ends with its session
+// (logout and eviction end it at once; expiry by this check).
+const DefaultStreamCheck = 30 * time.Second
+
+// streamCounts counts the live streams of each session.
+type streamCounts struct {
+	mu sync.Mutex
+	n  map[[32]byte]int
+}
+
+// acquire takes one of session h's stream slots; false when it has none.
+func (sc *streamCounts) acquire(h [32]byte) bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.n == nil {
+		sc.n = map[[32]byte]int{}
+	}
+	if sc.n[h] >= maxStreamsPerSession {
+		return false
+	}
+	sc.n[h]++
+	return true
+}
+
+func (sc *streamCounts) release(h [32]byte) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.n[h]--; sc.n[h] <= 0 {
+		delete(sc.n, h)
+	}
+}
+
 // stream sends one "change" event at once and one for each value of
-// changes, until the client goes or the console closes.
-func (c *Console) stream(w http.ResponseWriter, r *http.Request, changes <-chan struct{}) {
-	if n := c.streams.Add(1); n > int64(maxStreamsPerSession*c.opts.MaxSessions) {
-		c.streams.Add(-1)
-		http.Error(w, "too many live pages are open; close some", http.StatusServiceUnavailable)
+// changes, until the client goes, the console closes, or session s ends
+// (logged out, evicted or expired): a stream never outlives the session
+// that opened it.
+func (c *Console) stream(w http.ResponseWriter, r *http.Request, s *session, changes <-chan struct{}) {
+	h := hashOf(s.id)
+	if !c.streams.acquire(h) {
+		http.Error(w, "too many live pages are open in this session; close some", http.StatusServiceUnavailable)
 		return
 	}
-	defer c.streams.Add(-1)
+	defer c.streams.release(h)
+	alive := func() bool { _, ok := c.sessions.get(s.id); return ok }
 	rc := http.NewResponseController(w)
 	// A stream lives longer than serve's write timeout allows a response.
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -86,14 +123,22 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, changes <-chan 
 	if !send() {
 		return
 	}
+	check := time.NewTicker(c.streamCheck)
+	defer check.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-c.done:
 			return
+		case <-s.gone:
+			return
+		case <-check.C:
+			if !alive() {
+				return
+			}
 		case <-changes:
-			if !send() {
+			if !alive() || !send() {
 				return
 			}
 		}
@@ -117,9 +162,21 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	case "approve":
 		d.Approved = true
 	case "always":
-		// "Always" writes the grant: only a permission has one.
-		if q != nil && q.Kind != approvals.Permission {
+		// "Always" writes the grant: only a permission has one, and only a
+		// console admin changes grants (as on the Tools page). A question
+		// the console cannot see (Pending failed, or the id is not
+		// waiting) may be a gate: refused, never assumed a permission.
+		if q == nil {
+			c.afterDecide(w, r, s, http.StatusConflict, "This question is not among the waiting ones the console can see, so “Always” cannot be checked against it; reload and decide again.", "")
+			return
+		}
+		if q.Kind != approvals.Permission {
 			c.afterDecide(w, r, s, http.StatusBadRequest, "“Always” is for a permission; a gate's confirmation is approved call by call.", "")
+			return
+		}
+		if !s.admin {
+			c.log.Warn("console: refused “always” by a person who is not a console admin", "who", termsafe.Line(whoOf(s.who)))
+			c.afterDecide(w, r, s, http.StatusForbidden, "“Always” writes a grant, which is for the console's admins (server.console_login.admin_subjects, admin_groups); approve this call once instead.", "")
 			return
 		}
 		d.Approved, d.Persist = true, true

@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +49,13 @@ type Options struct {
 	// Host header besides the loopback names: the DNS-rebinding check.
 	// Under serve --http on a public address, the name clients use.
 	Hosts []string
+	// Origin is the origin people reach the console at
+	// (scheme://host[:port], that of the OIDC redirect URL). A state
+	// change may carry it as its Origin whatever the Host: a reverse
+	// proxy on the same machine must send a loopback Host (serve's
+	// DNS-rebinding guard), which the browser's Origin then does not
+	// name. "" : the Origin must name the request's Host.
+	Origin string
 	// TLS says the console is reached over https: cookies are Secure and
 	// the session cookie takes the __Host- prefix.
 	TLS bool
@@ -75,12 +81,16 @@ type Options struct {
 	Tasks     tasks.Store
 	TaskOwner func(principal.Principal) string
 
-	// MaxSessions bounds the session table (0: 64); SessionTTL is how
-	// long a session lasts after login (0: 12h); LinkTTL how long a login
-	// link may wait to be used (0: 5m).
-	MaxSessions int
-	SessionTTL  time.Duration
-	LinkTTL     time.Duration
+	// MaxSessions bounds the session table (0: 1024) and
+	// MaxSessionsPerSubject one person's sessions in it (0: 8; a new
+	// login past it ends that person's oldest); SessionTTL is how long a
+	// session lasts after login (0: 12h; LocalSessionTTL for a console
+	// opened by login links); LinkTTL how long a login link may wait to
+	// be used (0: 5m).
+	MaxSessions           int
+	MaxSessionsPerSubject int
+	SessionTTL            time.Duration
+	LinkTTL               time.Duration
 
 	Logger *slog.Logger
 	// now replaces time.Now, for tests.
@@ -89,9 +99,15 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxSessions = 64
-	DefaultSessionTTL  = 12 * time.Hour
-	DefaultLinkTTL     = 5 * time.Minute
+	DefaultMaxSessions           = 1024
+	DefaultMaxSessionsPerSubject = 8
+	DefaultSessionTTL            = 12 * time.Hour
+	DefaultLinkTTL               = 5 * time.Minute
+	// LocalSessionTTL is the session lifetime `warden console` and a
+	// loopback server.console use: the session is the machine owner's,
+	// an admin's, and its cookie lives on a host other local servers
+	// share, so it ends sooner.
+	LocalSessionTTL = 2 * time.Hour
 )
 
 // Console serves the pages. Create it with New.
@@ -108,8 +124,11 @@ type Console struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	audit     auditWatch
-	// streams counts the live streams open, bounded by maxStreams.
-	streams atomic.Int64
+	auditTail auditTail
+	// streams counts each session's live streams (maxStreamsPerSession);
+	// streamCheck is how often a stream checks its session lives.
+	streams     streamCounts
+	streamCheck time.Duration
 }
 
 // Route is one pattern the console serves. Public routes are reachable
@@ -136,6 +155,9 @@ func New(o Options) (*Console, error) {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
+	if o.MaxSessionsPerSubject <= 0 {
+		o.MaxSessionsPerSubject = DefaultMaxSessionsPerSubject
+	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = DefaultSessionTTL
 	}
@@ -155,8 +177,8 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{opts: o, log: o.Logger, static: static, done: make(chan struct{}),
-		sessions: newSessions(o.MaxSessions, o.SessionTTL, o.LinkTTL, o.now)}
+	c := &Console{opts: o, log: o.Logger, static: static, done: make(chan struct{}), streamCheck: DefaultStreamCheck,
+		sessions: newSessions(o.MaxSessions, o.MaxSessionsPerSubject, o.SessionTTL, o.LinkTTL, o.now)}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
 	}

@@ -210,8 +210,8 @@ func TestLoginLinkWorksOnce(t *testing.T) {
 		t.Fatalf("cookies %v", cookies)
 	}
 	ck := cookies[0]
-	if ck.Name != "warden-console" || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" || ck.Secure || len(ck.Value) != 64 {
-		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/, 256-bit", ck)
+	if ck.Name != "warden-console" || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" || ck.Secure || len(ck.Value) != 64 {
+		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/console/ (the prefix), 256-bit", ck)
 	}
 	w.get(cl, "/console/approvals")
 
@@ -334,7 +334,7 @@ func TestWrongHostRefused(t *testing.T) {
 	// The configured name is allowed.
 	req, _ := http.NewRequest("GET", w.srv.URL+"/console/approvals", nil)
 	req.Host = "warden.example.com"
-	u, _ := url.Parse(w.srv.URL)
+	u, _ := url.Parse(w.srv.URL + "/console/") // the cookie's path
 	for _, ck := range cl.Jar.Cookies(u) {
 		req.AddCookie(ck)
 	}
@@ -349,12 +349,12 @@ func TestWrongHostRefused(t *testing.T) {
 }
 
 func TestSessionsBoundedAndExpire(t *testing.T) {
-	w := newWorld(t, Options{Prefix: "/", MaxSessions: 2, SessionTTL: time.Hour})
+	w := newWorld(t, Options{Prefix: "/", MaxSessionsPerSubject: 2, SessionTTL: time.Hour})
 	first, _ := w.login(principal.Local)
 	w.clock.add(time.Minute)
 	second, _ := w.login(principal.Local)
 	w.clock.add(time.Minute)
-	w.login(principal.Local) // the table is full: the first session makes room
+	w.login(principal.Local) // the person's share is full: their first session makes room
 	if n := w.c.sessions.len(); n != 2 {
 		t.Errorf("%d sessions, want the bound 2", n)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzGroupsOf: a groups claim is the provider's JSON. Whatever it holds,
@@ -128,3 +129,32 @@ func FuzzUnifiedDiff(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFlowCookie: the OpenID flow cookie comes back from the browser, any
+// bytes at all. Only what this console sealed opens, and what it sealed
+// opens unchanged.
+func FuzzFlowCookie(f *testing.F) {
+	// A public client: a random key per process, so that a seed sealed by
+	// the fuzzing coordinator is, in a worker, a cookie sealed elsewhere.
+	o := &OIDC{Issuer: "https://idp.example", ClientID: "c", RedirectURL: "https://w.example/console/oidc/callback"}
+	if err := o.init(); err != nil {
+		f.Fatal(err)
+	}
+	good := o.seal(pendingLogin{State: "st", Nonce: "no", Verifier: "ve", Expires: 42})
+	for _, s := range []string{good, "", "x", good[:len(good)-1], strings.Repeat("A", 64), "%%%"} {
+		f.Add(s, "state", int64(7))
+	}
+	f.Fuzz(func(t *testing.T, value, state string, expires int64) {
+		if p, ok := o.open(value); ok && value != good {
+			t.Fatalf("a cookie not sealed here opened: %q → %+v", value, p)
+		}
+		want := pendingLogin{State: state, Nonce: value, Verifier: state, Expires: expires}
+		if got, ok := o.open(o.seal(want)); !ok || got != want {
+			if utf8Valid(state) && utf8Valid(value) {
+				t.Fatalf("round trip %+v → %+v %v", want, got, ok)
+			}
+		}
+	})
+}
+
+func utf8Valid(s string) bool { return utf8.ValidString(s) }

@@ -1,7 +1,9 @@
 package console
 
 import (
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"net"
 	"net/http"
 	"net/url"
@@ -96,7 +98,7 @@ func (c *Console) notAdmin(w http.ResponseWriter, s *session, page string, data 
 	}
 	c.log.Warn("console: refused a change by a person who is not a console admin", "who", termsafe.Line(whoOf(s.who)))
 	c.renderPage(w, http.StatusForbidden, page, s, data,
-		"Changing grants and installing modules is for the console's admins (server.console_login.admins), and you ("+
+		"Changing grants and installing modules is for the console's admins (server.console_login.admin_subjects, admin_groups), and you ("+
 			whoOf(s.who)+", groups: "+listOf(s.who.Groups)+") are not among them.", "")
 	return true
 }
@@ -128,8 +130,10 @@ func (c *Console) checkOrigin(r *http.Request) string {
 	if origin == "" {
 		return "a state change must carry an Origin header (a browser sends one)"
 	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host != r.Host || u.Scheme != c.scheme() {
+	// The console's public origin is its own whatever the Host: behind
+	// a same-machine proxy the Host is a loopback name.
+	public := c.opts.Origin != "" && origin == c.opts.Origin
+	if u, err := url.Parse(origin); !public && (err != nil || u.Host != r.Host || u.Scheme != c.scheme()) {
 		return "Origin " + termsafe.Line(origin) + " is not this console's"
 	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
@@ -155,10 +159,34 @@ func (c *Console) cookieName() string {
 	return "warden-console"
 }
 
+// cookiePath is the session cookie's Path. Browsers scope cookies by
+// host, not port: a cookie of http://127.0.0.1:7331 is also sent to a
+// dev server on 127.0.0.1:3000. Without TLS (a loopback console) the
+// cookie is sent only under the console's prefix, which for a loopback
+// console is a random per-launch path (RandomPrefix) the other server
+// does not know. With TLS the __Host- prefix requires Path=/; that
+// console has a host name of its own.
+func (c *Console) cookiePath() string {
+	if c.opts.TLS {
+		return "/"
+	}
+	return c.opts.Prefix
+}
+
+// RandomPrefix returns base followed by a fresh 128-bit random segment
+// and "/": the path a loopback console is served under, so that another
+// server on the same host, which receives its cookie, cannot name a page
+// of it. It is printed in the login link only.
+func RandomPrefix(base string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base + hex.EncodeToString(b[:]) + "/"
+}
+
 // setSession sends s's cookie.
 func (c *Console) setSession(w http.ResponseWriter, s *session) {
 	http.SetCookie(w, &http.Cookie{
-		Name: c.cookieName(), Value: s.id, Path: "/",
+		Name: c.cookieName(), Value: s.id, Path: c.cookiePath(),
 		HttpOnly: true, Secure: c.opts.TLS, SameSite: http.SameSiteStrictMode,
 		// No Expires: a browser-session cookie. The server ends the
 		// session at its expiry whatever the browser keeps.
@@ -167,6 +195,6 @@ func (c *Console) setSession(w http.ResponseWriter, s *session) {
 
 // clearSession removes the cookie.
 func (c *Console) clearSession(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: "", Path: "/", MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: "", Path: c.cookiePath(), MaxAge: -1,
 		HttpOnly: true, Secure: c.opts.TLS, SameSite: http.SameSiteStrictMode})
 }

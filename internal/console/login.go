@@ -2,8 +2,14 @@ package console
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/termsafe"
 )
 
 // NewLoginLink returns the path (under the prefix, with its query) of a
@@ -26,8 +33,19 @@ func (c *Console) NewLoginLink(who principal.Principal) string {
 
 // loginLink exchanges a one-time token for a session cookie.
 func (c *Console) loginLink(w http.ResponseWriter, r *http.Request, _ *session) {
-	s, ok := c.sessions.useLink(r.URL.Query().Get("token"))
-	if !ok {
+	// "GET login" also matches HEAD, which link previewers and prefetchers
+	// send: a HEAD must not spend the one-time link (and take the session).
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "a login link is opened with GET, by the browser", http.StatusMethodNotAllowed)
+		return
+	}
+	s, err := c.sessions.useLink(r.URL.Query().Get("token"))
+	if errors.Is(err, errSessionsFull) {
+		c.renderPage(w, http.StatusServiceUnavailable, "login", nil, c.loginData(), "Login failed: "+err.Error()+".", "")
+		return
+	}
+	if err != nil {
 		c.log.Warn("console: a login link was refused (used, expired or unknown)")
 		c.renderPage(w, http.StatusUnauthorized, "login", nil, c.loginData(),
 			"This login link was already used, has expired, or is not one this console gave out. Run `warden console` again for a new one.", "")
@@ -61,10 +79,11 @@ type OIDC struct {
 	// GroupsClaim is the ID token claim holding the person's groups
 	// (default "groups"): approver rights follow them.
 	GroupsClaim string
-	// Admins are the subjects and groups who may change grants and
-	// install modules; everyone else who logs in sees those pages and
-	// answers the questions they are an approver of. None: nobody.
-	Admins []string
+	// AdminSubjects (ID token subjects of Issuer) and AdminGroups (groups
+	// of GroupsClaim) may change grants and install modules; everyone
+	// else who logs in sees those pages and answers the questions they
+	// are an approver of. None: nobody.
+	AdminSubjects, AdminGroups []string
 	// HTTPClient reaches the provider (nil: http.DefaultClient).
 	HTTPClient *http.Client
 
@@ -73,23 +92,30 @@ type OIDC struct {
 	verifier *oidc.IDTokenVerifier
 	config   oauth2.Config
 
-	mu      sync.Mutex
-	pending map[string]pendingLogin // by state
+	// flow seals a pending login's state, nonce and PKCE verifier into
+	// the browser's flow cookie (AES-256-GCM): the server keeps nothing
+	// per login begun, so unauthenticated requests to oidc/start cannot
+	// fill a table and turn real logins away.
+	flow cipher.AEAD
 }
 
-// pendingLogin is a login begun and not yet returned from the provider.
+// pendingLogin is a login begun and not yet returned from the provider,
+// as sealed in the flow cookie.
 type pendingLogin struct {
-	nonce, verifier string
-	expires         time.Time
+	State    string `json:"s"`
+	Nonce    string `json:"n"`
+	Verifier string `json:"v"`
+	Expires  int64  `json:"e"` // Unix seconds
 }
 
-// maxPendingLogins bounds the logins begun and not finished.
-const maxPendingLogins = 256
-
-// loginFlowCookie binds a pending login to the browser that began it. It
-// is SameSite=Lax: the provider's redirect back is a cross-site
-// navigation, which a Strict cookie would not follow.
+// loginFlowCookie carries the sealed pending login and binds it to the
+// browser that began it. It is SameSite=Lax: the provider's redirect back
+// is a cross-site navigation, which a Strict cookie would not follow.
 const loginFlowCookie = "warden-console-login"
+
+// flowAD is the sealed cookie's additional data: a value sealed for
+// another purpose under the same key never opens as a login.
+const flowAD = "warden console OpenID login flow v1"
 
 func (o *OIDC) init() error {
 	if o.Issuer == "" || o.ClientID == "" || o.RedirectURL == "" {
@@ -98,8 +124,53 @@ func (o *OIDC) init() error {
 	if o.GroupsClaim == "" {
 		o.GroupsClaim = "groups"
 	}
-	o.pending = map[string]pendingLogin{}
-	return nil
+	key, err := flowKey(o.ClientSecret)
+	if err != nil {
+		return err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return err
+	}
+	o.flow, err = cipher.NewGCM(block)
+	return err
+}
+
+// flowKey is the flow cookie's key. With a client secret it is derived
+// from it (HKDF-SHA256), so that every replica of a team server opens
+// the cookie another sealed and a login may come back to any of them;
+// without one it is random per process.
+func flowKey(clientSecret string) ([]byte, error) {
+	if clientSecret == "" {
+		key := make([]byte, 32)
+		_, _ = rand.Read(key) // crypto/rand.Read never fails (Go 1.24+)
+		return key, nil
+	}
+	return hkdf.Key(sha256.New, []byte(clientSecret), nil, flowAD, 32)
+}
+
+// seal returns p as a flow cookie value: a random GCM nonce and the
+// ciphertext, base64url.
+func (o *OIDC) seal(p pendingLogin) string {
+	plain, _ := json.Marshal(p) // a struct of strings and an int: never fails
+	nonce := make([]byte, o.flow.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(o.flow.Seal(nonce, nonce, plain, []byte(flowAD)))
+}
+
+// open returns the pending login sealed in a flow cookie value; false
+// for anything this console did not seal.
+func (o *OIDC) open(value string) (pendingLogin, bool) {
+	var p pendingLogin
+	raw, err := base64.RawURLEncoding.DecodeString(value)
+	if err != nil || len(raw) < o.flow.NonceSize() {
+		return p, false
+	}
+	plain, err := o.flow.Open(nil, raw[:o.flow.NonceSize()], raw[o.flow.NonceSize():], []byte(flowAD))
+	if err != nil || json.Unmarshal(plain, &p) != nil {
+		return p, false
+	}
+	return p, true
 }
 
 // discover reads the provider's discovery document once it answers: a
@@ -144,21 +215,8 @@ func (c *Console) oidcStart(w http.ResponseWriter, r *http.Request, _ *session) 
 		return
 	}
 	state, nonce, verifier := newSecret(), newSecret(), oauth2.GenerateVerifier()
-	now := c.opts.now()
-	o.mu.Lock()
-	for k, p := range o.pending {
-		if !now.Before(p.expires) {
-			delete(o.pending, k)
-		}
-	}
-	if len(o.pending) >= maxPendingLogins {
-		o.mu.Unlock()
-		http.Error(w, "too many logins in progress; try again in a minute", http.StatusServiceUnavailable)
-		return
-	}
-	o.pending[state] = pendingLogin{nonce: nonce, verifier: verifier, expires: now.Add(c.opts.LinkTTL)}
-	o.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: loginFlowCookie, Value: state, Path: c.opts.Prefix + "oidc/",
+	sealed := o.seal(pendingLogin{State: state, Nonce: nonce, Verifier: verifier, Expires: c.opts.now().Add(c.opts.LinkTTL).Unix()})
+	http.SetCookie(w, &http.Cookie{Name: loginFlowCookie, Value: sealed, Path: c.opts.Prefix + "oidc/",
 		HttpOnly: true, Secure: c.opts.TLS, SameSite: http.SameSiteLaxMode, MaxAge: int(c.opts.LinkTTL.Seconds())})
 	http.Redirect(w, r, o.config.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), http.StatusFound)
 }
@@ -178,21 +236,30 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		fail("the provider answered "+e, nil)
+		// The page shows only a code the protocol defines: the parameter
+		// is whatever the link's author wrote, and the page is this
+		// console's, which people trust.
+		code := "an error"
+		if slices.Contains(oauthErrorCodes, e) {
+			code = e
+		}
+		c.log.Warn("console: OpenID login refused by the provider", "error", termsafe.Line(e), "description", termsafe.Line(q.Get("error_description")))
+		c.renderPage(w, http.StatusUnauthorized, "login", nil, c.loginData(), "Login failed: the provider answered "+code+". Start again.", "")
 		return
 	}
 	state := q.Get("state")
+	var p pendingLogin
 	cookie, err := r.Cookie(loginFlowCookie)
-	if err != nil || state == "" || subtle.ConstantTimeCompare([]byte(cookie.Value), []byte(state)) != 1 {
+	ok := err == nil
+	if ok {
+		p, ok = o.open(cookie.Value)
+	}
+	if !ok || state == "" || subtle.ConstantTimeCompare([]byte(p.State), []byte(state)) != 1 {
 		fail("the login's state does not match this browser's", err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: loginFlowCookie, Path: c.opts.Prefix + "oidc/", MaxAge: -1, HttpOnly: true, Secure: c.opts.TLS, SameSite: http.SameSiteLaxMode})
-	o.mu.Lock()
-	p, ok := o.pending[state]
-	delete(o.pending, state)
-	o.mu.Unlock()
-	if !ok || !c.opts.now().Before(p.expires) {
+	if !c.opts.now().Before(time.Unix(p.Expires, 0)) {
 		fail("the login expired or was already finished", nil)
 		return
 	}
@@ -200,7 +267,7 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 		fail("the OpenID provider cannot be reached", err)
 		return
 	}
-	tok, err := o.config.Exchange(o.ctx(r.Context()), q.Get("code"), oauth2.VerifierOption(p.verifier))
+	tok, err := o.config.Exchange(o.ctx(r.Context()), q.Get("code"), oauth2.VerifierOption(p.Verifier))
 	if err != nil {
 		fail("the provider refused the code", err)
 		return
@@ -217,7 +284,7 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 	}
 	// The nonce ties the token to this login: a token replayed from
 	// another login carries another nonce.
-	nh, ph := sha256.Sum256([]byte(idt.Nonce)), sha256.Sum256([]byte(p.nonce))
+	nh, ph := sha256.Sum256([]byte(idt.Nonce)), sha256.Sum256([]byte(p.Nonce))
 	if subtle.ConstantTimeCompare(nh[:], ph[:]) != 1 {
 		fail("the ID token's nonce is not this login's", nil)
 		return
@@ -228,18 +295,35 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, _ *sessio
 		return
 	}
 	who := principal.Principal{Subject: idt.Subject, Via: principal.ViaOAuth, Issuer: idt.Issuer, Groups: groupsOf(claims[o.GroupsClaim])}
-	admin := false
-	for _, a := range o.Admins {
-		if a == who.Subject || slices.Contains(who.Groups, a) {
-			admin = true
-		}
+	// A subject is matched as a subject and a group as a group: a
+	// group the provider lets someone create may not be named like an
+	// admin's subject and make its members admins.
+	admin := slices.Contains(o.AdminSubjects, who.Subject)
+	for _, g := range o.AdminGroups {
+		admin = admin || slices.Contains(who.Groups, g)
 	}
-	s := c.sessions.open(who, admin)
+	s, err := c.sessions.open(who, admin)
+	if err != nil {
+		c.log.Warn("console: OpenID login refused", "who", termsafe.Line(whoOf(who)), "error", err)
+		c.renderPage(w, http.StatusServiceUnavailable, "login", nil, c.loginData(), "Login failed: "+err.Error()+".", "")
+		return
+	}
 	c.setSession(w, s)
 	// A page that refreshes to the console, not a redirect: the
 	// navigation back from the provider is cross-site, and a
 	// SameSite=Strict cookie is only sent on the next, same-site one.
 	c.render(w, http.StatusOK, "continue", nil, map[string]any{"Next": c.opts.Prefix + "approvals"})
+}
+
+// oauthErrorCodes are the error codes an authorization response may
+// carry (RFC 6749 4.1.2.1, OpenID Connect Core 3.1.2.6): the failed-login
+// page names one of these or none.
+var oauthErrorCodes = []string{
+	"invalid_request", "unauthorized_client", "access_denied", "unsupported_response_type",
+	"invalid_scope", "server_error", "temporarily_unavailable",
+	"interaction_required", "login_required", "account_selection_required", "consent_required",
+	"invalid_request_uri", "invalid_request_object", "request_not_supported",
+	"request_uri_not_supported", "registration_not_supported",
 }
 
 // groupsOf reads a groups claim: a list of strings, or one string.

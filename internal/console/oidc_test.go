@@ -177,7 +177,7 @@ func oidcWorld(t *testing.T, p *provider, groupsClaim string) *world {
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { h.ServeHTTP(rw, r) }))
 	t.Cleanup(w.srv.Close)
 	c, err := New(Options{Prefix: "/console/", Broker: w.broker, OIDC: &OIDC{Issuer: p.issuer, ClientID: testClientID, ClientSecret: testClientSecret,
-		RedirectURL: w.srv.URL + "/console/oidc/callback", GroupsClaim: groupsClaim, Admins: []string{"platform"}},
+		RedirectURL: w.srv.URL + "/console/oidc/callback", GroupsClaim: groupsClaim, AdminGroups: []string{"platform"}},
 		Tools: recordingTools{}, Installer: fakeInstaller{}})
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +373,7 @@ func TestOIDCAdminsOnlyChangeGrantsAndInstall(t *testing.T) {
 	devToken := csrfOf(t, page)
 	for _, path := range []string{"/console/tools/grant", "/console/install/review", "/console/install/apply"} {
 		resp, body := w.post(dev, path, url.Values{"csrf": {devToken}, "tool": {"x"}, "grants": {"net=a.example"}, "ref": {"oci://r/x:1"}, "review": {"x"}}, nil)
-		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "for the console&#39;s admins (server.console_login.admins), and you (dana") || strings.Contains(body, "granted x") {
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "for the console&#39;s admins (server.console_login.admin_subjects, admin_groups), and you (dana") || strings.Contains(body, "granted x") {
 			t.Errorf("%s by a non-admin: %s\n%s", path, resp.Status, body)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"sync"
 	"time"
 
@@ -23,18 +24,22 @@ type session struct {
 	who      principal.Principal
 	// admin may change what the server runs: grants and installs. A
 	// one-time link's session is the machine's owner; an OpenID login is
-	// an admin only when server.console_login.admins names them.
+	// an admin only when server.console_login.admin_subjects or admin_groups names them.
 	admin   bool
 	expires time.Time
+	// gone is closed when the session ends (logout, expiry noticed,
+	// eviction, Close): its live streams end with it.
+	gone chan struct{}
 }
 
 // sessions is the bounded session table and the pending login links. The
 // table holds sha256 hashes of ids and links, never the values, and
 // compares in constant time.
 type sessions struct {
-	max          int
-	ttl, linkTTL time.Duration
-	now          func() time.Time
+	// max bounds the table, perSubject one person's share of it.
+	max, perSubject int
+	ttl, linkTTL    time.Duration
+	now             func() time.Time
 
 	mu    sync.Mutex
 	byID  map[[32]byte]*session
@@ -51,8 +56,8 @@ type link struct {
 // warden runs on; whoever reads it there owns the config.
 const linkAdmin = true
 
-func newSessions(max int, ttl, linkTTL time.Duration, now func() time.Time) *sessions {
-	return &sessions{max: max, ttl: ttl, linkTTL: linkTTL, now: now,
+func newSessions(max, perSubject int, ttl, linkTTL time.Duration, now func() time.Time) *sessions {
+	return &sessions{max: max, perSubject: perSubject, ttl: ttl, linkTTL: linkTTL, now: now,
 		byID: map[[32]byte]*session{}, links: map[[32]byte]link{}}
 }
 
@@ -90,48 +95,80 @@ func (s *sessions) newLink(who principal.Principal) string {
 
 // useLink exchanges token for a new session, once: the link is removed
 // whether or not it had expired.
-func (s *sessions) useLink(token string) (*session, bool) {
+func (s *sessions) useLink(token string) (*session, error) {
 	if len(token) != 2*secretBytes {
-		return nil, false
+		return nil, errLinkRefused
 	}
 	h := hashOf(token)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.links[h]
 	if !ok {
-		return nil, false
+		return nil, errLinkRefused
 	}
 	delete(s.links, h)
 	if !s.now().Before(l.expires) {
-		return nil, false
+		return nil, errLinkRefused
 	}
-	return s.openLocked(l.who, linkAdmin), true
+	return s.openLocked(l.who, linkAdmin)
 }
 
+// errLinkRefused: a login link used, expired or never given out.
+var errLinkRefused = errors.New("login link used, expired or unknown")
+
+// errSessionsFull refuses a login while the session table is full of
+// live sessions: a new login never ends someone else's session.
+var errSessionsFull = errors.New("the console has as many sessions as it keeps; try again when one ends")
+
 // open starts a session for who (an OIDC login).
-func (s *sessions) open(who principal.Principal, admin bool) *session {
+func (s *sessions) open(who principal.Principal, admin bool) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.openLocked(who, admin)
 }
 
-func (s *sessions) openLocked(who principal.Principal, admin bool) *session {
+// openLocked starts a session. A person (issuer and subject) holds at
+// most maxPerSubject sessions: their own oldest makes room for a new
+// one, so that logging in again and again evicts only one's own sessions.
+// The table as a whole is bounded by max; when it is full of others'
+// live sessions the login is refused, never another person's session
+// dropped.
+func (s *sessions) openLocked(who principal.Principal, admin bool) (*session, error) {
 	s.expireLocked()
-	if len(s.byID) >= s.max {
-		// The table is full: the session closest to its end makes room,
-		// so that logins cannot grow memory without bound.
-		var oldest [32]byte
-		var at time.Time
-		for k, ss := range s.byID {
-			if at.IsZero() || ss.expires.Before(at) {
-				oldest, at = k, ss.expires
+	subject := subjectOf(who)
+	var mine []*session
+	for _, ss := range s.byID {
+		if subjectOf(ss.who) == subject {
+			mine = append(mine, ss)
+		}
+	}
+	if len(mine) >= s.perSubject {
+		oldest := mine[0]
+		for _, ss := range mine[1:] {
+			if ss.expires.Before(oldest.expires) {
+				oldest = ss
 			}
 		}
-		delete(s.byID, oldest)
+		s.dropLocked(hashOf(oldest.id))
+	} else if len(s.byID) >= s.max {
+		return nil, errSessionsFull
 	}
-	ss := &session{id: newSecret(), csrf: newSecret(), who: who, admin: admin, expires: s.now().Add(s.ttl)}
+	ss := &session{id: newSecret(), csrf: newSecret(), who: who, admin: admin, expires: s.now().Add(s.ttl), gone: make(chan struct{})}
 	s.byID[hashOf(ss.id)] = ss
-	return ss
+	return ss, nil
+}
+
+// subjectOf is the person a session belongs to, for the per-person
+// bound: the issuer and the subject (the same subject at two issuers is
+// two people).
+func subjectOf(p principal.Principal) string { return p.Issuer + "\x00" + p.Subject }
+
+// dropLocked removes a session and ends what it holds open.
+func (s *sessions) dropLocked(h [32]byte) {
+	if ss, ok := s.byID[h]; ok {
+		delete(s.byID, h)
+		close(ss.gone)
+	}
 }
 
 // get returns the live session of cookie value id.
@@ -148,7 +185,7 @@ func (s *sessions) get(id string) (*session, bool) {
 	// The hash matched; compare the value too, in constant time, so that
 	// the lookup's answer never depends on a partial match.
 	if subtle.ConstantTimeCompare([]byte(ss.id), []byte(id)) != 1 || !s.now().Before(ss.expires) {
-		delete(s.byID, hashOf(id))
+		s.dropLocked(hashOf(id))
 		return nil, false
 	}
 	return ss, true
@@ -157,13 +194,15 @@ func (s *sessions) get(id string) (*session, bool) {
 // close ends session id.
 func (s *sessions) close(id string) {
 	s.mu.Lock()
-	delete(s.byID, hashOf(id))
+	s.dropLocked(hashOf(id))
 	s.mu.Unlock()
 }
 
 func (s *sessions) clear() {
 	s.mu.Lock()
-	clear(s.byID)
+	for h := range s.byID {
+		s.dropLocked(h)
+	}
 	clear(s.links)
 	s.mu.Unlock()
 }
@@ -172,7 +211,7 @@ func (s *sessions) expireLocked() {
 	now := s.now()
 	for k, ss := range s.byID {
 		if !now.Before(ss.expires) {
-			delete(s.byID, k)
+			s.dropLocked(k)
 		}
 	}
 	for k, l := range s.links {

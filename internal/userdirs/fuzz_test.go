@@ -21,7 +21,7 @@ func FuzzLookup(f *testing.F) {
 			for _, k := range []string{"HOME", "USERPROFILE"} {
 				env[k] = home
 			}
-			for _, k := range []string{"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "AppData", "LocalAppData"} {
+			for _, k := range []string{"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "AppData", "LocalAppData"} {
 				env[k] = xdg
 			}
 			l := lookup(goos, env, db)
@@ -30,7 +30,7 @@ func FuzzLookup(f *testing.F) {
 					t.Fatalf("%s: home %q from %q and %q", goos, h, home, db)
 				}
 			}
-			for _, dir := range []func() (string, error){l.ConfigDir, l.CacheDir} {
+			for _, dir := range []func() (string, error){l.ConfigDir, l.CacheDir, l.StateDir} {
 				d, err := dir()
 				if err != nil {
 					continue

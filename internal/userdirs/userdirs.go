@@ -57,6 +57,9 @@ func ConfigDir() (string, error) { return Current().ConfigDir() }
 // CacheDir returns the current user's cache directory (see Lookup.CacheDir).
 func CacheDir() (string, error) { return Current().CacheDir() }
 
+// StateDir returns the current user's state directory (see Lookup.StateDir).
+func StateDir() (string, error) { return Current().StateDir() }
+
 func userDBHome() (string, error) {
 	u, err := user.Current()
 	if err != nil {
@@ -141,6 +144,26 @@ func (l Lookup) CacheDir() (string, error) {
 		return l.underHome("cache directory", "lib", "cache")
 	}
 	return l.underVarOrHome("cache directory", "XDG_CACHE_HOME", ".cache")
+}
+
+// StateDir returns the directory of per-user state, data a program keeps
+// between runs that is neither configuration nor a cache:
+//
+//   - Windows: %LocalAppData%, else <home>\AppData\Local;
+//   - macOS and iOS: <home>/Library/Application Support;
+//   - Plan 9: <home>/lib;
+//   - elsewhere: $XDG_STATE_HOME when it is an absolute path, else
+//     <home>/.local/state.
+func (l Lookup) StateDir() (string, error) {
+	switch l.GOOS {
+	case "windows":
+		return l.underVarOrHome("state directory", "LocalAppData", "AppData", "Local")
+	case "darwin", "ios":
+		return l.underHome("state directory", "Library", "Application Support")
+	case "plan9":
+		return l.underHome("state directory", "lib")
+	}
+	return l.underVarOrHome("state directory", "XDG_STATE_HOME", ".local", "state")
 }
 
 // underVarOrHome returns the variable name's value when it is an absolute

@@ -207,3 +207,26 @@ func TestHomeWithoutEnvironmentChild(t *testing.T) {
 	}
 	os.Stdout.WriteString("home=" + h + "\n")
 }
+
+func TestStateDir(t *testing.T) {
+	for _, tc := range []struct {
+		name, goos string
+		env        map[string]string
+		dbHome     string
+		want, err  string
+	}{
+		{name: "linux xdg", goos: "linux", env: map[string]string{"HOME": "/home/ann", "XDG_STATE_HOME": "/xs"}, want: "/xs"},
+		{name: "linux home", goos: "linux", env: map[string]string{"HOME": "/home/ann"}, want: "/home/ann/.local/state"},
+		{name: "linux relative xdg is ignored", goos: "linux", env: map[string]string{"HOME": "/home/ann", "XDG_STATE_HOME": "xs"}, want: "/home/ann/.local/state"},
+		{name: "linux root home is refused", goos: "linux", dbHome: "/",
+			err: `state directory: the home directory is the file system root ("/") (and $XDG_STATE_HOME is not set to an absolute path)`},
+		{name: "darwin", goos: "darwin", env: map[string]string{"HOME": "/Users/ann", "XDG_STATE_HOME": "/ignored"}, want: "/Users/ann/Library/Application Support"},
+		{name: "windows", goos: "windows", env: map[string]string{"USERPROFILE": `C:\Users\ann`, "LocalAppData": `D:\Local`}, want: `D:\Local`},
+		{name: "windows no vars", goos: "windows", env: map[string]string{"USERPROFILE": `C:\Users\ann`}, want: `C:\Users\ann\AppData\Local`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := lookup(tc.goos, tc.env, tc.dbHome).StateDir()
+			check(t, got, err, tc.want, tc.err)
+		})
+	}
+}
