@@ -243,19 +243,14 @@ func TestConsoleShowsDenialLive(t *testing.T) {
 // client_wait); a person approves it in the page and the call completes,
 // writing its file.
 //
-// It needs the gate path to put the question to the broker the console
-// answers (internal/app and approvals.via, helper "approvals" of issue 34):
-// a build whose config does not know approvals.via skips, saying so. Once
-// it does, the test must pass: serve's console must answer the app's
-// broker (cmd/warden consoleBroker).
+// The gate path puts the question to the app's broker (approvals.via:
+// console), and serve's console answers that broker (cmd/warden
+// consoleBroker).
 func TestConsoleApprovesGateOfClientWithoutElicitation(t *testing.T) {
 	e := personEnv(t, "1m")
 	cfg, _ := os.ReadFile(e.config)
 	if err := os.WriteFile(e.config, append(cfg, "approvals:\n  via: console\n"...), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if _, stderr, _ := wardenCLI(t, e, "tools"); strings.Contains(stderr, `unknown key "approvals"`) {
-		t.Skip("this build has no approvals.via: the gate's questions do not reach a broker yet (helper \"approvals\", issue 34)")
 	}
 	b := browsertest.New(t)
 	s, link := consoleServe(t, e)
