@@ -211,6 +211,14 @@ func consoleBase(link string) string { return link[:strings.Index(link, "/login?
 // audit log, and filtering on the decision keeps it.
 func TestConsoleShowsDenialLive(t *testing.T) {
 	e := newEnv(t, "", "hostcalls")
+	// Questions stay with the client (which cannot elicit): with a console
+	// serving, approvals.via: auto would put the guest's start-up read of
+	// HOME (requested, not granted) to the console, and the call would
+	// wait there for a person.
+	cfg, _ := os.ReadFile(e.config)
+	if err := os.WriteFile(e.config, append(cfg, "approvals:\n  via: elicitation\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	b := browsertest.New(t)
 	s, link := consoleServe(t, e)
 	b.Do(chromedp.Navigate(link), b.Visible("#no-approvals"),

@@ -46,7 +46,7 @@ func TestToolsShowsAFailedModule(t *testing.T) {
 	}
 	wantJSON := map[string]any{
 		"tools": []any{map[string]any{"name": "echo", "module": "echo", "sha256": echoSum,
-			"requested": map[string]any{}, "granted": map[string]any{}, "notGranted": map[string]any{}}},
+			"requested": map[string]any{}, "granted": map[string]any{}, "notGranted": map[string]any{}, "taskSupport": "forbidden"}},
 		"failed":          []any{map[string]any{"module": "broken", "error": reason}},
 		"rejected":        []any{},
 		"refused":         []any{},
