@@ -834,7 +834,7 @@ func TestInstallURLIsCanonical(t *testing.T) {
 		canonical := "http://" + srv.host + "/evil/released.wasm"
 		for _, want := range []string{
 			"From     " + canonical + "\n",
-			"verified: signed with the public key of policy security.signatures.\"" + srv.host + "/evil/*\"",
+			"verified: signed with the public key sha256:", "of policy security.signatures.\"" + srv.host + "/evil/*\"",
 			"source locked as tools.sources.released: " + canonical + " at " + digest,
 		} {
 			if !strings.Contains(stdout, want) {
