@@ -89,9 +89,10 @@ type SignaturePolicy struct {
 	Key string `mapstructure:"key"`
 }
 
-// maxSignerLen bounds tools.sources.<m>.signer: a certificate identity and
-// issuer are URLs or e-mail addresses, far shorter.
-const maxSignerLen = 4096
+// maxSignerLen bounds tools.sources.<m>.signer: install writes an
+// identity and an issuer escaped and cut by termsafe.Line (512 bytes of
+// the original each, an escape at most 10 bytes), or a key fingerprint.
+const maxSignerLen = 16 << 10
 
 var sourceDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
@@ -361,6 +362,9 @@ func (d *Document) SetSource(module string, src Source) error {
 	ref, err := CanonicalSourceRef(src.Ref)
 	if err != nil {
 		return fmt.Errorf("tools.sources.%s.ref: %w", module, err)
+	}
+	if len(src.Signer) > maxSignerLen {
+		return fmt.Errorf("tools.sources.%s.signer: %d bytes, more than %d", module, len(src.Signer), maxSignerLen)
 	}
 	m := EmptyMap()
 	m.Content = append(m.Content, Str("ref"), Str(ref), Str("digest"), Str(src.Digest))

@@ -107,11 +107,14 @@ const SignerUnsigned = "unsigned"
 // certificate that verified (keyless), "key sha256:<fingerprint>" of the
 // configured key that verified, or SignerUnsigned. It comes only from
 // Verified, never from the module, its registry's annotations or the
-// bundle's key hint: the record says what warden checked.
+// bundle's key hint: the record says what warden checked. The
+// certificate's values are escaped and bounded as termsafe.Line shows
+// them, so the record is one line, valid UTF-8 for config.yaml and within
+// its bound (config's maxSignerLen) whatever a certificate holds.
 func (s SignatureCheck) Signer() string {
 	switch {
 	case s.Verified != nil && s.Verified.Keyless:
-		return fmt.Sprintf("%s (issuer %s)", s.Verified.Identity, s.Verified.Issuer)
+		return fmt.Sprintf("%s (issuer %s)", termsafe.Line(s.Verified.Identity), termsafe.Line(s.Verified.Issuer))
 	case s.Verified != nil:
 		return "key " + s.Verified.KeyFingerprint
 	}
