@@ -34,6 +34,26 @@ type Source struct {
 	// writes Tool.wasm, the module the pin and the grants' module fields
 	// name, not a second tool.wasm.
 	Name string `mapstructure:"name"`
+	// Signer is who signed the module, as the signature check that
+	// accepted it at install or update verified it (install.SignatureCheck.Signer):
+	// "<identity> (issuer <issuer>)" for a keyless signature,
+	// "key sha256:<fingerprint>" for a key, "unsigned" when the policy
+	// let it in without a verified signature. "" is a record written before
+	// warden recorded signers. It is a record, not a proof: config.yaml is
+	// not signed, so sync re-verifies and refuses a signer that differs.
+	Signer string `mapstructure:"signer"`
+}
+
+// SignerNotRecorded is what a tools.sources entry without a signer (written
+// before warden recorded signers) shows in its place.
+const SignerNotRecorded = "not recorded (installed before warden recorded signers)"
+
+// SignerShown is src.Signer, or SignerNotRecorded for a record without one.
+func (src Source) SignerShown() string {
+	if src.Signer == "" {
+		return SignerNotRecorded
+	}
+	return src.Signer
 }
 
 // Module is the module name src installs as, given its tools.sources key.
@@ -68,6 +88,11 @@ type SignaturePolicy struct {
 	// Key is a PEM public key file (cosign.pub), relative to the config.
 	Key string `mapstructure:"key"`
 }
+
+// maxSignerLen bounds tools.sources.<m>.signer: install writes an
+// identity and an issuer escaped and cut by termsafe.Line (512 bytes of
+// the original each, an escape at most 10 bytes), or a key fingerprint.
+const maxSignerLen = 16 << 10
 
 var sourceDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
@@ -125,6 +150,9 @@ func (c *Config) validateSources(fail func(key, format string, args ...any)) {
 		}
 		if s.Name != "" && (!strings.EqualFold(s.Name, name) || !tool.ValidName(s.Name)) {
 			fail(key+".name", "%q is not the module %s in other case (name records how an installed module's file name is spelled)", s.Name, name)
+		}
+		if len(s.Signer) > maxSignerLen {
+			fail(key+".signer", "is %d bytes, more than %d: a signer record is an identity and issuer or a key fingerprint", len(s.Signer), maxSignerLen)
 		}
 		if !sourceDigestPattern.MatchString(s.Digest) {
 			fail(key+".digest", "must be sha256:<64 lowercase hex>, got %q", s.Digest)
@@ -335,10 +363,16 @@ func (d *Document) SetSource(module string, src Source) error {
 	if err != nil {
 		return fmt.Errorf("tools.sources.%s.ref: %w", module, err)
 	}
+	if len(src.Signer) > maxSignerLen {
+		return fmt.Errorf("tools.sources.%s.signer: %d bytes, more than %d", module, len(src.Signer), maxSignerLen)
+	}
 	m := EmptyMap()
 	m.Content = append(m.Content, Str("ref"), Str(ref), Str("digest"), Str(src.Digest))
 	if key := configkey.Fold(module); module != key {
 		m.Content = append(m.Content, Str("name"), Str(module))
+	}
+	if src.Signer != "" {
+		m.Content = append(m.Content, Str("signer"), Str(src.Signer))
 	}
 	return d.Set(m, "tools", "sources", configkey.Fold(module))
 }

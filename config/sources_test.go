@@ -74,14 +74,15 @@ security:
 func TestSourcesInvalid(t *testing.T) {
 	pins := "  pins: {m: " + pinHex + "}\n"
 	for body, want := range map[string]string{
-		"tools:\n" + pins + "  sources: {m: {ref: ghcr.io/acme/m:1, digest: " + digestHex + "}}":                          "tools.sources.m.ref: \"ghcr.io/acme/m:1\" is neither oci://",
-		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m\", digest: " + digestHex + "}}":                  "names no tag or digest",
-		"tools:\n" + pins + "  sources: {m: {ref: \"https://u:s3cretpw@example.com/m.wasm\", digest: " + digestHex + "}}": "tools.sources.m.ref: https://example.com/m.wasm: insecure URL refused: the URL carries credentials",
-		"tools:\n" + pins + "  sources: {m: {ref: \"oci://u:s3cretpw@ghcr.io/acme/m:1\", digest: " + digestHex + "}}":     "tools.sources.m.ref: oci://[redacted]@ghcr.io…: the reference carries credentials",
-		"tools:\n" + pins + "  sources: {m: {ref: \"https://example.com/m/..%2Fx.wasm\", digest: " + digestHex + "}}":     "an encoded / (%2F)",
-		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + ", name: n}}":       "tools.sources.m.name: \"n\" is not the module m in other case",
-		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: sha256:abc}}":                       "tools.sources.m.digest: must be sha256:<64 lowercase hex>",
-		"tools:\n  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + "}}":                            "has no tools.pins.m",
+		"tools:\n" + pins + "  sources: {m: {ref: ghcr.io/acme/m:1, digest: " + digestHex + "}}":                                                          "tools.sources.m.ref: \"ghcr.io/acme/m:1\" is neither oci://",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m\", digest: " + digestHex + "}}":                                                  "names no tag or digest",
+		"tools:\n" + pins + "  sources: {m: {ref: \"https://u:s3cretpw@example.com/m.wasm\", digest: " + digestHex + "}}":                                 "tools.sources.m.ref: https://example.com/m.wasm: insecure URL refused: the URL carries credentials",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://u:s3cretpw@ghcr.io/acme/m:1\", digest: " + digestHex + "}}":                                     "tools.sources.m.ref: oci://[redacted]@ghcr.io…: the reference carries credentials",
+		"tools:\n" + pins + "  sources: {m: {ref: \"https://example.com/m/..%2Fx.wasm\", digest: " + digestHex + "}}":                                     "an encoded / (%2F)",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + ", name: n}}":                                       "tools.sources.m.name: \"n\" is not the module m in other case",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: sha256:abc}}":                                                       "tools.sources.m.digest: must be sha256:<64 lowercase hex>",
+		"tools:\n  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + "}}":                                                            "has no tools.pins.m",
+		"tools:\n" + pins + "  sources: {m: {ref: \"oci://ghcr.io/acme/m:1\", digest: " + digestHex + ", signer: " + strings.Repeat("x", 16<<10+1) + "}}": "tools.sources.m.signer: is 16385 bytes, more than 16384",
 		"tools: {fetch: {max_size: 10}}":                                                "tools.fetch.max_size: must be between 1KiB and 1GiB",
 		"tools: {fetch: {timeout: 0s}}":                                                 "tools.fetch.timeout: must be positive",
 		"tools: {fetch: {redirect_hosts: ['a/b']}}":                                     "tools.fetch.redirect_hosts",
@@ -147,7 +148,9 @@ func TestSetSource(t *testing.T) {
 	if err := d.Pin("fetch", pinHex); err != nil {
 		t.Fatal(err)
 	}
-	src := Source{Ref: "oci://ghcr.io/acme/fetch:1.2.0", Digest: digestHex}
+	// The signer as install records a keyless one: YAML must keep it as is.
+	src := Source{Ref: "oci://ghcr.io/acme/fetch:1.2.0", Digest: digestHex,
+		Signer: `https://github.com/acme/fetch/.github/workflows/release.yml@refs/tags/v1.2.0 (issuer https://token.actions.githubusercontent.com) #x: "y' \x1b`}
 	if err := d.SetSource("Fetch", src); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +170,10 @@ func TestSetSource(t *testing.T) {
 	}
 	if err := d.SetSource("fetch", Source{Ref: src.Ref, Digest: "sha256:xyz"}); err == nil {
 		t.Error("SetSource took a bad digest")
+	}
+	if err := d.SetSource("fetch", Source{Ref: src.Ref, Digest: digestHex, Signer: strings.Repeat("x", maxSignerLen+1)}); err == nil ||
+		!strings.Contains(err.Error(), "tools.sources.fetch.signer: 16385 bytes, more than 16384") {
+		t.Errorf("SetSource of an oversized signer: %v", err)
 	}
 	if err := d.DeleteSource("fetch"); err != nil {
 		t.Fatal(err)

@@ -136,8 +136,8 @@ func (t *consoleTools) List(ctx context.Context) (console.ToolList, error) {
 	for _, r := range list.Tools {
 		info := console.ToolInfo{Name: r.Name, Module: r.Module, Digest: r.SHA256,
 			Requested: r.Requested.Summary(), Granted: r.Granted.Summary(), NotGranted: r.NotGranted.Summary()}
-		if src, ok := cfg.Tools.Sources[configkey.Fold(r.Module)]; ok {
-			info.Source = src.Ref
+		if r.Source != nil {
+			info.Source, info.Signer = r.Source.Ref, r.Source.Signer
 		}
 		tp := pol.Tool(r.Name)
 		if tp.Gated {

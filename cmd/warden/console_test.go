@@ -56,7 +56,7 @@ func TestConsoleInstallFromRegistry(t *testing.T) {
 		chromedp.Submit(chromedp.CSS("#install-form")), b.Visible("#install-review"))
 	review := b.Text("#install-review pre")
 	// Line by line, as `warden install` prints it (each value escaped there).
-	for _, want := range []string{"\nTool released", "\nDigest   " + digest, "\nSigned   verified: signed by " + signer} {
+	for _, want := range []string{"\nTool released", "\nDigest   " + digest, "\nSigned   verified: signed by " + signer, "\nSigner   " + signer + " (issuer " + oidc + ")\n"} {
 		if !strings.Contains(review, want) {
 			t.Errorf("the review lacks %q:\n%s", want, review)
 		}
@@ -86,6 +86,16 @@ func TestConsoleInstallFromRegistry(t *testing.T) {
 	if got := readFile(t, filepath.Join(e.tools, "released.wasm")); string(got) != string(e.v1) {
 		t.Error("the installed bytes are not the reviewed module")
 	}
+	// The Tools page shows the signer install recorded, in its own column.
+	a.Catalog().LoadTools(ctx)
+	b.Do(chromedp.Navigate(srv.URL+"/tools"), b.Visible(`tr[data-tool="released"]`))
+	if got, want := b.Text(`tr[data-tool="released"] td.signer`), signer+" (issuer "+oidc+")"; got != want {
+		t.Errorf("Tools page signer %q, want %q", got, want)
+	}
+	if got := b.Text(`tr[data-tool="released"] td.source`); got != e.ref("acme/released", "1.0.0") {
+		t.Errorf("Tools page source %q", got)
+	}
+	b.Screenshot("tools-signer")
 	// The same review again: gone.
 	ci := &consoleInstaller{a: a, reviews: map[string]*pendingReview{}}
 	if _, err := ci.Install(ctx, reviewID, false); err == nil || !strings.Contains(err.Error(), "expired or was already used") {

@@ -128,7 +128,8 @@ whose tools later describe themselves otherwise is refused at load.`,
 			fmt.Fprintf(out, "\ninstalled %s (sha256 %s pinned as tools.pins.%s in %s)\n",
 				termsafe.Line(r.Dest), r.SHA256[:12], termsafe.Line(configkey.Fold(r.Module)), termsafe.Line(a.Config().File))
 			if r.Origin != nil {
-				fmt.Fprintf(out, "source locked as tools.sources.%s: %s at %s\n", termsafe.Line(configkey.Fold(r.Module)), termsafe.Line(r.Origin.Ref), r.Origin.Digest)
+				fmt.Fprintf(out, "source locked as tools.sources.%s: %s at %s, signer %s\n", termsafe.Line(configkey.Fold(r.Module)),
+					termsafe.Line(r.Origin.Ref), r.Origin.Digest, termsafe.Line(r.Origin.Signer))
 			}
 			for _, t := range r.Tools {
 				if !t.Missing.IsZero() {
@@ -181,6 +182,8 @@ func printReview(w io.Writer, r *install.Review) {
 		fmt.Fprintf(w, "Fetched  %s\n", termsafe.Line(f.From))
 		fmt.Fprintf(w, "Digest   %s\n", f.Digest)
 		fmt.Fprintf(w, "Signed   %s\n", termsafe.Bound(f.Signature.String(), termsafe.MaxText, false))
+		// What the install record will say: from the verified signature only.
+		fmt.Fprintf(w, "Signer   %s\n", termsafe.Line(f.Signature.Signer()))
 	}
 	dest := termsafe.Line(r.Dest)
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"maps"
 	"net/http"
@@ -654,6 +655,16 @@ func TestInstallWarnMode(t *testing.T) {
 	if !strings.Contains(out, "Signed   NOT VERIFIED: no security.signatures pattern names "+e.reg.Host+"/elsewhere/released") {
 		t.Errorf("review does not say it is unverified:\n%s", out)
 	}
+	if !strings.Contains(out, "\nSigner   unsigned\n") || !strings.Contains(out, ", signer unsigned\n") {
+		t.Errorf("review and lock line do not say unsigned:\n%s", out)
+	}
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Tools.Sources["released"].Signer; got != "unsigned" {
+		t.Errorf("tools.sources.released.signer = %q, want unsigned", got)
+	}
 }
 
 // releaseServer serves files on loopback over HTTP and records every path
@@ -834,7 +845,7 @@ func TestInstallURLIsCanonical(t *testing.T) {
 		canonical := "http://" + srv.host + "/evil/released.wasm"
 		for _, want := range []string{
 			"From     " + canonical + "\n",
-			"verified: signed with the public key of policy security.signatures.\"" + srv.host + "/evil/*\"",
+			"verified: signed with the public key sha256:", "of policy security.signatures.\"" + srv.host + "/evil/*\"",
 			"source locked as tools.sources.released: " + canonical + " at " + digest,
 		} {
 			if !strings.Contains(stdout, want) {
@@ -850,6 +861,13 @@ func TestInstallURLIsCanonical(t *testing.T) {
 		}
 		if got := cfg.Tools.Sources["released"]; got.Ref != canonical || got.Digest != digest {
 			t.Errorf("tools.sources.released = %+v, want ref %s", got, canonical)
+		}
+		// The signer recorded is the configured key that verified, by its
+		// fingerprint (sha256 of its DER), not the bundle's own key hint.
+		block, _ := pem.Decode(pub)
+		fp := sha256.Sum256(block.Bytes)
+		if got, want := cfg.Tools.Sources["released"].Signer, "key sha256:"+hex.EncodeToString(fp[:]); got != want {
+			t.Errorf("tools.sources.released.signer = %q, want %q (the bundle's hint is \"acme-release\")", got, want)
 		}
 		// A redirect that stays under the pattern the URL matched is followed.
 		stdout, stderr, code = e.real(t, "install", "--yes", "--name", "released", "http://"+srv.host+"/evil/latest.wasm")

@@ -16,6 +16,7 @@ import (
 	"github.com/warden-run/warden/config"
 	"github.com/warden-run/warden/internal/app"
 	"github.com/warden-run/warden/internal/catalog"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/install"
 	"github.com/warden-run/warden/internal/runlimits"
 	"github.com/warden-run/warden/internal/termsafe"
@@ -145,6 +146,19 @@ type toolRow struct {
 	// tools.tasks entry when one decides, "" when the descriptor does.
 	TaskSupport string `json:"taskSupport"`
 	TaskSetBy   string `json:"taskSetBy,omitempty"`
+	// Source is the module's install record (tools.sources.<module>);
+	// absent for a module copied in or installed from a local file.
+	Source *toolSource `json:"source,omitempty"`
+}
+
+// toolSource is a module's install record: where it was fetched from, the
+// digest, and who signed it as warden verified it then
+// (config.Source.Signer; config.SignerNotRecorded for a record older than
+// signers).
+type toolSource struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	Signer string `json:"signer"`
 }
 
 type failedModule struct {
@@ -205,6 +219,9 @@ func listTools(ctx context.Context, a *app.App) toolList {
 		}
 		row := toolRow{Name: t.Descriptor.Name, Module: m.Name(), SHA256: m.SHA256(),
 			Requested: t.Descriptor.Capabilities, Granted: granted, NotGranted: notGranted}
+		if src, ok := cfg.Tools.Sources[configkey.Fold(m.Name())]; ok {
+			row.Source = &toolSource{Ref: src.Ref, Digest: src.Digest, Signer: src.SignerShown()}
+		}
 		tp := a.Policy().Tool(t.Descriptor.Name)
 		row.TaskSupport = tp.TaskSupport(&t.Descriptor)
 		if tp.Task != "" {
@@ -249,6 +266,7 @@ func printTools(w io.Writer, list toolList) error {
 		}
 	}
 	printRefusals(w, list.Refused, list.GrantsElsewhere)
+	printSources(w, list.Tools)
 	printTasks(w, list.Tools)
 	if len(list.Unusable) > 0 {
 		fmt.Fprintf(w, "\nGRANTS NO CALL CAN USE (%d; not granted):\n", len(list.Unusable))
@@ -263,6 +281,25 @@ func printTools(w io.Writer, list toolList) error {
 		}
 	}
 	return nil
+}
+
+// printSources lists, once per module, where the modules fetched from a
+// registry or a URL came from and who signed them as verified at install
+// (their install record); modules copied in print nothing.
+func printSources(w io.Writer, tools []toolRow) {
+	var lines []string
+	seen := map[string]bool{}
+	for _, t := range tools {
+		if t.Source == nil || seen[t.Module] {
+			continue
+		}
+		seen[t.Module] = true
+		lines = append(lines, fmt.Sprintf("  %s: %s at %s\n    signer: %s", termsafe.Line(t.Module),
+			termsafe.Line(t.Source.Ref), termsafe.Line(t.Source.Digest), termsafe.Line(t.Source.Signer)))
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\nSOURCES (%d; tools.sources, the signer as verified at install or update):\n%s\n", len(lines), strings.Join(lines, "\n"))
+	}
 }
 
 // printTasks lists the tools that may or must run as MCP tasks, under

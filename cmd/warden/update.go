@@ -112,6 +112,10 @@ func updateOne(cmd *cobra.Command, inst *install.Installer, module string, out i
 	} else {
 		fmt.Fprintf(out, "%s: %s moved from %s to %s\n\n", name, termsafe.Line(u.Current.Ref), u.Current.Digest, u.Review.Origin.Digest)
 	}
+	// A record from before signers were recorded names nobody to compare.
+	if was, now := u.Current.Signer, u.Review.Origin.Signer; was != "" && was != now {
+		fmt.Fprintf(out, "%s: SIGNER CHANGED from %s to %s\n\n", name, termsafe.Line(was), termsafe.Line(now))
+	}
 	printReview(out, u.Review)
 	fmt.Fprintln(out)
 	printChanges(out, u.Review.Module, u.Changes)

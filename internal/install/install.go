@@ -164,7 +164,7 @@ func (inst *Installer) ReviewFetched(ctx context.Context, f *Fetched, name strin
 	if err != nil {
 		return nil, err
 	}
-	r.Origin = &config.Source{Ref: f.Ref, Digest: f.Digest}
+	r.Origin = &config.Source{Ref: f.Ref, Digest: f.Digest, Signer: f.Signature.Signer()}
 	r.Fetched = f
 	if err := inst.checkDescriptors(inst.config(), r, true); err != nil {
 		return nil, err

@@ -93,9 +93,32 @@ func (s SignatureCheck) String() string {
 	case s.Verified != nil && s.Verified.Keyless:
 		return fmt.Sprintf("verified: signed by %s (issuer %s), policy %s", termsafe.Line(s.Verified.Identity), termsafe.Line(s.Verified.Issuer), s.policyName())
 	case s.Verified != nil:
-		return fmt.Sprintf("verified: signed with the public key of policy %s", s.policyName())
+		return fmt.Sprintf("verified: signed with the public key %s of policy %s", s.Verified.KeyFingerprint, s.policyName())
 	}
 	return "NOT VERIFIED: " + s.Warning
+}
+
+// SignerUnsigned is the signer recorded for a module the signature policy
+// let in without a verified signature (mode warn or off).
+const SignerUnsigned = "unsigned"
+
+// Signer is who signed the module, as verified, for the install record
+// (tools.sources.<m>.signer): "<identity> (issuer <issuer>)" from the
+// certificate that verified (keyless), "key sha256:<fingerprint>" of the
+// configured key that verified, or SignerUnsigned. It comes only from
+// Verified, never from the module, its registry's annotations or the
+// bundle's key hint: the record says what warden checked. The
+// certificate's values are escaped and bounded as termsafe.Line shows
+// them, so the record is one line, valid UTF-8 for config.yaml and within
+// its bound (config's maxSignerLen) whatever a certificate holds.
+func (s SignatureCheck) Signer() string {
+	switch {
+	case s.Verified != nil && s.Verified.Keyless:
+		return fmt.Sprintf("%s (issuer %s)", termsafe.Line(s.Verified.Identity), termsafe.Line(s.Verified.Issuer))
+	case s.Verified != nil:
+		return "key " + s.Verified.KeyFingerprint
+	}
+	return SignerUnsigned
 }
 
 func (s SignatureCheck) policyName() string {

@@ -169,6 +169,10 @@ func (inst *Installer) syncOne(ctx context.Context, cfg *config.Config, name str
 	defer f.Close()
 	res.Source.Ref = f.Ref // canonical: what was matched and fetched
 	res.Signature = &f.Signature
+	if err := checkRecordedSigner(name, src, f.Signature); err != nil {
+		res.Err = err
+		return res
+	}
 	wasm, err := boundedfile.Read(f.Path, int64(cfg.Tools.Fetch.MaxSize))
 	if err != nil {
 		res.Err = err
@@ -272,4 +276,23 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ErrSignerChanged marks a module whose signature verifies for another
+// signer than its install record (tools.sources.<m>.signer) names.
+var ErrSignerChanged = errors.New("signer differs from the install record")
+
+// checkRecordedSigner refuses a fetch whose verified signer is not the one
+// the install record names. The record is part of config.yaml, which is
+// not signed: it is never taken as proof, only compared with what was just
+// verified, so an edited record cannot make a module pass as signed by
+// someone else. A record that names no verified signer ("" from before
+// signers were recorded, or unsigned) asks nothing beyond the policy.
+func checkRecordedSigner(name string, src config.Source, sc SignatureCheck) error {
+	if src.Signer == "" || src.Signer == SignerUnsigned || sc.Signer() == src.Signer {
+		return nil
+	}
+	return fmt.Errorf("%w: tools.sources.%s.signer is %q, but %s at %s verifies as signed by %q: refused, nothing written "+
+		"(if the new signer is trusted, `warden install` the module again to record it)",
+		ErrSignerChanged, name, termsafe.Line(src.Signer), termsafe.Line(src.Ref), src.Digest, termsafe.Line(sc.Signer()))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -101,7 +102,12 @@ type Result struct {
 	// OIDC issuer (keyless only), as found in the certificate (unescaped).
 	Identity, Issuer string
 	// KeyHint is the bundle's public key hint (key mode only; may be empty).
+	// It comes from the bundle, so it names nothing verified.
 	KeyHint string
+	// KeyFingerprint is "sha256:<hex>" of the DER (PKIX) form of the
+	// policy's public key that verified the signature (key mode only):
+	// the key as configured, not anything the bundle says about itself.
+	KeyFingerprint string
 	// SignedAt is the earliest verified observer time (transparency log
 	// integration or signed timestamp); zero in key mode without any.
 	SignedAt time.Time
@@ -238,7 +244,11 @@ func verifyKey(b *bundle.Bundle, digest string, want []byte, p Policy) (*Result,
 	if _, err := v.Verify(b, verify.NewPolicy(verify.WithArtifactDigest("sha256", want), verify.WithKey())); err != nil {
 		return nil, classify(err, b, nil, digest, want, p)
 	}
-	return &Result{Digest: digest, KeyHint: keyHint(vc)}, nil
+	fp, err := KeyFingerprint(pub)
+	if err != nil {
+		return nil, fmt.Errorf("%w: public key: %v", ErrBadPolicy, err)
+	}
+	return &Result{Digest: digest, KeyHint: keyHint(vc), KeyFingerprint: fp}, nil
 }
 
 func parsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
@@ -254,6 +264,17 @@ func parsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
 		return nil, fmt.Errorf("%w: public key: %v", ErrBadPolicy, err)
 	}
 	return pub, nil
+}
+
+// KeyFingerprint is "sha256:<hex>" of pub's DER (PKIX) encoding, the
+// form `openssl pkey -pubin -outform DER | sha256sum` gives for a PEM key.
+func KeyFingerprint(pub crypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(der)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 func keyHint(vc verify.VerificationContent) string {

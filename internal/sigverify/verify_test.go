@@ -132,6 +132,13 @@ func TestKeyValid(t *testing.T) {
 	if res.Keyless || res.KeyHint != "acme-release" || res.Digest != d {
 		t.Fatalf("result %+v", res)
 	}
+	// The fingerprint is the policy's key's (sha256 of its DER), computed
+	// here from the PEM, not from anything the bundle names.
+	block, _ := pem.Decode(pub)
+	fp := sha256.Sum256(block.Bytes)
+	if want := "sha256:" + hex.EncodeToString(fp[:]); res.KeyFingerprint != want {
+		t.Errorf("KeyFingerprint %q, want %q", res.KeyFingerprint, want)
+	}
 }
 
 func TestKeyEd25519DSSE(t *testing.T) {
