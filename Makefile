@@ -56,7 +56,7 @@ test-go:
 # memory budget, sessions, lazy loads, idle release, deadlines) run under
 # -race (under 2 minutes on two cores); the whole package does not fit:
 # compiling its Go guests with wazero under -race takes over ten minutes.
-RACE_PACKAGES := ./mcpserver ./internal/app ./internal/catalog ./internal/policy ./internal/redact ./internal/oauth/... ./internal/observe ./internal/pgtest ./config ./hostfuncs/... ./tool/... ./internal/schema/...
+RACE_PACKAGES := ./mcpserver ./internal/app ./internal/catalog ./internal/policy ./internal/approvals ./internal/tasks/... ./internal/ratestore ./internal/console ./internal/redact ./internal/oauth/... ./internal/observe ./internal/pgtest ./config ./hostfuncs/... ./tool/... ./internal/schema/...
 RUNTIME_RACE_TESTS := TestDeadlineConcurrentHolds|TestBudget|TestEvictedRoomGoesToTheEvictor|TestCloseWaitsForSpares|TestSessionsStartWarm|TestExtismConcurrentCalls|TestResetAfterGrowth|TestConcurrentCalls|TestConcurrentFirstCallsLoadOnce|TestIdleRelease|TestLazyLoadFailure
 
 test-race:
