@@ -319,7 +319,7 @@ func (c *fastConnection) await(bound time.Duration) {
 	select {
 	case <-done:
 	case <-t.C:
-		c.s.log.Warn("the session ended with fast-path tool calls still running", "waited", bound.String())
+		c.s.log.Warn("stopped waiting for fast-path tool calls still running", "waited", bound.String())
 	}
 }
 
