@@ -71,8 +71,12 @@ func guardMessages(next http.Handler, maxBytes int64, log *slog.Logger,
 				refuseHTTP(w, log, http.StatusConflict, dup)
 				return
 			}
-			defer inFlight.end(session, calls)
-			w = &answering{ResponseWriter: w, inFlight: &inFlight, session: session, calls: calls, pending: len(calls)}
+			a := &answering{ResponseWriter: w, inFlight: &inFlight, session: session, calls: calls,
+				freed: make([]bool, len(calls)), pending: len(calls)}
+			// Only the ids the POST still holds: one its reply freed may be
+			// another POST's by now.
+			defer func() { inFlight.end(session, a.held()) }()
+			w = a
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -160,6 +164,7 @@ type answering struct {
 	inFlight *sessionCalls
 	session  string
 	calls    []call // the POST's
+	freed    []bool // calls[i]'s id was freed by its reply: no longer the POST's
 	pending  int    // calls of the POST not seen answered
 }
 
@@ -171,12 +176,31 @@ func (a *answering) Write(p []byte) (int, error) {
 				continue // a request or notification of the server's, or no reply
 			}
 			key, ref := idKey(env.id)
-			if ref == nil && slices.ContainsFunc(a.calls, func(c call) bool { return c.key == key }) && a.inFlight.answered(a.session, key) {
+			if ref != nil {
+				continue
+			}
+			i := slices.IndexFunc(a.calls, func(c call) bool { return c.key == key })
+			if i >= 0 && !a.freed[i] && a.inFlight.answered(a.session, key) {
+				a.freed[i] = true
 				a.pending--
 			}
 		}
 	}
 	return a.ResponseWriter.Write(p)
+}
+
+// held returns the calls whose ids the POST still holds.
+func (a *answering) held() []call {
+	if a.pending == len(a.calls) {
+		return a.calls
+	}
+	held := make([]call, 0, a.pending)
+	for i, c := range a.calls {
+		if !a.freed[i] {
+			held = append(held, c)
+		}
+	}
+	return held
 }
 
 // Unwrap lets http.ResponseController reach the connection's flusher.

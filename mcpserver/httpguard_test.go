@@ -224,3 +224,78 @@ func TestHTTPGuardIDFreeOnceAnswered(t *testing.T) {
 		t.Errorf("first POST: %d", status)
 	}
 }
+
+// TestHTTPGuardEndsOnlyItsOwnIDs is a batch whose first reply frees its
+// id before the POST ends: a later POST that takes that id holds it, and
+// the batch's end must not free it again. A batch [1, 2]: its handler
+// writes the reply to 1 and waits; POST B takes id 1 and waits; the batch
+// ends; a third POST with id 1 must still be refused (409), B holding it.
+func TestHTTPGuardEndsOnlyItsOwnIDs(t *testing.T) {
+	wroteA, releaseA := make(chan struct{}), make(chan struct{})
+	enteredB, releaseB := make(chan struct{}), make(chan struct{})
+	var posts atomic.Int64
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		reply := func(id string) {
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", id)
+			http.NewResponseController(w).Flush()
+		}
+		switch posts.Add(1) {
+		case 1: // the batch: 1 answers at once, 2 when the test says
+			reply("1")
+			close(wroteA)
+			<-releaseA
+			reply("2")
+		case 2:
+			close(enteredB)
+			<-releaseB
+			reply("1")
+		default:
+			reply("1")
+		}
+	})
+	hs := httptest.NewServer(guardMessages(next, 1<<20, slog.New(slog.DiscardHandler), nil))
+	defer hs.Close()
+	send := func(body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+		req.Header.Set("Mcp-Session-Id", "s1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	a, b := make(chan int, 1), make(chan int, 1)
+	go func() {
+		status, _ := send(`[` + ping + `,{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+		a <- status
+	}()
+	<-wroteA
+	go func() {
+		status, _ := send(ping)
+		b <- status
+	}()
+	<-enteredB
+	close(releaseA)
+	if status := <-a; status != http.StatusOK {
+		t.Fatalf("the batch: %d", status)
+	}
+	if status, body := send(ping); status != http.StatusConflict || !strings.Contains(body, "id 1 is already in use") {
+		t.Errorf("id 1 while POST B holds it, after the batch that held it before ended: %d %s; want 409", status, body)
+	}
+	// The batch's id 2 was freed at its end.
+	if status, body := send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); status != http.StatusOK {
+		t.Errorf("id 2 once the batch ended: %d %s", status, body)
+	}
+	close(releaseB)
+	if status := <-b; status != http.StatusOK {
+		t.Fatalf("POST B: %d", status)
+	}
+	if status, body := send(ping); status != http.StatusOK {
+		t.Errorf("id 1 once POST B ended: %d %s", status, body)
+	}
+}

@@ -38,7 +38,11 @@ import (
 //     protocol, not the stateless one, and no progress token), no task,
 //     no input responses or request state;
 //   - the session has been initialized (the go-sdk refuses the call
-//     otherwise), and the server's handler chain is known.
+//     otherwise) and the initialize reply has been written (so no reply
+//     overtakes it: the go-sdk sets the session's params before it writes
+//     that reply), and the server's handler chain is known;
+//   - the session is not shutting down (from then on the go-sdk refuses
+//     new calls, and its Close waits only for the calls it counts).
 
 // fastTransport puts a fastConnection over the connection of its
 // Transport; the session it serves is set once the go-sdk has connected.
@@ -48,6 +52,24 @@ type fastTransport struct {
 	conn atomic.Pointer[fastConnection]
 	// taken counts the calls answered on the fast path (for tests).
 	taken atomic.Int64
+	hooks fastHooks
+}
+
+// fastHooks are the points the tests drive the fast path at; each is nil
+// outside tests.
+type fastHooks struct {
+	// seen is called with each tools/call read, and whether the fast path
+	// took it.
+	seen func(req *jsonrpc.Request, taken bool)
+	// shutdown is called once no fast call can start any more, before the
+	// go-sdk's Close.
+	shutdown func()
+	// awaiting is called when the connection begins to wait for its fast
+	// calls still running (at the end of its input, or of the session).
+	awaiting func()
+	// initialized is called once the initialize reply has been written:
+	// from then on plain calls take the fast path.
+	initialized func()
 }
 
 func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -56,7 +78,7 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	base, stop := context.WithCancelCause(context.WithoutCancel(ctx))
-	fc := &fastConnection{Connection: c, s: t.s, taken: &t.taken, base: base, stop: stop, calls: make(map[jsonrpc.ID]context.CancelCauseFunc)}
+	fc := &fastConnection{Connection: c, s: t.s, taken: &t.taken, hooks: t.hooks, base: base, stop: stop, calls: make(map[jsonrpc.ID]context.CancelCauseFunc)}
 	t.conn.Store(fc)
 	return fc, nil
 }
@@ -74,7 +96,12 @@ type fastConnection struct {
 	mcp.Connection
 	s       *Server
 	taken   *atomic.Int64
+	hooks   fastHooks
 	session atomic.Pointer[mcp.ServerSession]
+	// initialized is set once the reply to the session's first initialize
+	// request, whose id is initID (guarded by mu), has been written without
+	// an error.
+	initialized atomic.Bool
 	// base is the context of the fast calls: like the go-sdk's request
 	// contexts on stdio, it does not end with the serving context, only
 	// when the input ends (after the calls drained) or the connection
@@ -84,6 +111,9 @@ type fastConnection struct {
 
 	mu     sync.Mutex
 	calls  map[jsonrpc.ID]context.CancelCauseFunc // fast calls not answered yet
+	initID jsonrpc.ID
+	// closed is set when the session begins to shut down (before the
+	// go-sdk's Close) or the connection closes: no call starts after it.
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -110,10 +140,46 @@ func (c *fastConnection) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			return msg, nil
 		}
-		if !c.take(req) {
+		if req.Method == methodInitialize && !c.initialized.Load() {
+			c.mu.Lock()
+			if !c.initID.IsValid() {
+				c.initID = req.ID
+			}
+			c.mu.Unlock()
+		}
+		taken := c.take(req)
+		if c.hooks.seen != nil && req.Method == MethodCallTool {
+			c.hooks.seen(req, taken)
+		}
+		if !taken {
 			return msg, nil
 		}
 	}
+}
+
+// methodInitialize is the MCP request that opens a session.
+const methodInitialize = "initialize"
+
+// Write implements [mcp.Connection]: it notes when the reply to the
+// session's initialize has been written, after which the fast path may
+// answer calls without overtaking it.
+func (c *fastConnection) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok && !c.initialized.Load() {
+		c.mu.Lock()
+		if c.initID.IsValid() && resp.ID == c.initID {
+			if err == nil && resp.Error == nil {
+				c.initialized.Store(true)
+				if c.hooks.initialized != nil {
+					c.hooks.initialized()
+				}
+			} else {
+				c.initID = jsonrpc.ID{} // refused: the next initialize counts
+			}
+		}
+		c.mu.Unlock()
+	}
+	return err
 }
 
 // notificationCancelled is the MCP notification that cancels a request.
@@ -152,7 +218,7 @@ func (c *fastConnection) take(req *jsonrpc.Request) bool {
 	}
 	ss := c.session.Load()
 	handler := c.s.chain
-	if ss == nil || handler == nil || ss.InitializeParams() == nil {
+	if ss == nil || handler == nil || !c.initialized.Load() || ss.InitializeParams() == nil {
 		return false
 	}
 	params, ok := plainCallParams(req.Params)
@@ -222,15 +288,38 @@ func (c *fastConnection) forget(id jsonrpc.ID) {
 // drain waits, at most maxDrain, for the fast calls to be answered: a
 // client that writes its requests and closes stdin still gets every reply
 // (drainTransport does the same for the go-sdk's requests).
-func (c *fastConnection) drain() {
+func (c *fastConnection) drain() { c.await(maxDrain) }
+
+// shutdown starts no fast call from now on: the requests read after it go
+// to the go-sdk, which refuses the calls once its Close has begun.
+func (c *fastConnection) shutdown() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	if c.hooks.shutdown != nil {
+		c.hooks.shutdown()
+	}
+}
+
+// await waits, at most bound, for the fast calls still running to return:
+// the session's end tears down what they run on. Once the connection has
+// closed they are cancelled, so bound only holds off a call that does not
+// heed its cancellation.
+func (c *fastConnection) await(bound time.Duration) {
+	if c.hooks.awaiting != nil {
+		c.hooks.awaiting()
+	}
 	done := make(chan struct{})
 	go func() {
 		c.wg.Wait()
 		close(done)
 	}()
+	t := time.NewTimer(bound)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(maxDrain):
+	case <-t.C:
+		c.s.log.Warn("stopped waiting for fast-path tool calls still running", "waited", bound.String())
 	}
 }
 
@@ -318,14 +407,29 @@ func (s *Server) serveFast(ctx context.Context, t mcp.Transport, ft *fastTranspo
 		return served(ctx, err)
 	}
 	ft.serve(ss)
+	fc := ft.conn.Load()
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
 	case <-ctx.Done():
+		// No fast call starts once the go-sdk's Close has begun: its Close
+		// waits for the calls it counts, and refuses new ones, while the
+		// fast calls are outside its count.
+		fc.shutdown()
 		ss.Close()
 		<-ended
 		err = ctx.Err()
 	case err = <-ended:
 	}
+	// The connection has closed, so the fast calls still running are
+	// cancelled; the caller tears down what they run on once Serve
+	// returns, so wait for them (bounded) as the go-sdk's Close waits for
+	// its own.
+	fc.await(maxCallsAtClose)
 	return served(ctx, err)
 }
+
+// maxCallsAtClose bounds how long a session that has ended waits for its
+// cancelled fast calls: a tool call ends at its next fuel check or host
+// call once cancelled, so only a stuck host would reach it.
+const maxCallsAtClose = maxDrain

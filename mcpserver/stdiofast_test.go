@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/warden-run/warden/tool"
 )
@@ -19,8 +22,11 @@ import (
 // stdio client of it served as ServeStdio serves, with or without the fast
 // path.
 type fastSide struct {
-	s     *Server
-	fast  *fastTransport // nil: the go-sdk's path only
+	s    *Server
+	fast *fastTransport // nil: the go-sdk's path only
+	// ready tells, with the fast path, that a session's initialize reply
+	// has been written (see initialize).
+	ready chan struct{}
 	mu    sync.Mutex
 	calls []string
 }
@@ -36,16 +42,33 @@ func newFastSide(t testing.TB, fast bool, call func(ctx context.Context, c Call)
 	})
 	side.s = New(tools, tools.options(Options{Logger: slog.New(slog.DiscardHandler)}))
 	if fast {
-		side.fast = &fastTransport{}
+		side.ready = make(chan struct{}, 64)
+		side.fast = &fastTransport{hooks: fastHooks{initialized: func() {
+			select {
+			case side.ready <- struct{}{}:
+			default: // sessions no test waits for (the fuzzer's)
+			}
+		}}}
 	}
 	return side
+}
+
+// initialize initializes c's session, and waits, with the fast path, until
+// the fast path serves it: the client can read the initialize reply
+// before the server has seen its write return.
+func (f *fastSide) initialize(c *rawClient) {
+	c.t.Helper()
+	c.initialize()
+	if f.fast != nil {
+		<-f.ready
+	}
 }
 
 // client opens a new stdio session of the side's server.
 func (f *fastSide) client(t *testing.T) *rawClient {
 	fast := f.fast
 	if fast != nil {
-		fast = &fastTransport{}
+		fast = &fastTransport{hooks: fast.hooks}
 		f.fast = fast
 	}
 	c := newRawClientServed(t, func(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
@@ -224,7 +247,7 @@ func TestFastPathCancellation(t *testing.T) {
 		})
 		defer side.s.Close()
 		c := side.client(t)
-		c.initialize()
+		side.initialize(c)
 		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block","arguments":{}}}`)
 		<-started
 		reply := exchange(t, c, "7", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"no"}}`)
@@ -253,7 +276,7 @@ func TestFastPathDrainsAtEOF(t *testing.T) {
 	})
 	defer side.s.Close()
 	c := side.client(t)
-	c.initialize()
+	side.initialize(c)
 	for i := range 3 {
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, i))
 	}
@@ -299,5 +322,182 @@ func TestFastPathKeepsThePendingBound(t *testing.T) {
 		if r := parseReply(t, c.next()); r.Error != nil {
 			t.Fatalf("reply %s: %+v", r.ID, r.Error)
 		}
+	}
+}
+
+// servedSide opens a stdio session of the side's server as client does,
+// with the session's own stop and end: stop ends its serving context, and
+// done is closed when the session's serve has returned. wrap, when set,
+// wraps the server's output.
+func (f *fastSide) servedSide(t *testing.T, wrap func(io.WriteCloser) io.WriteCloser) (c *rawClient, stop func(), done chan struct{}) {
+	done = make(chan struct{})
+	stopped := make(chan struct{})
+	var once sync.Once
+	stop = func() { once.Do(func() { close(stopped) }) }
+	fast := f.fast
+	c = newRawClientServed(t, func(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+		defer close(done)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-stopped:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if wrap != nil {
+			w = wrap(w)
+		}
+		return f.s.serveStdio(ctx, r, w, fast)
+	})
+	c.patience = 20 * time.Second
+	return c, stop, done
+}
+
+// seenCall is one tools/call the fast path decided on.
+type seenCall struct {
+	id    string
+	taken bool
+}
+
+// watchCalls reports each tools/call the side's next session reads.
+func (f *fastSide) watchCalls() <-chan seenCall {
+	seen := make(chan seenCall, 64)
+	f.fast.hooks.seen = func(req *jsonrpc.Request, taken bool) {
+		id, _ := json.Marshal(req.ID.Raw())
+		seen <- seenCall{string(id), taken}
+	}
+	return seen
+}
+
+// TestFastPathServeWaitsForItsCalls checks that a stdio session told to
+// stop does not return while a tool call on the fast path still runs: the
+// caller tears down the app the call runs on once it returns. The go-sdk's
+// Close waits only for the calls it counts, which the fast ones are not.
+func TestFastPathServeWaitsForItsCalls(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var returned atomic.Bool
+	side := newFastSide(t, true, func(ctx context.Context, c Call) (*tool.Result, error) {
+		if c.Name == "block" {
+			close(entered)
+			<-release // deaf to its cancellation, as a call in a stuck host is
+			defer returned.Store(true)
+		}
+		return differentialResult(ctx, c)
+	})
+	defer side.s.Close()
+	awaiting := make(chan struct{}, 1)
+	side.fast.hooks.awaiting = func() { awaiting <- struct{}{} }
+	c, stop, done := side.servedSide(t, nil)
+	side.initialize(c)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{}}}`)
+	<-entered
+	if n := side.fast.taken.Load(); n != 1 {
+		t.Fatalf("the fast path took %d calls, want the blocking one", n)
+	}
+	stop()
+	select {
+	case <-done:
+		t.Fatal("the session returned while its fast-path call still ran")
+	case <-awaiting:
+	}
+	close(release)
+	<-done
+	if !returned.Load() {
+		t.Fatal("the session returned before its fast-path call did")
+	}
+}
+
+// TestFastPathRefusesCallsOnceShuttingDown checks that once a stdio
+// session begins to shut down (the go-sdk's Close waiting for a call of
+// its own), a plain tools/call read after that is left to the go-sdk,
+// which refuses new calls then, instead of starting on the fast path
+// outside the calls the go-sdk's Close waits for.
+func TestFastPathRefusesCallsOnceShuttingDown(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	side := newFastSide(t, true, func(ctx context.Context, c Call) (*tool.Result, error) {
+		if c.Name == "block" {
+			close(entered)
+			<-release
+		}
+		return differentialResult(ctx, c)
+	})
+	defer side.s.Close()
+	seen := side.watchCalls()
+	shutdown := make(chan struct{}, 1)
+	side.fast.hooks.shutdown = func() { shutdown <- struct{}{} }
+	c, stop, done := side.servedSide(t, nil)
+	side.initialize(c)
+	// A call with _meta is the go-sdk's: its Close waits for it.
+	c.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"block","arguments":{},"_meta":{}}}`)
+	if s := <-seen; s.id != `"slow"` || s.taken {
+		t.Fatalf("seen %+v, want the go-sdk's call", s)
+	}
+	<-entered
+	stop()
+	<-shutdown
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if s := <-seen; s.id != "9" || s.taken {
+		t.Fatalf("seen %+v: a plain call read once the session was shutting down started on the fast path", s)
+	}
+	close(release)
+	<-done
+	if n := side.fast.taken.Load(); n != 0 {
+		t.Fatalf("the fast path took %d calls, want none", n)
+	}
+}
+
+// gateWriter holds the server's output line that contains hold until
+// released, and tells held when it does.
+type gateWriter struct {
+	io.WriteCloser
+	hold    string
+	held    chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), g.hold) {
+		g.once.Do(func() {
+			close(g.held)
+			<-g.release
+		})
+	}
+	return g.WriteCloser.Write(p)
+}
+
+// TestFastPathAnswersAfterTheInitializeReply checks that a client that
+// pipelines its first call behind initialize gets the initialize reply
+// first: the go-sdk records the session's params before it writes that
+// reply, and a fast call in between would overtake it.
+func TestFastPathAnswersAfterTheInitializeReply(t *testing.T) {
+	side := newFastSide(t, true, differentialResult)
+	defer side.s.Close()
+	seen := side.watchCalls()
+	gate := &gateWriter{hold: `"id":"init"`, held: make(chan struct{}), release: make(chan struct{})}
+	c, _, _ := side.servedSide(t, func(w io.WriteCloser) io.WriteCloser {
+		gate.WriteCloser = w
+		return gate
+	})
+	c.send(initLine)
+	<-gate.held // the session's params are set; its reply is not written
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if s := <-seen; s.id != "5" || s.taken {
+		t.Fatalf("seen %+v: the fast path took a call before the initialize reply was written", s)
+	}
+	close(gate.release)
+	if r := parseReply(t, c.next()); string(r.ID) != `"init"` || r.Error != nil {
+		t.Fatalf("first reply %s (%+v), want initialize's", r.ID, r.Error)
+	}
+	if r := parseReply(t, c.next()); string(r.ID) != "5" || r.Error != nil || !strings.Contains(string(r.Result), "called echo") {
+		t.Fatalf("second reply %s: %+v %s", r.ID, r.Error, r.Result)
+	}
+	// Once the reply is out, plain calls take the fast path again.
+	c.wantEchoCall("6")
+	if s := <-seen; s.id != "6" || !s.taken {
+		t.Fatalf("seen %+v, want the call on the fast path", s)
 	}
 }

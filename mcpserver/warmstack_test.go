@@ -13,6 +13,26 @@ import (
 
 type ctxKey struct{}
 
+// waitParked waits until n warm-stack workers are blocked waiting for a
+// job: a state of the goroutines, read from their stacks, not a time.
+func waitParked(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for range 100000 {
+		parked := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, " [select") && strings.Contains(g, "mcpserver.(*warmStacks).await(") {
+				parked++
+			}
+		}
+		if parked == n {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Fatalf("%d warm-stack workers never parked", n)
+}
+
 // TestWarmStacksRunOnAWorker checks that a request handed to the pool runs
 // on a worker, with the caller's context, method and request, and that the
 // caller gets its result and error; the next request reuses the idle
@@ -24,6 +44,11 @@ func TestWarmStacksRunOnAWorker(t *testing.T) {
 	req := &mcp.ListToolsRequest{}
 	wantErr := errors.New("the handler's error")
 	for i := range 3 {
+		if i > 0 {
+			// The worker reports its job's end before it is back waiting
+			// for the next: reuse is only there to find once it is.
+			waitParked(t, 1)
+		}
 		var caller, worker int64
 		caller = goid()
 		res, err := p.do(ctx, func(ctx context.Context, method string, r mcp.Request) (mcp.Result, error) {

@@ -46,6 +46,9 @@ func main() {
 		hung   = flag.Duration("timeout", 30*time.Second, "a server that writes nothing for this long is killed and fails the run")
 	)
 	flag.Parse()
+	if err := checkRuns(*rounds, *warmup, *calls, *hung); err != nil {
+		fail(err)
+	}
 	dir, err := os.MkdirTemp("", "peers")
 	if err != nil {
 		fail(err)
@@ -84,6 +87,23 @@ func main() {
 			fail(err)
 		}
 	}
+}
+
+// checkRuns refuses the flags no run can be made of: the hang watch ticks
+// every timeout (time.NewTicker panics on a period that is not positive),
+// and the table's percentiles need a measured call.
+func checkRuns(rounds, warmup, calls int, timeout time.Duration) error {
+	switch {
+	case timeout <= 0:
+		return fmt.Errorf("-timeout %s: want a positive duration (how long a server may write nothing before it is killed as hung)", timeout)
+	case rounds < 1:
+		return fmt.Errorf("-rounds %d: want at least 1", rounds)
+	case calls < 1:
+		return fmt.Errorf("-calls %d: want at least 1", calls)
+	case warmup < 0:
+		return fmt.Errorf("-warmup %d: want 0 or more", warmup)
+	}
+	return nil
 }
 
 func fail(err error) {
@@ -126,6 +146,9 @@ func wardenServer(dir, warden, echo, cache string, flags ...string) (server, err
 // process (warden's compile of echo into its cache) is not in round 1. A
 // server that writes nothing for timeout fails the rounds.
 func runRounds(servers []server, rounds, warmup, calls int, timeout time.Duration, log io.Writer) ([]run, error) {
+	if err := checkRuns(rounds, warmup, calls, timeout); err != nil {
+		return nil, err
+	}
 	for _, s := range servers {
 		if _, err := measure(s, 0, 1, 0, timeout); err != nil {
 			return nil, fmt.Errorf("the first start: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -207,4 +208,44 @@ func answers(out []byte, id float64, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestFlagsNoRunCanBeMadeOf checks that the flags no run can be made of
+// are refused with the flag named, by the binary itself before it starts
+// anything: a -timeout that is not positive made the hang watch's ticker
+// panic.
+func TestFlagsNoRunCanBeMadeOf(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := server{name: "never", cmd: []string{self}, env: []string{"PEERS_TEST_SERVER=hang"}}
+	for _, c := range []struct {
+		rounds, warmup, calls int
+		timeout               time.Duration
+		want                  string
+	}{
+		{1, 1, 3, 0, "-timeout 0s: want a positive duration (how long a server may write nothing before it is killed as hung)"},
+		{1, 1, 3, -time.Second, "-timeout -1s: want a positive duration (how long a server may write nothing before it is killed as hung)"},
+		{0, 1, 3, time.Minute, "-rounds 0: want at least 1"},
+		{1, 1, 0, time.Minute, "-calls 0: want at least 1"},
+		{1, -1, 3, time.Minute, "-warmup -1: want 0 or more"},
+	} {
+		if _, err := runRounds([]server{s}, c.rounds, c.warmup, c.calls, c.timeout, io.Discard); err == nil || err.Error() != c.want {
+			t.Errorf("runRounds(%d, %d, %d, %s): %v, want %q", c.rounds, c.warmup, c.calls, c.timeout, err, c.want)
+		}
+	}
+	// The binary: the same refusal, before any server is named.
+	bin := filepath.Join(t.TempDir(), "peers")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "-timeout", "0").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("peers -timeout 0: %v, want exit status 1\n%s", err, out)
+	}
+	if want := "peers: -timeout 0s: want a positive duration (how long a server may write nothing before it is killed as hung)\n"; string(out) != want {
+		t.Fatalf("peers -timeout 0 wrote\n%s\nwant\n%s", out, want)
+	}
 }
