@@ -539,3 +539,54 @@ func TestTaskOfToolStillLoading(t *testing.T) {
 		t.Errorf("task of a tool that never loads = %+v", got)
 	}
 }
+
+// TestTaskMethodOfOtherGeneration: a tasks/* method the request's protocol
+// generation does not have is -32601 whatever its params, before the task
+// id is parsed and before the extension is asked for: 2026-07-28 removed
+// tasks/result and tasks/list (the conformance suite's
+// tasks-dispatch-and-envelope probes them with "tasks-conformance-isolation-probe",
+// no task id of warden's, and got -32602), and 2025-11-25 has no
+// tasks/update. The methods each generation has still parse the id.
+func TestTaskMethodOfOtherGeneration(t *testing.T) {
+	s, _, _ := taskServer(t, tasks.Bounds{})
+	modern := startRawStdio(t, s)
+	const probe = "tasks-conformance-isolation-probe"
+	for i, m := range []string{"tasks/result", "tasks/list"} {
+		for j, meta := range []map[string]any{modernMeta, undeclaredMeta} {
+			code, msg := errorOf(t, modern.call(t, 1+2*i+j, m, map[string]any{"taskId": probe, "_meta": meta}))
+			if code != jsonrpc.CodeMethodNotFound || msg != `method "`+m+`" not found` {
+				t.Errorf("%s at 2026-07-28 (meta %v): %d %q", m, meta, code, msg)
+			}
+		}
+	}
+	if code, _ := errorOf(t, modern.call(t, 10, "tasks/get", map[string]any{"taskId": probe, "_meta": modernMeta})); code != jsonrpc.CodeInvalidParams {
+		t.Errorf("tasks/get of a malformed id at 2026-07-28: %d, want %d", code, jsonrpc.CodeInvalidParams)
+	}
+
+	legacy := startRawStdio(t, s)
+	legacyInit(t, legacy)
+	code, msg := errorOf(t, legacy.call(t, 2, "tasks/update", map[string]any{"taskId": probe, "inputResponses": map[string]any{}}))
+	if code != jsonrpc.CodeMethodNotFound || msg != `method "tasks/update" not found` {
+		t.Errorf("tasks/update at 2025-11-25: %d %q", code, msg)
+	}
+	if code, _ := errorOf(t, legacy.call(t, 3, "tasks/result", map[string]any{"taskId": probe})); code != jsonrpc.CodeInvalidParams {
+		t.Errorf("tasks/result of a malformed id at 2025-11-25: %d, want %d", code, jsonrpc.CodeInvalidParams)
+	}
+}
+
+// TestTaskDiscoverResultType: the server/discover result that names the
+// Tasks extension still says resultType "complete", which the spec's schema
+// requires of it; wrapping the go-sdk's result to add the extension had
+// lost the field, which the go-sdk sets on its own result types only (the
+// conformance suite's wire-schema-valid check failed on it).
+func TestTaskDiscoverResultType(t *testing.T) {
+	s, _, _ := taskServer(t, tasks.Bounds{})
+	c := startRawStdio(t, s)
+	disc := resultOf(t, c.call(t, 1, "server/discover", map[string]any{"_meta": modernMeta}))
+	if disc["resultType"] != "complete" {
+		t.Errorf("server/discover resultType = %v, want complete: %s", disc["resultType"], dump(disc))
+	}
+	if got := dump(disc["capabilities"].(map[string]any)["extensions"]); got != `{"io.modelcontextprotocol/tasks":{}}` {
+		t.Errorf("discover extensions = %s", got)
+	}
+}

@@ -201,7 +201,7 @@ func (s *Server) taskAdvertising(next mcp.MethodHandler) mcp.MethodHandler {
 				return &splicedResult{Result: res, splice: addLegacyCapability}, nil
 			}
 		case "server/discover":
-			return &splicedResult{Result: res, splice: addExtension}, nil
+			return &splicedResult{Result: res, splice: addDiscoverExtension}, nil
 		case "tools/list":
 			if v := sessionVersion(req); v >= protocolLegacyTasks && v < protocolMRTR {
 				return &splicedResult{Result: res, splice: s.addTaskSupport}, nil
@@ -279,6 +279,17 @@ func addExtension(m map[string]json.RawMessage) error {
 			return nil
 		})
 	})
+}
+
+// addDiscoverExtension is addExtension for a server/discover result, which
+// also says resultType "complete" (SEP-2322): the go-sdk sets that field
+// after the middleware returns, through a method of its own result types
+// that the splicedResult wrapping them does not have.
+func addDiscoverExtension(m map[string]json.RawMessage) error {
+	if _, ok := m["resultType"]; !ok {
+		m["resultType"] = json.RawMessage(`"complete"`)
+	}
+	return addExtension(m)
 }
 
 // addTaskSupport sets each listed tool's execution.taskSupport.

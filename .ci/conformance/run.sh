@@ -4,9 +4,12 @@
 # tools-wasm/conformance, at both protocol revisions warden speaks:
 # 2025-11-25 (sessions) and 2026-07-28 (stateless).
 #
-# Every server scenario runs (--suite all). The result is compared with
-# .ci/conformance/expected-failures.txt: the script fails on any failure not
-# listed there, and on any listed failure that now passes (a stale baseline).
+# Every server scenario runs (--suite all), then, at 2026-07-28, the Tasks
+# extension's scenarios (tasks-*, SEP-2663), which --suite all leaves out:
+# the suite marks extension scenarios as such and runs them only by name.
+# The result is compared with .ci/conformance/expected-failures.txt: the
+# script fails on any failure not listed there, and on any listed failure
+# that now passes (a stale baseline).
 #
 # Usage: .ci/conformance/run.sh [-v]
 # Env:   WARDEN=path/to/warden   use this binary instead of building ./cmd/warden
@@ -73,6 +76,9 @@ tools:
     test_input_required_result_list_roots: {module: conformance, client: [roots]}
     test_input_required_result_multiple_inputs: {module: conformance, client: [elicit, sample, roots]}
     test_input_required_result_capabilities: {module: conformance, client: [elicit, sample, roots]}
+    confirm_delete: {module: conformance, client: [elicit]}
+    multi_input: {module: conformance, client: [elicit]}
+    test_tool_with_task: {module: conformance, client: [elicit]}
 server:
   token: ""
 log:
@@ -130,6 +136,31 @@ for spec in "${SPEC_VERSIONS[@]}"; do
 	sed -n '/=== SUMMARY ===/,$p' "$work/suite-$spec.log"
 	if [ "$status" != 0 ] || [ -n "$verbose" ]; then
 		grep -E 'unexpected|Unexpected|stale|Stale|no longer|regression' "$work/suite-$spec.log" || true
+	fi
+done
+
+# The Tasks extension's scenarios, each by name (the server command runs an
+# extension scenario only so), at the revision that defines the extension:
+# the suite keeps extension scenarios off its spec timeline, so --force runs
+# them at 2026-07-28 (its wire, and its wire-schema checks).
+tasks_spec=2026-07-28
+tasks_scenarios=$("$node" "$suite/dist/index.js" list --server | sed -n 's/^  - \(tasks-[a-z0-9-]*\) \[extension\]$/\1/p')
+[ -n "$tasks_scenarios" ] || die "the suite lists no tasks-* extension scenarios"
+for scenario in $tasks_scenarios; do
+	log "running $scenario at $tasks_spec"
+	if ! (cd "$work" && "$node" "$suite/dist/index.js" server --url "$url" --scenario "$scenario" \
+		--spec-version "$tasks_spec" --force --expected-failures "$work/expected-$tasks_spec.yml" \
+		-o "$work/results-$tasks_spec" $verbose) >"$work/suite-$scenario.log" 2>&1; then
+		status=1
+		cat "$work/suite-$scenario.log"
+	elif [ -n "$verbose" ]; then
+		cat "$work/suite-$scenario.log"
+	else
+		grep -E '^Passed:|^  ~ ' "$work/suite-$scenario.log" || true
+	fi
+	if grep -q 'SKIPPED: scenario' "$work/suite-$scenario.log"; then
+		status=1
+		log "$scenario did not run (see $work/suite-$scenario.log)"
 	fi
 done
 

@@ -5,7 +5,8 @@
 //
 // Names, arguments and results follow the suite's scenario descriptions and
 // its reference server. The tools that ask the client (sampling,
-// elicitation, roots, input-required results) are in client.go.
+// elicitation, roots, input-required results) are in client.go; those of the
+// Tasks extension's scenarios (SEP-2663) are in tasks.go.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 func init() {
 	warden.Register(fixtures...)
 	warden.Register(clientFixtures...)
+	warden.Register(taskFixtures...)
 }
 
 // main is never called: the module is a reactor whose init registers the tools.
@@ -67,7 +69,10 @@ type fixture struct {
 	// client lists the client features the tool asks for (descriptor
 	// capabilities; config grants them in .ci/conformance/run.sh).
 	client []string
-	call   func(ctx *warden.Context, args json.RawMessage) (*tool.Result, error)
+	// task is the tool's execution.taskSupport (tasks.go); empty leaves
+	// the field out, which means forbidden.
+	task string
+	call func(ctx *warden.Context, args json.RawMessage) (*tool.Result, error)
 }
 
 func (f fixture) Descriptor() tool.Descriptor {
@@ -75,8 +80,12 @@ func (f fixture) Descriptor() tool.Descriptor {
 	if schema == nil {
 		schema = noArgs
 	}
-	return tool.Descriptor{Name: f.name, Description: f.description, InputSchema: schema, Category: "conformance",
+	d := tool.Descriptor{Name: f.name, Description: f.description, InputSchema: schema, Category: "conformance",
 		Capabilities: tool.Capabilities{Client: f.client}}
+	if f.task != "" {
+		d.Execution = &tool.Execution{TaskSupport: f.task}
+	}
+	return d
 }
 
 func (f fixture) Call(ctx *warden.Context, args json.RawMessage) (*tool.Result, error) {

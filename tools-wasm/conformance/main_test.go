@@ -87,3 +87,41 @@ func TestFixtureDescriptorsAreValid(t *testing.T) {
 		t.Errorf("fixtures %v, want %v", names, want)
 	}
 }
+
+// TestTaskFixtures: the Tasks extension scenarios' fixtures have the names
+// and task support the scenarios require, and answer as they describe.
+func TestTaskFixtures(t *testing.T) {
+	reg := warden.NewRegistry(taskFixtures...)
+	support := map[string]string{}
+	for _, d := range reg.Descriptors() {
+		if _, err := schema.CompileDescriptor(&d); err != nil {
+			t.Errorf("%s: %v", d.Name, err)
+		}
+		support[d.Name] = d.TaskSupport()
+	}
+	want := map[string]string{
+		"greet": tool.TaskForbidden, "slow_compute": tool.TaskOptional, "failing_job": tool.TaskRequired,
+		"protocol_error_job": tool.TaskOptional, "confirm_delete": tool.TaskOptional, "multi_input": tool.TaskOptional,
+		"test_tool_with_task": tool.TaskRequired,
+	}
+	if !reflect.DeepEqual(support, want) {
+		t.Errorf("task support %v, want %v", support, want)
+	}
+	dispatch := func(name, args string, host warden.HostFuncs) string {
+		return string(reg.Dispatch([]byte(`{"tool":"`+name+`","arguments":`+args+`}`), host))
+	}
+	if got, want := dispatch("greet", `{"name":"World"}`, nil), `{"content":[{"type":"text","text":"Hello, World!"}]}`; got != want {
+		t.Errorf("greet: %s, want %s", got, want)
+	}
+	if got, want := dispatch("slow_compute", `{"seconds":0,"label":"instant"}`, nil), `{"content":[{"type":"text","text":"computed instant in 0s"}]}`; got != want {
+		t.Errorf("slow_compute 0 s: %s, want %s", got, want)
+	}
+	var progress recorder
+	dispatch("slow_compute", `{"seconds":0.5,"label":"half"}`, &progress)
+	if len(progress.progress) != 2 || progress.progress[1] != (tool.Progress{Progress: 0.5, Total: 0.5, Message: "working"}) {
+		t.Errorf("slow_compute 0.5 s progress %+v, want two steps ending at 0.5 of 0.5", progress.progress)
+	}
+	if got, want := dispatch("failing_job", `{}`, &recorder{}), `{"error":{"kind":"failed","message":"failing_job failed on purpose"}}`; got != want {
+		t.Errorf("failing_job: %s, want %s", got, want)
+	}
+}
