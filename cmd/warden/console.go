@@ -39,10 +39,11 @@ func newConsoleCmd(g *globalFlags) *cobra.Command {
 		Long: `Serve the web console for the config (docs/console.md) on a loopback address and
 print a one-time login link: open it in your browser. The link works once, for five
 minutes; the browser then holds a session cookie for two hours. The console is
-served under a random path chosen at each launch, which the link carries. The console shows the tools with
-what they request and are granted (and edits grants the way ` + "`warden grant`" + ` does),
-reviews and installs modules, and shows the audit log (log.audit). The questions a
-running server's calls wait on are answered on that server's console (server.console).
+served under a random path chosen at each launch, which the link carries. It shows
+the tools with what they request and are granted (and edits grants the way
+` + "`warden grant`" + ` does), reviews and installs modules, and shows the audit log
+(log.audit). The questions a running server's calls wait on are answered on that
+server's console (server.console).
 Stop it with Ctrl-C.`,
 		Example: `  warden console
   warden console --addr 127.0.0.1:7332`,
