@@ -9,9 +9,12 @@ import (
 // maxDataGap is the longest run of bytes no segment writes that
 // mergeData bridges with zeros between two segments of a module-defined
 // memory: each segment costs the engine an offset evaluation, a bounds
-// check and an allocation at every instantiation, and a segment's header
-// alone is up to 11 bytes, so bridging short gaps makes the module hardly
-// larger and its instantiation much cheaper.
+// check and an allocation at every instantiation. Go's linker ends a
+// segment at each run of zeros longer than about 16 bytes, so bridging
+// gaps up to 64 bytes turns echo.wasm's 47,348 segments into 16 (32 bytes
+// would leave 247), for 0.85 MB of zeros more in the module. It also
+// bounds the pass's output: at most 64 zero bytes per input segment beyond
+// the bytes the module ships.
 const maxDataGap = 64
 
 // dataSegment is an active data segment of mergeData's input.
