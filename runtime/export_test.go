@@ -113,3 +113,15 @@ func VerifiedCompiles(r *Runtime) int64 {
 	}
 	return r.codeGuard.Verified()
 }
+
+// NewInstance makes an instance of m the way a spare is made (instantiate,
+// then restore the snapshot, or run the initializers where there is none)
+// and closes it, for benchmarks of what making an instance costs.
+func NewInstance(ctx context.Context, m *Module) error {
+	in, err := m.loaded().pool.engine.NewInstance(ctx)
+	if err != nil {
+		return err
+	}
+	in.Close(ctx)
+	return nil
+}

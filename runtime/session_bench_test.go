@@ -39,3 +39,22 @@ func BenchmarkSessionFirstCall(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkNewInstance is what making one instance of the echo module
+// costs (isolation: session makes one per session, in the background):
+// instantiating its compiled code, which applies its data segments, and
+// restoring the snapshot taken after _initialize.
+func BenchmarkNewInstance(b *testing.B) {
+	rt := newRuntime(b, runtime.Options{})
+	tl := loadTool(b, rt, "echo", testwasm.BuildGo(b, "../tools-wasm/echo"), runtime.Limits{})
+	m := tl.Module()
+	runtime.WaitSpare(m)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := runtime.NewInstance(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

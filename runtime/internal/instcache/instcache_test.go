@@ -57,9 +57,10 @@ func TestRoundTripAndStore(t *testing.T) {
 func TestVersionCoversThePass(t *testing.T) {
 	digests := map[int]string{
 		3: "43c2882eb2cea223e57e3e8f0fe4ef86bf2413e8fa9f89a161d71ec18f30acbe",
+		4: "889e4f7b5ed04af8453fa3c746b1b417648c2cc9f21b1687b6349823bb583bec",
 	}
 	h := sha256.New()
-	for _, name := range []string{"dispatch", "fuelpaths", "loops", "bulk"} {
+	for _, name := range []string{"dispatch", "fuelpaths", "loops", "bulk", "segments"} {
 		wasm := wat2wasm(t, filepath.Join("..", "instrument", "testdata", name+".wat"))
 		for _, cfg := range []instrument.Config{
 			{Fuel: true},

@@ -17,7 +17,7 @@ import (
 // the first no-argument export behaves the same instrumented as not,
 // unless fuel ran out. Instrument never panics and is deterministic.
 func FuzzInstrument(f *testing.F) {
-	for _, fx := range append(watFixtures, "host", "fuelpaths") {
+	for _, fx := range append(watFixtures, "host", "fuelpaths", "segments") {
 		w := watFixture(f, fx)
 		f.Add(w, uint8(0xff))
 		f.Add(w, uint8(0x05))

@@ -434,6 +434,9 @@ func instrument(mod *wb.Module, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if data := mergeData(m, res.DropsData); data != nil {
+		mod.SetSection(wb.SectionData, data)
+	}
 
 	// Nothing to add and no body changed: hand back the input unchanged
 	// (re-encoded only if the caller replaced a section before the pass).
