@@ -96,6 +96,9 @@ type TaskStart struct {
 type taskState struct {
 	mu      sync.RWMutex
 	support map[string]string // tool name → tool.Task{Forbidden,Optional,Required}
+	// headers are the x-mcp-header bindings of each tool's input schema,
+	// which a 2026-07-28 HTTP task call is checked against (checkTaskHeaders).
+	headers map[string][]paramHeader
 	// required counts the tools that require task execution: while none
 	// does, a tools/call that does not mention a task passes the
 	// transport unparsed.
@@ -113,6 +116,7 @@ func newTaskState() *taskState {
 // (those of ds in registered).
 func (t *taskState) noteTools(ds []tool.Descriptor, registered map[string][]byte) {
 	m := make(map[string]string, len(ds))
+	headers := map[string][]paramHeader{}
 	required := 0
 	for i := range ds {
 		if _, ok := registered[ds[i].Name]; !ok {
@@ -120,13 +124,23 @@ func (t *taskState) noteTools(ds []tool.Descriptor, registered map[string][]byte
 		}
 		s := ds[i].TaskSupport()
 		m[ds[i].Name] = s
+		if b := paramHeadersOf(ds[i].InputSchema); len(b) > 0 {
+			headers[ds[i].Name] = b
+		}
 		if s == tool.TaskRequired {
 			required++
 		}
 	}
 	t.mu.Lock()
-	t.support, t.required = m, required
+	t.support, t.headers, t.required = m, headers, required
 	t.mu.Unlock()
+}
+
+// headersOf returns the x-mcp-header bindings of tool name's input schema.
+func (t *taskState) headersOf(name string) []paramHeader {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.headers[name]
 }
 
 func (t *taskState) supportOf(name string) (string, bool) {
@@ -226,6 +240,11 @@ type taskContext struct {
 	// principal is the caller; peer its peer for tasks.OwnerOf.
 	principal principal.Principal
 	peer      string
+	// fromHeader says version is an HTTP request's Mcp-Protocol-Version
+	// header: the request's generation is then the header's alone, and
+	// the transport refuses a body whose _meta says another version
+	// (checkTaskVersion) before the claim runs.
+	fromHeader bool
 	// notify, when set, sends a notification to this client (stdio).
 	notify func(method string, params any)
 }
@@ -241,6 +260,11 @@ func generationOf(c *taskCall, version string) generation {
 		}
 		return genNone
 	}
+	return versionGeneration(version)
+}
+
+// versionGeneration is the task protocol of a session of version.
+func versionGeneration(version string) generation {
 	if version >= protocolMRTR {
 		return genModern
 	}
@@ -277,6 +301,9 @@ func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Co
 		return answerNow(replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err))
 	}
 	gen := generationOf(c, tc.version)
+	if tc.fromHeader {
+		gen = versionGeneration(tc.version)
+	}
 	owner := tasks.OwnerOf(tc.principal, tc.peer)
 	if req.Method == MethodCallTool {
 		if _, known := s.tasks.supportOf(c.Name); !known && asksTask(c, gen) {

@@ -145,13 +145,14 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 			p = principal.Local // loopback without authentication
 		}
 		claim := s.claimTask(req, taskContext{
-			version: r.Header.Get("Mcp-Protocol-Version"), principal: p, peer: tasks.HTTPPeer(r.Header.Get("Mcp-Session-Id")),
+			version: r.Header.Get("Mcp-Protocol-Version"), fromHeader: true,
+			principal: p, peer: tasks.HTTPPeer(r.Header.Get("Mcp-Session-Id")),
 		})
 		if claim == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if herr := checkTaskHeaders(r.Header, req); herr != nil {
+		if herr := checkTaskHeaders(r.Header, req, s.tasks.headersOf); herr != nil {
 			refuseHTTP(w, s.log, http.StatusBadRequest, &refusal{code: herr.Code, message: herr.Message, id: salvageID(whole)})
 			return
 		}
@@ -313,8 +314,19 @@ func (s *Server) addTaskSupport(m map[string]json.RawMessage) error {
 // answers: Mcp-Method is the body's method, and Mcp-Name the tool a
 // tools/call names or the task a tasks/* request names (SEP-2663, so that
 // a load balancer routing by it sends the request where the task is).
-// Earlier revisions have no such headers.
-func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
+// A tools/call's arguments also answer to the Mcp-Param-* headers of its
+// tool's x-mcp-header properties (headersOf), as the go-sdk checks them.
+// Earlier revisions have no such headers; but the header and the body's
+// _meta must agree on the revision first (checkTaskVersion), so that a
+// body cannot claim 2026-07-28 past a 2025-11-25 header.
+func checkTaskHeaders(h http.Header, req *jsonrpc.Request, headersOf func(tool string) []paramHeader) *jsonrpc.Error {
+	c, err := parseTaskCall(req.Params)
+	if err != nil {
+		return nil // answered as invalid params
+	}
+	if herr := checkTaskVersion(h, c); herr != nil {
+		return herr
+	}
 	if h.Get("Mcp-Protocol-Version") < protocolMRTR {
 		return nil
 	}
@@ -324,10 +336,6 @@ func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
 	if m := h.Get("Mcp-Method"); m != req.Method {
 		return mismatch("header mismatch: Mcp-Method header value %q does not match body value %q", m, req.Method)
 	}
-	c, err := parseTaskCall(req.Params)
-	if err != nil {
-		return nil // answered as invalid params
-	}
 	want := c.TaskID
 	if req.Method == MethodCallTool {
 		want = c.Name
@@ -336,6 +344,11 @@ func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
 	}
 	if n := strings.TrimSpace(h.Get("Mcp-Name")); n != want {
 		return mismatch("header mismatch: Mcp-Name header value %q does not match the body's %q", n, want)
+	}
+	if req.Method == MethodCallTool {
+		if err := checkParamHeaders(h, req.Params, headersOf(c.Name)); err != nil {
+			return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: err.Error()}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,135 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/tool"
+)
+
+// taskHTTP serves s over HTTP and returns a poster of one JSON-RPC request
+// with the given protocol version header and extra headers.
+func taskHTTP(t *testing.T, s *Server) func(version string, body map[string]any, headers ...string) map[string]any {
+	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	return func(version string, body map[string]any, headers ...string) map[string]any {
+		t.Helper()
+		body["jsonrpc"], body["id"] = "2.0", 1
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+PathMCP, bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if version != "" {
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatalf("HTTP %d: %v", resp.StatusCode, err)
+		}
+		return m
+	}
+}
+
+// taskCount is the number of tasks owner-independent in r's store.
+func taskCount(t *testing.T, r *storeRunner) int {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.done)
+}
+
+// TestTaskParamHeaders: a 2026-07-28 HTTP task call answers to the
+// Mcp-Param-* headers of its tool's x-mcp-header properties exactly as the
+// go-sdk holds the calls it answers: a header that disagrees with the body
+// (or a missing one) is refused with the go-sdk's error, and no task is
+// created.
+func TestTaskParamHeaders(t *testing.T) {
+	regional := tool.Descriptor{Name: "regional", Description: "d",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"object","properties":{"port":{"type":"integer","x-mcp-header":"Port"}}}}}`),
+		Execution:   &tool.Execution{TaskSupport: tool.TaskOptional}}
+	tools := newFakeTools(regional)
+	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
+		return &tool.Result{Content: []tool.Content{tool.TextContent("ran")}}, nil
+	})
+	r := newStoreRunner(t, tasks.Bounds{})
+	s := New(tools, Options{Tasks: r, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { s.Close() })
+	post := taskHTTP(t, s)
+	call := func(args map[string]any, headers ...string) map[string]any {
+		return post("2026-07-28", map[string]any{"method": "tools/call", "params": map[string]any{"name": "regional", "arguments": args, "_meta": modernMeta}},
+			append([]string{"Mcp-Method", "tools/call", "Mcp-Name", "regional"}, headers...)...)
+	}
+	for _, c := range []struct {
+		args    map[string]any
+		headers []string
+		want    string
+	}{
+		{map[string]any{"region": "prod"}, []string{"Mcp-Param-Region", "staging"}, "header mismatch: Mcp-Param-Region header value 'staging' does not match body value"},
+		{map[string]any{"region": "prod"}, nil, `header mismatch: missing Mcp-Param-Region header for parameter "region"`},
+		{map[string]any{}, []string{"Mcp-Param-Region", "prod"}, `header mismatch: unexpected Mcp-Param-Region header for absent or null parameter "region"`},
+		{map[string]any{"n": map[string]any{"port": 80}}, []string{"Mcp-Param-Port", "81"}, "header mismatch: Mcp-Param-Port header value '81' does not match body value"},
+		{map[string]any{"region": "prod"}, []string{"Mcp-Param-Region", "=?base64?!!?="}, "header mismatch: Mcp-Param-Region header contains invalid Base64 encoding"},
+	} {
+		code, msg := errorOf(t, call(c.args, c.headers...))
+		if code != -32020 || msg != c.want {
+			t.Errorf("%v %v: %d %q, want -32020 %q", c.args, c.headers, code, msg, c.want)
+		}
+	}
+	if n := taskCount(t, r); n != 0 {
+		t.Fatalf("%d tasks created by calls whose headers disagree with their bodies", n)
+	}
+	got := resultOf(t, call(map[string]any{"region": "prod", "n": map[string]any{"port": 80}}, "Mcp-Param-Region", "=?base64?cHJvZA==?=", "Mcp-Param-Port", "80"))
+	if got["resultType"] != "task" || taskCount(t, r) != 1 {
+		t.Fatalf("a call whose headers agree = %s", dump(got))
+	}
+}
+
+// TestTaskVersionDowngrade: on HTTP the request's revision is its
+// Mcp-Protocol-Version header, and a body _meta that names another is
+// refused as the go-sdk refuses it: a 2025-11-25 header cannot carry a
+// 2026-07-28 task past the 2026-07-28 header checks.
+func TestTaskVersionDowngrade(t *testing.T) {
+	s, r, release := taskServer(t, tasks.Bounds{})
+	close(release)
+	post := taskHTTP(t, s)
+	params := map[string]any{"name": "maybe", "task": map[string]any{}, "_meta": modernMeta}
+	code, msg := errorOf(t, post("2025-11-25", map[string]any{"method": "tools/call", "params": params}))
+	if code != -32020 || msg != `Mcp-Protocol-Version header "2025-11-25" does not match request io.modelcontextprotocol/protocolVersion "2026-07-28"` {
+		t.Errorf("2025-11-25 header, 2026-07-28 body: %d %q", code, msg)
+	}
+	if h := (http.Header{}); checkTaskVersion(h, &taskCall{Meta: struct {
+		ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
+		ClientCapabilities *struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"io.modelcontextprotocol/clientCapabilities"`
+	}{ProtocolVersion: "2026-07-28"}}).Message != `Mcp-Protocol-Version header is required for requests carrying "io.modelcontextprotocol/protocolVersion"` {
+		t.Error("no header, 2026-07-28 body: not refused")
+	}
+	code, msg = errorOf(t, post("2026-07-28", map[string]any{"method": "tasks/list", "params": map[string]any{}}, "Mcp-Method", "tasks/list"))
+	if code != -32602 || msg != `missing or invalid _meta field "io.modelcontextprotocol/protocolVersion"` {
+		t.Errorf("2026-07-28 header, no _meta: %d %q", code, msg)
+	}
+	if n := taskCount(t, r); n != 0 {
+		t.Fatalf("%d tasks created across a version mismatch", n)
+	}
+	// The header's revision decides: 2025-11-25 header and _meta is a
+	// 2025-11-25 task.
+	legacy := map[string]any{"name": "maybe", "task": map[string]any{}, "_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2025-11-25"}}
+	if got := resultOf(t, post("2025-11-25", map[string]any{"method": "tools/call", "params": legacy})); got["task"] == nil {
+		t.Errorf("2025-11-25 header and _meta = %s", dump(got))
+	}
+}
