@@ -330,7 +330,11 @@ func (s *Server) loading() bool {
 // and waits for those still running as an ordinary call does (up to
 // QueueWait), then decides.
 func (s *Server) taskAfterLoads(ctx context.Context, c *taskCall, gen generation, owner string, tc taskContext) *taskReply {
-	s.resync()
+	if s.stale() {
+		// As whileLoading: only a load that ended unapplied is worth a
+		// resync, or every call naming an unknown tool would cost one.
+		s.resync()
+	}
 	if _, known := s.tasks.supportOf(c.Name); !known && s.loading() {
 		wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
 		for {

@@ -7,8 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/tool"
 )
@@ -131,5 +135,45 @@ func TestTaskVersionDowngrade(t *testing.T) {
 	legacy := map[string]any{"name": "maybe", "task": map[string]any{}, "_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2025-11-25"}}
 	if got := resultOf(t, post("2025-11-25", map[string]any{"method": "tools/call", "params": legacy})); got["task"] == nil {
 		t.Errorf("2025-11-25 header and _meta = %s", dump(got))
+	}
+}
+
+// TestTaskUnknownToolNoResync: a task call naming a tool the server does
+// not serve costs no resync unless a load ended unapplied (the gate an
+// ordinary call passes, whileLoading): a client repeating
+// {"name":"nope","task":{}} cannot make the server relist every tool per
+// request. A load that did end is applied before the name is judged.
+func TestTaskUnknownToolNoResync(t *testing.T) {
+	tools := newFakeTools(taskDesc("maybe", tool.TaskOptional))
+	var ended atomic.Uint64
+	r := newStoreRunner(t, tasks.Bounds{})
+	s := New(tools, Options{Tasks: r, Logger: slog.New(slog.DiscardHandler), LoadsEnded: ended.Load})
+	t.Cleanup(func() { s.Close() })
+	id, _ := jsonrpc.MakeID(float64(1))
+	tc := taskContext{version: "2025-11-25", principal: principal.Local, peer: "p"}
+	claim := func(name string) *taskReply {
+		c := s.claimTask(&jsonrpc.Request{ID: id, Method: MethodCallTool, Params: json.RawMessage(`{"name":"` + name + `","task":{}}`)}, tc)
+		if c == nil {
+			t.Fatalf("task call of %q not claimed", name)
+		}
+		return c(context.Background())
+	}
+	before := s.resyncs.Load()
+	for range 5 {
+		if got := claim("nope"); got.err == nil || got.err.Message != `unknown tool "nope"` {
+			t.Fatalf("task of an unknown tool = %+v", got)
+		}
+	}
+	if n := s.resyncs.Load() - before; n != 0 {
+		t.Fatalf("5 task calls of an unknown tool made %d resyncs, want 0", n)
+	}
+	// A load ends (its tool set is in place; its notification not applied).
+	tools.set(taskDesc("maybe", tool.TaskOptional), taskDesc("late", tool.TaskOptional))
+	ended.Add(1)
+	if got := claim("late"); got.err != nil {
+		t.Fatalf("task of a tool whose load ended = %+v", got.err)
+	}
+	if n := s.resyncs.Load() - before; n != 1 {
+		t.Fatalf("a load that ended made %d resyncs, want 1", n)
 	}
 }
