@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
 
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
@@ -208,13 +209,60 @@ func parseTaskCall(params json.RawMessage) (*taskCall, error) {
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("params must be an object, got %s", kindOf(trimmed[0]))
 	}
-	if err := json.Unmarshal(trimmed, c); err != nil {
+	if err := checkTaskKeys(trimmed); err != nil {
+		return nil, err
+	}
+	// The go-sdk's own decoder and flags: a name it would read is the
+	// name the task runs (encoding/json would match "Name" too).
+	if rest, err := sdkjson.Parse(trimmed, c, sdkParseFlags); err != nil {
 		return nil, fmt.Errorf("params: %v", err)
+	} else if len(trimSpace(rest)) != 0 {
+		return nil, fmt.Errorf("params: trailing data after the object")
 	}
 	if c.Task != nil && c.Task.TTL != nil && *c.Task.TTL < 0 {
 		return nil, fmt.Errorf("params.task.ttl %d is negative", *c.Task.TTL)
 	}
 	return c, nil
+}
+
+// errAmbiguousKey is parseTaskCall's refusal of params that name a member
+// twice, or in another case than the protocol's: decoders disagree on
+// which one counts (the last, the first, a case-insensitive match), and
+// the scope check in front of the server must read what the task runs.
+var errAmbiguousKey = errors.New("ambiguous params")
+
+// taskKeys are the params members the task protocol reads.
+var taskKeys = []string{"name", "arguments", "task", "taskId", "cursor", "_meta", "inputResponses", "requestState"}
+
+// checkTaskKeys refuses an object whose top-level members repeat a name,
+// or spell one of taskKeys in another case.
+func checkTaskKeys(obj []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		return fmt.Errorf("params: %v", err)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("params: %v", err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("%w: member %q appears twice", errAmbiguousKey, key)
+		}
+		seen[key] = true
+		for _, k := range taskKeys {
+			if key != k && strings.EqualFold(key, k) {
+				return fmt.Errorf("%w: member %q is %q in another case", errAmbiguousKey, key, k)
+			}
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return fmt.Errorf("params: %v", err)
+		}
+	}
+	return nil
 }
 
 // isTaskMethod reports whether method is one of the task protocol's own.
@@ -295,7 +343,7 @@ func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Co
 	}
 	c, err := parseTaskCall(req.Params)
 	if err != nil {
-		if req.Method == MethodCallTool {
+		if req.Method == MethodCallTool && !errors.Is(err, errAmbiguousKey) {
 			return nil // the go-sdk refuses it as it always has
 		}
 		return answerNow(replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdkjson "github.com/segmentio/encoding/json"
 
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
@@ -78,7 +79,7 @@ func FuzzTaskRequest(f *testing.F) {
 // FuzzParseTaskCall: the params parser never panics, and what it accepts
 // has a TTL that is not negative.
 func FuzzParseTaskCall(f *testing.F) {
-	for _, s := range []string{`{}`, `{"task":{"ttl":5}}`, `{"taskId":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":null}}}`, `7`, ``, `null`, `{"task":{"ttl":-3}}`} {
+	for _, s := range []string{`{"name":"never","Name":"maybe","task":{}}`, `{"name":"a","name":"b"}`, `{"NAME":"x"}`, `{}`, `{"task":{"ttl":5}}`, `{"taskId":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":null}}}`, `7`, ``, `null`, `{"task":{"ttl":-3}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
@@ -91,5 +92,22 @@ func FuzzParseTaskCall(f *testing.F) {
 		}
 		c.declared()
 		generationOf(c, "2025-11-25")
+		// What it accepts names no member twice nor in another case, and
+		// its name is the one the go-sdk's decoder reads.
+		var sdk struct {
+			Name string `json:"name"`
+		}
+		if _, err := sdkjson.Parse(params, &sdk, sdkParseFlags); err == nil && sdk.Name != c.Name {
+			t.Fatalf("%s: task name %q, the go-sdk reads %q", params, c.Name, sdk.Name)
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(params, &members) == nil {
+			var std struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(params, &std) == nil && std.Name != c.Name {
+				t.Fatalf("%s: task name %q, a case-insensitive decoder reads %q", params, c.Name, std.Name)
+			}
+		}
 	})
 }

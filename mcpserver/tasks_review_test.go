@@ -177,3 +177,31 @@ func TestTaskUnknownToolNoResync(t *testing.T) {
 		t.Fatalf("a load that ended made %d resyncs, want 1", n)
 	}
 }
+
+// TestTaskCallAmbiguousKeys: params that name a member twice or in
+// another case are refused, not read one way here and another by the
+// scope check in front (encoding/json matched "Name" and kept the last
+// duplicate).
+func TestTaskCallAmbiguousKeys(t *testing.T) {
+	s, r, release := taskServer(t, tasks.Bounds{})
+	close(release)
+	id, _ := jsonrpc.MakeID(float64(1))
+	tc := taskContext{version: "2025-11-25", principal: principal.Local, peer: "p"}
+	for params, want := range map[string]string{
+		`{"name":"never","Name":"maybe","task":{}}`:   `invalid params: ambiguous params: member "Name" is "name" in another case`,
+		`{"name":"never","name":"maybe","task":{}}`:   `invalid params: ambiguous params: member "name" appears twice`,
+		`{"name":"maybe","task":{},"TASK":{"ttl":1}}`: `invalid params: ambiguous params: member "TASK" is "task" in another case`,
+	} {
+		claim := s.claimTask(&jsonrpc.Request{ID: id, Method: MethodCallTool, Params: json.RawMessage(params)}, tc)
+		if claim == nil {
+			t.Errorf("%s: passed to the go-sdk", params)
+			continue
+		}
+		if got := claim(context.Background()); got.err == nil || got.err.Code != jsonrpc.CodeInvalidParams || got.err.Message != want {
+			t.Errorf("%s: %+v, want %q", params, got.err, want)
+		}
+	}
+	if n := taskCount(t, r); n != 0 {
+		t.Fatalf("%d tasks created from ambiguous params", n)
+	}
+}
