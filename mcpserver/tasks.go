@@ -638,16 +638,18 @@ func legacyPayload(t *tasks.Task) *taskReply {
 		}
 		return replyError(jsonrpc.CodeInternalError, "task %s %s: %s", t.ID, t.Status, msg)
 	}
-	var res map[string]any
-	if err := json.Unmarshal(t.Result, &res); err != nil {
+	// Members stay raw JSON: only _meta is rewritten, so a number in the
+	// result (an integer past 2^53) reaches the client as the tool wrote it.
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(t.Result, &res); err != nil || res == nil {
 		return replyError(jsonrpc.CodeInternalError, "task %s: its stored result is not an object: %v", t.ID, err)
 	}
-	meta, _ := res["_meta"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
+	if err := editObject(res, "_meta", func(meta map[string]json.RawMessage) error {
+		meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": t.ID})
+		return nil
+	}); err != nil {
+		return replyError(jsonrpc.CodeInternalError, "task %s: its stored result's _meta is not an object: %v", t.ID, err)
 	}
-	meta[metaRelatedTask] = map[string]any{"taskId": t.ID}
-	res["_meta"] = meta
 	return &taskReply{result: res}
 }
 

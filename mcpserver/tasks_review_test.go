@@ -205,3 +205,28 @@ func TestTaskCallAmbiguousKeys(t *testing.T) {
 		t.Fatalf("%d tasks created from ambiguous params", n)
 	}
 }
+
+// TestLegacyPayloadKeepsNumbers: tasks/result passes the stored result on
+// as the tool wrote it, with _meta added: an integer past 2^53 survives.
+func TestLegacyPayloadKeepsNumbers(t *testing.T) {
+	task := tasks.Task{ID: tasks.NewID(), Status: tasks.Completed,
+		Result: json.RawMessage(`{"content":[],"structuredContent":{"id":9007199254740993,"f":1.5},"_meta":{"k":18446744073709551615}}`)}
+	r := legacyPayload(&task)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	raw, err := json.Marshal(r.result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + task.ID + `"},"k":18446744073709551615},"content":[],"structuredContent":{"id":9007199254740993,"f":1.5}}`
+	if string(raw) != want {
+		t.Fatalf("tasks/result payload\n got %s\nwant %s", raw, want)
+	}
+	for _, bad := range []string{`[1]`, `null`, `{"_meta":3}`} {
+		task.Result = json.RawMessage(bad)
+		if r := legacyPayload(&task); r.err == nil || r.err.Code != jsonrpc.CodeInternalError {
+			t.Errorf("stored result %s: %+v", bad, r)
+		}
+	}
+}
