@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -228,5 +230,73 @@ func TestLegacyPayloadKeepsNumbers(t *testing.T) {
 		if r := legacyPayload(&task); r.err == nil || r.err.Code != jsonrpc.CodeInternalError {
 			t.Errorf("stored result %s: %+v", bad, r)
 		}
+	}
+}
+
+// stuckConn is a connection whose writes wait for release: a client that
+// stopped reading. entered hears each write as it starts.
+type stuckConn struct {
+	entered chan *jsonrpc.Request
+	release chan struct{}
+}
+
+func (c *stuckConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (c *stuckConn) Write(_ context.Context, m jsonrpc.Message) error {
+	c.entered <- m.(*jsonrpc.Request)
+	<-c.release
+	return nil
+}
+func (c *stuckConn) Close() error      { return nil }
+func (c *stuckConn) SessionID() string { return "" }
+
+// TestTaskNotifyDoesNotBlock: a stdio client that stops reading does not
+// hold the task that notifies it: notify returns while a write is stuck,
+// and what waits meanwhile is each task's newest status, written in order
+// once the client reads again.
+func TestTaskNotifyDoesNotBlock(t *testing.T) {
+	s, _, _ := taskServer(t, tasks.Bounds{})
+	conn := &stuckConn{entered: make(chan *jsonrpc.Request), release: make(chan struct{})}
+	c := &taskConn{Connection: conn, s: s}
+	status := func(id, st string) map[string]any { return map[string]any{"taskId": id, "status": st} }
+	c.notify("notifications/tasks/status", status("a", "working"))
+	first := <-conn.entered // the writer is now stuck in Write
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		c.notify("notifications/tasks/status", status("a", "working: 1 of 2"))
+		c.notify("notifications/tasks/status", status("b", "working"))
+		c.notify("notifications/tasks/status", status("a", "completed"))
+		for i := range maxPendingNotes + 5 { // past the bound: dropped
+			c.notify("notifications/tasks/status", status(fmt.Sprint("x", i), "working"))
+		}
+	}()
+	select {
+	case <-returned:
+	case <-time.After(time.Minute):
+		t.Fatal("notify blocked behind a write the client does not read")
+	}
+	var got []string
+	got = append(got, string(first.Params))
+	go func() {
+		for range maxPendingNotes + 1 {
+			conn.release <- struct{}{}
+		}
+	}()
+	for range maxPendingNotes {
+		got = append(got, string((<-conn.entered).Params))
+	}
+	if got[0] != `{"status":"working","taskId":"a"}` || got[1] != `{"status":"completed","taskId":"a"}` || got[2] != `{"status":"working","taskId":"b"}` {
+		t.Fatalf("notifications written: %v", got[:3])
+	}
+	if last := got[len(got)-1]; last != fmt.Sprintf(`{"status":"working","taskId":"x%d"}`, maxPendingNotes-3) {
+		t.Fatalf("last notification written %s", last)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.noteKeys) != 0 || len(c.notes) != 0 {
+		t.Fatalf("%d notifications left", len(c.noteKeys))
 	}
 }

@@ -43,6 +43,13 @@ type taskConn struct {
 
 	mu      sync.Mutex
 	version string // of the connection's initialize
+	// notes are the status notifications waiting for the connection, the
+	// newest per task (noteKeys keeps their order); writing says a
+	// goroutine is writing them. A client that stops reading holds that
+	// goroutine, never a task (notify).
+	notes    map[string]*jsonrpc.Request
+	noteKeys []string
+	writing  bool
 }
 
 func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -92,15 +99,64 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// notify sends the client a notification (notifications/tasks/status).
+// maxPendingNotes bounds the status notifications a connection holds for
+// a client that does not read them: past it, newer tasks' notifications
+// are dropped (the client learns their status by tasks/get).
+const maxPendingNotes = 64
+
+// notify sends the client a notification (notifications/tasks/status)
+// without waiting for it: the task's writer calls it, and a client that
+// stops reading must not hold a task from ending. A notification waits
+// while an earlier one is being written, and a newer one for the same
+// task replaces it: the client needs only a task's latest status.
 func (c *taskConn) notify(method string, params any) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return
 	}
-	// The connection may have ended since the task started: the client
-	// then polls (or has gone), and the write error says nothing new.
-	_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: method, Params: raw})
+	var key struct {
+		TaskID string `json:"taskId"`
+	}
+	json.Unmarshal(raw, &key)
+	k := method + "\x00" + key.TaskID
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.notes == nil {
+		c.notes = map[string]*jsonrpc.Request{}
+	}
+	if _, queued := c.notes[k]; !queued {
+		if len(c.noteKeys) >= maxPendingNotes {
+			c.s.log.Debug("task status notification dropped: the client is not reading", "task", key.TaskID)
+			return
+		}
+		c.noteKeys = append(c.noteKeys, k)
+	}
+	c.notes[k] = &jsonrpc.Request{Method: method, Params: raw}
+	if !c.writing {
+		c.writing = true
+		go c.writeNotes()
+	}
+}
+
+// writeNotes writes the queued notifications until none is left.
+func (c *taskConn) writeNotes() {
+	for {
+		c.mu.Lock()
+		if len(c.noteKeys) == 0 {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		k := c.noteKeys[0]
+		c.noteKeys = c.noteKeys[1:]
+		note := c.notes[k]
+		delete(c.notes, k)
+		c.mu.Unlock()
+		// The connection may have ended since the task started: the
+		// client then polls (or has gone), and the write error says
+		// nothing new.
+		_ = c.Connection.Write(context.Background(), note)
+	}
 }
 
 // routeTasks answers the task protocol's requests of HTTP clients
