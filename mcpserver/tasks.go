@@ -107,10 +107,38 @@ type taskState struct {
 	// peer is the stdio client's peer name for tasks.OwnerOf: fixed for
 	// the server's life (see OwnerOf).
 	peer string
+	// waiters counts each owner's tasks/result and tasks/cancel requests
+	// waiting for a task to end (at most maxTaskWaiters).
+	waitMu  sync.Mutex
+	waiters map[string]int
 }
 
+// maxTaskWaiters bounds the tasks/result and tasks/cancel requests one
+// client (owner) may have waiting at once: each holds a goroutine (and on
+// stdio a reply slot) until its task ends, and a client may ask again.
+const maxTaskWaiters = 32
+
 func newTaskState() *taskState {
-	return &taskState{support: map[string]string{}, peer: tasks.NewID()}
+	return &taskState{support: map[string]string{}, peer: tasks.NewID(), waiters: map[string]int{}}
+}
+
+// wait counts a waiting request of owner; it returns false, counting
+// nothing, when owner has maxTaskWaiters waiting already, and otherwise
+// the function that ends the wait.
+func (t *taskState) wait(owner string) (func(), bool) {
+	t.waitMu.Lock()
+	defer t.waitMu.Unlock()
+	if t.waiters[owner] >= maxTaskWaiters {
+		return nil, false
+	}
+	t.waiters[owner]++
+	return func() {
+		t.waitMu.Lock()
+		defer t.waitMu.Unlock()
+		if t.waiters[owner]--; t.waiters[owner] == 0 {
+			delete(t.waiters, owner)
+		}
+	}, true
 }
 
 // noteTools records the task support of the tools a resync registered
@@ -530,6 +558,13 @@ func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen
 		}
 	}
 	r := s.opts.Tasks
+	if method == "tasks/result" && gen == genLegacy || method == "tasks/cancel" {
+		done, ok := s.tasks.wait(owner)
+		if !ok {
+			return replyError(codeServerBusy, "%s: this client already has %d tasks/result and tasks/cancel requests waiting for tasks to end, the most it holds for one client; send it again once one is answered", method, maxTaskWaiters)
+		}
+		defer done()
+	}
 	var id string
 	if method != "tasks/list" {
 		var err error

@@ -300,3 +300,56 @@ func TestTaskNotifyDoesNotBlock(t *testing.T) {
 		t.Fatalf("%d notifications left", len(c.noteKeys))
 	}
 }
+
+// TestTaskWaitersBounded: a client's tasks/result and tasks/cancel
+// requests waiting for tasks to end are bounded (each holds a goroutine
+// until its task ends): past the bound the request is answered at once,
+// server busy, naming the bound; another client is not held by it.
+func TestTaskWaitersBounded(t *testing.T) {
+	s, _, release := taskServer(t, tasks.Bounds{})
+	id, _ := jsonrpc.MakeID(float64(1))
+	tc := taskContext{version: "2025-11-25", principal: principal.Local, peer: "p"}
+	claim := func(tc taskContext, method, params string) *taskReply {
+		c := s.claimTask(&jsonrpc.Request{ID: id, Method: method, Params: json.RawMessage(params)}, tc)
+		return c(context.Background())
+	}
+	created := claim(tc, MethodCallTool, `{"name":"maybe","task":{}}`)
+	if created.err != nil {
+		t.Fatal(created.err)
+	}
+	taskID := created.result.(map[string]any)["task"].(map[string]any)["taskId"].(string)
+	owner := tasks.OwnerOf(tc.principal, tc.peer)
+	replies := make(chan *taskReply, maxTaskWaiters)
+	for range maxTaskWaiters {
+		go func() { replies <- claim(tc, "tasks/result", `{"taskId":"`+taskID+`"}`) }()
+	}
+	eventually(t, "the waiters", func() bool {
+		s.tasks.waitMu.Lock()
+		defer s.tasks.waitMu.Unlock()
+		return s.tasks.waiters[owner] == maxTaskWaiters
+	})
+	for _, method := range []string{"tasks/result", "tasks/cancel"} {
+		got := claim(tc, method, `{"taskId":"`+taskID+`"}`)
+		want := fmt.Sprintf("%s: this client already has %d tasks/result and tasks/cancel requests waiting for tasks to end, the most it holds for one client; send it again once one is answered", method, maxTaskWaiters)
+		if got.err == nil || got.err.Code != codeServerBusy || got.err.Message != want {
+			t.Errorf("%s past the bound: %+v", method, got.err)
+		}
+	}
+	// Another client's wait is its own: its tasks/get is answered, and
+	// its tasks/result of a task it does not own is "not found" at once.
+	other := taskContext{version: "2025-11-25", principal: principal.Local, peer: "q"}
+	if got := claim(other, "tasks/result", `{"taskId":"`+taskID+`"}`); got.err == nil || got.err.Message != "Failed to retrieve task: Task not found" {
+		t.Errorf("another client's tasks/result: %+v", got.err)
+	}
+	close(release)
+	for range maxTaskWaiters {
+		if got := <-replies; got.err != nil {
+			t.Errorf("a waiting tasks/result: %+v", got.err)
+		}
+	}
+	s.tasks.waitMu.Lock()
+	defer s.tasks.waitMu.Unlock()
+	if len(s.tasks.waiters) != 0 {
+		t.Errorf("waiters left: %v", s.tasks.waiters)
+	}
+}
