@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -351,5 +353,56 @@ func TestTaskWaitersBounded(t *testing.T) {
 	defer s.tasks.waitMu.Unlock()
 	if len(s.tasks.waiters) != 0 {
 		t.Errorf("waiters left: %v", s.tasks.waiters)
+	}
+}
+
+// TestTaskHTTPSessionMustLive: an unauthenticated HTTP task request owns
+// its tasks by its session only when the server holds that session: one
+// naming a made-up Mcp-Session-Id is the unlisted owner (no list, no
+// bounds of its own), one of a live session owns them by it.
+func TestTaskHTTPSessionMustLive(t *testing.T) {
+	s, r, release := taskServer(t, tasks.Bounds{})
+	close(release)
+	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	post := func(sid string, body string) (*http.Response, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+PathMCP, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if i := bytes.Index(raw, []byte("data: ")); i >= 0 { // an SSE reply
+			raw = raw[i+len("data: "):]
+		}
+		var m map[string]any
+		json.NewDecoder(bytes.NewReader(raw)).Decode(&m)
+		return resp, m
+	}
+	create := func(sid string) string {
+		t.Helper()
+		_, m := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"maybe","task":{}}}`)
+		return resultOf(t, m)["task"].(map[string]any)["taskId"].(string)
+	}
+	made := create("a1")
+	if _, err := r.store.Get(context.Background(), tasks.UnlistedOwner, made); err != nil {
+		t.Errorf("a task of a made-up session is not the unlisted owner's: %v", err)
+	}
+	resp, _ := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("no session")
+	}
+	live := create(sid)
+	if _, err := r.store.Get(context.Background(), tasks.OwnerOf(principal.Local, tasks.HTTPPeer(sid)), live); err != nil {
+		t.Errorf("a task of a live session is not the session's: %v", err)
 	}
 }

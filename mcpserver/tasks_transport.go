@@ -202,7 +202,7 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		}
 		claim := s.claimTask(req, taskContext{
 			version: r.Header.Get("Mcp-Protocol-Version"), fromHeader: true,
-			principal: p, peer: tasks.HTTPPeer(r.Header.Get("Mcp-Session-Id")),
+			principal: p, peer: s.httpTaskPeer(r.Header.Get("Mcp-Session-Id")),
 		})
 		if claim == nil {
 			next.ServeHTTP(w, r)
@@ -232,6 +232,23 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		}
 		w.Write(data)
 	})
+}
+
+// httpTaskPeer is the peer of an HTTP task request for tasks.OwnerOf: its
+// session, when the go-sdk holds a session of that id, and otherwise none
+// (tasks.UnlistedOwner for an unauthenticated request): an id the client
+// made up is no key of its own, or inventing ids would escape the
+// per-client bounds and give each a task list.
+func (s *Server) httpTaskPeer(sessionID string) string {
+	if sessionID == "" {
+		return tasks.HTTPPeer("")
+	}
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() == sessionID {
+			return tasks.HTTPPeer(sessionID)
+		}
+	}
+	return tasks.HTTPPeer("")
 }
 
 // taskAdvertising is the receiving middleware that shows a task-aware
