@@ -3,8 +3,11 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdkjson "github.com/segmentio/encoding/json"
@@ -107,6 +110,40 @@ func FuzzParseTaskCall(f *testing.F) {
 			}
 			if json.Unmarshal(params, &std) == nil && std.Name != c.Name {
 				t.Fatalf("%s: task name %q, a case-insensitive decoder reads %q", params, c.Name, std.Name)
+			}
+		}
+	})
+}
+
+// FuzzParamHeaders: the Mcp-Param-* check never panics on any header value
+// and arguments, accepts a header equal to a string argument as written,
+// and never accepts one for an argument that is absent.
+func FuzzParamHeaders(f *testing.F) {
+	for _, s := range [][2]string{{"prod", `{"arguments":{"region":"prod"}}`}, {"=?base64?cHJvZA==?=", `{"arguments":{"region":"prod"}}`},
+		{"80", `{"arguments":{"n":{"port":80}}}`}, {"1e2", `{"arguments":{"n":{"port":100}}}`}, {"x", `{"arguments":{}}`}, {"", `[]`}} {
+		f.Add(s[0], []byte(s[1]))
+	}
+	bindings := paramHeadersOf(json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"object","properties":{"port":{"type":"integer","x-mcp-header":"Port"}}}}}`))
+	if len(bindings) != 2 {
+		f.Fatalf("bindings %v", bindings)
+	}
+	f.Fuzz(func(t *testing.T, value string, params []byte) {
+		h := http.Header{}
+		h.Set("Mcp-Param-Region", value)
+		err := checkParamHeaders(h, params, bindings)
+		var p struct {
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+		if _, ok := p.Arguments["region"]; !ok && err == nil && h.Get("Mcp-Param-Region") != "" {
+			t.Fatalf("%q accepted for an absent region in %s", value, params)
+		}
+		if v := h.Get("Mcp-Param-Region"); v != "" && utf8.ValidString(v) && !strings.HasPrefix(v, "=?base64?") {
+			args, _ := json.Marshal(map[string]any{"arguments": map[string]any{"region": v}})
+			if err := checkParamHeaders(h, args, bindings); err != nil {
+				t.Fatalf("%q refused for the same region: %v", v, err)
 			}
 		}
 	})
