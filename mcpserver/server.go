@@ -400,6 +400,14 @@ type Loader interface {
 	AwaitLoad(ctx context.Context) bool
 }
 
+// stale reports whether the go-sdk's tool set may lag s.tools: a resync
+// is pending or running, or a load ended since the last one.
+func (s *Server) stale() bool {
+	counter := s.opts.LoadsEnded
+	return s.resyncPending.Load() || s.resyncRunning.Load() ||
+		counter != nil && counter() != s.syncedLoads.Load()
+}
+
 func (s *Server) whileLoading(l Loader) mcp.Middleware {
 	known := func(name string) bool {
 		s.syncMu.Lock()
@@ -407,11 +415,7 @@ func (s *Server) whileLoading(l Loader) mcp.Middleware {
 		_, ok := s.registered[name]
 		return ok
 	}
-	counter := s.opts.LoadsEnded
-	stale := func() bool {
-		return s.resyncPending.Load() || s.resyncRunning.Load() ||
-			counter != nil && counter() != s.syncedLoads.Load()
-	}
+	stale := s.stale
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			waited := false

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
 
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
@@ -96,6 +97,9 @@ type TaskStart struct {
 type taskState struct {
 	mu      sync.RWMutex
 	support map[string]string // tool name → tool.Task{Forbidden,Optional,Required}
+	// headers are the x-mcp-header bindings of each tool's input schema,
+	// which a 2026-07-28 HTTP task call is checked against (checkTaskHeaders).
+	headers map[string][]paramHeader
 	// required counts the tools that require task execution: while none
 	// does, a tools/call that does not mention a task passes the
 	// transport unparsed.
@@ -103,16 +107,45 @@ type taskState struct {
 	// peer is the stdio client's peer name for tasks.OwnerOf: fixed for
 	// the server's life (see OwnerOf).
 	peer string
+	// waiters counts each owner's tasks/result and tasks/cancel requests
+	// waiting for a task to end (at most maxTaskWaiters).
+	waitMu  sync.Mutex
+	waiters map[string]int
 }
 
+// maxTaskWaiters bounds the tasks/result and tasks/cancel requests one
+// client (owner) may have waiting at once: each holds a goroutine (and on
+// stdio a reply slot) until its task ends, and a client may ask again.
+const maxTaskWaiters = 32
+
 func newTaskState() *taskState {
-	return &taskState{support: map[string]string{}, peer: tasks.NewID()}
+	return &taskState{support: map[string]string{}, peer: tasks.NewID(), waiters: map[string]int{}}
+}
+
+// wait counts a waiting request of owner; it returns false, counting
+// nothing, when owner has maxTaskWaiters waiting already, and otherwise
+// the function that ends the wait.
+func (t *taskState) wait(owner string) (func(), bool) {
+	t.waitMu.Lock()
+	defer t.waitMu.Unlock()
+	if t.waiters[owner] >= maxTaskWaiters {
+		return nil, false
+	}
+	t.waiters[owner]++
+	return func() {
+		t.waitMu.Lock()
+		defer t.waitMu.Unlock()
+		if t.waiters[owner]--; t.waiters[owner] == 0 {
+			delete(t.waiters, owner)
+		}
+	}, true
 }
 
 // noteTools records the task support of the tools a resync registered
 // (those of ds in registered).
 func (t *taskState) noteTools(ds []tool.Descriptor, registered map[string][]byte) {
 	m := make(map[string]string, len(ds))
+	headers := map[string][]paramHeader{}
 	required := 0
 	for i := range ds {
 		if _, ok := registered[ds[i].Name]; !ok {
@@ -120,13 +153,23 @@ func (t *taskState) noteTools(ds []tool.Descriptor, registered map[string][]byte
 		}
 		s := ds[i].TaskSupport()
 		m[ds[i].Name] = s
+		if b := paramHeadersOf(ds[i].InputSchema); len(b) > 0 {
+			headers[ds[i].Name] = b
+		}
 		if s == tool.TaskRequired {
 			required++
 		}
 	}
 	t.mu.Lock()
-	t.support, t.required = m, required
+	t.support, t.headers, t.required = m, headers, required
 	t.mu.Unlock()
+}
+
+// headersOf returns the x-mcp-header bindings of tool name's input schema.
+func (t *taskState) headersOf(name string) []paramHeader {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.headers[name]
 }
 
 func (t *taskState) supportOf(name string) (string, bool) {
@@ -194,13 +237,60 @@ func parseTaskCall(params json.RawMessage) (*taskCall, error) {
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("params must be an object, got %s", kindOf(trimmed[0]))
 	}
-	if err := json.Unmarshal(trimmed, c); err != nil {
+	if err := checkTaskKeys(trimmed); err != nil {
+		return nil, err
+	}
+	// The go-sdk's own decoder and flags: a name it would read is the
+	// name the task runs (encoding/json would match "Name" too).
+	if rest, err := sdkjson.Parse(trimmed, c, sdkParseFlags); err != nil {
 		return nil, fmt.Errorf("params: %v", err)
+	} else if len(trimSpace(rest)) != 0 {
+		return nil, fmt.Errorf("params: trailing data after the object")
 	}
 	if c.Task != nil && c.Task.TTL != nil && *c.Task.TTL < 0 {
 		return nil, fmt.Errorf("params.task.ttl %d is negative", *c.Task.TTL)
 	}
 	return c, nil
+}
+
+// errAmbiguousKey is parseTaskCall's refusal of params that name a member
+// twice, or in another case than the protocol's: decoders disagree on
+// which one counts (the last, the first, a case-insensitive match), and
+// the scope check in front of the server must read what the task runs.
+var errAmbiguousKey = errors.New("ambiguous params")
+
+// taskKeys are the params members the task protocol reads.
+var taskKeys = []string{"name", "arguments", "task", "taskId", "cursor", "_meta", "inputResponses", "requestState"}
+
+// checkTaskKeys refuses an object whose top-level members repeat a name,
+// or spell one of taskKeys in another case.
+func checkTaskKeys(obj []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		return fmt.Errorf("params: %v", err)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("params: %v", err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("%w: member %q appears twice", errAmbiguousKey, key)
+		}
+		seen[key] = true
+		for _, k := range taskKeys {
+			if key != k && strings.EqualFold(key, k) {
+				return fmt.Errorf("%w: member %q is %q in another case", errAmbiguousKey, key, k)
+			}
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return fmt.Errorf("params: %v", err)
+		}
+	}
+	return nil
 }
 
 // isTaskMethod reports whether method is one of the task protocol's own.
@@ -226,6 +316,11 @@ type taskContext struct {
 	// principal is the caller; peer its peer for tasks.OwnerOf.
 	principal principal.Principal
 	peer      string
+	// fromHeader says version is an HTTP request's Mcp-Protocol-Version
+	// header: the request's generation is then the header's alone, and
+	// the transport refuses a body whose _meta says another version
+	// (checkTaskVersion) before the claim runs.
+	fromHeader bool
 	// notify, when set, sends a notification to this client (stdio).
 	notify func(method string, params any)
 }
@@ -241,6 +336,11 @@ func generationOf(c *taskCall, version string) generation {
 		}
 		return genNone
 	}
+	return versionGeneration(version)
+}
+
+// versionGeneration is the task protocol of a session of version.
+func versionGeneration(version string) generation {
 	if version >= protocolMRTR {
 		return genModern
 	}
@@ -271,12 +371,15 @@ func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Co
 	}
 	c, err := parseTaskCall(req.Params)
 	if err != nil {
-		if req.Method == MethodCallTool {
+		if req.Method == MethodCallTool && !errors.Is(err, errAmbiguousKey) {
 			return nil // the go-sdk refuses it as it always has
 		}
 		return answerNow(replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err))
 	}
 	gen := generationOf(c, tc.version)
+	if tc.fromHeader {
+		gen = versionGeneration(tc.version)
+	}
 	owner := tasks.OwnerOf(tc.principal, tc.peer)
 	if req.Method == MethodCallTool {
 		if _, known := s.tasks.supportOf(c.Name); !known && asksTask(c, gen) {
@@ -303,7 +406,11 @@ func (s *Server) loading() bool {
 // and waits for those still running as an ordinary call does (up to
 // QueueWait), then decides.
 func (s *Server) taskAfterLoads(ctx context.Context, c *taskCall, gen generation, owner string, tc taskContext) *taskReply {
-	s.resync()
+	if s.stale() {
+		// As whileLoading: only a load that ended unapplied is worth a
+		// resync, or every call naming an unknown tool would cost one.
+		s.resync()
+	}
 	if _, known := s.tasks.supportOf(c.Name); !known && s.loading() {
 		wait, cancel := context.WithTimeout(ctx, s.opts.QueueWait)
 		for {
@@ -457,6 +564,13 @@ func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen
 		return &taskReply{err: missingTasksExtension(fmt.Sprintf("%s needs the %s extension, which the request did not declare", method, ExtensionTasks))}
 	}
 	r := s.opts.Tasks
+	if method == "tasks/result" && gen == genLegacy || method == "tasks/cancel" {
+		done, ok := s.tasks.wait(owner)
+		if !ok {
+			return replyError(codeServerBusy, "%s: this client already has %d tasks/result and tasks/cancel requests waiting for tasks to end, the most it holds for one client; send it again once one is answered", method, maxTaskWaiters)
+		}
+		defer done()
+	}
 	var id string
 	if method != "tasks/list" {
 		var err error
@@ -579,16 +693,18 @@ func legacyPayload(t *tasks.Task) *taskReply {
 		}
 		return replyError(jsonrpc.CodeInternalError, "task %s %s: %s", t.ID, t.Status, msg)
 	}
-	var res map[string]any
-	if err := json.Unmarshal(t.Result, &res); err != nil {
+	// Members stay raw JSON: only _meta is rewritten, so a number in the
+	// result (an integer past 2^53) reaches the client as the tool wrote it.
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(t.Result, &res); err != nil || res == nil {
 		return replyError(jsonrpc.CodeInternalError, "task %s: its stored result is not an object: %v", t.ID, err)
 	}
-	meta, _ := res["_meta"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
+	if err := editObject(res, "_meta", func(meta map[string]json.RawMessage) error {
+		meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": t.ID})
+		return nil
+	}); err != nil {
+		return replyError(jsonrpc.CodeInternalError, "task %s: its stored result's _meta is not an object: %v", t.ID, err)
 	}
-	meta[metaRelatedTask] = map[string]any{"taskId": t.ID}
-	res["_meta"] = meta
 	return &taskReply{result: res}
 }
 

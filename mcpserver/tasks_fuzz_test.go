@@ -3,10 +3,14 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdkjson "github.com/segmentio/encoding/json"
 
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
@@ -78,7 +82,7 @@ func FuzzTaskRequest(f *testing.F) {
 // FuzzParseTaskCall: the params parser never panics, and what it accepts
 // has a TTL that is not negative.
 func FuzzParseTaskCall(f *testing.F) {
-	for _, s := range []string{`{}`, `{"task":{"ttl":5}}`, `{"taskId":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":null}}}`, `7`, ``, `null`, `{"task":{"ttl":-3}}`} {
+	for _, s := range []string{`{"name":"never","Name":"maybe","task":{}}`, `{"name":"a","name":"b"}`, `{"NAME":"x"}`, `{}`, `{"task":{"ttl":5}}`, `{"taskId":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":null}}}`, `7`, ``, `null`, `{"task":{"ttl":-3}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
@@ -91,5 +95,56 @@ func FuzzParseTaskCall(f *testing.F) {
 		}
 		c.declared()
 		generationOf(c, "2025-11-25")
+		// What it accepts names no member twice nor in another case, and
+		// its name is the one the go-sdk's decoder reads.
+		var sdk struct {
+			Name string `json:"name"`
+		}
+		if _, err := sdkjson.Parse(params, &sdk, sdkParseFlags); err == nil && sdk.Name != c.Name {
+			t.Fatalf("%s: task name %q, the go-sdk reads %q", params, c.Name, sdk.Name)
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(params, &members) == nil {
+			var std struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(params, &std) == nil && std.Name != c.Name {
+				t.Fatalf("%s: task name %q, a case-insensitive decoder reads %q", params, c.Name, std.Name)
+			}
+		}
+	})
+}
+
+// FuzzParamHeaders: the Mcp-Param-* check never panics on any header value
+// and arguments, accepts a header equal to a string argument as written,
+// and never accepts one for an argument that is absent.
+func FuzzParamHeaders(f *testing.F) {
+	for _, s := range [][2]string{{"prod", `{"arguments":{"region":"prod"}}`}, {"=?base64?cHJvZA==?=", `{"arguments":{"region":"prod"}}`},
+		{"80", `{"arguments":{"n":{"port":80}}}`}, {"1e2", `{"arguments":{"n":{"port":100}}}`}, {"x", `{"arguments":{}}`}, {"", `[]`}} {
+		f.Add(s[0], []byte(s[1]))
+	}
+	bindings := paramHeadersOf(json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"object","properties":{"port":{"type":"integer","x-mcp-header":"Port"}}}}}`))
+	if len(bindings) != 2 {
+		f.Fatalf("bindings %v", bindings)
+	}
+	f.Fuzz(func(t *testing.T, value string, params []byte) {
+		h := http.Header{}
+		h.Set("Mcp-Param-Region", value)
+		err := checkParamHeaders(h, params, bindings)
+		var p struct {
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+		if _, ok := p.Arguments["region"]; !ok && err == nil && h.Get("Mcp-Param-Region") != "" {
+			t.Fatalf("%q accepted for an absent region in %s", value, params)
+		}
+		if v := h.Get("Mcp-Param-Region"); v != "" && utf8.ValidString(v) && !strings.HasPrefix(v, "=?base64?") {
+			args, _ := json.Marshal(map[string]any{"arguments": map[string]any{"region": v}})
+			if err := checkParamHeaders(h, args, bindings); err != nil {
+				t.Fatalf("%q refused for the same region: %v", v, err)
+			}
+		}
 	})
 }

@@ -43,6 +43,13 @@ type taskConn struct {
 
 	mu      sync.Mutex
 	version string // of the connection's initialize
+	// notes are the status notifications waiting for the connection, the
+	// newest per task (noteKeys keeps their order); writing says a
+	// goroutine is writing them. A client that stops reading holds that
+	// goroutine, never a task (notify).
+	notes    map[string]*jsonrpc.Request
+	noteKeys []string
+	writing  bool
 }
 
 func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -92,15 +99,64 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// notify sends the client a notification (notifications/tasks/status).
+// maxPendingNotes bounds the status notifications a connection holds for
+// a client that does not read them: past it, newer tasks' notifications
+// are dropped (the client learns their status by tasks/get).
+const maxPendingNotes = 64
+
+// notify sends the client a notification (notifications/tasks/status)
+// without waiting for it: the task's writer calls it, and a client that
+// stops reading must not hold a task from ending. A notification waits
+// while an earlier one is being written, and a newer one for the same
+// task replaces it: the client needs only a task's latest status.
 func (c *taskConn) notify(method string, params any) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return
 	}
-	// The connection may have ended since the task started: the client
-	// then polls (or has gone), and the write error says nothing new.
-	_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: method, Params: raw})
+	var key struct {
+		TaskID string `json:"taskId"`
+	}
+	json.Unmarshal(raw, &key)
+	k := method + "\x00" + key.TaskID
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.notes == nil {
+		c.notes = map[string]*jsonrpc.Request{}
+	}
+	if _, queued := c.notes[k]; !queued {
+		if len(c.noteKeys) >= maxPendingNotes {
+			c.s.log.Debug("task status notification dropped: the client is not reading", "task", key.TaskID)
+			return
+		}
+		c.noteKeys = append(c.noteKeys, k)
+	}
+	c.notes[k] = &jsonrpc.Request{Method: method, Params: raw}
+	if !c.writing {
+		c.writing = true
+		go c.writeNotes()
+	}
+}
+
+// writeNotes writes the queued notifications until none is left.
+func (c *taskConn) writeNotes() {
+	for {
+		c.mu.Lock()
+		if len(c.noteKeys) == 0 {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		k := c.noteKeys[0]
+		c.noteKeys = c.noteKeys[1:]
+		note := c.notes[k]
+		delete(c.notes, k)
+		c.mu.Unlock()
+		// The connection may have ended since the task started: the
+		// client then polls (or has gone), and the write error says
+		// nothing new.
+		_ = c.Connection.Write(context.Background(), note)
+	}
 }
 
 // routeTasks answers the task protocol's requests of HTTP clients
@@ -145,13 +201,14 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 			p = principal.Local // loopback without authentication
 		}
 		claim := s.claimTask(req, taskContext{
-			version: r.Header.Get("Mcp-Protocol-Version"), principal: p, peer: tasks.HTTPPeer(r.Header.Get("Mcp-Session-Id")),
+			version: r.Header.Get("Mcp-Protocol-Version"), fromHeader: true,
+			principal: p, peer: s.httpTaskPeer(r.Header.Get("Mcp-Session-Id")),
 		})
 		if claim == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if herr := checkTaskHeaders(r.Header, req); herr != nil {
+		if herr := checkTaskHeaders(r.Header, req, s.tasks.headersOf); herr != nil {
 			refuseHTTP(w, s.log, http.StatusBadRequest, &refusal{code: herr.Code, message: herr.Message, id: salvageID(whole)})
 			return
 		}
@@ -175,6 +232,23 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		}
 		w.Write(data)
 	})
+}
+
+// httpTaskPeer is the peer of an HTTP task request for tasks.OwnerOf: its
+// session, when the go-sdk holds a session of that id, and otherwise none
+// (tasks.UnlistedOwner for an unauthenticated request): an id the client
+// made up is no key of its own, or inventing ids would escape the
+// per-client bounds and give each a task list.
+func (s *Server) httpTaskPeer(sessionID string) string {
+	if sessionID == "" {
+		return tasks.HTTPPeer("")
+	}
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() == sessionID {
+			return tasks.HTTPPeer(sessionID)
+		}
+	}
+	return tasks.HTTPPeer("")
 }
 
 // taskAdvertising is the receiving middleware that shows a task-aware
@@ -324,8 +398,19 @@ func (s *Server) addTaskSupport(m map[string]json.RawMessage) error {
 // answers: Mcp-Method is the body's method, and Mcp-Name the tool a
 // tools/call names or the task a tasks/* request names (SEP-2663, so that
 // a load balancer routing by it sends the request where the task is).
-// Earlier revisions have no such headers.
-func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
+// A tools/call's arguments also answer to the Mcp-Param-* headers of its
+// tool's x-mcp-header properties (headersOf), as the go-sdk checks them.
+// Earlier revisions have no such headers; but the header and the body's
+// _meta must agree on the revision first (checkTaskVersion), so that a
+// body cannot claim 2026-07-28 past a 2025-11-25 header.
+func checkTaskHeaders(h http.Header, req *jsonrpc.Request, headersOf func(tool string) []paramHeader) *jsonrpc.Error {
+	c, err := parseTaskCall(req.Params)
+	if err != nil {
+		return nil // answered as invalid params
+	}
+	if herr := checkTaskVersion(h, c); herr != nil {
+		return herr
+	}
 	if h.Get("Mcp-Protocol-Version") < protocolMRTR {
 		return nil
 	}
@@ -335,10 +420,6 @@ func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
 	if m := h.Get("Mcp-Method"); m != req.Method {
 		return mismatch("header mismatch: Mcp-Method header value %q does not match body value %q", m, req.Method)
 	}
-	c, err := parseTaskCall(req.Params)
-	if err != nil {
-		return nil // answered as invalid params
-	}
 	want := c.TaskID
 	if req.Method == MethodCallTool {
 		want = c.Name
@@ -347,6 +428,11 @@ func checkTaskHeaders(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
 	}
 	if n := strings.TrimSpace(h.Get("Mcp-Name")); n != want {
 		return mismatch("header mismatch: Mcp-Name header value %q does not match the body's %q", n, want)
+	}
+	if req.Method == MethodCallTool {
+		if err := checkParamHeaders(h, req.Params, headersOf(c.Name)); err != nil {
+			return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: err.Error()}
+		}
 	}
 	return nil
 }

@@ -353,20 +353,28 @@ func (r *taskRunner) Cancel(ctx context.Context, owner, id string) (tasks.Task, 
 }
 
 // Await implements mcpserver.TaskRunner: a task of this replica is
-// awaited directly, another's polled at the suggested interval.
+// awaited on its end alone (one store read before, one after: a client's
+// waiting request costs the store nothing while the task runs), another's
+// polled at the suggested interval.
 func (r *taskRunner) Await(ctx context.Context, owner, id string) (tasks.Task, error) {
 	for {
 		t, err := r.store.Get(ctx, owner, id)
 		if err != nil || t.Status.Terminal() {
 			return t, err
 		}
-		var wake <-chan struct{}
 		if rt := r.local(id); rt != nil {
-			wake = rt.done
+			// Its record ends only as the call returns: the run stores
+			// the end before closing done (a cancel stops the call; this
+			// replica's renewals keep its lease).
+			select {
+			case <-rt.done:
+				continue
+			case <-ctx.Done():
+				return t, ctx.Err()
+			}
 		}
 		timer := time.NewTimer(r.opts.PollInterval)
 		select {
-		case <-wake:
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,5 +155,61 @@ func TestTaskRunnerReplicas(t *testing.T) {
 	got = untilEnded(t, b, "local:x", stalled.ID)
 	if got.Status != tasks.Failed || got.StatusMessage != tasks.LeaseLapsed {
 		t.Errorf("task of a stalled replica: %s %q", got.Status, got.StatusMessage)
+	}
+}
+
+// readCounter counts the store reads that found a task still working;
+// first closes at the second (Start reads the task it created).
+type readCounter struct {
+	tasks.Store
+	working atomic.Int64
+	first   chan struct{}
+}
+
+func (c *readCounter) Get(ctx context.Context, owner, id string) (tasks.Task, error) {
+	t, err := c.Store.Get(ctx, owner, id)
+	if err == nil && !t.Status.Terminal() && c.working.Add(1) == 2 {
+		close(c.first)
+	}
+	return t, err
+}
+
+// TestTaskAwaitLocalNoPolling: awaiting a task that runs on this replica
+// reads the store once before it ends and once after, however long it
+// runs: it waits on the run's end, not on a poll of the store.
+func TestTaskAwaitLocalNoPolling(t *testing.T) {
+	st, err := tasks.OpenFile(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &readCounter{Store: st, first: make(chan struct{})}
+	r := newTaskRunner(rc, TaskOptions{PollInterval: time.Nanosecond}, discardLogger(), nil)
+	t.Cleanup(func() { r.close(context.Background()) })
+	release := make(chan struct{})
+	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:a", Tool: "slow",
+		Run: func(context.Context, func(string)) (json.RawMessage, error) {
+			<-release
+			return json.RawMessage(`{"content":[]}`), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan tasks.Task)
+	go func() {
+		got, _ := r.Await(context.Background(), "local:a", task.ID)
+		done <- got
+	}()
+	<-rc.first
+	// A poll at the 1ns interval would read again at once; give it every
+	// chance to before the task ends.
+	for range 1000 {
+		runtime.Gosched()
+	}
+	close(release)
+	if got := <-done; got.Status != tasks.Completed {
+		t.Fatalf("awaited %+v", got)
+	}
+	if n := rc.working.Load() - 1; n != 1 {
+		t.Fatalf("Await read the running task %d times, want 1", n)
 	}
 }

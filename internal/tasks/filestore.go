@@ -649,6 +649,16 @@ func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed i
 					return err
 				}
 				t.Status, t.StatusMessage, t.Updated = Failed, LeaseLapsed, stamp(now)
+				if expired(&t, now) {
+					// Ended past its TTL: removed now, as PGStore's sweep
+					// deletes the rows it has just failed.
+					if err := s.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						return fmt.Errorf("tasks: remove %s: %w", name, err)
+					}
+					failed++
+					removed++
+					continue
+				}
 				if err := s.writeRecord(t); err != nil {
 					return err
 				}

@@ -451,12 +451,12 @@ func (s *PGStore) Sweep(ctx context.Context, now time.Time) (failed, removed int
 	defer cancel()
 	now = stamp(now)
 	tag, err := s.pool.Exec(ctx, `UPDATE warden_tasks SET status = 'failed', status_message = $2, updated = $1
-		WHERE `+unfinished+` AND lease_until < $1 AND expires >= $1`, now, LeaseLapsed)
+		WHERE `+unfinished+` AND lease_until < $1`, now, LeaseLapsed)
 	if err != nil {
 		return 0, 0, wrap("sweep", err)
 	}
 	failed = int(tag.RowsAffected())
-	if tag, err = s.pool.Exec(ctx, `DELETE FROM warden_tasks WHERE expires < $1`, now); err != nil {
+	if tag, err = s.pool.Exec(ctx, `DELETE FROM warden_tasks WHERE expires < $1 AND NOT (`+unfinished+` AND lease_until IS NOT NULL)`, now); err != nil {
 		return failed, 0, wrap("sweep", err)
 	}
 	return failed, int(tag.RowsAffected()), nil

@@ -228,5 +228,12 @@ func lapsed(t *Task, now time.Time) bool {
 	return !t.Status.Terminal() && !t.LeaseUntil.IsZero() && t.LeaseUntil.Before(now)
 }
 
-// expired reports whether Sweep at now removes t.
-func expired(t *Task, now time.Time) bool { return t.Expires().Before(now) }
+// expired reports whether Sweep at now removes t: its TTL ran out before
+// now, and it has ended or has no lease. A leased task that still runs is
+// never removed by its TTL: the guest runs on, and its record is what the
+// bounds count and what the client polls. It ends by finishing or by its
+// lease lapsing (lapsed), and the sweep that ends it past its TTL removes
+// it as well.
+func expired(t *Task, now time.Time) bool {
+	return t.Expires().Before(now) && (t.Status.Terminal() || t.LeaseUntil.IsZero())
+}

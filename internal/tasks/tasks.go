@@ -45,7 +45,9 @@ type Task struct {
 	Created       time.Time `json:"created"`
 	Updated       time.Time `json:"updated"`
 	// TTL is how long after Created the record is kept; Expires is
-	// Created+TTL, after which the record is removed.
+	// Created+TTL, after which the record is removed once the task has
+	// ended (a leased task still working is kept until it finishes or its
+	// lease lapses: Sweep).
 	TTL time.Duration `json:"ttl"`
 	// PollInterval is the interval the server suggests between tasks/get.
 	PollInterval time.Duration `json:"pollInterval,omitempty"`
@@ -124,8 +126,10 @@ type Store interface {
 	// stops the guest of every id returned.
 	Renew(ctx context.Context, replica string, ids []string, until time.Time) (cancelled []string, err error)
 	// Sweep ends Failed every working task whose lease lapsed before now
-	// and removes every record that expired before now; it returns how
-	// many of each.
+	// and removes every record that expired before now and has ended (or
+	// has no lease): a leased task that runs keeps its record past its
+	// TTL. It returns how many of each (a task it ends past its TTL
+	// counts in both).
 	Sweep(ctx context.Context, now time.Time) (failed, removed int, err error)
 	// Close releases the store.
 	Close() error

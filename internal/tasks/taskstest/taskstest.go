@@ -616,13 +616,32 @@ func testTTLRemoval(t *testing.T, open func() tasks.Store) {
 		t.Errorf("get after removal: %v", err)
 	}
 	mustGet(t, s, "token", later.ID)
-	// An unfinished task past its TTL is removed too, its replica told to
-	// stop at its next renewal.
-	if _, removed, _ := s.Sweep(t.Context(), later.Expires().Add(time.Microsecond)); removed != 1 {
-		t.Errorf("an expired working task: %d removed", removed)
+	// A leased task still working past its TTL keeps its record (the
+	// guest runs on, and the bounds count it)...
+	if failed, removed, err := s.Sweep(t.Context(), later.Expires().Add(time.Microsecond)); err != nil || failed != 0 || removed != 0 {
+		t.Errorf("sweep of a working task past its TTL: %d failed, %d removed, %v; want none", failed, removed, err)
+	}
+	if got := mustGet(t, s, "token", later.ID); got.Status != tasks.Working {
+		t.Errorf("a working task past its TTL: %+v", got)
+	}
+	if stop, err := s.Renew(t.Context(), later.Replica, []string{later.ID}, later.LeaseUntil); err != nil || len(stop) != 0 {
+		t.Errorf("renew of a working task past its TTL: %v, %v", stop, err)
+	}
+	// ...until its lease lapses: the sweep that ends it removes it, and
+	// its replica is told to stop at its next renewal.
+	if failed, removed, err := s.Sweep(t.Context(), later.LeaseUntil.Add(time.Microsecond)); err != nil || failed != 1 || removed != 1 {
+		t.Errorf("sweep past the lease of a task past its TTL: %d failed, %d removed, %v; want 1 and 1", failed, removed, err)
 	}
 	if stop, err := s.Renew(t.Context(), later.Replica, []string{later.ID}, Base.Add(3*time.Hour)); err != nil || !slices.Equal(stop, []string{later.ID}) {
 		t.Errorf("renew of a removed task: %v, %v", stop, err)
+	}
+	// A task without a lease is removed at its TTL, working or not:
+	// nothing else would end it.
+	unleased := newTask("token", 0)
+	unleased.Replica, unleased.LeaseUntil = "", time.Time{}
+	mustCreate(t, s, unleased, tasks.Bounds{})
+	if _, removed, _ := s.Sweep(t.Context(), unleased.Expires().Add(time.Microsecond)); removed != 1 {
+		t.Errorf("an unleased working task past its TTL: %d removed", removed)
 	}
 }
 
