@@ -21,8 +21,7 @@ type Memory struct {
 
 	mu      sync.Mutex
 	waiting map[string]*waiter
-	subs    map[int]chan struct{}
-	nextSub int
+	subscribers
 }
 
 type waiter struct {
@@ -35,7 +34,7 @@ func NewMemory(max int) *Memory {
 	if max <= 0 {
 		max = limits.DefaultApprovalsMaxPending
 	}
-	return &Memory{Max: max, waiting: map[string]*waiter{}, subs: map[int]chan struct{}{}}
+	return &Memory{Max: max, waiting: map[string]*waiter{}}
 }
 
 // Ask implements Broker.
@@ -53,12 +52,12 @@ func (m *Memory) Ask(ctx context.Context, r Request) (Decision, error) {
 		return Decision{}, ErrTooMany
 	}
 	m.waiting[r.ID] = w
-	m.notifyLocked()
+	m.notify()
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
 		delete(m.waiting, r.ID)
-		m.notifyLocked()
+		m.notify()
 		m.mu.Unlock()
 	}()
 	var expired <-chan time.Time
@@ -122,32 +121,8 @@ func (m *Memory) Decide(_ context.Context, id string, d Decision, groups []strin
 	}
 	delete(m.waiting, id) // a second Decide finds nothing
 	w.ch <- d
-	m.notifyLocked()
+	m.notify()
 	return nil
-}
-
-// Subscribe implements Broker.
-func (m *Memory) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	id := m.nextSub
-	m.nextSub++
-	m.subs[id] = ch
-	m.mu.Unlock()
-	return ch, func() {
-		m.mu.Lock()
-		delete(m.subs, id)
-		m.mu.Unlock()
-	}
-}
-
-func (m *Memory) notifyLocked() {
-	for _, ch := range m.subs {
-		select {
-		case ch <- struct{}{}:
-		default: // a change is already pending for this subscriber
-		}
-	}
 }
 
 // SubjectKey and GroupKey are the forms of Request.Approvers, and of a

@@ -81,8 +81,7 @@ type Postgres struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // this process's Asks, by id
-	subs    map[int]chan struct{}
-	nextSub int
+	subscribers
 
 	stop   context.CancelFunc
 	done   chan struct{}
@@ -96,7 +95,7 @@ func OpenPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 		return nil, fmt.Errorf("approvals backend: %w", err)
 	}
 	p := &Postgres{name: backendurl.ID(o.URL), max: o.Max, timeout: o.QueryTimeout, poll: o.Poll,
-		waiters: map[string]chan struct{}{}, subs: map[int]chan struct{}{}}
+		waiters: map[string]chan struct{}{}}
 	if p.max <= 0 {
 		p.max = limits.DefaultApprovalsMaxPending
 	}
@@ -383,22 +382,6 @@ func (p *Postgres) Decide(ctx context.Context, id string, d Decision, groups []s
 	return p.unavailable(err)
 }
 
-// Subscribe implements Broker: every replica's changes reach it, through
-// the NOTIFY each insert, decision and removal sends.
-func (p *Postgres) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	p.mu.Lock()
-	id := p.nextSub
-	p.nextSub++
-	p.subs[id] = ch
-	p.mu.Unlock()
-	return ch, func() {
-		p.mu.Lock()
-		delete(p.subs, id)
-		p.mu.Unlock()
-	}
-}
-
 // listen holds one connection LISTENing for decisions and changes until
 // ctx ends, reconnecting every poll interval while the database is away;
 // after each (re)connection it wakes everyone, for what it may have missed.
@@ -439,15 +422,7 @@ func (p *Postgres) listenOnce(ctx context.Context) {
 func (p *Postgres) wake(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	signal := func(ch chan struct{}) {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-	for _, ch := range p.subs {
-		signal(ch)
-	}
+	p.notify() // every replica's changes reach the pages, through the NOTIFY each insert, decision and removal sends
 	if id == "*" {
 		for _, ch := range p.waiters {
 			signal(ch)
