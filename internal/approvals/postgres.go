@@ -78,6 +78,9 @@ type Postgres struct {
 	max     int
 	timeout time.Duration
 	poll    time.Duration
+	// readFault, set by tests only, runs before each read of a waiting
+	// question's row; an error it returns is taken as the read's.
+	readFault func() error
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // this process's Asks, by id
@@ -192,6 +195,27 @@ func (p *Postgres) Ask(ctx context.Context, r Request) (Decision, error) {
 	if err := p.insert(ctx, r, body, deadline); err != nil {
 		return Decision{}, err
 	}
+	// From here on the question is shared: another replica may answer it,
+	// so every failure is marked asked (a Fallback never asks it again
+	// elsewhere), and finish returns a decision it finds whatever failed.
+	d, err := p.wait(ctx, r.ID, deadline, wake)
+	if err != nil {
+		return d, askedError{err}
+	}
+	return d, nil
+}
+
+// askedError marks a failure of an Ask whose question was stored, and so
+// may have been seen and answered on another replica: falling back to
+// another broker would ask the same question twice (and could overturn a
+// denial). Its text is the failure's.
+type askedError struct{ error }
+
+func (e askedError) Unwrap() error { return e.error }
+
+// wait waits for the decision on the stored question id (wake: its
+// notifications).
+func (p *Postgres) wait(ctx context.Context, id string, deadline time.Time, wake <-chan struct{}) (Decision, error) {
 	expired := time.NewTimer(time.Until(deadline))
 	defer expired.Stop()
 	tick := time.NewTicker(p.poll)
@@ -201,20 +225,20 @@ func (p *Postgres) Ask(ctx context.Context, r Request) (Decision, error) {
 		case <-wake:
 		case <-tick.C:
 		case <-expired.C:
-			return p.finish(ctx, r.ID, ErrExpired)
+			return p.finish(ctx, id, ErrExpired)
 		case <-ctx.Done():
-			return p.finish(ctx, r.ID, ctx.Err())
+			return p.finish(ctx, id, ctx.Err())
 		}
-		d, decided, err := p.read(ctx, r.ID)
+		d, decided, err := p.read(ctx, id)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return p.finish(ctx, r.ID, ctx.Err())
+			return p.finish(ctx, id, ctx.Err())
 		case err != nil:
-			// Fail closed: without the row, no answer can be trusted.
-			p.finish(ctx, r.ID, err)
-			return Decision{}, err
+			// Fail closed: without the row, no answer can be trusted,
+			// unless the delete finds one (finish).
+			return p.finish(ctx, id, err)
 		case decided:
-			p.finish(ctx, r.ID, nil)
+			p.finish(ctx, id, nil)
 			return d, nil
 		}
 	}
@@ -267,6 +291,11 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 func (p *Postgres) read(ctx context.Context, id string) (d Decision, decided bool, err error) {
 	var raw []byte
 	err = p.query(ctx, func(ctx context.Context) error {
+		if p.readFault != nil {
+			if err := p.readFault(); err != nil {
+				return err
+			}
+		}
 		return p.pool.QueryRow(ctx, `SELECT decision FROM warden_approvals WHERE id = $1`, id).Scan(&raw)
 	})
 	switch {
@@ -286,16 +315,18 @@ func (p *Postgres) read(ctx context.Context, id string) (d Decision, decided boo
 }
 
 // finish removes the row of question id as its Ask returns with err, and
-// returns the decision instead when one landed first: the delete and the
-// read are one statement, so a Decide either wrote before it (and its
-// decision is returned here) or finds no row (ErrNotFound).
+// returns the decision instead when one landed first, whatever err is (a
+// failed read included): the delete and the read are one statement, so a
+// Decide either wrote before it (and its decision is returned here) or
+// finds no row (ErrNotFound). Throwing a decision away would let the
+// question be asked again and a denial be overturned.
 func (p *Postgres) finish(ctx context.Context, id string, err error) (Decision, error) {
 	var raw []byte
 	qerr := p.query(context.WithoutCancel(ctx), func(ctx context.Context) error {
 		return p.pool.QueryRow(ctx, `WITH d AS (DELETE FROM warden_approvals WHERE id = $1 RETURNING decision)
 			SELECT (SELECT decision FROM d), pg_notify($2, '')`, id, notifyChannel).Scan(&raw, nil)
 	})
-	if qerr == nil && raw != nil && err != nil && !errors.Is(err, ErrUnavailable) {
+	if qerr == nil && raw != nil && err != nil {
 		var d Decision
 		if json.Unmarshal(raw, &d) == nil {
 			return d, nil
