@@ -33,8 +33,9 @@ type approvalsState struct {
 	// backend names where questions wait, for messages: "local" or the
 	// database without its password.
 	backend string
-	// max is approvals.max_pending as read at start.
-	max int
+	// max and maxPerCaller are approvals.max_pending and
+	// max_pending_per_caller as read at start.
+	max, maxPerCaller int
 	// console is set once a console in this process answers the
 	// questions (App.ConsoleServes): approvals.via: auto then routes.
 	console atomic.Bool
@@ -49,14 +50,16 @@ type approvalsState struct {
 // memory.backend's database, else this process). Under approvals.via:
 // elicitation no question is ever routed, so no database is opened.
 func newApprovals(ctx context.Context, cfg *config.Config, rec *recorderRef, logger *slog.Logger) (*approvalsState, error) {
-	s := &approvalsState{rec: rec, max: cfg.Approvals.MaxPending, backend: config.ApprovalsLocal, outcomes: map[string]uint64{}}
+	s := &approvalsState{rec: rec, max: cfg.Approvals.MaxPending, maxPerCaller: cfg.Approvals.MaxPendingPerCaller,
+		backend: config.ApprovalsLocal, outcomes: map[string]uint64{}}
 	local := approvals.NewMemory(s.max)
+	local.MaxPerPrincipal = s.maxPerCaller
 	s.broker = local
 	backend := cfg.ApprovalsBackend()
 	if backend == config.ApprovalsLocal || cfg.ApprovalsVia() == config.ApprovalsElicitation {
 		return s, nil
 	}
-	shared, err := approvals.OpenPostgres(ctx, approvals.PostgresOptions{URL: backend, Max: s.max, QueryTimeout: cfg.Memory.Postgres.QueryTimeout})
+	shared, err := approvals.OpenPostgres(ctx, approvals.PostgresOptions{URL: backend, Max: s.max, MaxPerPrincipal: s.maxPerCaller, QueryTimeout: cfg.Memory.Postgres.QueryTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("approvals.backend: %w", err)
 	}
@@ -216,6 +219,8 @@ func (s *approvalsState) unanswered(d approvals.Decision, err error, wait time.D
 		return fmt.Sprintf("nobody answered in the console within %s (tools.defaults.client_wait)", wait)
 	case errors.Is(err, approvals.ErrTooMany):
 		return fmt.Sprintf("the console has too many questions waiting (approvals.max_pending: %d)", s.max)
+	case errors.Is(err, approvals.ErrTooManyOfCaller):
+		return fmt.Sprintf("the caller has too many questions waiting in the console (approvals.max_pending_per_caller: %d)", s.maxPerCaller)
 	case errors.Is(err, approvals.ErrUnavailable):
 		return fmt.Sprintf("the question could not wait in the console: %s (approvals.on_backend_error: refuse)", termsafe.Message(err.Error()))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

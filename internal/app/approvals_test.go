@@ -284,6 +284,31 @@ func TestConsoleBounded(t *testing.T) {
 	}
 }
 
+// TestConsoleBoundedPerCaller: with approvals.max_pending_per_caller
+// questions of one caller waiting, its next call is refused at once,
+// naming that key, though max_pending has room.
+func TestConsoleBoundedPerCaller(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.restart(t, "approvals:\n  max_pending_per_caller: 1\n")
+	w.app.ConsoleServes()
+	w.setGrants(t, confirmGate)
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	end := make(chan *tool.Result)
+	go func() { end <- gateCall(t, w, nil) }()
+	r := waitQuestions(t, b, changes, 1)[0]
+	res := gateCall(t, w, nil)
+	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
+		!strings.Contains(res.Error.Message, "; the caller has too many questions waiting in the console (approvals.max_pending_per_caller: 1); nothing ran") {
+		t.Fatalf("the caller's second question: %+v", res.Error)
+	}
+	b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
+	if res := <-end; res.IsError {
+		t.Fatalf("the first: %+v", res.Error)
+	}
+}
+
 // TestConsoleArgumentsBounded (attacker: the agent writes the arguments):
 // terminal escapes are escaped and a huge argument is cut to the bound,
 // saying how long it was, in the question's fields as in its text.

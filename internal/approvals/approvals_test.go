@@ -339,3 +339,59 @@ func TestFallbackNotAfterInsert(t *testing.T) {
 		t.Fatalf("Ask: %+v, %v (local asks: %d)", d, err, local.n)
 	}
 }
+
+// TestBoundedPerPrincipal: one caller with its bound of questions waiting
+// (on any replica) is refused the next with ErrTooManyOfCaller, while
+// another caller still asks.
+func TestBoundedPerPrincipal(t *testing.T) {
+	ofCaller := func(tool, who string) Request { r := question(tool); r.Principal = who; return r }
+	for _, c := range []struct {
+		name string
+		a, b Broker
+	}{
+		{"memory", func() Broker { m := NewMemory(0); m.MaxPerPrincipal = 2; return m }(), nil},
+		{"postgres", nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := c.a, c.a
+			if a == nil {
+				url := pg.DB(t)
+				pa, err := OpenPostgres(context.Background(), PostgresOptions{URL: url, MaxPerPrincipal: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(pa.Close)
+				pb, err := OpenPostgres(context.Background(), PostgresOptions{URL: url, MaxPerPrincipal: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(pb.Close)
+				a, b = pa, pb
+			}
+			changes, cancel := b.Subscribe()
+			defer cancel()
+			w1, w2 := ask(a, ofCaller("one", "mallory")), ask(b, ofCaller("two", "mallory"))
+			waitPending(t, b, changes, 2)
+			// Its deadline already passed: refused for the bound before any
+			// wait, else it would end at once with ErrExpired.
+			third := ofCaller("three", "mallory")
+			third.Deadline = time.Now().Add(-time.Second)
+			if _, err := a.Ask(context.Background(), third); !errors.Is(err, ErrTooManyOfCaller) || errors.Is(err, ErrTooMany) {
+				t.Fatalf("mallory's third: %v", err)
+			}
+			w3 := ask(a, ofCaller("four", "alice"))
+			p := waitPending(t, b, changes, 3)
+			for _, r := range p {
+				if err := b.Decide(context.Background(), r.ID, Decision{By: "bob"}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, w := range []*asked{w1, w2, w3} {
+				<-w.end
+				if w.err != nil {
+					t.Fatalf("a question within the bounds: %v", w.err)
+				}
+			}
+		})
+	}
+}

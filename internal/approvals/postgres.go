@@ -63,6 +63,10 @@ type PostgresOptions struct {
 	// Max bounds the questions waiting at once across every replica (0:
 	// limits.DefaultApprovalsMaxPending).
 	Max int
+	// MaxPerPrincipal bounds the questions of one Request.Principal waiting
+	// at once across every replica (0:
+	// limits.DefaultApprovalsMaxPendingPerCaller).
+	MaxPerPrincipal int
 	// QueryTimeout bounds each statement (0: limits.DefaultPostgresQueryTimeout).
 	QueryTimeout time.Duration
 	// Poll is how often a waiting Ask reads its row without a
@@ -76,6 +80,7 @@ type Postgres struct {
 	conn    *pgx.ConnConfig // for the LISTEN connection, outside the pool
 	name    string          // backendurl.ID: no password
 	max     int
+	mine    int // PostgresOptions.MaxPerPrincipal
 	timeout time.Duration
 	poll    time.Duration
 	// readFault, set by tests only, runs before each read of a waiting
@@ -97,10 +102,13 @@ func OpenPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	if err := backendurl.Check(o.URL); err != nil {
 		return nil, fmt.Errorf("approvals backend: %w", err)
 	}
-	p := &Postgres{name: backendurl.ID(o.URL), max: o.Max, timeout: o.QueryTimeout, poll: o.Poll,
+	p := &Postgres{name: backendurl.ID(o.URL), max: o.Max, mine: o.MaxPerPrincipal, timeout: o.QueryTimeout, poll: o.Poll,
 		waiters: map[string]chan struct{}{}}
 	if p.max <= 0 {
 		p.max = limits.DefaultApprovalsMaxPending
+	}
+	if p.mine <= 0 {
+		p.mine = limits.DefaultApprovalsMaxPendingPerCaller
 	}
 	if p.timeout <= 0 {
 		p.timeout = limits.DefaultPostgresQueryTimeout
@@ -245,8 +253,9 @@ func (p *Postgres) wait(ctx context.Context, id string, deadline time.Time, wake
 }
 
 // insert stores the question, refusing it when max are waiting across
-// every replica: the count and the insert run under one advisory lock, so
-// replicas asking at once cannot both take the last place. Rows left by a
+// every replica, or mine of its principal: the counts and the insert run
+// under one advisory lock, so replicas asking at once cannot both take the
+// last place. Rows left by a
 // replica that died mid-wait are swept first, a minute past their deadline: the Ask that owns a row
 // removes it as it returns, so only a replica that died mid-wait leaves one.
 func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline time.Time) error {
@@ -269,6 +278,13 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 		if n >= p.max {
 			return ErrTooMany
 		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM warden_approvals
+			WHERE decision IS NULL AND deadline > now() AND request->>'principal' = $1`, r.Principal).Scan(&n); err != nil {
+			return err
+		}
+		if n >= p.mine {
+			return ErrTooManyOfCaller
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO warden_approvals (id, request, created, deadline) VALUES ($1, $2, $3, $4)`,
 			r.ID, body, r.Created, deadline); err != nil {
 			return err
@@ -279,7 +295,7 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 		return tx.Commit(ctx)
 	})
 	switch {
-	case err == nil, errors.Is(err, ErrTooMany):
+	case err == nil, errors.Is(err, ErrTooMany), errors.Is(err, ErrTooManyOfCaller):
 		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
