@@ -120,7 +120,9 @@ func (s *approvalsState) request(ctx context.Context, pol *policy.Policy, r appr
 
 // ask puts r to the console and waits for the answer, bounded by
 // r.Deadline and ctx, recording the question and how it ended (audit,
-// warden_approvals_*).
+// warden_approvals_*). An approval is recorded by the caller once applied
+// (approved): only then is it known whether a permission's grant was
+// written, which the person's "Always" alone does not say.
 func (s *approvalsState) ask(ctx context.Context, r approvals.Request) (approvals.Decision, error) {
 	detail := string(r.Kind) + " " + r.Tool
 	s.record(ctx, "asked", observe.Decision{Event: "approval", Detail: detail, Outcome: "asked"})
@@ -130,11 +132,6 @@ func (s *approvalsState) ask(ctx context.Context, r approvals.Request) (approval
 	dec := observe.Decision{Event: "approval", Detail: detail, Decider: d.By}
 	switch {
 	case err == nil && d.Approved:
-		dec.Outcome = "approved"
-		if d.Persist {
-			dec.Outcome = "approved always"
-		}
-		s.record(ctx, "approved", dec)
 		return d, nil
 	case err == nil:
 		dec.Outcome, dec.Denied, dec.Reason = "denied", true, "denied in the console"
@@ -147,6 +144,17 @@ func (s *approvalsState) ask(ctx context.Context, r approvals.Request) (approval
 		s.record(ctx, "failed", dec)
 	}
 	return d, err
+}
+
+// approved records an approval of a question of kind about toolName,
+// decided by by, as applied: always when a permission's grant was written
+// to config.yaml, else for this call only.
+func (s *approvalsState) approved(ctx context.Context, kind approvals.Kind, toolName, by string, always bool) {
+	dec := observe.Decision{Event: "approval", Detail: string(kind) + " " + toolName, Decider: by, Outcome: "approved"}
+	if always {
+		dec.Outcome = "approved always"
+	}
+	s.record(ctx, "approved", dec)
 }
 
 func (s *approvalsState) record(ctx context.Context, outcome string, d observe.Decision) {
@@ -194,6 +202,7 @@ func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpser
 		Arguments: shownArguments(c.Arguments), Question: confirmMessage(c, moduleLabel(moduleName, digest), d, grants, why)})
 	dec, err := a.approvals.ask(ctx, r)
 	if err == nil && dec.Approved {
+		a.approvals.approved(ctx, r.Kind, r.Tool, dec.By, false)
 		return nil
 	}
 	e := refusal("; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")

@@ -530,3 +530,69 @@ func TestConsoleReplicas(t *testing.T) {
 		t.Fatalf("local fallback: %+v", res.Error)
 	}
 }
+
+// TestConsolePermissionAuditApplied: the audit records what was applied,
+// with who decided: "Always" that wrote the grant is an approval "approved
+// always" and a prompt "always"; "Always" whose grant could not be written
+// (the entry rebound to another module while the question waited) is
+// "approved" and "once", saying why. The log of a written grant names its
+// approver.
+func TestConsolePermissionAuditApplied(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.app.ConsoleServes()
+	path, _, closeAudit := auditTo(t, w)
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	end := make(chan outcome)
+	decide := func(by string, before func()) {
+		go func() {
+			_, fs := w.callWith(t, &person{elicit: false}, readDocs)
+			end <- fs
+		}()
+		r := waitQuestions(t, b, changes, 1)[0]
+		before()
+		if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: by, Persist: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if fs := <-end; fs.Error != nil {
+			t.Fatalf("approved by %s: %+v", by, fs)
+		}
+	}
+	decide("bob", func() {})
+	if !strings.Contains(w.logs.String(), `msg="permission prompt: grant written" tool=hostcalls module=hostcalls grant="fs.read=docs/readme.md" config=`+w.cfgPath+" by=bob") {
+		t.Errorf("the log of the grant written:\n%s", w.logs.String())
+	}
+	w.setGrants(t, "")
+	decide("carol", func() {
+		os.WriteFile(w.cfgPath, []byte(w.config("    hostcalls: {module: elsewhere}")), 0o644) // no reload: the edit finds it
+	})
+	closeAudit()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []string
+	for dec := json.NewDecoder(f); dec.More(); {
+		var l observe.Line
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Event == "approval" || l.Event == "prompt" {
+			got = append(got, strings.Join([]string{l.Event, l.Gate, l.Outcome, l.Decider, l.Reason}, " | "))
+		}
+	}
+	want := []string{
+		"approval | permission hostcalls | asked |  | ",
+		"prompt | fs.read=docs/readme.md | always | bob | ",
+		"approval | permission hostcalls | approved always | bob | ",
+		"approval | permission hostcalls | asked |  | ",
+		"prompt | fs.read=docs/readme.md | once | carol | the grant was not written: config " + w.cfgPath +
+			": tools.grants.hostcalls belongs to module elsewhere, not to module hostcalls serving the tool",
+		"approval | permission hostcalls | approved | carol | ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -172,6 +172,12 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 			c.afterDecide(w, r, s, http.StatusBadRequest, "“Always” is for a permission; a gate's confirmation is approved call by call.", "")
 			return
 		}
+		if q.Grant == "" {
+			// The question offers no grant: config would refuse it (as the
+			// question says), so an approval applies to this call only.
+			c.afterDecide(w, r, s, http.StatusBadRequest, "“Always” is not offered for this permission: config would not take its grant (the question says why); approve this call once instead.", "")
+			return
+		}
 		if !s.admin {
 			c.log.Warn("console: refused “always” by a person who is not a console admin", "who", termsafe.Line(whoOf(s.who)))
 			c.afterDecide(w, r, s, http.StatusForbidden, "“Always” writes a grant, which is for the console's admins (server.console_login.admin_subjects, admin_groups); approve this call once instead.", "")

@@ -589,3 +589,24 @@ func TestLocalFallbackShown(t *testing.T) {
 		t.Errorf("decision: %+v %v", d.d, d.err)
 	}
 }
+
+// TestAlwaysNeedsAGrant: a permission whose question offers no grant
+// (config would refuse it) shows no "Always", and an "Always" posted
+// anyway is refused; approving once still works.
+func TestAlwaysNeedsAGrant(t *testing.T) {
+	w := newWorld(t, Options{Prefix: "/"})
+	cl, token := w.login(principal.Local)
+	asked := w.ask(approvals.Request{Kind: approvals.Permission, Tool: "deploy"})
+	id := w.waitPending(1)[0].ID
+	if page := w.get(cl, "/approvals"); !strings.Contains(page, `value="approve"`) || strings.Contains(page, `value="always"`) {
+		t.Errorf("the page offers “Always” without a grant:\n%s", page)
+	}
+	resp, body := w.post(cl, "/approvals/"+id, url.Values{"csrf": {token}, "decision": {"always"}}, nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "is not offered for this permission: config would not take its grant") {
+		t.Errorf("always without a grant: %s\n%s", resp.Status, body)
+	}
+	w.post(cl, "/approvals/"+id, url.Values{"csrf": {token}, "decision": {"approve"}}, nil)
+	if d := <-asked; !d.d.Approved || d.d.Persist || d.err != nil {
+		t.Errorf("approve: %+v %v", d.d, d.err)
+	}
+}
