@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -594,5 +595,53 @@ func TestConsolePermissionAuditApplied(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestConsolePersistRefusedWhenModuleChanged: a module loaded under the
+// same name with another digest while the question waited does not get
+// the grant the person approved "always" for the module shown: nothing is
+// written, the call (served by the module shown) is allowed once, and the
+// result says why.
+func TestConsolePersistRefusedWhenModuleChanged(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.app.ConsoleServes()
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	end := make(chan *tool.Result)
+	go func() {
+		res, _ := w.callWith(t, &person{elicit: false}, readDocs)
+		end <- res
+	}()
+	r := waitQuestions(t, b, changes, 1)[0]
+	// Another build under the same name: one custom section more.
+	wasmPath := filepath.Join(w.root, "tools", "hostcalls.wasm")
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wasmPath, append(wasm, 0x00, 9, 1, 'x', 'c', 'h', 'a', 'n', 'g', 'e', 'd'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if errs := w.app.Catalog().LoadTools(context.Background()); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	now := w.app.moduleSHA256("hostcalls")
+	if now == r.Digest || len(now) != 64 {
+		t.Fatalf("the module's digest did not change: %s", now)
+	}
+	before, _ := os.ReadFile(w.cfgPath)
+	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob", Persist: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res := <-end
+	want := "module hostcalls changed while the question waited (sha256 " + r.Digest[:12] + ", now " + now[:12] +
+		"): the grant would go to a module nobody was shown; it applied to this call only"
+	if notices, _ := res.Meta[tool.MetaNotices].([]string); len(notices) != 1 || !strings.HasSuffix(notices[0], want) {
+		t.Fatalf("notices %q, want one ending %q", notices, want)
+	}
+	if after, _ := os.ReadFile(w.cfgPath); string(after) != string(before) {
+		t.Fatalf("config.yaml changed:\n%s", after)
 	}
 }
