@@ -45,6 +45,9 @@ type Approvals struct {
 	// MaxPending bounds the questions waiting at once, across replicas on
 	// PostgreSQL. Read at start.
 	MaxPending int `mapstructure:"max_pending"`
+	// MaxPendingPerCaller bounds those of one caller (principal), so that
+	// one caller cannot fill max_pending for client_wait. Read at start.
+	MaxPendingPerCaller int `mapstructure:"max_pending_per_caller"`
 	// OnBackendError is refuse or local (the constants above).
 	OnBackendError string `mapstructure:"on_backend_error"`
 }
@@ -91,5 +94,8 @@ func (c *Config) validateApprovals(fail func(key, format string, args ...any)) {
 	}
 	if n := c.Approvals.MaxPending; n < 1 || n > 10000 {
 		fail("approvals.max_pending", "must be between 1 and 10000, got %d", n)
+	}
+	if n := c.Approvals.MaxPendingPerCaller; n < 1 || n > 10000 {
+		fail("approvals.max_pending_per_caller", "must be between 1 and 10000, got %d", n)
 	}
 }

@@ -16,15 +16,16 @@ func TestApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ApprovalsVia() != ApprovalsAuto || c.ApprovalsBackend() != ApprovalsLocal || c.ApprovalsFallBackLocal() ||
-		c.Approvals.MaxPending != limits.DefaultApprovalsMaxPending {
+		c.Approvals.MaxPending != limits.DefaultApprovalsMaxPending || c.Approvals.MaxPendingPerCaller != limits.DefaultApprovalsMaxPendingPerCaller {
 		t.Fatalf("defaults: %+v, backend %q", c.Approvals, c.ApprovalsBackend())
 	}
 	t.Setenv("WARDEN_MEMORY_BACKEND", "postgres://warden:pw@db/mem")
-	c, err = Load(writeConfig(t, "approvals: {via: Console, on_backend_error: local, max_pending: 3}\n"))
+	c, err = Load(writeConfig(t, "approvals: {via: Console, on_backend_error: local, max_pending: 3, max_pending_per_caller: 2}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ApprovalsVia() != ApprovalsConsole || c.ApprovalsBackend() != "postgres://warden:pw@db/mem" || !c.ApprovalsFallBackLocal() || c.Approvals.MaxPending != 3 {
+	if c.ApprovalsVia() != ApprovalsConsole || c.ApprovalsBackend() != "postgres://warden:pw@db/mem" || !c.ApprovalsFallBackLocal() || c.Approvals.MaxPending != 3 ||
+		c.Approvals.MaxPendingPerCaller != 2 {
 		t.Fatalf("set: %+v, backend %q", c.Approvals, c.ApprovalsBackend())
 	}
 	t.Setenv("WARDEN_APPROVALS_BACKEND", "local")
@@ -36,6 +37,7 @@ func TestApprovals(t *testing.T) {
 		"approvals: {via: browser}\n":                           `approvals.via: must be auto, console or elicitation, got "browser"`,
 		"approvals: {on_backend_error: allow}\n":                `approvals.on_backend_error: must be refuse or local, got "allow"`,
 		"approvals: {max_pending: 0}\n":                         `approvals.max_pending: must be between 1 and 10000, got 0`,
+		"approvals: {max_pending_per_caller: 0}\n":              `approvals.max_pending_per_caller: must be between 1 and 10000, got 0`,
 		"approvals: {backend: file}\n":                          `approvals.backend: must be "local" or a postgres:// URL`,
 		"approvals: {backend: \"redis://:s3cret@cache\"}\n":     `approvals.backend: must be "local" or a postgres:// URL`,
 		"approvals: {backend: \"postgres://u:a/s3cret@h/d\"}\n": `approvals.backend: the postgres:// URL has an @ outside`,

@@ -677,6 +677,7 @@ var defaults = map[string]any{
 	"approvals::via":                        ApprovalsAuto,
 	"approvals::backend":                    "",
 	"approvals::max_pending":                limits.DefaultApprovalsMaxPending,
+	"approvals::max_pending_per_caller":     limits.DefaultApprovalsMaxPendingPerCaller,
 	"approvals::on_backend_error":           ApprovalsRefuse,
 }
 

@@ -33,8 +33,9 @@ type approvalsState struct {
 	// backend names where questions wait, for messages: "local" or the
 	// database without its password.
 	backend string
-	// max is approvals.max_pending as read at start.
-	max int
+	// max and maxPerCaller are approvals.max_pending and
+	// max_pending_per_caller as read at start.
+	max, maxPerCaller int
 	// console is set once a console in this process answers the
 	// questions (App.ConsoleServes): approvals.via: auto then routes.
 	console atomic.Bool
@@ -49,14 +50,16 @@ type approvalsState struct {
 // memory.backend's database, else this process). Under approvals.via:
 // elicitation no question is ever routed, so no database is opened.
 func newApprovals(ctx context.Context, cfg *config.Config, rec *recorderRef, logger *slog.Logger) (*approvalsState, error) {
-	s := &approvalsState{rec: rec, max: cfg.Approvals.MaxPending, backend: config.ApprovalsLocal, outcomes: map[string]uint64{}}
+	s := &approvalsState{rec: rec, max: cfg.Approvals.MaxPending, maxPerCaller: cfg.Approvals.MaxPendingPerCaller,
+		backend: config.ApprovalsLocal, outcomes: map[string]uint64{}}
 	local := approvals.NewMemory(s.max)
+	local.MaxPerPrincipal = s.maxPerCaller
 	s.broker = local
 	backend := cfg.ApprovalsBackend()
 	if backend == config.ApprovalsLocal || cfg.ApprovalsVia() == config.ApprovalsElicitation {
 		return s, nil
 	}
-	shared, err := approvals.OpenPostgres(ctx, approvals.PostgresOptions{URL: backend, Max: s.max, QueryTimeout: cfg.Memory.Postgres.QueryTimeout})
+	shared, err := approvals.OpenPostgres(ctx, approvals.PostgresOptions{URL: backend, Max: s.max, MaxPerPrincipal: s.maxPerCaller, QueryTimeout: cfg.Memory.Postgres.QueryTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("approvals.backend: %w", err)
 	}
@@ -117,7 +120,9 @@ func (s *approvalsState) request(ctx context.Context, pol *policy.Policy, r appr
 
 // ask puts r to the console and waits for the answer, bounded by
 // r.Deadline and ctx, recording the question and how it ended (audit,
-// warden_approvals_*).
+// warden_approvals_*). An approval is recorded by the caller once applied
+// (approved): only then is it known whether a permission's grant was
+// written, which the person's "Always" alone does not say.
 func (s *approvalsState) ask(ctx context.Context, r approvals.Request) (approvals.Decision, error) {
 	detail := string(r.Kind) + " " + r.Tool
 	s.record(ctx, "asked", observe.Decision{Event: "approval", Detail: detail, Outcome: "asked"})
@@ -127,11 +132,6 @@ func (s *approvalsState) ask(ctx context.Context, r approvals.Request) (approval
 	dec := observe.Decision{Event: "approval", Detail: detail, Decider: d.By}
 	switch {
 	case err == nil && d.Approved:
-		dec.Outcome = "approved"
-		if d.Persist {
-			dec.Outcome = "approved always"
-		}
-		s.record(ctx, "approved", dec)
 		return d, nil
 	case err == nil:
 		dec.Outcome, dec.Denied, dec.Reason = "denied", true, "denied in the console"
@@ -144,6 +144,17 @@ func (s *approvalsState) ask(ctx context.Context, r approvals.Request) (approval
 		s.record(ctx, "failed", dec)
 	}
 	return d, err
+}
+
+// approved records an approval of a question of kind about toolName,
+// decided by by, as applied: always when a permission's grant was written
+// to config.yaml, else for this call only.
+func (s *approvalsState) approved(ctx context.Context, kind approvals.Kind, toolName, by string, always bool) {
+	dec := observe.Decision{Event: "approval", Detail: string(kind) + " " + toolName, Decider: by, Outcome: "approved"}
+	if always {
+		dec.Outcome = "approved always"
+	}
+	s.record(ctx, "approved", dec)
 }
 
 func (s *approvalsState) record(ctx context.Context, outcome string, d observe.Decision) {
@@ -191,6 +202,7 @@ func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpser
 		Arguments: shownArguments(c.Arguments), Question: confirmMessage(c, moduleLabel(moduleName, digest), d, grants, why)})
 	dec, err := a.approvals.ask(ctx, r)
 	if err == nil && dec.Approved {
+		a.approvals.approved(ctx, r.Kind, r.Tool, dec.By, false)
 		return nil
 	}
 	e := refusal("; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
@@ -216,6 +228,8 @@ func (s *approvalsState) unanswered(d approvals.Decision, err error, wait time.D
 		return fmt.Sprintf("nobody answered in the console within %s (tools.defaults.client_wait)", wait)
 	case errors.Is(err, approvals.ErrTooMany):
 		return fmt.Sprintf("the console has too many questions waiting (approvals.max_pending: %d)", s.max)
+	case errors.Is(err, approvals.ErrTooManyOfCaller):
+		return fmt.Sprintf("the caller has too many questions waiting in the console (approvals.max_pending_per_caller: %d)", s.maxPerCaller)
 	case errors.Is(err, approvals.ErrUnavailable):
 		return fmt.Sprintf("the question could not wait in the console: %s (approvals.on_backend_error: refuse)", termsafe.Message(err.Error()))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -284,6 +285,31 @@ func TestConsoleBounded(t *testing.T) {
 	}
 }
 
+// TestConsoleBoundedPerCaller: with approvals.max_pending_per_caller
+// questions of one caller waiting, its next call is refused at once,
+// naming that key, though max_pending has room.
+func TestConsoleBoundedPerCaller(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.restart(t, "approvals:\n  max_pending_per_caller: 1\n")
+	w.app.ConsoleServes()
+	w.setGrants(t, confirmGate)
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	end := make(chan *tool.Result)
+	go func() { end <- gateCall(t, w, nil) }()
+	r := waitQuestions(t, b, changes, 1)[0]
+	res := gateCall(t, w, nil)
+	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
+		!strings.Contains(res.Error.Message, "; the caller has too many questions waiting in the console (approvals.max_pending_per_caller: 1); nothing ran") {
+		t.Fatalf("the caller's second question: %+v", res.Error)
+	}
+	b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
+	if res := <-end; res.IsError {
+		t.Fatalf("the first: %+v", res.Error)
+	}
+}
+
 // TestConsoleArgumentsBounded (attacker: the agent writes the arguments):
 // terminal escapes are escaped and a huge argument is cut to the bound,
 // saying how long it was, in the question's fields as in its text.
@@ -503,5 +529,119 @@ func TestConsoleReplicas(t *testing.T) {
 	local.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
 	if res := <-end; res.IsError || !ran(res) {
 		t.Fatalf("local fallback: %+v", res.Error)
+	}
+}
+
+// TestConsolePermissionAuditApplied: the audit records what was applied,
+// with who decided: "Always" that wrote the grant is an approval "approved
+// always" and a prompt "always"; "Always" whose grant could not be written
+// (the entry rebound to another module while the question waited) is
+// "approved" and "once", saying why. The log of a written grant names its
+// approver.
+func TestConsolePermissionAuditApplied(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.app.ConsoleServes()
+	path, _, closeAudit := auditTo(t, w)
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	end := make(chan outcome)
+	decide := func(by string, before func()) {
+		go func() {
+			_, fs := w.callWith(t, &person{elicit: false}, readDocs)
+			end <- fs
+		}()
+		r := waitQuestions(t, b, changes, 1)[0]
+		before()
+		if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: by, Persist: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if fs := <-end; fs.Error != nil {
+			t.Fatalf("approved by %s: %+v", by, fs)
+		}
+	}
+	decide("bob", func() {})
+	if !strings.Contains(w.logs.String(), `msg="permission prompt: grant written" tool=hostcalls module=hostcalls grant="fs.read=docs/readme.md" config=`+w.cfgPath+" by=bob") {
+		t.Errorf("the log of the grant written:\n%s", w.logs.String())
+	}
+	w.setGrants(t, "")
+	decide("carol", func() {
+		os.WriteFile(w.cfgPath, []byte(w.config("    hostcalls: {module: elsewhere}")), 0o644) // no reload: the edit finds it
+	})
+	closeAudit()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []string
+	for dec := json.NewDecoder(f); dec.More(); {
+		var l observe.Line
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Event == "approval" || l.Event == "prompt" {
+			got = append(got, strings.Join([]string{l.Event, l.Gate, l.Outcome, l.Decider, l.Reason}, " | "))
+		}
+	}
+	want := []string{
+		"approval | permission hostcalls | asked |  | ",
+		"prompt | fs.read=docs/readme.md | always | bob | ",
+		"approval | permission hostcalls | approved always | bob | ",
+		"approval | permission hostcalls | asked |  | ",
+		"prompt | fs.read=docs/readme.md | once | carol | the grant was not written: config " + w.cfgPath +
+			": tools.grants.hostcalls belongs to module elsewhere, not to module hostcalls serving the tool",
+		"approval | permission hostcalls | approved | carol | ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestConsolePersistRefusedWhenModuleChanged: a module loaded under the
+// same name with another digest while the question waited does not get
+// the grant the person approved "always" for the module shown: nothing is
+// written, the call (served by the module shown) is allowed once, and the
+// result says why.
+func TestConsolePersistRefusedWhenModuleChanged(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.app.ConsoleServes()
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	end := make(chan *tool.Result)
+	go func() {
+		res, _ := w.callWith(t, &person{elicit: false}, readDocs)
+		end <- res
+	}()
+	r := waitQuestions(t, b, changes, 1)[0]
+	// Another build under the same name: one custom section more.
+	wasmPath := filepath.Join(w.root, "tools", "hostcalls.wasm")
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wasmPath, append(wasm, 0x00, 9, 1, 'x', 'c', 'h', 'a', 'n', 'g', 'e', 'd'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if errs := w.app.Catalog().LoadTools(context.Background()); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	now := w.app.moduleSHA256("hostcalls")
+	if now == r.Digest || len(now) != 64 {
+		t.Fatalf("the module's digest did not change: %s", now)
+	}
+	before, _ := os.ReadFile(w.cfgPath)
+	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob", Persist: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res := <-end
+	want := "module hostcalls changed while the question waited (sha256 " + r.Digest[:12] + ", now " + now[:12] +
+		"): the grant would go to a module nobody was shown; it applied to this call only"
+	if notices, _ := res.Meta[tool.MetaNotices].([]string); len(notices) != 1 || !strings.HasSuffix(notices[0], want) {
+		t.Fatalf("notices %q, want one ending %q", notices, want)
+	}
+	if after, _ := os.ReadFile(w.cfgPath); string(after) != string(before) {
+		t.Fatalf("config.yaml changed:\n%s", after)
 	}
 }

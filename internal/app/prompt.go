@@ -77,32 +77,39 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 		}
 		q := p.question(cfg, call, need)
 		decision, by, askErr := p.ask(ctx, call, need, q)
-		if rec := p.rec.get(); rec != nil {
-			capability, _, _ := strings.Cut(need.Key, ".") // fs.read, memory.topics
-			d := observe.Decision{Event: "prompt", Detail: need.Key + "=" + need.Value, Capability: capability, Outcome: decision, Denied: decision == deny || askErr != nil}
-			switch {
-			case askErr != nil:
-				d.Outcome, d.Reason = "unanswered", askErr.Error()
-			case decision == deny:
-				d.Reason = deniedBy(by)
+		// audit records the prompt as applied (outcome), with who
+		// answered in the console (by; "" for the client).
+		audit := func(outcome, reason string) {
+			if rec := p.rec.get(); rec != nil {
+				capability, _, _ := strings.Cut(need.Key, ".") // fs.read, memory.topics
+				rec.Decision(ctx, observe.Decision{Event: "prompt", Detail: need.Key + "=" + need.Value, Capability: capability,
+					Outcome: outcome, Denied: outcome == deny || outcome == "unanswered", Reason: reason, Decider: by})
 			}
-			rec.Decision(ctx, d)
 		}
 		if askErr != nil {
+			audit("unanswered", askErr.Error())
 			return result, withNote(err, askErr.Error())
 		}
 		if decision == deny {
+			audit(deny, deniedBy(by))
 			return result, withNote(err, deniedBy(by))
 		}
 		widen(&call.Grants, need)
+		applied, reason := decision, ""
 		if decision == allowAlways {
-			if werr := p.persist(call, need); werr != nil {
+			if werr := p.persist(call, need, q.digest, by); werr != nil {
 				// The person was told "written to config.yaml": the call's
-				// result says it was not, and why (never only this log).
-				p.log.Error("permission prompt: could not write the grant", "tool", call.Tool, "module", call.Module, "grant", need.Key+"="+termsafe.Escape(need.Value), "error", werr)
+				// result says it was not, and why (never only this log),
+				// and the audit records what applied: this call only.
+				p.log.Error("permission prompt: could not write the grant", "tool", call.Tool, "module", call.Module, "grant", need.Key+"="+termsafe.Escape(need.Value), "by", approverOf(by), "error", werr)
 				addNotice(ctx, fmt.Sprintf("warden: the grant %s was NOT saved to %s: %v; it applied to this call only",
 					termsafe.Line(q.line), cfg.File, termsafe.Message(werr.Error())))
+				applied, reason = allowOnce, "the grant was not written: "+werr.Error()
 			}
+		}
+		audit(applied, reason)
+		if by != "" && p.approvals != nil {
+			p.approvals.approved(ctx, approvals.Permission, call.Tool, by, applied == allowAlways)
 		}
 		result, err = serve()
 	}
@@ -171,6 +178,10 @@ type permissionQuestion struct {
 	// diff is the change "allow always" makes to config.yaml, as the
 	// console shows it ("" when not offered).
 	diff string
+	// digest is the sha256 of the module serving the call as the question
+	// names it: "allow always" writes a grant bound to the module's name,
+	// so it is refused when another digest serves that name at the write.
+	digest string
 }
 
 // question builds the prompt for need: the tool and the module serving it
@@ -192,8 +203,9 @@ func (p *prompter) question(cfg *config.Config, call *hostfuncs.Call, need tool.
 	if call.Module != "" {
 		module = "module " + termsafe.Line(call.Module)
 		if p.sumOf != nil {
-			if sum := p.sumOf(call.Module); len(sum) >= 12 {
-				module += ", sha256 " + sum[:12]
+			q.digest = p.sumOf(call.Module)
+			if len(q.digest) >= 12 {
+				module += ", sha256 " + q.digest[:12]
 			}
 		}
 	}
@@ -269,11 +281,7 @@ func (p *prompter) ask(ctx context.Context, call *hostfuncs.Call, need tool.Need
 // askConsole has q wait in the console: approved with Persist is "allow
 // always" (when offered, else once), approved is once, denied is deny.
 func (p *prompter) askConsole(ctx context.Context, pol *policy.Policy, call *hostfuncs.Call, q permissionQuestion) (decision, by string, err error) {
-	digest := ""
-	if p.sumOf != nil && call.Module != "" {
-		digest = p.sumOf(call.Module)
-	}
-	r := p.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Permission, Tool: call.Tool, Module: call.Module, Digest: digest,
+	r := p.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Permission, Tool: call.Tool, Module: call.Module, Digest: q.digest,
 		Arguments: shownArguments(callArguments(ctx)), Question: q.message, Grant: q.diff})
 	d, askErr := p.approvals.ask(ctx, r)
 	switch {
@@ -348,17 +356,48 @@ func widen(g *tool.Capabilities, need tool.Need) {
 }
 
 // persist writes need into config.yaml as a grant of the tool, bound to
-// the module serving it, and applies it at once.
-func (p *prompter) persist(call *hostfuncs.Call, need tool.Need) error {
+// the module serving it, and applies it at once; by is who approved it in
+// the console ("" for the client's person), for the log. It refuses when
+// the module the person was shown (digest) is no longer the one loaded
+// under that name: the grant, bound to the name, would go to a module
+// nobody reviewed.
+func (p *prompter) persist(call *hostfuncs.Call, need tool.Need, digest, by string) error {
+	if p.sumOf != nil && call.Module != "" {
+		if now := p.sumOf(call.Module); now != digest {
+			return fmt.Errorf("module %s changed while the question waited (sha256 %s, now %s): the grant would go to a module nobody was shown",
+				termsafe.Line(call.Module), shortDigest(digest), shortDigest(now))
+		}
+	}
 	cfg := p.policy().Config()
 	_, err := config.EditFile(cfg.File, grantEdit(call, need))
 	if err == nil && p.reload != nil {
 		err = p.reload()
 	}
 	if err == nil {
-		p.log.Info("permission prompt: grant written", "tool", call.Tool, "module", call.Module, "grant", need.Key+"="+termsafe.Escape(need.Value), "config", cfg.File)
+		p.log.Info("permission prompt: grant written", "tool", call.Tool, "module", call.Module, "grant", need.Key+"="+termsafe.Escape(need.Value), "config", cfg.File, "by", approverOf(by))
 	}
 	return err
+}
+
+// shortDigest is the start of a sha256 as messages show it, "none" when
+// no module is loaded.
+func shortDigest(sum string) string {
+	switch {
+	case sum == "":
+		return "none"
+	case len(sum) > 12:
+		return sum[:12]
+	}
+	return sum
+}
+
+// approverOf names who approved a grant in a log: the console's decider,
+// or the person the client asked.
+func approverOf(by string) string {
+	if by == "" {
+		return "the client's person (elicitation)"
+	}
+	return termsafe.Line(by)
 }
 
 // grantEdit is the edit "allow always" makes: need added to the grant entry

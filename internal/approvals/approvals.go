@@ -65,7 +65,10 @@ var (
 	ErrNotFound = errors.New("approval not found or already decided")
 	ErrExpired  = errors.New("nobody answered before the wait ended")
 	ErrTooMany  = errors.New("too many questions are waiting")
-	ErrNotYours = errors.New("not among this request's approvers")
+	// ErrTooManyOfCaller: the caller (Request.Principal) already has its
+	// bound of questions waiting.
+	ErrTooManyOfCaller = errors.New("too many questions of this caller are waiting")
+	ErrNotYours        = errors.New("not among this request's approvers")
 	// ErrUnavailable is wrapped by every failure of a shared backend (a
 	// database that cannot be reached): the question could not be stored
 	// or its answer read, so the call is refused, never let through.
@@ -75,7 +78,10 @@ var (
 // Broker keeps pending questions. Safe for concurrent use.
 type Broker interface {
 	// Ask stores r (its ID filled in when empty) and waits until a person
-	// decides, r.Deadline passes (ErrExpired) or ctx ends (ctx.Err()).
+	// decides; it refuses at once with ErrTooMany when the broker's bound
+	// of questions wait, ErrTooManyOfCaller when r.Principal's do. It waits
+	// until a person decides, r.Deadline passes (ErrExpired) or ctx ends
+	// (ctx.Err()).
 	// The question is removed when Ask returns. A decision that lands as
 	// the deadline passes is either returned or refused to its Decide
 	// (ErrNotFound), never both lost and reported as taken.

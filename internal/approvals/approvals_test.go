@@ -279,3 +279,119 @@ func TestFallback(t *testing.T) {
 		t.Fatalf("local: %+v %v", w.d, w.err)
 	}
 }
+
+// localAsks is a Local broker that counts the questions asked of it and
+// refuses them at once.
+type localAsks struct {
+	Broker
+	n int
+}
+
+var errAskedLocally = errors.New("asked on the local broker")
+
+func (l *localAsks) Ask(context.Context, Request) (Decision, error) {
+	l.n++
+	return Decision{}, errAskedLocally
+}
+
+// TestPostgresReadFailureKeepsDecision: when reading the row fails after
+// another replica decided (the fault injected at the read, after the
+// decision is written), the decision the final delete finds is returned,
+// not thrown away: a denial stays a denial, and a Fallback with
+// on_backend_error: local never asks the question again locally.
+func TestPostgresReadFailureKeepsDecision(t *testing.T) {
+	url := pg.DB(t)
+	a, b := openPG(t, url, 0), openPG(t, url, 0)
+	r := question("deploy")
+	r.ID = "q-read-fails"
+	faults := 0
+	a.readFault = func() error {
+		faults++
+		if faults == 1 {
+			if err := b.Decide(context.Background(), r.ID, Decision{Approved: false, By: "bob"}, nil); err != nil {
+				t.Errorf("Decide: %v", err)
+			}
+		}
+		return errors.New("injected read failure")
+	}
+	local := &localAsks{Broker: NewMemory(0)}
+	f := &Fallback{Shared: a, Local: local, UseLocal: func() bool { return true }}
+	d, err := f.Ask(context.Background(), r)
+	if err != nil || d.Approved || d.By != "bob" || local.n != 0 {
+		t.Fatalf("Ask: %+v, %v (local asks: %d)", d, err, local.n)
+	}
+	if p, err := b.Pending(context.Background()); err != nil || len(p) != 0 {
+		t.Fatalf("pending afterwards: %v %v", p, err)
+	}
+}
+
+// TestFallbackNotAfterInsert: a shared question that was stored and then
+// could not be read (no decision) refuses with ErrUnavailable: it is not
+// asked again on the local broker, where a second answer could contradict
+// one taken on another replica.
+func TestFallbackNotAfterInsert(t *testing.T) {
+	a := openPG(t, pg.DB(t), 0)
+	a.readFault = func() error { return errors.New("injected read failure") }
+	local := &localAsks{Broker: NewMemory(0)}
+	f := &Fallback{Shared: a, Local: local, UseLocal: func() bool { return true }}
+	d, err := f.Ask(context.Background(), question("deploy"))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "injected read failure") || d.Approved || local.n != 0 {
+		t.Fatalf("Ask: %+v, %v (local asks: %d)", d, err, local.n)
+	}
+}
+
+// TestBoundedPerPrincipal: one caller with its bound of questions waiting
+// (on any replica) is refused the next with ErrTooManyOfCaller, while
+// another caller still asks.
+func TestBoundedPerPrincipal(t *testing.T) {
+	ofCaller := func(tool, who string) Request { r := question(tool); r.Principal = who; return r }
+	for _, c := range []struct {
+		name string
+		a, b Broker
+	}{
+		{"memory", func() Broker { m := NewMemory(0); m.MaxPerPrincipal = 2; return m }(), nil},
+		{"postgres", nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := c.a, c.a
+			if a == nil {
+				url := pg.DB(t)
+				pa, err := OpenPostgres(context.Background(), PostgresOptions{URL: url, MaxPerPrincipal: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(pa.Close)
+				pb, err := OpenPostgres(context.Background(), PostgresOptions{URL: url, MaxPerPrincipal: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(pb.Close)
+				a, b = pa, pb
+			}
+			changes, cancel := b.Subscribe()
+			defer cancel()
+			w1, w2 := ask(a, ofCaller("one", "mallory")), ask(b, ofCaller("two", "mallory"))
+			waitPending(t, b, changes, 2)
+			// Its deadline already passed: refused for the bound before any
+			// wait, else it would end at once with ErrExpired.
+			third := ofCaller("three", "mallory")
+			third.Deadline = time.Now().Add(-time.Second)
+			if _, err := a.Ask(context.Background(), third); !errors.Is(err, ErrTooManyOfCaller) || errors.Is(err, ErrTooMany) {
+				t.Fatalf("mallory's third: %v", err)
+			}
+			w3 := ask(a, ofCaller("four", "alice"))
+			p := waitPending(t, b, changes, 3)
+			for _, r := range p {
+				if err := b.Decide(context.Background(), r.ID, Decision{By: "bob"}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, w := range []*asked{w1, w2, w3} {
+				<-w.end
+				if w.err != nil {
+					t.Fatalf("a question within the bounds: %v", w.err)
+				}
+			}
+		})
+	}
+}

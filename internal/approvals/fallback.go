@@ -21,10 +21,13 @@ type Fallback struct {
 	UseLocal func() bool
 }
 
-// Ask implements Broker.
+// Ask implements Broker. It falls back only when Shared could not store
+// the question: once stored, another replica may have shown it and taken
+// a decision, so a later failure refuses rather than ask again here.
 func (f *Fallback) Ask(ctx context.Context, r Request) (Decision, error) {
 	d, err := f.Shared.Ask(ctx, r)
-	if errors.Is(err, ErrUnavailable) && f.UseLocal != nil && f.UseLocal() {
+	var asked askedError
+	if errors.Is(err, ErrUnavailable) && !errors.As(err, &asked) && f.UseLocal != nil && f.UseLocal() {
 		return f.Local.Ask(ctx, r)
 	}
 	return d, err

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,9 +16,10 @@ import (
 )
 
 // Memory is a Broker of one process. Max bounds the questions waiting at
-// once (0: limits.DefaultApprovalsMaxPending).
+// once (0: limits.DefaultApprovalsMaxPending), MaxPerPrincipal those of one
+// Request.Principal (0: limits.DefaultApprovalsMaxPendingPerCaller).
 type Memory struct {
-	Max int
+	Max, MaxPerPrincipal int
 
 	mu      sync.Mutex
 	waiting map[string]*waiter
@@ -51,6 +53,10 @@ func (m *Memory) Ask(ctx context.Context, r Request) (Decision, error) {
 		m.mu.Unlock()
 		return Decision{}, ErrTooMany
 	}
+	if m.ofPrincipal(r.Principal) >= cmp.Or(m.MaxPerPrincipal, limits.DefaultApprovalsMaxPendingPerCaller) {
+		m.mu.Unlock()
+		return Decision{}, ErrTooManyOfCaller
+	}
 	m.waiting[r.ID] = w
 	m.notify()
 	m.mu.Unlock()
@@ -74,6 +80,17 @@ func (m *Memory) Ask(ctx context.Context, r Request) (Decision, error) {
 	case <-ctx.Done():
 		return m.late(w, ctx.Err())
 	}
+}
+
+// ofPrincipal counts the questions of principal waiting now; m.mu held.
+func (m *Memory) ofPrincipal(principal string) int {
+	n := 0
+	for _, w := range m.waiting {
+		if w.req.Principal == principal {
+			n++
+		}
+	}
+	return n
 }
 
 // late ends the wait of w, which ended with err, unless a Decide took it

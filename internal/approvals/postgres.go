@@ -63,6 +63,10 @@ type PostgresOptions struct {
 	// Max bounds the questions waiting at once across every replica (0:
 	// limits.DefaultApprovalsMaxPending).
 	Max int
+	// MaxPerPrincipal bounds the questions of one Request.Principal waiting
+	// at once across every replica (0:
+	// limits.DefaultApprovalsMaxPendingPerCaller).
+	MaxPerPrincipal int
 	// QueryTimeout bounds each statement (0: limits.DefaultPostgresQueryTimeout).
 	QueryTimeout time.Duration
 	// Poll is how often a waiting Ask reads its row without a
@@ -76,8 +80,12 @@ type Postgres struct {
 	conn    *pgx.ConnConfig // for the LISTEN connection, outside the pool
 	name    string          // backendurl.ID: no password
 	max     int
+	mine    int // PostgresOptions.MaxPerPrincipal
 	timeout time.Duration
 	poll    time.Duration
+	// readFault, set by tests only, runs before each read of a waiting
+	// question's row; an error it returns is taken as the read's.
+	readFault func() error
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // this process's Asks, by id
@@ -94,10 +102,13 @@ func OpenPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	if err := backendurl.Check(o.URL); err != nil {
 		return nil, fmt.Errorf("approvals backend: %w", err)
 	}
-	p := &Postgres{name: backendurl.ID(o.URL), max: o.Max, timeout: o.QueryTimeout, poll: o.Poll,
+	p := &Postgres{name: backendurl.ID(o.URL), max: o.Max, mine: o.MaxPerPrincipal, timeout: o.QueryTimeout, poll: o.Poll,
 		waiters: map[string]chan struct{}{}}
 	if p.max <= 0 {
 		p.max = limits.DefaultApprovalsMaxPending
+	}
+	if p.mine <= 0 {
+		p.mine = limits.DefaultApprovalsMaxPendingPerCaller
 	}
 	if p.timeout <= 0 {
 		p.timeout = limits.DefaultPostgresQueryTimeout
@@ -192,6 +203,27 @@ func (p *Postgres) Ask(ctx context.Context, r Request) (Decision, error) {
 	if err := p.insert(ctx, r, body, deadline); err != nil {
 		return Decision{}, err
 	}
+	// From here on the question is shared: another replica may answer it,
+	// so every failure is marked asked (a Fallback never asks it again
+	// elsewhere), and finish returns a decision it finds whatever failed.
+	d, err := p.wait(ctx, r.ID, deadline, wake)
+	if err != nil {
+		return d, askedError{err}
+	}
+	return d, nil
+}
+
+// askedError marks a failure of an Ask whose question was stored, and so
+// may have been seen and answered on another replica: falling back to
+// another broker would ask the same question twice (and could overturn a
+// denial). Its text is the failure's.
+type askedError struct{ error }
+
+func (e askedError) Unwrap() error { return e.error }
+
+// wait waits for the decision on the stored question id (wake: its
+// notifications).
+func (p *Postgres) wait(ctx context.Context, id string, deadline time.Time, wake <-chan struct{}) (Decision, error) {
 	expired := time.NewTimer(time.Until(deadline))
 	defer expired.Stop()
 	tick := time.NewTicker(p.poll)
@@ -201,28 +233,29 @@ func (p *Postgres) Ask(ctx context.Context, r Request) (Decision, error) {
 		case <-wake:
 		case <-tick.C:
 		case <-expired.C:
-			return p.finish(ctx, r.ID, ErrExpired)
+			return p.finish(ctx, id, ErrExpired)
 		case <-ctx.Done():
-			return p.finish(ctx, r.ID, ctx.Err())
+			return p.finish(ctx, id, ctx.Err())
 		}
-		d, decided, err := p.read(ctx, r.ID)
+		d, decided, err := p.read(ctx, id)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return p.finish(ctx, r.ID, ctx.Err())
+			return p.finish(ctx, id, ctx.Err())
 		case err != nil:
-			// Fail closed: without the row, no answer can be trusted.
-			p.finish(ctx, r.ID, err)
-			return Decision{}, err
+			// Fail closed: without the row, no answer can be trusted,
+			// unless the delete finds one (finish).
+			return p.finish(ctx, id, err)
 		case decided:
-			p.finish(ctx, r.ID, nil)
+			p.finish(ctx, id, nil)
 			return d, nil
 		}
 	}
 }
 
 // insert stores the question, refusing it when max are waiting across
-// every replica: the count and the insert run under one advisory lock, so
-// replicas asking at once cannot both take the last place. Rows left by a
+// every replica, or mine of its principal: the counts and the insert run
+// under one advisory lock, so replicas asking at once cannot both take the
+// last place. Rows left by a
 // replica that died mid-wait are swept first, a minute past their deadline: the Ask that owns a row
 // removes it as it returns, so only a replica that died mid-wait leaves one.
 func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline time.Time) error {
@@ -245,6 +278,13 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 		if n >= p.max {
 			return ErrTooMany
 		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM warden_approvals
+			WHERE decision IS NULL AND deadline > now() AND request->>'principal' = $1`, r.Principal).Scan(&n); err != nil {
+			return err
+		}
+		if n >= p.mine {
+			return ErrTooManyOfCaller
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO warden_approvals (id, request, created, deadline) VALUES ($1, $2, $3, $4)`,
 			r.ID, body, r.Created, deadline); err != nil {
 			return err
@@ -255,7 +295,7 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 		return tx.Commit(ctx)
 	})
 	switch {
-	case err == nil, errors.Is(err, ErrTooMany):
+	case err == nil, errors.Is(err, ErrTooMany), errors.Is(err, ErrTooManyOfCaller):
 		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -267,6 +307,11 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 func (p *Postgres) read(ctx context.Context, id string) (d Decision, decided bool, err error) {
 	var raw []byte
 	err = p.query(ctx, func(ctx context.Context) error {
+		if p.readFault != nil {
+			if err := p.readFault(); err != nil {
+				return err
+			}
+		}
 		return p.pool.QueryRow(ctx, `SELECT decision FROM warden_approvals WHERE id = $1`, id).Scan(&raw)
 	})
 	switch {
@@ -286,16 +331,18 @@ func (p *Postgres) read(ctx context.Context, id string) (d Decision, decided boo
 }
 
 // finish removes the row of question id as its Ask returns with err, and
-// returns the decision instead when one landed first: the delete and the
-// read are one statement, so a Decide either wrote before it (and its
-// decision is returned here) or finds no row (ErrNotFound).
+// returns the decision instead when one landed first, whatever err is (a
+// failed read included): the delete and the read are one statement, so a
+// Decide either wrote before it (and its decision is returned here) or
+// finds no row (ErrNotFound). Throwing a decision away would let the
+// question be asked again and a denial be overturned.
 func (p *Postgres) finish(ctx context.Context, id string, err error) (Decision, error) {
 	var raw []byte
 	qerr := p.query(context.WithoutCancel(ctx), func(ctx context.Context) error {
 		return p.pool.QueryRow(ctx, `WITH d AS (DELETE FROM warden_approvals WHERE id = $1 RETURNING decision)
 			SELECT (SELECT decision FROM d), pg_notify($2, '')`, id, notifyChannel).Scan(&raw, nil)
 	})
-	if qerr == nil && raw != nil && err != nil && !errors.Is(err, ErrUnavailable) {
+	if qerr == nil && raw != nil && err != nil {
 		var d Decision
 		if json.Unmarshal(raw, &d) == nil {
 			return d, nil

@@ -16,39 +16,36 @@ type approvalsView struct {
 	Pending []approvals.Request
 	// Mine says, per request id, whether this session may decide it.
 	Mine map[string]bool
+	// Unavailable, when not empty, says why some questions may be missing
+	// (a backend failed): the page shows it above those it could list.
+	Unavailable string
 }
 
-func (c *Console) approvalsView(r *http.Request, s *session) (approvalsView, error) {
+// approvalsView lists what the broker returned even when it also failed:
+// a Fallback whose shared backend is down still returns the questions
+// waiting on this replica, which only this console can answer.
+func (c *Console) approvalsView(r *http.Request, s *session) approvalsView {
 	pending, err := c.opts.Broker.Pending(r.Context())
-	if err != nil {
-		return approvalsView{}, fmt.Errorf("pending approvals: %w", err)
-	}
 	v := approvalsView{Pending: pending, Mine: map[string]bool{}}
+	if err != nil {
+		c.log.Warn("console: pending approvals not all listed", "error", err)
+		v.Unavailable = "Some waiting questions cannot be listed: " + err.Error()
+	}
 	by, groups := approvals.Decider(s.who)
 	for _, q := range pending {
 		v.Mine[q.ID] = approvals.MayDecide(q, by, groups)
 	}
-	return v, nil
+	return v
 }
 
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, s *session) {
-	v, err := c.approvalsView(r, s)
-	if err != nil {
-		c.renderPage(w, http.StatusServiceUnavailable, "approvals", s, v, err.Error(), "")
-		return
-	}
-	c.render(w, http.StatusOK, "approvals", s, v)
+	c.render(w, http.StatusOK, "approvals", s, c.approvalsView(r, s))
 }
 
 // approvalsList is the list alone, which the page fetches when the
 // pending set changes.
 func (c *Console) approvalsList(w http.ResponseWriter, r *http.Request, s *session) {
-	v, err := c.approvalsView(r, s)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	c.renderBlock(w, http.StatusOK, "approvals", "list", s, v, "", "")
+	c.renderBlock(w, http.StatusOK, "approvals", "list", s, c.approvalsView(r, s), "", "")
 }
 
 // approvalsEvents tells the page, by server-sent events, when the pending
@@ -149,12 +146,13 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s *session, cha
 func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	choice := r.PostFormValue("decision")
+	// The question is looked for among those Pending returned, even with
+	// an error beside them (see approvalsView).
 	var q *approvals.Request
-	if pending, err := c.opts.Broker.Pending(r.Context()); err == nil {
-		for i := range pending {
-			if pending[i].ID == id {
-				q = &pending[i]
-			}
+	pending, _ := c.opts.Broker.Pending(r.Context())
+	for i := range pending {
+		if pending[i].ID == id {
+			q = &pending[i]
 		}
 	}
 	d := approvals.Decision{By: keyOf(s.who), At: c.opts.now()}
@@ -172,6 +170,12 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		if q.Kind != approvals.Permission {
 			c.afterDecide(w, r, s, http.StatusBadRequest, "“Always” is for a permission; a gate's confirmation is approved call by call.", "")
+			return
+		}
+		if q.Grant == "" {
+			// The question offers no grant: config would refuse it (as the
+			// question says), so an approval applies to this call only.
+			c.afterDecide(w, r, s, http.StatusBadRequest, "“Always” is not offered for this permission: config would not take its grant (the question says why); approve this call once instead.", "")
 			return
 		}
 		if !s.admin {
@@ -210,8 +214,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) afterDecide(w http.ResponseWriter, r *http.Request, s *session, status int, errMsg, notice string) {
-	v, _ := c.approvalsView(r, s)
-	c.renderPage(w, status, "approvals", s, v, errMsg, notice)
+	c.renderPage(w, status, "approvals", s, c.approvalsView(r, s), errMsg, notice)
 }
 
 func listOrNone(q *approvals.Request) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -540,5 +541,72 @@ func TestLiveStreamsBounded(t *testing.T) {
 		if line, err := br.ReadString('\n'); line != "event: change\n" {
 			t.Errorf("activity page %d after a write: %q %v", i, line, err)
 		}
+	}
+}
+
+// sharedDown is a shared approvals backend that cannot be reached.
+type sharedDown struct{}
+
+func (sharedDown) Ask(context.Context, approvals.Request) (approvals.Decision, error) {
+	return approvals.Decision{}, fmt.Errorf("%w: postgres://warden@db/approvals: connection refused", approvals.ErrUnavailable)
+}
+func (sharedDown) Pending(context.Context) ([]approvals.Request, error) {
+	return nil, fmt.Errorf("%w: postgres://warden@db/approvals: connection refused", approvals.ErrUnavailable)
+}
+func (sharedDown) Decide(context.Context, string, approvals.Decision, []string) error {
+	return fmt.Errorf("%w: postgres://warden@db/approvals: connection refused", approvals.ErrUnavailable)
+}
+func (sharedDown) Subscribe() (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+// TestLocalFallbackShown: with the shared backend down and
+// on_backend_error: local, the questions waiting on this replica are
+// listed (the backend's failure as a banner above them), and "Always" on
+// one of them is checked against it and applied.
+func TestLocalFallbackShown(t *testing.T) {
+	local := approvals.NewMemory(0)
+	f := &approvals.Fallback{Shared: sharedDown{}, Local: local, UseLocal: func() bool { return true }}
+	w := newWorld(t, Options{Prefix: "/", Broker: f})
+	w.broker = local
+	ch := make(chan asked, 1)
+	go func() {
+		d, err := f.Ask(context.Background(), approvals.Request{Kind: approvals.Permission, Tool: "deploy", Grant: "+      net: [api.example.com]\n"})
+		ch <- asked{d, err}
+	}()
+	id := w.waitPending(1)[0].ID
+	cl, token := w.login(principal.Local)
+	for _, path := range []string{"/approvals", "/approvals/list"} {
+		page := w.get(cl, path)
+		if !strings.Contains(page, `<p class="error" id="approvals-unavailable" role="alert">Some waiting questions cannot be listed: approvals backend unavailable: postgres://warden@db/approvals: connection refused</p>`) ||
+			!strings.Contains(page, `id="request-`+id+`"`) || strings.Contains(page, "Nothing is waiting") {
+			t.Errorf("%s with the shared backend down:\n%s", path, page)
+		}
+	}
+	resp, body := w.post(cl, "/approvals/"+id, url.Values{"csrf": {token}, "decision": {"always"}}, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Approved: deploy.") {
+		t.Fatalf("always: %s\n%s", resp.Status, body)
+	}
+	if d := <-ch; d.err != nil || !d.d.Approved || !d.d.Persist {
+		t.Errorf("decision: %+v %v", d.d, d.err)
+	}
+}
+
+// TestAlwaysNeedsAGrant: a permission whose question offers no grant
+// (config would refuse it) shows no "Always", and an "Always" posted
+// anyway is refused; approving once still works.
+func TestAlwaysNeedsAGrant(t *testing.T) {
+	w := newWorld(t, Options{Prefix: "/"})
+	cl, token := w.login(principal.Local)
+	asked := w.ask(approvals.Request{Kind: approvals.Permission, Tool: "deploy"})
+	id := w.waitPending(1)[0].ID
+	if page := w.get(cl, "/approvals"); !strings.Contains(page, `value="approve"`) || strings.Contains(page, `value="always"`) {
+		t.Errorf("the page offers “Always” without a grant:\n%s", page)
+	}
+	resp, body := w.post(cl, "/approvals/"+id, url.Values{"csrf": {token}, "decision": {"always"}}, nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "is not offered for this permission: config would not take its grant") {
+		t.Errorf("always without a grant: %s\n%s", resp.Status, body)
+	}
+	w.post(cl, "/approvals/"+id, url.Values{"csrf": {token}, "decision": {"approve"}}, nil)
+	if d := <-asked; !d.d.Approved || d.d.Persist || d.err != nil {
+		t.Errorf("approve: %+v %v", d.d, d.err)
 	}
 }

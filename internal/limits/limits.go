@@ -110,6 +110,10 @@ const (
 	// DefaultApprovalsMaxPending bounds the questions waiting at once, on
 	// one process (the memory broker) or across replicas (PostgreSQL).
 	DefaultApprovalsMaxPending = 64
+	// DefaultApprovalsMaxPendingPerCaller bounds the questions one caller
+	// (principal) has waiting at once, so that one caller cannot take every
+	// place of DefaultApprovalsMaxPending for client_wait.
+	DefaultApprovalsMaxPendingPerCaller = 8
 	// DefaultApprovalsPoll is how often a question waiting in PostgreSQL
 	// reads its row when no notification came (a lost LISTEN connection).
 	DefaultApprovalsPoll = time.Second
