@@ -295,10 +295,13 @@ func (r *taskRunner) writeStatus(ctx context.Context, rt *runningTask, notify fu
 }
 
 // stopTask cancels a running task's call (cancelled by request).
+//
+// The mark and the cancel happen under one lock: a report made between
+// them (the call not yet told) would count as made after the cancel.
 func (rt *runningTask) stopTask() {
 	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	rt.cancelled = true
-	rt.mu.Unlock()
 	rt.cancel(context.Canceled)
 }
 
