@@ -99,3 +99,43 @@ func TestGateApproversNotTheCaller(t *testing.T) {
 		t.Fatalf("eve was asked %d questions with a console serving", len(q))
 	}
 }
+
+// TestPromptApproversNotTheCaller: a permission prompt of a tool whose
+// approvers config names is not put to a caller outside them, even through
+// a client that can elicit (they would grant their own call); an approver
+// calling is asked as before. The guest reads HOME at start (requested,
+// not granted): that read is the prompt.
+func TestPromptApproversNotTheCaller(t *testing.T) {
+	w := newEscapeWorld(t)
+	w.setGrants(t, `    hostcalls: {fs: {read: [docs/readme.md]}}
+server:
+  oauth:
+    resource: https://warden.example.com/mcp
+    issuers: [{issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}]
+access:
+  roles:
+    releasers:
+      groups: [release]
+      approve: [hostcalls]
+`)
+	callAs := func(ctx context.Context, c tool.Client) {
+		t.Helper()
+		args, _ := json.Marshal(map[string]any{"fs": readDocs})
+		res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: c})
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+	}
+	eve := principal.With(context.Background(), principal.Principal{Subject: "eve", Via: principal.ViaOAuth, Issuer: approverIssuer, Groups: []string{"dev"}})
+	p := &person{elicit: true, answers: []string{"accept:once"}}
+	callAs(eve, p)
+	if q := p.questions(); len(q) != 0 {
+		t.Fatalf("eve, outside the approvers, was asked %d questions: %s", len(q), q[0].Params)
+	}
+	rita := principal.With(context.Background(), principal.Principal{Subject: "rita", Via: principal.ViaOAuth, Issuer: approverIssuer, Groups: []string{"release"}})
+	p = &person{elicit: true, answers: []string{"accept:once"}}
+	callAs(rita, p)
+	if q := p.questions(); len(q) != 1 || !strings.Contains(string(q[0].Params), "HOME") {
+		t.Fatalf("rita, an approver: %d questions %+v, want one, about env HOME", len(q), q)
+	}
+}
