@@ -62,7 +62,38 @@ type Task struct {
 	// CancelRequested is set by Cancel; the replica running the task sees
 	// it (directly, or at its next lease renewal) and stops the guest.
 	CancelRequested bool `json:"cancelRequested,omitempty"`
+	// InputRequests are the requests the task's call is waiting for the
+	// client to answer, while the task is InputRequired (and only then):
+	// the client reads them by tasks/get and answers by tasks/update.
+	InputRequests []InputRequest `json:"inputRequests,omitempty"`
+	// InputResponses are the client's answers to InputRequests received so
+	// far, by key, not yet taken by the call: the record is the channel
+	// from the replica that took the tasks/update to the one running the
+	// call. The call takes them, all at once, when every request of the
+	// round is answered, and the task is Working again.
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 }
+
+// InputRequest is one request a task's call put to its client (an
+// elicitation, a sampling request, a roots listing), waiting for an answer.
+type InputRequest struct {
+	// Key names the request; the answer comes back under it.
+	Key string `json:"key"`
+	// Method is the MCP method (elicitation/create, ...), Params its params.
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Bounds of what a task's outstanding input holds (the rules of every
+// store): a call asks a few questions at a time, and an answer is a
+// person's form or a model's message, not a payload.
+const (
+	// MaxInputRequests bounds the requests of one round.
+	MaxInputRequests = 16
+	// MaxInputBytes bounds the params of one round's requests, together,
+	// and so the answers held for it, together.
+	MaxInputBytes = 256 << 10
+)
 
 // Expires is when the record may be removed.
 func (t *Task) Expires() time.Time { return t.Created.Add(t.TTL) }
@@ -94,6 +125,9 @@ var (
 	ErrTerminal = errors.New("task has already ended")
 	// ErrResultTooLarge: the result passes Bounds.ResultBytes.
 	ErrResultTooLarge = errors.New("task result too large")
+	// ErrInput: a change to a task's input the rules refuse (too many or
+	// too large requests or answers, an answer for a key not asked).
+	ErrInput = errors.New("task input refused")
 )
 
 // Store keeps task records. Every method is safe for concurrent use by
