@@ -46,8 +46,9 @@ func untilEnded(t *testing.T, r *taskRunner, owner, id string) tasks.Task {
 // counter is a call that reports progress in a loop until its context
 // ends, checking the context once per iteration as a guest's fuel check
 // does; it counts its iterations.
-func counter(iterations *atomic.Int64) func(ctx context.Context, status func(string)) (json.RawMessage, error) {
-	return func(ctx context.Context, status func(string)) (json.RawMessage, error) {
+func counter(iterations *atomic.Int64) func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+	return func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+		status := link.Status
 		for i := int64(1); ; i++ {
 			if ctx.Err() != nil {
 				return json.RawMessage(`{"content":[],"isError":true}`), nil
@@ -105,7 +106,7 @@ func TestTaskRunnerBounds(t *testing.T) {
 	// Another client is not bounded by the first one's tasks.
 	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 100) + `"}]}`)
 	other, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:b", Tool: "big",
-		Run: func(context.Context, func(string)) (json.RawMessage, error) { return big, nil }})
+		Run: func(context.Context, mcpserver.TaskLink) (json.RawMessage, error) { return big, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestTaskRunnerReplicas(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	stalled, err := c.Start(context.Background(), mcpserver.TaskStart{Owner: "local:x", Tool: "stall",
-		Run: func(ctx context.Context, _ func(string)) (json.RawMessage, error) { <-block; return nil, ctx.Err() }})
+		Run: func(ctx context.Context, _ mcpserver.TaskLink) (json.RawMessage, error) { <-block; return nil, ctx.Err() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestTaskAwaitLocalNoPolling(t *testing.T) {
 	t.Cleanup(func() { r.close(context.Background()) })
 	release := make(chan struct{})
 	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:a", Tool: "slow",
-		Run: func(context.Context, func(string)) (json.RawMessage, error) {
+		Run: func(context.Context, mcpserver.TaskLink) (json.RawMessage, error) {
 			<-release
 			return json.RawMessage(`{"content":[]}`), nil
 		}})

@@ -12,6 +12,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -167,4 +170,59 @@ type Store interface {
 	Sweep(ctx context.Context, now time.Time) (failed, removed int, err error)
 	// Close releases the store.
 	Close() error
+}
+
+// Outstanding returns the requests of t not answered yet, in asking order.
+func (t *Task) Outstanding() []InputRequest {
+	var out []InputRequest
+	for _, r := range t.InputRequests {
+		if _, answered := t.InputResponses[r.Key]; !answered {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Answer records answers, by key, to t's outstanding requests. Each key
+// must name a request of t's current round that is not answered yet: an
+// answer for a key never asked, for an earlier round (its keys are not
+// this round's), or for a request already answered is refused (ErrInput),
+// and then none of answers is recorded. An answer is thereby bound to the
+// one request it was given for, and a spent one is never taken again.
+func (t *Task) Answer(answers map[string]json.RawMessage) error {
+	if t.Status != InputRequired {
+		return fmt.Errorf("%w: task %s is %s and asks nothing", ErrInput, t.ID, t.Status)
+	}
+	keys := make([]string, 0, len(answers))
+	for k := range answers {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		asked := slices.ContainsFunc(t.InputRequests, func(r InputRequest) bool { return r.Key == k })
+		if _, done := t.InputResponses[k]; done {
+			return fmt.Errorf("%w: the request %q of task %s is answered already; an answer is taken once", ErrInput, k, t.ID)
+		}
+		if !asked {
+			return fmt.Errorf("%w: task %s has no outstanding request %q (outstanding: %s)", ErrInput, t.ID, k, outstandingKeys(t))
+		}
+	}
+	if t.InputResponses == nil {
+		t.InputResponses = make(map[string]json.RawMessage, len(answers))
+	}
+	for k, v := range answers {
+		t.InputResponses[k] = v
+	}
+	return nil
+}
+
+func outstandingKeys(t *Task) string {
+	var keys []string
+	for _, r := range t.Outstanding() {
+		keys = append(keys, fmt.Sprintf("%q", r.Key))
+	}
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
 }
