@@ -147,7 +147,10 @@ func TestTaskRunnerReplicas(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	stalled, err := c.Start(context.Background(), mcpserver.TaskStart{Owner: "local:x", Tool: "stall",
-		Run: func(ctx context.Context, _ mcpserver.TaskLink) (json.RawMessage, error) { <-block; return nil, ctx.Err() }})
+		Run: func(ctx context.Context, _ mcpserver.TaskLink) (json.RawMessage, error) {
+			<-block
+			return nil, ctx.Err()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
