@@ -74,8 +74,9 @@ type TaskRunner interface {
 	// each a checked result of its request's method) to owner's task id,
 	// waiting for input: tasks.Task.Answer's rules apply atomically, and
 	// the call waiting for them is woken (on this replica at once, on
-	// another at its next poll of the record). It returns the record.
-	Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (tasks.Task, error)
+	// another at its next poll of the record). It returns the keys not
+	// taken, each with the reason (tasks.Task.Answer).
+	Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (ignored map[string]string, err error)
 }
 
 // TaskLink is what a task's call reaches of its task.
@@ -1001,11 +1002,13 @@ func pendingInput(t *tasks.Task) json.RawMessage {
 
 // taskUpdate answers a 2026-07-28 tasks/update: the inputResponses are
 // checked (an object of at most tasks.MaxInputRequests members and
-// tasks.MaxInputBytes, no member twice, each answering an outstanding
-// request of the task with a result of that request's method) and
-// delivered to the task's call (TaskRunner.Respond). A key that is not
-// outstanding (never asked, an earlier round's, answered already) is
-// refused (-32602), naming the outstanding ones. Another principal's task
+// tasks.MaxInputBytes, no member twice; an answer to an outstanding
+// request must be a result of that request's method, or the update is
+// refused, -32602) and delivered to the task's call (TaskRunner.Respond).
+// An answer for a key that is not outstanding (never asked, an earlier
+// round's, answered already, a task that asks nothing) is not taken:
+// SEP-2663 has the server ignore it, and the acknowledgement names each
+// such key and why under _meta[metaIgnoredInput]. Another principal's task
 // is not found, as everywhere.
 func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) *taskReply {
 	answers, err := parseInputResponses(c.InputResponses)
@@ -1017,20 +1020,17 @@ func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) 
 	if err != nil {
 		return taskFailure(err)
 	}
-	ack := &taskReply{result: map[string]any{"resultType": "complete"}}
-	if len(answers) == 0 {
-		return ack
-	}
 	checked := make(map[string]json.RawMessage, len(answers))
 	for k, raw := range answers {
+		checked[k] = raw
 		var req *tasks.InputRequest
 		for i := range t.InputRequests {
 			if t.InputRequests[i].Key == k {
 				req = &t.InputRequests[i]
 			}
 		}
-		if req == nil {
-			break // Answer below names the keys outstanding
+		if req == nil || t.Status != tasks.InputRequired {
+			continue // not taken: Respond says why
 		}
 		var m mcp.InputResponseMap
 		if err := json.Unmarshal(fmt.Appendf(nil, `{"k":%s}`, raw), &m); err != nil || m["k"] == nil {
@@ -1043,21 +1043,23 @@ func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) 
 			return replyError(jsonrpc.CodeInternalError, "encoding inputResponses[%q]: %v", k, err)
 		}
 	}
-	probe := t
-	if err := probe.Answer(checked); err != nil || len(checked) < len(answers) {
-		if err == nil { // an unknown key among them
-			err = probe.Answer(answers)
-		}
-		return replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
+	ack := map[string]any{"resultType": "complete"}
+	if len(checked) == 0 {
+		return &taskReply{result: ack}
 	}
-	if _, err := r.Respond(ctx, owner, id, checked); err != nil {
-		if errors.Is(err, tasks.ErrInput) || errors.Is(err, tasks.ErrTerminal) {
-			return replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
-		}
+	ignored, err := r.Respond(ctx, owner, id, checked)
+	if err != nil {
 		return taskFailure(err)
 	}
-	return ack
+	if len(ignored) > 0 {
+		ack["_meta"] = map[string]any{metaIgnoredInput: ignored}
+	}
+	return &taskReply{result: ack}
 }
+
+// metaIgnoredInput is the _meta key of a tasks/update acknowledgement
+// naming the inputResponses not taken, each with the reason.
+const metaIgnoredInput = tool.ReservedPrefix + "ignoredInputResponses"
 
 // parseInputResponses decodes tasks/update's inputResponses: an object
 // (absent is refused: tasks/update has nothing else to say), no member

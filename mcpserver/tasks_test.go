@@ -112,14 +112,15 @@ func (r *storeRunner) ask(ctx context.Context, owner, id string, reqs []tasks.In
 	}
 }
 
-func (r *storeRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (tasks.Task, error) {
-	var refused error
-	t, err := r.store.Update(ctx, owner, id, r.bounds, func(t *tasks.Task) { refused = t.Answer(answers) })
-	if err == nil {
-		err = refused
+func (r *storeRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (map[string]string, error) {
+	var ignored map[string]string
+	_, err := r.store.Update(ctx, owner, id, r.bounds, func(t *tasks.Task) { ignored = t.Answer(answers) })
+	if errors.Is(err, tasks.ErrTerminal) {
+		t, err := r.store.Get(ctx, owner, id)
+		return t.Answer(answers), err
 	}
 	if err != nil {
-		return t, err
+		return nil, err
 	}
 	r.mu.Lock()
 	wake := r.wake[id]
@@ -130,7 +131,7 @@ func (r *storeRunner) Respond(ctx context.Context, owner, id string, answers map
 		default:
 		}
 	}
-	return t, nil
+	return ignored, nil
 }
 
 func (r *storeRunner) Get(ctx context.Context, owner, id string) (tasks.Task, error) {
@@ -418,11 +419,11 @@ func TestTasksModernStdio(t *testing.T) {
 			t.Errorf("%s on 2026-07-28: %d", m, code)
 		}
 	}
-	// A working task asks nothing: an answer is refused (it was not asked
-	// for), an empty update acknowledged.
-	if code, msg := errorOf(t, c.call(t, 9, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"x": map[string]any{}}, "_meta": modernMeta})); code != jsonrpc.CodeInvalidParams ||
-		msg != "invalid params: task input refused: task "+id+" is working and asks nothing" {
-		t.Errorf("tasks/update of a working task: %d %q", code, msg)
+	// A working task asks nothing: an answer is acknowledged and not
+	// taken (SEP-2663), the acknowledgement saying why.
+	if r := resultOf(t, c.call(t, 9, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"x": map[string]any{}}, "_meta": modernMeta})); dump(r) !=
+		`{"_meta":{"warden/ignoredInputResponses":{"x":"task `+id+` is working and asks nothing"}},"resultType":"complete"}` {
+		t.Errorf("tasks/update of a working task = %s", dump(r))
 	}
 	if r := resultOf(t, c.call(t, 9, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{}, "_meta": modernMeta})); dump(r) != `{"resultType":"complete"}` {
 		t.Errorf("empty tasks/update = %s", dump(r))

@@ -415,24 +415,29 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 // Respond implements mcpserver.TaskRunner: the answers are added to the
 // record under tasks.Task.Answer's rules, and the call waiting for them,
 // when it runs here, is woken.
-func (r *taskRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (tasks.Task, error) {
-	var refused error
-	t, err := r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) {
-		refused = t.Answer(answers)
-	})
-	if err == nil {
-		err = refused
+func (r *taskRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (map[string]string, error) {
+	var ignored map[string]string
+	_, err := r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) { ignored = t.Answer(answers) })
+	if errors.Is(err, tasks.ErrTerminal) {
+		// Ended meanwhile: nothing is taken.
+		t, gerr := r.store.Get(ctx, owner, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return t.Answer(answers), nil
 	}
 	if err != nil {
-		return t, err
+		return nil, err
 	}
-	if rt := r.local(id); rt != nil {
-		select {
-		case rt.input <- struct{}{}:
-		default:
+	if len(ignored) < len(answers) {
+		if rt := r.local(id); rt != nil {
+			select {
+			case rt.input <- struct{}{}:
+			default:
+			}
 		}
 	}
-	return t, nil
+	return ignored, nil
 }
 
 // Get implements mcpserver.TaskRunner.

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -183,43 +184,45 @@ func (t *Task) Outstanding() []InputRequest {
 	return out
 }
 
-// Answer records answers, by key, to t's outstanding requests. Each key
-// must name a request of t's current round that is not answered yet: an
-// answer for a key never asked, for an earlier round (its keys are not
-// this round's), or for a request already answered is refused (ErrInput),
-// and then none of answers is recorded. An answer is thereby bound to the
-// one request it was given for, and a spent one is never taken again.
-func (t *Task) Answer(answers map[string]json.RawMessage) error {
-	if t.Status != InputRequired {
-		return fmt.Errorf("%w: task %s is %s and asks nothing", ErrInput, t.ID, t.Status)
-	}
-	keys := make([]string, 0, len(answers))
-	for k := range answers {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		asked := slices.ContainsFunc(t.InputRequests, func(r InputRequest) bool { return r.Key == k })
-		if _, done := t.InputResponses[k]; done {
-			return fmt.Errorf("%w: the request %q of task %s is answered already; an answer is taken once", ErrInput, k, t.ID)
-		}
-		if !asked {
-			return fmt.Errorf("%w: task %s has no outstanding request %q (outstanding: %s)", ErrInput, t.ID, k, outstandingKeys(t))
-		}
-	}
-	if t.InputResponses == nil {
-		t.InputResponses = make(map[string]json.RawMessage, len(answers))
-	}
+// Answer records answers, by key, to t's outstanding requests, and returns
+// the keys it did not take, each with the reason. A key is taken only when
+// it names a request of t's current round not answered yet: an answer for
+// a key never asked, for an earlier round (its keys are not this round's),
+// for a request already answered, or to a task not input_required is not
+// taken (SEP-2663: a server ignores responses it has no outstanding
+// request for). An answer is thereby bound to the one request it was
+// given for, and a spent one is never taken again.
+func (t *Task) Answer(answers map[string]json.RawMessage) (ignored map[string]string) {
+	outstanding := outstandingKeys(t)
 	for k, v := range answers {
+		var why string
+		switch {
+		case t.Status != InputRequired:
+			why = fmt.Sprintf("task %s is %s and asks nothing", t.ID, t.Status)
+		case t.InputResponses[k] != nil:
+			why = "answered already; an answer is taken once"
+		case !slices.ContainsFunc(t.InputRequests, func(r InputRequest) bool { return r.Key == k }):
+			why = "not an outstanding request of this task (outstanding: " + outstanding + ")"
+		}
+		if why != "" {
+			if ignored == nil {
+				ignored = map[string]string{}
+			}
+			ignored[k] = why
+			continue
+		}
+		if t.InputResponses == nil {
+			t.InputResponses = map[string]json.RawMessage{}
+		}
 		t.InputResponses[k] = v
 	}
-	return nil
+	return ignored
 }
 
 func outstandingKeys(t *Task) string {
 	var keys []string
 	for _, r := range t.Outstanding() {
-		keys = append(keys, fmt.Sprintf("%q", r.Key))
+		keys = append(keys, strconv.Quote(r.Key))
 	}
 	if len(keys) == 0 {
 		return "none"
