@@ -30,7 +30,7 @@ var inputMeta = map[string]any{
 // inputServer serves "asker" (asks two questions at once and answers with
 // the answers), "crash" (the guest traps) and "failing" (the tool's own
 // error), each may run as a task.
-func inputServer(t *testing.T, wait time.Duration) *Server {
+func inputServer(t testing.TB, wait time.Duration) *Server {
 	t.Helper()
 	tools := newFakeTools(taskDesc("asker", tool.TaskOptional), taskDesc("crash", tool.TaskOptional), taskDesc("failing", tool.TaskOptional))
 	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
