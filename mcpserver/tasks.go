@@ -70,6 +70,10 @@ type TaskRunner interface {
 	Cancel(ctx context.Context, owner, id string) (tasks.Task, error)
 	// Await returns owner's task id once it has ended, or ctx's error.
 	Await(ctx context.Context, owner, id string) (tasks.Task, error)
+	// AwaitInput returns owner's task id once it has ended or asks for
+	// input (input_required with requests not answered yet), or ctx's
+	// error.
+	AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error)
 	// Respond delivers a client's answers (tasks/update's inputResponses,
 	// each a checked result of its request's method) to owner's task id,
 	// waiting for input: tasks.Task.Answer's rules apply atomically, and
@@ -352,6 +356,12 @@ type taskContext struct {
 	fromHeader bool
 	// notify, when set, sends a notification to this client (stdio).
 	notify func(method string, params any)
+	// request, when set, sends a request to this client and returns its
+	// result (stdio): how a 2025-11-25 tasks/result puts a task's
+	// questions to its client. features are the client features its
+	// initialize declared.
+	request  func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	features map[string]bool
 }
 
 // generationOf is the task protocol a request speaks: modern when it says
@@ -416,7 +426,7 @@ func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Co
 		}
 		return s.taskCallTool(c, gen, owner, tc)
 	}
-	return func(ctx context.Context) *taskReply { return s.taskMethod(ctx, req.Method, c, gen, owner) }
+	return func(ctx context.Context) *taskReply { return s.taskMethod(ctx, req.Method, c, gen, owner, tc) }
 }
 
 // asksTask reports whether a tools/call asks to be a task: params.task on
@@ -537,10 +547,15 @@ func missingTasksExtension(message string) *jsonrpc.Error {
 func (s *Server) startTask(ctx context.Context, c *taskCall, gen generation, owner string, ttl time.Duration, tc taskContext) *taskReply {
 	name, args := c.Name, arguments(c.Arguments)
 	client := &taskClient{s: s}
-	if gen == genModern {
+	switch {
+	case gen == genModern:
 		// The features the request that made the task declared: a
 		// 2026-07-28 client declares them in every request's _meta.
 		client.features = declaredFeatures(c)
+	case tc.request != nil:
+		// 2025-11-25 over a connection warden can send requests on
+		// (stdio): its tasks/result puts the questions to the client.
+		client.features = tc.features
 	}
 	start := TaskStart{
 		Owner: owner, Tool: name, TTL: ttl,
@@ -583,7 +598,7 @@ func taskFailure(err error) *taskReply {
 
 // taskMethod answers tasks/get, tasks/result, tasks/list, tasks/update and
 // tasks/cancel in the request's generation.
-func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen generation, owner string) *taskReply {
+func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen generation, owner string, tc taskContext) *taskReply {
 	if gen == genNone {
 		return replyError(jsonrpc.CodeMethodNotFound,
 			"%s: tasks need protocol version %s or later (with the tasks capability) or the %s extension", method, protocolLegacyTasks, ExtensionTasks)
@@ -640,11 +655,7 @@ func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen
 	case method == "tasks/update":
 		return s.taskUpdate(ctx, c, owner, id)
 	case method == "tasks/result":
-		t, err := r.Await(ctx, owner, id)
-		if err != nil {
-			return taskFailure(err)
-		}
-		return legacyPayload(&t)
+		return s.legacyResult(ctx, owner, id, tc)
 	case method == "tasks/list":
 		list, next, err := r.List(ctx, owner, c.Cursor)
 		if err != nil {
@@ -889,9 +900,9 @@ func TaskFailure(res *tool.Result) error {
 // taskClient is the tool.Client of a task's call. The request that made
 // the task has been answered, so a question goes through the task's
 // record (TaskLink.Ask): the task is input_required until the client
-// answers by tasks/update. A 2025-11-25 task's call cannot ask (its
-// client would read the questions from tasks/result, which warden does not
-// send yet: docs/tasks.md).
+// answers, by tasks/update on 2026-07-28, or on 2025-11-25 through its
+// tasks/result, which sends the questions to it (legacyResult: stdio
+// only).
 type taskClient struct {
 	s        *Server
 	link     TaskLink
@@ -1020,6 +1031,29 @@ func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) 
 	if err != nil {
 		return taskFailure(err)
 	}
+	checked, refused := checkAnswers(&t, answers)
+	if refused != nil {
+		return refused
+	}
+	ack := map[string]any{"resultType": "complete"}
+	if len(checked) == 0 {
+		return &taskReply{result: ack}
+	}
+	ignored, err := r.Respond(ctx, owner, id, checked)
+	if err != nil {
+		return taskFailure(err)
+	}
+	if len(ignored) > 0 {
+		ack["_meta"] = map[string]any{metaIgnoredInput: ignored}
+	}
+	return &taskReply{result: ack}
+}
+
+// checkAnswers checks each answer to an outstanding request of t: it must
+// be a result of that request's method (-32602 otherwise); it is returned
+// as the result encodes. An answer for any other key passes unchanged, for
+// Respond to leave untaken.
+func checkAnswers(t *tasks.Task, answers map[string]json.RawMessage) (map[string]json.RawMessage, *taskReply) {
 	checked := make(map[string]json.RawMessage, len(answers))
 	for k, raw := range answers {
 		checked[k] = raw
@@ -1034,27 +1068,68 @@ func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) 
 		}
 		var m mcp.InputResponseMap
 		if err := json.Unmarshal(fmt.Appendf(nil, `{"k":%s}`, raw), &m); err != nil || m["k"] == nil {
-			return replyError(jsonrpc.CodeInvalidParams, "invalid params: inputResponses[%q] is not a result of %s", k, req.Method)
+			return nil, replyError(jsonrpc.CodeInvalidParams, "invalid params: inputResponses[%q] is not a result of %s", k, req.Method)
 		}
 		if err := checkResponse(asked{Key: k, Method: req.Method}, m["k"]); err != nil {
-			return &taskReply{err: err.(*jsonrpc.Error)}
+			return nil, &taskReply{err: err.(*jsonrpc.Error)}
 		}
+		var err error
 		if checked[k], err = json.Marshal(m["k"]); err != nil {
-			return replyError(jsonrpc.CodeInternalError, "encoding inputResponses[%q]: %v", k, err)
+			return nil, replyError(jsonrpc.CodeInternalError, "encoding inputResponses[%q]: %v", k, err)
 		}
 	}
-	ack := map[string]any{"resultType": "complete"}
-	if len(checked) == 0 {
-		return &taskReply{result: ack}
+	return checked, nil
+}
+
+// legacyResult answers a 2025-11-25 tasks/result: it waits for the task
+// to end and returns its payload. While the task asks for input, it sends
+// each outstanding request to the client as a request of the server's own
+// on this connection, tied to the task by _meta[metaRelatedTask], and
+// delivers the answers (TaskRunner.Respond), as that revision has the
+// requestor's tasks/result carry a task's questions. A connection warden
+// cannot send requests on (HTTP) only waits: its tasks' calls cannot ask.
+func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskContext) *taskReply {
+	r := s.opts.Tasks
+	for {
+		t, err := r.AwaitInput(ctx, owner, id)
+		if err == nil && tc.request == nil && !t.Status.Terminal() {
+			t, err = r.Await(ctx, owner, id)
+		}
+		if err != nil {
+			return taskFailure(err)
+		}
+		if t.Status.Terminal() {
+			return legacyPayload(&t)
+		}
+		answers := map[string]json.RawMessage{}
+		for _, q := range t.Outstanding() {
+			params := map[string]json.RawMessage{}
+			if len(q.Params) > 0 {
+				if err := json.Unmarshal(q.Params, &params); err != nil {
+					return replyError(jsonrpc.CodeInternalError, "task %s: the params of its request %q are not an object: %v", id, q.Key, err)
+				}
+			}
+			if err := editObject(params, "_meta", func(meta map[string]json.RawMessage) error {
+				meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
+				return nil
+			}); err != nil {
+				return replyError(jsonrpc.CodeInternalError, "task %s: the _meta of its request %q is not an object: %v", id, q.Key, err)
+			}
+			raw, _ := json.Marshal(params)
+			res, err := tc.request(ctx, q.Method, raw)
+			if err != nil {
+				return replyError(jsonrpc.CodeInternalError, "task %s: the client did not answer its %s request %q: %v", id, q.Method, q.Key, err)
+			}
+			answers[q.Key] = res
+		}
+		checked, refused := checkAnswers(&t, answers)
+		if refused != nil {
+			return refused
+		}
+		if _, err := r.Respond(ctx, owner, id, checked); err != nil {
+			return taskFailure(err)
+		}
 	}
-	ignored, err := r.Respond(ctx, owner, id, checked)
-	if err != nil {
-		return taskFailure(err)
-	}
-	if len(ignored) > 0 {
-		ack["_meta"] = map[string]any{metaIgnoredInput: ignored}
-	}
-	return &taskReply{result: ack}
 }
 
 // metaIgnoredInput is the _meta key of a tasks/update acknowledgement

@@ -267,3 +267,90 @@ func wantIgnored(t *testing.T, what string, r *taskReply, ignored string) {
 		t.Errorf("%s: %s, want ignored %s", what, got, ignored)
 	}
 }
+
+// TestTaskInputLegacyStdio: on 2025-11-25 over stdio, a task's call that
+// asks makes the task input_required; the client's tasks/result receives
+// the questions as requests of the server's own, each tied to the task by
+// _meta["io.modelcontextprotocol/related-task"], and its answers reach the
+// parked call, whose result tasks/result then returns. A client that did
+// not declare elicitation at initialize is not asked: the call sees the
+// feature unsupported.
+func TestTaskInputLegacyStdio(t *testing.T) {
+	s := inputServer(t, 0)
+	c := startRawStdio(t, s)
+	resultOf(t, c.call(t, 1, "initialize", map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{"elicitation": map[string]any{}},
+		"clientInfo": map[string]any{"name": "t", "version": "1"},
+	}))
+	c.notify(t, "notifications/initialized")
+	created := resultOf(t, c.call(t, 2, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}, "task": map[string]any{}}))
+	id := created["task"].(map[string]any)["taskId"].(string)
+	for {
+		got := resultOf(t, c.call(t, 3, "tasks/get", map[string]any{"taskId": id}))
+		if got["status"] == "input_required" {
+			break
+		}
+		if ended(got) {
+			t.Fatalf("the task ended without asking: %s", dump(got))
+		}
+	}
+	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": map[string]any{"taskId": id}})
+	if _, err := c.in.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	for {
+		l, err := c.out.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["method"] == "elicitation/create" {
+			p := m["params"].(map[string]any)
+			rel, _ := p["_meta"].(map[string]any)[metaRelatedTask].(map[string]any)
+			if rel["taskId"] != id {
+				t.Errorf("a task's question without its related-task _meta: %s", l)
+			}
+			asked = append(asked, p["message"].(string))
+			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m["id"],
+				"result": map[string]any{"action": "accept", "content": map[string]any{"said": p["message"]}}})
+			if _, err := c.in.Write(append(reply, '\n')); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if m["id"] == float64(4) {
+			res := resultOf(t, m)
+			text := dump(res["content"])
+			if !strings.Contains(text, `\"said\":\"First?\"`) || !strings.Contains(text, `\"said\":\"Second?\"`) ||
+				res["_meta"].(map[string]any)[metaRelatedTask].(map[string]any)["taskId"] != id {
+				t.Errorf("tasks/result = %s", dump(res))
+			}
+			break
+		}
+	}
+	if len(asked) != 2 || asked[0] != "First?" || asked[1] != "Second?" {
+		t.Errorf("questions sent: %q", asked)
+	}
+
+	// No elicitation declared: not asked.
+	c = startRawStdio(t, s)
+	resultOf(t, c.call(t, 1, "initialize", map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "t", "version": "1"},
+	}))
+	c.notify(t, "notifications/initialized")
+	id = resultOf(t, c.call(t, 2, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}, "task": map[string]any{}}))["task"].(map[string]any)["taskId"].(string)
+	res := resultOf(t, c.call(t, 3, "tasks/result", map[string]any{"taskId": id}))
+	if res["isError"] != true || !strings.Contains(dump(res["content"]), "no elicitation") {
+		t.Errorf("a task of a client without elicitation: %s", dump(res))
+	}
+}
+
+func ended(m map[string]any) bool {
+	s, _ := m["status"].(string)
+	return tasks.Status(s).Terminal()
+}

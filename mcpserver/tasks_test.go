@@ -134,6 +134,21 @@ func (r *storeRunner) Respond(ctx context.Context, owner, id string, answers map
 	return ignored, nil
 }
 
+// AwaitInput polls the store: the fake's asks ring no bell.
+func (r *storeRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error) {
+	for {
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || t.Status.Terminal() || len(t.Outstanding()) > 0 {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 func (r *storeRunner) Get(ctx context.Context, owner, id string) (tasks.Task, error) {
 	return r.store.Get(ctx, owner, id)
 }

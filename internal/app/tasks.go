@@ -132,6 +132,9 @@ type runningTask struct {
 	input  chan struct{}
 	rounds int
 	notify func(tasks.Task)
+	// asked is closed (and replaced) each time the call asks: what
+	// AwaitInput waits on.
+	asked chan struct{}
 }
 
 // newTaskRunner starts a runner on store: it sweeps the store now and,
@@ -189,7 +192,7 @@ func (r *taskRunner) Start(ctx context.Context, s mcpserver.TaskStart) (tasks.Ta
 	// (the principal, the trace) but not its cancellation.
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	rt := &runningTask{id: t.ID, owner: s.Owner, tool: s.Tool, cancel: cancel,
-		done: make(chan struct{}), wake: make(chan struct{}, 1), input: make(chan struct{}, 1), notify: s.Notify}
+		done: make(chan struct{}), wake: make(chan struct{}, 1), input: make(chan struct{}, 1), notify: s.Notify, asked: make(chan struct{})}
 	r.mu.Lock()
 	r.running[t.ID] = rt
 	r.mu.Unlock()
@@ -354,6 +357,10 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	case <-rt.input:
 	default:
 	}
+	rt.mu.Lock()
+	close(rt.asked)
+	rt.asked = make(chan struct{})
+	rt.mu.Unlock()
 	r.log.Info("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
 	if rt.notify != nil {
 		rt.notify(t)
@@ -504,6 +511,43 @@ func (r *taskRunner) Await(ctx context.Context, owner, id string) (tasks.Task, e
 			case <-ctx.Done():
 				return t, ctx.Err()
 			}
+		}
+		timer := time.NewTimer(r.opts.PollInterval)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return t, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// AwaitInput implements mcpserver.TaskRunner: Await, returning also when
+// the task asks for input. A task of this replica is awaited on its asks
+// and its end, another's polled.
+func (r *taskRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error) {
+	for {
+		// The doorbell first: an ask after the read below rings it.
+		var asked <-chan struct{}
+		rt := r.local(id)
+		if rt != nil {
+			rt.mu.Lock()
+			asked = rt.asked
+			rt.mu.Unlock()
+		}
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || t.Status.Terminal() || len(t.Outstanding()) > 0 {
+			return t, err
+		}
+		if rt != nil {
+			select {
+			case <-rt.done:
+			case <-asked:
+			case <-ctx.Done():
+				return t, ctx.Err()
+			}
+			continue
 		}
 		timer := time.NewTimer(r.opts.PollInterval)
 		select {
