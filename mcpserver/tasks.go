@@ -910,7 +910,6 @@ type taskClient struct {
 
 	mu      sync.Mutex
 	keyless int
-	missing map[string]bool
 }
 
 // declaredFeatures are the client features a 2026-07-28 request declared
@@ -931,19 +930,10 @@ func declaredFeatures(c *taskCall) map[string]bool {
 // Supports implements tool.Client.
 func (c *taskClient) Supports(feature string) bool { return c.features[feature] && c.link.Ask != nil }
 
-// Require implements tool.Client.
-func (c *taskClient) Require(feature string) bool {
-	ok := c.Supports(feature)
-	if !ok {
-		c.mu.Lock()
-		if c.missing == nil {
-			c.missing = map[string]bool{}
-		}
-		c.missing[feature] = true
-		c.mu.Unlock()
-	}
-	return ok
-}
+// Require implements tool.Client. A task has no request left to answer
+// with MissingRequiredClientCapability: a feature the client lacks is the
+// call's refusal alone.
+func (c *taskClient) Require(feature string) bool { return c.Supports(feature) }
 
 // Ask implements tool.Client: the requests become the task's input
 // requests, and the call waits, parked in its host call, for every answer,
@@ -982,8 +972,13 @@ func (c *taskClient) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 		return nil, tool.Errorf(tool.KindTimeout, "the client did not answer %s within %s (tools.defaults.client_wait)", strings.Join(what, ", "), wait)
 	}
 	var te *tool.Error
-	if errors.As(err, &te) {
+	switch {
+	case errors.As(err, &te):
 		return nil, te
+	case errors.Is(err, tasks.ErrInput):
+		// Past the bounds of one round (tasks.MaxInputRequests,
+		// tasks.MaxInputBytes): the call's own doing.
+		return nil, tool.Errorf(tool.KindInvalidArguments, "asking the client through the task: %v", err)
 	}
 	return nil, tool.Errorf(tool.KindUnavailable, "asking the client through the task: %v", err)
 }

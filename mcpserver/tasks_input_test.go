@@ -32,9 +32,16 @@ var inputMeta = map[string]any{
 // error), each may run as a task.
 func inputServer(t testing.TB, wait time.Duration) *Server {
 	t.Helper()
-	tools := newFakeTools(taskDesc("asker", tool.TaskOptional), taskDesc("crash", tool.TaskOptional), taskDesc("failing", tool.TaskOptional))
+	tools := newFakeTools(taskDesc("asker", tool.TaskOptional), taskDesc("crash", tool.TaskOptional), taskDesc("failing", tool.TaskOptional), taskDesc("greedy", tool.TaskOptional))
 	tools.setCall(func(ctx context.Context, c Call) (*tool.Result, error) {
 		switch c.Name {
+		case "greedy": // more questions at once than a task holds
+			reqs := make([]tool.ClientRequest, tasks.MaxInputRequests+1)
+			for i := range reqs {
+				reqs[i] = tool.ClientRequest{Key: fmt.Sprintf("q%d", i), Method: tool.MethodElicit, Params: json.RawMessage(`{"message":"?"}`)}
+			}
+			_, err := c.Client.Ask(ctx, reqs)
+			return tool.ErrorResult(err.(*tool.Error)), nil
 		case "crash":
 			return tool.ErrorResult(&tool.Error{Kind: tool.KindTrapped, Trap: tool.TrapUnreachable, Message: "crash failed at its panic"}), nil
 		case "failing":
@@ -206,8 +213,9 @@ func TestTaskInputRequired(t *testing.T) {
 }
 
 // TestTaskInputCancelAndWait: tasks/cancel while a task waits for input
-// ends it cancelled; a client that never answers is bounded by
-// client_wait, whose refusal names what was asked and the config key.
+// ends it cancelled; more questions at once than a task holds are the
+// call's error; a client that never answers is bounded by client_wait,
+// whose refusal names what was asked and the config key.
 func TestTaskInputCancelAndWait(t *testing.T) {
 	s := inputServer(t, 0)
 	ask := taskAsker(t, s)
@@ -220,10 +228,18 @@ func TestTaskInputCancelAndWait(t *testing.T) {
 		t.Errorf("cancelled while waiting: %s", dump(got))
 	}
 
+	// More questions at once than a task holds: the call's error, named.
+	id = roundTrip(t, ask(alice, "tools/call", map[string]any{"name": "greedy"}))["taskId"].(string)
+	got := until(t, ask, alice, id, tasks.Completed)
+	if res, _ := got["result"].(map[string]any); res["isError"] != true || !strings.Contains(dump(res["content"]), "invalid_arguments: asking the client through the task: ") ||
+		!strings.Contains(dump(res["content"]), fmt.Sprintf("task input refused: %d requests at once, more than the %d a task holds", tasks.MaxInputRequests+1, tasks.MaxInputRequests)) {
+		t.Errorf("too many questions at once: %s", dump(got))
+	}
+
 	s = inputServer(t, time.Millisecond)
 	ask = taskAsker(t, s)
 	id = roundTrip(t, ask(alice, "tools/call", map[string]any{"name": "asker"}))["taskId"].(string)
-	got := until(t, ask, alice, id, tasks.Completed)
+	got = until(t, ask, alice, id, tasks.Completed)
 	res, _ := got["result"].(map[string]any)
 	if got["status"] != "completed" || res["isError"] != true || !strings.Contains(dump(res["content"]),
 		`the client did not answer elicitation/create \"first\", elicitation/create \"second\" within 1ms (tools.defaults.client_wait)`) {

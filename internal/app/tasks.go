@@ -344,7 +344,7 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		q.Key = fmt.Sprintf("%s@%d", q.Key, round)
 		wire[i], keys[i] = q, q.Key
 	}
-	msg := fmt.Sprintf("waiting for the client to answer %s (tasks/update)", strings.Join(keys, ", "))
+	msg := "waiting for the client to answer " + strings.Join(keys, ", ")
 	stored := context.WithoutCancel(ctx)
 	t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 		t.Status, t.InputRequests, t.InputResponses, t.StatusMessage = tasks.InputRequired, wire, nil, msg
