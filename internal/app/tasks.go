@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -103,6 +104,10 @@ type taskRunner struct {
 	opts  TaskOptions
 	log   *slog.Logger
 	rec   func() observe.Recorder
+	// configDigest, when set, is the digest of the config in force, as
+	// warden's own questions carry it (tool.MetaConfig): an answer to one
+	// asked under another config is not taken (ask).
+	configDigest func() string
 
 	mu      sync.Mutex
 	running map[string]*runningTask
@@ -394,6 +399,19 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		if len(t.Outstanding()) > 0 {
 			continue
 		}
+		if stale := r.staleQuestions(wire); stale != "" {
+			// warden's own question, answered under another config than
+			// it was asked under: the answer is not for the call that
+			// would go on now.
+			if t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
+				if t.Status == tasks.InputRequired {
+					t.Status, t.StatusMessage = tasks.Working, "config changed while "+stale+" waited"
+				}
+			}); err == nil && rt.notify != nil {
+				rt.notify(t)
+			}
+			return nil, fmt.Errorf("config changed while %s waited for an answer: the answer was given under the config it was asked under, so it is not taken; call again to be asked under the config in force", stale)
+		}
 		var answers []json.RawMessage
 		t, err = r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 			answers = nil
@@ -417,6 +435,30 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		r.log.Info("task input answered", "task", rt.id, "requests", strings.Join(keys, ", "))
 		return answers, nil
 	}
+}
+
+// staleQuestions names the requests of reqs that are warden's own
+// questions (a tool.ReservedPrefix key) asked under a config other than
+// the one in force, "" when none is.
+func (r *taskRunner) staleQuestions(reqs []tasks.InputRequest) string {
+	if r.configDigest == nil {
+		return ""
+	}
+	now := r.configDigest()
+	var stale []string
+	for _, q := range reqs {
+		if !strings.HasPrefix(q.Key, tool.ReservedPrefix) {
+			continue
+		}
+		var p struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		json.Unmarshal(q.Params, &p)
+		if asked, ok := p.Meta[tool.MetaConfig].(string); ok && asked != now {
+			stale = append(stale, strconv.Quote(q.Key))
+		}
+	}
+	return strings.Join(stale, ", ")
 }
 
 // Respond implements mcpserver.TaskRunner: the answers are added to the
@@ -641,6 +683,9 @@ func (r *taskRunner) close(ctx context.Context) error {
 // on, and Close ends the running ones. Call it once, before serving.
 func (a *App) StartTasks(store tasks.Store, opts TaskOptions) {
 	a.taskRunner = newTaskRunner(store, opts, a.log, a.caps.rec.get)
+	if d := a.caps.prompts.digests; d != nil {
+		a.taskRunner.configDigest = func() string { return d.of(a.Config()) }
+	}
 }
 
 // Tasks returns the task store StartTasks was given, nil before.

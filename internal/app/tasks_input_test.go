@@ -19,10 +19,11 @@ import (
 // (2026-07-28, over HTTP, the real guest) makes the task input_required
 // with warden's own question, marked and carrying the config digest. The
 // owner revokes the tool's grant while the question waits: the person's
-// "accept" was given under the old config, so nothing runs and the task
-// completes with the refusal that says to call again, as an interactive
-// call's confirmation does (door.go). A tool cannot forge the question:
-// its key is warden's, which hostfuncs/client refuses a guest.
+// "accept" was given under the old config, so the runner does not take it
+// (the question's config digest is not the config's in force), nothing
+// runs, and the task completes with the refusal that says to call again.
+// A tool cannot forge the question: its key is warden's, which
+// hostfuncs/client refuses a guest.
 func TestTaskConfirmUnderChangedConfig(t *testing.T) {
 	w := newEscapeWorld(t)
 	const extra = "\n  gates:\n    hostcalls: {action: confirm}\n  tasks:\n    hostcalls: optional"
@@ -99,7 +100,8 @@ func TestTaskConfirmUnderChangedConfig(t *testing.T) {
 	res, _ := got["result"].(map[string]any)
 	text, _ := json.Marshal(res["content"])
 	if got["status"] != "completed" || res["isError"] != true ||
-		!strings.Contains(string(text), "config changed while a person was asked to confirm hostcalls") {
+		!strings.Contains(string(text), `could not ask a person to confirm hostcalls`) ||
+		!strings.Contains(string(text), `config changed while \"warden/confirm@1\" waited for an answer: the answer was given under the config it was asked under, so it is not taken; call again to be asked under the config in force`) {
 		t.Fatalf("a task confirmed under a revoked grant: %v", got)
 	}
 	if _, ranIt := res["_meta"].(map[string]any)["warden/fuel"]; ranIt {
