@@ -154,6 +154,12 @@ func (l *clientLink) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 // own keys: two requests under one key cannot both be put to a 2026-07-28
 // client (its inputRequests are a map).
 func (l *clientLink) name(requests []tool.ClientRequest) []tool.ClientRequest {
+	return nameRequests(requests, &l.keyless)
+}
+
+// nameRequests is clientLink.name with the call's count of keyless
+// requests in *keyless (a task's call names its requests alike).
+func nameRequests(requests []tool.ClientRequest, keyless *int) []tool.ClientRequest {
 	taken := make(map[string]bool, len(requests))
 	for _, r := range requests {
 		taken[r.Key] = true
@@ -161,8 +167,8 @@ func (l *clientLink) name(requests []tool.ClientRequest) []tool.ClientRequest {
 	out := make([]tool.ClientRequest, len(requests))
 	for i, r := range requests {
 		for r.Key == "" {
-			l.keyless++
-			if k := fmt.Sprintf("%s-%d", tool.FeatureOf(r.Method), l.keyless); !taken[k] {
+			*keyless++
+			if k := fmt.Sprintf("%s-%d", tool.FeatureOf(r.Method), *keyless); !taken[k] {
 				r.Key = k
 			}
 		}

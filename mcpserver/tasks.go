@@ -70,6 +70,31 @@ type TaskRunner interface {
 	Cancel(ctx context.Context, owner, id string) (tasks.Task, error)
 	// Await returns owner's task id once it has ended, or ctx's error.
 	Await(ctx context.Context, owner, id string) (tasks.Task, error)
+	// AwaitInput returns owner's task id once it has ended or asks for
+	// input (input_required with requests not answered yet), or ctx's
+	// error.
+	AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error)
+	// Respond delivers a client's answers (tasks/update's inputResponses,
+	// each a checked result of its request's method) to owner's task id,
+	// waiting for input: tasks.Task.Answer's rules apply atomically, and
+	// the call waiting for them is woken (on this replica at once, on
+	// another at its next poll of the record). It returns the keys not
+	// taken, each with the reason (tasks.Task.Answer).
+	Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (ignored map[string]string, err error)
+}
+
+// TaskLink is what a task's call reaches of its task.
+type TaskLink struct {
+	// Status makes message the task's status line.
+	Status func(message string)
+	// Ask puts requests to the task's client through its record: the task
+	// is input_required with them until every one is answered by
+	// tasks/update (Respond), then working again, and Ask returns the
+	// answers in order. It honours ctx (a cancel, the client_wait bound).
+	// The keys the client sees are the runner's (a request's key and its
+	// round: an answer is for one round alone); requests carries the
+	// call's own keys, unique within the call.
+	Ask func(ctx context.Context, requests []tasks.InputRequest) ([]json.RawMessage, error)
 }
 
 // TaskStart is a task the server asks a TaskRunner to start.
@@ -82,11 +107,13 @@ type TaskStart struct {
 	// default. The runner bounds it.
 	TTL time.Duration
 	// Run makes the call, through the server's door as a tools/call with
-	// Call.Task set, and returns its CallToolResult as JSON. status hears
-	// each progress or status line of the call. Run returns an error only
-	// when the call failed as a protocol error would (the tool no longer
-	// exists): the task then ends failed with that error's message.
-	Run func(ctx context.Context, status func(message string)) (json.RawMessage, error)
+	// Call.Task set, and returns its CallToolResult as JSON. link's Status
+	// hears each progress or status line of the call, its Ask the
+	// questions of the call to its client. Run returns an error when the
+	// call failed as a protocol error would (the tool no longer exists,
+	// the guest crashed: TaskFailure): the task then ends failed with
+	// that error's message.
+	Run func(ctx context.Context, link TaskLink) (json.RawMessage, error)
 	// Notify, when set, hears the record after every change the runner
 	// makes, for notifications/tasks/status.
 	Notify func(tasks.Task)
@@ -203,16 +230,22 @@ type taskCall struct {
 	Task      *struct {
 		TTL *int64 `json:"ttl"`
 	} `json:"task"`
-	TaskID string `json:"taskId"`
-	Cursor string `json:"cursor"`
-	Meta   struct {
-		ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
-		ClientCapabilities *struct {
-			Extensions map[string]json.RawMessage `json:"extensions"`
-		} `json:"io.modelcontextprotocol/clientCapabilities"`
-	} `json:"_meta"`
+	TaskID         string          `json:"taskId"`
+	Cursor         string          `json:"cursor"`
+	Meta           taskMeta        `json:"_meta"`
 	InputResponses json.RawMessage `json:"inputResponses"`
 	RequestState   string          `json:"requestState"`
+}
+
+// taskMeta is the part of a request's _meta the task protocol reads.
+type taskMeta struct {
+	ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities *struct {
+		Extensions  map[string]json.RawMessage `json:"extensions"`
+		Elicitation json.RawMessage            `json:"elicitation"`
+		Sampling    json.RawMessage            `json:"sampling"`
+		Roots       json.RawMessage            `json:"roots"`
+	} `json:"io.modelcontextprotocol/clientCapabilities"`
 }
 
 // declared reports whether the request's clientCapabilities declare the
@@ -323,6 +356,12 @@ type taskContext struct {
 	fromHeader bool
 	// notify, when set, sends a notification to this client (stdio).
 	notify func(method string, params any)
+	// request, when set, sends a request to this client and returns its
+	// result (stdio): how a 2025-11-25 tasks/result puts a task's
+	// questions to its client. features are the client features its
+	// initialize declared.
+	request  func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	features map[string]bool
 }
 
 // generationOf is the task protocol a request speaks: modern when it says
@@ -387,7 +426,7 @@ func (s *Server) claimTask(req *jsonrpc.Request, tc taskContext) func(context.Co
 		}
 		return s.taskCallTool(c, gen, owner, tc)
 	}
-	return func(ctx context.Context) *taskReply { return s.taskMethod(ctx, req.Method, c, gen, owner) }
+	return func(ctx context.Context) *taskReply { return s.taskMethod(ctx, req.Method, c, gen, owner, tc) }
 }
 
 // asksTask reports whether a tools/call asks to be a task: params.task on
@@ -507,10 +546,22 @@ func missingTasksExtension(message string) *jsonrpc.Error {
 // startTask creates the task and starts its call.
 func (s *Server) startTask(ctx context.Context, c *taskCall, gen generation, owner string, ttl time.Duration, tc taskContext) *taskReply {
 	name, args := c.Name, arguments(c.Arguments)
+	client := &taskClient{s: s}
+	switch {
+	case gen == genModern:
+		// The features the request that made the task declared: a
+		// 2026-07-28 client declares them in every request's _meta.
+		client.features = declaredFeatures(c)
+	case tc.request != nil:
+		// 2025-11-25 over a connection warden can send requests on
+		// (stdio): its tasks/result puts the questions to the client.
+		client.features = tc.features
+	}
 	start := TaskStart{
 		Owner: owner, Tool: name, TTL: ttl,
-		Run: func(runCtx context.Context, status func(string)) (json.RawMessage, error) {
-			return s.runTaskCall(principal.With(runCtx, tc.principal), name, args, status)
+		Run: func(runCtx context.Context, link TaskLink) (json.RawMessage, error) {
+			client.link = link
+			return s.runTaskCall(principal.With(runCtx, tc.principal), name, args, link.Status, client)
 		},
 	}
 	if gen == genLegacy && tc.notify != nil {
@@ -547,7 +598,7 @@ func taskFailure(err error) *taskReply {
 
 // taskMethod answers tasks/get, tasks/result, tasks/list, tasks/update and
 // tasks/cancel in the request's generation.
-func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen generation, owner string) *taskReply {
+func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen generation, owner string, tc taskContext) *taskReply {
 	if gen == genNone {
 		return replyError(jsonrpc.CodeMethodNotFound,
 			"%s: tasks need protocol version %s or later (with the tasks capability) or the %s extension", method, protocolLegacyTasks, ExtensionTasks)
@@ -602,19 +653,9 @@ func (s *Server) taskMethod(ctx context.Context, method string, c *taskCall, gen
 		}
 		return &taskReply{result: legacyTask(&t)}
 	case method == "tasks/update":
-		// No task of warden's asks for input yet (RATIONALE.md): every
-		// response is for a key that is not outstanding, which SEP-2663
-		// says to ignore; the task must exist all the same.
-		if _, err := r.Get(ctx, owner, id); err != nil {
-			return taskFailure(err)
-		}
-		return &taskReply{result: map[string]any{"resultType": "complete"}}
+		return s.taskUpdate(ctx, c, owner, id)
 	case method == "tasks/result":
-		t, err := r.Await(ctx, owner, id)
-		if err != nil {
-			return taskFailure(err)
-		}
-		return legacyPayload(&t)
+		return s.legacyResult(ctx, owner, id, tc)
 	case method == "tasks/list":
 		list, next, err := r.List(ctx, owner, c.Cursor)
 		if err != nil {
@@ -744,6 +785,10 @@ func modernDetailed(t *tasks.Task) map[string]any {
 			msg = "the task failed"
 		}
 		m["error"] = map[string]any{"code": jsonrpc.CodeInternalError, "message": msg}
+	case tasks.InputRequired:
+		if reqs := pendingInput(t); reqs != nil {
+			m["inputRequests"] = reqs
+		}
 	}
 	return m
 }
@@ -751,20 +796,28 @@ func modernDetailed(t *tasks.Task) map[string]any {
 // runTaskCall makes a task's call: through the door, as the tools/call it
 // is (scopes, rates, call slots), with Call.Task set so that the tool's
 // task budgets apply, its progress becoming the task's status message.
-// A task has no client to ask (the request that made it has been
-// answered): a tool that asks one fails as for a client without the
-// feature.
-func (s *Server) runTaskCall(ctx context.Context, name string, args json.RawMessage, status func(string)) (json.RawMessage, error) {
+// client is the task's (taskClient): a question of the call makes the
+// task input_required. A call that crashes (TaskFailure) or that the door
+// fails outside a tool's typed refusals ends the task failed.
+func (s *Server) runTaskCall(ctx context.Context, name string, args json.RawMessage, status func(string), client tool.Client) (json.RawMessage, error) {
 	var fail error
 	d := &door[*mcp.CallToolResult]{
 		method: MethodCallTool, name: name, what: name, subject: name, args: args,
 		refused: func(r *tool.Result) (*mcp.CallToolResult, error) { return s.resultFor(name, r), nil },
 		failed: func(err error) (*mcp.CallToolResult, error) {
-			if tool.KindOf(err) == tool.KindNotFound {
+			var te *tool.Error
+			switch {
+			case fail != nil: // the run's own (TaskFailure)
+			case tool.KindOf(err) == tool.KindNotFound:
 				fail = err
-				return nil, err
+			case errors.As(err, &te) && TaskFailure(tool.ErrorResult(te)) == nil:
+				// A typed failure of the door's own: a result, as on
+				// an interactive call.
+				return s.resultFor(name, tool.ErrorResult(te)), nil
+			default:
+				fail = err
 			}
-			return s.resultFor(name, tool.ErrorResult(tool.Errorf(tool.KindInternal, "%v", err))), nil
+			return nil, fail
 		},
 	}
 	res, err := enter(s, ctx, d, func(ctx context.Context, e entry) (*mcp.CallToolResult, error) {
@@ -772,7 +825,7 @@ func (s *Server) runTaskCall(ctx context.Context, name string, args json.RawMess
 			Name:      name,
 			Arguments: args,
 			Observer:  StatusObserver(e.Observer, status),
-			Client:    taskClient{},
+			Client:    client,
 			Pass:      e.Pass,
 			Task:      true,
 		})
@@ -781,6 +834,10 @@ func (s *Server) runTaskCall(ctx context.Context, name string, args json.RawMess
 		}
 		if res == nil {
 			res = tool.ErrorResult(tool.Errorf(tool.KindInternal, "tool %s returned no result", name))
+		}
+		if err := TaskFailure(res); err != nil {
+			fail = err
+			return nil, err
 		}
 		return s.resultFor(name, res), nil
 	})
@@ -822,11 +879,294 @@ func (o *taskObserver) Progress(p tool.Progress) {
 	o.Observer.Progress(p)
 }
 
-// taskClient is the client link of a task's call: there is none to ask.
-type taskClient struct{}
+// TaskFailure returns the error a task ends failed with when res is a
+// failure of the call itself rather than a result of the tool's: the guest
+// trapped (a panic, an unreachable, a stack overflow) or exited, or warden
+// failed (tool.KindInternal). SEP-2663 keeps failed for such protocol-level
+// failures and a tool's own error (isError from its typed error, a refusal,
+// a budget it ran out of) completed with isError; RATIONALE.md, "input_required
+// tasks". nil when res is a result.
+func TaskFailure(res *tool.Result) error {
+	if res == nil || !res.IsError || res.Error == nil {
+		return nil
+	}
+	switch res.Error.Kind {
+	case tool.KindTrapped, tool.KindGuestExit, tool.KindInternal:
+		return res.Error
+	}
+	return nil
+}
 
-func (taskClient) Supports(string) bool { return false }
-func (taskClient) Require(string) bool  { return false }
-func (taskClient) Ask(context.Context, []tool.ClientRequest) ([]json.RawMessage, error) {
-	return nil, tool.Errorf(tool.KindUnsupported, "a call running as a task cannot ask the client: the request that started it has been answered")
+// taskClient is the tool.Client of a task's call. The request that made
+// the task has been answered, so a question goes through the task's
+// record (TaskLink.Ask): the task is input_required until the client
+// answers, by tasks/update on 2026-07-28, or on 2025-11-25 through its
+// tasks/result, which sends the questions to it (legacyResult: stdio
+// only).
+type taskClient struct {
+	s        *Server
+	link     TaskLink
+	features map[string]bool // declared by the request that made the task
+
+	mu      sync.Mutex
+	keyless int
+}
+
+// declaredFeatures are the client features a 2026-07-28 request declared
+// in its _meta.
+func declaredFeatures(c *taskCall) map[string]bool {
+	cc := c.Meta.ClientCapabilities
+	if cc == nil {
+		return nil
+	}
+	present := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+	return map[string]bool{
+		tool.ClientElicit: present(cc.Elicitation),
+		tool.ClientSample: present(cc.Sampling),
+		tool.ClientRoots:  present(cc.Roots),
+	}
+}
+
+// Supports implements tool.Client.
+func (c *taskClient) Supports(feature string) bool { return c.features[feature] && c.link.Ask != nil }
+
+// Require implements tool.Client. A task has no request left to answer
+// with MissingRequiredClientCapability: a feature the client lacks is the
+// call's refusal alone.
+func (c *taskClient) Require(feature string) bool { return c.Supports(feature) }
+
+// Ask implements tool.Client: the requests become the task's input
+// requests, and the call waits, parked in its host call, for every answer,
+// at most tools.defaults.client_wait.
+func (c *taskClient) Ask(ctx context.Context, requests []tool.ClientRequest) ([]json.RawMessage, error) {
+	if c.link.Ask == nil {
+		return nil, tool.Errorf(tool.KindUnsupported, "a call running as a task cannot ask the client: the request that started it has been answered")
+	}
+	c.mu.Lock()
+	requests = nameRequests(requests, &c.keyless)
+	c.mu.Unlock()
+	reqs := make([]tasks.InputRequest, len(requests))
+	seen := make(map[string]bool, len(requests))
+	var what []string
+	for i, r := range requests {
+		if seen[r.Key] {
+			return nil, tool.Errorf(tool.KindInvalidArguments, "client request key %q used twice in one ask", r.Key)
+		}
+		seen[r.Key] = true
+		if _, err := inputRequests([]tool.ClientRequest{r}); err != nil {
+			return nil, err
+		}
+		reqs[i] = tasks.InputRequest{Key: r.Key, Method: r.Method, Params: r.Params}
+		what = append(what, fmt.Sprintf("%s %q", r.Method, r.Key))
+	}
+	wait := c.s.clientWait()
+	askCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	answers, err := c.link.Ask(askCtx, reqs)
+	switch {
+	case err == nil:
+		return answers, nil
+	case ctx.Err() != nil:
+		return nil, tool.Errorf(tool.KindCancelled, "the task ended while waiting for the client to answer %s", strings.Join(what, ", "))
+	case askCtx.Err() != nil:
+		return nil, tool.Errorf(tool.KindTimeout, "the client did not answer %s within %s (tools.defaults.client_wait)", strings.Join(what, ", "), wait)
+	}
+	var te *tool.Error
+	switch {
+	case errors.As(err, &te):
+		return nil, te
+	case errors.Is(err, tasks.ErrInput):
+		// Past the bounds of one round (tasks.MaxInputRequests,
+		// tasks.MaxInputBytes): the call's own doing.
+		return nil, tool.Errorf(tool.KindInvalidArguments, "asking the client through the task: %v", err)
+	}
+	return nil, tool.Errorf(tool.KindUnavailable, "asking the client through the task: %v", err)
+}
+
+// pendingInput renders t's outstanding requests as a 2026-07-28
+// inputRequests map (key → {method, params}), as an input-required result
+// renders its own; nil when none can be rendered.
+func pendingInput(t *tasks.Task) json.RawMessage {
+	pending := t.Outstanding()
+	if len(pending) == 0 {
+		return nil
+	}
+	reqs := make([]tool.ClientRequest, len(pending))
+	for i, r := range pending {
+		reqs[i] = tool.ClientRequest{Key: r.Key, Method: r.Method, Params: r.Params}
+	}
+	m, err := inputRequests(reqs)
+	if err != nil {
+		return nil
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// taskUpdate answers a 2026-07-28 tasks/update: the inputResponses are
+// checked (an object of at most tasks.MaxInputRequests members and
+// tasks.MaxInputBytes, no member twice; an answer to an outstanding
+// request must be a result of that request's method, or the update is
+// refused, -32602) and delivered to the task's call (TaskRunner.Respond).
+// An answer for a key that is not outstanding (never asked, an earlier
+// round's, answered already, a task that asks nothing) is not taken:
+// SEP-2663 has the server ignore it, and the acknowledgement names each
+// such key and why under _meta[metaIgnoredInput]. Another principal's task
+// is not found, as everywhere.
+func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) *taskReply {
+	answers, err := parseInputResponses(c.InputResponses)
+	if err != nil {
+		return replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
+	}
+	r := s.opts.Tasks
+	t, err := r.Get(ctx, owner, id)
+	if err != nil {
+		return taskFailure(err)
+	}
+	checked, refused := checkAnswers(&t, answers)
+	if refused != nil {
+		return refused
+	}
+	ack := map[string]any{"resultType": "complete"}
+	if len(checked) == 0 {
+		return &taskReply{result: ack}
+	}
+	ignored, err := r.Respond(ctx, owner, id, checked)
+	if err != nil {
+		return taskFailure(err)
+	}
+	if len(ignored) > 0 {
+		ack["_meta"] = map[string]any{metaIgnoredInput: ignored}
+	}
+	return &taskReply{result: ack}
+}
+
+// checkAnswers checks each answer to an outstanding request of t: it must
+// be a result of that request's method (-32602 otherwise); it is returned
+// as the result encodes. An answer for any other key passes unchanged, for
+// Respond to leave untaken.
+func checkAnswers(t *tasks.Task, answers map[string]json.RawMessage) (map[string]json.RawMessage, *taskReply) {
+	checked := make(map[string]json.RawMessage, len(answers))
+	for k, raw := range answers {
+		checked[k] = raw
+		var req *tasks.InputRequest
+		for i := range t.InputRequests {
+			if t.InputRequests[i].Key == k {
+				req = &t.InputRequests[i]
+			}
+		}
+		if req == nil || t.Status != tasks.InputRequired {
+			continue // not taken: Respond says why
+		}
+		var m mcp.InputResponseMap
+		if err := json.Unmarshal(fmt.Appendf(nil, `{"k":%s}`, raw), &m); err != nil || m["k"] == nil {
+			return nil, replyError(jsonrpc.CodeInvalidParams, "invalid params: inputResponses[%q] is not a result of %s", k, req.Method)
+		}
+		if err := checkResponse(asked{Key: k, Method: req.Method}, m["k"]); err != nil {
+			return nil, &taskReply{err: err.(*jsonrpc.Error)}
+		}
+		var err error
+		if checked[k], err = json.Marshal(m["k"]); err != nil {
+			return nil, replyError(jsonrpc.CodeInternalError, "encoding inputResponses[%q]: %v", k, err)
+		}
+	}
+	return checked, nil
+}
+
+// legacyResult answers a 2025-11-25 tasks/result: it waits for the task
+// to end and returns its payload. While the task asks for input, it sends
+// each outstanding request to the client as a request of the server's own
+// on this connection, tied to the task by _meta[metaRelatedTask], and
+// delivers the answers (TaskRunner.Respond), as that revision has the
+// requestor's tasks/result carry a task's questions. A connection warden
+// cannot send requests on (HTTP) only waits: its tasks' calls cannot ask.
+func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskContext) *taskReply {
+	r := s.opts.Tasks
+	for {
+		t, err := r.AwaitInput(ctx, owner, id)
+		if err == nil && tc.request == nil && !t.Status.Terminal() {
+			t, err = r.Await(ctx, owner, id)
+		}
+		if err != nil {
+			return taskFailure(err)
+		}
+		if t.Status.Terminal() {
+			return legacyPayload(&t)
+		}
+		answers := map[string]json.RawMessage{}
+		for _, q := range t.Outstanding() {
+			params := map[string]json.RawMessage{}
+			if len(q.Params) > 0 {
+				if err := json.Unmarshal(q.Params, &params); err != nil {
+					return replyError(jsonrpc.CodeInternalError, "task %s: the params of its request %q are not an object: %v", id, q.Key, err)
+				}
+			}
+			if err := editObject(params, "_meta", func(meta map[string]json.RawMessage) error {
+				meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
+				return nil
+			}); err != nil {
+				return replyError(jsonrpc.CodeInternalError, "task %s: the _meta of its request %q is not an object: %v", id, q.Key, err)
+			}
+			raw, _ := json.Marshal(params)
+			res, err := tc.request(ctx, q.Method, raw)
+			if err != nil {
+				return replyError(jsonrpc.CodeInternalError, "task %s: the client did not answer its %s request %q: %v", id, q.Method, q.Key, err)
+			}
+			answers[q.Key] = res
+		}
+		checked, refused := checkAnswers(&t, answers)
+		if refused != nil {
+			return refused
+		}
+		if _, err := r.Respond(ctx, owner, id, checked); err != nil {
+			return taskFailure(err)
+		}
+	}
+}
+
+// metaIgnoredInput is the _meta key of a tasks/update acknowledgement
+// naming the inputResponses not taken, each with the reason.
+const metaIgnoredInput = tool.ReservedPrefix + "ignoredInputResponses"
+
+// parseInputResponses decodes tasks/update's inputResponses: an object
+// (absent is refused: tasks/update has nothing else to say), no member
+// twice, within the bounds of one round.
+func parseInputResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	raw = trimSpace(raw)
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("tasks/update needs inputResponses")
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("inputResponses must be an object, got %s", kindOf(raw[0]))
+	}
+	if len(raw) > tasks.MaxInputBytes {
+		return nil, fmt.Errorf("inputResponses of %d bytes, more than the %d a task holds", len(raw), tasks.MaxInputBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("inputResponses: %v", err)
+	}
+	out := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("inputResponses: %v", err)
+		}
+		key, _ := tok.(string)
+		if _, dup := out[key]; dup {
+			return nil, fmt.Errorf("%w: inputResponses member %q appears twice", errAmbiguousKey, key)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("inputResponses: %v", err)
+		}
+		if len(out) == tasks.MaxInputRequests {
+			return nil, fmt.Errorf("inputResponses has more than %d members, the most a task asks at once", tasks.MaxInputRequests)
+		}
+		out[key] = v
+	}
+	return out, nil
 }

@@ -148,3 +148,89 @@ func FuzzParamHeaders(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTaskUpdate feeds a 2026-07-28 tasks/update for a task waiting for
+// input arbitrary inputResponses: whatever the bytes, the server answers
+// with an acknowledgement or -32602, never panics; an answer it takes is
+// for an outstanding key of the task and is a result of that key's
+// method; every other key is named as not taken.
+func FuzzTaskUpdate(f *testing.F) {
+	for _, seed := range []string{
+		`{"first":{"action":"accept","content":{}}}`,
+		`{"first":{"action":"accept"},"second":{"action":"decline"}}`,
+		`{"first":{"roots":[]}}`,
+		`{"first":12345}`,
+		`{"third":{"ignored":true}}`,
+		`{"first":{"action":"accept"},"first":{"action":"decline"}}`,
+		`null`, `[]`, `{}`, `"x"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := inputServer(f, 0)
+	tc := taskContext{version: "2026-07-28", principal: principal.Local, peer: "fuzz"}
+	claim := func(method string, params map[string]any) *taskReply {
+		params["_meta"] = inputMeta
+		raw, _ := json.Marshal(params)
+		reqID, _ := jsonrpc.MakeID(float64(7))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return s.claimTask(&jsonrpc.Request{ID: reqID, Method: method, Params: raw}, tc)(ctx)
+	}
+	// A fresh task waiting for "first" and "second".
+	waiting := func(t testing.TB) string {
+		r := claim("tools/call", map[string]any{"name": "asker"})
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		id := r.result.(map[string]any)["taskId"].(string)
+		for {
+			g := claim("tasks/get", map[string]any{"taskId": id})
+			if g.err != nil {
+				t.Fatal(g.err)
+			}
+			switch st := g.result.(map[string]any)["status"].(tasks.Status); {
+			case st == tasks.InputRequired:
+				return id
+			case st.Terminal():
+				t.Fatalf("the task ended without asking: %+v", g.result)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, responses []byte) {
+		if !json.Valid(responses) {
+			return // the transport refuses invalid JSON before this
+		}
+		id := waiting(t)
+		// Cancelled at the end: the next run starts afresh, and no parked
+		// call holds the tool's call slots.
+		defer claim("tasks/cancel", map[string]any{"taskId": id})
+		r := claim("tasks/update", map[string]any{"taskId": id, "inputResponses": json.RawMessage(responses)})
+		if r.err != nil {
+			if r.err.Code != jsonrpc.CodeInvalidParams {
+				t.Fatalf("%s: error %d %q", responses, r.err.Code, r.err.Message)
+			}
+			return
+		}
+		raw, err := json.Marshal(r.result)
+		if err != nil {
+			t.Fatalf("%s: the ack does not encode: %v", responses, err)
+		}
+		var ack struct {
+			ResultType string `json:"resultType"`
+			Meta       struct {
+				Ignored map[string]string `json:"warden/ignoredInputResponses"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(raw, &ack) != nil || ack.ResultType != "complete" {
+			t.Fatalf("%s: ack %s", responses, raw)
+		}
+		var sent map[string]json.RawMessage
+		json.Unmarshal(responses, &sent)
+		for k := range sent {
+			_, ignored := ack.Meta.Ignored[k]
+			if outstanding := k == "first" || k == "second"; outstanding == ignored {
+				t.Fatalf("%s: key %q taken=%v though outstanding=%v (ack %s)", responses, k, !ignored, outstanding, raw)
+			}
+		}
+	})
+}

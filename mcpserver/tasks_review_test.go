@@ -119,12 +119,7 @@ func TestTaskVersionDowngrade(t *testing.T) {
 	if code != -32020 || msg != `Mcp-Protocol-Version header "2025-11-25" does not match request io.modelcontextprotocol/protocolVersion "2026-07-28"` {
 		t.Errorf("2025-11-25 header, 2026-07-28 body: %d %q", code, msg)
 	}
-	if h := (http.Header{}); checkTaskVersion(h, &taskCall{Meta: struct {
-		ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
-		ClientCapabilities *struct {
-			Extensions map[string]json.RawMessage `json:"extensions"`
-		} `json:"io.modelcontextprotocol/clientCapabilities"`
-	}{ProtocolVersion: "2026-07-28"}}).Message != `Mcp-Protocol-Version header is required for requests carrying "io.modelcontextprotocol/protocolVersion"` {
+	if h := (http.Header{}); checkTaskVersion(h, &taskCall{Meta: taskMeta{ProtocolVersion: "2026-07-28"}}).Message != `Mcp-Protocol-Version header is required for requests carrying "io.modelcontextprotocol/protocolVersion"` {
 		t.Error("no header, 2026-07-28 body: not refused")
 	}
 	code, msg = errorOf(t, post("2026-07-28", map[string]any{"method": "tasks/list", "params": map[string]any{}}, "Mcp-Method", "tasks/list"))

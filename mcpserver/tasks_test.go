@@ -33,6 +33,7 @@ type storeRunner struct {
 	mu     sync.Mutex
 	cancel map[string]context.CancelFunc
 	done   map[string]chan struct{}
+	wake   map[string]chan struct{}
 }
 
 func newStoreRunner(t testing.TB, b tasks.Bounds) *storeRunner {
@@ -56,7 +57,9 @@ func (r *storeRunner) Start(ctx context.Context, s TaskStart) (tasks.Task, error
 	r.mu.Unlock()
 	go func() {
 		defer close(done)
-		res, err := s.Run(runCtx, func(string) {})
+		res, err := s.Run(runCtx, TaskLink{Status: func(string) {}, Ask: func(ctx context.Context, reqs []tasks.InputRequest) ([]json.RawMessage, error) {
+			return r.ask(ctx, s.Owner, t.ID, reqs)
+		}})
 		r.store.Update(context.Background(), s.Owner, t.ID, r.bounds, func(t *tasks.Task) {
 			switch {
 			case runCtx.Err() != nil:
@@ -69,6 +72,81 @@ func (r *storeRunner) Start(ctx context.Context, s TaskStart) (tasks.Task, error
 		})
 	}()
 	return r.store.Get(ctx, s.Owner, t.ID)
+}
+
+// ask is the fake's TaskLink.Ask: the record is input_required with reqs
+// (keys as given) until Respond has answered all of them, then working.
+func (r *storeRunner) ask(ctx context.Context, owner, id string, reqs []tasks.InputRequest) ([]json.RawMessage, error) {
+	wake := make(chan struct{}, 1)
+	r.mu.Lock()
+	if r.wake == nil {
+		r.wake = map[string]chan struct{}{}
+	}
+	r.wake[id] = wake
+	r.mu.Unlock()
+	if _, err := r.store.Update(ctx, owner, id, r.bounds, func(t *tasks.Task) { t.Status, t.InputRequests = tasks.InputRequired, reqs }); err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		var answers []json.RawMessage
+		if _, err := r.store.Update(ctx, owner, id, r.bounds, func(t *tasks.Task) {
+			answers = nil
+			if len(t.Outstanding()) > 0 {
+				return
+			}
+			for _, q := range reqs {
+				answers = append(answers, t.InputResponses[q.Key])
+			}
+			t.Status = tasks.Working
+		}); err != nil {
+			return nil, err
+		}
+		if answers != nil {
+			return answers, nil
+		}
+	}
+}
+
+func (r *storeRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (map[string]string, error) {
+	var ignored map[string]string
+	_, err := r.store.Update(ctx, owner, id, r.bounds, func(t *tasks.Task) { ignored = t.Answer(answers) })
+	if errors.Is(err, tasks.ErrTerminal) {
+		t, err := r.store.Get(ctx, owner, id)
+		return t.Answer(answers), err
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	wake := r.wake[id]
+	r.mu.Unlock()
+	if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	return ignored, nil
+}
+
+// AwaitInput polls the store: the fake's asks ring no bell.
+func (r *storeRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error) {
+	for {
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || t.Status.Terminal() || len(t.Outstanding()) > 0 {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 func (r *storeRunner) Get(ctx context.Context, owner, id string) (tasks.Task, error) {
@@ -356,8 +434,14 @@ func TestTasksModernStdio(t *testing.T) {
 			t.Errorf("%s on 2026-07-28: %d", m, code)
 		}
 	}
-	if r := resultOf(t, c.call(t, 9, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"x": map[string]any{}}, "_meta": modernMeta})); dump(r) != `{"resultType":"complete"}` {
-		t.Errorf("tasks/update = %s", dump(r))
+	// A working task asks nothing: an answer is acknowledged and not
+	// taken (SEP-2663), the acknowledgement saying why.
+	if r := resultOf(t, c.call(t, 9, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"x": map[string]any{}}, "_meta": modernMeta})); dump(r) !=
+		`{"_meta":{"warden/ignoredInputResponses":{"x":"task `+id+` is working and asks nothing"}},"resultType":"complete"}` {
+		t.Errorf("tasks/update of a working task = %s", dump(r))
+	}
+	if r := resultOf(t, c.call(t, 9, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{}, "_meta": modernMeta})); dump(r) != `{"resultType":"complete"}` {
+		t.Errorf("empty tasks/update = %s", dump(r))
 	}
 	close(release)
 	var got map[string]any

@@ -16,6 +16,7 @@ import (
 
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/tool"
 )
 
 // taskTransport answers the task protocol's requests of a stdio
@@ -43,6 +44,13 @@ type taskConn struct {
 
 	mu      sync.Mutex
 	version string // of the connection's initialize
+	// features are the client features the initialize declared.
+	features map[string]bool
+	// asked are the requests of warden's task layer waiting for the
+	// client's response, by id (requestIDPrefix and a count): the go-sdk
+	// never sees those responses.
+	asked  map[string]chan *jsonrpc.Response
+	nextID int
 	// notes are the status notifications waiting for the connection, the
 	// newest per task (noteKeys keeps their order); writing says a
 	// goroutine is writing them. A client that stops reading holds that
@@ -58,6 +66,9 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err != nil {
 			return msg, err
 		}
+		if resp, ok := msg.(*jsonrpc.Response); ok && c.answered(resp) {
+			continue
+		}
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok {
 			return msg, nil
@@ -65,19 +76,29 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if req.Method == "initialize" {
 			var p struct {
 				ProtocolVersion string `json:"protocolVersion"`
+				Capabilities    struct {
+					Elicitation, Sampling, Roots json.RawMessage
+				} `json:"capabilities"`
 			}
 			if json.Unmarshal(req.Params, &p) == nil {
+				present := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 				c.mu.Lock()
 				c.version = p.ProtocolVersion
+				c.features = map[string]bool{
+					tool.ClientElicit: present(p.Capabilities.Elicitation),
+					tool.ClientSample: present(p.Capabilities.Sampling),
+					tool.ClientRoots:  present(p.Capabilities.Roots),
+				}
 				c.mu.Unlock()
 			}
 			return msg, nil
 		}
 		c.mu.Lock()
-		version := c.version
+		version, features := c.version, c.features
 		c.mu.Unlock()
 		claim := c.s.claimTask(req, taskContext{
 			version: version, principal: c.principal, peer: c.s.tasks.peer, notify: c.notify,
+			request: c.request, features: features,
 		})
 		if claim == nil {
 			return msg, nil
@@ -97,6 +118,66 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		}()
 	}
+}
+
+// requestIDPrefix begins the id of each request warden's task layer sends
+// a stdio client: the go-sdk numbers its own requests, so a string id
+// never collides with one of them.
+const requestIDPrefix = "warden-task-"
+
+// request sends the client a request of the server's own (a task's
+// question, 2025-11-25) and returns its result, or the client's error, or
+// ctx's.
+func (c *taskConn) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	c.mu.Lock()
+	c.nextID++
+	key := fmt.Sprintf("%s%d", requestIDPrefix, c.nextID)
+	if c.asked == nil {
+		c.asked = map[string]chan *jsonrpc.Response{}
+	}
+	ch := make(chan *jsonrpc.Response, 1)
+	c.asked[key] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.asked, key)
+		c.mu.Unlock()
+	}()
+	id, err := jsonrpc.MakeID(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+		return nil, fmt.Errorf("sending %s: %w", method, err)
+	}
+	select {
+	case resp := <-ch:
+		if resp.Error != nil {
+			return nil, resp.Error
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// answered delivers resp to the request of request's that waits for it,
+// and reports whether there was one.
+func (c *taskConn) answered(resp *jsonrpc.Response) bool {
+	key, ok := resp.ID.Raw().(string)
+	if !ok || !strings.HasPrefix(key, requestIDPrefix) {
+		return false
+	}
+	c.mu.Lock()
+	ch := c.asked[key]
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- resp:
+		default: // a second response to one request
+		}
+	}
+	return true // a late answer to a request of ours is ours too
 }
 
 // maxPendingNotes bounds the status notifications a connection holds for

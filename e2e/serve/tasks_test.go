@@ -566,3 +566,87 @@ func TestTasksReplicas(t *testing.T) {
 		t.Errorf("tasks/result of the failed task = %s", dump(got))
 	}
 }
+
+// TestTasksInputRequiredReplicas: two replicas on one PostgreSQL, the real
+// conformance guest. A task started on A whose guest asks two questions at
+// once (multi_input) is input_required with both, read from B; B takes the
+// answers, one tasks/update at a time (after the first the task still asks
+// the other), and they reach the guest parked on A through the record: the
+// task completes on A with both answers. A key not outstanding is not
+// taken, the ack saying why. A guest that crashes (protocol_error_job)
+// ends its task failed, with the trap's message as the error.
+func TestTasksInputRequiredReplicas(t *testing.T) {
+	t.Parallel()
+	dbURL := pg.DB(t)
+	e := newEnv(t, "", "conformance")
+	cfg, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(cfg), "  grants:\n", "  grants:\n    multi_input: {module: conformance, client: [elicit]}\n", 1)
+	if err := os.WriteFile(e.config, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := base64.StdEncoding.EncodeToString([]byte("replicas-share-this-32-byte-key!"))
+	extra := []string{"WARDEN_MEMORY_BACKEND=" + dbURL, "WARDEN_SERVER_STATE_KEY=" + key, "WARDEN_TASKS_POLL_INTERVAL=100ms"}
+	a, b := startReplica(t, e, extra...), startReplica(t, e, extra...)
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":      map[string]any{"name": "e2e", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{
+			"elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}},
+		},
+	}
+	onA, onB := &taskHTTP{url: a.url(), version: "2026-07-28"}, &taskHTTP{url: b.url(), version: "2026-07-28"}
+	call := func(c *taskHTTP, method string, p map[string]any) map[string]any {
+		t.Helper()
+		p["_meta"] = meta
+		return c.call(t, method, p)
+	}
+	get := func(c *taskHTTP, id string) map[string]any {
+		return tresult(t, call(c, "tasks/get", map[string]any{"taskId": id}))
+	}
+	created := tresult(t, call(onA, "tools/call", map[string]any{"name": "multi_input", "arguments": map[string]any{}}))
+	id, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || id == "" {
+		t.Fatalf("tools/call = %s", dump(created))
+	}
+	var task map[string]any
+	eventuallyLong(t, "the task to ask, read from B", func() bool {
+		task = get(onB, id)
+		return task["status"] == "input_required" || ended(task)
+	})
+	reqs, _ := task["inputRequests"].(map[string]any)
+	first, _ := reqs["first@1"].(map[string]any)
+	if len(reqs) != 2 || first["method"] != "elicitation/create" || !strings.HasSuffix(first["params"].(map[string]any)["message"].(string), "> First question?") {
+		t.Fatalf("input_required task = %s", dump(task))
+	}
+	answer := func(text string) map[string]any {
+		return map[string]any{"action": "accept", "content": map[string]any{"answer": text}}
+	}
+	if ack := tresult(t, call(onB, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"first@1": answer("one"), "nope": answer("x")}})); ack["resultType"] != "complete" ||
+		dump(ack["_meta"]) != `{"warden/ignoredInputResponses":{"nope":"not an outstanding request of this task (outstanding: \"first@1\", \"second@1\")"}}` {
+		t.Errorf("partial tasks/update = %s", dump(ack))
+	}
+	if task = get(onA, id); task["status"] != "input_required" || len(task["inputRequests"].(map[string]any)) != 1 || task["inputRequests"].(map[string]any)["second@1"] == nil {
+		t.Fatalf("after the partial update = %s", dump(task))
+	}
+	// The last answer, taken on B, wakes the guest parked on A.
+	if ack := tresult(t, call(onB, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"second@1": answer("two")}})); ack["resultType"] != "complete" || ack["_meta"] != nil {
+		t.Errorf("tasks/update = %s", dump(ack))
+	}
+	eventuallyLong(t, "the task to complete on A", func() bool { task = get(onA, id); return ended(task) })
+	res, _ := task["result"].(map[string]any)
+	if task["status"] != "completed" || !strings.Contains(dump(res["content"]), `Received 2 answers`) ||
+		!strings.Contains(dump(res["content"]), `one`) || !strings.Contains(dump(res["content"]), `two`) {
+		t.Errorf("the answered task = %s", dump(task))
+	}
+
+	created = tresult(t, call(onA, "tools/call", map[string]any{"name": "protocol_error_job", "arguments": map[string]any{}}))
+	id, _ = created["taskId"].(string)
+	eventuallyLong(t, "the crashed task to end", func() bool { task = get(onB, id); return ended(task) })
+	if e, _ := task["error"].(map[string]any); task["status"] != "failed" || task["result"] != nil || e["code"] != float64(-32603) ||
+		!strings.Contains(e["message"].(string), "protocol_error_job crashes on purpose") {
+		t.Errorf("the crashed task = %s", dump(task))
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,6 +104,10 @@ type taskRunner struct {
 	opts  TaskOptions
 	log   *slog.Logger
 	rec   func() observe.Recorder
+	// configDigest, when set, is the digest of the config in force, as
+	// warden's own questions carry it (tool.MetaConfig): an answer to one
+	// asked under another config is not taken (ask).
+	configDigest func() string
 
 	mu      sync.Mutex
 	running map[string]*runningTask
@@ -125,6 +131,15 @@ type runningTask struct {
 	cancelled   bool
 	afterCancel int
 	wake        chan struct{} // the status writer's doorbell
+	// input is the doorbell of a call waiting for answers (ask): a
+	// tasks/update taken on this replica rings it; one taken on another
+	// is found by polling the record. rounds counts the call's asks.
+	input  chan struct{}
+	rounds int
+	notify func(tasks.Task)
+	// asked is closed (and replaced) each time the call asks: what
+	// AwaitInput waits on.
+	asked chan struct{}
 }
 
 // newTaskRunner starts a runner on store: it sweeps the store now and,
@@ -182,7 +197,7 @@ func (r *taskRunner) Start(ctx context.Context, s mcpserver.TaskStart) (tasks.Ta
 	// (the principal, the trace) but not its cancellation.
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	rt := &runningTask{id: t.ID, owner: s.Owner, tool: s.Tool, cancel: cancel,
-		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+		done: make(chan struct{}), wake: make(chan struct{}, 1), input: make(chan struct{}, 1), notify: s.Notify, asked: make(chan struct{})}
 	r.mu.Lock()
 	r.running[t.ID] = rt
 	r.mu.Unlock()
@@ -197,7 +212,12 @@ func (r *taskRunner) run(ctx context.Context, rt *runningTask, s mcpserver.TaskS
 	defer close(rt.done)
 	writer := make(chan struct{})
 	go r.writeStatus(ctx, rt, s.Notify, writer)
-	result, err := s.Run(ctx, rt.report)
+	result, err := s.Run(ctx, mcpserver.TaskLink{
+		Status: rt.report,
+		Ask: func(ctx context.Context, reqs []tasks.InputRequest) ([]json.RawMessage, error) {
+			return r.ask(ctx, rt, reqs)
+		},
+	})
 	close(rt.wake)
 	<-writer
 
@@ -311,6 +331,164 @@ func (r *taskRunner) local(id string) *runningTask {
 	return r.running[id]
 }
 
+// ask puts a task's call's requests to its client through the record: the
+// task is input_required with them (each key minted for this round, so an
+// answer is for this round's request alone) until tasks/update has
+// answered every one, on this replica or another; then the answers are
+// taken, the task is working again, and they are returned in order. The
+// guest waits parked in its host call, its state kept. ctx bounds the wait
+// (a cancel, client_wait): the task is then working again, without input.
+func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.InputRequest) ([]json.RawMessage, error) {
+	rt.mu.Lock()
+	rt.rounds++
+	round := rt.rounds
+	rt.mu.Unlock()
+	wire := make([]tasks.InputRequest, len(reqs))
+	keys := make([]string, len(reqs))
+	for i, q := range reqs {
+		q.Key = fmt.Sprintf("%s@%d", q.Key, round)
+		wire[i], keys[i] = q, q.Key
+	}
+	msg := "waiting for the client to answer " + strings.Join(keys, ", ")
+	stored := context.WithoutCancel(ctx)
+	t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
+		t.Status, t.InputRequests, t.InputResponses, t.StatusMessage = tasks.InputRequired, wire, nil, msg
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing the task's input requests: %w", err)
+	}
+	// A doorbell rung for an earlier round means nothing now.
+	select {
+	case <-rt.input:
+	default:
+	}
+	rt.mu.Lock()
+	close(rt.asked)
+	rt.asked = make(chan struct{})
+	rt.mu.Unlock()
+	r.log.Info("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
+	if rt.notify != nil {
+		rt.notify(t)
+	}
+	poll := time.NewTicker(r.opts.PollInterval)
+	defer poll.Stop()
+	for {
+		select {
+		case <-rt.input:
+		case <-poll.C:
+		case <-ctx.Done():
+			// Unanswered: the call goes on without the answers (or stops,
+			// cancelled); the record no longer asks.
+			if t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
+				if t.Status == tasks.InputRequired {
+					t.Status, t.StatusMessage = tasks.Working, "no answer to "+strings.Join(keys, ", ")+" came in time"
+				}
+			}); err == nil && rt.notify != nil {
+				rt.notify(t)
+			}
+			return nil, ctx.Err()
+		}
+		t, err := r.store.Get(ctx, rt.owner, rt.id)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue // the select above ends the wait
+			}
+			r.log.Debug("task input not read", "task", rt.id, "error", err)
+			continue
+		}
+		if len(t.Outstanding()) > 0 {
+			continue
+		}
+		if stale := r.staleQuestions(wire); stale != "" {
+			// warden's own question, answered under another config than
+			// it was asked under: the answer is not for the call that
+			// would go on now.
+			if t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
+				if t.Status == tasks.InputRequired {
+					t.Status, t.StatusMessage = tasks.Working, "config changed while "+stale+" waited"
+				}
+			}); err == nil && rt.notify != nil {
+				rt.notify(t)
+			}
+			return nil, fmt.Errorf("config changed while %s waited for an answer: the answer was given under the config it was asked under, so it is not taken; call again to be asked under the config in force", stale)
+		}
+		var answers []json.RawMessage
+		t, err = r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
+			answers = nil
+			if t.Status != tasks.InputRequired || len(t.Outstanding()) > 0 {
+				return
+			}
+			for _, q := range wire {
+				answers = append(answers, t.InputResponses[q.Key])
+			}
+			t.Status, t.StatusMessage = tasks.Working, "answered: "+strings.Join(keys, ", ")
+		})
+		if err != nil {
+			return nil, fmt.Errorf("taking the task's answers: %w", err)
+		}
+		if answers == nil {
+			continue
+		}
+		if rt.notify != nil {
+			rt.notify(t)
+		}
+		r.log.Info("task input answered", "task", rt.id, "requests", strings.Join(keys, ", "))
+		return answers, nil
+	}
+}
+
+// staleQuestions names the requests of reqs that are warden's own
+// questions (a tool.ReservedPrefix key) asked under a config other than
+// the one in force, "" when none is.
+func (r *taskRunner) staleQuestions(reqs []tasks.InputRequest) string {
+	if r.configDigest == nil {
+		return ""
+	}
+	now := r.configDigest()
+	var stale []string
+	for _, q := range reqs {
+		if !strings.HasPrefix(q.Key, tool.ReservedPrefix) {
+			continue
+		}
+		var p struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		json.Unmarshal(q.Params, &p)
+		if asked, ok := p.Meta[tool.MetaConfig].(string); ok && asked != now {
+			stale = append(stale, strconv.Quote(q.Key))
+		}
+	}
+	return strings.Join(stale, ", ")
+}
+
+// Respond implements mcpserver.TaskRunner: the answers are added to the
+// record under tasks.Task.Answer's rules, and the call waiting for them,
+// when it runs here, is woken.
+func (r *taskRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (map[string]string, error) {
+	var ignored map[string]string
+	_, err := r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) { ignored = t.Answer(answers) })
+	if errors.Is(err, tasks.ErrTerminal) {
+		// Ended meanwhile: nothing is taken.
+		t, gerr := r.store.Get(ctx, owner, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return t.Answer(answers), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(ignored) < len(answers) {
+		if rt := r.local(id); rt != nil {
+			select {
+			case rt.input <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return ignored, nil
+}
+
 // Get implements mcpserver.TaskRunner.
 func (r *taskRunner) Get(ctx context.Context, owner, id string) (tasks.Task, error) {
 	return r.store.Get(ctx, owner, id)
@@ -375,6 +553,43 @@ func (r *taskRunner) Await(ctx context.Context, owner, id string) (tasks.Task, e
 			case <-ctx.Done():
 				return t, ctx.Err()
 			}
+		}
+		timer := time.NewTimer(r.opts.PollInterval)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return t, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// AwaitInput implements mcpserver.TaskRunner: Await, returning also when
+// the task asks for input. A task of this replica is awaited on its asks
+// and its end, another's polled.
+func (r *taskRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error) {
+	for {
+		// The doorbell first: an ask after the read below rings it.
+		var asked <-chan struct{}
+		rt := r.local(id)
+		if rt != nil {
+			rt.mu.Lock()
+			asked = rt.asked
+			rt.mu.Unlock()
+		}
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || t.Status.Terminal() || len(t.Outstanding()) > 0 {
+			return t, err
+		}
+		if rt != nil {
+			select {
+			case <-rt.done:
+			case <-asked:
+			case <-ctx.Done():
+				return t, ctx.Err()
+			}
+			continue
 		}
 		timer := time.NewTimer(r.opts.PollInterval)
 		select {
@@ -468,6 +683,9 @@ func (r *taskRunner) close(ctx context.Context) error {
 // on, and Close ends the running ones. Call it once, before serving.
 func (a *App) StartTasks(store tasks.Store, opts TaskOptions) {
 	a.taskRunner = newTaskRunner(store, opts, a.log, a.caps.rec.get)
+	if d := a.caps.prompts.digests; d != nil {
+		a.taskRunner.configDigest = func() string { return d.of(a.Config()) }
+	}
 }
 
 // Tasks returns the task store StartTasks was given, nil before.
@@ -495,14 +713,17 @@ func (a *App) CallAsTask(ctx context.Context, owner string, c mcpserver.Call, st
 	}
 	var res *tool.Result
 	t, err := r.Start(ctx, mcpserver.TaskStart{Owner: owner, Tool: c.Name,
-		Run: func(runCtx context.Context, status func(string)) (json.RawMessage, error) {
+		Run: func(runCtx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
 			call := c
-			call.Task, call.Observer = true, mcpserver.StatusObserver(c.Observer, status)
+			call.Task, call.Observer = true, mcpserver.StatusObserver(c.Observer, link.Status)
 			out, err := a.Call(runCtx, call)
 			if err != nil {
 				return nil, err
 			}
 			res = out
+			if err := mcpserver.TaskFailure(out); err != nil {
+				return nil, err // failed, as a protocol client's task
+			}
 			return json.Marshal(out)
 		}})
 	if err != nil {

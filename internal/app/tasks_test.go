@@ -46,8 +46,9 @@ func untilEnded(t *testing.T, r *taskRunner, owner, id string) tasks.Task {
 // counter is a call that reports progress in a loop until its context
 // ends, checking the context once per iteration as a guest's fuel check
 // does; it counts its iterations.
-func counter(iterations *atomic.Int64) func(ctx context.Context, status func(string)) (json.RawMessage, error) {
-	return func(ctx context.Context, status func(string)) (json.RawMessage, error) {
+func counter(iterations *atomic.Int64) func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+	return func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+		status := link.Status
 		for i := int64(1); ; i++ {
 			if ctx.Err() != nil {
 				return json.RawMessage(`{"content":[],"isError":true}`), nil
@@ -105,7 +106,7 @@ func TestTaskRunnerBounds(t *testing.T) {
 	// Another client is not bounded by the first one's tasks.
 	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 100) + `"}]}`)
 	other, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:b", Tool: "big",
-		Run: func(context.Context, func(string)) (json.RawMessage, error) { return big, nil }})
+		Run: func(context.Context, mcpserver.TaskLink) (json.RawMessage, error) { return big, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,10 @@ func TestTaskRunnerReplicas(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	stalled, err := c.Start(context.Background(), mcpserver.TaskStart{Owner: "local:x", Tool: "stall",
-		Run: func(ctx context.Context, _ func(string)) (json.RawMessage, error) { <-block; return nil, ctx.Err() }})
+		Run: func(ctx context.Context, _ mcpserver.TaskLink) (json.RawMessage, error) {
+			<-block
+			return nil, ctx.Err()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +191,7 @@ func TestTaskAwaitLocalNoPolling(t *testing.T) {
 	t.Cleanup(func() { r.close(context.Background()) })
 	release := make(chan struct{})
 	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "local:a", Tool: "slow",
-		Run: func(context.Context, func(string)) (json.RawMessage, error) {
+		Run: func(context.Context, mcpserver.TaskLink) (json.RawMessage, error) {
 			<-release
 			return json.RawMessage(`{"content":[]}`), nil
 		}})
@@ -211,5 +215,92 @@ func TestTaskAwaitLocalNoPolling(t *testing.T) {
 	}
 	if n := rc.working.Load() - 1; n != 1 {
 		t.Fatalf("Await read the running task %d times, want 1", n)
+	}
+}
+
+// untilAsked polls owner's task id on r until it asks for key.
+func untilAsked(t *testing.T, r *taskRunner, owner, id, key string) tasks.Task {
+	t.Helper()
+	for {
+		got, err := r.Get(context.Background(), owner, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == tasks.InputRequired && len(got.InputRequests) > 0 && got.InputRequests[0].Key == key {
+			return got
+		}
+		if got.Status.Terminal() {
+			t.Fatalf("the task ended instead of asking %s: %+v", key, got)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestTaskInputAcrossReplicas: a task's call on replica a asks twice; the
+// answers come by replica b (tasks/update on another server), and reach
+// the parked call through the record, which a polls. Each round's keys
+// are minted for it: a late answer to the first round is not taken in the
+// second, nor is the first round's answer taken twice.
+func TestTaskInputAcrossReplicas(t *testing.T) {
+	dir := t.TempDir()
+	a := replica(t, dir, TaskOptions{Replica: "a", PollInterval: time.Millisecond})
+	b := replica(t, dir, TaskOptions{Replica: "b", PollInterval: time.Millisecond})
+	ask := []tasks.InputRequest{{Key: "q", Method: "elicitation/create", Params: json.RawMessage(`{"message":"Go on?"}`)}}
+	task, err := a.Start(context.Background(), mcpserver.TaskStart{Owner: "o", Tool: "asker",
+		Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			first, err := link.Ask(ctx, ask)
+			if err != nil {
+				return nil, err
+			}
+			second, err := link.Ask(ctx, ask)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(map[string]any{"content": []any{}, "structuredContent": map[string]any{"first": first[0], "second": second[0]}})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := untilAsked(t, b, "o", task.ID, "q@1")
+	if string(got.InputRequests[0].Params) != `{"message":"Go on?"}` || got.InputRequests[0].Method != "elicitation/create" {
+		t.Fatalf("the request as stored: %+v", got.InputRequests)
+	}
+	if ignored, err := b.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{"q@1": json.RawMessage(`{"action":"accept"}`)}); err != nil || ignored != nil {
+		t.Fatalf("answering round 1 on b: %v, %v", ignored, err)
+	}
+	untilAsked(t, b, "o", task.ID, "q@2")
+	ignored, err := b.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{"q@1": json.RawMessage(`{"action":"accept"}`)})
+	if err != nil || ignored["q@1"] != `not an outstanding request of this task (outstanding: "q@2")` {
+		t.Fatalf("a late answer to round 1: %v, %v", ignored, err)
+	}
+	if _, err := b.Respond(context.Background(), "p", task.ID, map[string]json.RawMessage{"q@2": json.RawMessage(`{"action":"accept"}`)}); err == nil {
+		t.Fatal("another owner answered the task")
+	}
+	if _, err := b.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{"q@2": json.RawMessage(`{"action":"decline"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	end := untilEnded(t, a, "o", task.ID)
+	if end.Status != tasks.Completed || !strings.Contains(string(end.Result), `"structuredContent":{"first":{"action":"accept"},"second":{"action":"decline"}}`) ||
+		end.InputRequests != nil || end.InputResponses != nil {
+		t.Errorf("the task's end: %+v %s", end, end.Result)
+	}
+}
+
+// TestTaskInputCancelled: tasks/cancel of a task waiting for input stops
+// its call and ends it cancelled, without input.
+func TestTaskInputCancelled(t *testing.T) {
+	r := replica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "o", Tool: "asker",
+		Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			_, err := link.Ask(ctx, []tasks.InputRequest{{Key: "q", Method: "elicitation/create"}})
+			return nil, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untilAsked(t, r, "o", task.ID, "q@1")
+	got, err := r.Cancel(context.Background(), "o", task.ID)
+	if err != nil || got.Status != tasks.Cancelled || got.InputRequests != nil {
+		t.Fatalf("cancelled while waiting: %+v, %v", got, err)
 	}
 }

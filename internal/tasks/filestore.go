@@ -649,6 +649,7 @@ func (s *FileStore) Sweep(ctx context.Context, now time.Time) (failed, removed i
 					return err
 				}
 				t.Status, t.StatusMessage, t.Updated = Failed, LeaseLapsed, stamp(now)
+				t.InputRequests, t.InputResponses = nil, nil
 				if expired(&t, now) {
 					// Ended past its TTL: removed now, as PGStore's sweep
 					// deletes the rows it has just failed.

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,6 +63,9 @@ var pgSchema = pgmigrate.Schema{
 		CREATE INDEX warden_tasks_listed ON warden_tasks (created, id);
 		CREATE INDEX warden_tasks_expires ON warden_tasks (expires);
 		CREATE INDEX warden_tasks_unfinished ON warden_tasks (lease_until) WHERE status IN ('working', 'input_required')`,
+		// A task's outstanding input (input_required): its requests and
+		// the answers received, each JSON (the rules bound them).
+		`ALTER TABLE warden_tasks ADD COLUMN input_requests bytea, ADD COLUMN input_responses bytea`,
 	},
 }
 
@@ -78,15 +82,18 @@ const unfinished = `status IN ('working', 'input_required')`
 // result no more is read than a result may be (limits.MaxTaskResult), one
 // byte past it telling scanTask the row was written past the store.
 var pgColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, substring(result FROM 1 FOR ` +
-	strconv.Itoa(limits.MaxTaskResult+1) + `), replica, lease_until, cancel_requested`
+	strconv.Itoa(limits.MaxTaskResult+1) + `), replica, lease_until, cancel_requested, input_requests, input_responses`
 
 // pgInsertColumns are the columns Create writes, in pgColumns' order.
 const pgInsertColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, result, replica, lease_until, cancel_requested`
 
+// A created task has no input: Create leaves input_requests and
+// input_responses NULL.
+
 // listColumns are pgColumns for a List page, which carries no results
 // (tasks/list has none; a Get returns one): a page of 1000 tasks never
 // reads their results, up to tasks.max_result each.
-const listColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, NULL::bytea, replica, lease_until, cancel_requested`
+const listColumns = `id, owner, tool, status, status_message, created, updated, ttl, poll_interval, NULL::bytea, replica, lease_until, cancel_requested, input_requests, input_responses`
 
 // taskRow is the SQL condition of a row scanTask accepts (but for the
 // size of its result, which a List does not read): a List filters the
@@ -169,7 +176,7 @@ func (s *PGStore) bound(ctx context.Context) (context.Context, context.CancelFun
 func wrap(what string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrTerminal), errors.Is(err, ErrTooMany),
-		errors.Is(err, ErrResultTooLarge), errors.Is(err, ErrBadCursor), errors.Is(err, ErrBadID),
+		errors.Is(err, ErrResultTooLarge), errors.Is(err, ErrInput), errors.Is(err, ErrBadCursor), errors.Is(err, ErrBadID),
 		errors.As(err, new(*invalidError)):
 		return err
 	}
@@ -190,8 +197,8 @@ func scanTask(row pgx.Row) (Task, error) {
 	var status string
 	var ttl, poll int64
 	var lease *time.Time
-	var result []byte
-	err := row.Scan(&t.ID, &t.Owner, &t.Tool, &status, &t.StatusMessage, &t.Created, &t.Updated, &ttl, &poll, &result, &t.Replica, &lease, &t.CancelRequested)
+	var result, inReqs, inResps []byte
+	err := row.Scan(&t.ID, &t.Owner, &t.Tool, &status, &t.StatusMessage, &t.Created, &t.Updated, &ttl, &poll, &result, &t.Replica, &lease, &t.CancelRequested, &inReqs, &inResps)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Task{}, ErrNotFound
 	}
@@ -209,7 +216,28 @@ func scanTask(row pgx.Row) (Task, error) {
 	if len(result) > 0 {
 		t.Result = result
 	}
+	if t.Status == InputRequired {
+		if len(inReqs) > 0 && json.Unmarshal(inReqs, &t.InputRequests) != nil ||
+			len(inResps) > 0 && json.Unmarshal(inResps, &t.InputResponses) != nil {
+			return Task{}, errBadRow
+		}
+	}
 	return t, nil
+}
+
+// inputColumns are t's input as the store keeps it: NULL when it has none.
+func inputColumns(t *Task) (reqs, resps []byte, err error) {
+	if len(t.InputRequests) > 0 {
+		if reqs, err = json.Marshal(t.InputRequests); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(t.InputResponses) > 0 {
+		if resps, err = json.Marshal(t.InputResponses); err != nil {
+			return nil, nil, err
+		}
+	}
+	return reqs, resps, nil
 }
 
 // Create implements Store.
@@ -368,10 +396,15 @@ func (s *PGStore) Update(ctx context.Context, owner, id string, b Bounds, change
 		if err != nil {
 			return err
 		}
+		reqs, resps, err := inputColumns(&t)
+		if err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE warden_tasks SET status = $2, status_message = $3, updated = $4, ttl = $5, expires = $6,
-			poll_interval = $7, result = $8, replica = $9, lease_until = $10, cancel_requested = $11 WHERE id = $1`,
+			poll_interval = $7, result = $8, replica = $9, lease_until = $10, cancel_requested = $11,
+			input_requests = $12, input_responses = $13 WHERE id = $1`,
 			t.ID, string(t.Status), t.StatusMessage, t.Updated, int64(t.TTL), t.Expires(), int64(t.PollInterval),
-			[]byte(t.Result), t.Replica, nullTime(t.LeaseUntil), t.CancelRequested)
+			[]byte(t.Result), t.Replica, nullTime(t.LeaseUntil), t.CancelRequested, reqs, resps)
 		return err
 	})
 	return out, wrap("update", err)
@@ -450,8 +483,8 @@ func (s *PGStore) Sweep(ctx context.Context, now time.Time) (failed, removed int
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	now = stamp(now)
-	tag, err := s.pool.Exec(ctx, `UPDATE warden_tasks SET status = 'failed', status_message = $2, updated = $1
-		WHERE `+unfinished+` AND lease_until < $1`, now, LeaseLapsed)
+	tag, err := s.pool.Exec(ctx, `UPDATE warden_tasks SET status = 'failed', status_message = $2, updated = $1,
+		input_requests = NULL, input_responses = NULL WHERE `+unfinished+` AND lease_until < $1`, now, LeaseLapsed)
 	if err != nil {
 		return 0, 0, wrap("sweep", err)
 	}

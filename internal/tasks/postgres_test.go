@@ -74,14 +74,16 @@ func TestPostgresSchemaBesideMemory(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), `SELECT (SELECT max(version) FROM warden_schema_migrations), (SELECT max(version) FROM warden_task_migrations)`).Scan(&memory, &task); err != nil {
 		t.Fatal(err)
 	}
-	if memory != 2 || task != 1 {
-		t.Errorf("versions: memory %d, tasks %d; want 2 and 1", memory, task)
+	// The task schema's two steps ran although the memory store's table
+	// said 2 already: each counts its own.
+	if memory != 2 || task != 2 {
+		t.Errorf("versions: memory %d, tasks %d; want 2 and 2", memory, task)
 	}
 	if _, err := conn.Exec(t.Context(), `INSERT INTO warden_task_migrations (version) VALUES (99)`); err != nil {
 		t.Fatal(err)
 	}
 	_, err = tasks.OpenPostgres(t.Context(), url, tasks.PostgresOptions{})
-	if err == nil || !strings.Contains(err.Error(), "tasks: postgres: migrate the schema: the database's schema is at version 99, newer than this warden's 1") {
+	if err == nil || !strings.Contains(err.Error(), "tasks: postgres: migrate the schema: the database's schema is at version 99, newer than this warden's 2") {
 		t.Errorf("a newer task schema: %v", err)
 	}
 }

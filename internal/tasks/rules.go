@@ -124,6 +124,7 @@ func prepareCreate(t Task, now time.Time, b Bounds) (Task, error) {
 	t.LeaseUntil = stamp(t.LeaseUntil)
 	t.CancelRequested = false
 	t.Result = bytes.Clone(t.Result)
+	t.InputRequests, t.InputResponses = nil, nil
 	return t, nil
 }
 
@@ -217,6 +218,9 @@ func applyUpdate(old Task, now time.Time, b Bounds, change func(*Task)) (Task, e
 	if err := checkResult(t.Result, b); err != nil {
 		return old, err
 	}
+	if err := checkInput(&t); err != nil {
+		return old, err
+	}
 	t.Updated = stamp(now)
 	t.LeaseUntil = stamp(t.LeaseUntil)
 	return t, nil
@@ -236,4 +240,66 @@ func lapsed(t *Task, now time.Time) bool {
 // it as well.
 func expired(t *Task, now time.Time) bool {
 	return t.Expires().Before(now) && (t.Status.Terminal() || t.LeaseUntil.IsZero())
+}
+
+// checkInput applies the rules of a task's outstanding input to t as it is
+// to be stored: requests and answers exist only while InputRequired (any
+// other status drops them: the call has them, or has ended), an
+// InputRequired task has at least one request, keys are unique text, each
+// params and answer is JSON, an answer is for a key asked, and a round is
+// within MaxInputRequests and MaxInputBytes.
+func checkInput(t *Task) error {
+	if t.Status != InputRequired {
+		t.InputRequests, t.InputResponses = nil, nil
+		return nil
+	}
+	if len(t.InputRequests) == 0 {
+		return invalidf("update task: input_required with no input request")
+	}
+	if len(t.InputRequests) > MaxInputRequests {
+		return fmt.Errorf("%w: %d requests at once, more than the %d a task holds", ErrInput, len(t.InputRequests), MaxInputRequests)
+	}
+	asked := make(map[string]bool, len(t.InputRequests))
+	size := 0
+	reqs := make([]InputRequest, len(t.InputRequests))
+	for i, r := range t.InputRequests {
+		if r.Key == "" || len(r.Key) > maxField || !textField(r.Key) || !textField(r.Method) || len(r.Method) > maxField {
+			return fmt.Errorf("%w: request %d has an empty or non-text key or method", ErrInput, i)
+		}
+		if asked[r.Key] {
+			return fmt.Errorf("%w: request key %q appears twice", ErrInput, r.Key)
+		}
+		asked[r.Key] = true
+		if len(r.Params) > 0 && !json.Valid(r.Params) {
+			return fmt.Errorf("%w: the params of request %q are not JSON", ErrInput, r.Key)
+		}
+		size += len(r.Key) + len(r.Method) + len(r.Params)
+		r.Params = bytes.Clone(r.Params)
+		reqs[i] = r
+	}
+	if size > MaxInputBytes {
+		return fmt.Errorf("%w: the requests take %d bytes, more than the %d a task holds", ErrInput, size, MaxInputBytes)
+	}
+	t.InputRequests = reqs
+	if len(t.InputResponses) == 0 {
+		t.InputResponses = nil
+		return nil
+	}
+	size = 0
+	resp := make(map[string]json.RawMessage, len(t.InputResponses))
+	for k, v := range t.InputResponses {
+		if !asked[k] {
+			return fmt.Errorf("%w: an answer for %q, which is not asked", ErrInput, k)
+		}
+		if !json.Valid(v) {
+			return fmt.Errorf("%w: the answer for %q is not JSON", ErrInput, k)
+		}
+		size += len(k) + len(v)
+		resp[k] = bytes.Clone(v)
+	}
+	if size > MaxInputBytes {
+		return fmt.Errorf("%w: the answers take %d bytes, more than the %d a task holds", ErrInput, size, MaxInputBytes)
+	}
+	t.InputResponses = resp
+	return nil
 }

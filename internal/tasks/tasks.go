@@ -12,6 +12,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,7 +66,38 @@ type Task struct {
 	// CancelRequested is set by Cancel; the replica running the task sees
 	// it (directly, or at its next lease renewal) and stops the guest.
 	CancelRequested bool `json:"cancelRequested,omitempty"`
+	// InputRequests are the requests the task's call is waiting for the
+	// client to answer, while the task is InputRequired (and only then):
+	// the client reads them by tasks/get and answers by tasks/update.
+	InputRequests []InputRequest `json:"inputRequests,omitempty"`
+	// InputResponses are the client's answers to InputRequests received so
+	// far, by key, not yet taken by the call: the record is the channel
+	// from the replica that took the tasks/update to the one running the
+	// call. The call takes them, all at once, when every request of the
+	// round is answered, and the task is Working again.
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 }
+
+// InputRequest is one request a task's call put to its client (an
+// elicitation, a sampling request, a roots listing), waiting for an answer.
+type InputRequest struct {
+	// Key names the request; the answer comes back under it.
+	Key string `json:"key"`
+	// Method is the MCP method (elicitation/create, ...), Params its params.
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Bounds of what a task's outstanding input holds (the rules of every
+// store): a call asks a few questions at a time, and an answer is a
+// person's form or a model's message, not a payload.
+const (
+	// MaxInputRequests bounds the requests of one round.
+	MaxInputRequests = 16
+	// MaxInputBytes bounds the params of one round's requests, together,
+	// and so the answers held for it, together.
+	MaxInputBytes = 256 << 10
+)
 
 // Expires is when the record may be removed.
 func (t *Task) Expires() time.Time { return t.Created.Add(t.TTL) }
@@ -94,6 +129,9 @@ var (
 	ErrTerminal = errors.New("task has already ended")
 	// ErrResultTooLarge: the result passes Bounds.ResultBytes.
 	ErrResultTooLarge = errors.New("task result too large")
+	// ErrInput: a change to a task's input the rules refuse (too many or
+	// too large requests or answers, an answer for a key not asked).
+	ErrInput = errors.New("task input refused")
 )
 
 // Store keeps task records. Every method is safe for concurrent use by
@@ -133,4 +171,61 @@ type Store interface {
 	Sweep(ctx context.Context, now time.Time) (failed, removed int, err error)
 	// Close releases the store.
 	Close() error
+}
+
+// Outstanding returns the requests of t not answered yet, in asking order.
+func (t *Task) Outstanding() []InputRequest {
+	var out []InputRequest
+	for _, r := range t.InputRequests {
+		if _, answered := t.InputResponses[r.Key]; !answered {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Answer records answers, by key, to t's outstanding requests, and returns
+// the keys it did not take, each with the reason. A key is taken only when
+// it names a request of t's current round not answered yet: an answer for
+// a key never asked, for an earlier round (its keys are not this round's),
+// for a request already answered, or to a task not input_required is not
+// taken (SEP-2663: a server ignores responses it has no outstanding
+// request for). An answer is thereby bound to the one request it was
+// given for, and a spent one is never taken again.
+func (t *Task) Answer(answers map[string]json.RawMessage) (ignored map[string]string) {
+	outstanding := outstandingKeys(t)
+	for k, v := range answers {
+		var why string
+		switch {
+		case t.Status != InputRequired:
+			why = fmt.Sprintf("task %s is %s and asks nothing", t.ID, t.Status)
+		case t.InputResponses[k] != nil:
+			why = "answered already; an answer is taken once"
+		case !slices.ContainsFunc(t.InputRequests, func(r InputRequest) bool { return r.Key == k }):
+			why = "not an outstanding request of this task (outstanding: " + outstanding + ")"
+		}
+		if why != "" {
+			if ignored == nil {
+				ignored = map[string]string{}
+			}
+			ignored[k] = why
+			continue
+		}
+		if t.InputResponses == nil {
+			t.InputResponses = map[string]json.RawMessage{}
+		}
+		t.InputResponses[k] = v
+	}
+	return ignored
+}
+
+func outstandingKeys(t *Task) string {
+	var keys []string
+	for _, r := range t.Outstanding() {
+		keys = append(keys, strconv.Quote(r.Key))
+	}
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
 }

@@ -61,6 +61,8 @@ func Run(t *testing.T, backend Backend) {
 		{"OneSweeperEnds", testOneSweeperEnds},
 		{"Renew", testRenew},
 		{"Operator", testOperator},
+		{"Input", testInput},
+		{"InputBounds", testInputBounds},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, backend(t)) })
@@ -565,7 +567,9 @@ func testLeaseLapse(t *testing.T, open func() tasks.Store) {
 	mustCreate(t, s, task, tasks.Bounds{})
 	waiting := newTask("token", 0)
 	mustCreate(t, s, waiting, tasks.Bounds{})
-	if _, err := s.Update(t.Context(), "token", waiting.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status = tasks.InputRequired }); err != nil {
+	if _, err := s.Update(t.Context(), "token", waiting.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.Status, t.InputRequests = tasks.InputRequired, []tasks.InputRequest{{Key: "confirm", Method: "elicitation/create", Params: json.RawMessage(`{}`)}}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	unleased := newTask("token", 0)
@@ -876,4 +880,93 @@ func equal(a, b tasks.Task) bool {
 		}
 	}
 	return reflect.DeepEqual(ta, tb)
+}
+
+// testInput: a task's outstanding input is stored and read back whole
+// (another instance of the store, another replica, reads what one wrote),
+// answers are kept by key, and a status other than input_required drops
+// both: a task working again, or ended, holds no input.
+func testInput(t *testing.T, open func() tasks.Store) {
+	s, other := open(), open()
+	task := mustCreate(t, s, newTask("token", 0), tasks.Bounds{})
+	reqs := []tasks.InputRequest{
+		{Key: "first", Method: "elicitation/create", Params: json.RawMessage(`{"message":"First?"}`)},
+		{Key: "second", Method: "elicitation/create", Params: json.RawMessage(`{"message":"Second?"}`)},
+	}
+	if _, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.Status, t.InputRequests = tasks.InputRequired, reqs
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustGet(t, other, "token", task.ID)
+	if got.Status != tasks.InputRequired || len(got.InputRequests) != 2 || got.InputRequests[1].Key != "second" ||
+		string(got.InputRequests[0].Params) != `{"message":"First?"}` || got.InputResponses != nil {
+		t.Fatalf("read back from another instance: %+v", got)
+	}
+	if _, err := other.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.InputResponses = map[string]json.RawMessage{"first": json.RawMessage(`{"action":"accept"}`)}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got = mustGet(t, s, "token", task.ID)
+	if string(got.InputResponses["first"]) != `{"action":"accept"}` || len(got.InputResponses) != 1 || len(got.InputRequests) != 2 {
+		t.Fatalf("a partial answer read back: %+v", got)
+	}
+	// An answer for a key not asked is refused, and changes nothing.
+	_, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.InputResponses["third"] = json.RawMessage(`{}`)
+	})
+	wantErr(t, "an answer not asked for", err, tasks.ErrInput, `task input refused: an answer for "third", which is not asked`)
+	if got := mustGet(t, s, "token", task.ID); len(got.InputResponses) != 1 {
+		t.Errorf("after a refused answer: %+v", got.InputResponses)
+	}
+	// Working again: the input goes with the status.
+	if got, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status = tasks.Working }); err != nil ||
+		got.InputRequests != nil || got.InputResponses != nil {
+		t.Fatalf("working again: %+v, %v", got, err)
+	}
+	if got := mustGet(t, other, "token", task.ID); got.InputRequests != nil || got.InputResponses != nil {
+		t.Errorf("working again, read back: %+v", got)
+	}
+	// Input with no request is not a state a task can be in.
+	_, err = s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status = tasks.InputRequired })
+	if err == nil || err.Error() != "update task: input_required with no input request" {
+		t.Errorf("input_required without requests: %v", err)
+	}
+}
+
+// testInputBounds: a round's requests and answers are bounded by count and
+// bytes, on every store alike.
+func testInputBounds(t *testing.T, open func() tasks.Store) {
+	s := open()
+	task := mustCreate(t, s, newTask("token", 0), tasks.Bounds{})
+	many := make([]tasks.InputRequest, tasks.MaxInputRequests+1)
+	for i := range many {
+		many[i] = tasks.InputRequest{Key: fmt.Sprintf("k%d", i), Method: "elicitation/create"}
+	}
+	_, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status, t.InputRequests = tasks.InputRequired, many })
+	wantErr(t, "too many requests", err, tasks.ErrInput, fmt.Sprintf("task input refused: %d requests at once, more than the %d a task holds", tasks.MaxInputRequests+1, tasks.MaxInputRequests))
+	big := json.RawMessage(`"` + strings.Repeat("x", tasks.MaxInputBytes) + `"`)
+	_, err = s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.Status, t.InputRequests = tasks.InputRequired, []tasks.InputRequest{{Key: "k", Method: "elicitation/create", Params: big}}
+	})
+	if !errors.Is(err, tasks.ErrInput) {
+		t.Errorf("requests past the bytes bound: %v", err)
+	}
+	twice := []tasks.InputRequest{{Key: "k", Method: "m"}, {Key: "k", Method: "m"}}
+	_, err = s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status, t.InputRequests = tasks.InputRequired, twice })
+	wantErr(t, "a key twice", err, tasks.ErrInput, `task input refused: request key "k" appears twice`)
+	one := []tasks.InputRequest{{Key: "k", Method: "elicitation/create"}}
+	if _, err := s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) { t.Status, t.InputRequests = tasks.InputRequired, one }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Update(t.Context(), "token", task.ID, tasks.Bounds{}, func(t *tasks.Task) {
+		t.InputResponses = map[string]json.RawMessage{"k": big}
+	})
+	if !errors.Is(err, tasks.ErrInput) {
+		t.Errorf("an answer past the bytes bound: %v", err)
+	}
+	if got := mustGet(t, s, "token", task.ID); got.Status != tasks.InputRequired || len(got.InputRequests) != 1 || got.InputResponses != nil {
+		t.Errorf("after refused changes: %+v", got)
+	}
 }
