@@ -146,16 +146,7 @@ access:
 	// callAs returns the env read's outcome: HOME, denied or prompted.
 	callAs := func(ctx context.Context, c tool.Client) outcome {
 		t.Helper()
-		args, _ := json.Marshal(map[string]any{"fs": readDocs})
-		res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: c})
-		if err != nil || res.IsError {
-			t.Fatalf("call: %v %+v", err, res)
-		}
-		var out struct{ Env outcome }
-		if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out.Env
+		return w.callEnv(t, ctx, c, nil)
 	}
 	const denied = `env: key "HOME" is not granted to tool "hostcalls" (config key tools.grants.hostcalls.env)`
 	const grant = " (warden grant hostcalls env=HOME)"

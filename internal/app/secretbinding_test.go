@@ -23,16 +23,7 @@ func TestSecretBindingFollowsReload(t *testing.T) {
 	}
 	readKey := func() outcome {
 		t.Helper()
-		args, _ := json.Marshal(map[string]any{"fs": readDocs, "env": map[string]any{"op": "get", "key": "DEPLOY_KEY"}})
-		res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}})
-		if err != nil || res.IsError {
-			t.Fatalf("call: %v %+v", err, res)
-		}
-		var out struct{ Env outcome }
-		if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out.Env
+		return w.callEnv(t, context.Background(), nil, map[string]any{"op": "get", "key": "DEPLOY_KEY"})
 	}
 	wantValue := func(when string) {
 		t.Helper()
@@ -53,4 +44,25 @@ func TestSecretBindingFollowsReload(t *testing.T) {
 
 	w.setGrants(t, bound("[other, hostcalls]"))
 	wantValue("bound again")
+}
+
+// callEnv calls hostcalls as ctx's caller, through client c (nil: none),
+// reading docs/readme.md and sending envReq to warden.env (nil: the
+// guest's own, a get of HOME), and returns the env request's outcome.
+func (w *escapeWorld) callEnv(t *testing.T, ctx context.Context, c tool.Client, envReq any) outcome {
+	t.Helper()
+	args := map[string]any{"fs": readDocs}
+	if envReq != nil {
+		args["env"] = envReq
+	}
+	raw, _ := json.Marshal(args)
+	res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: raw, Observer: nopObserver{}, Client: c})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	var out struct{ Env outcome }
+	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Env
 }
