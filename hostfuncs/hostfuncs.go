@@ -46,6 +46,11 @@ type Call struct {
 	// (tools.grants.<tool>.config), keyed in lower case: what an Extism
 	// plugin reads with config_get. Nil when config gives it none.
 	Config map[string]SecretValue
+	// Secrets is every entry of config's secrets as the tool sees it
+	// (bound to it or not), by configkey.Fold of its name: what
+	// warden.env serves and names in refusals. Shared by the calls of
+	// one config load: never modified.
+	Secrets map[string]Secret
 }
 
 // Capability serves the requests of one warden.<Name> import.

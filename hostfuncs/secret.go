@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+
+	"github.com/warden-run/warden/internal/secrets"
 )
 
 // SecretValue is where a configured value comes from: the literal Value, or
@@ -47,3 +49,23 @@ func (v SecretValue) Lookup() (string, bool) {
 	}
 	return v.Value, true
 }
+
+// Secret is one entry of config's secrets: as the tool called sees it,
+// resolved by the tool's policy (internal/policy) once per config load:
+// where its value is read at each get, so that a rotated value is the
+// next call's, whether it is bound to the tool, and where config binds it.
+// It holds no value.
+type Secret struct {
+	Source secrets.Source
+	// Module is the module that must serve the tool for it to read the
+	// secret (the module its grant entry is bound to, else the one named
+	// like the tool: config.Config.SecretReaders), "" when the secret's
+	// tools list does not name the tool.
+	Module string
+	// Where is where config binds it ("config.yaml:12"), named in
+	// refusals and read errors.
+	Where string
+}
+
+// ReadableBy reports whether the tool, served by module, may read s.
+func (s Secret) ReadableBy(module string) bool { return s.Module != "" && s.Module == module }

@@ -40,6 +40,8 @@ type CallRequest struct {
 	Client tool.Client
 	// Config is the tool's own configuration (hostfuncs.Call.Config).
 	Config map[string]hostfuncs.SecretValue
+	// Secrets is config's secrets as the tool sees them (hostfuncs.Call.Secrets).
+	Secrets map[string]hostfuncs.Secret
 	// TimeoutSetting names the setting behind Timeout ("tools.limits.<tool>.timeout"),
 	// for a timeout failure to name when Timeout is the bound that ended the call.
 	TimeoutSetting string
@@ -207,7 +209,7 @@ func (b *body) invoke(ctx context.Context, inv invocation) invoked {
 		grantsOf = name
 	}
 	state := guest.NewCallState(&hostfuncs.Call{
-		Tool: grantsOf, Module: m.name, Grants: req.Grants, Config: req.Config, Observer: observer,
+		Tool: grantsOf, Module: m.name, Grants: req.Grants, Config: req.Config, Secrets: req.Secrets, Observer: observer,
 		Client: req.Client, Hold: deadline.hold, Requested: inv.requested,
 	}, in.Instance, m.limits.guest())
 	guestCtx := guest.WithState(callCtx, state)

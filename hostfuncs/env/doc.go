@@ -9,12 +9,15 @@
 //	    GITHUB_TOKEN: {from_env: GH_TOKEN}
 //	    API_BASE:     {value: https://api.example.com}
 //
-// Secrets (config's secrets:, Config.Secrets) are keys too: each read at
-// every get from its source (a file, the OS keyring, a host variable;
-// internal/secrets), and readable only by the tools the entry binds, served
-// by the module their grant is bound to. Any other tool is denied with the
-// config line that would allow it. Each value read is passed to
-// Config.Read first, for the logs to redact it.
+// Secrets (config's secrets:) are keys too: each read at every get from
+// its source (a file, the OS keyring, a host variable; internal/secrets),
+// and readable only by the tools the entry binds, served by the module
+// their grant is bound to. The capability holds no secrets of its own:
+// each call carries them as its tool's policy resolved them at the last
+// reload (hostfuncs.Call.Secrets, internal/policy), as it carries its
+// grants. Any other tool is denied with the config line that would allow
+// it. Each value read is passed to Config.Read first, for the logs to
+// redact it.
 //
 // A tool may read only the keys listed in its grant,
 // tools.grants.<tool>.env (Capabilities.Env). There is no wildcard and no

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -24,26 +23,15 @@ import (
 // it never prints its content).
 type Value = hostfuncs.SecretValue
 
-// Config maps each key a tool may be granted to its Value, and each
-// secret (config's secrets:) to its source and the tools bound to it.
+// Config maps each key a tool may be granted to its Value. The secrets
+// (config's secrets:) are not here: each call carries them as its tool's
+// policy resolved them (hostfuncs.Call.Secrets), bindings and all, as it
+// carries its grants.
 type Config struct {
-	Values  map[string]Value
-	Secrets map[string]Secret
+	Values map[string]Value
 	// Read, when set, hears every secret value read, before a tool gets
 	// it: warden's logs learn to redact a rotated value (redact.Secrets).
 	Read func(value string)
-}
-
-// Secret is one secrets: entry as the capability serves it: read from
-// Source at each get, so that a rotated value is the next call's.
-type Secret struct {
-	Source secrets.Source
-	// Readers maps each tool (configkey.Fold) that may read it to the
-	// module that must serve that tool (config.Config.SecretReaders).
-	Readers map[string]string
-	// Where is where config binds it ("config.yaml:12"), named in
-	// refusals and read errors.
-	Where string
 }
 
 // Validate reports every problem in c, naming keys, never values.
@@ -61,9 +49,6 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("env.values.%s: same key as %s (keys are case-insensitive)", key, other))
 		}
 		seen[foldKey(key)] = key
-		if slices.ContainsFunc(slices.Collect(maps.Keys(c.Secrets)), func(k string) bool { return foldKey(k) == foldKey(key) }) {
-			errs = append(errs, fmt.Errorf("env.values.%s: a secret has the same name", key))
-		}
 		switch {
 		case (v.Value == "") == (v.FromEnv == ""):
 			errs = append(errs, fmt.Errorf("env.values.%s: set exactly one of value or from_env", key))
@@ -90,9 +75,9 @@ func sortedKeys(m map[string]Value) []string {
 type Env struct {
 	// values is keyed by upper-cased key.
 	values atomic.Pointer[map[string]Value]
-	// secrets is the config's secrets and Read hook, keyed by foldKey.
-	secrets atomic.Pointer[secretSet]
-	logger  *slog.Logger
+	// read is Config.Read.
+	read   atomic.Pointer[func(string)]
+	logger *slog.Logger
 }
 
 // New returns the capability for cfg. logger receives a debug line per
@@ -119,18 +104,9 @@ func (e *Env) SetConfig(cfg Config) error {
 	for k, v := range cfg.Values {
 		values[foldKey(k)] = v
 	}
-	set := &secretSet{byKey: make(map[string]Secret, len(cfg.Secrets)), read: cfg.Read}
-	for k, v := range cfg.Secrets {
-		set.byKey[foldKey(k)] = v
-	}
 	e.values.Store(&values)
-	e.secrets.Store(set)
+	e.read.Store(&cfg.Read)
 	return nil
-}
-
-type secretSet struct {
-	byKey map[string]Secret
-	read  func(string)
 }
 
 // Name returns "env".
@@ -154,13 +130,12 @@ type (
 // Serve handles one warden.env request.
 func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
 	req, decodeErr := decode(raw)
-	set := e.secrets.Load()
 	if decodeErr == nil && req.Op == "get" {
-		if s, ok := set.byKey[foldKey(req.Key)]; ok {
-			return e.serveSecret(call, req.Key, s, set.read)
+		if s, ok := call.Secrets[configkey.Fold(req.Key)]; ok {
+			return e.serveSecret(call, req.Key, s)
 		}
 	}
-	if err := gate(call, req, len(set.readable(call)) > 0); err != nil {
+	if err := gate(call, req, len(readable(call)) > 0); err != nil {
 		e.logger.Info("env denied", "tool", call.Tool, "reason", err)
 		return nil, err
 	}
@@ -169,7 +144,7 @@ func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any,
 	}
 	values := *e.values.Load()
 	if req.Op == "list" {
-		keys := set.readable(call)
+		keys := readable(call)
 		for _, key := range call.Grants.Env {
 			if _, ok := resolve(values, key); ok && ValidateKey(key) == nil &&
 				!slices.ContainsFunc(keys, func(k string) bool { return foldKey(k) == foldKey(key) }) {
@@ -247,12 +222,12 @@ func gate(call *hostfuncs.Call, req *request, hasSecrets bool) error {
 	return nil
 }
 
-// readable lists the secrets call's tool may read, sorted: those bound to
-// it while the module it is bound to serves it.
-func (s *secretSet) readable(call *hostfuncs.Call) []string {
+// readable lists the secrets call's tool may read, upper-cased and
+// sorted: those bound to it while the module it is bound to serves it.
+func readable(call *hostfuncs.Call) []string {
 	names := []string{}
-	for name, sec := range s.byKey {
-		if sec.allows(call) {
+	for name, s := range call.Secrets {
+		if s.ReadableBy(call.Module) {
 			names = append(names, strings.ToUpper(name))
 		}
 	}
@@ -260,25 +235,20 @@ func (s *secretSet) readable(call *hostfuncs.Call) []string {
 	return names
 }
 
-func (s Secret) allows(call *hostfuncs.Call) bool {
-	module, ok := s.Readers[configkey.Fold(call.Tool)]
-	return ok && module == call.Module
-}
-
 // serveSecret answers a get of the secret key: denied unless the secret is
 // bound to the tool (the refusal names the config line that would allow
 // it), else the value as its source holds it now.
-func (e *Env) serveSecret(call *hostfuncs.Call, key string, s Secret, read func(string)) (any, error) {
+func (e *Env) serveSecret(call *hostfuncs.Call, key string, s hostfuncs.Secret) (any, error) {
 	where := ""
 	if s.Where != "" {
 		where = ", " + s.Where
 	}
-	if !s.allows(call) {
+	if !s.ReadableBy(call.Module) {
 		err := tool.Errorf(tool.KindDenied, "env: secret %q is not bound to tool %q (config key secrets.%s.tools%s: add %s there to allow it)",
 			key, call.Tool, strings.ToLower(key), where, configkey.Fold(call.Tool))
-		if module, named := s.Readers[configkey.Fold(call.Tool)]; named && module != call.Module {
+		if s.Module != "" {
 			err = tool.Errorf(tool.KindDenied, "env: secret %q is bound to tool %q served by module %q, and module %q serves it now (config key secrets.%s.tools%s)",
-				key, configkey.Fold(call.Tool), module, call.Module, strings.ToLower(key), where)
+				key, configkey.Fold(call.Tool), s.Module, call.Module, strings.ToLower(key), where)
 		}
 		e.logger.Info("env denied", "tool", call.Tool, "reason", err)
 		return nil, err
@@ -292,7 +262,7 @@ func (e *Env) serveSecret(call *hostfuncs.Call, key string, s Secret, read func(
 		}
 		return nil, tool.Errorf(kind, "env: secret %q (%s, config key secrets.%s%s) cannot be read: %v", key, s.Source, strings.ToLower(key), where, err)
 	}
-	if read != nil {
+	if read := *e.read.Load(); read != nil {
 		read(value)
 	}
 	return getReply{Key: key, Value: value}, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/warden-run/warden/hostfuncs"
+	"github.com/warden-run/warden/internal/configkey"
 	"github.com/warden-run/warden/internal/secrets"
 	"github.com/warden-run/warden/tool"
 )
@@ -23,7 +24,9 @@ const (
 // secretFixture serves one secret of each source: deploy_key from a file,
 // ring_key from the keyring (go-keyring's in-memory mock: e2e/serve tests
 // the real Secret Service), host_key from a variable, each bound to tool
-// "github" served by its own module; read collects what Read hears.
+// "github" served by its own module, as the tool's policy resolves them
+// (internal/policy: boundView is github's view, unboundView any other
+// tool's); read collects what Read hears.
 func secretFixture(t *testing.T) (f *fixture, file string, read *[]string) {
 	t.Helper()
 	keyring.MockInit()
@@ -35,17 +38,21 @@ func secretFixture(t *testing.T) (f *fixture, file string, read *[]string) {
 		t.Fatal(err)
 	}
 	t.Setenv("WARDEN_TEST_SECRET_VAR", hostSecret)
-	readers := map[string]string{"github": "github"}
+	unboundView = map[string]hostfuncs.Secret{
+		"deploy_key": {Source: secrets.Source{Kind: secrets.File, Ref: file}, Where: "config.yaml:7"},
+		"ring_key":   {Source: secrets.Source{Kind: secrets.Keyring, Ref: "ring-entry"}, Where: "config.yaml:9"},
+		"host_key":   {Source: secrets.Source{Kind: secrets.Env, Ref: "WARDEN_TEST_SECRET_VAR"}, Where: "config.yaml:11"},
+		"gone_key":   {Source: secrets.Source{Kind: secrets.File, Ref: file + ".missing"}, Where: "config.yaml:13"},
+	}
+	boundView = map[string]hostfuncs.Secret{}
+	for name, s := range unboundView {
+		s.Module = "github"
+		boundView[name] = s
+	}
 	var heard []string
 	cfg := Config{
 		Values: map[string]Value{"API_TOKEN": {Value: literalSecret}},
-		Secrets: map[string]Secret{
-			"deploy_key": {Source: secrets.Source{Kind: secrets.File, Ref: file}, Readers: readers, Where: "config.yaml:7"},
-			"ring_key":   {Source: secrets.Source{Kind: secrets.Keyring, Ref: "ring-entry"}, Readers: readers, Where: "config.yaml:9"},
-			"host_key":   {Source: secrets.Source{Kind: secrets.Env, Ref: "WARDEN_TEST_SECRET_VAR"}, Readers: readers, Where: "config.yaml:11"},
-			"gone_key":   {Source: secrets.Source{Kind: secrets.File, Ref: file + ".missing"}, Readers: readers, Where: "config.yaml:13"},
-		},
-		Read: func(v string) { heard = append(heard, v) },
+		Read:   func(v string) { heard = append(heard, v) },
 	}
 	f = &fixture{logs: &strings.Builder{}, obs: &recorder{}}
 	var err error
@@ -55,8 +62,17 @@ func secretFixture(t *testing.T) (f *fixture, file string, read *[]string) {
 	return f, file, &heard
 }
 
+// The secrets' views secretFixture makes: tool github's, every other's.
+var boundView, unboundView map[string]hostfuncs.Secret
+
+// secretCall is a call of toolName served by module, with the secrets as
+// its tool's policy sees them.
 func secretCall(toolName, module string, grants ...string) *hostfuncs.Call {
-	return &hostfuncs.Call{Tool: toolName, Module: module, Grants: tool.Capabilities{Env: grants}}
+	view := unboundView
+	if configkey.Fold(toolName) == "github" {
+		view = boundView
+	}
+	return &hostfuncs.Call{Tool: toolName, Module: module, Grants: tool.Capabilities{Env: grants}, Secrets: view}
 }
 
 // TestSecretBoundToolOnly: the bound tool reads each secret as its source
@@ -168,36 +184,23 @@ func TestSecretUnreadable(t *testing.T) {
 	}
 }
 
-// TestSecretNameClash: a secret and an env.values key of one name are
-// refused: a tool could not tell which it reads.
-func TestSecretNameClash(t *testing.T) {
-	err := Config{Values: map[string]Value{"DEPLOY_KEY": {Value: literalSecret}},
-		Secrets: map[string]Secret{"deploy_key": {Source: secrets.Source{Kind: secrets.Env, Ref: "X"}}}}.Validate()
-	if err == nil || err.Error() != "env.values.DEPLOY_KEY: a secret has the same name" || strings.Contains(err.Error(), literalSecret) {
-		t.Fatalf("Validate: %v", err)
+// TestSecretReadsTheCallsView: the capability keeps no secrets of its
+// own: what a call may read is what the call carries (its tool's policy,
+// resolved at each reload), so a call whose view no longer binds the
+// secret is refused and one without secrets sees none.
+func TestSecretReadsTheCallsView(t *testing.T) {
+	f, _, _ := secretFixture(t)
+	if out, err := f.serve(t, secretCall("github", "github"), `{"op":"get","key":"host_key"}`); err != nil || out.(getReply).Value != hostSecret {
+		t.Fatalf("bound: %v %v", out, err)
 	}
-}
-
-// TestSecretReload: a new config (a reload) rebinds and re-sources the
-// secrets from the next request on; an invalid one changes nothing.
-func TestSecretReload(t *testing.T) {
-	f, file, _ := secretFixture(t)
-	cfg := Config{Secrets: map[string]Secret{
-		"deploy_key": {Source: secrets.Source{Kind: secrets.Env, Ref: "WARDEN_TEST_SECRET_VAR"}, Readers: map[string]string{"echo": "echo"}, Where: "config.yaml:3"},
-	}}
-	if err := f.env.SetConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := f.serve(t, secretCall("echo", "echo"), `{"op":"get","key":"deploy_key"}`); err != nil || out.(getReply).Value != hostSecret {
-		t.Fatalf("after the reload the newly bound tool reads %v %v", out, err)
-	}
-	_, err := f.serve(t, secretCall("github", "github"), `{"op":"get","key":"deploy_key"}`)
+	revoked := &hostfuncs.Call{Tool: "github", Module: "github", Secrets: unboundView}
+	_, err := f.serve(t, revoked, `{"op":"get","key":"host_key"}`)
 	wantKind(t, err, tool.KindDenied)
-	bad := Config{Values: map[string]Value{"DEPLOY_KEY": {Value: "x"}}, Secrets: map[string]Secret{"deploy_key": {Source: secrets.Source{Kind: secrets.File, Ref: file}}}}
-	if err := f.env.SetConfig(bad); err == nil {
-		t.Fatal("a clashing config was accepted")
+	if want := `env: secret "host_key" is not bound to tool "github" (config key secrets.host_key.tools, config.yaml:11: add github there to allow it)`; err.(*tool.Error).Message != want {
+		t.Fatalf("revoked: %v, want %q", err, want)
 	}
-	if out, err := f.serve(t, secretCall("echo", "echo"), `{"op":"get","key":"deploy_key"}`); err != nil || out.(getReply).Value != hostSecret {
-		t.Fatalf("after a refused reload: %v %v", out, err)
+	none := &hostfuncs.Call{Tool: "github", Module: "github", Grants: tool.Capabilities{Env: []string{"API_TOKEN"}}}
+	if out, err := f.serve(t, none, `{"op":"list"}`); err != nil || strings.Join(out.(listReply).Keys, ",") != "API_TOKEN" {
+		t.Fatalf("list without secrets: %v %v", out, err)
 	}
 }

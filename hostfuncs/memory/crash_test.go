@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/warden-run/warden/internal/osfile"
 )
 
 // The crash child's instructions, passed in its environment.
@@ -43,8 +45,8 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := writeStep(os.Getenv(crashStepEnv))
-	m.front.Load().backend.(*store).reached = func(step writeStep) {
+	target := osfile.Step(os.Getenv(crashStepEnv))
+	m.front.Load().backend.(*store).reached = func(step osfile.Step) {
 		if step == target {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // SIGKILL is not deliverable late, but never go on
@@ -67,7 +69,7 @@ func TestCrashChild(t *testing.T) {
 // covered on every run, however busy the machine.
 func TestKillAtEveryWriteStep(t *testing.T) {
 	oldValue, newValue := crashOldValue, crashNewValue
-	for _, step := range writeSteps {
+	for _, step := range osfile.WriteSteps() {
 		for _, existing := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/existing=%v", step, existing), func(t *testing.T) {
 				dir := t.TempDir()
@@ -87,7 +89,7 @@ func TestKillAtEveryWriteStep(t *testing.T) {
 					t.Fatalf("the writer was not killed at step %s (%v): %s", step, err, out)
 				}
 
-				beforeRename := step == stepTempCreated || step == stepHalfWritten || step == stepSynced
+				beforeRename := step == osfile.StepTempCreated || step == osfile.StepHalfWritten || step == osfile.StepSynced
 				data, err := os.ReadFile(filepath.Join(dir, ".warden", "memories", topic+".md"))
 				switch {
 				case beforeRename && !existing:

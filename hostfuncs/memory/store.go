@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -41,30 +39,11 @@ func LockPath(projectRoot string) string { return filepath.Join(projectRoot, loc
 // new project root) never has to wait for or invalidate in-flight calls.
 type store struct {
 	projectRoot string
-	// reached, when set, is told each step of a write as it completes. Only
-	// the crash test sets it, to kill the writer at an exact step.
-	reached func(step writeStep)
-}
-
-// writeStep names a point inside an atomic write.
-type writeStep string
-
-// The steps of a write, in order.
-const (
-	stepTempCreated writeStep = "temp-created" // the temp file exists, empty
-	stepHalfWritten writeStep = "half-written" // half the value is in the temp file
-	stepSynced      writeStep = "synced"       // the whole value is in the temp file, synced
-	stepRenamed     writeStep = "renamed"      // the temp file replaced the topic file
-	stepDirSynced   writeStep = "dir-synced"   // the directories holding it are synced
-)
-
-// writeSteps lists every step, in order.
-var writeSteps = []writeStep{stepTempCreated, stepHalfWritten, stepSynced, stepRenamed, stepDirSynced}
-
-func (s *store) reach(step writeStep) {
-	if s.reached != nil {
-		s.reached(step)
-	}
+	// reached, when set, is told each step of a write as it completes
+	// (osfile.WriteAtomic's, then StepDirSynced once the directories
+	// holding it are synced). Only the crash test sets it, to kill the
+	// writer at an exact step.
+	reached func(step osfile.Step)
 }
 
 // Entry describes one stored memory.
@@ -272,7 +251,9 @@ func (s *store) put(ctx context.Context, topic string, value []byte, appending b
 	if err := syncChain(chain, created); err != nil {
 		return 0, err
 	}
-	s.reach(stepDirSynced)
+	if s.reached != nil {
+		s.reached(osfile.StepDirSynced)
+	}
 	return len(value), nil
 }
 
@@ -293,46 +274,14 @@ func (e errTooLarge) Error() string {
 	return fmt.Sprintf("value would be %d bytes, over the limit of %d", e.size, e.limit)
 }
 
-// writeAtomic replaces name in dir with data so that, whatever instant the
-// process dies at, name holds either its old content or data, never a mix or
-// nothing: data goes to a temp file in the same directory, is synced, and is
-// renamed over name (rename replaces a link, never follows it); the caller
-// then syncs the directory so the rename itself survives a power loss. The
-// caller holds the lock, so any temp file it finds was left by a writer that
-// died, and is removed.
+// writeAtomic replaces name in dir with data (osfile.WriteAtomic: the old
+// content or data, never a mix or nothing); the caller then syncs the
+// directories. The caller holds the lock, so any temp file it finds was
+// left by a writer that died, and is removed.
 func (s *store) writeAtomic(dir *os.Root, name string, data []byte) error {
 	removeStaleTemps(dir)
-	var suffix [8]byte
-	rand.Read(suffix[:])
-	tmp := tempPrefix + hex.EncodeToString(suffix[:])
-	// O_EXCL never follows a link.
-	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return unwrapPath(err)
-	}
-	s.reach(stepTempCreated)
-	half := len(data) / 2
-	_, err = f.Write(data[:half])
-	if err == nil {
-		s.reach(stepHalfWritten)
-		_, err = f.Write(data[half:])
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		s.reach(stepSynced)
-		err = dir.Rename(tmp, name)
-	}
-	if err != nil {
-		dir.Remove(tmp)
-		return unwrapPath(err)
-	}
-	s.reach(stepRenamed)
-	return nil
+	err := osfile.WriteAtomic(dir, name, data, osfile.Write{Perm: 0o644, TempPrefix: tempPrefix, Reached: s.reached})
+	return unwrapPath(err)
 }
 
 // syncChain syncs the chain's leaf directory, which holds a new or removed

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,11 +185,11 @@ func (s *approvalsState) stats() (int, map[string]uint64) {
 // the elicitation shows them) waits there until client_wait, and an
 // approval lets the call run (nil).
 func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, why, moduleName, digest string) *tool.Result {
-	cannot := "this client cannot ask (it declared no elicitation capability)"
-	if c.Client != nil && c.Client.Supports(tool.ClientElicit) {
-		// Supported, so the caller is not among the approvers (gate).
-		cannot = fmt.Sprintf("only its approvers may confirm it (access.roles.<role>.approve names %s), and the caller %s is not among them",
-			c.Name, termsafe.Line(principal.From(ctx).Subject))
+	// Why the caller's own client is not asked: a caller outside the
+	// tool's approvers never is, whatever their client can show.
+	cannot, waited := "this client cannot ask (it declared no elicitation capability)", ""
+	if outside := outsideApprovers(ctx, pol, c.Name); outside != "" {
+		cannot, waited = "only its approvers may confirm it: "+outside, ", so it waited in the console for an approver"
 	}
 	refusal := func(happened string) *tool.Error {
 		return tool.Errorf(tool.KindDenied,
@@ -196,6 +197,9 @@ func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpser
 			c.Name, why, cannot, happened, a.configLine(gateAllowLine(c.Name)))
 	}
 	if !a.approvals.routed(pol) {
+		if waited != "" {
+			return tool.ErrorResult(refusal(", and " + noConsole))
+		}
 		return tool.ErrorResult(refusal(""))
 	}
 	r := a.approvals.request(ctx, pol, approvals.Request{Kind: approvals.Gate, Tool: c.Name, Module: moduleName, Digest: digest,
@@ -205,7 +209,7 @@ func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpser
 		a.approvals.approved(ctx, r.Kind, r.Tool, dec.By, false)
 		return nil
 	}
-	e := refusal("; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
+	e := refusal(waited + "; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
 	switch {
 	case err == nil:
 		return gated(tool.ErrorResult(e), "declined")
@@ -216,6 +220,28 @@ func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpser
 		e.Kind = tool.KindCancelled
 	}
 	return tool.ErrorResult(e)
+}
+
+// noConsole is why a question for an approver is refused at once: no
+// console takes it to one.
+const noConsole = "no console serves the question to an approver (approvals.via)"
+
+// outsideApprovers says why the caller is not asked about the tool called
+// name through their own client, "" when they may be: config names the
+// tool's approvers, by the roles whose approve lists name it, and the
+// caller is not among them (policy.MayApprove). A member of one of those
+// roles would be asked.
+func outsideApprovers(ctx context.Context, pol *policy.Policy, name string) string {
+	who := principal.From(ctx)
+	if pol.MayApprove(name, who) {
+		return ""
+	}
+	lines := pol.ApproverRoles(name)
+	for i, r := range lines {
+		lines[i] = "access.roles." + r + ".approve"
+	}
+	return fmt.Sprintf("the caller %s is not among them (%s names %s)",
+		termsafe.Line(who.Subject), strings.Join(lines, " or "), name)
 }
 
 // unanswered says what became of a question the console did not approve

@@ -84,9 +84,17 @@ func (c *callResult) text(t *testing.T) string {
 }
 
 // waitQuestions waits, on the broker's change notifications (no timer),
-// until b lists n questions, and returns them.
-func waitQuestions(t *testing.T, b approvals.Broker, changes <-chan struct{}, n int) []approvals.Request {
+// until b lists n questions, and returns them. Each wake re-reads the
+// list, so a notification coalesced with another loses nothing. ended,
+// when given, closes when the call that asks ends: ending before its
+// question is listed (refused, or a busy database's timeout) fails the
+// test at once, where the wait would never end.
+func waitQuestions(t *testing.T, b approvals.Broker, changes <-chan struct{}, n int, ended ...<-chan struct{}) []approvals.Request {
 	t.Helper()
+	var callEnded <-chan struct{}
+	if len(ended) > 0 {
+		callEnded = ended[0]
+	}
 	for {
 		p, err := b.Pending(context.Background())
 		if err != nil {
@@ -95,8 +103,23 @@ func waitQuestions(t *testing.T, b approvals.Broker, changes <-chan struct{}, n 
 		if len(p) == n {
 			return p
 		}
-		<-changes
+		select {
+		case <-changes:
+		case <-callEnded:
+			t.Fatalf("waiting for %d questions (%d listed), the call that asks ended first", n, len(p))
+		}
 	}
+}
+
+// gateCallInBackground runs gateCall(t, w, nil) in a goroutine: its result
+// arrives on res, and ended closes once it is there (for waitQuestions).
+func gateCallInBackground(t *testing.T, w *escapeWorld) (res <-chan *tool.Result, ended <-chan struct{}) {
+	out, done := make(chan *tool.Result, 1), make(chan struct{})
+	go func() {
+		out <- gateCall(t, w, nil)
+		close(done)
+	}()
+	return out, done
 }
 
 // confirmGate asks before each call of hostcalls, which is granted what
@@ -481,9 +504,8 @@ func TestConsoleReplicas(t *testing.T) {
 	changes, cancel := console.Subscribe()
 	defer cancel()
 
-	end := make(chan *tool.Result)
-	go func() { end <- gateCall(t, a, nil) }()
-	r := waitQuestions(t, console, changes, 1)[0]
+	end, ended := gateCallInBackground(t, a)
+	r := waitQuestions(t, console, changes, 1, ended)[0]
 	if r.Tool != "hostcalls" || r.Kind != approvals.Gate || len(r.Digest) != 64 {
 		t.Fatalf("listed on B: %+v", r)
 	}
@@ -520,12 +542,19 @@ func TestConsoleReplicas(t *testing.T) {
 	local := a.app.Approvals()
 	lchanges, lcancel := local.Subscribe()
 	defer lcancel()
-	go func() { end <- gateCall(t, a, nil) }()
-	for p, _ := local.Pending(context.Background()); len(p) != 1; p, _ = local.Pending(context.Background()) {
-		<-lchanges // the shared half fails: the local half is listed
+	end, ended = gateCallInBackground(t, a)
+	for {
+		p, _ := local.Pending(context.Background()) // the shared half fails: the local half is listed
+		if len(p) == 1 {
+			r = p[0]
+			break
+		}
+		select {
+		case <-lchanges:
+		case <-ended:
+			t.Fatalf("the call ended before its question was listed locally: %+v", (<-end).Error)
+		}
 	}
-	p, _ := local.Pending(context.Background())
-	r = p[0]
 	local.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
 	if res := <-end; res.IsError || !ran(res) {
 		t.Fatalf("local fallback: %+v", res.Error)

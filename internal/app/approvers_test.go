@@ -49,19 +49,26 @@ func TestGateApproversNotTheCaller(t *testing.T) {
 		return res
 	}
 
-	// No console: eve's own "accept" is never asked for; refused.
-	p := &person{elicit: true, answers: []string{"accept"}}
-	res := callAs(eve, p)
-	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
-		!strings.Contains(res.Error.Message, "only its approvers may confirm it (access.roles.<role>.approve names hostcalls), and the caller eve is not among them") {
-		t.Fatalf("eve without a console: %+v", res.Error)
-	}
-	if q := p.questions(); len(q) != 0 {
-		t.Fatalf("eve was asked %d questions about her own gated call", len(q))
+	// No console: eve's own "accept" is never asked for; refused, saying
+	// why (the role whose approve list names the tool), whether or not
+	// her client could have asked.
+	notAmong := "tool hostcalls runs only after a person confirms it (tools.gates.hostcalls), and only its approvers may confirm it: " +
+		"the caller eve is not among them (access.roles.releasers.approve names hostcalls)"
+	allow := "; to let it run without asking, set tools.gates.hostcalls.action: allow in " + w.cfgPath
+	for _, elicit := range []bool{true, false} {
+		p := &person{elicit: elicit, answers: []string{"accept"}}
+		res := callAs(eve, p)
+		if want := notAmong + ", and no console serves the question to an approver (approvals.via)" + allow; !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
+			res.Error.Message != want {
+			t.Fatalf("eve without a console (elicit %v): %+v\nwant %s", elicit, res.Error, want)
+		}
+		if q := p.questions(); len(q) != 0 {
+			t.Fatalf("eve was asked %d questions about her own gated call", len(q))
+		}
 	}
 
 	// An approver calling is asked as before.
-	p = &person{elicit: true, answers: []string{"accept"}}
+	p := &person{elicit: true, answers: []string{"accept"}}
 	if res := callAs(rita, p); res.IsError || !ran(res) || len(p.questions()) != 1 {
 		t.Fatalf("rita: %+v, %d questions", res.Error, len(p.questions()))
 	}
@@ -98,17 +105,33 @@ func TestGateApproversNotTheCaller(t *testing.T) {
 	if q := p.questions(); len(q) != 0 {
 		t.Fatalf("eve was asked %d questions with a console serving", len(q))
 	}
+
+	// Denied in the console: the refusal says the question waited there
+	// for an approver, and who denied it.
+	go func() { end <- callAs(eve, p) }()
+	r = waitQuestions(t, b, changes, 1)[0]
+	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: false, By: ritaBy}, ritaGroups); err != nil {
+		t.Fatal(err)
+	}
+	want := notAmong + ", so it waited in the console for an approver; denied in the console by " + ritaBy + "; nothing ran" + allow
+	if res := <-end; !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Error.Message != want {
+		t.Fatalf("denied by rita: %+v\nwant %s", res.Error, want)
+	}
 }
 
 // TestPromptApproversNotTheCaller: a permission prompt of a tool whose
 // approvers config names is not put to a caller outside them, even through
-// a client that can elicit (they would grant their own call); an approver
-// calling is asked as before. The guest reads HOME at start (requested,
-// not granted): that read is the prompt.
+// a client that can elicit (they would grant their own call): without a
+// console the denial says why, naming the role whose approve list would
+// have them asked; with one, the question waits there for an approver,
+// and a question nobody answers says so. An approver calling is asked as
+// before. The guest reads HOME at start (requested, not granted): that
+// read is the prompt.
 func TestPromptApproversNotTheCaller(t *testing.T) {
 	w := newEscapeWorld(t)
-	w.setGrants(t, `    hostcalls: {fs: {read: [docs/readme.md]}}
-server:
+	// approvers is the config, with tools' extra lines after the grant.
+	approvers := func(extra string) string {
+		return "    hostcalls: {fs: {read: [docs/readme.md]}}\n" + extra + `server:
   oauth:
     resource: https://warden.example.com/mcp
     issuers: [{issuer: https://id.example.com, jwks_url: https://id.example.com/jwks}]
@@ -117,25 +140,42 @@ access:
     releasers:
       groups: [release]
       approve: [hostcalls]
-`)
-	callAs := func(ctx context.Context, c tool.Client) {
-		t.Helper()
-		args, _ := json.Marshal(map[string]any{"fs": readDocs})
-		res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: c})
-		if err != nil || res.IsError {
-			t.Fatalf("call: %v %+v", err, res)
-		}
+`
 	}
+	w.setGrants(t, approvers(""))
+	// callAs returns the env read's outcome: HOME, denied or prompted.
+	callAs := func(ctx context.Context, c tool.Client) outcome {
+		t.Helper()
+		return w.callEnv(t, ctx, c, nil)
+	}
+	const denied = `env: key "HOME" is not granted to tool "hostcalls" (config key tools.grants.hostcalls.env)`
+	const grant = " (warden grant hostcalls env=HOME)"
+	notAmong := "only the approvers of tool hostcalls may grant it: the caller eve is not among them (access.roles.releasers.approve names hostcalls)"
 	eve := principal.With(context.Background(), principal.Principal{Subject: "eve", Via: principal.ViaOAuth, Issuer: approverIssuer, Groups: []string{"dev"}})
 	p := &person{elicit: true, answers: []string{"accept:once"}}
-	callAs(eve, p)
+	env := callAs(eve, p)
 	if q := p.questions(); len(q) != 0 {
 		t.Fatalf("eve, outside the approvers, was asked %d questions: %s", len(q), q[0].Params)
+	}
+	want := denied + " (not put to the person: " + notAmong + ", and no console serves the question to an approver (approvals.via))" + grant
+	if env.Error == nil || env.Error.Kind != tool.KindDenied || env.Error.Message != want {
+		t.Fatalf("eve without a console: %+v\nwant %s", env.Error, want)
 	}
 	rita := principal.With(context.Background(), principal.Principal{Subject: "rita", Via: principal.ViaOAuth, Issuer: approverIssuer, Groups: []string{"release"}})
 	p = &person{elicit: true, answers: []string{"accept:once"}}
 	callAs(rita, p)
 	if q := p.questions(); len(q) != 1 || !strings.Contains(string(q[0].Params), "HOME") {
 		t.Fatalf("rita, an approver: %d questions %+v, want one, about env HOME", len(q), q)
+	}
+
+	// With a console, client_wait over as the question is asked: it waits
+	// for an approver and expires on the broker's own deadline.
+	w.app.ConsoleServes()
+	w.setGrants(t, approvers("  defaults:\n    client_wait: 1ns\n"))
+	p = &person{elicit: true, answers: []string{"accept:once"}}
+	env = callAs(eve, p)
+	want = denied + " (" + notAmong + ", so it waited in the console for an approver; nobody answered in the console within 1ns (tools.defaults.client_wait))" + grant
+	if env.Error == nil || env.Error.Kind != tool.KindDenied || env.Error.Message != want || len(p.questions()) != 0 {
+		t.Fatalf("eve with a console: %+v, %d questions\nwant %s", env.Error, len(p.questions()), want)
 	}
 }

@@ -324,9 +324,6 @@ func (c *capabilities) envConfig(cfg *config.Config) env.Config {
 	for key, v := range cfg.Env.Values {
 		values[key] = env.Value{Value: v.Value, FromEnv: v.FromEnv}
 	}
-	secrets := make(map[string]env.Secret, len(cfg.Secrets))
-	for name := range cfg.Secrets {
-		secrets[name] = env.Secret{Source: cfg.SecretSource(name), Readers: cfg.SecretReaders(name), Where: cfg.SecretWhere(name)}
-	}
-	return env.Config{Values: values, Secrets: secrets, Read: c.learn}
+	// The secrets come with each call, resolved by its tool's policy.
+	return env.Config{Values: values, Read: c.learn}
 }

@@ -152,6 +152,7 @@ func (a *App) admit(ctx context.Context, e entrance) (context.Context, runtime.C
 		req.TimeoutSetting = "tools.limits." + tp.Key + ".timeout"
 	}
 	req.Config = tp.Config(module)
+	req.Secrets = tp.Secrets()
 	return ctx, req, nil, nil
 }
 

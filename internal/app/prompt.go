@@ -70,6 +70,12 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 		if !ok {
 			return result, err
 		}
+		if asked, why := p.asked(ctx, call); !asked {
+			if why != "" {
+				err = withNote(err, why)
+			}
+			return result, err
+		}
 		pol := p.policy()
 		cfg := pol.Config()
 		if why := boundElsewhere(pol.Tool(call.Tool), call); why != "" {
@@ -142,13 +148,28 @@ func (p *prompter) promptable(ctx context.Context, call *hostfuncs.Call, err err
 	if p.policy == nil || !p.policy().PermissionPrompts() {
 		return tool.Need{}, false
 	}
-	if !callerAnswers(ctx, p.policy(), call) && (p.approvals == nil || !p.approvals.routed(p.policy())) {
-		return tool.Need{}, false // nobody to ask: neither the client nor the console
-	}
 	if call.Prompted[*te.Need] || len(call.Prompted) >= maxPromptsPerCall || !requested(call.Requested, *te.Need) {
 		return tool.Need{}, false
 	}
 	return *te.Need, true
+}
+
+// asked reports whether a promptable denial is put to someone: the
+// caller's client (it can show the question, and the caller may answer
+// it), or the console (approvals.via). When nobody is asked because the
+// caller is outside the tool's approvers, why says so for the denial,
+// naming the role lines that would have them asked; a client without
+// elicitation and no console is the usual case of a denial, which says
+// what to grant already, and gets no note.
+func (p *prompter) asked(ctx context.Context, call *hostfuncs.Call) (asked bool, why string) {
+	pol := p.policy()
+	if callerAnswers(ctx, pol, call) || (p.approvals != nil && p.approvals.routed(pol)) {
+		return true, ""
+	}
+	if outside := outsideApprovers(ctx, pol, call.Tool); outside != "" {
+		why = fmt.Sprintf("not put to the person: only the approvers of tool %s may grant it: %s, and %s", call.Tool, outside, noConsole)
+	}
+	return false, why
 }
 
 // requested reports whether the tool's descriptor asked for need: a
@@ -286,7 +307,11 @@ func (p *prompter) askConsole(ctx context.Context, pol *policy.Policy, call *hos
 	d, askErr := p.approvals.ask(ctx, r)
 	switch {
 	case askErr != nil:
-		return "", "", errors.New(p.approvals.unanswered(d, askErr, pol.ClientWait()))
+		why := p.approvals.unanswered(d, askErr, pol.ClientWait())
+		if outside := outsideApprovers(ctx, pol, call.Tool); outside != "" {
+			why = fmt.Sprintf("only the approvers of tool %s may grant it: %s, so it waited in the console for an approver; %s", call.Tool, outside, why)
+		}
+		return "", "", errors.New(why)
 	case !d.Approved:
 		return deny, d.By, nil
 	case d.Persist && q.always:

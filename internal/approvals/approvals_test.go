@@ -30,18 +30,28 @@ type asked struct {
 }
 
 func ask(b Broker, r Request) *asked {
+	return askCtx(context.Background(), b, r)
+}
+
+// askCtx is ask under ctx.
+func askCtx(ctx context.Context, b Broker, r Request) *asked {
 	a := &asked{end: make(chan struct{})}
 	go func() {
 		defer close(a.end)
-		a.d, a.err = b.Ask(context.Background(), r)
+		a.d, a.err = b.Ask(ctx, r)
 	}()
 	return a
 }
 
 // waitPending waits, on b's change notifications (no timer), until b
-// lists n questions, and returns them.
-func waitPending(t *testing.T, b Broker, changes <-chan struct{}, n int) []Request {
+// lists n questions, and returns them. Each wake re-reads the list, so a
+// notification coalesced with another loses nothing. The Asks the
+// questions come from are passed as asks: one that ends first (refused,
+// failed, a timeout on a busy machine) fails the test at once, where a
+// wait for its question would never end.
+func waitPending(t *testing.T, b Broker, changes <-chan struct{}, n int, asks ...*asked) []Request {
 	t.Helper()
+	ended := firstEnd(asks)
 	for {
 		p, err := b.Pending(context.Background())
 		if err != nil {
@@ -50,8 +60,25 @@ func waitPending(t *testing.T, b Broker, changes <-chan struct{}, n int) []Reque
 		if len(p) == n {
 			return p
 		}
-		<-changes
+		select {
+		case <-changes:
+		case a := <-ended:
+			t.Fatalf("waiting for %d questions (%d listed), an Ask ended: %+v, %v", n, len(p), a.d, a.err)
+		}
 	}
+}
+
+// firstEnd returns a channel that receives the first of asks to end (and
+// nothing when asks is empty). Its goroutines end with the Asks.
+func firstEnd(asks []*asked) <-chan *asked {
+	ended := make(chan *asked, len(asks))
+	for _, a := range asks {
+		go func() {
+			<-a.end
+			ended <- a
+		}()
+	}
+	return ended
 }
 
 func question(tool string) Request {
@@ -90,7 +117,7 @@ func TestDecideReleasesAsk(t *testing.T) {
 		changes, cancel := b.Subscribe()
 		defer cancel()
 		w := ask(a, question("deploy"))
-		p := waitPending(t, b, changes, 1)
+		p := waitPending(t, b, changes, 1, w)
 		if p[0].Tool != "deploy" || p[0].Principal != "alice" || p[0].ID == "" {
 			t.Fatalf("pending: %+v", p)
 		}
@@ -117,7 +144,7 @@ func TestApproversFollowGroups(t *testing.T) {
 		r := question("deploy")
 		r.Approvers = []string{"ops", "carol"}
 		w := ask(a, r)
-		id := waitPending(t, b, changes, 1)[0].ID
+		id := waitPending(t, b, changes, 1, w)[0].ID
 		if err := b.Decide(context.Background(), id, Decision{Approved: true, By: "mallory"}, []string{"dev"}); !errors.Is(err, ErrNotYours) {
 			t.Fatalf("outsider: %v", err)
 		}
@@ -138,7 +165,7 @@ func TestBounded(t *testing.T) {
 		changes, cancel := b.Subscribe()
 		defer cancel()
 		w1, w2 := ask(a, question("one")), ask(b, question("two"))
-		p := waitPending(t, b, changes, 2)
+		p := waitPending(t, b, changes, 2, w1, w2)
 		if _, err := a.Ask(context.Background(), question("three")); !errors.Is(err, ErrTooMany) {
 			t.Fatalf("third: %v", err)
 		}
@@ -177,18 +204,36 @@ func TestCancelled(t *testing.T) {
 		changes, cancel := b.Subscribe()
 		defer cancel()
 		ctx, stop := context.WithCancel(context.Background())
-		end := make(chan error)
-		go func() {
-			_, err := a.Ask(ctx, question("x"))
-			end <- err
-		}()
-		waitPending(t, b, changes, 1)
+		w := askCtx(ctx, a, question("x"))
+		waitPending(t, b, changes, 1, w)
 		stop()
-		if err := <-end; !errors.Is(err, context.Canceled) {
-			t.Fatalf("Ask: %v", err)
+		<-w.end
+		if !errors.Is(w.err, context.Canceled) {
+			t.Fatalf("Ask: %v", w.err)
 		}
 		waitPending(t, b, changes, 0)
 	})
+}
+
+// TestCancelledAsTheInsertCommits: a call that ends while its question's
+// insert commits (the fault injected just after the commit, as when the
+// commit's answer is lost to the cancel) leaves no row behind: without
+// the cleanup the question stayed listed in every console until its
+// deadline, with nobody waiting on it (TestCancelled hung on it, rarely).
+func TestCancelledAsTheInsertCommits(t *testing.T) {
+	url := pg.DB(t)
+	a, b := openPG(t, url, 0), openPG(t, url, 0)
+	ctx, stop := context.WithCancel(context.Background())
+	a.commitFault = func() error {
+		stop()
+		return ctx.Err()
+	}
+	if _, err := a.Ask(ctx, question("x")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ask: %v", err)
+	}
+	if p, err := b.Pending(context.Background()); err != nil || len(p) != 0 {
+		t.Fatalf("pending after the Ask ended: %+v %v", p, err)
+	}
 }
 
 // TestMemoryDecisionRacingDeadline: a Decide that succeeded is what Ask
@@ -220,7 +265,10 @@ func TestMemoryDecisionRacingDeadline(t *testing.T) {
 func TestPostgresFailsClosed(t *testing.T) {
 	url := pg.DB(t)
 	px := pgtest.NewProxy(t, url)
-	b, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, Poll: 50 * time.Millisecond, QueryTimeout: 2 * time.Second})
+	// The query timeout is a bound the test never waits for (the cut and
+	// the closed port fail at once): short, a busy machine's slow insert
+	// would end the Ask before the database goes.
+	b, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, Poll: 50 * time.Millisecond, QueryTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +277,7 @@ func TestPostgresFailsClosed(t *testing.T) {
 	changes, cancel := direct.Subscribe()
 	defer cancel()
 	w := ask(b, question("deploy"))
-	waitPending(t, direct, changes, 1)
+	waitPending(t, direct, changes, 1, w)
 	px.Stop()
 	<-w.end
 	if !errors.Is(w.err, ErrUnavailable) || w.d.Approved || !strings.Contains(w.err.Error(), "postgres://postgres@127.0.0.1:") {
@@ -262,13 +310,18 @@ func TestFallback(t *testing.T) {
 	changes, cancel := f.Subscribe()
 	defer cancel()
 	w := ask(f, question("x"))
+	ended := firstEnd([]*asked{w})
 	var id string
 	for id == "" {
 		p, _ := f.Pending(context.Background()) // the shared half fails: the local half is listed
 		if len(p) == 1 {
 			id = p[0].ID
-		} else {
-			<-changes
+			break
+		}
+		select {
+		case <-changes:
+		case <-ended:
+			t.Fatalf("the Ask ended before its question was listed: %+v, %v", w.d, w.err)
 		}
 	}
 	if err := f.Decide(context.Background(), id, Decision{Approved: true, By: "bob"}, nil); err != nil {
@@ -371,7 +424,7 @@ func TestBoundedPerPrincipal(t *testing.T) {
 			changes, cancel := b.Subscribe()
 			defer cancel()
 			w1, w2 := ask(a, ofCaller("one", "mallory")), ask(b, ofCaller("two", "mallory"))
-			waitPending(t, b, changes, 2)
+			waitPending(t, b, changes, 2, w1, w2)
 			// Its deadline already passed: refused for the bound before any
 			// wait, else it would end at once with ErrExpired.
 			third := ofCaller("three", "mallory")
@@ -380,7 +433,7 @@ func TestBoundedPerPrincipal(t *testing.T) {
 				t.Fatalf("mallory's third: %v", err)
 			}
 			w3 := ask(a, ofCaller("four", "alice"))
-			p := waitPending(t, b, changes, 3)
+			p := waitPending(t, b, changes, 3, w1, w2, w3)
 			for _, r := range p {
 				if err := b.Decide(context.Background(), r.ID, Decision{By: "bob"}, nil); err != nil {
 					t.Fatal(err)

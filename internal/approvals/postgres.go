@@ -86,6 +86,10 @@ type Postgres struct {
 	// readFault, set by tests only, runs before each read of a waiting
 	// question's row; an error it returns is taken as the read's.
 	readFault func() error
+	// commitFault, set by tests only, runs once an insert committed; an
+	// error it returns is taken as the commit's, as when the call ends
+	// (or the connection drops) while the commit's answer is on its way.
+	commitFault func() error
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // this process's Asks, by id
@@ -201,7 +205,15 @@ func (p *Postgres) Ask(ctx context.Context, r Request) (Decision, error) {
 		p.mu.Unlock()
 	}()
 	if err := p.insert(ctx, r, body, deadline); err != nil {
-		return Decision{}, err
+		if errors.Is(err, ErrTooMany) || errors.Is(err, ErrTooManyOfCaller) {
+			return Decision{}, err // refused under the lock: nothing stored
+		}
+		// The commit may have landed though its answer did not (the call
+		// ended meanwhile, the connection dropped): the row must not
+		// outlive its Ask, listed in every console until its deadline
+		// with nobody waiting on it. finish removes it, and returns a
+		// decision taken in that instant rather than throw it away.
+		return p.finish(ctx, r.ID, err)
 	}
 	// From here on the question is shared: another replica may answer it,
 	// so every failure is marked asked (a Fallback never asks it again
@@ -292,7 +304,10 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, notifyChannel); err != nil {
 			return err
 		}
-		return tx.Commit(ctx)
+		if err := tx.Commit(ctx); err != nil || p.commitFault == nil {
+			return err
+		}
+		return p.commitFault()
 	})
 	switch {
 	case err == nil, errors.Is(err, ErrTooMany), errors.Is(err, ErrTooManyOfCaller):

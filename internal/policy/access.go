@@ -323,6 +323,21 @@ func (p *Policy) MayApprove(name string, pr principal.Principal) bool {
 	return !named
 }
 
+// ApproverRoles names the access.roles whose approve lists name the tool
+// called name, in config's order: the lines a message points to when a
+// caller outside them is not asked (whose member would be). nil when no
+// role names the tool.
+func (p *Policy) ApproverRoles(name string) []string {
+	key := config.ToolKey(name)
+	var out []string
+	for _, r := range p.access.roles {
+		if slices.ContainsFunc(r.approve, func(pat string) bool { return config.MatchTool(pat, key) }) {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
 // intersect is what both a and b grant: list values both hold (compared
 // as tools.grants compares them), the lesser memory level. Topics: none
 // listed means every topic, so the topics both allow; when the two lists

@@ -190,6 +190,12 @@ func TestApprovers(t *testing.T) {
 	if got := p.Approvers("files"); got != nil {
 		t.Errorf("approvers of files %q, want nil (anyone)", got)
 	}
+	if got := p.ApproverRoles("SHIP_it"); !reflect.DeepEqual(got, []string{"release"}) {
+		t.Errorf("roles approving SHIP_it %q, want [release]", got)
+	}
+	if got := p.ApproverRoles("files"); got != nil {
+		t.Errorf("roles approving files %q, want none", got)
+	}
 	for _, tc := range []struct {
 		who  principal.Principal
 		want bool

@@ -45,6 +45,7 @@ type Policy struct {
 	rates              mcpserver.RateLimits
 	scopes             []string
 	access             access // access.*, per-person policy (access.go)
+	secrets            secretTable
 }
 
 // New resolves the policy of cfg.
@@ -61,8 +62,9 @@ func New(cfg *config.Config) *Policy {
 			PerTool:      runlimits.Rate(cfg.Server.RateLimit.PerTool.Bucket("server.rate_limit.per_tool")),
 			OnStoreError: cfg.Server.RateLimit.OnBackendError,
 		},
-		scopes: cfg.ToolScopes(),
-		access: newAccess(cfg),
+		scopes:  cfg.ToolScopes(),
+		access:  newAccess(cfg),
+		secrets: newSecretTable(cfg),
 	}
 	p.rates.PerPerson = p.PersonRate
 	// Only exact names: a pattern key (tools.gates."web_*") is no tool's
@@ -113,6 +115,7 @@ func (p *Policy) Tool(name string) ToolPolicy {
 		t = resolve(p.cfg, key)
 	}
 	t.Name = name
+	t.secrets = p.secrets.of(key)
 	return t
 }
 
@@ -167,6 +170,7 @@ type ToolPolicy struct {
 	Explicit, HasGrant bool
 	granted            tool.Capabilities
 	config             map[string]hostfuncs.SecretValue
+	secrets            map[string]hostfuncs.Secret // Secrets
 
 	// Gate is the tools.gates entry that applies (GateKey names it; Gated
 	// is false when none does). The default gate of destructive tools is

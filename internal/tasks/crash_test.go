@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/warden-run/warden/internal/osfile"
 )
 
 // The crash child's instructions, passed in its environment.
@@ -39,8 +41,8 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := writeStep(os.Getenv(crashStepEnv))
-	s.reached = func(step writeStep) {
+	target := osfile.Step(os.Getenv(crashStepEnv))
+	s.reached = func(step osfile.Step) {
 		if step == target {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // never go on
@@ -62,7 +64,7 @@ func TestCrashChild(t *testing.T) {
 // and that the store works afterwards. The kill points are exact, so every
 // step is covered on every run, however busy the machine.
 func TestKillAtEveryWriteStep(t *testing.T) {
-	for _, step := range []writeStep{stepTempCreated, stepHalfWritten, stepSynced, stepRenamed, stepDirSynced} {
+	for _, step := range osfile.WriteSteps() {
 		t.Run(string(step), func(t *testing.T) {
 			dir := t.TempDir()
 			s, err := OpenFile(dir, nil)
@@ -92,7 +94,7 @@ func TestKillAtEveryWriteStep(t *testing.T) {
 			if err != nil {
 				t.Fatalf("after a kill at %s: %v", step, err)
 			}
-			renamed := step == stepRenamed || step == stepDirSynced
+			renamed := step == osfile.StepRenamed || step == osfile.StepDirSynced
 			switch {
 			case !renamed && (got.Status != Working || string(got.Result) != string(crashOld)):
 				t.Errorf("killed at %s, before the rename: status %s, result of %d bytes; want the old record", step, got.Status, len(got.Result))

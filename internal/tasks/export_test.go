@@ -1,5 +1,7 @@
 package tasks
 
+import "github.com/warden-run/warden/internal/osfile"
+
 // The advisory lock keys, for tests that hold a lock to line up waiters.
 var (
 	SchemaLock = pgSchema.Lock
@@ -15,5 +17,5 @@ var ListQuery = listQuery
 
 // OpenFileObserved is OpenFile telling step of each step it completes.
 func OpenFileObserved(dir string, step func(string)) (*FileStore, error) {
-	return openFile(dir, nil, func(s writeStep) { step(string(s)) })
+	return openFile(dir, nil, func(s osfile.Step) { step(string(s)) })
 }

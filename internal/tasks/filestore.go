@@ -74,27 +74,10 @@ type FileStore struct {
 	logger *slog.Logger
 	// warned holds the records logger was told of (under mu).
 	warned map[string]bool
-	// reached, when set, is told each step of a write as it completes.
-	// Only the crash test sets it, to kill the writer at an exact step.
-	reached func(step writeStep)
-}
-
-// writeStep names a point inside an atomic write.
-type writeStep string
-
-// The steps of a write, in order.
-const (
-	stepTempCreated writeStep = "temp-created" // the temp file exists, empty
-	stepHalfWritten writeStep = "half-written" // half the record is in the temp file
-	stepSynced      writeStep = "synced"       // the whole record is in the temp file, synced
-	stepRenamed     writeStep = "renamed"      // the temp file replaced the record
-	stepDirSynced   writeStep = "dir-synced"   // the directory is synced
-)
-
-func (s *FileStore) reach(step writeStep) {
-	if s.reached != nil {
-		s.reached(step)
-	}
+	// reached, when set, is told each step of a write as it completes
+	// (osfile.WriteAtomic's, then StepDirSynced). Only the crash test
+	// sets it, to kill the writer at an exact step.
+	reached func(step osfile.Step)
 }
 
 // OpenFile opens (creating it when missing) the file store in dir. now is
@@ -110,7 +93,7 @@ func OpenFile(dir string, now func() time.Time) (*FileStore, error) {
 }
 
 // openFile is OpenFile telling reached of each step (the crash test's).
-func openFile(dir string, now func() time.Time, reached func(writeStep)) (*FileStore, error) {
+func openFile(dir string, now func() time.Time, reached func(osfile.Step)) (*FileStore, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -134,11 +117,11 @@ func openFile(dir string, now func() time.Time, reached func(writeStep)) (*FileS
 
 // stepParentSynced is reported, with the directory's path, once a
 // directory the store made is synced into its parent.
-const stepParentSynced writeStep = "parent-synced"
+const stepParentSynced osfile.Step = "parent-synced"
 
 // openDirs opens dir, making what is missing, without following a link in
 // the directories warden makes (see OpenFile).
-func openDirs(dir string, reached func(writeStep)) (*os.Root, error) {
+func openDirs(dir string, reached func(osfile.Step)) (*os.Root, error) {
 	dir = filepath.Clean(dir)
 	base, own := filepath.Dir(dir), []string{filepath.Base(dir)}
 	if rest, ok := strings.CutSuffix(filepath.ToSlash(dir), "/"+fileDir); ok && rest != "" {
@@ -159,7 +142,7 @@ func openDirs(dir string, reached func(writeStep)) (*os.Root, error) {
 		d, made, err := osfile.OpenDirIn(parent, name, true, 0o700)
 		if err == nil && made {
 			if err = osfile.SyncDir(parent); err == nil && reached != nil {
-				reached(stepParentSynced + writeStep(" "+shown))
+				reached(stepParentSynced + osfile.Step(" "+shown))
 			}
 		}
 		parent.Close()
@@ -310,7 +293,9 @@ func (s *FileStore) write(t Task) error {
 	if err := s.syncDir(); err != nil {
 		return err
 	}
-	s.reach(stepDirSynced)
+	if s.reached != nil {
+		s.reached(osfile.StepDirSynced)
+	}
 	return nil
 }
 
@@ -325,34 +310,10 @@ func (s *FileStore) writeRecord(t Task) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	data := slices.Concat(header, []byte{'\n'}, t.Result)
-	tmp := tempPrefix + NewID()
-	// O_EXCL never follows a link.
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = osfile.WriteAtomic(s.root, fileName(t.ID), data, osfile.Write{Perm: 0o600, TempPrefix: tempPrefix, Reached: s.reached})
 	if err != nil {
-		return fmt.Errorf("tasks: %w", err)
-	}
-	s.reach(stepTempCreated)
-	half := len(data) / 2
-	_, err = f.Write(data[:half])
-	if err == nil {
-		s.reach(stepHalfWritten)
-		_, err = f.Write(data[half:])
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		s.reach(stepSynced)
-		err = s.root.Rename(tmp, fileName(t.ID))
-	}
-	if err != nil {
-		s.root.Remove(tmp)
 		return fmt.Errorf("tasks: write task %s: %w", t.ID, err)
 	}
-	s.reach(stepRenamed)
 	return nil
 }
 
