@@ -85,9 +85,9 @@ func oneShot(a *app.App) {
 // oneShotGCPercent is the collector's GOGC in a one-shot command. Its heap
 // is mostly what a load keeps to the end (a module's interpreted code and
 // instrumented bytes, its load-time instance): at the default of 100, each
-// cycle of a cold load's growing heap scans what is kept once more, ≈ 11 %
-// of a cold `warden tools`' CPU; at 400, ≈ 13 % more peak RSS
-// (docs/performance.md, "Cold and warm starts").
+// cycle of a cold load's growing heap marks what is kept once more: 400
+// saves 7–11 % of a cold `warden tools`' CPU for up to 13 % more peak RSS
+// (docs/performance.md, "One-shot start-up cost").
 const oneShotGCPercent = 400
 
 // relaxCollector sets oneShotGCPercent, unless GOGC sets the collector's
