@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // BenchmarkColdStart runs the real binary, one process per iteration, on
@@ -20,7 +21,10 @@ import (
 //	tools-warm  warden tools, the cache warm
 //
 // WARDEN_BENCH_BINARY runs another build (the baseline, for benchstat);
-// WARDEN_BENCH_TOOLS another tools dir.
+// WARDEN_BENCH_TOOLS another tools dir. Besides the wall time, each
+// reports the process's CPU time (user and system, cpu-ms/op), which the
+// other processes of a shared machine inflate far less, and its peak RSS
+// (peak-rss-MB, where the platform reports it).
 func BenchmarkColdStart(b *testing.B) {
 	bin := os.Getenv("WARDEN_BENCH_BINARY")
 	if bin == "" {
@@ -42,16 +46,41 @@ func BenchmarkColdStart(b *testing.B) {
 		}
 		return path
 	}
+	// usage sums the CPU time and the largest peak RSS of the timed runs
+	// of the sub-benchmark running.
+	var usage struct {
+		cpu     time.Duration
+		peakRSS int64
+		runs    int
+	}
 	run := func(b *testing.B, cfg string, args ...string) {
 		cmd := exec.Command(bin, append(args, "--config", cfg)...)
 		cmd.Env = append(os.Environ(), "WARDEN_CONFIG=")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("warden %v: %v\n%s", args, err, out)
 		}
+		usage.cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		usage.peakRSS = max(usage.peakRSS, peakRSS(cmd.ProcessState))
+		usage.runs++
 	}
+	// measured reports the usage of the runs body times; body resets it
+	// once its untimed set-up runs are done.
+	measured := func(body func(b *testing.B)) func(b *testing.B) {
+		return func(b *testing.B) {
+			body(b)
+			if usage.runs > 0 {
+				b.ReportMetric(float64(usage.cpu.Microseconds())/1e3/float64(usage.runs), "cpu-ms/op")
+				if usage.peakRSS > 0 {
+					b.ReportMetric(float64(usage.peakRSS)/(1<<20), "peak-rss-MB")
+				}
+			}
+		}
+	}
+	reset := func() { usage.cpu, usage.peakRSS, usage.runs = 0, 0, 0 }
 	call := []string{"call", "echo", `{"text":"hi"}`}
 	cold := func(args []string) func(b *testing.B) {
 		return func(b *testing.B) {
+			reset()
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				cfg := config(filepath.Join(dir, fmt.Sprintf("cold-%s-%d", args[0], i)))
@@ -63,8 +92,8 @@ func BenchmarkColdStart(b *testing.B) {
 			}
 		}
 	}
-	b.Run("call-cold", cold(call))
-	b.Run("tools-cold", cold([]string{"tools"}))
+	b.Run("call-cold", measured(cold(call)))
+	b.Run("tools-cold", measured(cold([]string{"tools"})))
 	// The warm cache is made by the first warm sub-benchmark that runs,
 	// untimed, with `warden cache warm`: it compiles every module and
 	// stores its manifest. (Not `warden tools`, a one-shot command, which
@@ -83,16 +112,18 @@ func BenchmarkColdStart(b *testing.B) {
 			run(b, filepath.Join(warm, "config.yaml"), "cache", "warm")
 		})
 	}
-	b.Run("call-warm", func(b *testing.B) {
+	b.Run("call-warm", measured(func(b *testing.B) {
 		warmUp(b)
+		reset()
 		for b.Loop() {
 			run(b, filepath.Join(warm, "config.yaml"), call...)
 		}
-	})
-	b.Run("tools-warm", func(b *testing.B) {
+	}))
+	b.Run("tools-warm", measured(func(b *testing.B) {
 		warmUp(b)
+		reset()
 		for b.Loop() {
 			run(b, filepath.Join(warm, "config.yaml"), "tools")
 		}
-	})
+	}))
 }

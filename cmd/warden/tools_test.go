@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/warden-run/warden/internal/catalog"
@@ -77,5 +78,26 @@ func TestPrintTasks(t *testing.T) {
 		"  build: optional (its descriptor)\n  scan: required (tools.tasks.sc*)\n  kept: forbidden (tools.tasks.kept)\n"
 	if b.String() != want {
 		t.Fatalf("printed:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// TestRelaxCollector checks the one-shot commands' collector pace:
+// oneShotGCPercent when GOGC is unset, and GOGC's own when it is set (an
+// operator's choice wins).
+func TestRelaxCollector(t *testing.T) {
+	t.Setenv("GOGC", "50") // restored after the test, and so is the pace:
+	before := debug.SetGCPercent(77)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	relaxCollector()
+	if got := debug.SetGCPercent(77); got != 77 {
+		t.Errorf("with GOGC set: the pace is %d, want it untouched (77)", got)
+	}
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	relaxCollector()
+	if got := debug.SetGCPercent(77); got != oneShotGCPercent {
+		t.Errorf("with GOGC unset: the pace is %d, want %d", got, oneShotGCPercent)
 	}
 }

@@ -134,11 +134,59 @@ var invalidSIMD = func() (s [256]bool) {
 	return s
 }()
 
+// Shapes of the single-byte opcodes Decode takes a short way for.
+const (
+	shapeOther  byte = iota
+	shapeNone        // no immediates
+	shapeIndex       // one unsigned LEB128 index
+	shapeMemarg      // align and offset
+)
+
+// shapes is the shape of each single-byte opcode.
+var shapes = func() (s [256]byte) {
+	for c := range 256 {
+		switch {
+		case c == 0x00 || c == 0x01 || c == 0x05 || c == 0x0b || c == 0x0f || c == 0x1a || c == 0x1b ||
+			c >= 0x45 && c <= 0xc4 || c == 0xd1:
+			s[c] = shapeNone
+		case c == 0x0c || c == 0x0d || c == 0x10 || c == 0x12 || c >= 0x20 && c <= 0x26 || c == 0xd2:
+			s[c] = shapeIndex
+		case c >= 0x28 && c <= 0x3e:
+			s[c] = shapeMemarg
+		}
+	}
+	return s
+}()
+
 // Decode decodes the instruction at b[pos:]. Errors name the instruction's
 // offset. It supports MVP, sign-extension, non-trapping conversions, bulk
 // memory, reference types, multi-value, SIMD and tail calls; anything else
 // is an error that names the opcode.
 func Decode(b []byte, pos int) (Instr, error) {
+	// The commonest instructions take a short way (the instrumentation
+	// pass decodes every instruction of a module): one without
+	// immediates, or whose immediates are each a single LEB128 byte.
+	if pos >= 0 && pos+1 < len(b) {
+		c := b[pos]
+		switch shapes[c] {
+		case shapeNone:
+			return Instr{Op: Op(c), Pos: pos, End: pos + 1}, nil
+		case shapeIndex:
+			if b[pos+1] < 0x80 {
+				return Instr{Op: Op(c), Pos: pos, End: pos + 2, Imm: uint32(b[pos+1])}, nil
+			}
+		case shapeMemarg:
+			if pos+2 < len(b) && b[pos+1] < 0x40 && b[pos+2] < 0x80 {
+				return Instr{Op: Op(c), Pos: pos, End: pos + 3}, nil
+			}
+		}
+	}
+	return decode(b, pos)
+}
+
+// decode is Decode without its short ways (FuzzDecodeShortWays checks
+// that they agree).
+func decode(b []byte, pos int) (Instr, error) {
 	in := Instr{Pos: pos}
 	if pos >= len(b) {
 		return in, errAt(pos, "unexpected end of code")
@@ -168,14 +216,13 @@ func Decode(b []byte, pos int) (Instr, error) {
 	}
 	ok = true
 	switch {
-	case c == 0x00 || c == 0x01 || c == 0x05 || c == 0x0b || c == 0x0f || c == 0x1a || c == 0x1b ||
-		c >= 0x45 && c <= 0xc4 || c == 0xd1:
+	case shapes[c] == shapeNone:
 	case c >= 0x02 && c <= 0x04:
 		in.BlockType, p, ok = readSleb(b, p, 33)
 		if ok && in.BlockType < 0 && in.BlockType != -64 && !ValidValType(byte(in.BlockType&0x7f)) {
 			return in, errAt(pos, "%s: invalid block type %d", in.Op, in.BlockType)
 		}
-	case c == 0x0c || c == 0x0d || c == 0x10 || c == 0x12 || c >= 0x20 && c <= 0x26 || c == 0xd2:
+	case shapes[c] == shapeIndex:
 		in.Imm = u32()
 	case c == 0x0e:
 		n := u32()
@@ -201,7 +248,7 @@ func Decode(b []byte, pos int) (Instr, error) {
 		}
 		ok = ok && p < len(b) && ValidValType(b[p])
 		p++
-	case c >= 0x28 && c <= 0x3e:
+	case shapes[c] == shapeMemarg:
 		memarg()
 	case c == 0x3f || c == 0x40:
 		zero()

@@ -258,3 +258,47 @@ func TestImportsDecodedOnceUntilReplaced(t *testing.T) {
 		t.Fatalf("after RemoveSection: %+v, %v", got, err)
 	}
 }
+
+// FuzzDecodeShortWays checks that Decode's short ways for the commonest
+// instructions decode every input as its general path (decode) does: the
+// same instruction, immediates and end, or the same error.
+func FuzzDecodeShortWays(f *testing.F) {
+	for _, seed := range [][]byte{
+		{0x20, 0x05}, {0x20, 0x85, 0x01}, {0x20}, {0x21, 0x7f}, {0xd2, 0x00},
+		{0x28, 0x02, 0x10}, {0x28, 0x02}, {0x28, 0x40, 0x00}, {0x36, 0x3f, 0x80, 0x01},
+		{0x6a}, {0x0b}, {0x10, 0x80}, {0x0c, 0x00}, {0x41, 0x7f}, {0xfc, 0x0a, 0x00, 0x00},
+	} {
+		f.Add(seed, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, at uint8) {
+		pos := int(at) % (len(b) + 1)
+		got, gotErr := Decode(b, pos)
+		want, wantErr := decode(b, pos)
+		if got != want || (gotErr == nil) != (wantErr == nil) ||
+			gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("Decode(% x, %d) = %+v, %v; the general path: %+v, %v", b, pos, got, gotErr, want, wantErr)
+		}
+	})
+}
+
+// TestDecodeShortWaysCover checks that the short ways are taken for what
+// they are meant for (so that FuzzDecodeShortWays compares something):
+// every opcode of each shape with one-byte immediates.
+func TestDecodeShortWaysCover(t *testing.T) {
+	counts := map[byte]int{}
+	for c := range 256 {
+		shape := shapes[c]
+		counts[shape]++
+		code := []byte{byte(c), 0x05, 0x07}
+		got, err := Decode(code, 0)
+		want, wantErr := decode(code, 0)
+		if shape != shapeOther && (err != nil || got != want) {
+			t.Errorf("opcode %#x (shape %d): Decode %+v, %v; the general path %+v, %v", c, shape, got, err, want, wantErr)
+		}
+	}
+	// The counts of each shape: a change to the table shows here.
+	if counts[shapeNone] != 136 || counts[shapeIndex] != 12 || counts[shapeMemarg] != 23 {
+		t.Errorf("shapes: %d without immediates, %d with an index, %d with a memarg; want 136, 12, 23",
+			counts[shapeNone], counts[shapeIndex], counts[shapeMemarg])
+	}
+}
