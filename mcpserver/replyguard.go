@@ -70,6 +70,11 @@ func (s *Server) encodableReplies(next mcp.MethodHandler) mcp.MethodHandler {
 // A tools/call result of the usual shape is written by
 // appendCallToolResult, into the same bytes.
 func encodeAsSDK(v any) ([]byte, error) {
+	if e, ok := v.(*encodedResult); ok {
+		// Already encodeAsSDK's bytes, compact: the go-sdk's encoder would
+		// compact them into themselves (FuzzCallToolResultWire).
+		return e.json, nil
+	}
 	if r, ok := v.(*mcp.CallToolResult); ok {
 		if b, ok := appendCallToolResult(nil, r); ok {
 			return b, nil

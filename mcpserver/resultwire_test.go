@@ -91,6 +91,17 @@ func FuzzCallToolResultWire(f *testing.F) {
 		if (err == nil) != (werr == nil) || !bytes.Equal(via, want) {
 			t.Fatalf("encodeAsSDK: %s (%v); general: %s (%v)", via, err, want, werr)
 		}
+		if err != nil {
+			return
+		}
+		// The stdio fast path encodes the wrapper encodableReplies made:
+		// its bytes are what the go-sdk's encoder makes of it.
+		wrapped := &encodedResult{Result: r, json: via}
+		again, err := encodeAsSDK(wrapped)
+		sdk, serr := encodeAsSDKGeneral(wrapped)
+		if err != nil || serr != nil || !bytes.Equal(again, sdk) {
+			t.Fatalf("the encoded result: %s (%v); the go-sdk's encoding of it: %s (%v)", again, err, sdk, serr)
+		}
 	})
 }
 
