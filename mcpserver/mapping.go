@@ -102,7 +102,10 @@ func mapResult(r *tool.Result) (*mcp.CallToolResult, error) {
 		}
 		out.StructuredContent = r.StructuredContent
 	}
-	meta := mcp.Meta{}
+	var meta mcp.Meta
+	if len(r.Meta) > 0 || r.NextCursor != "" || r.IsError || r.Error != nil {
+		meta = mcp.Meta{} // most results have no _meta: no map for them
+	}
 	for k, v := range r.Meta {
 		meta[k] = v
 	}

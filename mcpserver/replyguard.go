@@ -67,7 +67,24 @@ func (s *Server) encodableReplies(next mcp.MethodHandler) mcp.MethodHandler {
 // encodeAsSDK encodes v exactly as the go-sdk encodes a result it sends
 // (jsonrpc2's jsonMarshal in go-sdk v1.8.0: encoding/json, no HTML
 // escaping at the top level, no trailing newline), or says why it cannot.
+// A tools/call result of the usual shape is written by
+// appendCallToolResult, into the same bytes.
 func encodeAsSDK(v any) ([]byte, error) {
+	if e, ok := v.(*encodedResult); ok {
+		// Already encodeAsSDK's bytes, compact: the go-sdk's encoder would
+		// compact them into themselves (FuzzCallToolResultWire).
+		return e.json, nil
+	}
+	if r, ok := v.(*mcp.CallToolResult); ok {
+		if b, ok := appendCallToolResult(nil, r); ok {
+			return b, nil
+		}
+	}
+	return encodeAsSDKGeneral(v)
+}
+
+// encodeAsSDKGeneral is encodeAsSDK for any value: the go-sdk's own way.
+func encodeAsSDKGeneral(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

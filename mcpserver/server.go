@@ -274,8 +274,11 @@ type Server struct {
 	// chain is the go-sdk's whole receiving handler, as its dispatch calls
 	// it for a request (onWarmStacks, the outermost middleware, keeps it),
 	// for the stdio fast path (stdiofast.go).
-	chain  mcp.MethodHandler
-	cancel func()
+	chain mcp.MethodHandler
+	// warmChain is the chain below onWarmStacks: what the stdio fast path
+	// calls when it already runs on a warm stack (warmStacks.start).
+	warmChain mcp.MethodHandler
+	cancel    func()
 
 	// syncMu serializes resyncs; registered is the tool set the go-sdk
 	// server holds, by name, with each descriptor's JSON to detect changes.

@@ -236,7 +236,13 @@ func (c *fastConnection) take(req *jsonrpc.Request) bool {
 	c.wg.Add(1)
 	c.mu.Unlock()
 	c.taken.Add(1)
-	go c.run(ctx, cancel, handler, req.ID, &mcp.CallToolRequest{Session: ss, Params: params})
+	call := &mcp.CallToolRequest{Session: ss, Params: params}
+	// The call runs on a warm stack (warmstack.go), as the chain would run
+	// it, but handed there from here: its own goroutine, then a worker,
+	// were two hand-offs a call.
+	if inner := c.s.warmChain; inner == nil || !c.s.warm.start(func() { c.run(ctx, cancel, inner, req.ID, call) }) {
+		go c.run(ctx, cancel, handler, req.ID, call)
+	}
 	return true
 }
 

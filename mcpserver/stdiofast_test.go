@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -500,4 +501,38 @@ func TestFastPathAnswersAfterTheInitializeReply(t *testing.T) {
 	if s := <-seen; s.id != "6" || !s.taken {
 		t.Fatalf("seen %+v, want the call on the fast path", s)
 	}
+}
+
+// TestFastPathRunsOnAWarmWorker checks that a call on the fast path is
+// handed from the reader to a warm-stack worker once: the tool runs on a
+// worker (warmStacks.work) inside the fast path's own run, which writes the
+// reply from there, rather than on a goroutine of run's that hands the
+// chain to a worker in turn.
+func TestFastPathRunsOnAWarmWorker(t *testing.T) {
+	stacks := make(chan string, 1)
+	side := newFastSide(t, true, func(ctx context.Context, c Call) (*tool.Result, error) {
+		buf := make([]byte, 64<<10)
+		select {
+		case stacks <- string(buf[:runtime.Stack(buf, false)]):
+		default:
+		}
+		return differentialResult(ctx, c)
+	})
+	defer side.s.Close()
+	c := side.client(t)
+	side.initialize(c)
+	reply := exchange(t, c, "7", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	stack := <-stacks
+	if side.fast.taken.Load() != 1 {
+		t.Fatalf("the fast path took %d calls, want 1", side.fast.taken.Load())
+	}
+	for _, frame := range []string{"mcpserver.(*warmStacks).work(", "mcpserver.(*fastConnection).run("} {
+		if !strings.Contains(stack, frame) {
+			t.Errorf("the tool ran without %s on its stack:\n%s", frame, stack)
+		}
+	}
+	if !strings.Contains(strings.Join(reply, "\n"), `"id":7`) {
+		t.Fatalf("no reply to the call: %q", reply)
+	}
+	c.wantEchoCall("8")
 }

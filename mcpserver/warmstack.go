@@ -63,6 +63,9 @@ type warmJob struct {
 	value    any
 	stack    []byte
 	done     chan struct{}
+	// fn, when set, is a job of start: the worker runs it and reports
+	// nothing, as a goroutine of its own would.
+	fn func()
 }
 
 var warmJobs = sync.Pool{New: func() any { return &warmJob{done: make(chan struct{}, 1)} }}
@@ -100,6 +103,29 @@ func (p *warmStacks) do(ctx context.Context, next mcp.MethodHandler, method stri
 	return res, err
 }
 
+// start runs fn on an idle worker's grown stack, or on a new worker, and
+// reports false, without running it, when the pool is full or stopped. It
+// does not wait: fn is a goroutine's body that should run on a warm stack
+// (the stdio fast path's whole call, its reply written from there, so that
+// a call is handed from the reader to a worker once, not from the reader
+// to a goroutine of its own and from there to a worker). A panic of fn
+// ends the process, as on a goroutine of its own.
+func (p *warmStacks) start(fn func()) bool {
+	j := warmJobs.Get().(*warmJob)
+	j.fn = fn
+	select {
+	case p.jobs <- j:
+		return true
+	default:
+		if p.spawn(j) {
+			return true
+		}
+		*j = warmJob{done: j.done}
+		warmJobs.Put(j)
+		return false
+	}
+}
+
 // spawn starts a worker for j, unless the pool is full or stopped.
 func (p *warmStacks) spawn(j *warmJob) bool {
 	select {
@@ -127,8 +153,15 @@ func (p *warmStacks) work(j *warmJob) {
 	}
 }
 
-// exec runs the job and reports its end, catching a panic for the caller.
+// exec runs the job and reports its end, catching a panic for the caller;
+// a job of start it just runs.
 func (j *warmJob) exec() {
+	if fn := j.fn; fn != nil {
+		*j = warmJob{done: j.done}
+		warmJobs.Put(j)
+		fn()
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			j.panicked, j.value, j.stack = true, v, debug.Stack()
@@ -185,6 +218,6 @@ func (s *Server) onWarmStacks(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
-	s.chain = h
+	s.chain, s.warmChain = h, next
 	return h
 }

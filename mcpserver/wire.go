@@ -189,8 +189,9 @@ func inspectOne(obj []byte) (jsonrpc.Message, *call, *refusal) {
 	if env.ids > 1 {
 		return nil, nil, invalidRequest(nil, `the message has %d "id" members`, env.ids)
 	}
-	var version string
-	if env.version == nil || json.Unmarshal(env.version, &version) != nil || version != "2.0" {
+	// The version as every client writes it needs no decoding: those bytes
+	// decode to "2.0" and nothing else does but an escaped spelling.
+	if string(env.version) != `"2.0"` && !escapedVersion(env.version) {
 		got := "none"
 		if env.version != nil {
 			got = clip(env.version)
@@ -225,6 +226,13 @@ func inspectOne(obj []byte) (jsonrpc.Message, *call, *refusal) {
 		return msg, &call{key: key, raw: env.id, req: req}, nil
 	}
 	return msg, nil, nil
+}
+
+// escapedVersion reports whether raw, a "jsonrpc" member's value, is a
+// string other than the plain `"2.0"` that decodes to "2.0" (escaped).
+func escapedVersion(raw json.RawMessage) bool {
+	var version string
+	return raw != nil && json.Unmarshal(raw, &version) == nil && version == "2.0"
 }
 
 // wireMessage is the go-sdk's own decoding target for a JSON-RPC message

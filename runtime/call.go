@@ -429,7 +429,9 @@ func (t *Tool) decodeResponse(raw []byte, respErr *tool.Error) *tool.Result {
 		return tool.ErrorResult(respErr)
 	}
 	var resp guestResponse
-	if err := json.Unmarshal(raw, &resp); err != nil {
+	if decodeGuestResponse(raw, &resp) {
+		// The usual answer, decoded as json.Unmarshal would.
+	} else if err := json.Unmarshal(raw, &resp); err != nil {
 		return tool.ErrorResult(tool.Errorf(tool.KindBadOutput, "%s response is not valid JSON: %v", name, err))
 	}
 	if resp.Error != nil {
