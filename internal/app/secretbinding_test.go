@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/warden-run/warden/mcpserver"
@@ -51,6 +52,16 @@ func TestSecretBindingFollowsReload(t *testing.T) {
 // guest's own, a get of HOME), and returns the env request's outcome.
 func (w *escapeWorld) callEnv(t *testing.T, ctx context.Context, c tool.Client, envReq any) outcome {
 	t.Helper()
+	env, err := tryCallEnv(w, ctx, c, envReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// tryCallEnv is callEnv returning its failure: it never touches a
+// testing.T, so a goroutine may call it (inBackground).
+func tryCallEnv(w *escapeWorld, ctx context.Context, c tool.Client, envReq any) (outcome, error) {
 	args := map[string]any{"fs": readDocs}
 	if envReq != nil {
 		args["env"] = envReq
@@ -58,11 +69,11 @@ func (w *escapeWorld) callEnv(t *testing.T, ctx context.Context, c tool.Client, 
 	raw, _ := json.Marshal(args)
 	res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: raw, Observer: nopObserver{}, Client: c})
 	if err != nil || res.IsError {
-		t.Fatalf("call: %v %+v", err, res)
+		return outcome{}, fmt.Errorf("call: %v %+v", err, res)
 	}
 	var out struct{ Env outcome }
 	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-		t.Fatal(err)
+		return outcome{}, err
 	}
-	return out.Env
+	return out.Env, nil
 }

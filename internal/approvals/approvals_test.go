@@ -266,8 +266,8 @@ func TestPostgresFailsClosed(t *testing.T) {
 	url := pg.DB(t)
 	px := pgtest.NewProxy(t, url)
 	// The query timeout is a bound the test never waits for (the cut and
-	// the closed port fail at once): short, a busy machine's slow insert
-	// would end the Ask before the database goes.
+	// the closed port fail at once): it is long, so that a busy machine's
+	// slow insert does not end the Ask before the database goes.
 	b, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, Poll: 50 * time.Millisecond, QueryTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
