@@ -53,8 +53,9 @@ func (v SecretValue) Lookup() (string, bool) {
 // Secret is one entry of config's secrets: as the tool called sees it,
 // resolved by the tool's policy (internal/policy) once per config load:
 // where its value is read at each get, so that a rotated value is the
-// next call's, whether it is bound to the tool, and where config binds it.
-// It holds no value.
+// next get's, whether it is bound to the tool, and where config binds it.
+// It holds no value. warden.env reads a secret only when both the call's
+// Secret and the policy in force now let the tool read it.
 type Secret struct {
 	Source secrets.Source
 	// Module is the module that must serve the tool for it to read the

@@ -13,10 +13,12 @@
 // its source (a file, the OS keyring, a host variable; internal/secrets),
 // and readable only by the tools the entry binds, served by the module
 // their grant is bound to. The capability holds no secrets of its own:
-// each call carries them as its tool's policy resolved them at the last
-// reload (hostfuncs.Call.Secrets, internal/policy), as it carries its
-// grants. Any other tool is denied with the config line that would allow
-// it. Each value read is passed to Config.Read first, for the logs to
+// each call carries them as its tool's policy resolved them when it was
+// admitted (hostfuncs.Call.Secrets, internal/policy), as it carries its
+// grants, and each get checks them against the policy in force too
+// (Config.Secrets), so that a reload revokes a binding at once, even for a
+// call already running. Any other tool is denied with the config line that
+// would allow it. Each value read is passed to Config.Read first, for the logs to
 // redact it.
 //
 // A tool may read only the keys listed in its grant,

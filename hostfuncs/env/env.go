@@ -25,13 +25,21 @@ type Value = hostfuncs.SecretValue
 
 // Config maps each key a tool may be granted to its Value. The secrets
 // (config's secrets:) are not here: each call carries them as its tool's
-// policy resolved them (hostfuncs.Call.Secrets), bindings and all, as it
-// carries its grants.
+// policy resolved them when the call was admitted (hostfuncs.Call.Secrets),
+// bindings and all, as it carries its grants.
 type Config struct {
 	Values map[string]Value
 	// Read, when set, hears every secret value read, before a tool gets
 	// it: warden's logs learn to redact a rotated value (redact.Secrets).
 	Read func(value string)
+	// Secrets, when set, returns config's secrets as the policy in force
+	// now resolves them for the tool called name (policy.Policy.Secrets).
+	// A get reads a secret only when both the call's view and this one
+	// let the tool read it, from the source config names now: a reload
+	// that revokes a binding refuses the next get, even of a call that
+	// runs on (an MCP task may run for minutes), and one that binds it
+	// applies from the next call. Unset, the call's view alone decides.
+	Secrets func(name string) map[string]hostfuncs.Secret
 }
 
 // Validate reports every problem in c, naming keys, never values.
@@ -76,8 +84,10 @@ type Env struct {
 	// values is keyed by upper-cased key.
 	values atomic.Pointer[map[string]Value]
 	// read is Config.Read.
-	read   atomic.Pointer[func(string)]
-	logger *slog.Logger
+	read atomic.Pointer[func(string)]
+	// secrets is Config.Secrets.
+	secrets atomic.Pointer[func(string) map[string]hostfuncs.Secret]
+	logger  *slog.Logger
 }
 
 // New returns the capability for cfg. logger receives a debug line per
@@ -106,7 +116,17 @@ func (e *Env) SetConfig(cfg Config) error {
 	}
 	e.values.Store(&values)
 	e.read.Store(&cfg.Read)
+	e.secrets.Store(&cfg.Secrets)
 	return nil
+}
+
+// liveSecrets is the secrets of call's tool as the policy in force now
+// resolves them (Config.Secrets), the call's own view when unset.
+func (e *Env) liveSecrets(call *hostfuncs.Call) map[string]hostfuncs.Secret {
+	if f := *e.secrets.Load(); f != nil {
+		return f(call.Tool)
+	}
+	return call.Secrets
 }
 
 // Name returns "env".
@@ -130,12 +150,13 @@ type (
 // Serve handles one warden.env request.
 func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any, error) {
 	req, decodeErr := decode(raw)
+	live := e.liveSecrets(call)
 	if decodeErr == nil && req.Op == "get" {
 		if s, ok := call.Secrets[configkey.Fold(req.Key)]; ok {
-			return e.serveSecret(call, req.Key, s)
+			return e.serveSecret(call, req.Key, s, live)
 		}
 	}
-	if err := gate(call, req, len(readable(call)) > 0); err != nil {
+	if err := gate(call, req, len(readable(call, live)) > 0); err != nil {
 		e.logger.Info("env denied", "tool", call.Tool, "reason", err)
 		return nil, err
 	}
@@ -144,7 +165,7 @@ func (e *Env) Serve(ctx context.Context, call *hostfuncs.Call, raw []byte) (any,
 	}
 	values := *e.values.Load()
 	if req.Op == "list" {
-		keys := readable(call)
+		keys := readable(call, live)
 		for _, key := range call.Grants.Env {
 			if _, ok := resolve(values, key); ok && ValidateKey(key) == nil &&
 				!slices.ContainsFunc(keys, func(k string) bool { return foldKey(k) == foldKey(key) }) {
@@ -223,11 +244,12 @@ func gate(call *hostfuncs.Call, req *request, hasSecrets bool) error {
 }
 
 // readable lists the secrets call's tool may read, upper-cased and
-// sorted: those bound to it while the module it is bound to serves it.
-func readable(call *hostfuncs.Call) []string {
+// sorted: those bound to it, while the module it is bound to serves it, in
+// both the call's view and live, the view of the policy in force now.
+func readable(call *hostfuncs.Call, live map[string]hostfuncs.Secret) []string {
 	names := []string{}
 	for name, s := range call.Secrets {
-		if s.ReadableBy(call.Module) {
+		if s.ReadableBy(call.Module) && live[name].ReadableBy(call.Module) {
 			names = append(names, strings.ToUpper(name))
 		}
 	}
@@ -235,23 +257,33 @@ func readable(call *hostfuncs.Call) []string {
 	return names
 }
 
-// serveSecret answers a get of the secret key: denied unless the secret is
-// bound to the tool (the refusal names the config line that would allow
-// it), else the value as its source holds it now.
-func (e *Env) serveSecret(call *hostfuncs.Call, key string, s hostfuncs.Secret) (any, error) {
+// serveSecret answers a get of the secret key, s in the call's view: denied
+// unless the secret is bound to the tool there and in live, the view of the
+// policy in force now (the refusal names the config line that would allow
+// it, and says when a reload during the call revoked it), else the value
+// as its source, as config names it now, holds it now.
+func (e *Env) serveSecret(call *hostfuncs.Call, key string, s hostfuncs.Secret, live map[string]hostfuncs.Secret) (any, error) {
+	name := configkey.Fold(key)
+	now, configured := live[name]
+	var refused *tool.Error
+	switch {
+	case !s.ReadableBy(call.Module):
+		refused = notReadable(call, key, s)
+	case !configured:
+		refused = tool.Errorf(tool.KindDenied, "env: secret %q is no longer in config (config key secrets.%s): a reload during this call removed it",
+			key, strings.ToLower(key))
+	case !now.ReadableBy(call.Module):
+		refused = notReadable(call, key, now)
+		refused.Message += "; a reload during this call revoked it"
+	}
+	if refused != nil {
+		e.logger.Info("env denied", "tool", call.Tool, "reason", refused)
+		return nil, refused
+	}
+	s = now
 	where := ""
 	if s.Where != "" {
 		where = ", " + s.Where
-	}
-	if !s.ReadableBy(call.Module) {
-		err := tool.Errorf(tool.KindDenied, "env: secret %q is not bound to tool %q (config key secrets.%s.tools%s: add %s there to allow it)",
-			key, call.Tool, strings.ToLower(key), where, configkey.Fold(call.Tool))
-		if s.Module != "" {
-			err = tool.Errorf(tool.KindDenied, "env: secret %q is bound to tool %q served by module %q, and module %q serves it now (config key secrets.%s.tools%s)",
-				key, configkey.Fold(call.Tool), s.Module, call.Module, strings.ToLower(key), where)
-		}
-		e.logger.Info("env denied", "tool", call.Tool, "reason", err)
-		return nil, err
 	}
 	value, err := s.Source.Read()
 	e.logger.Debug("env get", "tool", call.Tool, "key", key, "secret", s.Source.String(), "found", err == nil)
@@ -266,4 +298,21 @@ func (e *Env) serveSecret(call *hostfuncs.Call, key string, s hostfuncs.Secret) 
 		read(value)
 	}
 	return getReply{Key: key, Value: value}, nil
+}
+
+// notReadable is the refusal of a get of the secret key, s as a view of
+// call's tool holds it, which does not let the tool read it: not bound to
+// the tool (naming the line to add it to), or bound to it served by
+// another module.
+func notReadable(call *hostfuncs.Call, key string, s hostfuncs.Secret) *tool.Error {
+	where := ""
+	if s.Where != "" {
+		where = ", " + s.Where
+	}
+	if s.Module != "" {
+		return tool.Errorf(tool.KindDenied, "env: secret %q is bound to tool %q served by module %q, and module %q serves it now (config key secrets.%s.tools%s)",
+			key, configkey.Fold(call.Tool), s.Module, call.Module, strings.ToLower(key), where)
+	}
+	return tool.Errorf(tool.KindDenied, "env: secret %q is not bound to tool %q (config key secrets.%s.tools%s: add %s there to allow it)",
+		key, call.Tool, strings.ToLower(key), where, configkey.Fold(call.Tool))
 }

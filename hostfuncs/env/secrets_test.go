@@ -204,3 +204,67 @@ func TestSecretReadsTheCallsView(t *testing.T) {
 		t.Fatalf("list without secrets: %v %v", out, err)
 	}
 }
+
+// TestSecretRevokedMidCall: a get reads a secret only when both the call's
+// view and the live one (Config.Secrets: the policy in force now) let the
+// tool read it. A call admitted with the binding is refused once a reload
+// revokes it, or removes the secret, with the text saying so; a binding
+// added by a reload does not reach a call admitted without it; a source
+// changed by a reload is read from where config names it now.
+func TestSecretRevokedMidCall(t *testing.T) {
+	f, file, _ := secretFixture(t)
+	live := boundView
+	cfg := Config{Values: map[string]Value{"API_TOKEN": {Value: literalSecret}},
+		Secrets: func(name string) map[string]hostfuncs.Secret {
+			if configkey.Fold(name) != "github" {
+				return unboundView
+			}
+			return live
+		}}
+	if err := f.env.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	call := secretCall("github", "github") // admitted with the binding
+	get := func(key string) (any, error) {
+		t.Helper()
+		return f.serve(t, call, `{"op":"get","key":"`+key+`"}`)
+	}
+	if out, err := get("host_key"); err != nil || out.(getReply).Value != hostSecret {
+		t.Fatalf("bound both ways: %v %v", out, err)
+	}
+
+	live = unboundView // the reload that revokes it
+	_, err := get("host_key")
+	wantKind(t, err, tool.KindDenied)
+	if want := `env: secret "host_key" is not bound to tool "github" (config key secrets.host_key.tools, config.yaml:11: add github there to allow it); a reload during this call revoked it`; err.(*tool.Error).Message != want {
+		t.Fatalf("revoked mid-call:\n got %v\nwant %s", err, want)
+	}
+	// No grant and no secret it may read now: nothing to list.
+	if _, err := f.serve(t, call, `{"op":"list"}`); err == nil || !strings.Contains(err.Error(), `env: tool "github" has no env grant`) {
+		t.Fatalf("list after the revocation: %v, want refused", err)
+	}
+
+	live = map[string]hostfuncs.Secret{} // the reload that removes every secret
+	_, err = get("deploy_key")
+	wantKind(t, err, tool.KindDenied)
+	if want := `env: secret "deploy_key" is no longer in config (config key secrets.deploy_key): a reload during this call removed it`; err.(*tool.Error).Message != want {
+		t.Fatalf("removed mid-call:\n got %v\nwant %s", err, want)
+	}
+
+	// Bound now, but not when the call was admitted: refused.
+	live = boundView
+	unbound := &hostfuncs.Call{Tool: "github", Module: "github", Secrets: unboundView}
+	if _, err := f.serve(t, unbound, `{"op":"get","key":"host_key"}`); err == nil || !strings.Contains(err.Error(), `is not bound to tool "github"`) {
+		t.Fatalf("bound by a reload after the call was admitted: %v, want refused", err)
+	}
+
+	// The source moved by a reload: read where config names it now.
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.WriteFile(moved, []byte(fileSecretV2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	live = map[string]hostfuncs.Secret{"deploy_key": {Source: secrets.Source{Kind: secrets.File, Ref: moved}, Module: "github", Where: "config.yaml:7"}}
+	if out, err := get("deploy_key"); err != nil || out.(getReply).Value != fileSecretV2 {
+		t.Fatalf("moved source: %v %v, want the value at %s, not %s", out, err, moved, file)
+	}
+}

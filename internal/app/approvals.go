@@ -187,9 +187,9 @@ func (s *approvalsState) stats() (int, map[string]uint64) {
 func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpserver.Call, d *tool.Descriptor, grants tool.Capabilities, why, moduleName, digest string) *tool.Result {
 	// Why the caller's own client is not asked: a caller outside the
 	// tool's approvers never is, whatever their client can show.
-	cannot, waited := "this client cannot ask (it declared no elicitation capability)", ""
-	if outside := outsideApprovers(ctx, pol, c.Name); outside != "" {
-		cannot, waited = "only its approvers may confirm it: "+outside, ", so it waited in the console for an approver"
+	cannot, outside := "this client cannot ask (it declared no elicitation capability)", outsideApprovers(ctx, pol, c.Name)
+	if outside != "" {
+		cannot = "only its approvers may confirm it: " + outside
 	}
 	refusal := func(happened string) *tool.Error {
 		return tool.Errorf(tool.KindDenied,
@@ -197,7 +197,7 @@ func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpser
 			c.Name, why, cannot, happened, a.configLine(gateAllowLine(c.Name)))
 	}
 	if !a.approvals.routed(pol) {
-		if waited != "" {
+		if outside != "" {
 			return tool.ErrorResult(refusal(", and " + noConsole))
 		}
 		return tool.ErrorResult(refusal(""))
@@ -208,6 +208,10 @@ func (a *App) confirmInConsole(ctx context.Context, pol *policy.Policy, c mcpser
 	if err == nil && dec.Approved {
 		a.approvals.approved(ctx, r.Kind, r.Tool, dec.By, false)
 		return nil
+	}
+	waited := ""
+	if outside != "" && waitedInConsole(err) {
+		waited = ", so it waited in the console for an approver"
 	}
 	e := refusal(waited + "; " + a.approvals.unanswered(dec, err, pol.ClientWait()) + "; nothing ran")
 	switch {
@@ -236,12 +240,22 @@ func outsideApprovers(ctx context.Context, pol *policy.Policy, name string) stri
 	if pol.MayApprove(name, who) {
 		return ""
 	}
-	lines := pol.ApproverRoles(name)
-	for i, r := range lines {
-		lines[i] = "access.roles." + r + ".approve"
+	var lines []string
+	for _, r := range pol.ApproverRoles(name) {
+		// The entry as config writes it: a pattern ("deploy*", "*")
+		// is what to look for in config.yaml, not the tool's name.
+		lines = append(lines, "access.roles."+r.Role+".approve names "+termsafe.Line(r.Pattern))
 	}
-	return fmt.Sprintf("the caller %s is not among them (%s names %s)",
-		termsafe.Line(who.Subject), strings.Join(lines, " or "), name)
+	return fmt.Sprintf("the caller %s is not among them (%s)", termsafe.Line(who.Subject), strings.Join(lines, " and "))
+}
+
+// waitedInConsole reports whether a question that ask answered with err
+// (nil: denied) waited in the console: it was denied, expired, or its call
+// ended while it waited. One refused at once (too many waiting, the
+// backend unavailable) never did, and a refusal must not say it did.
+func waitedInConsole(err error) bool {
+	return err == nil || errors.Is(err, approvals.ErrExpired) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // unanswered says what became of a question the console did not approve

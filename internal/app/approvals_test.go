@@ -111,15 +111,50 @@ func waitQuestions(t *testing.T, b approvals.Broker, changes <-chan struct{}, n 
 	}
 }
 
-// gateCallInBackground runs gateCall(t, w, nil) in a goroutine: its result
-// arrives on res, and ended closes once it is there (for waitQuestions).
-func gateCallInBackground(t *testing.T, w *escapeWorld) (res <-chan *tool.Result, ended <-chan struct{}) {
-	out, done := make(chan *tool.Result, 1), make(chan struct{})
+// bgCall is a call run in a goroutine, whose outcome the test's own
+// goroutine reads: ended closes once it is over, answered or failed (for
+// waitQuestions, which then fails at once instead of waiting for a
+// question that will never come). The goroutine never touches t: a
+// t.Fatal there would end it before ended closes, and the test would hang.
+type bgCall[T any] struct {
+	ended chan struct{}
+	val   T
+	err   error
+}
+
+// inBackground runs f in a goroutine.
+func inBackground[T any](f func() (T, error)) *bgCall[T] {
+	c := &bgCall[T]{ended: make(chan struct{})}
 	go func() {
-		out <- gateCall(t, w, nil)
-		close(done)
+		defer close(c.ended)
+		c.val, c.err = f()
 	}()
-	return out, done
+	return c
+}
+
+// result waits for the call to end and returns its outcome; a call that
+// failed fails the test.
+func (c *bgCall[T]) result(t *testing.T) T {
+	t.Helper()
+	<-c.ended
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	return c.val
+}
+
+// gateCallInBackground is tryGateCall(w, ctx, nil) in a goroutine.
+func gateCallInBackground(w *escapeWorld, ctx context.Context) *bgCall[*tool.Result] {
+	return inBackground(func() (*tool.Result, error) { return tryGateCall(w, ctx, nil) })
+}
+
+// fsInBackground is tryCallWith(w, c, readDocs) in a goroutine, for the fs
+// read's outcome.
+func fsInBackground(w *escapeWorld, c tool.Client) *bgCall[outcome] {
+	return inBackground(func() (outcome, error) {
+		_, fs, err := tryCallWith(w, c, readDocs)
+		return fs, err
+	})
 }
 
 // confirmGate asks before each call of hostcalls, which is granted what
@@ -204,11 +239,10 @@ func TestConsoleRouting(t *testing.T) {
 	defer cancel()
 	for _, via := range []string{"", "\napprovals:\n  via: console"} {
 		w.setGrants(t, confirmGate+via)
-		end := make(chan *tool.Result)
-		go func() { end <- gateCall(t, w, &person{elicit: false}) }()
-		r := waitQuestions(t, b, changes, 1)[0]
+		end := inBackground(func() (*tool.Result, error) { return tryGateCall(w, nil, &person{elicit: false}) })
+		r := waitQuestions(t, b, changes, 1, end.ended)[0]
 		b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
-		if res := <-end; res.IsError || !ran(res) {
+		if res := end.result(t); res.IsError || !ran(res) {
 			t.Fatalf("via %q: %+v", via, res.Error)
 		}
 	}
@@ -240,12 +274,8 @@ func TestConsolePermissionPersist(t *testing.T) {
 	b := w.app.Approvals()
 	changes, cancel := b.Subscribe()
 	defer cancel()
-	end := make(chan outcome)
-	go func() {
-		_, fs := w.callWith(t, &person{elicit: false}, readDocs)
-		end <- fs
-	}()
-	r := waitQuestions(t, b, changes, 1)[0]
+	end := fsInBackground(w, &person{elicit: false})
+	r := waitQuestions(t, b, changes, 1, end.ended)[0]
 	if r.Kind != approvals.Permission || r.Tool != "hostcalls" || r.Module != "hostcalls" || len(r.Digest) != 64 ||
 		!strings.Contains(r.Question, "asks for fs.read docs/readme.md") || !strings.Contains(r.Arguments, `"path":"docs/readme.md"`) ||
 		!strings.Contains(r.Grant, "\n+        read: [docs/readme.md]\n") {
@@ -255,7 +285,7 @@ func TestConsolePermissionPersist(t *testing.T) {
 	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob", Persist: true}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if fs := <-end; fs.Error != nil || !strings.Contains(string(fs.Result), "docs-marker") {
+	if fs := end.result(t); fs.Error != nil || !strings.Contains(string(fs.Result), "docs-marker") {
 		t.Fatalf("after approval: %+v", fs)
 	}
 	// What was written is exactly the diff the person was shown.
@@ -270,13 +300,10 @@ func TestConsolePermissionPersist(t *testing.T) {
 	// Denied: the read is refused saying by whom, and nothing is written.
 	w.setGrants(t, "")
 	before, _ = os.ReadFile(w.cfgPath)
-	go func() {
-		_, fs := w.callWith(t, &person{elicit: false}, readDocs)
-		end <- fs
-	}()
-	r = waitQuestions(t, b, changes, 1)[0]
+	end = fsInBackground(w, &person{elicit: false})
+	r = waitQuestions(t, b, changes, 1, end.ended)[0]
 	b.Decide(context.Background(), r.ID, approvals.Decision{Approved: false, By: "carol", Persist: true}, nil)
-	if fs := <-end; fs.Error == nil || fs.Error.Kind != tool.KindDenied || !strings.Contains(fs.Error.Message, "(denied in the console by carol)") {
+	if fs := end.result(t); fs.Error == nil || fs.Error.Kind != tool.KindDenied || !strings.Contains(fs.Error.Message, "(denied in the console by carol)") {
 		t.Fatalf("denied: %+v", fs)
 	}
 	if after, _ := os.ReadFile(w.cfgPath); string(after) != string(before) {
@@ -294,16 +321,15 @@ func TestConsoleBounded(t *testing.T) {
 	b := w.app.Approvals()
 	changes, cancel := b.Subscribe()
 	defer cancel()
-	end := make(chan *tool.Result)
-	go func() { end <- gateCall(t, w, nil) }()
-	r := waitQuestions(t, b, changes, 1)[0]
+	end := gateCallInBackground(w, nil)
+	r := waitQuestions(t, b, changes, 1, end.ended)[0]
 	res := gateCall(t, w, nil)
 	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
 		!strings.Contains(res.Error.Message, "; the console has too many questions waiting (approvals.max_pending: 1); nothing ran") {
 		t.Fatalf("the second question: %+v", res.Error)
 	}
 	b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
-	if res := <-end; res.IsError {
+	if res := end.result(t); res.IsError {
 		t.Fatalf("the first: %+v", res.Error)
 	}
 }
@@ -319,16 +345,15 @@ func TestConsoleBoundedPerCaller(t *testing.T) {
 	b := w.app.Approvals()
 	changes, cancel := b.Subscribe()
 	defer cancel()
-	end := make(chan *tool.Result)
-	go func() { end <- gateCall(t, w, nil) }()
-	r := waitQuestions(t, b, changes, 1)[0]
+	end := gateCallInBackground(w, nil)
+	r := waitQuestions(t, b, changes, 1, end.ended)[0]
 	res := gateCall(t, w, nil)
 	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
 		!strings.Contains(res.Error.Message, "; the caller has too many questions waiting in the console (approvals.max_pending_per_caller: 1); nothing ran") {
 		t.Fatalf("the caller's second question: %+v", res.Error)
 	}
 	b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
-	if res := <-end; res.IsError {
+	if res := end.result(t); res.IsError {
 		t.Fatalf("the first: %+v", res.Error)
 	}
 }
@@ -345,12 +370,10 @@ func TestConsoleArgumentsBounded(t *testing.T) {
 	defer cancel()
 	huge := "\x1b]0;approved\x07\x1b[2J" + strings.Repeat("A", 1<<20)
 	args, _ := json.Marshal(map[string]any{"env": map[string]any{"op": "get", "key": "VISIBLE"}, "note": huge})
-	end := make(chan *tool.Result)
-	go func() {
-		res, _ := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}})
-		end <- res
-	}()
-	r := waitQuestions(t, b, changes, 1)[0]
+	end := inBackground(func() (*tool.Result, error) {
+		return w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}})
+	})
+	r := waitQuestions(t, b, changes, 1, end.ended)[0]
 	for field, v := range map[string]string{"arguments": r.Arguments, "question": r.Question} {
 		if strings.ContainsAny(v, "\x1b\x07") || strings.Count(v, "A") > maxShownArguments {
 			t.Fatalf("%s not sanitized or bounded (%d bytes)", field, len(v))
@@ -360,7 +383,7 @@ func TestConsoleArgumentsBounded(t *testing.T) {
 		t.Fatalf("arguments do not say they were cut: %q", r.Arguments[len(r.Arguments)-40:])
 	}
 	b.Decide(context.Background(), r.ID, approvals.Decision{By: "bob"}, nil)
-	<-end
+	end.result(t)
 }
 
 // TestConsoleNotReachableFromMCP (attacker: the client, or the tool it
@@ -439,14 +462,13 @@ func TestConsoleAudit(t *testing.T) {
 		return out
 	}
 	for _, d := range []approvals.Decision{{Approved: true, By: "bob"}, {By: "carol"}} {
-		end := make(chan *tool.Result)
-		go func() { end <- gateCall(t, w, nil) }()
-		r := waitQuestions(t, b, changes, 1)[0]
+		end := gateCallInBackground(w, nil)
+		r := waitQuestions(t, b, changes, 1, end.ended)[0]
 		if m := scrape(); m["warden_approvals_pending"] != 1 {
 			t.Fatalf("pending while asked: %v", m["warden_approvals_pending"])
 		}
 		b.Decide(context.Background(), r.ID, d, nil)
-		<-end
+		end.result(t)
 	}
 	w.setGrants(t, confirmGate+"\n  defaults:\n    client_wait: 1ns")
 	gateCall(t, w, nil)
@@ -504,8 +526,8 @@ func TestConsoleReplicas(t *testing.T) {
 	changes, cancel := console.Subscribe()
 	defer cancel()
 
-	end, ended := gateCallInBackground(t, a)
-	r := waitQuestions(t, console, changes, 1, ended)[0]
+	end := gateCallInBackground(a, nil)
+	r := waitQuestions(t, console, changes, 1, end.ended)[0]
 	if r.Tool != "hostcalls" || r.Kind != approvals.Gate || len(r.Digest) != 64 {
 		t.Fatalf("listed on B: %+v", r)
 	}
@@ -524,7 +546,7 @@ func TestConsoleReplicas(t *testing.T) {
 	if err := console.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if res := <-end; res.IsError || !ran(res) {
+	if res := end.result(t); res.IsError || !ran(res) {
 		t.Fatalf("approved on B, A's call: %+v", res.Error)
 	}
 
@@ -542,7 +564,7 @@ func TestConsoleReplicas(t *testing.T) {
 	local := a.app.Approvals()
 	lchanges, lcancel := local.Subscribe()
 	defer lcancel()
-	end, ended = gateCallInBackground(t, a)
+	end = gateCallInBackground(a, nil)
 	for {
 		p, _ := local.Pending(context.Background()) // the shared half fails: the local half is listed
 		if len(p) == 1 {
@@ -551,12 +573,12 @@ func TestConsoleReplicas(t *testing.T) {
 		}
 		select {
 		case <-lchanges:
-		case <-ended:
-			t.Fatalf("the call ended before its question was listed locally: %+v", (<-end).Error)
+		case <-end.ended:
+			t.Fatalf("the call ended before its question was listed locally: %+v", end.result(t).Error)
 		}
 	}
 	local.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
-	if res := <-end; res.IsError || !ran(res) {
+	if res := end.result(t); res.IsError || !ran(res) {
 		t.Fatalf("local fallback: %+v", res.Error)
 	}
 }
@@ -574,18 +596,14 @@ func TestConsolePermissionAuditApplied(t *testing.T) {
 	b := w.app.Approvals()
 	changes, cancel := b.Subscribe()
 	defer cancel()
-	end := make(chan outcome)
 	decide := func(by string, before func()) {
-		go func() {
-			_, fs := w.callWith(t, &person{elicit: false}, readDocs)
-			end <- fs
-		}()
-		r := waitQuestions(t, b, changes, 1)[0]
+		end := fsInBackground(w, &person{elicit: false})
+		r := waitQuestions(t, b, changes, 1, end.ended)[0]
 		before()
 		if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: by, Persist: true}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if fs := <-end; fs.Error != nil {
+		if fs := end.result(t); fs.Error != nil {
 			t.Fatalf("approved by %s: %+v", by, fs)
 		}
 	}
@@ -638,12 +656,11 @@ func TestConsolePersistRefusedWhenModuleChanged(t *testing.T) {
 	b := w.app.Approvals()
 	changes, cancel := b.Subscribe()
 	defer cancel()
-	end := make(chan *tool.Result)
-	go func() {
-		res, _ := w.callWith(t, &person{elicit: false}, readDocs)
-		end <- res
-	}()
-	r := waitQuestions(t, b, changes, 1)[0]
+	end := inBackground(func() (*tool.Result, error) {
+		res, _, err := tryCallWith(w, &person{elicit: false}, readDocs)
+		return res, err
+	})
+	r := waitQuestions(t, b, changes, 1, end.ended)[0]
 	// Another build under the same name: one custom section more.
 	wasmPath := filepath.Join(w.root, "tools", "hostcalls.wasm")
 	wasm, err := os.ReadFile(wasmPath)
@@ -664,7 +681,7 @@ func TestConsolePersistRefusedWhenModuleChanged(t *testing.T) {
 	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob", Persist: true}, nil); err != nil {
 		t.Fatal(err)
 	}
-	res := <-end
+	res := end.result(t)
 	want := "module hostcalls changed while the question waited (sha256 " + r.Digest[:12] + ", now " + now[:12] +
 		"): the grant would go to a module nobody was shown; it applied to this call only"
 	if notices, _ := res.Meta[tool.MetaNotices].([]string); len(notices) != 1 || !strings.HasSuffix(notices[0], want) {

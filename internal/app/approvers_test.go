@@ -2,14 +2,13 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/warden-run/warden/internal/approvals"
+	"github.com/warden-run/warden/internal/pgtest"
 	"github.com/warden-run/warden/internal/principal"
-	"github.com/warden-run/warden/mcpserver"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -42,7 +41,7 @@ func TestGateApproversNotTheCaller(t *testing.T) {
 	rita := principal.With(context.Background(), principal.Principal{Subject: "rita", Via: principal.ViaOAuth, Issuer: approverIssuer, Groups: []string{"release"}})
 	callAs := func(ctx context.Context, c tool.Client) *tool.Result {
 		t.Helper()
-		res, err := w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}, Client: c})
+		res, err := tryGateCall(w, ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,10 +78,9 @@ func TestGateApproversNotTheCaller(t *testing.T) {
 	b := w.app.Approvals()
 	changes, cancel := b.Subscribe()
 	defer cancel()
-	end := make(chan *tool.Result)
 	p = &person{elicit: true, answers: []string{"accept"}}
-	go func() { end <- callAs(eve, p) }()
-	r := waitQuestions(t, b, changes, 1)[0]
+	end := inBackground(func() (*tool.Result, error) { return tryGateCall(w, eve, p) })
+	r := waitQuestions(t, b, changes, 1, end.ended)[0]
 	if want := []string{approvals.GroupKey(approverIssuer, "release")}; len(r.Approvers) != 1 || r.Approvers[0] != want[0] {
 		t.Fatalf("approvers %q, want %q", r.Approvers, want)
 	}
@@ -99,7 +97,7 @@ func TestGateApproversNotTheCaller(t *testing.T) {
 	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: ritaBy}, ritaGroups); err != nil {
 		t.Fatal(err)
 	}
-	if res := <-end; res.IsError || !ran(res) {
+	if res := end.result(t); res.IsError || !ran(res) {
 		t.Fatalf("approved by rita: %+v", res.Error)
 	}
 	if q := p.questions(); len(q) != 0 {
@@ -108,13 +106,13 @@ func TestGateApproversNotTheCaller(t *testing.T) {
 
 	// Denied in the console: the refusal says the question waited there
 	// for an approver, and who denied it.
-	go func() { end <- callAs(eve, p) }()
-	r = waitQuestions(t, b, changes, 1)[0]
+	end = inBackground(func() (*tool.Result, error) { return tryGateCall(w, eve, p) })
+	r = waitQuestions(t, b, changes, 1, end.ended)[0]
 	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: false, By: ritaBy}, ritaGroups); err != nil {
 		t.Fatal(err)
 	}
 	want := notAmong + ", so it waited in the console for an approver; denied in the console by " + ritaBy + "; nothing ran" + allow
-	if res := <-end; !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Error.Message != want {
+	if res := end.result(t); !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Error.Message != want {
 		t.Fatalf("denied by rita: %+v\nwant %s", res.Error, want)
 	}
 }
@@ -177,5 +175,82 @@ access:
 	want = denied + " (" + notAmong + ", so it waited in the console for an approver; nobody answered in the console within 1ns (tools.defaults.client_wait))" + grant
 	if env.Error == nil || env.Error.Kind != tool.KindDenied || env.Error.Message != want || len(p.questions()) != 0 {
 		t.Fatalf("eve with a console: %+v, %d questions\nwant %s", env.Error, len(p.questions()), want)
+	}
+
+	// Denied in the console by an approver: the denial says why eve was
+	// not asked, as a gate's refusal does, and who denied it.
+	w.setGrants(t, approvers(""))
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	end := inBackground(func() (outcome, error) { return tryCallEnv(w, eve, p, nil) })
+	r := waitQuestions(t, b, changes, 1, end.ended)[0]
+	ritaBy, ritaGroups := approvals.Decider(principal.Principal{Subject: "rita", Issuer: approverIssuer, Groups: []string{"release"}})
+	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: false, By: ritaBy}, ritaGroups); err != nil {
+		t.Fatal(err)
+	}
+	want = denied + " (" + notAmong + ", so it waited in the console for an approver; denied in the console by " + ritaBy + ")" + grant
+	if env := end.result(t); env.Error == nil || env.Error.Kind != tool.KindDenied || env.Error.Message != want || len(p.questions()) != 0 {
+		t.Fatalf("denied in the console: %+v\nwant %s", env.Error, want)
+	}
+}
+
+// TestApproverQuestionRefusedAtOnce: a caller outside a tool's approvers
+// whose question the console refuses at once (too many waiting, the
+// database unreachable) is told why, never that it waited for an
+// approver; and the approve entry the refusal quotes is the one config
+// writes, here a pattern (host*), not the tool's name.
+func TestApproverQuestionRefusedAtOnce(t *testing.T) {
+	patterned := strings.Replace(gateApprovers, "approve: [hostcalls]", "approve: [host*]", 1)
+	eve := principal.With(context.Background(), principal.Principal{Subject: "eve", Via: principal.ViaOAuth, Issuer: approverIssuer, Groups: []string{"dev"}})
+	rita := principal.With(context.Background(), principal.Principal{Subject: "rita", Via: principal.ViaOAuth, Issuer: approverIssuer, Groups: []string{"release"}})
+	head := "tool hostcalls runs only after a person confirms it (tools.gates.hostcalls), and only its approvers may confirm it: " +
+		"the caller eve is not among them (access.roles.releasers.approve names host*)"
+
+	// Too many waiting: rita's own question (her client cannot ask) fills
+	// the console.
+	w := newEscapeWorld(t)
+	w.restart(t, "approvals:\n  max_pending: 1\n")
+	w.app.ConsoleServes()
+	w.setGrants(t, patterned)
+	allow := "; to let it run without asking, set tools.gates.hostcalls.action: allow in " + w.cfgPath
+	b := w.app.Approvals()
+	changes, cancel := b.Subscribe()
+	defer cancel()
+	first := gateCallInBackground(w, rita)
+	r := waitQuestions(t, b, changes, 1, first.ended)[0]
+	res, err := tryGateCall(w, eve, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := head + "; the console has too many questions waiting (approvals.max_pending: 1); nothing ran" + allow; !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || res.Error.Message != want {
+		t.Errorf("too many: %+v\nwant %s", res.Error, want) // and go on: the second case is apart
+	}
+	ritaBy, ritaGroups := approvals.Decider(principal.Principal{Subject: "rita", Issuer: approverIssuer, Groups: []string{"release"}})
+	if err := b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: ritaBy}, ritaGroups); err != nil {
+		t.Fatal(err)
+	}
+	if res := first.result(t); res.IsError || !ran(res) {
+		t.Fatalf("rita's call, approved: %+v", res.Error)
+	}
+
+	// The database unreachable (approvals follow memory.backend): refused
+	// at once, naming it.
+	url := pg.DB(t)
+	px := pgtest.NewProxy(t, url)
+	u := newEscapeWorld(t)
+	u.restart(t, "memory:\n  backend: "+px.URL+"\n")
+	u.setGrants(t, patterned+"approvals:\n  via: console\nmemory:\n  backend: "+px.URL+"\n")
+	px.Stop()
+	res, err = tryGateCall(u, eve, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := strings.Split(strings.Split(px.URL, "@")[1], "?")[0] // 127.0.0.1:port/db, no password in it
+	prefix := head + "; the question could not wait in the console: approvals backend unavailable: postgres://postgres@" + db + ": "
+	suffix := " (approvals.on_backend_error: refuse); nothing ran; to let it run without asking, set tools.gates.hostcalls.action: allow in " + u.cfgPath
+	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
+		!strings.HasPrefix(res.Error.Message, prefix) || !strings.HasSuffix(res.Error.Message, suffix) || strings.Contains(res.Error.Message, "waited") {
+		t.Fatalf("database unreachable: %+v\nwant %s<the driver's error>%s", res.Error, prefix, suffix)
 	}
 }

@@ -324,6 +324,18 @@ func (c *capabilities) envConfig(cfg *config.Config) env.Config {
 	for key, v := range cfg.Env.Values {
 		values[key] = env.Value{Value: v.Value, FromEnv: v.FromEnv}
 	}
-	// The secrets come with each call, resolved by its tool's policy.
-	return env.Config{Values: values, Read: c.learn}
+	// The secrets come with each call, resolved by its tool's policy;
+	// each get checks them against the policy in force too, so that a
+	// reload revokes a binding at once, even mid-call.
+	return env.Config{Values: values, Read: c.learn, Secrets: c.liveSecrets}
+}
+
+// liveSecrets is env.Config.Secrets: the secrets of the tool called name
+// as the policy in force resolves them. Before the app wires its policy in,
+// none: a get then reads no secret (fails closed).
+func (c *capabilities) liveSecrets(name string) map[string]hostfuncs.Secret {
+	if c.prompts.policy == nil {
+		return nil
+	}
+	return c.prompts.policy().Secrets(name)
 }

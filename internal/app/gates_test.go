@@ -19,11 +19,21 @@ func ran(r *tool.Result) bool {
 
 func gateCall(t *testing.T, w *escapeWorld, c tool.Client) *tool.Result {
 	t.Helper()
-	res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}, Client: c})
+	res, err := tryGateCall(w, nil, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// tryGateCall calls hostcalls with no arguments as ctx's caller (nil:
+// context.Background()), through client c (nil: none). It never touches a
+// testing.T, so a goroutine may call it (inBackground).
+func tryGateCall(w *escapeWorld, ctx context.Context, c tool.Client) (*tool.Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return w.app.Call(ctx, mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: json.RawMessage(`{}`), Observer: nopObserver{}, Client: c})
 }
 
 func TestGates(t *testing.T) {

@@ -97,8 +97,9 @@ func (p *prompter) retry(ctx context.Context, call *hostfuncs.Call, serve func()
 			return result, withNote(err, askErr.Error())
 		}
 		if decision == deny {
-			audit(deny, deniedBy(by))
-			return result, withNote(err, deniedBy(by))
+			why := approverNote(ctx, pol, call.Tool, deniedBy(by), true)
+			audit(deny, why)
+			return result, withNote(err, why)
 		}
 		widen(&call.Grants, need)
 		applied, reason := decision, ""
@@ -276,6 +277,24 @@ func deniedBy(by string) string {
 	return "the person denied it when asked"
 }
 
+// approverNote is what became of a question about toolName (what), put
+// after why the caller was not asked when config names the tool's
+// approvers and the caller is not among them: then the question went to
+// the console, and waited says whether it waited there (a denial, an
+// expiry) or was refused at once (too many waiting, the backend
+// unavailable). The gate's refusal says the same (confirmInConsole).
+func approverNote(ctx context.Context, pol *policy.Policy, toolName, what string, waited bool) string {
+	outside := outsideApprovers(ctx, pol, toolName)
+	if outside == "" {
+		return what
+	}
+	sep := "; "
+	if waited {
+		sep = ", so it waited in the console for an approver; "
+	}
+	return fmt.Sprintf("only the approvers of tool %s may grant it: %s%s%s", toolName, outside, sep, what)
+}
+
 // ask puts q to the person and returns allowOnce, allowAlways or deny; an
 // answer the question did not offer is deny. A client that can elicit is
 // asked; one that cannot has the question wait in the console, and by is
@@ -308,10 +327,7 @@ func (p *prompter) askConsole(ctx context.Context, pol *policy.Policy, call *hos
 	switch {
 	case askErr != nil:
 		why := p.approvals.unanswered(d, askErr, pol.ClientWait())
-		if outside := outsideApprovers(ctx, pol, call.Tool); outside != "" {
-			why = fmt.Sprintf("only the approvers of tool %s may grant it: %s, so it waited in the console for an approver; %s", call.Tool, outside, why)
-		}
-		return "", "", errors.New(why)
+		return "", "", errors.New(approverNote(ctx, pol, call.Tool, why, waitedInConsole(askErr)))
 	case !d.Approved:
 		return deny, d.By, nil
 	case d.Persist && q.always:

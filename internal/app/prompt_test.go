@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,18 +70,28 @@ func (p *person) questions() []tool.ClientRequest {
 
 func (w *escapeWorld) callWith(t *testing.T, c tool.Client, fsReq any) (*tool.Result, outcome) {
 	t.Helper()
+	res, fs, err := tryCallWith(w, c, fsReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, fs
+}
+
+// tryCallWith is callWith returning its failure: it never touches a
+// testing.T, so a goroutine may call it (inBackground).
+func tryCallWith(w *escapeWorld, c tool.Client, fsReq any) (*tool.Result, outcome, error) {
 	args, _ := json.Marshal(map[string]any{"fs": fsReq, "env": map[string]any{"op": "get", "key": "VISIBLE"}})
 	res, err := w.app.Call(context.Background(), mcpserver.Call{Pass: mcpserver.LocalPass(), Name: "hostcalls", Arguments: args, Observer: nopObserver{}, Client: c})
 	if err != nil {
-		t.Fatal(err)
+		return nil, outcome{}, err
 	}
 	var out struct{ FS outcome }
 	if !res.IsError {
 		if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-			t.Fatalf("structured content %s: %v", res.StructuredContent, err)
+			return res, outcome{}, fmt.Errorf("structured content %s: %v", res.StructuredContent, err)
 		}
 	}
-	return res, out.FS
+	return res, out.FS, nil
 }
 
 var readDocs = map[string]any{"op": "read", "path": "docs/readme.md"}

@@ -236,6 +236,69 @@ func TestCancelledAsTheInsertCommits(t *testing.T) {
 	}
 }
 
+// TestInsertFailureDeletesOnlyAfterCommit: an insert that fails before its
+// commit (the call already ended, the database unreachable) stored no
+// row, and its Ask returns without a delete, which would only delay the
+// refusal (or the fallback) by another query timeout; one whose commit was
+// attempted deletes the row it may have stored, once. The deletes are
+// counted at the fault hook, not timed.
+func TestInsertFailureDeletesOnlyAfterCommit(t *testing.T) {
+	url := pg.DB(t)
+	px := pgtest.NewProxy(t, url)
+	a, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, QueryTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	deletes := 0
+	a.finishFault = func() error { deletes++; return nil }
+
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := a.Ask(ended, question("x")); !errors.Is(err, context.Canceled) || deletes != 0 {
+		t.Fatalf("the call ended before the insert: %v, %d deletes, want none", err, deletes)
+	}
+
+	b := openPG(t, url, 0)
+	b.finishFault = func() error { deletes++; return nil }
+	b.commitFault = func() error { return errors.New("the commit's answer was lost") }
+	local := &localAsks{Broker: NewMemory(0)}
+	f := &Fallback{Shared: b, Local: local, UseLocal: func() bool { return true }}
+	// The delete ran, so the question is nowhere else: the Fallback may
+	// ask it here.
+	if _, err := f.Ask(context.Background(), question("x")); !errors.Is(err, errAskedLocally) || deletes != 1 || local.n != 1 {
+		t.Fatalf("the commit's answer lost: %v, %d deletes, %d local asks; want 1 delete, then the local ask", err, deletes, local.n)
+	}
+
+	px.Stop()
+	if _, err := a.Ask(context.Background(), question("x")); !errors.Is(err, ErrUnavailable) || deletes != 1 {
+		t.Fatalf("the database unreachable: %v, %d deletes in all, want still 1", err, deletes)
+	}
+}
+
+// TestCommitLostAndDeleteFailed: when the commit's answer is lost and the
+// delete that would remove the row fails too, the row may be stored,
+// listed and decided on another replica: the Ask fails closed, marked
+// asked, so that a Fallback does not ask the same question locally (where
+// an approval could overturn a denial taken there).
+func TestCommitLostAndDeleteFailed(t *testing.T) {
+	url := pg.DB(t)
+	a, b := openPG(t, url, 0), openPG(t, url, 0)
+	a.commitFault = func() error { return errors.New("the commit's answer was lost") }
+	a.finishFault = func() error { return errors.New("injected delete failure") }
+	local := &localAsks{Broker: NewMemory(0)}
+	f := &Fallback{Shared: a, Local: local, UseLocal: func() bool { return true }}
+	_, err := f.Ask(context.Background(), question("deploy"))
+	var asked askedError
+	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &asked) || !strings.Contains(err.Error(), "the commit's answer was lost") || local.n != 0 {
+		t.Fatalf("Ask: %v (local asks: %d), want ErrUnavailable marked asked, and no local ask", err, local.n)
+	}
+	// Why: the row committed, and the other replica lists it.
+	if p, err := b.Pending(context.Background()); err != nil || len(p) != 1 {
+		t.Fatalf("pending on the other replica: %+v %v, want the stored question", p, err)
+	}
+}
+
 // TestMemoryDecisionRacingDeadline: a Decide that succeeded is what Ask
 // returns, even when the deadline passed meanwhile.
 func TestMemoryDecisionRacingDeadline(t *testing.T) {
@@ -266,8 +329,8 @@ func TestPostgresFailsClosed(t *testing.T) {
 	url := pg.DB(t)
 	px := pgtest.NewProxy(t, url)
 	// The query timeout is a bound the test never waits for (the cut and
-	// the closed port fail at once): short, a busy machine's slow insert
-	// would end the Ask before the database goes.
+	// the closed port fail at once): it is long, so that a busy machine's
+	// slow insert does not end the Ask before the database goes.
 	b, err := OpenPostgres(context.Background(), PostgresOptions{URL: px.URL, Poll: 50 * time.Millisecond, QueryTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)

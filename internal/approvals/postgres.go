@@ -90,6 +90,10 @@ type Postgres struct {
 	// error it returns is taken as the commit's, as when the call ends
 	// (or the connection drops) while the commit's answer is on its way.
 	commitFault func() error
+	// finishFault, set by tests only, runs before each delete of a
+	// question's row as its Ask returns (finish); an error it returns is
+	// taken as the delete's.
+	finishFault func() error
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // this process's Asks, by id
@@ -204,16 +208,27 @@ func (p *Postgres) Ask(ctx context.Context, r Request) (Decision, error) {
 		delete(p.waiters, r.ID)
 		p.mu.Unlock()
 	}()
-	if err := p.insert(ctx, r, body, deadline); err != nil {
-		if errors.Is(err, ErrTooMany) || errors.Is(err, ErrTooManyOfCaller) {
-			return Decision{}, err // refused under the lock: nothing stored
+	if committing, err := p.insert(ctx, r, body, deadline); err != nil {
+		if !committing {
+			// Failed before the commit (refused under the lock, or the
+			// database unreachable): no row can exist, and a delete would
+			// only delay the refusal, or the fallback, by another timeout.
+			return Decision{}, err
 		}
 		// The commit may have landed though its answer did not (the call
 		// ended meanwhile, the connection dropped): the row must not
 		// outlive its Ask, listed in every console until its deadline
 		// with nobody waiting on it. finish removes it, and returns a
 		// decision taken in that instant rather than throw it away.
-		return p.finish(ctx, r.ID, err)
+		d, removed, err := p.finish(ctx, r.ID, err)
+		if err != nil && !removed {
+			// The row may be stored, and its delete failed: it may be
+			// listed and decided on another replica, so the question
+			// must not be asked again elsewhere (a Fallback would, and
+			// could overturn a denial there).
+			return d, askedError{err}
+		}
+		return d, err
 	}
 	// From here on the question is shared: another replica may answer it,
 	// so every failure is marked asked (a Fallback never asks it again
@@ -245,18 +260,18 @@ func (p *Postgres) wait(ctx context.Context, id string, deadline time.Time, wake
 		case <-wake:
 		case <-tick.C:
 		case <-expired.C:
-			return p.finish(ctx, id, ErrExpired)
+			return p.finished(ctx, id, ErrExpired)
 		case <-ctx.Done():
-			return p.finish(ctx, id, ctx.Err())
+			return p.finished(ctx, id, ctx.Err())
 		}
 		d, decided, err := p.read(ctx, id)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return p.finish(ctx, id, ctx.Err())
+			return p.finished(ctx, id, ctx.Err())
 		case err != nil:
 			// Fail closed: without the row, no answer can be trusted,
 			// unless the delete finds one (finish).
-			return p.finish(ctx, id, err)
+			return p.finished(ctx, id, err)
 		case decided:
 			p.finish(ctx, id, nil)
 			return d, nil
@@ -270,8 +285,11 @@ func (p *Postgres) wait(ctx context.Context, id string, deadline time.Time, wake
 // last place. Rows left by a
 // replica that died mid-wait are swept first, a minute past their deadline: the Ask that owns a row
 // removes it as it returns, so only a replica that died mid-wait leaves one.
-func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline time.Time) error {
-	err := p.query(ctx, func(ctx context.Context) error {
+//
+// committing reports whether the commit was attempted: only then may a row
+// be stored though err says it failed.
+func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline time.Time) (committing bool, err error) {
+	err = p.query(ctx, func(ctx context.Context) error {
 		tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
 			return err
@@ -304,6 +322,7 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, notifyChannel); err != nil {
 			return err
 		}
+		committing = true
 		if err := tx.Commit(ctx); err != nil || p.commitFault == nil {
 			return err
 		}
@@ -311,11 +330,11 @@ func (p *Postgres) insert(ctx context.Context, r Request, body []byte, deadline 
 	})
 	switch {
 	case err == nil, errors.Is(err, ErrTooMany), errors.Is(err, ErrTooManyOfCaller):
-		return err
+		return committing, err
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return committing, ctx.Err()
 	}
-	return p.unavailable(err)
+	return committing, p.unavailable(err)
 }
 
 // read returns the decision on question id, if taken.
@@ -350,20 +369,32 @@ func (p *Postgres) read(ctx context.Context, id string) (d Decision, decided boo
 // failed read included): the delete and the read are one statement, so a
 // Decide either wrote before it (and its decision is returned here) or
 // finds no row (ErrNotFound). Throwing a decision away would let the
-// question be asked again and a denial be overturned.
-func (p *Postgres) finish(ctx context.Context, id string, err error) (Decision, error) {
+// question be asked again and a denial be overturned. removed reports
+// whether the delete ran: the row is gone, or never was.
+func (p *Postgres) finish(ctx context.Context, id string, err error) (d Decision, removed bool, _ error) {
 	var raw []byte
 	qerr := p.query(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		if p.finishFault != nil {
+			if err := p.finishFault(); err != nil {
+				return err
+			}
+		}
 		return p.pool.QueryRow(ctx, `WITH d AS (DELETE FROM warden_approvals WHERE id = $1 RETURNING decision)
 			SELECT (SELECT decision FROM d), pg_notify($2, '')`, id, notifyChannel).Scan(&raw, nil)
 	})
 	if qerr == nil && raw != nil && err != nil {
-		var d Decision
 		if json.Unmarshal(raw, &d) == nil {
-			return d, nil
+			return d, true, nil
 		}
 	}
-	return Decision{}, err
+	return Decision{}, qerr == nil, err
+}
+
+// finished is finish for a question that was stored (wait): Ask marks
+// every failure asked whether or not the delete ran.
+func (p *Postgres) finished(ctx context.Context, id string, err error) (Decision, error) {
+	d, _, err := p.finish(ctx, id, err)
+	return d, err
 }
 
 // Pending implements Broker.

@@ -323,16 +323,23 @@ func (p *Policy) MayApprove(name string, pr principal.Principal) bool {
 	return !named
 }
 
+// ApproverRole is a role whose approve list names a tool: the role's name
+// and the entry of its approve list that matched, as config writes it (the
+// tool's name, or a pattern such as "deploy*" or "*").
+type ApproverRole struct {
+	Role, Pattern string
+}
+
 // ApproverRoles names the access.roles whose approve lists name the tool
-// called name, in config's order: the lines a message points to when a
-// caller outside them is not asked (whose member would be). nil when no
-// role names the tool.
-func (p *Policy) ApproverRoles(name string) []string {
+// called name, in config's order, each with the first entry that matched:
+// the lines a message points to when a caller outside them is not asked
+// (whose member would be). nil when no role names the tool.
+func (p *Policy) ApproverRoles(name string) []ApproverRole {
 	key := config.ToolKey(name)
-	var out []string
+	var out []ApproverRole
 	for _, r := range p.access.roles {
-		if slices.ContainsFunc(r.approve, func(pat string) bool { return config.MatchTool(pat, key) }) {
-			out = append(out, r.name)
+		if i := slices.IndexFunc(r.approve, func(pat string) bool { return config.MatchTool(pat, key) }); i >= 0 {
+			out = append(out, ApproverRole{Role: r.name, Pattern: r.approve[i]})
 		}
 	}
 	return out

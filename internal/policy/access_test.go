@@ -190,8 +190,13 @@ func TestApprovers(t *testing.T) {
 	if got := p.Approvers("files"); got != nil {
 		t.Errorf("approvers of files %q, want nil (anyone)", got)
 	}
-	if got := p.ApproverRoles("SHIP_it"); !reflect.DeepEqual(got, []string{"release"}) {
-		t.Errorf("roles approving SHIP_it %q, want [release]", got)
+	// The entry that matched, as config writes it: the pattern for
+	// SHIP_it, the name for deploy.
+	if got, want := p.ApproverRoles("SHIP_it"), []ApproverRole{{Role: "release", Pattern: "ship_*"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("roles approving SHIP_it %q, want %q", got, want)
+	}
+	if got, want := p.ApproverRoles("deploy"), []ApproverRole{{Role: "release", Pattern: "deploy"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("roles approving deploy %q, want %q", got, want)
 	}
 	if got := p.ApproverRoles("files"); got != nil {
 		t.Errorf("roles approving files %q, want none", got)

@@ -9,9 +9,11 @@ import (
 // tool sees them: every secret, with the module that must serve the tool
 // for it to read the secret when the secret's tools list names it
 // (config.Config.SecretReaders, the rule of a grant's module). warden.env
-// reads a call's view (hostfuncs.Call.Secrets) and asks nothing of config,
-// so that a reload that binds or revokes a secret applies from the next
-// call, as a grant does.
+// asks nothing of config: it reads a call's view (hostfuncs.Call.Secrets),
+// and at each get the view of the policy in force (Policy.Secrets), and
+// needs both to bind the secret: a binding added by a reload applies from
+// the next call, as a grant does, and one revoked by a reload at once,
+// even to a call already running.
 type secretTable struct {
 	// unbound is every secret bound to no tool: the view of a tool no
 	// secret names.
@@ -63,3 +65,10 @@ func (t secretTable) of(key string) map[string]hostfuncs.Secret {
 // the tool for it to read it (hostfuncs.Secret.ReadableBy). The map is
 // shared by every call under this policy: never modify it.
 func (t ToolPolicy) Secrets() map[string]hostfuncs.Secret { return t.secrets }
+
+// Secrets returns config's secrets as the tool called name sees them:
+// Tool(name).Secrets() without resolving the rest of its policy, for
+// warden.env to check, at each get, the bindings in force now.
+func (p *Policy) Secrets(name string) map[string]hostfuncs.Secret {
+	return p.secrets.of(config.ToolKey(name))
+}

@@ -4,7 +4,9 @@
 //
 // Arguments (all optional): "fs" and "env" are the requests to send, by
 // default {"op":"read","path":"README.md"} and {"op":"get","key":"HOME"};
-// "memory" and "net", when given, are sent to those capabilities too.
+// "memory" and "net", when given, are sent to those capabilities too;
+// "env_again", when given, is sent to env a second time, after the
+// progress report 3 of 3 (a test's observer may hold the call there).
 // The result's structured content is
 //
 //	{"fs": {"result": ...} | {"error": {"kind", "message"}}, "env": ..., "memory": ...}
@@ -41,6 +43,7 @@ type args struct {
 	Env    json.RawMessage `json:"env"`
 	Memory json.RawMessage `json:"memory"`
 	Net    json.RawMessage `json:"net"`
+	Again  json.RawMessage `json:"env_again"`
 }
 
 // outcome is one capability's answer as the test sees it.
@@ -66,8 +69,11 @@ func (fixture) Call(ctx *warden.Context, raw json.RawMessage) (*tool.Result, err
 	ctx.Progress(2, 3, "calling env")
 	env := ask(ctx, "env", a.Env)
 	ctx.Progress(3, 3, "done")
-	ctx.Log(warden.LevelDebug, "hostcalls: done")
 	replies := map[string]outcome{"fs": fs, "env": env}
+	if a.Again != nil {
+		replies["env_again"] = ask(ctx, "env", a.Again)
+	}
+	ctx.Log(warden.LevelDebug, "hostcalls: done")
 	if a.Memory != nil {
 		replies["memory"] = ask(ctx, "memory", a.Memory)
 	}
