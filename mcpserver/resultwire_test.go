@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -124,7 +125,54 @@ func TestCallToolResultWireShapes(t *testing.T) {
 			t.Errorf("%s: fast encoding %v (%s), want %v", tc.name, ok, got, tc.ok)
 		}
 	}
-	if resultTypeField == nil {
-		t.Fatal("the go-sdk's CallToolResult has no resultType string field: the fast encoding is off")
+	if resultWire.typeField == nil {
+		t.Fatal("the fast encoding is off: the go-sdk's types changed (TestResultShapePinned), its CallToolResult has no resultType string field, or it encodes newResultEncoder's probe result differently")
+	}
+}
+
+// TestResultShapePinned pins the go-sdk's CallToolResult and TextContent to
+// the fields the fast encoding knows: a go-sdk update that adds, removes,
+// retypes or retags one fails here, naming it, before its results quietly
+// go the slow way (or, without the check, lose the field).
+func TestResultShapePinned(t *testing.T) {
+	got := resultShapeOf()
+	for _, f := range got {
+		if !slices.Contains(knownResultShape, f) {
+			t.Errorf("the go-sdk has %s, which appendCallToolResult does not know: teach it the field (and FuzzCallToolResultWire), then add it to knownResultShape", f)
+		}
+	}
+	for _, f := range knownResultShape {
+		if !slices.Contains(got, f) {
+			t.Errorf("the go-sdk no longer has %s, which appendCallToolResult writes", f)
+		}
+	}
+	if !t.Failed() && !slices.Equal(got, knownResultShape) {
+		t.Errorf("the go-sdk's fields are in another order:\n%q\nknown:\n%q", got, knownResultShape)
+	}
+}
+
+// TestResultShapeMismatchTurnsFastEncodingOff checks that a go-sdk whose
+// types differ from knownResultShape gets no fast encoding: every result
+// then goes the general way, which knows every field.
+func TestResultShapeMismatchTurnsFastEncodingOff(t *testing.T) {
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}
+	if _, ok := newResultEncoder(resultShapeOf()).append(nil, r); !ok {
+		t.Fatal("the go-sdk's own shape: the fast encoding is off")
+	}
+	known := knownResultShape
+	for name, shape := range map[string][]string{
+		"a new field":      append(slices.Clone(known), "CallToolResult.Extra string `json:\"extra,omitempty\"`"),
+		"a new text field": append(slices.Clone(known), "TextContent.Lang string"),
+		"a field gone":     slices.Delete(slices.Clone(known), 3, 4),
+		"a field retagged": slices.Replace(slices.Clone(known), 3, 4, "CallToolResult.IsError bool `json:\"is_error,omitempty\"`"),
+		"no fields at all": nil,
+	} {
+		e := newResultEncoder(shape)
+		if e.typeField != nil {
+			t.Errorf("%s: the fast encoding is on", name)
+		}
+		if b, ok := e.append([]byte("x"), r); ok || string(b) != "x" {
+			t.Errorf("%s: encoded %q (ok %v), want a refusal", name, b, ok)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/calltime"
@@ -495,6 +496,14 @@ func (t *Tool) checkStructured(raw json.RawMessage) *tool.Error {
 			return tool.Errorf(tool.KindBadOutput, "%s declares an outputSchema but returned no structuredContent", name)
 		}
 		return nil
+	}
+	// raw is what a client receives, byte for byte (json.Valid and a
+	// json.RawMessage's encoding both pass invalid UTF-8 through), while
+	// json.Unmarshal below decodes them as U+FFFD and so would pass them: a
+	// strict client may drop the session over a reply line that is not
+	// UTF-8.
+	if !utf8.Valid(raw) {
+		return tool.Errorf(tool.KindBadOutput, "%s structuredContent is not valid UTF-8", name)
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {

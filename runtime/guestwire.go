@@ -13,8 +13,11 @@ import (
 // keys, escapes in a string, keys not written exactly, a repeated key,
 // bytes that are not valid UTF-8, or JSON that is not valid. What it accepts
 // it decodes exactly as json.Unmarshal does (FuzzGuestResponseDifferential);
-// what it refuses, decodeResponse gives to json.Unmarshal. The bytes are the
-// guest's, read from its memory: nothing in resp aliases them.
+// what it refuses, decodeResponse gives to json.Unmarshal. Nothing in resp
+// aliases raw (the structured content is copied): raw is already a private
+// copy of guest memory, but a result may outlive the call, and should not
+// keep the whole answer alive, nor break if a caller ever passes a view of
+// guest memory.
 func decodeGuestResponse(raw []byte, resp *guestResponse) bool {
 	d := wireDecoder{b: raw}
 	if !d.byte('{') {
