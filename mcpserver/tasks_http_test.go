@@ -310,3 +310,61 @@ func TestHTTPAsksBounded(t *testing.T) {
 		t.Error("a response to a question given up was taken")
 	}
 }
+
+// FuzzTaskLayerResponse POSTs arbitrary bodies, on an arbitrary session,
+// to the task layer while one question of session "s1" waits: the
+// question receives a response only when the body is a response to its
+// id and came on its session, and a response to any id of the task
+// layer's prefix never reaches the go-sdk (next). (Requests are
+// FuzzTaskRequest's: a tasks/result may wait for its task.)
+func FuzzTaskLayerResponse(f *testing.F) {
+	for _, seed := range []struct{ session, body string }{
+		{"s1", `{"jsonrpc":"2.0","id":"warden-task-http-1","result":{"action":"accept"}}`},
+		{"s2", `{"jsonrpc":"2.0","id":"warden-task-http-1","result":{}}`},
+		{"s1", `{"jsonrpc":"2.0","id":"warden-task-http-2","error":{"code":-1,"message":"no"}}`},
+		{"s1", `{"jsonrpc":"2.0","id":"warden-task-http-1","result":{"x":"` + strings.Repeat("a", 300<<10) + `"}}`},
+		{"", `{"jsonrpc":"2.0","id":"warden-task-http-1","result":{}}`},
+		{"s1", `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{"s1", `[{"jsonrpc":"2.0","id":"warden-task-http-1","result":{}}]`},
+		{"s1", `{"jsonrpc":"2.0","id":"warden-task-http-1","method":"tasks/get","params":{}}`},
+	} {
+		f.Add(seed.session, seed.body)
+	}
+	s := inputServer(f, 0)
+	f.Fuzz(func(t *testing.T, session, body string) {
+		if msg, err := decodeMessage(trimSpace([]byte(body))); err == nil {
+			if _, ok := msg.(*jsonrpc.Request); ok {
+				return // the requests' path: FuzzTaskRequest
+			}
+		}
+		key, reply, forget, err := s.tasks.asks.open("s1", principal.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer forget()
+		passed := false
+		h := s.routeTasks(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }))
+		req := httptest.NewRequest(http.MethodPost, PathMCP, strings.NewReader(body))
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		msg, derr := decodeMessage(trimSpace([]byte(body)))
+		resp, ours := isTaskLayerResponse(msg)
+		if derr == nil && ours && passed {
+			t.Fatalf("a response to the task layer reached the go-sdk: %s", body)
+		}
+		select {
+		case got := <-reply:
+			if derr != nil || !ours || got.ID.Raw() != key || session != "s1" || len(resp.Result) > 256<<10 || rec.Code != http.StatusAccepted {
+				t.Fatalf("delivered %s on session %q (HTTP %d)", body, session, rec.Code)
+			}
+		default:
+			if rec.Code == http.StatusAccepted {
+				t.Fatalf("202 for %s on %q without delivering it", body, session)
+			}
+		}
+	})
+}
