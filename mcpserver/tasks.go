@@ -557,7 +557,8 @@ func (s *Server) startTask(ctx context.Context, c *taskCall, gen generation, own
 		client.features = declaredFeatures(c)
 	case tc.request != nil:
 		// 2025-11-25 over a connection warden can send requests on
-		// (stdio): its tasks/result puts the questions to the client.
+		// (stdio, an HTTP session): its tasks/result puts the questions
+		// to the client.
 		client.features = tc.features
 	}
 	start := TaskStart{
@@ -904,8 +905,8 @@ func TaskFailure(res *tool.Result) error {
 // the task has been answered, so a question goes through the task's
 // record (TaskLink.Ask): the task is input_required until the client
 // answers, by tasks/update on 2026-07-28, or on 2025-11-25 through its
-// tasks/result, which sends the questions to it (legacyResult: stdio
-// only).
+// tasks/result, which sends the questions to it (legacyResult: on the
+// stdio connection, or an HTTP session's tasks/result stream).
 type taskClient struct {
 	s        *Server
 	link     TaskLink
