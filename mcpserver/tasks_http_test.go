@@ -217,7 +217,7 @@ func TestTaskInputLegacyHTTP(t *testing.T) {
 		t.Errorf("questions sent: %q", asked)
 	}
 	refused("an answer after the task ended")(a.respond(lastID, forged))
-	if n := len(s.tasks.asks.byID); n != 0 {
+	if n := s.tasks.asks.count(); n != 0 {
 		t.Errorf("%d questions still registered after the stream ended", n)
 	}
 }
@@ -237,7 +237,7 @@ func TestTaskInputLegacyHTTPUnanswered(t *testing.T) {
 	if res["isError"] != true || !strings.Contains(dump(res["content"]), "(tools.defaults.client_wait)") {
 		t.Errorf("tasks/result of an unanswered task: %s", dump(res))
 	}
-	if n := len(s.tasks.asks.byID); n != 0 {
+	if n := s.tasks.asks.count(); n != 0 {
 		t.Errorf("%d questions still registered", n)
 	}
 
@@ -367,4 +367,11 @@ func FuzzTaskLayerResponse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// count is the number of questions waiting for a response.
+func (a *httpAsks) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.byID)
 }
