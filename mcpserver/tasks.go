@@ -138,6 +138,9 @@ type taskState struct {
 	// waiting for a task to end (at most maxTaskWaiters).
 	waitMu  sync.Mutex
 	waiters map[string]int
+	// asks are the requests sent to HTTP clients' tasks/result streams
+	// (2025-11-25) that wait for a response (tasks_http.go).
+	asks httpAsks
 }
 
 // maxTaskWaiters bounds the tasks/result and tasks/cancel requests one
@@ -554,7 +557,8 @@ func (s *Server) startTask(ctx context.Context, c *taskCall, gen generation, own
 		client.features = declaredFeatures(c)
 	case tc.request != nil:
 		// 2025-11-25 over a connection warden can send requests on
-		// (stdio): its tasks/result puts the questions to the client.
+		// (stdio, an HTTP session): its tasks/result puts the questions
+		// to the client.
 		client.features = tc.features
 	}
 	start := TaskStart{
@@ -901,8 +905,8 @@ func TaskFailure(res *tool.Result) error {
 // the task has been answered, so a question goes through the task's
 // record (TaskLink.Ask): the task is input_required until the client
 // answers, by tasks/update on 2026-07-28, or on 2025-11-25 through its
-// tasks/result, which sends the questions to it (legacyResult: stdio
-// only).
+// tasks/result, which sends the questions to it (legacyResult: on the
+// stdio connection, or an HTTP session's tasks/result stream).
 type taskClient struct {
 	s        *Server
 	link     TaskLink
@@ -1079,10 +1083,13 @@ func checkAnswers(t *tasks.Task, answers map[string]json.RawMessage) (map[string
 // legacyResult answers a 2025-11-25 tasks/result: it waits for the task
 // to end and returns its payload. While the task asks for input, it sends
 // each outstanding request to the client as a request of the server's own
-// on this connection, tied to the task by _meta[metaRelatedTask], and
-// delivers the answers (TaskRunner.Respond), as that revision has the
-// requestor's tasks/result carry a task's questions. A connection warden
-// cannot send requests on (HTTP) only waits: its tasks' calls cannot ask.
+// (on the stdio connection, or on the HTTP reply's SSE stream), tied to
+// the task by _meta[metaRelatedTask], and delivers the answers
+// (TaskRunner.Respond), as that revision has the requestor's tasks/result
+// carry a task's questions. A request the client does not answer within
+// tools.defaults.client_wait, or whose task ends meanwhile, is given up
+// and the task awaited again. A request warden cannot send requests on (a
+// sessionless HTTP request) only waits: its tasks' calls cannot ask.
 func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskContext) *taskReply {
 	r := s.opts.Tasks
 	for {
@@ -1096,26 +1103,12 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 		if t.Status.Terminal() {
 			return legacyPayload(&t)
 		}
-		answers := map[string]json.RawMessage{}
-		for _, q := range t.Outstanding() {
-			params := map[string]json.RawMessage{}
-			if len(q.Params) > 0 {
-				if err := json.Unmarshal(q.Params, &params); err != nil {
-					return replyError(jsonrpc.CodeInternalError, "task %s: the params of its request %q are not an object: %v", id, q.Key, err)
-				}
-			}
-			if err := editObject(params, "_meta", func(meta map[string]json.RawMessage) error {
-				meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
-				return nil
-			}); err != nil {
-				return replyError(jsonrpc.CodeInternalError, "task %s: the _meta of its request %q is not an object: %v", id, q.Key, err)
-			}
-			raw, _ := json.Marshal(params)
-			res, err := tc.request(ctx, q.Method, raw)
-			if err != nil {
-				return replyError(jsonrpc.CodeInternalError, "task %s: the client did not answer its %s request %q: %v", id, q.Method, q.Key, err)
-			}
-			answers[q.Key] = res
+		answers, reply := s.askRound(ctx, &t, owner, id, tc)
+		if reply != nil {
+			return reply
+		}
+		if answers == nil {
+			continue // given up: await the task again
 		}
 		checked, refused := checkAnswers(&t, answers)
 		if refused != nil {
@@ -1125,6 +1118,46 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 			return taskFailure(err)
 		}
 	}
+}
+
+// askRound sends t's outstanding requests to the client one at a time and
+// returns the answers by key; nil answers when the round was given up (no
+// answer within tools.defaults.client_wait, or the task ended), or the
+// reply tasks/result ends with (the client answered with an error, or a
+// request could not be sent).
+func (s *Server) askRound(ctx context.Context, t *tasks.Task, owner, id string, tc taskContext) (map[string]json.RawMessage, *taskReply) {
+	round, stop := context.WithTimeout(ctx, s.clientWait())
+	defer stop()
+	go func() {
+		// The task's end ends the round.
+		defer stop()
+		s.opts.Tasks.Await(round, owner, id)
+	}()
+	answers := map[string]json.RawMessage{}
+	for _, q := range t.Outstanding() {
+		params := map[string]json.RawMessage{}
+		if len(q.Params) > 0 {
+			if err := json.Unmarshal(q.Params, &params); err != nil {
+				return nil, replyError(jsonrpc.CodeInternalError, "task %s: the params of its request %q are not an object: %v", id, q.Key, err)
+			}
+		}
+		if err := editObject(params, "_meta", func(meta map[string]json.RawMessage) error {
+			meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
+			return nil
+		}); err != nil {
+			return nil, replyError(jsonrpc.CodeInternalError, "task %s: the _meta of its request %q is not an object: %v", id, q.Key, err)
+		}
+		raw, _ := json.Marshal(params)
+		res, err := tc.request(round, q.Method, raw)
+		if err != nil && ctx.Err() == nil && round.Err() != nil {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, replyError(jsonrpc.CodeInternalError, "task %s: the client did not answer its %s request %q: %v", id, q.Method, q.Key, err)
+		}
+		answers[q.Key] = res
+	}
+	return answers, nil
 }
 
 // metaIgnoredInput is the _meta key of a tasks/update acknowledgement

@@ -272,8 +272,7 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 			return
 		}
 		msg, err := decodeMessage(whole)
-		req, ok := msg.(*jsonrpc.Request)
-		if err != nil || !ok {
+		if err != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -281,10 +280,26 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		if !ok {
 			p = principal.Local // loopback without authentication
 		}
-		claim := s.claimTask(req, taskContext{
+		if resp, ok := isTaskLayerResponse(msg); ok {
+			// A response to a task's question (tasks_http.go): the
+			// go-sdk sent no request of that id.
+			s.takeResponse(w, r, resp, p)
+			return
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		out := &sseReply{w: w, session: r.Header.Get("Mcp-Session-Id")}
+		tc := taskContext{
 			version: r.Header.Get("Mcp-Protocol-Version"), fromHeader: true,
 			principal: p, peer: s.httpTaskPeer(r.Header.Get("Mcp-Session-Id")),
-		})
+		}
+		if versionGeneration(tc.version) == genLegacy {
+			tc.request, tc.features = s.httpAsker(r, p, out)
+		}
+		claim := s.claimTask(req, tc)
 		if claim == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -302,16 +317,7 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		} else {
 			resp.Result = raw
 		}
-		data, err := jsonrpc.EncodeMessage(resp)
-		if err != nil {
-			http.Error(w, "encoding the task reply: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-			w.Header().Set("Mcp-Session-Id", sid)
-		}
-		w.Write(data)
+		out.reply(resp)
 	})
 }
 

@@ -367,6 +367,12 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	rt.asked = make(chan struct{})
 	rt.mu.Unlock()
 	r.log.Info("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
+	r.record(stored, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
+		From: string(tasks.Working), Status: string(tasks.InputRequired), Requests: countMethods(wire)})
+	// However the wait ends, the change out of input_required is audited
+	// once, with the status the record holds then.
+	why := "ended"
+	defer func() { r.leftInput(stored, rt, why) }()
 	if rt.notify != nil {
 		rt.notify(t)
 	}
@@ -379,6 +385,7 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		case <-ctx.Done():
 			// Unanswered: the call goes on without the answers (or stops,
 			// cancelled); the record no longer asks.
+			why = "unanswered"
 			if t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 				if t.Status == tasks.InputRequired {
 					t.Status, t.StatusMessage = tasks.Working, "no answer to "+strings.Join(keys, ", ")+" came in time"
@@ -403,6 +410,7 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 			// warden's own question, answered under another config than
 			// it was asked under: the answer is not for the call that
 			// would go on now.
+			why = "config changed"
 			if t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 				if t.Status == tasks.InputRequired {
 					t.Status, t.StatusMessage = tasks.Working, "config changed while "+stale+" waited"
@@ -429,12 +437,46 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		if answers == nil {
 			continue
 		}
+		why = "answered"
 		if rt.notify != nil {
 			rt.notify(t)
 		}
 		r.log.Info("task input answered", "task", rt.id, "requests", strings.Join(keys, ", "))
 		return answers, nil
 	}
+}
+
+// leftInput audits a task's change out of input_required as its call's
+// wait ends (why: answered, unanswered, config changed, ended): to the
+// status its record holds now, working unless it ended meanwhile (a
+// record that cannot be read counts as failed, as an end the runner
+// cannot store does).
+func (r *taskRunner) leftInput(ctx context.Context, rt *runningTask, why string) {
+	to := tasks.Failed
+	if t, err := r.store.Get(ctx, rt.owner, rt.id); err == nil {
+		to = t.Status
+	}
+	r.record(ctx, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
+		From: string(tasks.InputRequired), Status: string(to), Reason: why})
+}
+
+// countMethods says how many of reqs ask each method, in asking order
+// ("elicitation/create=2,roots/list=1"): what an audit line may tell of
+// a task's questions, whose params may hold the person's data.
+func countMethods(reqs []tasks.InputRequest) string {
+	var order []string
+	n := map[string]int{}
+	for _, q := range reqs {
+		if n[q.Method] == 0 {
+			order = append(order, q.Method)
+		}
+		n[q.Method]++
+	}
+	parts := make([]string, len(order))
+	for i, m := range order {
+		parts[i] = fmt.Sprintf("%s=%d", m, n[m])
+	}
+	return strings.Join(parts, ",")
 }
 
 // staleQuestions names the requests of reqs that are warden's own

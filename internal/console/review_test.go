@@ -301,6 +301,22 @@ func TestActivityReadsShared(t *testing.T) {
 	}
 }
 
+// TestActivityShowsTaskStatus: a task_status audit line (a task entering
+// input_required) is listed with the change and what it asks.
+func TestActivityShowsTaskStatus(t *testing.T) {
+	audit := t.TempDir() + "/audit.jsonl"
+	line := `{"event":"task_status","tool":"build","who":"alice","method":"tools/call","target":"t1","from":"working","outcome":"input_required","requests":"elicitation/create=2"}`
+	if err := os.WriteFile(audit, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, Options{Prefix: "/", AuditPath: audit})
+	cl, _ := w.login(principal.Local)
+	page := w.get(cl, "/activity/list?tool=build")
+	if !strings.Contains(page, "task_status") || !strings.Contains(page, "task t1: working → input_required, asks elicitation/create=2") {
+		t.Errorf("the list without the task's status change:\n%s", page)
+	}
+}
+
 // TestHeadDoesNotSpendLoginLink (finding 5): a HEAD of the login link (a
 // link preview, a prefetcher) is refused and leaves the link usable.
 func TestHeadDoesNotSpendLoginLink(t *testing.T) {

@@ -42,7 +42,11 @@ type Line struct {
 	Gate       string `json:"gate,omitempty"`
 	Outcome    string `json:"outcome,omitempty"`
 	Decision   string `json:"decision,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	// From is the status a task left (event task_status; Outcome is the
+	// one it entered), and Requests counts what it asks by method.
+	From     string `json:"from,omitempty"`
+	Requests string `json:"requests,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 	// Decider is who answered an approval in the console.
 	Decider    string   `json:"decider,omitempty"`
 	Kind       string   `json:"kind,omitempty"`

@@ -26,9 +26,12 @@ func TestTaskEvents(t *testing.T) {
 	h.Task(ctx, TaskEvent{Event: TaskStarted, ID: "t2", Tool: "build", Status: "working"})
 	h.Task(ctx, TaskEvent{Event: TaskCancel, ID: "t1", Tool: "build", Status: "working"})
 	h.Task(ctx, TaskEvent{Event: TaskEnded, ID: "t1", Tool: "build", Status: "cancelled", Reason: "cancelled on request"})
+	h.Task(ctx, TaskEvent{Event: TaskStatus, ID: "t2", Tool: "build", From: "working", Status: "input_required", Requests: "elicitation/create=1"})
+	h.Task(ctx, TaskEvent{Event: TaskStatus, ID: "t2", Tool: "build", From: "input_required", Status: "working", Reason: "answered"})
+	h.Task(ctx, TaskEvent{Event: TaskStatus, ID: "t2", Tool: "build", From: "working", Status: "input_required", Requests: "roots/list=1"})
 	a.Close()
 	lines := readLines(t, path)
-	if len(lines) != 4 {
+	if len(lines) != 7 {
 		t.Fatalf("%d audit lines", len(lines))
 	}
 	end := lines[3]
@@ -36,11 +39,21 @@ func TestTaskEvents(t *testing.T) {
 		end.Outcome != "cancelled" || end.Reason != "cancelled on request" || end.Method != "tools/call" {
 		t.Errorf("task end line %+v", end)
 	}
+	if st := lines[4]; st.Event != "task_status" || st.Target != "t2" || st.From != "working" || st.Outcome != "input_required" ||
+		st.Requests != "elicitation/create=1" || st.Reason != "" || st.Who != "alice" {
+		t.Errorf("task status line %+v", st)
+	}
+	if st := lines[5]; st.Event != "task_status" || st.From != "input_required" || st.Outcome != "working" || st.Reason != "answered" {
+		t.Errorf("task status line %+v", st)
+	}
 	for series, want := range map[string]float64{
-		`warden_tasks_started_total{tool="build"}`:     2,
-		`warden_tasks_ended_total{status="cancelled"}`: 1,
-		`warden_tasks_cancel_requests_total`:           1,
-		`warden_tasks_running`:                         1,
+		`warden_tasks_started_total{tool="build"}`:                   2,
+		`warden_tasks_ended_total{status="cancelled"}`:               1,
+		`warden_tasks_cancel_requests_total`:                         1,
+		`warden_tasks_running`:                                       1,
+		`warden_tasks_status_changes_total{status="input_required"}`: 2,
+		`warden_tasks_status_changes_total{status="working"}`:        1,
+		`warden_tasks_waiting_input`:                                 1,
 	} {
 		if got, ok := gathered(t, m)[series]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)

@@ -1,0 +1,195 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warden-run/warden/internal/observe"
+	"github.com/warden-run/warden/internal/principal"
+	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/mcpserver"
+)
+
+// observedReplica is a replica whose runner reports to an audit log and
+// metrics of its own; closeAudit flushes the log and returns its lines.
+func observedReplica(t *testing.T, dir string, opts TaskOptions) (r *taskRunner, metrics *observe.Metrics, closeAudit func() []observe.Line) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.log")
+	audit, err := observe.OpenAudit(observe.AuditOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics = observe.NewMetrics(observe.Sources{})
+	rec := observe.New(observe.Options{Audit: audit, Metrics: metrics})
+	st, err := tasks.OpenFile(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = newTaskRunner(st, opts, discardLogger(), func() observe.Recorder { return rec })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r.close(ctx)
+	})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			audit.Close()
+		}
+	})
+	return r, metrics, func() []observe.Line {
+		closed = true
+		if err := audit.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var out []observe.Line
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "secret-answer") || strings.Contains(sc.Text(), "Your PIN") {
+				t.Errorf("an audit line holds a request's params or an answer: %s", sc.Text())
+			}
+			var l observe.Line
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+}
+
+// taskSeries returns the warden_tasks_* series of m, by name and label
+// values ("warden_tasks_status_changes_total/working").
+func taskSeries(t *testing.T, m *observe.Metrics) map[string]float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "warden_tasks_") {
+			continue
+		}
+		for _, mt := range f.Metric {
+			name := f.GetName()
+			for _, l := range mt.Label {
+				name += "/" + l.GetValue()
+			}
+			if mt.Gauge != nil {
+				out[name] = mt.Gauge.GetValue()
+			} else if mt.Counter != nil {
+				out[name] = mt.Counter.GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestTaskStatusAudited: each change of a task into input_required and out
+// of it is a task_status line of the replica running the task (from, to,
+// the owner, and what is asked counted by method, never the params nor the
+// answers), answered on another replica or not at all (cancelled while
+// waiting), and moves warden_tasks_status_changes_total and
+// warden_tasks_waiting_input; progress reports are not status changes, and
+// the replica that only took the answers records none.
+func TestTaskStatusAudited(t *testing.T) {
+	dir := t.TempDir()
+	a, aMetrics, closeA := observedReplica(t, dir, TaskOptions{Replica: "a", PollInterval: time.Millisecond})
+	b, bMetrics, closeB := observedReplica(t, dir, TaskOptions{Replica: "b", PollInterval: time.Millisecond})
+	pin := json.RawMessage(`{"message":"Your PIN?"}`)
+	alice := principal.With(context.Background(), principal.Principal{Subject: "alice", Via: principal.ViaOAuth})
+	task, err := a.Start(alice,
+		mcpserver.TaskStart{Owner: "o", Tool: "asker",
+			Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+				for range 3 {
+					link.Status("progress") // no status change
+				}
+				if _, err := link.Ask(ctx, []tasks.InputRequest{
+					{Key: "pin", Method: "elicitation/create", Params: pin},
+					{Key: "roots", Method: "roots/list"},
+					{Key: "again", Method: "elicitation/create", Params: pin},
+				}); err != nil {
+					return nil, err
+				}
+				_, err := link.Ask(ctx, []tasks.InputRequest{{Key: "more", Method: "sampling/createMessage", Params: pin}})
+				return nil, err
+			}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untilAsked(t, b, "o", task.ID, "pin@1")
+	// The change is audited once stored: the record may show it first.
+	for taskSeries(t, aMetrics)["warden_tasks_waiting_input"] != 1 {
+		if got := taskSeries(t, aMetrics)["warden_tasks_status_changes_total/input_required"]; got > 1 {
+			t.Fatalf("%v changes into input_required and none waiting", got)
+		}
+		runtime.Gosched()
+	}
+	secret := json.RawMessage(`{"action":"accept","content":{"pin":"secret-answer"}}`)
+	if _, err := b.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{
+		"pin@1": secret, "again@1": secret, "roots@1": json.RawMessage(`{"roots":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	untilAsked(t, b, "o", task.ID, "more@2")
+	if got, err := a.Cancel(alice, "o", task.ID); err != nil || got.Status != tasks.Cancelled {
+		t.Fatalf("cancel: %+v, %v", got, err)
+	}
+	for series, want := range map[string]float64{
+		"warden_tasks_status_changes_total/input_required": 2,
+		"warden_tasks_status_changes_total/working":        2,
+		"warden_tasks_waiting_input":                       0,
+		"warden_tasks_running":                             0,
+	} {
+		if got, ok := taskSeries(t, aMetrics)[series]; !ok || got != want {
+			t.Errorf("a: %s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
+	if got := taskSeries(t, bMetrics); len(got) != 0 {
+		t.Errorf("b, which took answers only, has task series %v", got)
+	}
+	type line struct{ Who, Via, Event, Tool, Target, From, Outcome, Requests, Reason string }
+	var got []line
+	for _, l := range closeA() {
+		reason := l.Reason
+		if l.Event == observe.TaskEnded {
+			reason = "" // the status message, pinned by the runner's own tests
+		}
+		got = append(got, line{l.Who, l.Via, l.Event, l.Tool, l.Target, l.From, l.Outcome, l.Requests, reason})
+	}
+	mk := func(event, from, to, requests, reason string) line {
+		return line{"alice", "oauth", event, "asker", task.ID, from, to, requests, reason}
+	}
+	want := []line{
+		mk("task_start", "", "working", "", ""),
+		mk("task_status", "working", "input_required", "elicitation/create=2,roots/list=1", ""),
+		mk("task_status", "input_required", "working", "", "answered"),
+		mk("task_status", "working", "input_required", "sampling/createMessage=1", ""),
+		mk("task_cancel", "", "input_required", "", ""),
+		mk("task_status", "input_required", "working", "", "unanswered"),
+		mk("task_end", "", "cancelled", "", ""),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("a's audit lines:\n%+v\nwant\n%+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if lines := closeB(); len(lines) != 0 {
+		t.Errorf("b's audit lines: %+v", lines)
+	}
+}
