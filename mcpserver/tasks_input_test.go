@@ -202,6 +202,9 @@ func TestTaskInputRequired(t *testing.T) {
 	}
 	wantIgnored(t, "a spent answer replayed", update(map[string]any{"first": accept}),
 		`{"first":"answered already; an answer is taken once"}`)
+	// Not outstanding, so ignored (SEP-2663), whatever its kind.
+	wantIgnored(t, "an answer of another kind to a request answered already", update(map[string]any{"first": []any{1, 2}}),
+		`{"first":"answered already; an answer is taken once"}`)
 	roundTrip(t, update(map[string]any{"second": map[string]any{"action": "decline"}}))
 	got = until(t, ask, alice, id, tasks.Completed)
 	if got["status"] != "completed" || dump(got["result"].(map[string]any)["content"]) !=
@@ -369,4 +372,110 @@ func TestTaskInputLegacyStdio(t *testing.T) {
 func ended(m map[string]any) bool {
 	s, _ := m["status"].(string)
 	return tasks.Status(s).Terminal()
+}
+
+// staleGetRunner answers Get with a record read before the task asked
+// (working): what a tasks/update that read the task just before its call
+// asked would have seen.
+type staleGetRunner struct {
+	TaskRunner
+	stale tasks.Task
+}
+
+func (r staleGetRunner) Get(context.Context, string, string) (tasks.Task, error) { return r.stale, nil }
+
+// TestTaskUpdateChecksWhatItTakes: the kind of an answer is checked
+// against the request it answers in the record the answer is written to,
+// not against an earlier read: a tasks/update whose read of the task
+// predates the task's question (keys are predictable) cannot get an answer
+// of the wrong kind (a list, a roots result for an elicitation, null) to
+// the call. The update is refused, nothing is taken, and the task still
+// asks both questions.
+func TestTaskUpdateChecksWhatItTakes(t *testing.T) {
+	s := inputServer(t, 0)
+	ask := taskAsker(t, s)
+	id := roundTrip(t, ask(alice, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}}))["taskId"].(string)
+	until(t, ask, alice, id, tasks.InputRequired)
+	real := s.opts.Tasks
+	s.opts.Tasks = staleGetRunner{TaskRunner: real, stale: tasks.Task{ID: id, Owner: tasks.OwnerOf(alice.principal, ""), Status: tasks.Working}}
+	for _, c := range []struct {
+		what    string
+		answers map[string]any
+		msg     string
+	}{
+		{"a list", map[string]any{"first": []any{1, 2}, "second": map[string]any{"action": "decline"}},
+			`invalid params: inputResponses["first"] is not a result of elicitation/create`},
+		{"a roots result", map[string]any{"first": map[string]any{"action": "decline"}, "second": map[string]any{"roots": []any{}}},
+			`inputResponses["second"] is not a result of elicitation/create`},
+		{"null", map[string]any{"first": nil},
+			`invalid params: inputResponses["first"] is not a result of elicitation/create`},
+	} {
+		wantRefusal(t, c.what, ask(alice, "tasks/update", map[string]any{"taskId": id, "inputResponses": c.answers}), jsonrpc.CodeInvalidParams, c.msg)
+	}
+	s.opts.Tasks = real
+	if got := roundTrip(t, ask(alice, "tasks/get", map[string]any{"taskId": id})); got["status"] != "input_required" || len(got["inputRequests"].(map[string]any)) != 2 {
+		t.Fatalf("after refused updates: %s", dump(got))
+	}
+	roundTrip(t, ask(alice, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"first": map[string]any{"action": "decline"}, "second": map[string]any{"action": "cancel"}}}))
+	got := until(t, ask, alice, id, tasks.Completed)
+	if res, _ := got["result"].(map[string]any); dump(res["content"]) != `[{"text":"{\"action\":\"decline\"} {\"action\":\"cancel\"}","type":"text"}]` {
+		t.Errorf("the completed task: %s", dump(got))
+	}
+}
+
+// answeredRunner answers Get and List with one record: a task whose every
+// request is answered, the answers not yet taken by its call.
+type answeredRunner struct {
+	TaskRunner
+	task tasks.Task
+}
+
+func (r answeredRunner) Get(context.Context, string, string) (tasks.Task, error) { return r.task, nil }
+
+func (r answeredRunner) List(context.Context, string, string) ([]tasks.Task, string, error) {
+	return []tasks.Task{r.task}, "", nil
+}
+
+// TestTaskAnsweredShowsWorking: a task whose round is answered but whose
+// call has not taken the answers yet asks nothing: tasks/get (both
+// generations) and tasks/list show it working, without inputRequests, not
+// input_required with nothing to answer. One request outstanding shows it
+// input_required.
+func TestTaskAnsweredShowsWorking(t *testing.T) {
+	s := inputServer(t, 0)
+	ask := taskAsker(t, s)
+	id := strings.Repeat("a", tasks.IDLen)
+	rec := tasks.Task{ID: id, Tool: "asker", Status: tasks.InputRequired, TTL: time.Hour,
+		InputRequests: []tasks.InputRequest{
+			{Key: "first", Method: tool.MethodElicit, Params: json.RawMessage(`{"message":"First?"}`)},
+			{Key: "second", Method: tool.MethodElicit, Params: json.RawMessage(`{"message":"Second?"}`)}},
+		InputResponses: map[string]json.RawMessage{"first": json.RawMessage(`{"action":"decline"}`), "second": json.RawMessage(`{"action":"decline"}`)}}
+	legacy := taskContext{version: "2025-11-25", principal: alice.principal}
+	for _, c := range []struct {
+		answered []string
+		want     string
+	}{
+		{[]string{"first", "second"}, "working"},
+		{[]string{"first"}, "input_required"},
+	} {
+		r := rec
+		r.InputResponses = map[string]json.RawMessage{}
+		for _, k := range c.answered {
+			r.InputResponses[k] = rec.InputResponses[k]
+		}
+		s.opts.Tasks = answeredRunner{TaskRunner: s.opts.Tasks, task: r}
+		got := roundTrip(t, ask(alice, "tasks/get", map[string]any{"taskId": id}))
+		if got["status"] != c.want || (c.want == "working") != (got["inputRequests"] == nil) {
+			t.Errorf("answered %v: 2026-07-28 tasks/get = %s", c.answered, dump(got))
+		}
+		if got := roundTrip(t, ask(legacy, "tasks/get", map[string]any{"taskId": id, "_meta": map[string]any{}})); got["status"] != c.want {
+			t.Errorf("answered %v: 2025-11-25 tasks/get = %s", c.answered, dump(got))
+		}
+		list := roundTrip(t, ask(legacy, "tasks/list", map[string]any{"_meta": map[string]any{}}))
+		if ts, _ := list["tasks"].([]any); len(ts) != 1 || ts[0].(map[string]any)["status"] != c.want {
+			t.Errorf("answered %v: 2025-11-25 tasks/list = %s", c.answered, dump(list))
+		}
+		s.opts.Tasks = s.opts.Tasks.(answeredRunner).TaskRunner
+	}
 }

@@ -108,6 +108,10 @@ type taskRunner struct {
 	// warden's own questions carry it (tool.MetaConfig): an answer to one
 	// asked under another config is not taken (ask).
 	configDigest func() string
+	// askStored, set by tests only, runs in ask right after a round's
+	// requests are stored, before the call waits for the answers: the
+	// point where an answer taken on this replica must not be lost.
+	askStored func(id string)
 
 	mu      sync.Mutex
 	running map[string]*runningTask
@@ -325,6 +329,15 @@ func (rt *runningTask) stopTask() {
 	rt.cancel(context.Canceled)
 }
 
+// stopping reports whether the task's call is being stopped, ctx being
+// its context: cancelled on request (here or on another replica, seen at a
+// lease renewal), or its server shutting down.
+func (rt *runningTask) stopping(ctx context.Context) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.cancelled || errors.Is(context.Cause(ctx), errShutdown)
+}
+
 func (r *taskRunner) local(id string) *runningTask {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -351,22 +364,29 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	}
 	msg := "waiting for the client to answer " + strings.Join(keys, ", ")
 	stored := context.WithoutCancel(ctx)
+	// A doorbell rung for an earlier round means nothing now. Cleared
+	// before this round is stored: a tasks/update taken here once it is
+	// stored rings it for this round, and that ring must stay.
+	select {
+	case <-rt.input:
+	default:
+	}
 	t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 		t.Status, t.InputRequests, t.InputResponses, t.StatusMessage = tasks.InputRequired, wire, nil, msg
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storing the task's input requests: %w", err)
 	}
-	// A doorbell rung for an earlier round means nothing now.
-	select {
-	case <-rt.input:
-	default:
+	if r.askStored != nil {
+		r.askStored(rt.id)
 	}
 	rt.mu.Lock()
 	close(rt.asked)
 	rt.asked = make(chan struct{})
 	rt.mu.Unlock()
-	r.log.Info("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
+	// Debug: a guest asking in a loop would flood an Info log; the task's
+	// status line and its status notifications say the same.
+	r.log.Debug("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
 	if rt.notify != nil {
 		rt.notify(t)
 	}
@@ -377,8 +397,15 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		case <-rt.input:
 		case <-poll.C:
 		case <-ctx.Done():
-			// Unanswered: the call goes on without the answers (or stops,
-			// cancelled); the record no longer asks.
+			if rt.stopping(ctx) {
+				// Cancelled or shut down: the run ends the record at
+				// once (cancelled, failed), which drops the requests; a
+				// working status in between would be a state the task
+				// never was in.
+				return nil, ctx.Err()
+			}
+			// Unanswered in time (client_wait): the call goes on without
+			// the answers; the record no longer asks.
 			if t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 				if t.Status == tasks.InputRequired {
 					t.Status, t.StatusMessage = tasks.Working, "no answer to "+strings.Join(keys, ", ")+" came in time"
@@ -432,7 +459,7 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		if rt.notify != nil {
 			rt.notify(t)
 		}
-		r.log.Info("task input answered", "task", rt.id, "requests", strings.Join(keys, ", "))
+		r.log.Debug("task input answered", "task", rt.id, "requests", strings.Join(keys, ", "))
 		return answers, nil
 	}
 }
@@ -462,21 +489,29 @@ func (r *taskRunner) staleQuestions(reqs []tasks.InputRequest) string {
 }
 
 // Respond implements mcpserver.TaskRunner: the answers are added to the
-// record under tasks.Task.Answer's rules, and the call waiting for them,
-// when it runs here, is woken.
+// record under tasks.Task.Answer's rules, each checked against the request
+// it answers in the record being changed (mcpserver.CheckInputResponse),
+// and the call waiting for them, when it runs here, is woken. An answer
+// refused by the check leaves the record as it was.
 func (r *taskRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (map[string]string, error) {
 	var ignored map[string]string
-	_, err := r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) { ignored = t.Answer(answers) })
+	var refused error
+	_, err := r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) {
+		ignored, refused = t.Answer(answers, mcpserver.CheckInputResponse)
+	})
 	if errors.Is(err, tasks.ErrTerminal) {
 		// Ended meanwhile: nothing is taken.
 		t, gerr := r.store.Get(ctx, owner, id)
 		if gerr != nil {
 			return nil, gerr
 		}
-		return t.Answer(answers), nil
+		return t.Answer(answers, mcpserver.CheckInputResponse)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	if len(ignored) < len(answers) {
 		if rt := r.local(id); rt != nil {
@@ -717,7 +752,15 @@ func (a *App) CallAsTask(ctx context.Context, owner string, c mcpserver.Call, st
 			call := c
 			call.Task, call.Observer = true, mcpserver.StatusObserver(c.Observer, link.Status)
 			out, err := a.Call(runCtx, call)
-			if err != nil {
+			var te *tool.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &te) && tool.KindOf(err) != tool.KindNotFound && mcpserver.TaskFailure(tool.ErrorResult(te)) == nil:
+				// A typed refusal of the door's own (Pass.Admits,
+				// CheckTask): a result, as a protocol client's task
+				// gets (mcpserver's runTaskCall).
+				out = tool.ErrorResult(te)
+			default:
 				return nil, err
 			}
 			res = out
