@@ -349,8 +349,9 @@ func (r *taskRunner) local(id string) *runningTask {
 // answer is for this round's request alone) until tasks/update has
 // answered every one, on this replica or another; then the answers are
 // taken, the task is working again, and they are returned in order. The
-// guest waits parked in its host call, its state kept. ctx bounds the wait
-// (a cancel, client_wait): the task is then working again, without input.
+// guest waits parked in its host call, its state kept. ctx bounds the wait:
+// past client_wait the task is working again, without input; a cancel (or
+// a shutdown) leaves the record to the run, which ends it at once.
 func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.InputRequest) ([]json.RawMessage, error) {
 	rt.mu.Lock()
 	rt.rounds++
@@ -737,7 +738,9 @@ var ErrNoTasks = errors.New("tasks are off: no task store")
 // CallAsTask runs c as an MCP task of owner on the App's task store (the
 // operator's `warden call --task`): the record is created before started
 // hears of it, the call runs with the task budgets (c.Task), its progress
-// becomes the record's status line, and the result is stored. When ctx
+// becomes the record's status line, and the result is stored; the task
+// ends as a protocol client's would (a typed refusal at the door completes
+// it with an isError result, a crash or an unknown tool fails it). When ctx
 // ends first (Ctrl-C), the task is cancelled and its end awaited. It
 // returns the call's result (nil when it did not return one) and the
 // task's final record.
