@@ -75,11 +75,14 @@ type TaskRunner interface {
 	// error.
 	AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error)
 	// Respond delivers a client's answers (tasks/update's inputResponses,
-	// each a checked result of its request's method) to owner's task id,
-	// waiting for input: tasks.Task.Answer's rules apply atomically, and
-	// the call waiting for them is woken (on this replica at once, on
-	// another at its next poll of the record). It returns the keys not
-	// taken, each with the reason (tasks.Task.Answer).
+	// as the client sent them) to owner's task id, waiting for input:
+	// tasks.Task.Answer, with CheckInputResponse as its check, applies in
+	// one atomic update of the record (the kinds are checked against the
+	// requests of the record it changes, never an earlier read), and the
+	// call waiting for them is woken (on this replica at once, on another
+	// at its next poll of the record). It returns the keys not taken, each
+	// with the reason (tasks.Task.Answer), or CheckInputResponse's error
+	// (a *jsonrpc.Error) with nothing taken.
 	Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (ignored map[string]string, err error)
 }
 
@@ -698,6 +701,17 @@ func legacyStatus(t *tasks.Task) tasks.Status {
 	if t.Status == tasks.Completed && resultIsError(t.Result) {
 		return tasks.Failed
 	}
+	return shownStatus(t)
+}
+
+// shownStatus is the status a client is shown of t, in either generation:
+// a task whose every request is answered, the answers not yet taken by its
+// call (which goes on as soon as it reads them), asks nothing, so it is
+// working, not input_required with no request to answer.
+func shownStatus(t *tasks.Task) tasks.Status {
+	if t.Status == tasks.InputRequired && len(t.Outstanding()) == 0 {
+		return tasks.Working
+	}
 	return t.Status
 }
 
@@ -757,7 +771,7 @@ func legacyPayload(t *tasks.Task) *taskReply {
 func modernTask(t *tasks.Task) map[string]any {
 	m := map[string]any{
 		"taskId":        t.ID,
-		"status":        t.Status,
+		"status":        shownStatus(t),
 		"createdAt":     stamp(t.Created),
 		"lastUpdatedAt": stamp(t.Updated),
 		"ttlMs":         t.TTL.Milliseconds(),
@@ -1012,34 +1026,38 @@ func pendingInput(t *tasks.Task) json.RawMessage {
 
 // taskUpdate answers a 2026-07-28 tasks/update: the inputResponses are
 // checked (an object of at most tasks.MaxInputRequests members and
-// tasks.MaxInputBytes, no member twice; an answer to an outstanding
-// request must be a result of that request's method, or the update is
-// refused, -32602) and delivered to the task's call (TaskRunner.Respond).
-// An answer for a key that is not outstanding (never asked, an earlier
-// round's, answered already, a task that asks nothing) is not taken:
-// SEP-2663 has the server ignore it, and the acknowledgement names each
-// such key and why under _meta[metaIgnoredInput]. Another principal's task
-// is not found, as everywhere.
+// tasks.MaxInputBytes, no member twice) and delivered to the task's call
+// (TaskRunner.Respond), which takes an answer only for a request
+// outstanding in the record it changes, and only a result of that
+// request's method (CheckInputResponse, in the same atomic update: a
+// task that starts asking while this update is on its way is checked as
+// it asks). An answer of the wrong kind to an outstanding request refuses
+// the update, -32602, nothing taken. An answer for a key that is not
+// outstanding (never asked, an earlier round's, answered already, a task
+// that asks nothing) is not taken and not checked: SEP-2663 has the
+// server ignore it, and the acknowledgement names each such key and why
+// under _meta[metaIgnoredInput]. Another principal's task is not found,
+// as everywhere.
 func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) *taskReply {
 	answers, err := parseInputResponses(c.InputResponses)
 	if err != nil {
 		return replyError(jsonrpc.CodeInvalidParams, "invalid params: %v", err)
 	}
 	r := s.opts.Tasks
-	t, err := r.Get(ctx, owner, id)
-	if err != nil {
-		return taskFailure(err)
-	}
-	checked, refused := checkAnswers(&t, answers)
-	if refused != nil {
-		return refused
-	}
 	ack := map[string]any{"resultType": "complete"}
-	if len(checked) == 0 {
+	if len(answers) == 0 {
+		// Nothing to deliver; the task must still be the principal's.
+		if _, err := r.Get(ctx, owner, id); err != nil {
+			return taskFailure(err)
+		}
 		return &taskReply{result: ack}
 	}
-	ignored, err := r.Respond(ctx, owner, id, checked)
-	if err != nil {
+	ignored, err := r.Respond(ctx, owner, id, answers)
+	var refused *jsonrpc.Error
+	switch {
+	case errors.As(err, &refused):
+		return &taskReply{err: refused}
+	case err != nil:
 		return taskFailure(err)
 	}
 	if len(ignored) > 0 {
@@ -1048,10 +1066,33 @@ func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) 
 	return &taskReply{result: ack}
 }
 
-// checkAnswers checks each answer to an outstanding request of t: it must
-// be a result of that request's method (-32602 otherwise); it is returned
-// as the result encodes. An answer for any other key passes unchanged, for
-// Respond to leave untaken.
+// CheckInputResponse is the tasks.AnswerCheck of every answer a task
+// takes (TaskRunner.Respond): answer must be a result of req's method (an
+// elicitation's ElicitResult, a sampling request's CreateMessageResult, a
+// roots listing's ListRootsResult); it is returned as that result
+// encodes. A refusal is a *jsonrpc.Error, -32602, naming the key and the
+// method.
+func CheckInputResponse(req tasks.InputRequest, answer json.RawMessage) (json.RawMessage, error) {
+	var m mcp.InputResponseMap
+	if !json.Valid(answer) || json.Unmarshal(fmt.Appendf(nil, `{"k":%s}`, answer), &m) != nil || m["k"] == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("invalid params: inputResponses[%q] is not a result of %s", req.Key, req.Method)}
+	}
+	if err := checkResponse(asked{Key: req.Key, Method: req.Method}, m["k"]); err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(m["k"])
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("encoding inputResponses[%q]: %v", req.Key, err)}
+	}
+	return out, nil
+}
+
+// checkAnswers checks each answer to an outstanding request of t (asked,
+// not answered yet) with CheckInputResponse (-32602 otherwise) and returns
+// it as the result encodes. An answer for any other key passes unchanged:
+// Respond leaves it untaken, or, should the key have become outstanding
+// since t was read, checks it itself.
 func checkAnswers(t *tasks.Task, answers map[string]json.RawMessage) (map[string]json.RawMessage, *taskReply) {
 	checked := make(map[string]json.RawMessage, len(answers))
 	for k, raw := range answers {
@@ -1062,20 +1103,14 @@ func checkAnswers(t *tasks.Task, answers map[string]json.RawMessage) (map[string
 				req = &t.InputRequests[i]
 			}
 		}
-		if req == nil || t.Status != tasks.InputRequired {
+		if req == nil || t.Status != tasks.InputRequired || t.InputResponses[k] != nil {
 			continue // not taken: Respond says why
 		}
-		var m mcp.InputResponseMap
-		if err := json.Unmarshal(fmt.Appendf(nil, `{"k":%s}`, raw), &m); err != nil || m["k"] == nil {
-			return nil, replyError(jsonrpc.CodeInvalidParams, "invalid params: inputResponses[%q] is not a result of %s", k, req.Method)
-		}
-		if err := checkResponse(asked{Key: k, Method: req.Method}, m["k"]); err != nil {
+		res, err := CheckInputResponse(*req, raw)
+		if err != nil {
 			return nil, &taskReply{err: err.(*jsonrpc.Error)}
 		}
-		var err error
-		if checked[k], err = json.Marshal(m["k"]); err != nil {
-			return nil, replyError(jsonrpc.CodeInternalError, "encoding inputResponses[%q]: %v", k, err)
-		}
+		checked[k] = res
 	}
 	return checked, nil
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/tool"
 )
 
 // FuzzTaskRequest feeds every task request (and task-augmented tools/call)
@@ -231,6 +233,41 @@ func FuzzTaskUpdate(f *testing.F) {
 			if outstanding := k == "first" || k == "second"; outstanding == ignored {
 				t.Fatalf("%s: key %q taken=%v though outstanding=%v (ack %s)", responses, k, !ignored, outstanding, raw)
 			}
+		}
+	})
+}
+
+// FuzzCheckInputResponse: the check every task answer passes
+// (CheckInputResponse) never panics, refuses with -32602 (a result of
+// another method, no result at all), and what it accepts is JSON that it
+// accepts again unchanged: the answer a call gets is one result of the
+// request's method, whatever bytes the client sent.
+func FuzzCheckInputResponse(f *testing.F) {
+	for _, seed := range []string{
+		`{"action":"accept","content":{"n":1}}`, `{"action":"decline"}`, `{"roots":[]}`,
+		`{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`,
+		`[1,2]`, `null`, `12345`, `"x"`, `{}`, `{"k":1},"k":{"action":"accept"}`, ``,
+	} {
+		for _, method := range []string{tool.MethodElicit, tool.MethodSample, tool.MethodRoots, "other/method"} {
+			f.Add(method, []byte(seed))
+		}
+	}
+	f.Fuzz(func(t *testing.T, method string, answer []byte) {
+		req := tasks.InputRequest{Key: "k@1", Method: method}
+		out, err := CheckInputResponse(req, answer)
+		if err != nil {
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+				t.Fatalf("%s %q: refused with %v", method, answer, err)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("%s %q: accepted as %q, not JSON", method, answer, out)
+		}
+		again, err := CheckInputResponse(req, out)
+		if err != nil || string(again) != string(out) {
+			t.Fatalf("%s %q: accepted as %s, then %s, %v", method, answer, out, again, err)
 		}
 	})
 }

@@ -202,6 +202,9 @@ func TestTaskInputRequired(t *testing.T) {
 	}
 	wantIgnored(t, "a spent answer replayed", update(map[string]any{"first": accept}),
 		`{"first":"answered already; an answer is taken once"}`)
+	// Not outstanding, so ignored (SEP-2663), whatever its kind.
+	wantIgnored(t, "an answer of another kind to a request answered already", update(map[string]any{"first": []any{1, 2}}),
+		`{"first":"answered already; an answer is taken once"}`)
 	roundTrip(t, update(map[string]any{"second": map[string]any{"action": "decline"}}))
 	got = until(t, ask, alice, id, tasks.Completed)
 	if got["status"] != "completed" || dump(got["result"].(map[string]any)["content"]) !=
@@ -288,9 +291,12 @@ func wantIgnored(t *testing.T, what string, r *taskReply, ignored string) {
 // asks makes the task input_required; the client's tasks/result receives
 // the questions as requests of the server's own, each tied to the task by
 // _meta["io.modelcontextprotocol/related-task"], and its answers reach the
-// parked call, whose result tasks/result then returns. A client that did
-// not declare elicitation at initialize is not asked: the call sees the
-// feature unsupported.
+// parked call, whose result tasks/result then returns. An answer of the
+// wrong kind goes through tasks/update's checks (refused, nothing taken,
+// asked again); a response to a request never sent, and a second response
+// to one, are dropped, never answered. A client that did not declare
+// elicitation at initialize is not asked: the call sees the feature
+// unsupported.
 func TestTaskInputLegacyStdio(t *testing.T) {
 	s := inputServer(t, 0)
 	c := startRawStdio(t, s)
@@ -310,46 +316,92 @@ func TestTaskInputLegacyStdio(t *testing.T) {
 			t.Fatalf("the task ended without asking: %s", dump(got))
 		}
 	}
-	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": map[string]any{"taskId": id}})
-	if _, err := c.in.Write(append(line, '\n')); err != nil {
-		t.Fatal(err)
+	send := func(m map[string]any) {
+		t.Helper()
+		line, _ := json.Marshal(m)
+		if _, err := c.in.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var asked []string
-	for {
-		l, err := c.out.ReadBytes('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(l, &m); err != nil {
-			t.Fatal(err)
-		}
-		if m["method"] == "elicitation/create" {
-			p := m["params"].(map[string]any)
-			rel, _ := p["_meta"].(map[string]any)[metaRelatedTask].(map[string]any)
-			if rel["taskId"] != id {
-				t.Errorf("a task's question without its related-task _meta: %s", l)
-			}
-			asked = append(asked, p["message"].(string))
-			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m["id"],
-				"result": map[string]any{"action": "accept", "content": map[string]any{"said": p["message"]}}})
-			if _, err := c.in.Write(append(reply, '\n')); err != nil {
+	answer := func(id any, result any) map[string]any {
+		return map[string]any{"jsonrpc": "2.0", "id": id, "result": result}
+	}
+	said := func(what string) map[string]any {
+		return map[string]any{"action": "accept", "content": map[string]any{"said": what}}
+	}
+	// result sends tasks/result as rid, answers each question the server
+	// sends with the messages reply gives for it, and returns the reply to
+	// rid and the questions' messages. Nothing else but notifications may
+	// come: a reply to one of the client's responses would be an answer to
+	// a response.
+	result := func(rid int, reply func(qid any, message string) []map[string]any) (map[string]any, []string) {
+		t.Helper()
+		send(map[string]any{"jsonrpc": "2.0", "id": rid, "method": "tasks/result", "params": map[string]any{"taskId": id}})
+		var asked []string
+		for {
+			l, err := c.out.ReadBytes('\n')
+			if err != nil {
 				t.Fatal(err)
 			}
-			continue
-		}
-		if m["id"] == float64(4) {
-			res := resultOf(t, m)
-			text := dump(res["content"])
-			if !strings.Contains(text, `\"said\":\"First?\"`) || !strings.Contains(text, `\"said\":\"Second?\"`) ||
-				res["_meta"].(map[string]any)[metaRelatedTask].(map[string]any)["taskId"] != id {
-				t.Errorf("tasks/result = %s", dump(res))
+			var m map[string]any
+			if err := json.Unmarshal(l, &m); err != nil {
+				t.Fatal(err)
 			}
-			break
+			switch {
+			case m["method"] == "elicitation/create":
+				p := m["params"].(map[string]any)
+				rel, _ := p["_meta"].(map[string]any)[metaRelatedTask].(map[string]any)
+				if rel["taskId"] != id {
+					t.Errorf("a task's question without its related-task _meta: %s", l)
+				}
+				asked = append(asked, p["message"].(string))
+				for _, r := range reply(m["id"], p["message"].(string)) {
+					send(r)
+				}
+			case m["id"] == float64(rid):
+				return m, asked
+			case m["method"] == nil:
+				t.Errorf("a message that answers none of the client's requests: %s", l)
+			}
 		}
+	}
+
+	// An answer of the wrong kind (a roots result to an elicitation) goes
+	// through the checks a tasks/update's does: refused, nothing taken.
+	m, asked := result(4, func(qid any, message string) []map[string]any {
+		if message == "First?" {
+			return []map[string]any{answer(qid, map[string]any{"roots": []any{}})}
+		}
+		return []map[string]any{answer(qid, said(message))}
+	})
+	if e, _ := m["error"].(map[string]any); e["code"] != float64(jsonrpc.CodeInvalidParams) || e["message"] != `inputResponses["first"] is not a result of elicitation/create` {
+		t.Errorf("tasks/result over a wrong-kind answer = %s", dump(m))
 	}
 	if len(asked) != 2 || asked[0] != "First?" || asked[1] != "Second?" {
 		t.Errorf("questions sent: %q", asked)
+	}
+	if got := resultOf(t, c.call(t, 3, "tasks/get", map[string]any{"taskId": id})); got["status"] != "input_required" {
+		t.Fatalf("after a wrong-kind answer: %s", dump(got))
+	}
+
+	// Asked again: a response to a request never sent (warden-task-999)
+	// and a second response to one request are dropped; the first
+	// response to each request is the one taken.
+	m, asked = result(5, func(qid any, message string) []map[string]any {
+		if message == "First?" {
+			return []map[string]any{answer("warden-task-999", said("unknown")), answer(qid, said(message)), answer(qid, said("second response"))}
+		}
+		return []map[string]any{answer(qid, said(message))}
+	})
+	res := resultOf(t, m)
+	text := dump(res["content"])
+	if !strings.Contains(text, `\"said\":\"First?\"`) || !strings.Contains(text, `\"said\":\"Second?\"`) ||
+		strings.Contains(text, "unknown") || strings.Contains(text, "second response") ||
+		res["_meta"].(map[string]any)[metaRelatedTask].(map[string]any)["taskId"] != id {
+		t.Errorf("tasks/result = %s", dump(res))
+	}
+	if len(asked) != 2 || asked[0] != "First?" || asked[1] != "Second?" {
+		t.Errorf("questions sent again: %q", asked)
 	}
 
 	// No elicitation declared: not asked.
@@ -360,7 +412,7 @@ func TestTaskInputLegacyStdio(t *testing.T) {
 	}))
 	c.notify(t, "notifications/initialized")
 	id = resultOf(t, c.call(t, 2, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}, "task": map[string]any{}}))["task"].(map[string]any)["taskId"].(string)
-	res := resultOf(t, c.call(t, 3, "tasks/result", map[string]any{"taskId": id}))
+	res = resultOf(t, c.call(t, 3, "tasks/result", map[string]any{"taskId": id}))
 	if res["isError"] != true || !strings.Contains(dump(res["content"]), "no elicitation") {
 		t.Errorf("a task of a client without elicitation: %s", dump(res))
 	}
@@ -369,4 +421,110 @@ func TestTaskInputLegacyStdio(t *testing.T) {
 func ended(m map[string]any) bool {
 	s, _ := m["status"].(string)
 	return tasks.Status(s).Terminal()
+}
+
+// staleGetRunner answers Get with a record read before the task asked
+// (working): what a tasks/update that read the task just before its call
+// asked would have seen.
+type staleGetRunner struct {
+	TaskRunner
+	stale tasks.Task
+}
+
+func (r staleGetRunner) Get(context.Context, string, string) (tasks.Task, error) { return r.stale, nil }
+
+// TestTaskUpdateChecksWhatItTakes: the kind of an answer is checked
+// against the request it answers in the record the answer is written to,
+// not against an earlier read: a tasks/update whose read of the task
+// predates the task's question (keys are predictable) cannot get an answer
+// of the wrong kind (a list, a roots result for an elicitation, null) to
+// the call. The update is refused, nothing is taken, and the task still
+// asks both questions.
+func TestTaskUpdateChecksWhatItTakes(t *testing.T) {
+	s := inputServer(t, 0)
+	ask := taskAsker(t, s)
+	id := roundTrip(t, ask(alice, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}}))["taskId"].(string)
+	until(t, ask, alice, id, tasks.InputRequired)
+	real := s.opts.Tasks
+	s.opts.Tasks = staleGetRunner{TaskRunner: real, stale: tasks.Task{ID: id, Owner: tasks.OwnerOf(alice.principal, ""), Status: tasks.Working}}
+	for _, c := range []struct {
+		what    string
+		answers map[string]any
+		msg     string
+	}{
+		{"a list", map[string]any{"first": []any{1, 2}, "second": map[string]any{"action": "decline"}},
+			`invalid params: inputResponses["first"] is not a result of elicitation/create`},
+		{"a roots result", map[string]any{"first": map[string]any{"action": "decline"}, "second": map[string]any{"roots": []any{}}},
+			`inputResponses["second"] is not a result of elicitation/create`},
+		{"null", map[string]any{"first": nil},
+			`invalid params: inputResponses["first"] is not a result of elicitation/create`},
+	} {
+		wantRefusal(t, c.what, ask(alice, "tasks/update", map[string]any{"taskId": id, "inputResponses": c.answers}), jsonrpc.CodeInvalidParams, c.msg)
+	}
+	s.opts.Tasks = real
+	if got := roundTrip(t, ask(alice, "tasks/get", map[string]any{"taskId": id})); got["status"] != "input_required" || len(got["inputRequests"].(map[string]any)) != 2 {
+		t.Fatalf("after refused updates: %s", dump(got))
+	}
+	roundTrip(t, ask(alice, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"first": map[string]any{"action": "decline"}, "second": map[string]any{"action": "cancel"}}}))
+	got := until(t, ask, alice, id, tasks.Completed)
+	if res, _ := got["result"].(map[string]any); dump(res["content"]) != `[{"text":"{\"action\":\"decline\"} {\"action\":\"cancel\"}","type":"text"}]` {
+		t.Errorf("the completed task: %s", dump(got))
+	}
+}
+
+// answeredRunner answers Get and List with one record: a task whose every
+// request is answered, the answers not yet taken by its call.
+type answeredRunner struct {
+	TaskRunner
+	task tasks.Task
+}
+
+func (r answeredRunner) Get(context.Context, string, string) (tasks.Task, error) { return r.task, nil }
+
+func (r answeredRunner) List(context.Context, string, string) ([]tasks.Task, string, error) {
+	return []tasks.Task{r.task}, "", nil
+}
+
+// TestTaskAnsweredShowsWorking: a task whose round is answered but whose
+// call has not taken the answers yet asks nothing: tasks/get (both
+// generations) and tasks/list show it working, without inputRequests, not
+// input_required with nothing to answer. One request outstanding shows it
+// input_required.
+func TestTaskAnsweredShowsWorking(t *testing.T) {
+	s := inputServer(t, 0)
+	ask := taskAsker(t, s)
+	id := strings.Repeat("a", tasks.IDLen)
+	rec := tasks.Task{ID: id, Tool: "asker", Status: tasks.InputRequired, TTL: time.Hour,
+		InputRequests: []tasks.InputRequest{
+			{Key: "first", Method: tool.MethodElicit, Params: json.RawMessage(`{"message":"First?"}`)},
+			{Key: "second", Method: tool.MethodElicit, Params: json.RawMessage(`{"message":"Second?"}`)}},
+		InputResponses: map[string]json.RawMessage{"first": json.RawMessage(`{"action":"decline"}`), "second": json.RawMessage(`{"action":"decline"}`)}}
+	legacy := taskContext{version: "2025-11-25", principal: alice.principal}
+	for _, c := range []struct {
+		answered []string
+		want     string
+	}{
+		{[]string{"first", "second"}, "working"},
+		{[]string{"first"}, "input_required"},
+	} {
+		r := rec
+		r.InputResponses = map[string]json.RawMessage{}
+		for _, k := range c.answered {
+			r.InputResponses[k] = rec.InputResponses[k]
+		}
+		s.opts.Tasks = answeredRunner{TaskRunner: s.opts.Tasks, task: r}
+		got := roundTrip(t, ask(alice, "tasks/get", map[string]any{"taskId": id}))
+		if got["status"] != c.want || (c.want == "working") != (got["inputRequests"] == nil) {
+			t.Errorf("answered %v: 2026-07-28 tasks/get = %s", c.answered, dump(got))
+		}
+		if got := roundTrip(t, ask(legacy, "tasks/get", map[string]any{"taskId": id, "_meta": map[string]any{}})); got["status"] != c.want {
+			t.Errorf("answered %v: 2025-11-25 tasks/get = %s", c.answered, dump(got))
+		}
+		list := roundTrip(t, ask(legacy, "tasks/list", map[string]any{"_meta": map[string]any{}}))
+		if ts, _ := list["tasks"].([]any); len(ts) != 1 || ts[0].(map[string]any)["status"] != c.want {
+			t.Errorf("answered %v: 2025-11-25 tasks/list = %s", c.answered, dump(list))
+		}
+		s.opts.Tasks = s.opts.Tasks.(answeredRunner).TaskRunner
+	}
 }

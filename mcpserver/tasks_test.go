@@ -114,13 +114,20 @@ func (r *storeRunner) ask(ctx context.Context, owner, id string, reqs []tasks.In
 
 func (r *storeRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (map[string]string, error) {
 	var ignored map[string]string
-	_, err := r.store.Update(ctx, owner, id, r.bounds, func(t *tasks.Task) { ignored = t.Answer(answers) })
+	var refused error
+	_, err := r.store.Update(ctx, owner, id, r.bounds, func(t *tasks.Task) { ignored, refused = t.Answer(answers, CheckInputResponse) })
 	if errors.Is(err, tasks.ErrTerminal) {
 		t, err := r.store.Get(ctx, owner, id)
-		return t.Answer(answers), err
+		if err != nil {
+			return nil, err
+		}
+		return t.Answer(answers, CheckInputResponse)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	r.mu.Lock()
 	wake := r.wake[id]

@@ -108,6 +108,10 @@ type taskRunner struct {
 	// warden's own questions carry it (tool.MetaConfig): an answer to one
 	// asked under another config is not taken (ask).
 	configDigest func() string
+	// askStored, set by tests only, runs in ask right after a round's
+	// requests are stored, before the call waits for the answers: the
+	// point where an answer taken on this replica must not be lost.
+	askStored func(id string)
 
 	mu      sync.Mutex
 	running map[string]*runningTask
@@ -325,6 +329,15 @@ func (rt *runningTask) stopTask() {
 	rt.cancel(context.Canceled)
 }
 
+// stopping reports whether the task's call is being stopped, ctx being
+// its context: cancelled on request (here or on another replica, seen at a
+// lease renewal), or its server shutting down.
+func (rt *runningTask) stopping(ctx context.Context) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.cancelled || errors.Is(context.Cause(ctx), errShutdown)
+}
+
 func (r *taskRunner) local(id string) *runningTask {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -336,8 +349,9 @@ func (r *taskRunner) local(id string) *runningTask {
 // answer is for this round's request alone) until tasks/update has
 // answered every one, on this replica or another; then the answers are
 // taken, the task is working again, and they are returned in order. The
-// guest waits parked in its host call, its state kept. ctx bounds the wait
-// (a cancel, client_wait): the task is then working again, without input.
+// guest waits parked in its host call, its state kept. ctx bounds the wait:
+// past client_wait the task is working again, without input; a cancel (or
+// a shutdown) leaves the record to the run, which ends it at once.
 func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.InputRequest) ([]json.RawMessage, error) {
 	rt.mu.Lock()
 	rt.rounds++
@@ -351,28 +365,36 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	}
 	msg := "waiting for the client to answer " + strings.Join(keys, ", ")
 	stored := context.WithoutCancel(ctx)
+	// A doorbell rung for an earlier round means nothing now. Cleared
+	// before this round is stored: a tasks/update taken here once it is
+	// stored rings it for this round, and that ring must stay.
+	select {
+	case <-rt.input:
+	default:
+	}
 	t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 		t.Status, t.InputRequests, t.InputResponses, t.StatusMessage = tasks.InputRequired, wire, nil, msg
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storing the task's input requests: %w", err)
 	}
-	// A doorbell rung for an earlier round means nothing now.
-	select {
-	case <-rt.input:
-	default:
+	if r.askStored != nil {
+		r.askStored(rt.id)
 	}
 	rt.mu.Lock()
 	close(rt.asked)
 	rt.asked = make(chan struct{})
 	rt.mu.Unlock()
-	r.log.Info("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
+	// Debug: a guest asking in a loop would flood an Info log; the task's
+	// status line and its status notifications say the same.
+	r.log.Debug("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
 	r.record(stored, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
 		From: string(tasks.Working), Status: string(tasks.InputRequired), Requests: countMethods(wire)})
 	// However the wait ends, the change out of input_required is audited
 	// once, with the status the record holds then.
 	why := "ended"
-	defer func() { r.leftInput(stored, rt, why) }()
+	var to tasks.Status // the status it leaves for; "" reads the record's
+	defer func() { r.leftInput(stored, rt, why, to) }()
 	if rt.notify != nil {
 		rt.notify(t)
 	}
@@ -383,8 +405,20 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		case <-rt.input:
 		case <-poll.C:
 		case <-ctx.Done():
-			// Unanswered: the call goes on without the answers (or stops,
-			// cancelled); the record no longer asks.
+			if rt.stopping(ctx) {
+				// Cancelled or shut down: the run ends the record at
+				// once (cancelled, failed), which drops the requests; a
+				// working status in between would be a state the task
+				// never was in.
+				rt.mu.Lock()
+				if rt.cancelled {
+					why, to = "cancelled", tasks.Cancelled
+				}
+				rt.mu.Unlock()
+				return nil, ctx.Err()
+			}
+			// Unanswered in time (client_wait): the call goes on without
+			// the answers; the record no longer asks.
 			why = "unanswered"
 			if t, err := r.store.Update(stored, rt.owner, rt.id, r.bounds(), func(t *tasks.Task) {
 				if t.Status == tasks.InputRequired {
@@ -441,20 +475,23 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		if rt.notify != nil {
 			rt.notify(t)
 		}
-		r.log.Info("task input answered", "task", rt.id, "requests", strings.Join(keys, ", "))
+		r.log.Debug("task input answered", "task", rt.id, "requests", strings.Join(keys, ", "))
 		return answers, nil
 	}
 }
 
 // leftInput audits a task's change out of input_required as its call's
-// wait ends (why: answered, unanswered, config changed, ended): to the
-// status its record holds now, working unless it ended meanwhile (a
+// wait ends (why: answered, unanswered, config changed, cancelled, ended):
+// to the status given (cancelled: the run ends the record so right after),
+// else to the status its record holds now, working unless it ended meanwhile (a
 // record that cannot be read counts as failed, as an end the runner
 // cannot store does).
-func (r *taskRunner) leftInput(ctx context.Context, rt *runningTask, why string) {
-	to := tasks.Failed
-	if t, err := r.store.Get(ctx, rt.owner, rt.id); err == nil {
-		to = t.Status
+func (r *taskRunner) leftInput(ctx context.Context, rt *runningTask, why string, to tasks.Status) {
+	if to == "" {
+		to = tasks.Failed
+		if t, err := r.store.Get(ctx, rt.owner, rt.id); err == nil {
+			to = t.Status
+		}
 	}
 	r.record(ctx, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
 		From: string(tasks.InputRequired), Status: string(to), Reason: why})
@@ -504,21 +541,29 @@ func (r *taskRunner) staleQuestions(reqs []tasks.InputRequest) string {
 }
 
 // Respond implements mcpserver.TaskRunner: the answers are added to the
-// record under tasks.Task.Answer's rules, and the call waiting for them,
-// when it runs here, is woken.
+// record under tasks.Task.Answer's rules, each checked against the request
+// it answers in the record being changed (mcpserver.CheckInputResponse),
+// and the call waiting for them, when it runs here, is woken. An answer
+// refused by the check leaves the record as it was.
 func (r *taskRunner) Respond(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (map[string]string, error) {
 	var ignored map[string]string
-	_, err := r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) { ignored = t.Answer(answers) })
+	var refused error
+	_, err := r.store.Update(ctx, owner, id, r.bounds(), func(t *tasks.Task) {
+		ignored, refused = t.Answer(answers, mcpserver.CheckInputResponse)
+	})
 	if errors.Is(err, tasks.ErrTerminal) {
 		// Ended meanwhile: nothing is taken.
 		t, gerr := r.store.Get(ctx, owner, id)
 		if gerr != nil {
 			return nil, gerr
 		}
-		return t.Answer(answers), nil
+		return t.Answer(answers, mcpserver.CheckInputResponse)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	if len(ignored) < len(answers) {
 		if rt := r.local(id); rt != nil {
@@ -744,7 +789,9 @@ var ErrNoTasks = errors.New("tasks are off: no task store")
 // CallAsTask runs c as an MCP task of owner on the App's task store (the
 // operator's `warden call --task`): the record is created before started
 // hears of it, the call runs with the task budgets (c.Task), its progress
-// becomes the record's status line, and the result is stored. When ctx
+// becomes the record's status line, and the result is stored; the task
+// ends as a protocol client's would (a typed refusal at the door completes
+// it with an isError result, a crash or an unknown tool fails it). When ctx
 // ends first (Ctrl-C), the task is cancelled and its end awaited. It
 // returns the call's result (nil when it did not return one) and the
 // task's final record.
@@ -759,7 +806,15 @@ func (a *App) CallAsTask(ctx context.Context, owner string, c mcpserver.Call, st
 			call := c
 			call.Task, call.Observer = true, mcpserver.StatusObserver(c.Observer, link.Status)
 			out, err := a.Call(runCtx, call)
-			if err != nil {
+			var te *tool.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &te) && tool.KindOf(err) != tool.KindNotFound && mcpserver.TaskFailure(tool.ErrorResult(te)) == nil:
+				// A typed refusal of the door's own (Pass.Admits,
+				// CheckTask): a result, as a protocol client's task
+				// gets (mcpserver's runTaskCall).
+				out = tool.ErrorResult(te)
+			default:
 				return nil, err
 			}
 			res = out

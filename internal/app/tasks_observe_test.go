@@ -149,7 +149,8 @@ func TestTaskStatusAudited(t *testing.T) {
 	}
 	for series, want := range map[string]float64{
 		"warden_tasks_status_changes_total/input_required": 2,
-		"warden_tasks_status_changes_total/working":        2,
+		"warden_tasks_status_changes_total/working":        1,
+		"warden_tasks_status_changes_total/cancelled":      1,
 		"warden_tasks_waiting_input":                       0,
 		"warden_tasks_running":                             0,
 	} {
@@ -178,7 +179,7 @@ func TestTaskStatusAudited(t *testing.T) {
 		mk("task_status", "input_required", "working", "", "answered"),
 		mk("task_status", "working", "input_required", "sampling/createMessage=1", ""),
 		mk("task_cancel", "", "input_required", "", ""),
-		mk("task_status", "input_required", "working", "", "unanswered"),
+		mk("task_status", "input_required", "cancelled", "", "cancelled"),
 		mk("task_end", "", "cancelled", "", ""),
 	}
 	if len(got) != len(want) {

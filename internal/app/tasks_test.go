@@ -3,15 +3,22 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/mcpserver"
+	"github.com/warden-run/warden/tool"
 )
 
 // replica is one taskRunner on a store directory that others may share:
@@ -287,10 +294,19 @@ func TestTaskInputAcrossReplicas(t *testing.T) {
 }
 
 // TestTaskInputCancelled: tasks/cancel of a task waiting for input stops
-// its call and ends it cancelled, without input.
+// its call and ends it cancelled, without input, and directly: the record
+// goes from input_required to cancelled, never working in between (a
+// status notification of each change is sent).
 func TestTaskInputCancelled(t *testing.T) {
 	r := replica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+	var mu sync.Mutex
+	var statuses []tasks.Status
 	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "o", Tool: "asker",
+		Notify: func(t tasks.Task) {
+			mu.Lock()
+			defer mu.Unlock()
+			statuses = append(statuses, t.Status)
+		},
 		Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
 			_, err := link.Ask(ctx, []tasks.InputRequest{{Key: "q", Method: "elicitation/create"}})
 			return nil, err
@@ -302,5 +318,146 @@ func TestTaskInputCancelled(t *testing.T) {
 	got, err := r.Cancel(context.Background(), "o", task.ID)
 	if err != nil || got.Status != tasks.Cancelled || got.InputRequests != nil {
 		t.Fatalf("cancelled while waiting: %+v, %v", got, err)
+	}
+	// Cancel returns once the run has ended, its last notification sent.
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(statuses) != "[input_required cancelled]" {
+		t.Errorf("statuses notified: %v, want input_required then cancelled, nothing between", statuses)
+	}
+	if strings.Contains(got.StatusMessage, "came in time") {
+		t.Errorf("the cancelled task's status: %q", got.StatusMessage)
+	}
+}
+
+// TestTaskRespondChecksTheRecord: the runner checks each answer it takes
+// against the request it answers in the record it writes (whatever the
+// caller read before): an answer of the wrong kind to an outstanding
+// request (a list, a roots result for an elicitation, null) is refused
+// with the protocol's -32602 and nothing is taken, the record unchanged;
+// the right kind is taken and reaches the call.
+func TestTaskRespondChecksTheRecord(t *testing.T) {
+	r := replica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Millisecond})
+	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "o", Tool: "asker",
+		Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			got, err := link.Ask(ctx, []tasks.InputRequest{{Key: "q", Method: "elicitation/create", Params: json.RawMessage(`{"message":"Go on?"}`)}})
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(map[string]any{"content": []any{}, "structuredContent": map[string]any{"answer": got[0]}})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untilAsked(t, r, "o", task.ID, "q@1")
+	for _, c := range []struct{ answer, msg string }{
+		{`[1,2]`, `invalid params: inputResponses["q@1"] is not a result of elicitation/create`},
+		{`{"roots":[]}`, `inputResponses["q@1"] is not a result of elicitation/create`},
+		{`null`, `invalid params: inputResponses["q@1"] is not a result of elicitation/create`},
+	} {
+		ignored, err := r.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{"q@1": json.RawMessage(c.answer), "other": json.RawMessage(`{}`)})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || je.Message != c.msg || ignored != nil {
+			t.Errorf("answer %s: %v, %v; want -32602 %q", c.answer, ignored, err, c.msg)
+		}
+	}
+	if got, err := r.Get(context.Background(), "o", task.ID); err != nil || got.Status != tasks.InputRequired || got.InputResponses != nil {
+		t.Fatalf("after refused answers: %+v, %v", got, err)
+	}
+	ignored, err := r.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{"q@1": json.RawMessage(`{"action":"decline"}`), "other": json.RawMessage(`[1,2]`)})
+	if err != nil || fmt.Sprint(ignored) != `map[other:not an outstanding request of this task (outstanding: "q@1")]` {
+		t.Fatalf("the right answer, and one for a key not asked: %v, %v", ignored, err)
+	}
+	if end := untilEnded(t, r, "o", task.ID); end.Status != tasks.Completed || !strings.Contains(string(end.Result), `"structuredContent":{"answer":{"action":"decline"}}`) {
+		t.Errorf("the task's end: %+v %s", end, end.Result)
+	}
+}
+
+// TestTaskInputWakeNotLost: a tasks/update taken on the call's own replica
+// right after the call's round is stored (the exact point: the runner's
+// askStored hook, before the call waits) wakes the call at once. With the
+// poll interval an hour, only the doorbell can: a ring lost to the
+// clearing of an earlier round's would leave the call waiting a poll.
+func TestTaskInputWakeNotLost(t *testing.T) {
+	r := replica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+	answered := make(chan error, 2)
+	r.askStored = func(id string) {
+		// Round n's key is q@n.
+		got, err := r.Get(context.Background(), "o", id)
+		if err == nil {
+			_, err = r.Respond(context.Background(), "o", id, map[string]json.RawMessage{got.InputRequests[0].Key: json.RawMessage(`{"action":"accept"}`)})
+		}
+		answered <- err
+	}
+	done := make(chan struct{})
+	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "o", Tool: "asker",
+		Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			defer close(done)
+			// Two rounds, each answered at the hook: the first round's
+			// ring, taken, leaves nothing that loses the second's.
+			for range 2 {
+				if _, err := link.Ask(ctx, []tasks.InputRequest{{Key: "q", Method: "elicitation/create"}}); err != nil {
+					return nil, err
+				}
+			}
+			return json.RawMessage(`{"content":[]}`), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a hang guard: a woken call needs no time at all
+		got, _ := r.Get(context.Background(), "o", task.ID)
+		t.Fatalf("the call was not woken by the answer taken right after its round was stored: %+v", got)
+	}
+	for range 2 {
+		if err := <-answered; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if end := untilEnded(t, r, "o", task.ID); end.Status != tasks.Completed {
+		t.Errorf("the task's end: %+v", end)
+	}
+}
+
+// TestCallAsTaskDoorRefusal: `warden call --task` ends a task the way a
+// protocol client's task ends (mcpserver's runTaskCall): a typed refusal
+// of the door's own (here CheckTask: the tool runs no task) is the call's
+// result, so the task ends completed with it as an isError result; an
+// unknown tool ends it failed.
+func TestCallAsTaskDoorRefusal(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	if err := os.MkdirAll(tools, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "spinner.wasm"), spinWAT(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := startApp(t, dir, fmt.Sprintf("project:\n  root: .\ntools:\n  dir: %s\n  cache_dir: off\n", tools), nil)
+	if errs := a.Catalog().LoadTools(t.Context()); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	st, err := tasks.OpenFile(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.StartTasks(st, TaskOptions{})
+	call := func(name string) (*tool.Result, tasks.Task, error) {
+		return a.CallAsTask(t.Context(), "local:cli", mcpserver.Call{Pass: mcpserver.LocalPass(), Name: name,
+			Arguments: json.RawMessage(`{}`), Observer: nopObserver{}}, nil)
+	}
+	const refusal = "tool spin does not run as a task (its descriptor's execution.taskSupport is forbidden): call it without a task, or set tools.tasks.spin: optional"
+	res, final, err := call("spin")
+	if err != nil || res == nil || !res.IsError || res.Error.Kind != tool.KindDenied || res.Error.Message != refusal {
+		t.Fatalf("a refused task call: %+v, %v", res, err)
+	}
+	if final.Status != tasks.Completed || !strings.Contains(string(final.Result), `"isError":true`) || !strings.Contains(string(final.Result), "does not run as a task") {
+		t.Errorf("the refused call's task: %s %q %s", final.Status, final.StatusMessage, final.Result)
+	}
+	res, final, err = call("nope")
+	if err != nil || res != nil || final.Status != tasks.Failed || final.StatusMessage != `not_found: no tool named "nope"` {
+		t.Errorf("a task call of an unknown tool: %+v, %+v, %v", res, final, err)
 	}
 }

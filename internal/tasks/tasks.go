@@ -184,6 +184,12 @@ func (t *Task) Outstanding() []InputRequest {
 	return out
 }
 
+// AnswerCheck checks an answer against the request it answers and returns
+// it as it is to be kept (a result of the request's method, re-encoded),
+// or the error refusing it. The protocol layer knows the methods' result
+// shapes (mcpserver.CheckInputResponse); the record only applies them.
+type AnswerCheck func(req InputRequest, answer json.RawMessage) (json.RawMessage, error)
+
 // Answer records answers, by key, to t's outstanding requests, and returns
 // the keys it did not take, each with the reason. A key is taken only when
 // it names a request of t's current round not answered yet: an answer for
@@ -192,16 +198,25 @@ func (t *Task) Outstanding() []InputRequest {
 // taken (SEP-2663: a server ignores responses it has no outstanding
 // request for). An answer is thereby bound to the one request it was
 // given for, and a spent one is never taken again.
-func (t *Task) Answer(answers map[string]json.RawMessage) (ignored map[string]string) {
+//
+// Each answer taken is checked by check against the request it answers,
+// here, on the record being changed: a caller running Answer inside
+// Store.Update checks against the task as it is stored, not against an
+// earlier read (a task that started asking meanwhile). When check refuses
+// one, Answer returns its error and t is left unchanged: an update is
+// taken whole or not at all. check must not be nil.
+func (t *Task) Answer(answers map[string]json.RawMessage, check AnswerCheck) (ignored map[string]string, err error) {
 	outstanding := outstandingKeys(t)
+	taken := make(map[string]json.RawMessage, len(answers))
 	for k, v := range answers {
 		var why string
+		i := slices.IndexFunc(t.InputRequests, func(r InputRequest) bool { return r.Key == k })
 		switch {
 		case t.Status != InputRequired:
 			why = fmt.Sprintf("task %s is %s and asks nothing", t.ID, t.Status)
 		case t.InputResponses[k] != nil:
 			why = "answered already; an answer is taken once"
-		case !slices.ContainsFunc(t.InputRequests, func(r InputRequest) bool { return r.Key == k }):
+		case i < 0:
 			why = "not an outstanding request of this task (outstanding: " + outstanding + ")"
 		}
 		if why != "" {
@@ -211,12 +226,17 @@ func (t *Task) Answer(answers map[string]json.RawMessage) (ignored map[string]st
 			ignored[k] = why
 			continue
 		}
+		if taken[k], err = check(t.InputRequests[i], v); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range taken {
 		if t.InputResponses == nil {
 			t.InputResponses = map[string]json.RawMessage{}
 		}
 		t.InputResponses[k] = v
 	}
-	return ignored
+	return ignored, nil
 }
 
 func outstandingKeys(t *Task) string {
