@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,6 +113,9 @@ type taskRunner struct {
 	// requests are stored, before the call waits for the answers: the
 	// point where an answer taken on this replica must not be lost.
 	askStored func(id string)
+	// awaitParked, set by tests only, runs in AwaitAnswered as it parks
+	// on this replica's doorbells, the record read.
+	awaitParked func(id string)
 
 	mu      sync.Mutex
 	running map[string]*runningTask
@@ -141,9 +145,18 @@ type runningTask struct {
 	input  chan struct{}
 	rounds int
 	notify func(tasks.Task)
-	// asked is closed (and replaced) each time the call asks: what
-	// AwaitInput waits on.
+	// asked is closed (and replaced) each time the task's questions
+	// change here: the call asks, an answer is taken, a round ends. What
+	// AwaitInput and AwaitAnswered wait on (each reads the record again).
 	asked chan struct{}
+}
+
+// ringAsked wakes the waiters on rt's questions (rt.asked).
+func (rt *runningTask) ringAsked() {
+	rt.mu.Lock()
+	close(rt.asked)
+	rt.asked = make(chan struct{})
+	rt.mu.Unlock()
 }
 
 // newTaskRunner starts a runner on store: it sweeps the store now and,
@@ -381,10 +394,7 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	if r.askStored != nil {
 		r.askStored(rt.id)
 	}
-	rt.mu.Lock()
-	close(rt.asked)
-	rt.asked = make(chan struct{})
-	rt.mu.Unlock()
+	rt.ringAsked()
 	// Debug: a guest asking in a loop would flood an Info log; the task's
 	// status line and its status notifications say the same.
 	r.log.Debug("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
@@ -394,7 +404,10 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	// once, with the status the record holds then.
 	why := "ended"
 	var to tasks.Status // the status it leaves for; "" reads the record's
-	defer func() { r.leftInput(stored, rt, why, to) }()
+	defer func() {
+		r.leftInput(stored, rt, why, to)
+		rt.ringAsked() // the round's keys are outstanding no more
+	}()
 	if rt.notify != nil {
 		rt.notify(t)
 	}
@@ -571,6 +584,7 @@ func (r *taskRunner) Respond(ctx context.Context, owner, id string, answers map[
 			case rt.input <- struct{}{}:
 			default:
 			}
+			rt.ringAsked()
 		}
 	}
 	return ignored, nil
@@ -687,6 +701,50 @@ func (r *taskRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.Ta
 		}
 		timer.Stop()
 	}
+}
+
+// AwaitAnswered implements mcpserver.TaskRunner: a task of this replica
+// is awaited on its questions' changes (rt.asked) and its end, another's
+// polled.
+func (r *taskRunner) AwaitAnswered(ctx context.Context, owner, id, key string) (tasks.Task, error) {
+	for {
+		var asked <-chan struct{}
+		rt := r.local(id)
+		if rt != nil {
+			rt.mu.Lock()
+			asked = rt.asked
+			rt.mu.Unlock()
+		}
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || !outstanding(&t, key) {
+			return t, err
+		}
+		if rt != nil {
+			if r.awaitParked != nil {
+				r.awaitParked(id)
+			}
+			select {
+			case <-rt.done:
+			case <-asked:
+			case <-ctx.Done():
+				return t, ctx.Err()
+			}
+			continue
+		}
+		timer := time.NewTimer(r.opts.PollInterval)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return t, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// outstanding says whether t asks key and waits for its answer.
+func outstanding(t *tasks.Task, key string) bool {
+	return slices.ContainsFunc(t.Outstanding(), func(q tasks.InputRequest) bool { return q.Key == key })
 }
 
 // leases renews the leases of this replica's running tasks every Lease/3,
