@@ -92,6 +92,10 @@ func (o TaskOptions) withDefaults() TaskOptions {
 // errShutdown ends the tasks running when their server stops.
 var errShutdown = errors.New("its server shut down while it ran")
 
+// errEndedElsewhere stops a task whose record another server ended (its
+// lease lapsed there): the record stands, and the call stops.
+var errEndedElsewhere = errors.New("its record was ended on another server")
+
 // taskRunner runs MCP tasks (mcpserver.TaskRunner): it creates each
 // record durably before the task is announced, runs the call in the
 // background under the task's own context, turns its progress into the
@@ -145,6 +149,11 @@ type runningTask struct {
 	input  chan struct{}
 	rounds int
 	notify func(tasks.Task)
+	// leftAs, when set, is the reason of a change out of input_required
+	// whose call was stopped while it waited (cancelled, shut down, its
+	// own deadline, ended elsewhere): the run audits it with the status it
+	// ends the record with, as nothing is written in between.
+	leftAs string
 	// asked is closed (and replaced) each time the task's questions
 	// change here: the call asks, an answer is taken, a round ends. What
 	// AwaitInput and AwaitAnswered wait on (each reads the record again).
@@ -254,6 +263,8 @@ func (r *taskRunner) run(ctx context.Context, rt *runningTask, s mcpserver.TaskS
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Cancelled, msg }
 	case errors.Is(cause, errShutdown):
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, errShutdown.Error() }
+	case errors.Is(cause, errEndedElsewhere):
+		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, errEndedElsewhere.Error() }
 	case err != nil:
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, err.Error() }
 	default:
@@ -281,9 +292,21 @@ func (r *taskRunner) run(ctx context.Context, rt *runningTask, s mcpserver.TaskS
 	r.mu.Lock()
 	delete(r.running, rt.id)
 	r.mu.Unlock()
+	if errors.Is(uerr, tasks.ErrTerminal) && !final.Status.Terminal() {
+		if t, err := r.store.Get(context.WithoutCancel(ctx), rt.owner, rt.id); err == nil {
+			final = t
+		}
+	}
 	status := final.Status
 	if !status.Terminal() {
 		status = tasks.Failed
+	}
+	rt.mu.Lock()
+	leftAs := rt.leftAs
+	rt.mu.Unlock()
+	if leftAs != "" {
+		r.record(ctx, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
+			From: string(tasks.InputRequired), Status: string(status), Reason: leftAs})
 	}
 	r.record(ctx, observe.TaskEvent{Event: observe.TaskEnded, ID: rt.id, Tool: rt.tool, Status: string(status), Reason: final.StatusMessage})
 }
@@ -342,13 +365,30 @@ func (rt *runningTask) stopTask() {
 	rt.cancel(context.Canceled)
 }
 
-// stopping reports whether the task's call is being stopped, ctx being
-// its context: cancelled on request (here or on another replica, seen at a
-// lease renewal), or its server shutting down.
-func (rt *runningTask) stopping(ctx context.Context) bool {
+// stopReason says why a wait for answers ended with its context ctx
+// other than at tools.defaults.client_wait: "cancelled" on request (here
+// or on another replica, seen at a lease renewal), "shutdown" of its
+// server, "ended elsewhere" (its record ended on another server),
+// "deadline" (the call's own task budget); "" at client_wait
+// (mcpserver.ErrClientWait), when the call goes on without the answers.
+func (rt *runningTask) stopReason(ctx context.Context) string {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.cancelled || errors.Is(context.Cause(ctx), errShutdown)
+	cancelled := rt.cancelled
+	rt.mu.Unlock()
+	cause := context.Cause(ctx)
+	switch {
+	case cancelled:
+		return "cancelled"
+	case errors.Is(cause, errShutdown):
+		return "shutdown"
+	case errors.Is(cause, errEndedElsewhere):
+		return "ended elsewhere"
+	case errors.Is(cause, mcpserver.ErrClientWait):
+		return ""
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "deadline"
+	}
+	return ""
 }
 
 func (r *taskRunner) local(id string) *runningTask {
@@ -403,9 +443,10 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	// However the wait ends, the change out of input_required is audited
 	// once, with the status the record holds then.
 	why := "ended"
-	var to tasks.Status // the status it leaves for; "" reads the record's
 	defer func() {
-		r.leftInput(stored, rt, why, to)
+		if why != "" {
+			r.leftInput(stored, rt, why)
+		}
 		rt.ringAsked() // the round's keys are outstanding no more
 	}()
 	if rt.notify != nil {
@@ -418,16 +459,16 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		case <-rt.input:
 		case <-poll.C:
 		case <-ctx.Done():
-			if rt.stopping(ctx) {
-				// Cancelled or shut down: the run ends the record at
-				// once (cancelled, failed), which drops the requests; a
-				// working status in between would be a state the task
-				// never was in.
+			if stop := rt.stopReason(ctx); stop != "" {
+				// Cancelled, shut down, past the call's own deadline, or
+				// ended elsewhere: the run ends the record at once
+				// (cancelled, failed), which drops the requests, and
+				// audits the change with that end; a working status in
+				// between would be a state the task never was in.
 				rt.mu.Lock()
-				if rt.cancelled {
-					why, to = "cancelled", tasks.Cancelled
-				}
+				rt.leftAs = stop
 				rt.mu.Unlock()
+				why = ""
 				return nil, ctx.Err()
 			}
 			// Unanswered in time (client_wait): the call goes on without
@@ -494,17 +535,15 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 }
 
 // leftInput audits a task's change out of input_required as its call's
-// wait ends (why: answered, unanswered, config changed, cancelled, ended):
-// to the status given (cancelled: the run ends the record so right after),
-// else to the status its record holds now, working unless it ended meanwhile (a
+// wait ends (why: answered, unanswered, config changed, ended) to the
+// status its record holds now, working unless it ended meanwhile (a
 // record that cannot be read counts as failed, as an end the runner
-// cannot store does).
-func (r *taskRunner) leftInput(ctx context.Context, rt *runningTask, why string, to tasks.Status) {
-	if to == "" {
-		to = tasks.Failed
-		if t, err := r.store.Get(ctx, rt.owner, rt.id); err == nil {
-			to = t.Status
-		}
+// cannot store does). A wait stopped with the call is audited by the run
+// (runningTask.leftAs).
+func (r *taskRunner) leftInput(ctx context.Context, rt *runningTask, why string) {
+	to := tasks.Failed
+	if t, err := r.store.Get(ctx, rt.owner, rt.id); err == nil {
+		to = t.Status
 	}
 	r.record(ctx, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
 		From: string(tasks.InputRequired), Status: string(to), Reason: why})
@@ -782,10 +821,19 @@ func (r *taskRunner) renew(ctx context.Context) {
 		return
 	}
 	for _, id := range stop {
-		if rt := r.local(id); rt != nil {
-			r.log.Info("task stopped: cancelled or ended on another server", "task", id)
-			rt.stopTask()
+		rt := r.local(id)
+		if rt == nil {
+			continue
 		}
+		if t, err := r.store.Get(ctx, rt.owner, id); err == nil && t.Status.Terminal() {
+			// Ended on another server (its lease lapsed there): that
+			// record stands; the call stops without a cancel of its own.
+			r.log.Info("task stopped: ended on another server", "task", id, "status", t.Status)
+			rt.cancel(errEndedElsewhere)
+			continue
+		}
+		r.log.Info("task stopped: cancelled on another server", "task", id)
+		rt.stopTask()
 	}
 }
 
