@@ -162,3 +162,32 @@ func TestTaskQuestionLeavesTheStream(t *testing.T) {
 		t.Errorf("asked %q", q)
 	}
 }
+
+// TestTaskStreamRoundBytes: a stream holds one answer at a time, each
+// delivered to the record, which bounds a round's answers together
+// (tasks.MaxInputBytes): an answer that takes the round past it is refused
+// (the stream ends naming the bound), the answers before it stay taken,
+// and the task still asks for the rest.
+func TestTaskStreamRoundBytes(t *testing.T) {
+	s := inputServer(t, 0)
+	ask := taskAsker(t, s)
+	id := roundTrip(t, ask(alice, "tools/call", map[string]any{"name": "asker"}))["taskId"].(string)
+	until(t, ask, alice, id, tasks.InputRequired)
+	big := strings.Repeat("a", tasks.MaxInputBytes*2/3)
+	client := newRecordingAsker(func(string) json.RawMessage { return said(big) })
+	r := ask(client.tc(), "tasks/result", map[string]any{"taskId": id, "_meta": map[string]any{}})
+	if r.err == nil || !strings.Contains(r.err.Message, "more than the 262144 a task holds") {
+		t.Fatalf("a round past the bound: %+v", r)
+	}
+	got, err := s.opts.Tasks.Get(context.Background(), tasks.OwnerOf(alice.principal, ""), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != tasks.InputRequired || len(got.InputResponses) != 1 || got.InputResponses["first"] == nil {
+		t.Errorf("after the refusal: %s %v", got.Status, len(got.InputResponses))
+	}
+	if q := client.questions(); len(q) != 2 {
+		t.Errorf("asked %q", q)
+	}
+	roundTrip(t, ask(alice, "tasks/cancel", map[string]any{"taskId": id}))
+}
