@@ -1017,6 +1017,12 @@ func (c *taskClient) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 	answers, err := c.link.Ask(askCtx, reqs)
 	switch {
 	case err == nil:
+		for i, a := range answers {
+			if e := clientErrorOf(a); e != nil {
+				return nil, tool.Errorf(tool.KindUnavailable, "asking the client through the task: the client answered %s %q with error %d: %s",
+					requests[i].Method, requests[i].Key, e.Code, e.Message)
+			}
+		}
 		return answers, nil
 	case ctx.Err() != nil:
 		return nil, tool.Errorf(tool.KindCancelled, "the task ended while waiting for the client to answer %s", strings.Join(what, ", "))
@@ -1113,6 +1119,9 @@ var ErrClientWait = errors.New("no answer within tools.defaults.client_wait")
 // encodes. A refusal is a *jsonrpc.Error, -32602, naming the key and the
 // method.
 func CheckInputResponse(req tasks.InputRequest, answer json.RawMessage) (json.RawMessage, error) {
+	if e := clientErrorOf(answer); e != nil {
+		return clientErrorAnswer(e), nil
+	}
 	var m mcp.InputResponseMap
 	if !json.Valid(answer) || json.Unmarshal(fmt.Appendf(nil, `{"k":%s}`, answer), &m) != nil || m["k"] == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
@@ -1256,6 +1265,12 @@ func (s *Server) askOne(ctx context.Context, t *tasks.Task, owner, id string, tc
 	if err != nil && ctx.Err() == nil && round.Err() != nil {
 		return nil // given up: the task is awaited again
 	}
+	var clientErr *jsonrpc.Error
+	if errors.As(err, &clientErr) {
+		// The client answered with an error: that is its answer, which
+		// the call's Ask returns as the request's error.
+		res, err = clientErrorAnswer(clientErr), nil
+	}
 	if err != nil {
 		return replyError(jsonrpc.CodeInternalError, "task %s: the client did not answer its %s request %q: %v", id, q.Method, q.Key, err)
 	}
@@ -1267,6 +1282,40 @@ func (s *Server) askOne(ctx context.Context, t *tasks.Task, owner, id string, tc
 		return taskFailure(err)
 	}
 	return nil
+}
+
+// metaClientError marks an answer that is the client's JSON-RPC error to
+// a task's question (a 2025-11-25 tasks/result stream's request answered
+// with an error): the record holds it as that request's answer, and the
+// call's Ask returns it as that request's error, the guest's refusal.
+// (A client may send one by tasks/update as well: it refuses its own
+// question, as declining does.)
+const metaClientError = tool.ReservedPrefix + "clientError"
+
+// clientErrorAnswer is the answer recording the client's error e.
+func clientErrorAnswer(e *jsonrpc.Error) json.RawMessage {
+	raw, _ := json.Marshal(map[string]any{"_meta": map[string]any{
+		metaClientError: map[string]any{"code": e.Code, "message": e.Message}}})
+	return raw
+}
+
+// clientErrorOf returns the client's error an answer records
+// (clientErrorAnswer), nil for any other answer.
+func clientErrorOf(answer json.RawMessage) *jsonrpc.Error {
+	var a struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(answer, &a) != nil || a.Meta[metaClientError] == nil {
+		return nil
+	}
+	var e struct {
+		Code    *int64  `json:"code"`
+		Message *string `json:"message"`
+	}
+	if json.Unmarshal(a.Meta[metaClientError], &e) != nil || e.Code == nil || e.Message == nil {
+		return nil
+	}
+	return &jsonrpc.Error{Code: *e.Code, Message: *e.Message}
 }
 
 // metaIgnoredInput is the _meta key of a tasks/update acknowledgement

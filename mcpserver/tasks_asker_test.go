@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -190,4 +191,107 @@ func TestTaskStreamRoundBytes(t *testing.T) {
 		t.Errorf("asked %q", q)
 	}
 	roundTrip(t, ask(alice, "tasks/cancel", map[string]any{"taskId": id}))
+}
+
+// wantClientErrorResult checks a tasks/result reply: the task completed,
+// its call having seen the client's error to its first question as that
+// request's error (the guest's refusal), not a -32603 ending the stream.
+func wantClientErrorResult(t *testing.T, m map[string]any) {
+	t.Helper()
+	res := resultOf(t, m)
+	if res["isError"] != true || !strings.Contains(dump(res["content"]),
+		`unavailable: asking the client through the task: the client answered elicitation/create \"first\" with error -1: no`) {
+		t.Errorf("tasks/result after the client's error: %s", dump(m))
+	}
+}
+
+// TestTaskClientErrorAnswerStdio: over stdio, a 2025-11-25 client that
+// answers a task's question with a JSON-RPC error has given its answer:
+// the call sees it as that request's error, the stream goes on (the next
+// question, then the task's result), and the task does not wait for
+// client_wait.
+func TestTaskClientErrorAnswerStdio(t *testing.T) {
+	s := inputServer(t, 0)
+	c := startRawStdio(t, s)
+	resultOf(t, c.call(t, 1, "initialize", map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{"elicitation": map[string]any{}},
+		"clientInfo": map[string]any{"name": "t", "version": "1"},
+	}))
+	c.notify(t, "notifications/initialized")
+	id := resultOf(t, c.call(t, 2, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}, "task": map[string]any{}}))["task"].(map[string]any)["taskId"].(string)
+	send := func(m map[string]any) {
+		t.Helper()
+		m["jsonrpc"] = "2.0"
+		line, _ := json.Marshal(m)
+		if _, err := c.in.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"id": 4, "method": "tasks/result", "params": map[string]any{"taskId": id}})
+	var asked []string
+	for {
+		l, err := c.out.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["method"] == "elicitation/create" {
+			msg := m["params"].(map[string]any)["message"].(string)
+			asked = append(asked, msg)
+			if msg == "First?" {
+				send(map[string]any{"id": m["id"], "error": map[string]any{"code": -1, "message": "no"}})
+			} else {
+				send(map[string]any{"id": m["id"], "result": json.RawMessage(said(msg))})
+			}
+			continue
+		}
+		if m["id"] == float64(4) {
+			wantClientErrorResult(t, m)
+			break
+		}
+	}
+	if len(asked) != 2 {
+		t.Errorf("asked %q", asked)
+	}
+}
+
+// TestTaskClientErrorAnswerHTTP: the same over streamable HTTP: the
+// client POSTs its error as the response (202), and the stream ends with
+// the task's result.
+func TestTaskClientErrorAnswerHTTP(t *testing.T) {
+	s := inputServer(t, 0)
+	url := oauthTaskServer(t, s)
+	a := (&httpPeer{t: t, url: url, token: "alice"}).open(map[string]any{"elicitation": map[string]any{}})
+	id := resultOf(t, a.call(2, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}, "task": map[string]any{}}))["task"].(map[string]any)["taskId"].(string)
+	stream := events(t, a.post(map[string]any{"id": 3, "method": "tasks/result", "params": map[string]any{"taskId": id}}))
+	var asked []string
+	for {
+		m := within(t, "the stream", stream)
+		if m == nil {
+			t.Fatal("the stream ended without the reply")
+		}
+		if m["method"] == "elicitation/create" {
+			msg := m["params"].(map[string]any)["message"].(string)
+			asked = append(asked, msg)
+			var resp *http.Response
+			if msg == "First?" {
+				resp = a.post(map[string]any{"id": m["id"], "error": map[string]any{"code": -1, "message": "no"}})
+			} else {
+				resp = a.post(map[string]any{"id": m["id"], "result": json.RawMessage(said(msg))})
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("the answer to %s: HTTP %d", msg, resp.StatusCode)
+			}
+			continue
+		}
+		wantClientErrorResult(t, m)
+		break
+	}
+	if len(asked) != 2 {
+		t.Errorf("asked %q", asked)
+	}
 }
