@@ -1012,7 +1012,7 @@ func (c *taskClient) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 		what = append(what, fmt.Sprintf("%s %q", r.Method, r.Key))
 	}
 	wait := c.s.clientWait()
-	askCtx, cancel := context.WithTimeoutCause(ctx, wait, ErrClientWait)
+	askCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	answers, err := c.link.Ask(askCtx, reqs)
 	switch {
@@ -1105,12 +1105,6 @@ func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) 
 	}
 	return &taskReply{result: ack}
 }
-
-// ErrClientWait is the cause (context.Cause) of the end of a task's wait
-// for its client's answers at tools.defaults.client_wait: the runner tells
-// it from the call's own end (a cancel, the task's budget), after which the
-// call goes on without the answers.
-var ErrClientWait = errors.New("no answer within tools.defaults.client_wait")
 
 // CheckInputResponse is the tasks.AnswerCheck of every answer a task
 // takes (TaskRunner.Respond): answer must be a result of req's method (an
