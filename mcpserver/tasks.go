@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdkjson "github.com/segmentio/encoding/json"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/tool"
@@ -1012,7 +1013,7 @@ func (c *taskClient) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 		what = append(what, fmt.Sprintf("%s %q", r.Method, r.Key))
 	}
 	wait := c.s.clientWait()
-	askCtx, cancel := context.WithTimeout(ctx, wait)
+	askCtx, cancel := context.WithTimeoutCause(ctx, wait, hostfuncs.ErrClientWait)
 	defer cancel()
 	answers, err := c.link.Ask(askCtx, reqs)
 	switch {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/principal"
@@ -151,7 +152,7 @@ type runningTask struct {
 	notify func(tasks.Task)
 	// leftAs, when set, is the reason of a change out of input_required
 	// whose call was stopped while it waited (cancelled, shut down, its
-	// ended elsewhere): the run audits it with the status it
+	// own deadline, ended elsewhere): the run audits it with the status it
 	// ends the record with, as nothing is written in between.
 	leftAs string
 	// asked is closed (and replaced) each time the task's questions
@@ -368,12 +369,10 @@ func (rt *runningTask) stopTask() {
 // stopReason says why a wait for answers ended with its context ctx
 // other than at tools.defaults.client_wait: "cancelled" on request (here
 // or on another replica, seen at a lease renewal), "shutdown" of its
-// server, "ended elsewhere" (its record ended on another server); "" for
-// a deadline, when the call goes on without the answers. The call's own
-// task budget is a deadline too, with the same cause as the client_wait
-// timers of hostfuncs/client, gates and prompts (context.DeadlineExceeded),
-// which wrap the context first: it is not told apart here (RATIONALE.md,
-// "input_required tasks, review fixes").
+// server, "ended elsewhere" (its record ended on another server),
+// "deadline" (the call's own task budget); "" at client_wait (every
+// client_wait timer's cause is hostfuncs.ErrClientWait) or any other end
+// of the wait alone, when the call goes on without the answers.
 func (rt *runningTask) stopReason(ctx context.Context) string {
 	rt.mu.Lock()
 	cancelled := rt.cancelled
@@ -386,6 +385,10 @@ func (rt *runningTask) stopReason(ctx context.Context) string {
 		return "shutdown"
 	case errors.Is(cause, errEndedElsewhere):
 		return "ended elsewhere"
+	case errors.Is(cause, hostfuncs.ErrClientWait):
+		return ""
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "deadline"
 	}
 	return ""
 }
@@ -459,7 +462,8 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		case <-poll.C:
 		case <-ctx.Done():
 			if stop := rt.stopReason(ctx); stop != "" {
-				// Cancelled, shut down, or ended elsewhere: the run ends the record at once
+				// Cancelled, shut down, past the call's own deadline,
+				// or ended elsewhere: the run ends the record at once
 				// (cancelled, failed), which drops the requests, and
 				// audits the change with that end; a working status in
 				// between would be a state the task never was in.

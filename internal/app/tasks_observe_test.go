@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
@@ -198,7 +199,10 @@ func TestTaskStatusAudited(t *testing.T) {
 
 // TestTaskStatusAuditedOnStops: a task stopped while it waits for input
 // leaves input_required straight for the status its run ends it with, and
-// the task_status line says so with the stop's reason: its server's
+// the task_status line says so with the stop's reason: the call's own
+// deadline (its task budget, told from a client_wait timer by the cause,
+// hostfuncs.ErrClientWait) ends it failed, "deadline", with no working in
+// between, while client_wait leaves it working, "unanswered"; its server's
 // shutdown ends it failed, "shutdown"; a record another server ended (its
 // lease lapsed there), seen at a lease renewal, stands failed, "ended
 // elsewhere", not cancelled.
@@ -224,12 +228,61 @@ func TestTaskStatusAuditedOnStops(t *testing.T) {
 			{"task_end", "", how, ""},
 		}
 	}
-	asker := func(bool) func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+	asker := func(deadline bool) func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
 		return func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			if deadline {
+				// The call's own budget, passed as it waits (a
+				// client_wait timer's cause is hostfuncs.ErrClientWait).
+				past, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+				defer cancel()
+				ctx = past
+			}
 			_, err := link.Ask(ctx, []tasks.InputRequest{{Key: "q", Method: "elicitation/create"}})
 			return nil, err
 		}
 	}
+
+	t.Run("deadline", func(t *testing.T) {
+		r, _, closeAudit := observedReplica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+		task, err := r.Start(alice, mcpserver.TaskStart{Owner: "o", Tool: "asker", Run: asker(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := untilEnded(t, r, "o", task.ID); end.Status != tasks.Failed {
+			t.Fatalf("the end: %+v", end)
+		}
+		if got := lines(closeAudit()); fmt.Sprint(got) != fmt.Sprint(want("failed", "deadline")) {
+			t.Errorf("audit lines:\n%v\nwant\n%v", got, want("failed", "deadline"))
+		}
+	})
+
+	t.Run("client_wait", func(t *testing.T) {
+		r, _, closeAudit := observedReplica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+		task, err := r.Start(alice, mcpserver.TaskStart{Owner: "o", Tool: "asker",
+			Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+				wait, cancel := context.WithDeadlineCause(ctx, time.Now().Add(-time.Second), hostfuncs.ErrClientWait)
+				defer cancel()
+				if _, err := link.Ask(wait, []tasks.InputRequest{{Key: "q", Method: "elicitation/create"}}); err == nil {
+					t.Error("answered")
+				}
+				return json.RawMessage(`{"content":[]}`), nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := untilEnded(t, r, "o", task.ID); end.Status != tasks.Completed {
+			t.Fatalf("the end: %+v", end)
+		}
+		want := []line{
+			{"task_start", "", "working", ""},
+			{"task_status", "working", "input_required", ""},
+			{"task_status", "input_required", "working", "unanswered"},
+			{"task_end", "", "completed", ""},
+		}
+		if got := lines(closeAudit()); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("audit lines:\n%v\nwant\n%v", got, want)
+		}
+	})
 
 	t.Run("shutdown", func(t *testing.T) {
 		r, _, closeAudit := observedReplica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
