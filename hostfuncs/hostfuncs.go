@@ -9,6 +9,7 @@ package hostfuncs
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/warden-run/warden/tool"
@@ -63,3 +64,9 @@ type Capability interface {
 	// Serve must honour ctx: it is cancelled when the call ends.
 	Serve(ctx context.Context, call *Call, request []byte) (any, error)
 }
+
+// ErrClientWait is the cause (context.Cause) of a wait for the MCP client's
+// answers that ran past tools.defaults.client_wait: every such timer sets
+// it, so that a task's runner tells it from the call's own deadline (its
+// task budget, context.DeadlineExceeded), after which the call is over.
+var ErrClientWait = errors.New("no answer within tools.defaults.client_wait")

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdkjson "github.com/segmentio/encoding/json"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/tool"
@@ -74,6 +75,10 @@ type TaskRunner interface {
 	// input (input_required with requests not answered yet), or ctx's
 	// error.
 	AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error)
+	// AwaitAnswered returns owner's task id once its record no longer
+	// waits for the answer to the request key (answered, given up, the
+	// task ended), or ctx's error.
+	AwaitAnswered(ctx context.Context, owner, id, key string) (tasks.Task, error)
 	// Respond delivers a client's answers (tasks/update's inputResponses,
 	// as the client sent them) to owner's task id, waiting for input:
 	// tasks.Task.Answer, with CheckInputResponse as its check, applies in
@@ -144,6 +149,36 @@ type taskState struct {
 	// asks are the requests sent to HTTP clients' tasks/result streams
 	// (2025-11-25) that wait for a response (tasks_http.go).
 	asks httpAsks
+	// askers holds, by owner and task id, the channel closed when the
+	// one tasks/result stream putting that task's questions to its
+	// client stops asking (claimAsker).
+	askMu  sync.Mutex
+	askers map[string]chan struct{}
+}
+
+// claimAsker makes the calling tasks/result stream the one that puts
+// owner's task id's questions to its client: two streams asking would put
+// each question to the person twice, and the second answer would be lost.
+// It returns the func that ends the claim, or, when another stream holds
+// it, nil and the channel closed as that one stops.
+func (ts *taskState) claimAsker(owner, id string) (release func(), busy <-chan struct{}) {
+	k := owner + "\x00" + id
+	ts.askMu.Lock()
+	defer ts.askMu.Unlock()
+	if ch, ok := ts.askers[k]; ok {
+		return nil, ch
+	}
+	if ts.askers == nil {
+		ts.askers = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	ts.askers[k] = ch
+	return func() {
+		ts.askMu.Lock()
+		defer ts.askMu.Unlock()
+		delete(ts.askers, k)
+		close(ch)
+	}, nil
 }
 
 // maxTaskWaiters bounds the tasks/result and tasks/cancel requests one
@@ -978,11 +1013,17 @@ func (c *taskClient) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 		what = append(what, fmt.Sprintf("%s %q", r.Method, r.Key))
 	}
 	wait := c.s.clientWait()
-	askCtx, cancel := context.WithTimeout(ctx, wait)
+	askCtx, cancel := context.WithTimeoutCause(ctx, wait, hostfuncs.ErrClientWait)
 	defer cancel()
 	answers, err := c.link.Ask(askCtx, reqs)
 	switch {
 	case err == nil:
+		for i, a := range answers {
+			if e := clientErrorOf(a); e != nil {
+				return nil, tool.Errorf(tool.KindUnavailable, "asking the client through the task: the client answered %s %q with error %d: %s",
+					requests[i].Method, requests[i].Key, e.Code, e.Message)
+			}
+		}
 		return answers, nil
 	case ctx.Err() != nil:
 		return nil, tool.Errorf(tool.KindCancelled, "the task ended while waiting for the client to answer %s", strings.Join(what, ", "))
@@ -1073,6 +1114,9 @@ func (s *Server) taskUpdate(ctx context.Context, c *taskCall, owner, id string) 
 // encodes. A refusal is a *jsonrpc.Error, -32602, naming the key and the
 // method.
 func CheckInputResponse(req tasks.InputRequest, answer json.RawMessage) (json.RawMessage, error) {
+	if e := clientErrorOf(answer); e != nil {
+		return clientErrorAnswer(e), nil
+	}
 	var m mcp.InputResponseMap
 	if !json.Valid(answer) || json.Unmarshal(fmt.Appendf(nil, `{"k":%s}`, answer), &m) != nil || m["k"] == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
@@ -1119,16 +1163,47 @@ func checkAnswers(t *tasks.Task, answers map[string]json.RawMessage) (map[string
 // to end and returns its payload. While the task asks for input, it sends
 // each outstanding request to the client as a request of the server's own
 // (on the stdio connection, or on the HTTP reply's SSE stream), tied to
-// the task by _meta[metaRelatedTask], and delivers the answers
+// the task by _meta[metaRelatedTask], and delivers each answer as it comes
 // (TaskRunner.Respond), as that revision has the requestor's tasks/result
-// carry a task's questions. A request the client does not answer within
-// tools.defaults.client_wait, or whose task ends meanwhile, is given up
-// and the task awaited again. A request warden cannot send requests on (a
-// sessionless HTTP request) only waits: its tasks' calls cannot ask.
+// carry a task's questions. One stream asks a task's questions
+// (claimAsker): another tasks/result of the task, on another session or
+// the same, awaits the end alone, and asks only once that one stops. A
+// request whose key leaves the record's outstanding set (answered by
+// another way, given up by the call at its client_wait, the task ended),
+// or that the client does not answer within tools.defaults.client_wait,
+// is given up and the task awaited again. A request warden cannot send
+// requests on (a sessionless HTTP request) only waits: its tasks' calls
+// cannot ask.
 func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskContext) *taskReply {
 	r := s.opts.Tasks
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	for {
 		t, err := r.AwaitInput(ctx, owner, id)
+		if err == nil && !t.Status.Terminal() && tc.request != nil && release == nil {
+			var busy <-chan struct{}
+			if release, busy = s.tasks.claimAsker(owner, id); release == nil {
+				// Another stream asks: await the end, or that stream's
+				// stop, then ask here if questions remain.
+				wait, stop := context.WithCancel(ctx)
+				go func() {
+					defer stop()
+					select {
+					case <-busy:
+					case <-wait.Done():
+					}
+				}()
+				t, err = r.Await(wait, owner, id)
+				stop()
+				if err != nil && ctx.Err() == nil {
+					continue
+				}
+			}
+		}
 		if err == nil && tc.request == nil && !t.Status.Terminal() {
 			t, err = r.Await(ctx, owner, id)
 		}
@@ -1138,61 +1213,104 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 		if t.Status.Terminal() {
 			return legacyPayload(&t)
 		}
-		answers, reply := s.askRound(ctx, &t, owner, id, tc)
-		if reply != nil {
+		if release == nil {
+			continue // another stream asks, and the task did not end: impossible but harmless
+		}
+		if reply := s.askOne(ctx, &t, owner, id, tc); reply != nil {
 			return reply
-		}
-		if answers == nil {
-			continue // given up: await the task again
-		}
-		checked, refused := checkAnswers(&t, answers)
-		if refused != nil {
-			return refused
-		}
-		if _, err := r.Respond(ctx, owner, id, checked); err != nil {
-			return taskFailure(err)
 		}
 	}
 }
 
-// askRound sends t's outstanding requests to the client one at a time and
-// returns the answers by key; nil answers when the round was given up (no
-// answer within tools.defaults.client_wait, or the task ended), or the
-// reply tasks/result ends with (the client answered with an error, or a
-// request could not be sent).
-func (s *Server) askRound(ctx context.Context, t *tasks.Task, owner, id string, tc taskContext) (map[string]json.RawMessage, *taskReply) {
+// askOne sends the first of t's outstanding requests to the client and
+// delivers its answer (TaskRunner.Respond). The request is given up, and
+// nil returned, when its key leaves the record's outstanding set (the
+// task was answered another way, its call gave the round up, the task
+// ended) or no answer came within tools.defaults.client_wait; the reply
+// tasks/result ends with is returned when the client answered with an
+// error, its answer is not of the request's kind, or the request could not
+// be sent.
+func (s *Server) askOne(ctx context.Context, t *tasks.Task, owner, id string, tc taskContext) *taskReply {
+	pending := t.Outstanding()
+	if len(pending) == 0 {
+		return nil
+	}
+	q := pending[0]
 	round, stop := context.WithTimeout(ctx, s.clientWait())
 	defer stop()
 	go func() {
-		// The task's end ends the round.
+		// The request's leaving the record ends the wait for its answer.
 		defer stop()
-		s.opts.Tasks.Await(round, owner, id)
+		s.opts.Tasks.AwaitAnswered(round, owner, id, q.Key)
 	}()
-	answers := map[string]json.RawMessage{}
-	for _, q := range t.Outstanding() {
-		params := map[string]json.RawMessage{}
-		if len(q.Params) > 0 {
-			if err := json.Unmarshal(q.Params, &params); err != nil {
-				return nil, replyError(jsonrpc.CodeInternalError, "task %s: the params of its request %q are not an object: %v", id, q.Key, err)
-			}
+	params := map[string]json.RawMessage{}
+	if len(q.Params) > 0 {
+		if err := json.Unmarshal(q.Params, &params); err != nil {
+			return replyError(jsonrpc.CodeInternalError, "task %s: the params of its request %q are not an object: %v", id, q.Key, err)
 		}
-		if err := editObject(params, "_meta", func(meta map[string]json.RawMessage) error {
-			meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
-			return nil
-		}); err != nil {
-			return nil, replyError(jsonrpc.CodeInternalError, "task %s: the _meta of its request %q is not an object: %v", id, q.Key, err)
-		}
-		raw, _ := json.Marshal(params)
-		res, err := tc.request(round, q.Method, raw)
-		if err != nil && ctx.Err() == nil && round.Err() != nil {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, replyError(jsonrpc.CodeInternalError, "task %s: the client did not answer its %s request %q: %v", id, q.Method, q.Key, err)
-		}
-		answers[q.Key] = res
 	}
-	return answers, nil
+	if err := editObject(params, "_meta", func(meta map[string]json.RawMessage) error {
+		meta[metaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
+		return nil
+	}); err != nil {
+		return replyError(jsonrpc.CodeInternalError, "task %s: the _meta of its request %q is not an object: %v", id, q.Key, err)
+	}
+	raw, _ := json.Marshal(params)
+	res, err := tc.request(round, q.Method, raw)
+	if err != nil && ctx.Err() == nil && round.Err() != nil {
+		return nil // given up: the task is awaited again
+	}
+	var clientErr *jsonrpc.Error
+	if errors.As(err, &clientErr) {
+		// The client answered with an error: that is its answer, which
+		// the call's Ask returns as the request's error.
+		res, err = clientErrorAnswer(clientErr), nil
+	}
+	if err != nil {
+		return replyError(jsonrpc.CodeInternalError, "task %s: the client did not answer its %s request %q: %v", id, q.Method, q.Key, err)
+	}
+	checked, refused := checkAnswers(t, map[string]json.RawMessage{q.Key: res})
+	if refused != nil {
+		return refused
+	}
+	if _, err := s.opts.Tasks.Respond(ctx, owner, id, checked); err != nil {
+		return taskFailure(err)
+	}
+	return nil
+}
+
+// metaClientError marks an answer that is the client's JSON-RPC error to
+// a task's question (a 2025-11-25 tasks/result stream's request answered
+// with an error): the record holds it as that request's answer, and the
+// call's Ask returns it as that request's error, the guest's refusal.
+// (A client may send one by tasks/update as well: it refuses its own
+// question, as declining does.)
+const metaClientError = tool.ReservedPrefix + "clientError"
+
+// clientErrorAnswer is the answer recording the client's error e.
+func clientErrorAnswer(e *jsonrpc.Error) json.RawMessage {
+	raw, _ := json.Marshal(map[string]any{"_meta": map[string]any{
+		metaClientError: map[string]any{"code": e.Code, "message": e.Message}}})
+	return raw
+}
+
+// clientErrorOf returns the client's error an answer records
+// (clientErrorAnswer), nil for any other answer.
+func clientErrorOf(answer json.RawMessage) *jsonrpc.Error {
+	var a struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(answer, &a) != nil || a.Meta[metaClientError] == nil {
+		return nil
+	}
+	var e struct {
+		Code    *int64  `json:"code"`
+		Message *string `json:"message"`
+	}
+	if json.Unmarshal(a.Meta[metaClientError], &e) != nil || e.Code == nil || e.Message == nil {
+		return nil
+	}
+	return &jsonrpc.Error{Code: *e.Code, Message: *e.Message}
 }
 
 // metaIgnoredInput is the _meta key of a tasks/update acknowledgement

@@ -247,6 +247,7 @@ func FuzzCheckInputResponse(f *testing.F) {
 		`{"action":"accept","content":{"n":1}}`, `{"action":"decline"}`, `{"roots":[]}`,
 		`{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`,
 		`[1,2]`, `null`, `12345`, `"x"`, `{}`, `{"k":1},"k":{"action":"accept"}`, ``,
+		`{"_meta":{"warden/clientError":{"code":-1,"message":"no"}}}`, `{"_meta":{"warden/clientError":{"code":"x"}}}`,
 	} {
 		for _, method := range []string{tool.MethodElicit, tool.MethodSample, tool.MethodRoots, "other/method"} {
 			f.Add(method, []byte(seed))

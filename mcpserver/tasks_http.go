@@ -30,6 +30,9 @@ import (
 // many such streams asking.
 const maxAsksPerSession = 8
 
+// errSessionGone ends a question whose session its client deleted.
+var errSessionGone = errors.New("the session was deleted")
+
 // errTooManyAsks refuses a request past maxAsksPerSession.
 var errTooManyAsks = errors.New("too many questions outstanding in this session")
 
@@ -47,11 +50,21 @@ type pendingAsk struct {
 	session string
 	who     principal.Principal
 	reply   chan *jsonrpc.Response // holds one
+	gone    chan struct{}          // closed when its session is deleted (endSession)
 }
 
 // open registers a request of session's principal who and returns its
 // id, the channel its response arrives on, and the func that forgets it.
 func (a *httpAsks) open(session string, who principal.Principal) (string, <-chan *jsonrpc.Response, func(), error) {
+	key, ask, forget, err := a.openAsk(session, who)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return key, ask.reply, forget, nil
+}
+
+// openAsk is open, returning the request itself (its gone channel too).
+func (a *httpAsks) openAsk(session string, who principal.Principal) (string, *pendingAsk, func(), error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.bySession[session] >= maxAsksPerSession {
@@ -62,10 +75,10 @@ func (a *httpAsks) open(session string, who principal.Principal) (string, <-chan
 	}
 	a.next++
 	key := fmt.Sprintf("%shttp-%d", requestIDPrefix, a.next)
-	ask := &pendingAsk{session: session, who: who, reply: make(chan *jsonrpc.Response, 1)}
+	ask := &pendingAsk{session: session, who: who, reply: make(chan *jsonrpc.Response, 1), gone: make(chan struct{})}
 	a.byID[key] = ask
 	a.bySession[session]++
-	return key, ask.reply, func() {
+	return key, ask, func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		if a.byID[key] == ask {
@@ -97,6 +110,20 @@ func (a *httpAsks) deliver(session string, who principal.Principal, resp *jsonrp
 	return true
 }
 
+// endSession ends the requests sent on session, deleted by its client:
+// each waits no more (its gone channel is closed, which ends its
+// tasks/result stream's asking), and a response to one is not taken.
+func (a *httpAsks) endSession(session string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, ask := range a.byID {
+		if ask.session == session {
+			delete(a.byID, key)
+			close(ask.gone)
+		}
+	}
+}
+
 // samePrincipal says whether a and b are one caller, as task ownership
 // (tasks.OwnerOf) tells callers apart.
 func samePrincipal(a, b principal.Principal) bool {
@@ -121,6 +148,11 @@ func isTaskLayerResponse(msg jsonrpc.Message) (*jsonrpc.Response, bool) {
 // so that the refusal tells nothing of other sessions.
 func (s *Server) takeResponse(w http.ResponseWriter, r *http.Request, resp *jsonrpc.Response, who principal.Principal) {
 	sid := r.Header.Get("Mcp-Session-Id")
+	if resp.Result != nil && resp.Error != nil {
+		refuseHTTP(w, s.log, http.StatusBadRequest, invalidRequest(nil,
+			"a response with both a result and an error"))
+		return
+	}
 	if len(resp.Result) > tasks.MaxInputBytes {
 		refuseHTTP(w, s.log, http.StatusBadRequest, invalidRequest(nil,
 			"a response of %d bytes, more than the %d a task's answers hold", len(resp.Result), tasks.MaxInputBytes))
@@ -217,11 +249,16 @@ func (s *Server) httpAsker(r *http.Request, who principal.Principal, out *sseRep
 		tool.ClientRoots:  caps.RootsV2 != nil,
 	}
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		key, reply, forget, err := s.tasks.asks.open(sid, who)
+		key, ask, forget, err := s.tasks.asks.openAsk(sid, who)
 		if err != nil {
 			return nil, err
 		}
 		defer forget()
+		if !s.sessionLive(sid) {
+			// Deleted since tasks/result came (checked once registered:
+			// a DELETE after this ends it by endSession).
+			return nil, errSessionGone
+		}
 		id, err := jsonrpc.MakeID(key)
 		if err != nil {
 			return nil, err
@@ -230,11 +267,13 @@ func (s *Server) httpAsker(r *http.Request, who principal.Principal, out *sseRep
 			return nil, fmt.Errorf("sending %s: %w", method, err)
 		}
 		select {
-		case resp := <-reply:
+		case resp := <-ask.reply:
 			if resp.Error != nil {
 				return nil, resp.Error
 			}
 			return resp.Result, nil
+		case <-ask.gone:
+			return nil, errSessionGone
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -327,6 +327,8 @@ func FuzzTaskLayerResponse(f *testing.F) {
 		{"s1", `{"jsonrpc":"2.0","id":1,"result":{}}`},
 		{"s1", `[{"jsonrpc":"2.0","id":"warden-task-http-1","result":{}}]`},
 		{"s1", `{"jsonrpc":"2.0","id":"warden-task-http-1","method":"tasks/get","params":{}}`},
+		{"s1", `{"jsonrpc":"2.0","id":"warden-\u0074ask-http-1","result":{}}`},
+		{"s1", `{"jsonrpc":"2.0","id":"warden-task-http-1","result":{},"error":{"code":-1,"message":"no"}}`},
 	} {
 		f.Add(seed.session, seed.body)
 	}
@@ -358,7 +360,8 @@ func FuzzTaskLayerResponse(f *testing.F) {
 		}
 		select {
 		case got := <-reply:
-			if derr != nil || !ours || got.ID.Raw() != key || session != "s1" || len(resp.Result) > 256<<10 || rec.Code != http.StatusAccepted {
+			if derr != nil || !ours || got.ID.Raw() != key || session != "s1" || len(resp.Result) > 256<<10 || rec.Code != http.StatusAccepted ||
+				resp.Result != nil && resp.Error != nil {
 				t.Fatalf("delivered %s on session %q (HTTP %d)", body, session, rec.Code)
 			}
 		default:
@@ -374,4 +377,51 @@ func (a *httpAsks) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.byID)
+}
+
+// TestTaskInputHTTPRefusalsAndDelete: a response carrying both a result
+// and an error is refused (400, the task layer's refusal) and not taken;
+// a session its client DELETEs ends the question its tasks/result stream
+// waits on (the stream ends, naming the deleted session), and a response
+// to that question is refused afterwards.
+func TestTaskInputHTTPRefusalsAndDelete(t *testing.T) {
+	s := inputServer(t, 0)
+	url := oauthTaskServer(t, s)
+	a := (&httpPeer{t: t, url: url, token: "alice"}).open(map[string]any{"elicitation": map[string]any{}})
+	id := resultOf(t, a.call(2, "tools/call", map[string]any{"name": "asker", "arguments": map[string]any{}, "task": map[string]any{}}))["task"].(map[string]any)["taskId"].(string)
+	stream := events(t, a.post(map[string]any{"id": 3, "method": "tasks/result", "params": map[string]any{"taskId": id}}))
+	q := <-stream
+	if q["method"] != "elicitation/create" {
+		t.Fatalf("first on the stream: %s", dump(q))
+	}
+	resp := a.post(map[string]any{"id": q["id"], "result": map[string]any{"action": "accept", "content": map[string]any{}},
+		"error": map[string]any{"code": -1, "message": "no"}})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "invalid request: a response with both a result and an error") {
+		t.Errorf("a response with a result and an error: HTTP %d %s", resp.StatusCode, body)
+	}
+
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Set("Mcp-Session-Id", a.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	del, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Body.Close()
+	if del.StatusCode >= 300 {
+		t.Fatalf("DELETE: HTTP %d", del.StatusCode)
+	}
+	last := within(t, "the deleted session's stream", stream)
+	if e, _ := last["error"].(map[string]any); last["id"] != float64(3) || e == nil || !strings.Contains(e["message"].(string), "the session was deleted") {
+		t.Errorf("the stream of a deleted session ended with %s", dump(last))
+	}
+	if status, body := a.respond(q["id"], map[string]any{"action": "accept", "content": map[string]any{}}); status != http.StatusBadRequest {
+		t.Errorf("a response on a deleted session: HTTP %d %s", status, body)
+	}
+	if n := s.tasks.asks.count(); n != 0 {
+		t.Errorf("%d questions still registered", n)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +147,21 @@ func (r *storeRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.T
 	for {
 		t, err := r.store.Get(ctx, owner, id)
 		if err != nil || t.Status.Terminal() || len(t.Outstanding()) > 0 {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// AwaitAnswered polls the store, as AwaitInput does.
+func (r *storeRunner) AwaitAnswered(ctx context.Context, owner, id, key string) (tasks.Task, error) {
+	for {
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || !slices.ContainsFunc(t.Outstanding(), func(q tasks.InputRequest) bool { return q.Key == key }) {
 			return t, err
 		}
 		select {

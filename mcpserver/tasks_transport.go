@@ -249,6 +249,15 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			// A deleted session's questions wait no more, and a response
+			// to one is not taken (httpAsks.endSession).
+			next.ServeHTTP(w, r)
+			if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && !s.sessionLive(sid) {
+				s.tasks.asks.endSession(sid)
+			}
+			return
+		}
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
@@ -262,7 +271,10 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err != nil || !bytes.Contains(body, []byte("task")) && !s.tasks.anyRequired() {
+		// A body naming no task (nor any escaped character, \u, which
+		// could spell one: "warden-\u0074ask-…") is none of the task
+		// layer's, unless a tool requires task execution.
+		if err != nil || !bytes.Contains(body, []byte("task")) && !bytes.Contains(body, []byte(`\u`)) && !s.tasks.anyRequired() {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -327,15 +339,23 @@ func (s *Server) routeTasks(next http.Handler) http.Handler {
 // made up is no key of its own, or inventing ids would escape the
 // per-client bounds and give each a task list.
 func (s *Server) httpTaskPeer(sessionID string) string {
+	if s.sessionLive(sessionID) {
+		return tasks.HTTPPeer(sessionID)
+	}
+	return tasks.HTTPPeer("")
+}
+
+// sessionLive says whether the go-sdk holds the HTTP session sessionID.
+func (s *Server) sessionLive(sessionID string) bool {
 	if sessionID == "" {
-		return tasks.HTTPPeer("")
+		return false
 	}
 	for ss := range s.sdk.Sessions() {
 		if ss.ID() == sessionID {
-			return tasks.HTTPPeer(sessionID)
+			return true
 		}
 	}
-	return tasks.HTTPPeer("")
+	return false
 }
 
 // taskAdvertising is the receiving middleware that shows a task-aware

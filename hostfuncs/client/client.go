@@ -211,7 +211,7 @@ func (c *Capabilities) ask(ctx context.Context, call *hostfuncs.Call, requests [
 	if call.Hold != nil {
 		release = call.Hold(wait)
 	}
-	askCtx, cancel := context.WithTimeout(ctx, wait)
+	askCtx, cancel := context.WithTimeoutCause(ctx, wait, hostfuncs.ErrClientWait)
 	results, err := call.Client.Ask(askCtx, requests)
 	waitErr := askCtx.Err()
 	cancel()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/warden-run/warden/config"
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/policy"
 	"github.com/warden-run/warden/internal/principal"
@@ -94,7 +95,7 @@ func (a *App) decideGate(ctx context.Context, pol *policy.Policy, c mcpserver.Ca
 		"_meta":           a.caps.prompts.digests.questionMeta(questionConfirm, pol.Config()),
 	})
 	wait := pol.ClientWait()
-	askCtx, cancel := context.WithTimeout(ctx, wait)
+	askCtx, cancel := context.WithTimeoutCause(ctx, wait, hostfuncs.ErrClientWait)
 	defer cancel()
 	answers, err := c.Client.Ask(askCtx, []tool.ClientRequest{{Key: tool.KeyConfirm, Method: tool.MethodElicit, Params: params}})
 	switch {

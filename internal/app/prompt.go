@@ -338,7 +338,7 @@ func (p *prompter) askConsole(ctx context.Context, pol *policy.Policy, call *hos
 
 // elicit asks q through the client; release ends the call's hold.
 func (p *prompter) elicit(ctx context.Context, call *hostfuncs.Call, q permissionQuestion, wait time.Duration, release func()) (string, error) {
-	askCtx, cancel := context.WithTimeout(ctx, wait)
+	askCtx, cancel := context.WithTimeoutCause(ctx, wait, hostfuncs.ErrClientWait)
 	key := tool.KeyPermission + strconv.Itoa(len(call.Prompted))
 	answers, err := call.Client.Ask(askCtx, []tool.ClientRequest{{Key: key, Method: tool.MethodElicit, Params: q.params}})
 	waitErr := askCtx.Err() // before cancel, which sets it

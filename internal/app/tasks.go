@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/limits"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/principal"
@@ -91,6 +93,10 @@ func (o TaskOptions) withDefaults() TaskOptions {
 // errShutdown ends the tasks running when their server stops.
 var errShutdown = errors.New("its server shut down while it ran")
 
+// errEndedElsewhere stops a task whose record another server ended (its
+// lease lapsed there): the record stands, and the call stops.
+var errEndedElsewhere = errors.New("its record was ended on another server")
+
 // taskRunner runs MCP tasks (mcpserver.TaskRunner): it creates each
 // record durably before the task is announced, runs the call in the
 // background under the task's own context, turns its progress into the
@@ -112,6 +118,9 @@ type taskRunner struct {
 	// requests are stored, before the call waits for the answers: the
 	// point where an answer taken on this replica must not be lost.
 	askStored func(id string)
+	// awaitParked, set by tests only, runs in AwaitAnswered as it parks
+	// on this replica's doorbells, the record read.
+	awaitParked func(id string)
 
 	mu      sync.Mutex
 	running map[string]*runningTask
@@ -141,9 +150,23 @@ type runningTask struct {
 	input  chan struct{}
 	rounds int
 	notify func(tasks.Task)
-	// asked is closed (and replaced) each time the call asks: what
-	// AwaitInput waits on.
+	// leftAs, when set, is the reason of a change out of input_required
+	// whose call was stopped while it waited (cancelled, shut down, its
+	// own deadline, ended elsewhere): the run audits it with the status it
+	// ends the record with, as nothing is written in between.
+	leftAs string
+	// asked is closed (and replaced) each time the task's questions
+	// change here: the call asks, an answer is taken, a round ends. What
+	// AwaitInput and AwaitAnswered wait on (each reads the record again).
 	asked chan struct{}
+}
+
+// ringAsked wakes the waiters on rt's questions (rt.asked).
+func (rt *runningTask) ringAsked() {
+	rt.mu.Lock()
+	close(rt.asked)
+	rt.asked = make(chan struct{})
+	rt.mu.Unlock()
 }
 
 // newTaskRunner starts a runner on store: it sweeps the store now and,
@@ -241,6 +264,8 @@ func (r *taskRunner) run(ctx context.Context, rt *runningTask, s mcpserver.TaskS
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Cancelled, msg }
 	case errors.Is(cause, errShutdown):
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, errShutdown.Error() }
+	case errors.Is(cause, errEndedElsewhere):
+		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, errEndedElsewhere.Error() }
 	case err != nil:
 		change = func(t *tasks.Task) { t.Status, t.StatusMessage = tasks.Failed, err.Error() }
 	default:
@@ -268,9 +293,21 @@ func (r *taskRunner) run(ctx context.Context, rt *runningTask, s mcpserver.TaskS
 	r.mu.Lock()
 	delete(r.running, rt.id)
 	r.mu.Unlock()
+	if errors.Is(uerr, tasks.ErrTerminal) && !final.Status.Terminal() {
+		if t, err := r.store.Get(context.WithoutCancel(ctx), rt.owner, rt.id); err == nil {
+			final = t
+		}
+	}
 	status := final.Status
 	if !status.Terminal() {
 		status = tasks.Failed
+	}
+	rt.mu.Lock()
+	leftAs := rt.leftAs
+	rt.mu.Unlock()
+	if leftAs != "" {
+		r.record(ctx, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
+			From: string(tasks.InputRequired), Status: string(status), Reason: leftAs})
 	}
 	r.record(ctx, observe.TaskEvent{Event: observe.TaskEnded, ID: rt.id, Tool: rt.tool, Status: string(status), Reason: final.StatusMessage})
 }
@@ -329,13 +366,31 @@ func (rt *runningTask) stopTask() {
 	rt.cancel(context.Canceled)
 }
 
-// stopping reports whether the task's call is being stopped, ctx being
-// its context: cancelled on request (here or on another replica, seen at a
-// lease renewal), or its server shutting down.
-func (rt *runningTask) stopping(ctx context.Context) bool {
+// stopReason says why a wait for answers ended with its context ctx
+// other than at tools.defaults.client_wait: "cancelled" on request (here
+// or on another replica, seen at a lease renewal), "shutdown" of its
+// server, "ended elsewhere" (its record ended on another server),
+// "deadline" (the call's own task budget); "" at client_wait (every
+// client_wait timer's cause is hostfuncs.ErrClientWait) or any other end
+// of the wait alone, when the call goes on without the answers.
+func (rt *runningTask) stopReason(ctx context.Context) string {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.cancelled || errors.Is(context.Cause(ctx), errShutdown)
+	cancelled := rt.cancelled
+	rt.mu.Unlock()
+	cause := context.Cause(ctx)
+	switch {
+	case cancelled:
+		return "cancelled"
+	case errors.Is(cause, errShutdown):
+		return "shutdown"
+	case errors.Is(cause, errEndedElsewhere):
+		return "ended elsewhere"
+	case errors.Is(cause, hostfuncs.ErrClientWait):
+		return ""
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "deadline"
+	}
+	return ""
 }
 
 func (r *taskRunner) local(id string) *runningTask {
@@ -381,10 +436,7 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	if r.askStored != nil {
 		r.askStored(rt.id)
 	}
-	rt.mu.Lock()
-	close(rt.asked)
-	rt.asked = make(chan struct{})
-	rt.mu.Unlock()
+	rt.ringAsked()
 	// Debug: a guest asking in a loop would flood an Info log; the task's
 	// status line and its status notifications say the same.
 	r.log.Debug("task waits for input", "task", rt.id, "requests", strings.Join(keys, ", "))
@@ -393,8 +445,12 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 	// However the wait ends, the change out of input_required is audited
 	// once, with the status the record holds then.
 	why := "ended"
-	var to tasks.Status // the status it leaves for; "" reads the record's
-	defer func() { r.leftInput(stored, rt, why, to) }()
+	defer func() {
+		if why != "" {
+			r.leftInput(stored, rt, why)
+		}
+		rt.ringAsked() // the round's keys are outstanding no more
+	}()
 	if rt.notify != nil {
 		rt.notify(t)
 	}
@@ -405,16 +461,16 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 		case <-rt.input:
 		case <-poll.C:
 		case <-ctx.Done():
-			if rt.stopping(ctx) {
-				// Cancelled or shut down: the run ends the record at
-				// once (cancelled, failed), which drops the requests; a
-				// working status in between would be a state the task
-				// never was in.
+			if stop := rt.stopReason(ctx); stop != "" {
+				// Cancelled, shut down, past the call's own deadline,
+				// or ended elsewhere: the run ends the record at once
+				// (cancelled, failed), which drops the requests, and
+				// audits the change with that end; a working status in
+				// between would be a state the task never was in.
 				rt.mu.Lock()
-				if rt.cancelled {
-					why, to = "cancelled", tasks.Cancelled
-				}
+				rt.leftAs = stop
 				rt.mu.Unlock()
+				why = ""
 				return nil, ctx.Err()
 			}
 			// Unanswered in time (client_wait): the call goes on without
@@ -481,17 +537,15 @@ func (r *taskRunner) ask(ctx context.Context, rt *runningTask, reqs []tasks.Inpu
 }
 
 // leftInput audits a task's change out of input_required as its call's
-// wait ends (why: answered, unanswered, config changed, cancelled, ended):
-// to the status given (cancelled: the run ends the record so right after),
-// else to the status its record holds now, working unless it ended meanwhile (a
+// wait ends (why: answered, unanswered, config changed, ended) to the
+// status its record holds now, working unless it ended meanwhile (a
 // record that cannot be read counts as failed, as an end the runner
-// cannot store does).
-func (r *taskRunner) leftInput(ctx context.Context, rt *runningTask, why string, to tasks.Status) {
-	if to == "" {
-		to = tasks.Failed
-		if t, err := r.store.Get(ctx, rt.owner, rt.id); err == nil {
-			to = t.Status
-		}
+// cannot store does). A wait stopped with the call is audited by the run
+// (runningTask.leftAs).
+func (r *taskRunner) leftInput(ctx context.Context, rt *runningTask, why string) {
+	to := tasks.Failed
+	if t, err := r.store.Get(ctx, rt.owner, rt.id); err == nil {
+		to = t.Status
 	}
 	r.record(ctx, observe.TaskEvent{Event: observe.TaskStatus, ID: rt.id, Tool: rt.tool,
 		From: string(tasks.InputRequired), Status: string(to), Reason: why})
@@ -571,6 +625,7 @@ func (r *taskRunner) Respond(ctx context.Context, owner, id string, answers map[
 			case rt.input <- struct{}{}:
 			default:
 			}
+			rt.ringAsked()
 		}
 	}
 	return ignored, nil
@@ -689,6 +744,50 @@ func (r *taskRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.Ta
 	}
 }
 
+// AwaitAnswered implements mcpserver.TaskRunner: a task of this replica
+// is awaited on its questions' changes (rt.asked) and its end, another's
+// polled.
+func (r *taskRunner) AwaitAnswered(ctx context.Context, owner, id, key string) (tasks.Task, error) {
+	for {
+		var asked <-chan struct{}
+		rt := r.local(id)
+		if rt != nil {
+			rt.mu.Lock()
+			asked = rt.asked
+			rt.mu.Unlock()
+		}
+		t, err := r.store.Get(ctx, owner, id)
+		if err != nil || !outstanding(&t, key) {
+			return t, err
+		}
+		if rt != nil {
+			if r.awaitParked != nil {
+				r.awaitParked(id)
+			}
+			select {
+			case <-rt.done:
+			case <-asked:
+			case <-ctx.Done():
+				return t, ctx.Err()
+			}
+			continue
+		}
+		timer := time.NewTimer(r.opts.PollInterval)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return t, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// outstanding says whether t asks key and waits for its answer.
+func outstanding(t *tasks.Task, key string) bool {
+	return slices.ContainsFunc(t.Outstanding(), func(q tasks.InputRequest) bool { return q.Key == key })
+}
+
 // leases renews the leases of this replica's running tasks every Lease/3,
 // stops those whose cancellation was asked for elsewhere (or that ended
 // elsewhere), and sweeps the store: a task whose replica died ends failed
@@ -724,10 +823,19 @@ func (r *taskRunner) renew(ctx context.Context) {
 		return
 	}
 	for _, id := range stop {
-		if rt := r.local(id); rt != nil {
-			r.log.Info("task stopped: cancelled or ended on another server", "task", id)
-			rt.stopTask()
+		rt := r.local(id)
+		if rt == nil {
+			continue
 		}
+		if t, err := r.store.Get(ctx, rt.owner, id); err == nil && t.Status.Terminal() {
+			// Ended on another server (its lease lapsed there): that
+			// record stands; the call stops without a cancel of its own.
+			r.log.Info("task stopped: ended on another server", "task", id, "status", t.Status)
+			rt.cancel(errEndedElsewhere)
+			continue
+		}
+		r.log.Info("task stopped: cancelled on another server", "task", id)
+		rt.stopTask()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/observe"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
@@ -193,4 +195,133 @@ func TestTaskStatusAudited(t *testing.T) {
 	if lines := closeB(); len(lines) != 0 {
 		t.Errorf("b's audit lines: %+v", lines)
 	}
+}
+
+// TestTaskStatusAuditedOnStops: a task stopped while it waits for input
+// leaves input_required straight for the status its run ends it with, and
+// the task_status line says so with the stop's reason: the call's own
+// deadline (its task budget, told from a client_wait timer by the cause,
+// hostfuncs.ErrClientWait) ends it failed, "deadline", with no working in
+// between, while client_wait leaves it working, "unanswered"; its server's
+// shutdown ends it failed, "shutdown"; a record another server ended (its
+// lease lapsed there), seen at a lease renewal, stands failed, "ended
+// elsewhere", not cancelled.
+func TestTaskStatusAuditedOnStops(t *testing.T) {
+	alice := principal.With(context.Background(), principal.Principal{Subject: "alice", Via: principal.ViaOAuth})
+	type line struct{ Event, From, Outcome, Reason string }
+	lines := func(all []observe.Line) []line {
+		var out []line
+		for _, l := range all {
+			reason := l.Reason
+			if l.Event == observe.TaskEnded {
+				reason = ""
+			}
+			out = append(out, line{l.Event, l.From, l.Outcome, reason})
+		}
+		return out
+	}
+	want := func(how, reason string) []line {
+		return []line{
+			{"task_start", "", "working", ""},
+			{"task_status", "working", "input_required", ""},
+			{"task_status", "input_required", how, reason},
+			{"task_end", "", how, ""},
+		}
+	}
+	asker := func(deadline bool) func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+		return func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			if deadline {
+				// The call's own budget, passed as it waits (a
+				// client_wait timer's cause is hostfuncs.ErrClientWait).
+				past, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+				defer cancel()
+				ctx = past
+			}
+			_, err := link.Ask(ctx, []tasks.InputRequest{{Key: "q", Method: "elicitation/create"}})
+			return nil, err
+		}
+	}
+
+	t.Run("deadline", func(t *testing.T) {
+		r, _, closeAudit := observedReplica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+		task, err := r.Start(alice, mcpserver.TaskStart{Owner: "o", Tool: "asker", Run: asker(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := untilEnded(t, r, "o", task.ID); end.Status != tasks.Failed {
+			t.Fatalf("the end: %+v", end)
+		}
+		if got := lines(closeAudit()); fmt.Sprint(got) != fmt.Sprint(want("failed", "deadline")) {
+			t.Errorf("audit lines:\n%v\nwant\n%v", got, want("failed", "deadline"))
+		}
+	})
+
+	t.Run("client_wait", func(t *testing.T) {
+		r, _, closeAudit := observedReplica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+		task, err := r.Start(alice, mcpserver.TaskStart{Owner: "o", Tool: "asker",
+			Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+				wait, cancel := context.WithDeadlineCause(ctx, time.Now().Add(-time.Second), hostfuncs.ErrClientWait)
+				defer cancel()
+				if _, err := link.Ask(wait, []tasks.InputRequest{{Key: "q", Method: "elicitation/create"}}); err == nil {
+					t.Error("answered")
+				}
+				return json.RawMessage(`{"content":[]}`), nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := untilEnded(t, r, "o", task.ID); end.Status != tasks.Completed {
+			t.Fatalf("the end: %+v", end)
+		}
+		want := []line{
+			{"task_start", "", "working", ""},
+			{"task_status", "working", "input_required", ""},
+			{"task_status", "input_required", "working", "unanswered"},
+			{"task_end", "", "completed", ""},
+		}
+		if got := lines(closeAudit()); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("audit lines:\n%v\nwant\n%v", got, want)
+		}
+	})
+
+	t.Run("shutdown", func(t *testing.T) {
+		r, _, closeAudit := observedReplica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+		task, err := r.Start(alice, mcpserver.TaskStart{Owner: "o", Tool: "asker", Run: asker(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		untilAsked(t, r, "o", task.ID, "q@1")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r.close(ctx)
+		if got := lines(closeAudit()); fmt.Sprint(got) != fmt.Sprint(want("failed", "shutdown")) {
+			t.Errorf("audit lines:\n%v\nwant\n%v", got, want("failed", "shutdown"))
+		}
+	})
+
+	t.Run("ended elsewhere", func(t *testing.T) {
+		dir := t.TempDir()
+		a, _, closeAudit := observedReplica(t, dir, TaskOptions{Replica: "a", PollInterval: time.Hour, Lease: 30 * time.Millisecond})
+		b := replica(t, dir, TaskOptions{Replica: "b", PollInterval: time.Hour, Lease: time.Hour})
+		task, err := a.Start(alice, mcpserver.TaskStart{Owner: "o", Tool: "asker", Run: asker(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		untilAsked(t, a, "o", task.ID, "q@1")
+		// As b's sweep ends a task whose lease lapsed.
+		if _, err := b.store.Update(context.Background(), "o", task.ID, b.bounds(), func(t *tasks.Task) {
+			t.Status, t.StatusMessage = tasks.Failed, tasks.LeaseLapsed
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if rt := a.local(task.ID); rt != nil {
+			<-rt.done
+		}
+		if end, _ := a.Get(context.Background(), "o", task.ID); end.Status != tasks.Failed || end.StatusMessage != tasks.LeaseLapsed {
+			t.Errorf("the record: %+v", end)
+		}
+		if got := lines(closeAudit()); fmt.Sprint(got) != fmt.Sprint(want("failed", "ended elsewhere")) {
+			t.Errorf("audit lines:\n%v\nwant\n%v", got, want("failed", "ended elsewhere"))
+		}
+	})
 }

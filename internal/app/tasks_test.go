@@ -461,3 +461,62 @@ func TestCallAsTaskDoorRefusal(t *testing.T) {
 		t.Errorf("a task call of an unknown tool: %+v, %+v, %v", res, final, err)
 	}
 }
+
+// TestTaskAwaitAnswered: AwaitAnswered (what a 2025-11-25 tasks/result
+// stream watches its question with) returns as soon as the key leaves the
+// record's outstanding set, on this replica's doorbells alone (the poll is
+// an hour): answered by Respond while another request still waits, and
+// given up by the call (its client_wait: the record is working again).
+func TestTaskAwaitAnswered(t *testing.T) {
+	r := replica(t, t.TempDir(), TaskOptions{Replica: "a", PollInterval: time.Hour})
+	parked := make(chan struct{}, 4)
+	r.awaitParked = func(string) { parked <- struct{}{} }
+	giveUp := make(chan struct{})
+	task, err := r.Start(context.Background(), mcpserver.TaskStart{Owner: "o", Tool: "asker",
+		Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			wait, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() {
+				select {
+				case <-giveUp:
+					stop()
+				case <-wait.Done():
+				}
+			}()
+			_, err := link.Ask(wait, []tasks.InputRequest{{Key: "a", Method: "elicitation/create"}, {Key: "b", Method: "elicitation/create"}})
+			<-ctx.Done() // until the test cancels it
+			return nil, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untilAsked(t, r, "o", task.ID, "a@1")
+	await := func(key string) <-chan tasks.Task {
+		out := make(chan tasks.Task, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			got, err := r.AwaitAnswered(ctx, "o", task.ID, key)
+			if err != nil {
+				t.Errorf("AwaitAnswered(%s): %v", key, err)
+			}
+			out <- got
+		}()
+		return out
+	}
+	answered := await("a@1")
+	<-parked
+	if _, err := r.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{"a@1": json.RawMessage(`{"action":"decline"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-answered; got.Status != tasks.InputRequired || len(got.Outstanding()) != 1 || got.Outstanding()[0].Key != "b@1" {
+		t.Errorf("after a@1 was answered: %+v", got)
+	}
+	gaveUp := await("b@1")
+	<-parked
+	close(giveUp)
+	if got := <-gaveUp; got.Status != tasks.Working || got.InputRequests != nil {
+		t.Errorf("after the call gave the round up: %+v", got)
+	}
+	r.Cancel(context.Background(), "o", task.ID)
+}
