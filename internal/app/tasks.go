@@ -711,44 +711,26 @@ func (r *taskRunner) Await(ctx context.Context, owner, id string) (tasks.Task, e
 // the task asks for input. A task of this replica is awaited on its asks
 // and its end, another's polled.
 func (r *taskRunner) AwaitInput(ctx context.Context, owner, id string) (tasks.Task, error) {
-	for {
-		// The doorbell first: an ask after the read below rings it.
-		var asked <-chan struct{}
-		rt := r.local(id)
-		if rt != nil {
-			rt.mu.Lock()
-			asked = rt.asked
-			rt.mu.Unlock()
-		}
-		t, err := r.store.Get(ctx, owner, id)
-		if err != nil || t.Status.Terminal() || len(t.Outstanding()) > 0 {
-			return t, err
-		}
-		if rt != nil {
-			select {
-			case <-rt.done:
-			case <-asked:
-			case <-ctx.Done():
-				return t, ctx.Err()
-			}
-			continue
-		}
-		timer := time.NewTimer(r.opts.PollInterval)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return t, ctx.Err()
-		}
-		timer.Stop()
-	}
+	return r.awaitRecord(ctx, owner, id, func(t *tasks.Task) bool {
+		return t.Status.Terminal() || len(t.Outstanding()) > 0
+	}, nil)
 }
 
 // AwaitAnswered implements mcpserver.TaskRunner: a task of this replica
 // is awaited on its questions' changes (rt.asked) and its end, another's
 // polled.
 func (r *taskRunner) AwaitAnswered(ctx context.Context, owner, id, key string) (tasks.Task, error) {
+	return r.awaitRecord(ctx, owner, id, func(t *tasks.Task) bool { return !outstanding(t, key) }, r.awaitParked)
+}
+
+// awaitRecord reads the task's record until ready says it is what the
+// caller waits for: a task of this replica is awaited on its doorbell
+// (rt.asked, rung at each ask and each answer taken) and its end,
+// another's polled every PollInterval. parked, when set, is told each time
+// a local wait begins (a test's hook).
+func (r *taskRunner) awaitRecord(ctx context.Context, owner, id string, ready func(*tasks.Task) bool, parked func(string)) (tasks.Task, error) {
 	for {
+		// The doorbell first: a change after the read below rings it.
 		var asked <-chan struct{}
 		rt := r.local(id)
 		if rt != nil {
@@ -757,12 +739,12 @@ func (r *taskRunner) AwaitAnswered(ctx context.Context, owner, id, key string) (
 			rt.mu.Unlock()
 		}
 		t, err := r.store.Get(ctx, owner, id)
-		if err != nil || !outstanding(&t, key) {
+		if err != nil || ready(&t) {
 			return t, err
 		}
 		if rt != nil {
-			if r.awaitParked != nil {
-				r.awaitParked(id)
+			if parked != nil {
+				parked(id)
 			}
 			select {
 			case <-rt.done:
