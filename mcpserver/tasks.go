@@ -17,6 +17,7 @@ import (
 	"github.com/warden-run/warden/hostfuncs"
 	"github.com/warden-run/warden/internal/principal"
 	"github.com/warden-run/warden/internal/tasks"
+	"github.com/warden-run/warden/internal/termsafe"
 	"github.com/warden-run/warden/tool"
 )
 
@@ -1020,8 +1021,10 @@ func (c *taskClient) Ask(ctx context.Context, requests []tool.ClientRequest) ([]
 	case err == nil:
 		for i, a := range answers {
 			if e := clientErrorOf(a); e != nil {
-				return nil, tool.Errorf(tool.KindUnavailable, "asking the client through the task: the client answered %s %q with error %d: %s",
-					requests[i].Method, requests[i].Key, e.Code, e.Message)
+				// As an interactive call's refusal (hostfuncs/client): the
+				// client's words clipped and made terminal-safe.
+				return nil, tool.Errorf(tool.KindFailed, "the client refused %s %q: error %d: %s",
+					requests[i].Method, requests[i].Key, e.Code, termsafe.Line(e.Message))
 			}
 		}
 		return answers, nil
@@ -1184,7 +1187,14 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 	}()
 	for {
 		t, err := r.AwaitInput(ctx, owner, id)
-		if err == nil && !t.Status.Terminal() && tc.request != nil && release == nil {
+		if err == nil && !t.Status.Terminal() && release == nil && !canAsk(tc, &t) {
+			// This stream's client cannot be asked what the task asks (no
+			// session to send on, or a feature its initialize did not
+			// declare): it only awaits the end, leaving the questions to
+			// a stream that can ask them.
+			t, err = r.Await(ctx, owner, id)
+		}
+		if err == nil && !t.Status.Terminal() && release == nil {
 			var busy <-chan struct{}
 			if release, busy = s.tasks.claimAsker(owner, id); release == nil {
 				// Another stream asks: await the end, or that stream's
@@ -1204,9 +1214,6 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 				}
 			}
 		}
-		if err == nil && tc.request == nil && !t.Status.Terminal() {
-			t, err = r.Await(ctx, owner, id)
-		}
 		if err != nil {
 			return taskFailure(err)
 		}
@@ -1220,6 +1227,23 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 			return reply
 		}
 	}
+}
+
+// canAsk says whether tc's client can be asked each of t's outstanding
+// requests: warden can send it requests, and its initialize declared the
+// feature each needs. A stream that cannot never takes the task's asker
+// slot, so that one that can is asked (a person's answer is never a
+// client's "method not found").
+func canAsk(tc taskContext, t *tasks.Task) bool {
+	if tc.request == nil {
+		return false
+	}
+	for _, q := range t.Outstanding() {
+		if !tc.features[tool.FeatureOf(q.Method)] {
+			return false
+		}
+	}
+	return true
 }
 
 // askOne sends the first of t's outstanding requests to the client and
@@ -1261,7 +1285,7 @@ func (s *Server) askOne(ctx context.Context, t *tasks.Task, owner, id string, tc
 		return nil // given up: the task is awaited again
 	}
 	var clientErr *jsonrpc.Error
-	if errors.As(err, &clientErr) {
+	if errors.As(err, &clientErr) && !protocolError(clientErr.Code) {
 		// The client answered with an error: that is its answer, which
 		// the call's Ask returns as the request's error.
 		res, err = clientErrorAnswer(clientErr), nil
@@ -1277,6 +1301,18 @@ func (s *Server) askOne(ctx context.Context, t *tasks.Task, owner, id string, tc
 		return taskFailure(err)
 	}
 	return nil
+}
+
+// protocolError says whether a client's error code says it could not
+// take the request at all (unparsable, invalid, a method or params it does
+// not know): that is no answer of the person's, and ends the stream
+// instead of answering the question.
+func protocolError(code int64) bool {
+	switch code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams:
+		return true
+	}
+	return false
 }
 
 // metaClientError marks an answer that is the client's JSON-RPC error to

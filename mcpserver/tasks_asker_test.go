@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/warden-run/warden/internal/tasks"
 	"github.com/warden-run/warden/tool"
 )
@@ -200,7 +202,7 @@ func wantClientErrorResult(t *testing.T, m map[string]any) {
 	t.Helper()
 	res := resultOf(t, m)
 	if res["isError"] != true || !strings.Contains(dump(res["content"]),
-		`unavailable: asking the client through the task: the client answered elicitation/create \"first\" with error -1: no`) {
+		`failed: the client refused elicitation/create \"first\": error -1: no`) {
 		t.Errorf("tasks/result after the client's error: %s", dump(m))
 	}
 }
@@ -293,5 +295,56 @@ func TestTaskClientErrorAnswerHTTP(t *testing.T) {
 	}
 	if len(asked) != 2 {
 		t.Errorf("asked %q", asked)
+	}
+}
+
+// TestTaskAskerNeedsTheFeature: a tasks/result stream whose client did
+// not declare what the task asks (here elicitation) is never put the
+// question and never takes the task's asker slot: it awaits the end while
+// a stream that can ask does; and a client's protocol error to a question
+// (method not found) is no answer: it ends that stream, and the question
+// waits for another, whose answer the call gets. Before, the first stream
+// took the slot, was sent the question anyway, and its -32601 was stored
+// as the person's answer.
+func TestTaskAskerNeedsTheFeature(t *testing.T) {
+	s := inputServer(t, 0)
+	ask := taskAsker(t, s)
+	id := roundTrip(t, ask(alice, "tools/call", map[string]any{"name": "asker"}))["taskId"].(string)
+	until(t, ask, alice, id, tasks.InputRequired)
+
+	mute := newRecordingAsker(func(m string) json.RawMessage { return said("mute " + m) })
+	muteTC := mute.tc()
+	muteTC.features = map[string]bool{}
+	replies := make(chan *taskReply, 3)
+	go func() {
+		replies <- ask(muteTC, "tasks/result", map[string]any{"taskId": id, "_meta": map[string]any{}})
+	}()
+
+	// A client that cannot take elicitation/create at all.
+	confused := func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
+	}
+	confusedTC := mute.tc()
+	confusedTC.request = confused
+	if got := ask(confusedTC, "tasks/result", map[string]any{"taskId": id, "_meta": map[string]any{}}); got.err == nil ||
+		!strings.Contains(got.err.Message, "the client did not answer its elicitation/create request") {
+		t.Errorf("tasks/result of a client answering -32601: %+v", got)
+	}
+	if got := roundTrip(t, ask(alice, "tasks/get", map[string]any{"taskId": id})); got["status"] != string(tasks.InputRequired) {
+		t.Errorf("after the -32601: %s (the protocol error was taken as an answer)", dump(got))
+	}
+
+	able := newRecordingAsker(func(m string) json.RawMessage { return said(m) })
+	go func() {
+		replies <- ask(able.tc(), "tasks/result", map[string]any{"taskId": id, "_meta": map[string]any{}})
+	}()
+	for range 2 {
+		res := roundTrip(t, within(t, "a tasks/result", replies))
+		if text := dump(res["content"]); !strings.Contains(text, `\"said\":\"First?\"`) || !strings.Contains(text, `\"said\":\"Second?\"`) {
+			t.Errorf("tasks/result = %s", dump(res))
+		}
+	}
+	if q := mute.questions(); len(q) != 0 {
+		t.Errorf("the stream without elicitation was asked %q", q)
 	}
 }

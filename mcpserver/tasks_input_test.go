@@ -385,6 +385,19 @@ func TestTaskInputLegacyStdio(t *testing.T) {
 		t.Fatalf("after a wrong-kind answer: %s", dump(got))
 	}
 
+	// A response with both a result and an error is no JSON-RPC response:
+	// the stream ends, nothing is taken (neither the result nor the error
+	// as the client's refusal), and the task still asks.
+	m, _ = result(40, func(qid any, message string) []map[string]any {
+		return []map[string]any{{"jsonrpc": "2.0", "id": qid, "result": said(message), "error": map[string]any{"code": -1, "message": "no"}}}
+	})
+	if e, _ := m["error"].(map[string]any); e == nil || !strings.Contains(fmt.Sprint(e["message"]), "has both a result and an error") {
+		t.Errorf("tasks/result over a response with a result and an error = %s", dump(m))
+	}
+	if got := resultOf(t, c.call(t, 3, "tasks/get", map[string]any{"taskId": id})); got["status"] != "input_required" {
+		t.Fatalf("after a response with a result and an error: %s", dump(got))
+	}
+
 	// Asked again: a response to a request never sent (warden-task-999)
 	// and a second response to one request are dropped; the first
 	// response to each request is the one taken.

@@ -152,6 +152,11 @@ func (c *taskConn) request(ctx context.Context, method string, params json.RawMe
 	}
 	select {
 	case resp := <-ch:
+		if resp.Result != nil && resp.Error != nil {
+			// Not a JSON-RPC response (exactly one of the two): refused,
+			// as over HTTP (takeResponse), never taken as an answer.
+			return nil, fmt.Errorf("the client's response to %s has both a result and an error", method)
+		}
 		if resp.Error != nil {
 			return nil, resp.Error
 		}

@@ -724,9 +724,10 @@ func (r *taskRunner) AwaitAnswered(ctx context.Context, owner, id, key string) (
 }
 
 // awaitRecord reads the task's record until ready says it is what the
-// caller waits for: a task of this replica is awaited on its doorbell
-// (rt.asked, rung at each ask and each answer taken) and its end,
-// another's polled every PollInterval. parked, when set, is told each time
+// caller waits for: again at each ring of a local task's doorbell
+// (rt.asked, rung at each ask and each answer taken here) and at its end,
+// and every PollInterval (an answer taken on another replica rings no
+// doorbell here). parked, when set, is told each time
 // a local wait begins (a test's hook).
 func (r *taskRunner) awaitRecord(ctx context.Context, owner, id string, ready func(*tasks.Task) bool, parked func(string)) (tasks.Task, error) {
 	for {
@@ -742,20 +743,20 @@ func (r *taskRunner) awaitRecord(ctx context.Context, owner, id string, ready fu
 		if err != nil || ready(&t) {
 			return t, err
 		}
+		// A local task's doorbell rings at what this replica takes; an
+		// answer taken on another replica is found by the poll, for a
+		// local task too.
+		var done <-chan struct{}
 		if rt != nil {
+			done = rt.done
 			if parked != nil {
 				parked(id)
 			}
-			select {
-			case <-rt.done:
-			case <-asked:
-			case <-ctx.Done():
-				return t, ctx.Err()
-			}
-			continue
 		}
 		timer := time.NewTimer(r.opts.PollInterval)
 		select {
+		case <-done:
+		case <-asked:
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
@@ -809,9 +810,10 @@ func (r *taskRunner) renew(ctx context.Context) {
 		if rt == nil {
 			continue
 		}
-		if t, err := r.store.Get(ctx, rt.owner, id); err == nil && t.Status.Terminal() {
-			// Ended on another server (its lease lapsed there): that
-			// record stands; the call stops without a cancel of its own.
+		if t, err := r.store.Get(ctx, rt.owner, id); errors.Is(err, tasks.ErrNotFound) || err == nil && t.Status.Terminal() {
+			// Ended on another server (its lease lapsed there), or its
+			// record is gone: that stands; the call stops without a
+			// cancel of its own.
 			r.log.Info("task stopped: ended on another server", "task", id, "status", t.Status)
 			rt.cancel(errEndedElsewhere)
 			continue

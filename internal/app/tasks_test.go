@@ -520,3 +520,51 @@ func TestTaskAwaitAnswered(t *testing.T) {
 	}
 	r.Cancel(context.Background(), "o", task.ID)
 }
+
+// TestTaskAwaitAnsweredAcrossReplicas: a question of a task running on
+// replica a, answered on replica b, ends a's wait for it (a's stream then
+// asks the next): the answer rings no doorbell on a, so a's wait polls
+// the record for a local task too. Without the poll the wait lasted
+// until its context ended and the round's other question was never asked.
+func TestTaskAwaitAnsweredAcrossReplicas(t *testing.T) {
+	dir := t.TempDir()
+	a := replica(t, dir, TaskOptions{Replica: "a", PollInterval: time.Millisecond})
+	b := replica(t, dir, TaskOptions{Replica: "b", PollInterval: time.Millisecond})
+	task, err := a.Start(context.Background(), mcpserver.TaskStart{Owner: "o", Tool: "asker",
+		Run: func(ctx context.Context, link mcpserver.TaskLink) (json.RawMessage, error) {
+			_, err := link.Ask(ctx, []tasks.InputRequest{{Key: "a", Method: "elicitation/create"}, {Key: "b", Method: "elicitation/create"}})
+			<-ctx.Done() // until the test cancels it
+			return nil, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untilAsked(t, a, "o", task.ID, "a@1")
+	parked := make(chan struct{}, 1)
+	a.awaitParked = func(string) {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+	}
+	type awaited struct {
+		task tasks.Task
+		err  error
+	}
+	out := make(chan awaited, 1)
+	go func() {
+		// No deadline of the test's own: a wait that never sees the
+		// answer hangs until go test's -timeout, and fails there.
+		got, err := a.AwaitAnswered(context.Background(), "o", task.ID, "a@1")
+		out <- awaited{got, err}
+	}()
+	<-parked // a waits, the record read: the answer comes after
+	if _, err := b.Respond(context.Background(), "o", task.ID, map[string]json.RawMessage{"a@1": json.RawMessage(`{"action":"decline"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got := <-out
+	if got.err != nil || got.task.Status != tasks.InputRequired || len(got.task.Outstanding()) != 1 || got.task.Outstanding()[0].Key != "b@1" {
+		t.Errorf("a's wait for a@1 answered on b: %+v, %v", got.task, got.err)
+	}
+	a.Cancel(context.Background(), "o", task.ID)
+}
