@@ -1180,6 +1180,7 @@ func checkAnswers(t *tasks.Task, answers map[string]json.RawMessage) (map[string
 func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskContext) *taskReply {
 	r := s.opts.Tasks
 	var release func()
+	deaf := false // it left a question unanswered: it asks no more
 	defer func() {
 		if release != nil {
 			release()
@@ -1187,7 +1188,7 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 	}()
 	for {
 		t, err := r.AwaitInput(ctx, owner, id)
-		if err == nil && !t.Status.Terminal() && release == nil && !canAsk(tc, &t) {
+		if err == nil && !t.Status.Terminal() && release == nil && (deaf || !canAsk(tc, &t)) {
 			// This stream's client cannot be asked what the task asks (no
 			// session to send on, or a feature its initialize did not
 			// declare): it only awaits the end, leaving the questions to
@@ -1223,11 +1224,22 @@ func (s *Server) legacyResult(ctx context.Context, owner, id string, tc taskCont
 		if release == nil {
 			continue // another stream asks, and the task did not end: impossible but harmless
 		}
-		if reply := s.askOne(ctx, &t, owner, id, tc); reply != nil {
+		reply := s.askOne(ctx, &t, owner, id, tc)
+		if reply == errUnanswered {
+			deaf = true
+			release()
+			release = nil
+			continue
+		}
+		if reply != nil {
 			return reply
 		}
 	}
 }
+
+// errUnanswered is askOne's word that its client left the question
+// unanswered within client_wait (never sent to a client).
+var errUnanswered = &taskReply{}
 
 // canAsk says whether tc's client can be asked each of t's outstanding
 // requests: warden can send it requests, and its initialize declared the
@@ -1262,10 +1274,13 @@ func (s *Server) askOne(ctx context.Context, t *tasks.Task, owner, id string, tc
 	q := pending[0]
 	round, stop := context.WithTimeout(ctx, s.clientWait())
 	defer stop()
+	left := make(chan tasks.Task, 1) // the record as the request left it
 	go func() {
 		// The request's leaving the record ends the wait for its answer.
 		defer stop()
-		s.opts.Tasks.AwaitAnswered(round, owner, id, q.Key)
+		if now, err := s.opts.Tasks.AwaitAnswered(round, owner, id, q.Key); err == nil {
+			left <- now
+		}
 	}()
 	params := map[string]json.RawMessage{}
 	if len(q.Params) > 0 {
@@ -1282,7 +1297,22 @@ func (s *Server) askOne(ctx context.Context, t *tasks.Task, owner, id string, tc
 	raw, _ := json.Marshal(params)
 	res, err := tc.request(round, q.Method, raw)
 	if err != nil && ctx.Err() == nil && round.Err() != nil {
-		return nil // given up: the task is awaited again
+		// Unanswered by this client: within client_wait, or before the
+		// call gave the round up (the record asks nothing, no answer
+		// taken for it). This stream asks no more (deaf), leaving the
+		// task's questions to another stream of its owner. Answered
+		// another way, or the task ended: the task is awaited again.
+		if errors.Is(round.Err(), context.DeadlineExceeded) {
+			return errUnanswered
+		}
+		select {
+		case now := <-left:
+			if !now.Status.Terminal() && now.Status != tasks.InputRequired && now.InputResponses[q.Key] == nil {
+				return errUnanswered
+			}
+		default:
+		}
+		return nil
 	}
 	var clientErr *jsonrpc.Error
 	if errors.As(err, &clientErr) && !protocolError(clientErr.Code) {

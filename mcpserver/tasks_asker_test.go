@@ -120,7 +120,8 @@ func TestTaskOneAskerPerTask(t *testing.T) {
 // outstanding set: answered another way (a tasks/update, here the
 // runner's Respond), the stream goes on to the next question at once;
 // given up by the call (its client_wait ran out first: the record is
-// working again), the stream awaits the task again.
+// working again), the stream's client left it unanswered: the stream asks
+// no more and frees the task's asker slot, awaiting the end alone.
 func TestTaskQuestionLeavesTheStream(t *testing.T) {
 	s := inputServer(t, 0)
 	ask := taskAsker(t, s)
@@ -154,6 +155,19 @@ func TestTaskQuestionLeavesTheStream(t *testing.T) {
 	}
 	if q := within(t, "the question given up by the call", client.gaveUp); q != "Second?" {
 		t.Fatalf("gave up %q", q)
+	}
+	// Its client left that question unanswered: the stream asks no more,
+	// and frees the task's asker slot for another stream of the owner
+	// while it still awaits the end.
+	for i := 0; ; i++ {
+		if release, _ := s.tasks.claimAsker(owner, id); release != nil {
+			release()
+			break
+		}
+		if i == 20000 {
+			t.Fatal("the stream that left a question unanswered still holds the asker slot after 20s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if _, err := r.Cancel(context.Background(), owner, id); err != nil {
 		t.Fatal(err)
