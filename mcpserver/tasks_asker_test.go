@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -169,7 +170,9 @@ func TestTaskQuestionLeavesTheStream(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := r.Cancel(context.Background(), owner, id); err != nil {
+	// The call, its round given up, may have ended the task meanwhile
+	// (its Ask refused): either way the stream answers.
+	if _, err := r.Cancel(context.Background(), owner, id); err != nil && !errors.Is(err, tasks.ErrTerminal) {
 		t.Fatal(err)
 	}
 	if e := within(t, "tasks/result", replies); e.err == nil && e.result == nil {
