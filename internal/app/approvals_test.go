@@ -314,32 +314,25 @@ func TestConsolePermissionPersist(t *testing.T) {
 // TestConsoleBounded: with approvals.max_pending questions waiting, the
 // next call is refused at once, naming the limit.
 func TestConsoleBounded(t *testing.T) {
-	w := newEscapeWorld(t)
-	w.restart(t, "approvals:\n  max_pending: 1\n")
-	w.app.ConsoleServes()
-	w.setGrants(t, confirmGate)
-	b := w.app.Approvals()
-	changes, cancel := b.Subscribe()
-	defer cancel()
-	end := gateCallInBackground(w, nil)
-	r := waitQuestions(t, b, changes, 1, end.ended)[0]
-	res := gateCall(t, w, nil)
-	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
-		!strings.Contains(res.Error.Message, "; the console has too many questions waiting (approvals.max_pending: 1); nothing ran") {
-		t.Fatalf("the second question: %+v", res.Error)
-	}
-	b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
-	if res := end.result(t); res.IsError {
-		t.Fatalf("the first: %+v", res.Error)
-	}
+	testConsoleBound(t, "approvals:\n  max_pending: 1\n",
+		"; the console has too many questions waiting (approvals.max_pending: 1); nothing ran")
 }
 
 // TestConsoleBoundedPerCaller: with approvals.max_pending_per_caller
 // questions of one caller waiting, its next call is refused at once,
 // naming that key, though max_pending has room.
 func TestConsoleBoundedPerCaller(t *testing.T) {
+	testConsoleBound(t, "approvals:\n  max_pending_per_caller: 1\n",
+		"; the caller has too many questions waiting in the console (approvals.max_pending_per_caller: 1); nothing ran")
+}
+
+// testConsoleBound runs a gated call that waits in the console under
+// config, then a second one, which must be refused at once with want in
+// its message; the first still runs once approved.
+func testConsoleBound(t *testing.T, config, want string) {
+	t.Helper()
 	w := newEscapeWorld(t)
-	w.restart(t, "approvals:\n  max_pending_per_caller: 1\n")
+	w.restart(t, config)
 	w.app.ConsoleServes()
 	w.setGrants(t, confirmGate)
 	b := w.app.Approvals()
@@ -348,9 +341,8 @@ func TestConsoleBoundedPerCaller(t *testing.T) {
 	end := gateCallInBackground(w, nil)
 	r := waitQuestions(t, b, changes, 1, end.ended)[0]
 	res := gateCall(t, w, nil)
-	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) ||
-		!strings.Contains(res.Error.Message, "; the caller has too many questions waiting in the console (approvals.max_pending_per_caller: 1); nothing ran") {
-		t.Fatalf("the caller's second question: %+v", res.Error)
+	if !res.IsError || res.Error.Kind != tool.KindDenied || ran(res) || !strings.Contains(res.Error.Message, want) {
+		t.Fatalf("the second question: %+v", res.Error)
 	}
 	b.Decide(context.Background(), r.ID, approvals.Decision{Approved: true, By: "bob"}, nil)
 	if res := end.result(t); res.IsError {
