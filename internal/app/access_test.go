@@ -22,15 +22,7 @@ import (
 // that narrowed it; someone in no role, and a local caller, get it; with
 // access.widen a role's grant adds to tools.grants for its members only.
 func TestPersonalGrants(t *testing.T) {
-	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../runtime/testdata/goguest/hostcalls"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
-	if err := os.WriteFile(filepath.Join(dir, "tools", "hostcalls.wasm"), wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := hostcallsProject(t)
 	const secret = "s3cret-access-test"
 	configWith := func(widen bool, base, overlay string) string {
 		return fmt.Sprintf(`project: {root: %s}
@@ -129,15 +121,7 @@ access:
 // entry is bound to module elsewhere, the module hostcalls serving a tool
 // of that name gets nothing from the role, even for its members.
 func TestWideningRoleBoundToTheModule(t *testing.T) {
-	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../runtime/testdata/goguest/hostcalls"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
-	if err := os.WriteFile(filepath.Join(dir, "tools", "hostcalls.wasm"), wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := hostcallsProject(t)
 	const secret = "s3cret-rival-test"
 	a, _ := startApp(t, dir, fmt.Sprintf(`project: {root: %s}
 env: {values: {SECRET: {value: %s}}}
@@ -389,4 +373,20 @@ func TestMemoryResourcesCapped(t *testing.T) {
 			t.Errorf("no role: completion %q", got)
 		}
 	}
+}
+
+// hostcallsProject returns a project directory whose tools dir holds the
+// hostcalls test guest as hostcalls.wasm.
+func hostcallsProject(t *testing.T) string {
+	t.Helper()
+	wasm, err := os.ReadFile(testwasm.BuildGoFile(t, "../../runtime/testdata/goguest/hostcalls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "tools", "hostcalls.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
